@@ -1,0 +1,3 @@
+from dswheels.cli import main
+
+raise SystemExit(main())

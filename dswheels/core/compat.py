@@ -1,0 +1,503 @@
+"""Typed view of ``dswheels/compat.yml``: the facts every planning decision comes from.
+
+The file is package data and part of this project, so a malformed entry is a bug: loading
+fails loudly (``CompatDataError``) and a unit test loads it on every run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from importlib import resources
+
+import yaml
+
+from dswheels.core.model import Cell, Python, Variant
+from dswheels.core.versions import Range, VersionTuple, format_version, parse_range, parse_version
+
+__all__ = [
+    "ArchListRow",
+    "Compat",
+    "CompatDataError",
+    "Condition",
+    "CpuBaseline",
+    "CudaToolkit",
+    "OpInfo",
+    "Rule",
+    "RunnerImage",
+    "TorchRelease",
+    "Workaround",
+    "load_compat",
+]
+
+OSES = ("linux", "windows")
+ACCELERATORS = ("cuda", "cpu")
+
+
+class CompatDataError(ValueError):
+    """compat.yml does not have the shape the planner needs (a bug in the shipped data)."""
+
+
+# --- typed getters over untyped YAML -----------------------------------------------------------
+
+
+class _Reader:
+    """Narrows ``object`` to typed values, naming the path of anything unexpected."""
+
+    def __init__(self, data: object, path: str) -> None:
+        self.data = data
+        self.path = path
+
+    def _fail(self, expected: str) -> CompatDataError:
+        return CompatDataError(f"compat.yml: {self.path}: expected {expected}, got {self.data!r}")
+
+    def map(self) -> Mapping[str, object]:
+        if not isinstance(self.data, dict):
+            raise self._fail("a mapping")
+        return {str(k): v for k, v in self.data.items()}
+
+    def __getitem__(self, key: str) -> _Reader:
+        mapping = self.map()
+        if key not in mapping:
+            raise CompatDataError(f"compat.yml: {self.path}: missing key {key!r}")
+        return _Reader(mapping[key], f"{self.path}.{key}")
+
+    def opt(self, key: str) -> _Reader | None:
+        mapping = self.map()
+        return _Reader(mapping[key], f"{self.path}.{key}") if key in mapping else None
+
+    def text(self) -> str:
+        if isinstance(self.data, bool) or not isinstance(self.data, (str, int, float)):
+            raise self._fail("a string")
+        return str(self.data)
+
+    def integer(self) -> int:
+        if isinstance(self.data, bool) or not isinstance(self.data, int):
+            raise self._fail("an integer")
+        return self.data
+
+    def seq(self) -> Sequence[_Reader]:
+        if not isinstance(self.data, list):
+            raise self._fail("a list")
+        return [_Reader(item, f"{self.path}[{i}]") for i, item in enumerate(self.data)]
+
+    def strs(self) -> tuple[str, ...]:
+        return tuple(item.text() for item in self.seq())
+
+    def items(self) -> Sequence[tuple[str, _Reader]]:
+        return [(key, _Reader(value, f"{self.path}.{key}")) for key, value in self.map().items()]
+
+    def inferred(self) -> bool:
+        conf = self.opt("confidence")
+        return conf is not None and conf.text() == "inferred"
+
+    def source(self) -> str:
+        return self["source"].text()
+
+
+# --- the facts -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TorchRelease:
+    minor: VersionTuple
+    latest: str
+    released: str
+    python: Mapping[str, tuple[Python, ...]]
+    variants: Mapping[str, tuple[Variant, ...]]  # CUDA variants; "cpu" is always available
+    cxx_std: int
+    inferred: bool
+    source: str
+
+    def variants_for(self, os: str) -> tuple[Variant, ...]:
+        return (*self.variants[os], Variant(name="cpu", cuda=None))
+
+
+@dataclass(frozen=True, slots=True)
+class ArchListRow:
+    torch: Range
+    variant: str
+    lists: Mapping[str, tuple[str, ...]]
+    inferred: bool
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
+class CudaToolkit:
+    minor: VersionTuple
+    install: str
+    sm: frozenset[str]
+    msvc: tuple[int, int]
+    gcc_max: int
+    inferred: bool
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
+class RunnerImage:
+    name: str
+    os: str
+    msvc: tuple[str, ...]  # toolsets, default first (Windows)
+    gcc: tuple[str, ...]  # GCC majors, default first (Linux)
+    inferred: bool
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
+class CpuBaseline:
+    name: str
+    gcc: str
+    msvc: str
+    simd: str
+    forbidden_registers: tuple[str, ...]
+    note: str
+
+
+@dataclass(frozen=True, slots=True)
+class Condition:
+    """A conjunction over a cell; ``None`` fields are unconstrained."""
+
+    deepspeed: Range | None = None
+    torch: Range | None = None
+    cuda: Range | None = None
+    python: Range | None = None
+    os: str | None = None
+    variant: str | None = None  # "cpu" | "cuda"
+
+    def matches(self, cell: Cell) -> bool:
+        if self.os is not None and cell.platform.os != self.os:
+            return False
+        if self.variant is not None and ("cuda" if cell.variant.is_cuda else "cpu") != self.variant:
+            return False
+        if self.deepspeed is not None and cell.deepspeed not in self.deepspeed:
+            return False
+        if self.torch is not None and cell.torch not in self.torch:
+            return False
+        if self.python is not None and cell.python.version not in self.python:
+            return False
+        if self.cuda is not None:
+            cuda = cell.variant.cuda
+            if cuda is None or cuda not in self.cuda:
+                return False
+        return True
+
+    def describe(self) -> str:
+        parts = []
+        for key in ("deepspeed", "torch", "cuda", "python"):
+            value = getattr(self, key)
+            if value is not None:
+                parts.append(f"{key} {value}")
+        if self.os:
+            parts.append(f"os {self.os}")
+        if self.variant:
+            parts.append(f"{self.variant} variant")
+        return ", ".join(parts)
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    id: str
+    when: Condition
+    require: Condition
+    why: str
+    fix: str
+    inferred: bool
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
+class Workaround:
+    id: str
+    when: Condition
+    nvcc_flags: tuple[str, ...]
+    note: str
+    why: str
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
+class OpInfo:
+    name: str
+    var: str
+    accelerator: str
+    versions: Range
+    platforms: frozenset[str]  # where it can be compiled at all
+    ship: frozenset[str]  # where "ops: all" builds it
+    left_out: Mapping[str, str]
+    min_arch: VersionTuple | None
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
+class MismatchRow:
+    deepspeed: Range
+    lists: Mapping[int, frozenset[VersionTuple]]
+
+
+@dataclass(frozen=True)
+class Compat:
+    """All of compat.yml, typed. Lookups used per cell are cached by the planner."""
+
+    collected: str
+    sources: Mapping[str, str]
+    torch: Mapping[VersionTuple, TorchRelease]
+    torch_pypi_linux_variant: Mapping[VersionTuple, str]
+    torch_index: str
+    arch_tokens_rows: tuple[tuple[Range, tuple[str, ...]], ...]
+    arch_lists: tuple[ArchListRow, ...]
+    cuda: Mapping[VersionTuple, CudaToolkit]
+    subpackages_windows: tuple[tuple[Range, tuple[str, ...]], ...]
+    torch_gcc_limits: tuple[tuple[Range, Range, int, str], ...]
+    stl_floors: tuple[tuple[VersionTuple, VersionTuple, str], ...]
+    runner_images: Mapping[str, RunnerImage]
+    cpu_baselines: Mapping[str, CpuBaseline]
+    deepspeed_releases: tuple[VersionTuple, ...]
+    git_archive: str
+    sdist_json: str
+    mismatch_rows: tuple[MismatchRow, ...]
+    rules: tuple[Rule, ...]
+    workarounds: tuple[Workaround, ...]
+    ops: tuple[OpInfo, ...]
+
+    @cached_property
+    def torch_minors(self) -> tuple[VersionTuple, ...]:
+        return tuple(sorted(self.torch))
+
+    def arch_tokens(self, torch: VersionTuple) -> frozenset[str]:
+        tokens: set[str] = set()
+        for rng, add in self.arch_tokens_rows:
+            if torch in rng:
+                tokens.update(add)
+        return frozenset(tokens)
+
+    def torch_arch_list(self, torch: VersionTuple, variant: str) -> ArchListRow | None:
+        for row in self.arch_lists:
+            if row.variant == variant and torch in row.torch:
+                return row
+        return None
+
+    def mismatch_ok(self, deepspeed: VersionTuple, major: int) -> frozenset[VersionTuple]:
+        for row in self.mismatch_rows:
+            if deepspeed in row.deepspeed:
+                return row.lists.get(major, frozenset())
+        return frozenset()
+
+    def subpackages_for(self, cuda: VersionTuple) -> tuple[str, ...]:
+        packages: list[str] = []
+        for rng, names in self.subpackages_windows:
+            if cuda in rng:
+                packages.extend(names)
+        return tuple(packages)
+
+    def stl_floor(self, toolset: VersionTuple) -> tuple[VersionTuple, str] | None:
+        """The lowest CUDA the STL of ``toolset`` accepts, if it has such a gate."""
+        floor: tuple[VersionTuple, str] | None = None
+        for from_toolset, min_cuda, source in self.stl_floors:
+            if toolset >= from_toolset:
+                floor = (min_cuda, source)
+        return floor
+
+    def ops_for(self, deepspeed: VersionTuple, accelerator: str) -> tuple[OpInfo, ...]:
+        return tuple(op for op in self.ops if op.accelerator == accelerator and deepspeed in op.versions)
+
+    @cached_property
+    def op_names(self) -> frozenset[str]:
+        return frozenset(op.name for op in self.ops)
+
+
+def _condition(reader: _Reader | None) -> Condition:
+    if reader is None:
+        return Condition()
+    fields = dict(reader.items())
+    known = {"deepspeed", "torch", "cuda", "python", "os", "variant"}
+    unknown = set(fields) - known
+    if unknown:
+        msg = f"compat.yml: {reader.path}: unknown condition keys {sorted(unknown)}"
+        raise CompatDataError(msg)
+
+    def rng(key: str) -> Range | None:
+        return parse_range(fields[key].text()) if key in fields else None
+
+    return Condition(
+        deepspeed=rng("deepspeed"),
+        torch=rng("torch"),
+        cuda=rng("cuda"),
+        python=rng("python"),
+        os=fields["os"].text() if "os" in fields else None,
+        variant=fields["variant"].text() if "variant" in fields else None,
+    )
+
+
+def _per_os(reader: _Reader) -> Mapping[str, tuple[str, ...]]:
+    return {os: reader[os].strs() for os in OSES}
+
+
+def _parse_ops(reader: _Reader) -> tuple[OpInfo, ...]:
+    ops: list[OpInfo] = []
+    for accelerator, table in reader.items():
+        if accelerator not in ACCELERATORS:
+            msg = f"compat.yml: {table.path}: unknown accelerator {accelerator!r}"
+            raise CompatDataError(msg)
+        for name, entry in table.items():
+            ship = frozenset(entry["ship"].strs()) if entry.opt("ship") else frozenset()
+            platforms = frozenset(p.strs()) if (p := entry.opt("platforms")) else frozenset(OSES)
+            if not ship <= platforms:
+                msg = f"compat.yml: {entry.path}: ships on a platform it cannot be built on"
+                raise CompatDataError(msg)
+            left_out_reader = entry.opt("left_out")
+            left_out = {os: text.text() for os, text in left_out_reader.items()} if left_out_reader else {}
+            for os in OSES:
+                if os not in ship and os not in left_out:
+                    msg = f"compat.yml: {entry.path}: neither shipped nor left out (with a reason) on {os}"
+                    raise CompatDataError(msg)
+            min_arch = entry.opt("min_arch")
+            ops.append(
+                OpInfo(
+                    name=name,
+                    var=entry["var"].text(),
+                    accelerator=accelerator,
+                    versions=parse_range(entry["versions"].text()),
+                    platforms=platforms,
+                    ship=ship,
+                    left_out=left_out,
+                    min_arch=parse_version(min_arch.text()) if min_arch else None,
+                    source=entry.source(),
+                ),
+            )
+    return tuple(ops)
+
+
+def parse_compat(data: object) -> Compat:
+    """Build the typed facts from the parsed YAML of compat.yml."""
+    root = _Reader(data, "")
+    torch: dict[VersionTuple, TorchRelease] = {}
+    for minor_text, entry in root["torch"].items():
+        minor = parse_version(minor_text)
+        torch[minor] = TorchRelease(
+            minor=minor,
+            latest=entry["latest"].text(),
+            released=entry["released"].text(),
+            python={os: tuple(Python.parse(p) for p in pys) for os, pys in _per_os(entry["python"]).items()},
+            variants={os: tuple(Variant.parse(v) for v in vs) for os, vs in _per_os(entry["variants"]).items()},
+            cxx_std=entry["cxx_std"].integer(),
+            inferred=entry.inferred(),
+            source=entry.source(),
+        )
+    cuda: dict[VersionTuple, CudaToolkit] = {}
+    for minor_text, entry in root["cuda"].items():
+        msvc = entry["msvc"].seq()
+        cuda[parse_version(minor_text)] = CudaToolkit(
+            minor=parse_version(minor_text),
+            install=entry["install"].text(),
+            sm=frozenset(entry["sm"].strs()),
+            msvc=(msvc[0].integer(), msvc[1].integer()),
+            gcc_max=entry["gcc_max"].integer(),
+            inferred=entry.inferred(),
+            source=entry.source(),
+        )
+    images: dict[str, RunnerImage] = {}
+    for name, entry in root["runner_images"].items():
+        msvc_reader, gcc_reader = entry.opt("msvc"), entry.opt("gcc")
+        images[name] = RunnerImage(
+            name=name,
+            os=entry["os"].text(),
+            msvc=msvc_reader.strs() if msvc_reader else (),
+            gcc=gcc_reader.strs() if gcc_reader else (),
+            inferred=entry.inferred(),
+            source=entry.source(),
+        )
+    baselines = {
+        name: CpuBaseline(
+            name=name,
+            gcc=entry["gcc"].text(),
+            msvc=entry["msvc"].text(),
+            simd=entry["simd"].text(),
+            forbidden_registers=entry["forbidden_registers"].strs(),
+            note=entry["note"].text(),
+        )
+        for name, entry in root["cpu_baselines"].items()
+    }
+    ds = root["deepspeed"]
+    mismatch_rows = tuple(
+        MismatchRow(
+            deepspeed=parse_range(row["deepspeed"].text()),
+            lists={int(major): frozenset(parse_version(v) for v in vs.strs()) for major, vs in row["lists"].items()},
+        )
+        for row in ds["cuda_minor_mismatch_ok"].seq()
+    )
+    rules = tuple(
+        Rule(
+            id=row["id"].text(),
+            when=_condition(row.opt("when")),
+            require=_condition(row["require"]),
+            why=row["why"].text(),
+            fix=row["fix"].text(),
+            inferred=row.inferred(),
+            source=row.source(),
+        )
+        for row in root["rules"].seq()
+    )
+    workarounds = tuple(
+        Workaround(
+            id=row["id"].text(),
+            when=_condition(row.opt("when")),
+            nvcc_flags=flags.strs() if (flags := row.opt("nvcc_flags")) else (),
+            note=note.text() if (note := row.opt("note")) else "",
+            why=why.text() if (why := row.opt("why")) else "",
+            source=row.source(),
+        )
+        for row in root["workarounds"].seq()
+    )
+    return Compat(
+        collected=root["collected"].text(),
+        sources={key: value.text() for key, value in root["sources"].items()},
+        torch=torch,
+        torch_pypi_linux_variant={parse_version(k): v.text() for k, v in root["torch_pypi_linux_variant"].items()},
+        torch_index=root["torch_index"].text(),
+        arch_tokens_rows=tuple(
+            (parse_range(row["torch"].text()), row["add"].strs()) for row in root["torch_arch_tokens"].seq()
+        ),
+        arch_lists=tuple(
+            ArchListRow(
+                torch=parse_range(row["torch"].text()),
+                variant=row["variant"].text(),
+                lists={os: tuple(row[os].text().split(";")) for os in OSES},
+                inferred=row.inferred(),
+                source=row.source(),
+            )
+            for row in root["torch_arch_lists"].seq()
+        ),
+        cuda=cuda,
+        subpackages_windows=tuple(
+            (parse_range(row["cuda"].text()), row["packages"].strs()) for row in root["cuda_subpackages_windows"].seq()
+        ),
+        torch_gcc_limits=tuple(
+            (parse_range(row["torch"].text()), parse_range(row["cuda"].text()), row["gcc_max"].integer(), row.source())
+            for row in root["torch_gcc_limits"].seq()
+        ),
+        stl_floors=tuple(
+            (parse_version(row["from_toolset"].text()), parse_version(row["min_cuda"].text()), row.source())
+            for row in root["msvc_stl_cuda_floor"].seq()
+        ),
+        runner_images=images,
+        cpu_baselines=baselines,
+        deepspeed_releases=tuple(parse_version(v) for v in ds["releases"].strs()),
+        git_archive=ds["git_archive"].text(),
+        sdist_json=ds["sdist"].text(),
+        mismatch_rows=mismatch_rows,
+        rules=rules,
+        workarounds=workarounds,
+        ops=_parse_ops(root["ops"]),
+    )
+
+
+def load_compat() -> Compat:
+    """The shipped facts (package data)."""
+    text = resources.files("dswheels").joinpath("compat.yml").read_text(encoding="utf-8")
+    return parse_compat(yaml.safe_load(text))
+
+
+def describe_versions(versions: Sequence[VersionTuple]) -> str:
+    """``2.9, 2.10, 2.11`` for messages."""
+    return ", ".join(format_version(v) for v in versions)

@@ -1,0 +1,213 @@
+"""The values every step passes around: a cell, its resolved toolchain and op set.
+
+A *cell* is one wheel: DeepSpeed version x torch MAJOR.MINOR x variant (``cu128``/``cpu``)
+x Python x platform. All types are frozen; collections are tuples.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import Enum
+
+from dswheels.core.versions import VersionTuple, format_version, parse_version
+
+__all__ = [
+    "Cell",
+    "DroppedCell",
+    "HostCompiler",
+    "OpPlan",
+    "PlannedCell",
+    "Platform",
+    "Python",
+    "Reason",
+    "Source",
+    "Toolchain",
+    "Variant",
+]
+
+
+class Platform(str, Enum):
+    """Wheel platform tags we build for."""
+
+    WIN_AMD64 = "win_amd64"
+    LINUX_X86_64 = "linux_x86_64"
+
+    @property
+    def os(self) -> str:
+        """``windows`` or ``linux``: the key used throughout compat.yml."""
+        return "windows" if self is Platform.WIN_AMD64 else "linux"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+_VARIANT_RE = re.compile(r"^cu(\d{2,3})$")
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Variant:
+    """A torch build flavour: ``cpu`` or ``cuXYZ`` (CUDA X.Y... as PyTorch names its indexes)."""
+
+    name: str
+    cuda: VersionTuple | None
+
+    @classmethod
+    def parse(cls, text: str) -> Variant:
+        """Accept ``cu128``, ``12.8`` or ``cpu``.
+
+        >>> Variant.parse("12.8").name
+        'cu128'
+        >>> Variant.parse("cu130").cuda
+        (13, 0)
+        """
+        text = text.strip().lower()
+        if text == "cpu":
+            return cls(name="cpu", cuda=None)
+        match = _VARIANT_RE.match(text)
+        if match:
+            digits = match.group(1)
+            return cls(name=text, cuda=(int(digits[:-1]), int(digits[-1])))
+        if re.match(r"^\d+\.\d$", text):
+            major, minor = parse_version(text)
+            return cls(name=f"cu{major}{minor}", cuda=(major, minor))
+        msg = f"not a torch variant: {text!r} (expected 'cpu', 'cuXYZ' like 'cu128', or a CUDA version like '12.8')"
+        raise ValueError(msg)
+
+    @property
+    def is_cuda(self) -> bool:
+        return self.cuda is not None
+
+    @property
+    def cuda_text(self) -> str:
+        return format_version(self.cuda) if self.cuda else ""
+
+    def __str__(self) -> str:
+        return self.name
+
+
+_PY_RE = re.compile(r"^(?:cp)?(\d)\.?(\d+)(t?)$")
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Python:
+    """A CPython version, optionally free-threaded (``3.13t`` / tag ``cp313t``)."""
+
+    version: VersionTuple
+    free_threaded: bool = False
+
+    @classmethod
+    def parse(cls, text: str) -> Python:
+        """Accept ``3.12``, ``cp312``, ``3.13t`` or ``cp313t``.
+
+        >>> Python.parse("cp313t").tag
+        'cp313t'
+        """
+        match = _PY_RE.match(text.strip().lower())
+        if not match:
+            msg = f"not a Python version: {text!r} (expected e.g. '3.12', '3.13t' or 'cp312')"
+            raise ValueError(msg)
+        major, minor, t = match.groups()
+        return cls(version=(int(major), int(minor)), free_threaded=bool(t))
+
+    @property
+    def tag(self) -> str:
+        """The interpreter tag of the wheel (``cp312``; free-threaded ``cp313t`` is the ABI tag)."""
+        return f"cp{self.version[0]}{self.version[1]}" + ("t" if self.free_threaded else "")
+
+    @property
+    def interpreter_tag(self) -> str:
+        return f"cp{self.version[0]}{self.version[1]}"
+
+    def __str__(self) -> str:
+        return format_version(self.version) + ("t" if self.free_threaded else "")
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Cell:
+    """One wheel to build. Its id (see :mod:`dswheels.core.naming`) is stable and selectable."""
+
+    deepspeed: VersionTuple
+    torch: VersionTuple
+    variant: Variant
+    python: Python
+    platform: Platform
+
+
+@dataclass(frozen=True, slots=True)
+class Reason:
+    """Why a rule forbids a cell: the rule's id, the sentence, and what would work instead."""
+
+    rule: str
+    message: str
+    fix: str = ""
+    source: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class DroppedCell:
+    cell: Cell
+    reasons: tuple[Reason, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class HostCompiler:
+    """The C++ compiler nvcc and setuptools use: MSVC toolset on Windows, GCC on Linux."""
+
+    kind: str  # "msvc" | "gcc"
+    version: str  # "14.44" | "13"
+    why: str
+
+
+@dataclass(frozen=True, slots=True)
+class Toolchain:
+    """Everything a build machine needs besides the source: resolved per cell by the plan."""
+
+    runner_image: str
+    runs_on: tuple[str, ...]
+    host_compiler: HostCompiler
+    nvcc: VersionTuple | None
+    cuda_toolkit: str  # full toolkit version to install ("12.8.1"), "" for cpu
+    arch_list: tuple[str, ...]  # TORCH_CUDA_ARCH_LIST tokens, "+PTX" on the last where kept
+    skip_cuda_check: bool
+    cuda_check: str  # the reason for the DS_SKIP_CUDA_CHECK decision, always spelled out
+    nvcc_flags: tuple[str, ...]  # NVCC_APPEND_FLAGS workarounds
+    cpu_baseline: str
+    cuda_subpackages: tuple[str, ...]  # Windows installer components for cuda_toolkit
+    notes: tuple[str, ...]
+
+    @property
+    def arch_list_text(self) -> str:
+        return ";".join(self.arch_list)
+
+
+@dataclass(frozen=True, slots=True)
+class OpPlan:
+    """Ops to compile (name -> DS_BUILD_* suffix) and ops left out with the reason."""
+
+    build: tuple[tuple[str, str], ...]
+    left_out: tuple[tuple[str, str], ...]
+
+    @property
+    def build_names(self) -> tuple[str, ...]:
+        return tuple(name for name, _var in self.build)
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """Where the DeepSpeed source for a cell comes from."""
+
+    kind: str  # "sdist" | "git-archive"
+    url: str  # "" for sdist: the URL and sha256 come from PyPI's JSON API at fetch time
+    sha256: str  # "" when not pinned (sdist: checked against PyPI's digest)
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedCell:
+    cell: Cell
+    torch_version: str  # the torch release to install, e.g. "2.9.1"
+    torch_index: str  # pip index URL that has it
+    toolchain: Toolchain
+    ops: OpPlan
+    source: Source
+    smoke_runs_on: tuple[str, ...]

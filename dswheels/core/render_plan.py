@@ -1,0 +1,305 @@
+"""Render a :class:`~dswheels.core.plan.Plan` as a table, an explanation, JSON or GitHub jobs.
+
+``--format json`` is the contract later steps and the workflows read; its shape is
+``PLAN_SCHEMA`` and documented in docs/plan-json.md. ``--format github`` groups cells into
+jobs so one workflow run never exceeds GitHub's 256-job matrix limit.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+
+from dswheels.core.model import DroppedCell, PlannedCell
+from dswheels.core.naming import build_string, cell_id, local_label, wheel_filename, wheel_version
+from dswheels.core.plan import Plan
+from dswheels.core.versions import format_version
+
+__all__ = [
+    "GITHUB_JOB_LIMIT",
+    "GITHUB_SCHEMA",
+    "PLAN_SCHEMA",
+    "group_jobs",
+    "planned_cell_json",
+    "render_explain",
+    "render_github",
+    "render_json",
+    "render_table",
+]
+
+PLAN_SCHEMA = "dswheels.plan/1"
+GITHUB_SCHEMA = "dswheels.github-matrix/1"
+GITHUB_JOB_LIMIT = 256
+DETAIL_LIMIT = 4  # at most this many cells: the table shows each in full
+
+
+def _cell_head(item: PlannedCell) -> dict[str, object]:
+    cell = item.cell
+    return {
+        "id": cell_id(cell),
+        "deepspeed": format_version(cell.deepspeed),
+        "torch": format_version(cell.torch),
+        "torch_version": item.torch_version,
+        "torch_index": item.torch_index,
+        "variant": cell.variant.name,
+        "cuda": cell.variant.cuda_text or None,
+        "python": str(cell.python),
+        "python_tag": cell.python.tag,
+        "platform": cell.platform.value,
+        "os": cell.platform.os,
+        "local_label": local_label(cell),
+        "build_string": build_string(cell),
+        "version": wheel_version(cell),
+        "wheel": wheel_filename(cell),
+    }
+
+
+def _cell_tail(item: PlannedCell) -> dict[str, object]:
+    """The part shared by every Python of a (deepspeed, torch, variant, platform)."""
+    tc = item.toolchain
+    return {
+        "source": {"kind": item.source.kind, "url": item.source.url or None, "sha256": item.source.sha256 or None},
+        "toolchain": {
+            "runner_image": tc.runner_image,
+            "runs_on": list(tc.runs_on),
+            "host_compiler": {
+                "kind": tc.host_compiler.kind,
+                "version": tc.host_compiler.version,
+                "why": tc.host_compiler.why,
+            },
+            "nvcc": format_version(tc.nvcc) if tc.nvcc else None,
+            "cuda_toolkit": tc.cuda_toolkit or None,
+            "torch_cuda_arch_list": tc.arch_list_text or None,
+            "skip_cuda_check": tc.skip_cuda_check,
+            "cuda_check": tc.cuda_check,
+            "nvcc_append_flags": list(tc.nvcc_flags),
+            "cpu_baseline": tc.cpu_baseline,
+            "cuda_subpackages": list(tc.cuda_subpackages),
+            "notes": list(tc.notes),
+        },
+        "ops": {
+            "build": [{"name": name, "env": f"DS_BUILD_{var}"} for name, var in item.ops.build],
+            "left_out": [{"name": name, "reason": reason} for name, reason in item.ops.left_out],
+        },
+        "smoke_runs_on": list(item.smoke_runs_on),
+    }
+
+
+def planned_cell_json(item: PlannedCell) -> dict[str, object]:
+    """One planned cell as the JSON contract spells it (docs/plan-json.md)."""
+    return {**_cell_head(item), **_cell_tail(item)}
+
+
+def _dropped_json(item: DroppedCell) -> dict[str, object]:
+    return {
+        "id": cell_id(item.cell),
+        "reasons": [{"rule": r.rule, "message": r.message, "fix": r.fix, "source": r.source} for r in item.reasons],
+    }
+
+
+def _json_list(items: Sequence[dict[str, object]]) -> str:
+    if not items:
+        return "[]"
+    return "[\n    " + ",\n    ".join(json.dumps(item, separators=_SEP) for item in items) + "\n  ]"
+
+
+_SEP = (", ", ": ")
+
+
+def _cells_json(planned: Sequence[PlannedCell]) -> str:
+    """Cells share toolchain and ops objects per (ds, torch, variant, platform): encode those once."""
+    if not planned:
+        return "[]"
+    tails: dict[tuple[int, int, int], str] = {}
+    lines = []
+    for item in planned:
+        key = (id(item.toolchain), id(item.ops), id(item.source))
+        tail = tails.get(key)
+        if tail is None:
+            tail = tails[key] = json.dumps(_cell_tail(item), separators=_SEP)[1:]
+        lines.append(json.dumps(_cell_head(item), separators=_SEP)[:-1] + ", " + tail)
+    return "[\n    " + ",\n    ".join(lines) + "\n  ]"
+
+
+def render_json(plan: Plan, *, version: str) -> str:
+    """The plan contract: a JSON object, one cell per line (diffable, and fast for 50k cells)."""
+    head = {"schema": PLAN_SCHEMA, "dswheels": version, "matrix": plan.matrix, "mode": plan.mode}
+    parts = [f"  {json.dumps(key)}: {json.dumps(value)}" for key, value in head.items()]
+    parts.append(f'  "cells": {_cells_json(plan.planned)}')
+    parts.append(f'  "dropped": {_json_list([_dropped_json(d) for d in plan.dropped])}')
+    return "{\n" + ",\n".join(parts) + "\n}\n"
+
+
+# --- GitHub matrix ------------------------------------------------------------------------------
+
+_GROUPINGS = ("cell", "python", "variant")
+
+
+def _job_key(item: PlannedCell, level: str) -> tuple[str, ...]:
+    cell = item.cell
+    base = (
+        format_version(cell.deepspeed),
+        format_version(cell.torch),
+        cell.platform.value,
+        item.toolchain.runner_image,
+    )
+    if level == "cell":
+        return (*base, cell.variant.name, cell.python.tag)
+    if level == "python":  # one job builds all Pythons of a (ds, torch, variant, platform)
+        return (*base, cell.variant.name, item.toolchain.cuda_toolkit, item.toolchain.host_compiler.version)
+    return base  # one job per (ds, torch, platform): all variants and Pythons
+
+
+def group_jobs(planned: Sequence[PlannedCell], *, limit: int = GITHUB_JOB_LIMIT) -> tuple[str, list[list[PlannedCell]]]:
+    """Group cells into at most ``limit`` jobs, as finely as that allows."""
+    for level in _GROUPINGS:
+        groups: dict[tuple[str, ...], list[PlannedCell]] = defaultdict(list)
+        for item in planned:
+            groups[_job_key(item, level)].append(item)
+        if len(groups) <= limit:
+            return level, list(groups.values())
+    msg = f"{len(planned)} cells need more than {limit} jobs even grouped by (deepspeed, torch, platform)"
+    raise ValueError(msg)
+
+
+def _job_json(items: list[PlannedCell]) -> dict[str, object]:
+    first = items[0]
+    cell, tc = first.cell, first.toolchain
+    variants = sorted({i.cell.variant.name for i in items})
+    pythons = sorted({i.cell.python for i in items})
+    toolkits = sorted({i.toolchain.cuda_toolkit for i in items if i.toolchain.cuda_toolkit})
+    if len(items) == 1:
+        name = cell_id(cell)
+    else:
+        name = (
+            f"ds{format_version(cell.deepspeed)}-torch{format_version(cell.torch)}"
+            f"-{'+'.join(variants)}-{cell.platform.value}"
+        )
+    return {
+        "name": name,
+        "cells": " ".join(cell_id(i.cell) for i in items),
+        "platform": cell.platform.value,
+        "os": cell.platform.os,
+        "runs_on": list(tc.runs_on),
+        "smoke_runs_on": list(first.smoke_runs_on),
+        "python": " ".join(str(p) for p in pythons),
+        "deepspeed": format_version(cell.deepspeed),
+        "torch": format_version(cell.torch),
+        "variant": " ".join(variants),
+        "cuda_toolkit": " ".join(toolkits),
+        "msvc_toolset": tc.host_compiler.version if tc.host_compiler.kind == "msvc" else "",
+        "gcc": tc.host_compiler.version if tc.host_compiler.kind == "gcc" else "",
+        # a JSON array as a string: Jimver/cuda-toolkit's `sub-packages` input takes exactly that
+        "cuda_subpackages": json.dumps(list(tc.cuda_subpackages)) if tc.cuda_subpackages else "",
+    }
+
+
+def render_github(plan: Plan) -> str:
+    """One JSON line: ``{"include": [job, ...]}`` for ``strategy.matrix: ${{ fromJSON(...) }}``."""
+    _level, groups = group_jobs(plan.planned)
+    return json.dumps({"include": [_job_json(items) for items in groups]}, separators=(",", ":"))
+
+
+# --- human output ---------------------------------------------------------------------------------
+
+
+def _table(rows: Sequence[Sequence[str]]) -> list[str]:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows]
+
+
+def _compiler(item: PlannedCell) -> str:
+    hc = item.toolchain.host_compiler
+    return f"{hc.kind} {hc.version}"
+
+
+def _flags(item: PlannedCell) -> str:
+    tc = item.toolchain
+    flags = []
+    if tc.skip_cuda_check:
+        flags.append("DS_SKIP_CUDA_CHECK=1")
+    flags.extend(tc.nvcc_flags)
+    return " ".join(flags) or "-"
+
+
+def _detail(item: PlannedCell) -> list[str]:
+    cell, tc = item.cell, item.toolchain
+    lines = [
+        f"{cell_id(cell)}",
+        f"  wheel          {wheel_filename(cell)}",
+        f"  torch          {item.torch_version} from {item.torch_index}",
+        f"  source         {item.source.kind}"
+        + (f" {item.source.url}" if item.source.url else " (PyPI, sha256 from PyPI's JSON API)"),
+        f"  runner         {', '.join(tc.runs_on) or tc.runner_image} ({tc.runner_image})",
+        f"  compiler       {_compiler(item)}: {tc.host_compiler.why}",
+    ]
+    if tc.nvcc:
+        lines += [
+            f"  nvcc           {format_version(tc.nvcc)} (install CUDA {tc.cuda_toolkit})",
+            f"  arch list      {tc.arch_list_text}",
+            f"  cuda check     {tc.cuda_check}",
+        ]
+    if tc.nvcc_flags:
+        lines.append(f"  nvcc flags     {' '.join(tc.nvcc_flags)}")
+    lines.append(f"  cpu baseline   {tc.cpu_baseline}")
+    lines.append(f"  ops built      {', '.join(item.ops.build_names)}")
+    for name, reason in item.ops.left_out:
+        lines.append(f"  left out       {name}: {reason}")
+    for note in tc.notes:
+        lines.append(f"  note           {note}")
+    return lines
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def render_table(plan: Plan) -> str:
+    lines: list[str] = []
+    if len(plan.planned) <= DETAIL_LIMIT:
+        for item in plan.planned:
+            lines.extend(_detail(item))
+            lines.append("")
+    else:
+        rows = [("CELL", "NVCC", "COMPILER", "TORCH_CUDA_ARCH_LIST", "OPS", "FLAGS")]
+        rows.extend(
+            (
+                cell_id(item.cell),
+                format_version(item.toolchain.nvcc) if item.toolchain.nvcc else "-",
+                _compiler(item),
+                item.toolchain.arch_list_text or "-",
+                f"{len(item.ops.build)} built, {len(item.ops.left_out)} left out",
+                _flags(item),
+            )
+            for item in plan.planned
+        )
+        lines.extend(_table(rows))
+        lines.append("")
+    level, groups = group_jobs(plan.planned)
+    summary = f"{_count(len(plan.planned), 'cell')} planned ({_count(len(groups), 'job')}, one per {level})"
+    if plan.dropped:
+        summary += f"; {len(plan.dropped)} dropped by the rules (--explain says why)"
+    lines.append(summary)
+    return "\n".join(lines) + "\n"
+
+
+def render_explain(plan: Plan) -> str:
+    lines: list[str] = []
+    if not plan.dropped:
+        lines.append(f"No cell dropped: all {len(plan.planned)} cells of the selection can be built.")
+        return "\n".join(lines) + "\n"
+    counts: Counter[str] = Counter()
+    for item in plan.dropped:
+        lines.append(cell_id(item.cell))
+        for reason in item.reasons:
+            counts[reason.rule] += 1
+            lines.append(f"  - [{reason.rule}] {reason.message}")
+            if reason.fix:
+                lines.append(f"    what would work: {reason.fix}")
+            if reason.source:
+                lines.append(f"    source: {reason.source}")
+    lines.append("")
+    lines.append(f"{len(plan.dropped)} dropped, {len(plan.planned)} planned. Dropped by rule:")
+    lines.extend(f"  {rule:32} {count}" for rule, count in counts.most_common())
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,173 @@
+"""YAML with line numbers, so every matrix problem can be reported as ``file:line``.
+
+PyYAML's node graph keeps the source position of every value and the *text* of every
+scalar. Keeping the text matters here: an unquoted ``2.10`` is the float ``2.1`` to YAML,
+but to a user it is torch 2.10, so versions are always read from the original text.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+
+import yaml
+
+__all__ = ["Doc", "Node", "Problems", "parse_yaml", "suggest"]
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """One YAML value: ``kind`` is ``map``, ``seq`` or ``scalar``; ``text`` is a scalar's source."""
+
+    kind: str
+    line: int
+    path: str
+    text: str = ""
+    tag: str = ""
+    items: tuple[Node, ...] = ()
+    keys: tuple[tuple[str, Node, Node], ...] = ()  # (key text, key node, value node)
+
+    def get(self, key: str) -> Node | None:
+        for name, _key_node, value in self.keys:
+            if name == key:
+                return value
+        return None
+
+    @property
+    def is_null(self) -> bool:
+        return self.kind == "scalar" and self.tag.endswith(":null")
+
+    @property
+    def is_str(self) -> bool:
+        return self.kind == "scalar" and self.tag.endswith(":str")
+
+    @property
+    def is_bool(self) -> bool:
+        return self.kind == "scalar" and self.tag.endswith(":bool")
+
+    @property
+    def is_number(self) -> bool:
+        return self.kind == "scalar" and (self.tag.endswith(":int") or self.tag.endswith(":float"))
+
+    def describe(self) -> str:
+        """How the value looks to a person, for error messages."""
+        if self.kind == "map":
+            return "a mapping"
+        if self.kind == "seq":
+            return "a list"
+        if self.is_null:
+            return "nothing (null)"
+        return repr(self.text)
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    line: int
+    path: str
+    message: str
+
+
+@dataclass
+class Problems:
+    """Collects every problem in a document before anything is reported (all at once)."""
+
+    filename: str
+    found: list[Problem] = field(default_factory=list)
+
+    def add(self, node: Node | None, message: str, *, line: int = 0, path: str = "") -> None:
+        if node is not None:
+            line, path = node.line, node.path
+        self.found.append(Problem(line=line, path=path, message=message))
+
+    def __bool__(self) -> bool:
+        return bool(self.found)
+
+    def __len__(self) -> int:
+        return len(self.found)
+
+    def render(self) -> str:
+        ordered = sorted(self.found, key=lambda p: (p.line, p.path))
+        lines = []
+        for problem in ordered:
+            where = f"{self.filename}:{problem.line}" if problem.line else self.filename
+            prefix = f"{where}: {problem.path}: " if problem.path else f"{where}: "
+            lines.append(prefix + problem.message)
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True, slots=True)
+class Doc:
+    filename: str
+    root: Node
+
+
+def suggest(word: str, choices: Sequence[str]) -> str:
+    """A ' (did you mean ...?)' suffix, or '' when nothing is close."""
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _join(path: str, key: str | int) -> str:
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    return f"{path}.{key}" if path else key
+
+
+def _convert(node: yaml.Node, path: str, problems: Problems) -> Node:
+    line = node.start_mark.line + 1
+    if isinstance(node, yaml.MappingNode):
+        keys: list[tuple[str, Node, Node]] = []
+        seen: dict[str, int] = {}
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, yaml.ScalarNode):
+                problems.add(None, "mapping keys must be plain names", line=key_node.start_mark.line + 1, path=path)
+                continue
+            name = str(key_node.value)
+            key_line = key_node.start_mark.line + 1
+            if name in seen:
+                problems.add(
+                    None,
+                    f"key {name!r} appears twice (first on line {seen[name]}); YAML would keep only the last",
+                    line=key_line,
+                    path=path,
+                )
+                continue
+            seen[name] = key_line
+            child_path = _join(path, name)
+            key = Node(kind="scalar", line=key_line, path=child_path, text=name, tag=str(key_node.tag))
+            keys.append((name, key, _convert(value_node, child_path, problems)))
+        return Node(kind="map", line=line, path=path, keys=tuple(keys))
+    if isinstance(node, yaml.SequenceNode):
+        items = tuple(_convert(child, _join(path, i), problems) for i, child in enumerate(node.value))
+        return Node(kind="seq", line=line, path=path, items=items)
+    if not isinstance(node, yaml.ScalarNode):  # pragma: no cover - PyYAML has three node kinds
+        msg = f"unexpected YAML node {node!r}"
+        raise TypeError(msg)
+    return Node(kind="scalar", line=line, path=path, text=str(node.value), tag=str(node.tag))
+
+
+def parse_yaml(text: str, filename: str, problems: Problems) -> Doc | None:
+    """Parse ``text``; on a syntax error record it (with its line) and return ``None``."""
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark else 0
+        problems.add(None, f"not valid YAML: {exc.problem or exc}", line=line)
+        return None
+    except yaml.YAMLError as exc:
+        problems.add(None, f"not valid YAML: {exc}")
+        return None
+    if root is None:
+        problems.add(None, "the file is empty", line=1)
+        return None
+    return Doc(filename=filename, root=_convert(root, "", problems))
+
+
+def iter_scalars(node: Node) -> Iterator[Node]:
+    """A scalar, or each scalar of a list of scalars (``x: a`` and ``x: [a, b]`` alike)."""
+    if node.kind == "seq":
+        yield from node.items
+    else:
+        yield node

@@ -1,0 +1,1 @@
+"""The effectful shell: the only place dswheels runs processes, touches the network or writes files."""

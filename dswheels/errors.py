@@ -1,0 +1,100 @@
+"""The one exception hierarchy of dswheels.
+
+Every failure a user can meet is a subclass of :class:`DswheelsError` with its own exit
+code, so scripts and workflows can tell a bad matrix (2) from a failed compile (5).
+Only :func:`dswheels.cli.main` catches them.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+__all__ = [
+    "BuildError",
+    "ConfigError",
+    "DswheelsError",
+    "EnvironmentMismatchError",
+    "NothingToDoError",
+    "PublishError",
+    "SmokeError",
+    "SourceError",
+    "VerifyError",
+]
+
+
+class DswheelsError(Exception):
+    """Base class: an error the user can act on. Exit code 1 is reserved for it and for bugs."""
+
+    exit_code: ClassVar[int] = 1
+    title: ClassVar[str] = "error"
+
+    def __init__(self, message: str, *, hint: str | None = None, details: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+        self.details = details
+
+    def render(self) -> str:
+        """The text the CLI prints: what happened, then supporting details, then what to do."""
+        lines = [f"{self.title}: {self.message}"]
+        if self.details:
+            lines.extend(f"  {line}" for line in self.details.rstrip("\n").splitlines())
+        if self.hint:
+            lines.append(f"hint: {self.hint}")
+        return "\n".join(lines)
+
+
+class ConfigError(DswheelsError):
+    """Bad input: matrix file, command-line combination, or a combination the rules forbid."""
+
+    exit_code = 2
+    title = "bad input"
+
+
+class NothingToDoError(DswheelsError):
+    """The selection is valid but leaves nothing to do (e.g. everything is already published)."""
+
+    exit_code = 3
+    title = "nothing to do"
+
+
+class SourceError(DswheelsError):
+    """Fetching or checking a DeepSpeed source failed (network, sha256 mismatch, bad archive)."""
+
+    exit_code = 4
+    title = "source error"
+
+
+class BuildError(DswheelsError):
+    """A wheel build failed: the compiler, a missing op, a toolchain mismatch."""
+
+    exit_code = 5
+    title = "build failed"
+
+
+class VerifyError(DswheelsError):
+    """A built wheel failed its static or runtime checks."""
+
+    exit_code = 6
+    title = "verify failed"
+
+
+class PublishError(DswheelsError):
+    """Writing the index or uploading wheels failed."""
+
+    exit_code = 7
+    title = "publish failed"
+
+
+class SmokeError(DswheelsError):
+    """Training with the installed wheel failed or misbehaved."""
+
+    exit_code = 8
+    title = "smoke test failed"
+
+
+class EnvironmentMismatchError(DswheelsError):
+    """The user's environment cannot do what was asked (no wheel fits, toolchain missing)."""
+
+    exit_code = 9
+    title = "environment problem"
