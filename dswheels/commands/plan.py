@@ -1,0 +1,108 @@
+"""``dswheels plan``: the matrix expanded into buildable cells with their toolchains."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from dswheels import __version__
+from dswheels.commands.common import DEFAULT_MATRIX, Subparsers, formatter, load_matrix
+from dswheels.core.compat import Compat, load_compat
+from dswheels.core.plan import Plan, combo_from_values, plan
+from dswheels.core.render_plan import render_explain, render_github, render_json, render_table
+from dswheels.core.versions import parse_version
+from dswheels.errors import ConfigError
+
+__all__ = ["add_selection_arguments", "compute_plan", "register", "run"]
+
+DESCRIPTION = """\
+Expand the build matrix into cells (one wheel each), drop what the compatibility rules
+forbid, and resolve every remaining cell's toolchain: runner image, MSVC toolset or GCC,
+nvcc, TORCH_CUDA_ARCH_LIST, the ops to build and the ops left out (with why), workaround
+flags and the DS_SKIP_CUDA_CHECK decision.
+
+Select cells of the matrix with --only (ids or globs), or name one combination with
+--deepspeed/--torch/--cuda/--python/--platform (axes you leave out come from the matrix);
+a named combination is planned whenever the rules allow it, listed in the matrix or not.
+
+examples:
+  dswheels plan                                   # table of the shipped matrix
+  dswheels plan --explain                         # every dropped cell and the rule why
+  dswheels plan --only 'ds0.19.8-torch2.14-*-linux_x86_64'
+  dswheels plan --deepspeed 0.15.1 --torch 2.1 --cuda cu121 --python 3.11 --platform win_amd64
+  dswheels plan --deepspeed 0.19.8 --torch 2.14 --cuda cu130 --python 3.12 \\
+                --platform linux_x86_64 --nvcc 13.2    # what if the builder has nvcc 13.2?
+  echo "matrix=$(dswheels plan --format github --allow-empty)" >> "$GITHUB_OUTPUT\""""
+
+
+def add_selection_arguments(p: argparse.ArgumentParser) -> None:
+    """--matrix, --only and the combination flags: shared by every command that takes cells."""
+    p.add_argument(
+        "--matrix", type=Path, default=DEFAULT_MATRIX, metavar="PATH", help="matrix file (default: %(default)s)"
+    )
+    p.add_argument(
+        "--only", action="append", default=[], metavar="ID", help="cell id or glob of the matrix (repeatable)"
+    )
+    p.add_argument("--deepspeed", metavar="X.Y.Z", help="DeepSpeed version of the combination")
+    p.add_argument("--torch", metavar="M.m", help="torch MAJOR.MINOR of the combination")
+    p.add_argument("--cuda", metavar="cuXYZ|X.Y|cpu", help="torch variant of the combination (cpu for the CPU build)")
+    p.add_argument("--python", metavar="3.X", help="Python version of the combination")
+    p.add_argument("--platform", metavar="PLAT", help="win_amd64 or linux_x86_64")
+    p.add_argument(
+        "--nvcc",
+        metavar="X.Y",
+        help="plan as if the builder had this nvcc instead of each variant's own CUDA (same major)",
+    )
+
+
+def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "plan",
+        help="expand the matrix into buildable cells with their toolchains",
+        description=DESCRIPTION,
+        formatter_class=formatter,
+    )
+    add_selection_arguments(p)
+    p.add_argument(
+        "--format",
+        choices=("table", "json", "github"),
+        default="table",
+        help="table (default, for people), json (the contract, docs/plan-json.md), github (jobs for fromJSON)",
+    )
+    p.add_argument("--explain", action="store_true", help="print every dropped cell and the rule that drops it")
+    p.add_argument(
+        "--allow-empty",
+        action="store_true",
+        help="with nothing left to build, print an empty job list and exit 0 instead of 3",
+    )
+    p.set_defaults(func=run)
+
+
+def compute_plan(args: argparse.Namespace, compat: Compat) -> Plan:
+    """The plan for the selection arguments of ``args`` (see :func:`add_selection_arguments`)."""
+    spec = load_matrix(args.matrix, compat)
+    combo = combo_from_values({key: getattr(args, key) for key in ("deepspeed", "torch", "cuda", "python", "platform")})
+    if combo.given and args.only:
+        raise ConfigError("--only selects cells of the matrix; it cannot be combined with --deepspeed/--torch/...")
+    nvcc = None
+    if args.nvcc is not None:
+        try:
+            nvcc = parse_version(args.nvcc)[:2]
+        except ValueError as exc:
+            raise ConfigError(f"--nvcc: {exc}") from None
+    return plan(spec, compat, only=args.only, combo=combo, nvcc=nvcc)
+
+
+def run(args: argparse.Namespace) -> int:
+    compat = load_compat()
+    result = compute_plan(args, compat)
+    if args.explain:
+        sys.stdout.write(render_explain(result))
+    elif args.format == "json":
+        sys.stdout.write(render_json(result, version=__version__))
+    elif args.format == "github":
+        sys.stdout.write(render_github(result) + "\n")
+    else:
+        sys.stdout.write(render_table(result))
+    return 0

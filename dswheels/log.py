@@ -1,0 +1,242 @@
+"""Progress output for people and for GitHub Actions, behind one small interface.
+
+Library code never prints: it asks the current :class:`Reporter` (held in a context
+variable, so tests can capture it). The terminal reporter shows step headers and
+durations; the GitHub reporter folds steps into ``::group::`` blocks and turns warnings
+and errors into annotations. An error always closes the open group first, or GitHub would
+hide it inside a collapsed block.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import shlex
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Protocol, TextIO
+
+from dswheels.effects.clock import monotonic
+
+__all__ = [
+    "GitHubReporter",
+    "NullReporter",
+    "RecordingReporter",
+    "Reporter",
+    "TerminalReporter",
+    "format_duration",
+    "get_reporter",
+    "reset_reporter",
+    "set_reporter",
+]
+
+
+def format_duration(seconds: float) -> str:
+    """``3m12s`` / ``4.2s``.
+
+    >>> format_duration(192.4)
+    '3m12s'
+    >>> format_duration(4.21)
+    '4.2s'
+    """
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    minutes, secs = divmod(round(seconds), 60)
+    if minutes < 60:
+        return f"{minutes}m{secs:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m"
+
+
+class Reporter(Protocol):
+    """What long-running steps tell the user."""
+
+    @contextmanager
+    def group(self, title: str) -> Iterator[None]:
+        """A step: shown as a header (terminal) or a foldable group (GitHub)."""
+        ...
+
+    def info(self, message: str) -> None: ...
+
+    def warning(self, message: str) -> None: ...
+
+    def error(self, message: str) -> None: ...
+
+    def command(self, argv: Sequence[str]) -> None:
+        """Echo a command about to run."""
+        ...
+
+    def output(self, line: str) -> None:
+        """One line of a subprocess's output (already without its newline)."""
+        ...
+
+
+@dataclass
+class TerminalReporter:
+    stream: TextIO = field(default_factory=lambda: sys.stdout)
+    color: bool = False
+    quiet_output: bool = False  # True: subprocess output goes only to the log file
+    _depth: int = 0
+
+    def _style(self, text: str, code: str) -> str:
+        return f"\033[{code}m{text}\033[0m" if self.color else text
+
+    def _write(self, text: str) -> None:
+        self.stream.write(text + "\n")
+        self.stream.flush()
+
+    @contextmanager
+    def group(self, title: str) -> Iterator[None]:
+        self._write(self._style(f"==> {title}", "1"))
+        start = monotonic()
+        self._depth += 1
+        try:
+            yield
+        except BaseException:
+            self._depth -= 1
+            self._write(self._style(f"x {title} failed after {format_duration(monotonic() - start)}", "31"))
+            raise
+        self._depth -= 1
+        self._write(self._style(f"ok {title} ({format_duration(monotonic() - start)})", "32"))
+
+    def info(self, message: str) -> None:
+        self._write(message)
+
+    def warning(self, message: str) -> None:
+        self._write(self._style(f"warning: {message}", "33"))
+
+    def error(self, message: str) -> None:
+        self._write(self._style(f"error: {message}", "31"))
+
+    def command(self, argv: Sequence[str]) -> None:
+        self._write(self._style("+ " + shlex.join(argv), "2"))
+
+    def output(self, line: str) -> None:
+        if not self.quiet_output:
+            self._write(line)
+
+
+@dataclass
+class GitHubReporter:
+    """GitHub Actions workflow commands: groups, annotations."""
+
+    stream: TextIO = field(default_factory=lambda: sys.stdout)
+    _open: list[str] = field(default_factory=list)
+
+    def _write(self, text: str) -> None:
+        self.stream.write(text + "\n")
+        self.stream.flush()
+
+    @staticmethod
+    def _escape(message: str) -> str:
+        # workflow-command data escaping (actions/toolkit: escapeData)
+        return message.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+    @contextmanager
+    def group(self, title: str) -> Iterator[None]:
+        if self._open:  # GitHub groups do not nest: close the outer one
+            self._write("::endgroup::")
+        self._write(f"::group::{title}")
+        self._open.append(title)
+        start = monotonic()
+        try:
+            yield
+        except BaseException:
+            self._open.pop()
+            self._write("::endgroup::")
+            self._write(f"x {title} failed after {format_duration(monotonic() - start)}")
+            raise
+        self._open.pop()
+        self._write("::endgroup::")
+        self._write(f"ok {title} ({format_duration(monotonic() - start)})")
+        if self._open:
+            self._write(f"::group::{self._open[-1]} (continued)")
+
+    def info(self, message: str) -> None:
+        self._write(message)
+
+    def warning(self, message: str) -> None:
+        self._write(f"::warning::{self._escape(message)}")
+
+    def error(self, message: str) -> None:
+        while self._open:
+            self._open.pop()
+            self._write("::endgroup::")
+        self._write(f"::error::{self._escape(message)}")
+
+    def command(self, argv: Sequence[str]) -> None:
+        self._write("+ " + shlex.join(argv))
+
+    def output(self, line: str) -> None:
+        self._write(line)
+
+
+class NullReporter:
+    @contextmanager
+    def group(self, title: str) -> Iterator[None]:  # noqa: ARG002
+        yield
+
+    def info(self, message: str) -> None:
+        pass
+
+    def warning(self, message: str) -> None:
+        pass
+
+    def error(self, message: str) -> None:
+        pass
+
+    def command(self, argv: Sequence[str]) -> None:
+        pass
+
+    def output(self, line: str) -> None:
+        pass
+
+
+@dataclass
+class RecordingReporter:
+    """Keeps every event; for tests and for building summaries."""
+
+    events: list[tuple[str, str]] = field(default_factory=list)
+
+    @contextmanager
+    def group(self, title: str) -> Iterator[None]:
+        self.events.append(("group", title))
+        try:
+            yield
+        finally:
+            self.events.append(("endgroup", title))
+
+    def info(self, message: str) -> None:
+        self.events.append(("info", message))
+
+    def warning(self, message: str) -> None:
+        self.events.append(("warning", message))
+
+    def error(self, message: str) -> None:
+        self.events.append(("error", message))
+
+    def command(self, argv: Sequence[str]) -> None:
+        self.events.append(("command", shlex.join(argv)))
+
+    def output(self, line: str) -> None:
+        self.events.append(("output", line))
+
+    def of(self, kind: str) -> list[str]:
+        return [text for k, text in self.events if k == kind]
+
+
+_REPORTER: contextvars.ContextVar[Reporter | None] = contextvars.ContextVar("dswheels_reporter", default=None)
+_NULL = NullReporter()
+
+
+def get_reporter() -> Reporter:
+    return _REPORTER.get() or _NULL
+
+
+def set_reporter(reporter: Reporter) -> contextvars.Token[Reporter | None]:
+    return _REPORTER.set(reporter)
+
+
+def reset_reporter(token: contextvars.Token[Reporter | None]) -> None:
+    _REPORTER.reset(token)
