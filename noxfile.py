@@ -1,0 +1,88 @@
+# /// script
+# dependencies = ["nox[uv]>=2025.2.9"]
+# ///
+"""Every task a person or CI runs. `nox -l` lists them; `nox -s tests` is what CI runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nox
+
+nox.needs_version = ">=2025.2.9"
+nox.options.default_venv_backend = "uv|virtualenv"
+nox.options.sessions = ["tests"]
+
+ROOT = Path(__file__).parent
+PYPROJECT = nox.project.load_toml("pyproject.toml")
+CONSTRAINTS = ROOT / "requirements" / "constraints.txt"
+
+
+def _install(session: nox.Session, *groups: str) -> None:
+    """The package plus dependency groups, pinned by requirements/constraints.txt."""
+    requirements: list[str] = []
+    for group in groups:
+        requirements += nox.project.dependency_groups(PYPROJECT, group)
+    session.install("-c", str(CONSTRAINTS), "-e", ".", *requirements)
+
+
+def _lint(session: nox.Session) -> None:
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+    session.run("mypy")
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """Ruff (lint + format check) and mypy --strict."""
+    _install(session, "lint", "test")
+    _lint(session)
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """Lint, type-check, then the whole test suite: unit and integration (real builds, real pip/uv)."""
+    _install(session, "lint", "test")
+    _lint(session)
+    session.run("pytest", *session.posargs, env={"PYTHONHASHSEED": "0"})
+
+
+@nox.session(default=False)
+def unit(session: nox.Session) -> None:
+    """Only the fast tests (no builds, no servers): the loop while editing."""
+    _install(session, "test")
+    session.run("pytest", "-m", "not integration and not gpu", *session.posargs)
+
+
+@nox.session(default=False)
+def bench(session: nox.Session) -> None:
+    """Benchmarks: each prints a ratio against the naive way, measured side by side."""
+    _install(session, "test")
+    session.run("python", "-m", "tests.bench", *session.posargs, env={"PYTHONPATH": str(ROOT)})
+
+
+@nox.session(default=False)
+def main(session: nox.Session) -> None:
+    """The README's main job: plan the shipped matrix (later: build, verify, index for this machine)."""
+    _install(session)
+    session.run("dswheels", "plan", *session.posargs)
+
+
+@nox.session(default=False)
+def lock(session: nox.Session) -> None:
+    """Re-pin what CI installs (requirements/constraints.txt) to the newest allowed versions."""
+    session.install("uv")
+    session.run(
+        "uv",
+        "pip",
+        "compile",
+        "pyproject.toml",
+        "--group",
+        "dev",
+        "--universal",
+        "--python-version",
+        "3.10",
+        "--no-header",
+        "-o",
+        str(CONSTRAINTS),
+    )
