@@ -22,6 +22,7 @@ __all__ = [
     "check_names",
     "local_label",
     "parse_cell_id",
+    "partition",
     "wheel_filename",
     "wheel_version",
 ]
@@ -79,6 +80,19 @@ def local_label(cell: Cell) -> str:
     'cputorch2.13'
     """
     return f"{cell.variant.name}torch{format_version(cell.torch)}"
+
+
+def partition(cell: Cell) -> str:
+    """The index partition a cell's wheel is published in: ``cu128-torch2.9``.
+
+    One partition per (variant, torch minor): pip and uv pick the highest local label
+    among the versions they see, so a user must only ever see wheels for their own torch.
+
+    >>> from dswheels.core.model import Variant, Python, Platform
+    >>> partition(Cell((0, 19, 8), (2, 9), Variant.parse("cu128"), Python.parse("3.12"), Platform.WIN_AMD64))
+    'cu128-torch2.9'
+    """
+    return f"{cell.variant.name}-torch{format_version(cell.torch)}"
 
 
 def build_string(cell: Cell) -> str:
