@@ -71,7 +71,7 @@ def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
 def _report(result: PublishResult) -> str:
     lines = [f"  uploaded           {name}" for name in result.uploaded]
     lines += [f"  already published  {name}" for name in result.present]
-    summary = f"published to {result.where}: {len(result.uploaded)} new, {len(result.present)} already there"
+    summary = f"published to {result.where}: {len(result.uploaded)} files new, {len(result.present)} already there"
     return "\n".join([*lines, summary]) + "\n"
 
 

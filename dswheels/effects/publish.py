@@ -45,6 +45,7 @@ from dswheels.log import get_reporter
 __all__ = [
     "Outgoing",
     "PublishResult",
+    "check_github_limits",
     "collect_wheels",
     "github_index_files",
     "outgoing_files",
@@ -189,7 +190,8 @@ def publish_dir(wheels: Sequence[LocalWheel], dest: Path) -> PublishResult:
 # --- GitHub Releases --------------------------------------------------------------------------------
 
 
-def _check_limits(files: Sequence[Outgoing], existing: int, new: int, tag: str) -> None:
+def check_github_limits(files: Sequence[Outgoing], *, existing: int, new: int, tag: str) -> None:
+    """GitHub's limits: every asset under 2 GiB, at most 1000 assets per release."""
     too_big = [f"{f.name}: {f.size / 2**30:.2f} GiB" for f in files if f.size > GITHUB_ASSET_MAX_BYTES]
     if too_big:
         raise PublishError(
@@ -253,7 +255,7 @@ def publish_github(
     """
     reporter = get_reporter()
     files = [item for wheel in wheels for item in outgoing_files(wheel)]
-    _check_limits(files, 0, 0, tag)  # sizes first: fail before any API call
+    check_github_limits(files, existing=0, new=0, tag=tag)  # sizes first: fail before any API call
     release = gh.release_by_tag(tag)
     if release is None:
         reporter.info(f"creating draft release {tag} in {gh.repo}")
@@ -283,7 +285,7 @@ def publish_github(
             conflicts.append(f"{item.name}: published {published[:16]}..., new {item.sha256[:16]}...")
     if conflicts:
         raise _conflict_error(conflicts, f"{gh.repo} release {tag}")
-    _check_limits(files, len(existing), len(todo), tag)
+    check_github_limits(files, existing=len(existing), new=len(todo), tag=tag)
     for number, item in enumerate(todo, start=1):
         reporter.info(f"[{number}/{len(todo)}] uploading {item.name} ({item.size / 1e6:.1f} MB)")
         _upload_one(gh, release, item)
