@@ -391,9 +391,8 @@ def _newest(files: Iterable[IndexFile]) -> IndexFile | None:
     return max(live, key=_sort_key, default=None)
 
 
-def _home_page(
-    files: Sequence[IndexFile], *, title: str, site_url: str, torch_index: str, partitions: Sequence[str]
-) -> str:
+def _coverage(files: Sequence[IndexFile]) -> list[str]:
+    """One table per DeepSpeed version: partitions x Pythons, each cell linking the wheel per platform."""
     page = "index.html"
     by_ds: dict[str, dict[str, dict[str, dict[str, IndexFile]]]] = defaultdict(
         lambda: defaultdict(lambda: defaultdict(dict))
@@ -402,57 +401,15 @@ def _home_page(
     platforms: set[str] = set()
     for item in files:
         cell = item.wheel.cell
-        ds = format_version(cell.deepspeed)
-        slot = by_ds[ds][item.wheel.partition][cell.python.tag]
+        slot = by_ds[format_version(cell.deepspeed)][item.wheel.partition][cell.python.tag]
         current = slot.get(cell.platform.value)
-        # a re-spin (build tag) replaces the older file; a yanked file shows only when nothing else is there
         if current is None or _prefer(item, current):
             slot[cell.platform.value] = item
         pythons.add(cell.python)
         platforms.add(cell.platform.value)
     py_cols = sorted(pythons)
-    plat_cols = sorted(platforms)
-    versions = sorted(by_ds, key=parse_version, reverse=True)
-    intro = (
-        "<p>DeepSpeed wheels with every C++/CUDA op precompiled. Each wheel works only with the torch "
-        "MAJOR.MINOR and the CUDA (or CPU) build it was made for, so the wheels are published in one "
-        "partition per torch build: pick yours below and copy its install line.</p>"
-    )
-    which = (
-        '<p>Which torch do you have? <code>python -c "import torch; print(torch.__version__)"</code> prints '
-        "e.g. <code>2.9.1+cu128</code>: that is partition <code>cu128-torch2.9</code>.</p>"
-    )
-    machine = (
-        f'<p class="note">{len(files)} wheels in {len(partitions)} partitions. Machine-readable: '
-        '<a href="simple/">simple/</a> (PEP 503, all wheels), <code>whl/&lt;partition&gt;/</code> '
-        "(find-links page) and <code>whl/&lt;partition&gt;/simple/</code> (index) per partition.</p>"
-    )
-    body = [f"<h1>{html.escape(title)}</h1>", intro, which, machine, "<h2>Install</h2>"]
-    for part in partitions:
-        newest = _newest(f for f in files if f.wheel.partition == part)
-        body.append(f'<h3 id="{html.escape(part)}">{html.escape(part)}</h3>')
-        if newest is None:
-            body.append("<p>Every wheel of this partition is yanked.</p>")
-            continue
-        variant = part.partition("-torch")[0]
-        index = torch_index.format(variant=variant)
-        version = str(newest.wheel.version)
-        lines = [
-            install_command(tool=tool, version=version, site_url=site_url, part=part, torch_index=index)
-            for tool in ("pip", "uv")
-        ]
-        body.append(f"<pre><code>{html.escape(lines[0])}\n{html.escape(lines[1])}</code></pre>")
-        body.append(
-            f'<p class="note">Index: <code>{html.escape(partition_url(site_url, part))}</code> &middot; '
-            f'find-links page: <a href="whl/{html.escape(part)}/">whl/{html.escape(part)}/</a>. '
-            "For another DeepSpeed version, change the version before the <code>+</code>.</p>"
-        )
-    body.append("<h2>Coverage</h2>")
-    body.append(
-        '<p>A mark links to the wheel; <span class="yanked">struck</span> means yanked '
-        "(installers skip it unless it is pinned).</p>"
-    )
-    for ds in versions:
+    body: list[str] = []
+    for ds in sorted(by_ds, key=parse_version, reverse=True):
         body.append(f'<h3 id="deepspeed-{html.escape(ds)}">DeepSpeed {html.escape(ds)}</h3>')
         body.append("<table>")
         head = "".join(f"<th>{html.escape(str(py))}</th>" for py in py_cols)
@@ -461,23 +418,85 @@ def _home_page(
             row = [f'<td class="row"><a href="#{html.escape(part)}">{html.escape(part)}</a></td>']
             for py in py_cols:
                 slot = by_ds[ds][part].get(py.tag, {})
-                if not slot:
-                    row.append('<td class="none">&ndash;</td>')
-                    continue
-                marks = []
-                for plat in plat_cols:
-                    if (found := slot.get(plat)) is None:
-                        continue
-                    label = "windows" if plat == Platform.WIN_AMD64.value else "linux"
-                    cls = ' class="yanked"' if found.yanked is not None else ""
-                    tip = f"{found.filename} ({found.size / 1e6:.1f} MB)"
-                    if found.yanked is not None:
-                        tip += f", yanked: {found.yanked}" if found.yanked else ", yanked"
-                    href = file_href(found.url, page=page)
-                    marks.append(f'<a{cls} href="{html.escape(href)}" title="{html.escape(tip)}">{label}</a>')
-                row.append(f'<td class="have">{" ".join(marks)}</td>')
+                marks = [_mark(slot[plat], page=page) for plat in sorted(platforms) if plat in slot]
+                row.append(f'<td class="have">{" ".join(marks)}</td>' if marks else '<td class="none">&ndash;</td>')
             body.append(f"<tr>{''.join(row)}</tr>")
         body.append("</table>")
+    return body
+
+
+def _mark(item: IndexFile, *, page: str) -> str:
+    label = "windows" if item.wheel.cell.platform is Platform.WIN_AMD64 else "linux"
+    tip = f"{item.filename} ({item.size / 1e6:.1f} MB)"
+    cls = ""
+    if item.yanked is not None:
+        cls = ' class="yanked"'
+        tip += f", yanked: {item.yanked}" if item.yanked else ", yanked"
+    href = file_href(item.url, page=page)
+    return f'<a{cls} href="{html.escape(href)}" title="{html.escape(tip)}">{label}</a>'
+
+
+def _install(files: Sequence[IndexFile], *, site_url: str, torch_index: str, partitions: Sequence[str]) -> list[str]:
+    """Per partition: the pip and uv lines for its newest DeepSpeed (see :func:`install_command`)."""
+    body: list[str] = []
+    for part in partitions:
+        body.append(f'<h3 id="{html.escape(part)}">{html.escape(part)}</h3>')
+        newest = _newest(f for f in files if f.wheel.partition == part)
+        if newest is None:
+            body.append("<p>Every wheel of this partition is yanked.</p>")
+            continue
+        index = torch_index.format(variant=part.partition("-torch")[0])
+        lines = [
+            install_command(
+                tool=tool, version=str(newest.wheel.version), site_url=site_url, part=part, torch_index=index
+            )
+            for tool in ("pip", "uv")
+        ]
+        body.append(f"<pre><code>{html.escape(lines[0])}\n{html.escape(lines[1])}</code></pre>")
+        body.append(
+            f'<p class="note">Index: <code>{html.escape(partition_url(site_url, part))}</code> &middot; '
+            f'find-links page: <a href="whl/{html.escape(part)}/">whl/{html.escape(part)}/</a>.</p>'
+        )
+    return body
+
+
+def _home_page(
+    files: Sequence[IndexFile], *, title: str, site_url: str, torch_index: str, partitions: Sequence[str]
+) -> str:
+    intro = (
+        "<p>DeepSpeed wheels with every C++/CUDA op precompiled. A wheel works only with the torch "
+        "MAJOR.MINOR and the CUDA (or CPU) build it was made for, so the wheels are published in one "
+        "partition per torch build. Find your partition: "
+        '<code>python -c "import torch; print(torch.__version__)"</code> prints e.g. '
+        "<code>2.9.1+cu128</code>, which is partition <code>cu128-torch2.9</code>. Then copy its install "
+        'line from <a href="#install">Install</a>.</p>'
+    )
+    machine = (
+        f'<p class="note">{len(files)} wheels in {len(partitions)} partitions. For installers: '
+        '<a href="simple/">simple/</a> (PEP 503, all wheels), <code>whl/&lt;partition&gt;/simple/</code> '
+        "(an index per partition) and <code>whl/&lt;partition&gt;/</code> (its --find-links page).</p>"
+    )
+    coverage_note = (
+        '<p>What exists. A mark links to the wheel (hover for its name and size); <span class="yanked">struck</span> '
+        "means yanked: installers skip it unless it is pinned.</p>"
+    )
+    install_note = (
+        "<p>Each line pins the exact version, <code>+label</code> included: only this partition's wheel has it, so "
+        "neither pip nor uv can pick a wheel for another torch or compile a newer DeepSpeed from PyPI, and a "
+        "Python or platform without a wheel fails at once instead of building. Lines show the newest DeepSpeed of "
+        "the partition; for another, change the version before the <code>+</code>.</p>"
+    )
+    body = [
+        f"<h1>{html.escape(title)}</h1>",
+        intro,
+        machine,
+        "<h2>Coverage</h2>",
+        coverage_note,
+        *_coverage(files),
+        '<h2 id="install">Install</h2>',
+        install_note,
+        *_install(files, site_url=site_url, torch_index=torch_index, partitions=partitions),
+    ]
     head = f'<meta name="viewport" content="width=device-width, initial-scale=1">\n<style>\n{_CSS}</style>'
     return _page(title, body, head=head)
 

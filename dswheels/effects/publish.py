@@ -365,9 +365,19 @@ def github_index_files(gh: GitHub) -> tuple[list[IndexFile], list[str]]:
 class _MultipartBody(io.RawIOBase):
     """multipart/form-data streamed from disk: the legacy upload API without reading the wheel into memory."""
 
-    def __init__(self, parts: Sequence[IO[bytes]]) -> None:
+    def __init__(self, parts: Sequence[IO[bytes]], size: int) -> None:
         super().__init__()
         self._parts = list(parts)
+        self._size = size
+        self._position = 0
+
+    # __len__ and tell() let requests send a Content-Length instead of a chunked body,
+    # which some upload servers cannot parse
+    def __len__(self) -> int:
+        return self._size
+
+    def tell(self) -> int:
+        return self._position
 
     def readable(self) -> bool:
         return True
@@ -377,6 +387,7 @@ class _MultipartBody(io.RawIOBase):
             data = self._parts[0].read(len(buffer))
             if data:
                 buffer[: len(data)] = data
+                self._position += len(data)
                 return len(data)
             self._parts.pop(0).close()
         return 0
@@ -424,7 +435,7 @@ def _multipart(wheel: LocalWheel) -> tuple[_MultipartBody, str, int]:
     tail = f"\r\n--{boundary}--\r\n".encode()
     size = head.tell() + wheel.size + len(tail)
     head.seek(0)
-    body = _MultipartBody([head, wheel.path.open("rb"), io.BytesIO(tail)])
+    body = _MultipartBody([head, wheel.path.open("rb"), io.BytesIO(tail)], size)
     return body, f"multipart/form-data; boundary={boundary}", size
 
 
@@ -500,12 +511,12 @@ def publish_upload(
     for number, wheel in enumerate(todo, start=1):
         name = wheel.wheel.filename
         reporter.info(f"[{number}/{len(todo)}] uploading {name} ({wheel.size / 1e6:.1f} MB) to {repository_url}")
-        body, content_type, size = _multipart(wheel)
+        body, content_type, _size = _multipart(wheel)
         try:
             response = http.post(
                 repository_url,
                 data=body,
-                headers={"Content-Type": content_type, "Content-Length": str(size)},
+                headers={"Content-Type": content_type},
                 timeout=timeout,
                 allow_redirects=False,
             )
