@@ -131,9 +131,10 @@ def run(args: argparse.Namespace) -> int:
     with reporter.group(f"write {args.out}"):
         write_site(args.out, pages, wheels=wheels)
     partitions = sorted({f.wheel.partition for f in files})
+    shown = ", ".join(partitions[:6]) + (f", ... ({len(partitions) - 6} more)" if len(partitions) > 6 else "")
     summary = (
-        f"wrote {args.out}: {len(files)} wheels in {len(partitions)} partitions"
-        f" ({', '.join(partitions) or 'none'}) in {format_duration(monotonic() - start)}"
+        f"wrote {args.out}: {len(files)} wheels in {len(partitions)} partitions ({shown or 'none'})"
+        f" in {format_duration(monotonic() - start)}"
     )
     sys.stdout.write(summary + "\n")
     write_summary(f"### dswheels index\n\n{summary}\n")

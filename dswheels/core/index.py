@@ -264,16 +264,21 @@ def _is_absolute(url: str) -> bool:
 def file_href(url: str, *, page: str) -> str:
     """The href from ``page`` (a site-relative file path) to a file at ``url``.
 
+    ``url`` is absolute, or relative to the site root (``files/<name>``, never with ``..``).
+
     >>> file_href("files/a+b.whl", page="whl/cpu-torch2.9/simple/deepspeed/index.html")
     '../../../../files/a%2Bb.whl'
     >>> file_href("https://github.com/o/r/releases/download/v1/a+b.whl", page="simple/deepspeed/index.html")
     'https://github.com/o/r/releases/download/v1/a%2Bb.whl'
     """
+    return ("" if _is_absolute(url) else "../" * page.count("/")) + _encoded(url)
+
+
+def _encoded(url: str) -> str:
     if _is_absolute(url):
         parts = urlsplit(url)
         return urlunsplit((parts.scheme, parts.netloc, _encode_path(parts.path), parts.query, ""))
-    base = posixpath.dirname(page) or "."
-    return _encode_path(posixpath.relpath(url, base))
+    return _encode_path(url)
 
 
 def _site_base(site_url: str) -> str:
@@ -346,24 +351,39 @@ def _page(title: str, body: Sequence[str], *, head: str = "") -> str:
     )
 
 
-def _anchor(item: IndexFile, *, page: str) -> str:
-    href = f"{file_href(item.url, page=page)}#sha256={item.sha256}"
-    attrs = [f'href="{html.escape(href)}"']
-    if item.requires_python:
-        attrs.append(f'data-requires-python="{html.escape(item.requires_python)}"')
-    if item.metadata_sha256:
-        value = f"sha256={item.metadata_sha256}"
-        # PEP 714: data-core-metadata; the old name too, for pip < 23.2 which reads only that
-        attrs.append(f'data-core-metadata="{value}"')
-        attrs.append(f'data-dist-info-metadata="{value}"')
-    if item.yanked is not None:
-        attrs.append(f'data-yanked="{html.escape(item.yanked)}"')
-    return f"<a {' '.join(attrs)}>{html.escape(item.filename)}</a><br>"
+@dataclass(frozen=True, slots=True)
+class _Anchor:
+    """A file's link, prepared once and placed on several pages (only the ``../`` prefix differs)."""
+
+    absolute: bool  # the same href on every page
+    target: str  # encoded URL + #sha256=, HTML-escaped
+    tail: str  # the attributes after href, and the text
+
+    @classmethod
+    def of(cls, item: IndexFile) -> _Anchor:
+        attrs = []
+        if item.requires_python:
+            attrs.append(f' data-requires-python="{html.escape(item.requires_python)}"')
+        if item.metadata_sha256:
+            value = f"sha256={item.metadata_sha256}"
+            # PEP 714: data-core-metadata; the old name too, for pip < 23.2 which reads only that
+            attrs.append(f' data-core-metadata="{value}" data-dist-info-metadata="{value}"')
+        if item.yanked is not None:
+            attrs.append(f' data-yanked="{html.escape(item.yanked)}"')
+        return cls(
+            absolute=_is_absolute(item.url),
+            target=html.escape(f"{_encoded(item.url)}#sha256={item.sha256}"),
+            tail=f"{''.join(attrs)}>{html.escape(item.filename)}</a><br>",
+        )
+
+    def html(self, depth: int) -> str:
+        prefix = "" if self.absolute else "../" * depth
+        return f'<a href="{prefix}{self.target}"{self.tail}'
 
 
-def _project_page(files: Sequence[IndexFile], *, page: str, title: str) -> str:
-    body = [f"<h1>{html.escape(title)}</h1>", *(_anchor(item, page=page) for item in files)]
-    return _page(title, body)
+def _project_page(anchors: Sequence[_Anchor], *, page: str, title: str) -> str:
+    depth = page.count("/")
+    return _page(title, [f"<h1>{html.escape(title)}</h1>", *(a.html(depth) for a in anchors)])
 
 
 def _root_page(title: str) -> str:
@@ -439,9 +459,12 @@ def _mark(item: IndexFile, *, page: str) -> str:
 def _install(files: Sequence[IndexFile], *, site_url: str, torch_index: str, partitions: Sequence[str]) -> list[str]:
     """Per partition: the pip and uv lines for its newest DeepSpeed (see :func:`install_command`)."""
     body: list[str] = []
+    by_partition: dict[str, list[IndexFile]] = defaultdict(list)
+    for item in files:
+        by_partition[item.wheel.partition].append(item)
     for part in partitions:
         body.append(f'<h3 id="{html.escape(part)}">{html.escape(part)}</h3>')
-        newest = _newest(f for f in files if f.wheel.partition == part)
+        newest = _newest(by_partition[part])
         if newest is None:
             body.append("<p>Every wheel of this partition is yanked.</p>")
             continue
@@ -521,9 +544,10 @@ def render_site(
             raise ValueError(msg)
         seen[item.filename] = item
     ordered = sorted(files, key=_sort_key)
-    by_partition: dict[str, list[IndexFile]] = defaultdict(list)
-    for item in ordered:
-        by_partition[item.wheel.partition].append(item)
+    anchors = [_Anchor.of(item) for item in ordered]
+    by_partition: dict[str, list[_Anchor]] = defaultdict(list)
+    for item, anchor in zip(ordered, anchors, strict=True):
+        by_partition[item.wheel.partition].append(anchor)
     partitions = sorted(by_partition, key=_partition_key)
     pages: dict[str, str] = {
         MARKER: "This directory is generated by `dswheels index`; it is replaced whole on every run.\n",
@@ -531,7 +555,7 @@ def render_site(
         "simple/index.html": _root_page("Simple index"),
     }
     project_page = f"simple/{PROJECT}/index.html"
-    pages[project_page] = _project_page(ordered, page=project_page, title=f"Links for {PROJECT}")
+    pages[project_page] = _project_page(anchors, page=project_page, title=f"Links for {PROJECT}")
     for part in partitions:
         find_links, root, project = site_paths(part)
         pages[find_links] = _project_page(by_partition[part], page=find_links, title=f"{PROJECT} wheels for {part}")

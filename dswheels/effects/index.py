@@ -9,13 +9,13 @@ which replaces the target only once it is complete.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import tempfile
 import zipfile
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from urllib.parse import urljoin, urlsplit
 
@@ -32,15 +32,19 @@ from dswheels.core.index import (
     parse_wheel,
 )
 from dswheels.core.naming import PROJECT
-from dswheels.effects.files import replace_dir
+from dswheels.effects.files import replace_dir, write_text_atomic
 from dswheels.errors import ConfigError, PublishError, SourceError
 
 __all__ = [
+    "LEDGER",
+    "LedgerEntry",
     "LocalWheel",
     "list_published",
+    "load_ledger",
     "read_wheel",
     "scan_directory",
     "sha256_file",
+    "update_ledger",
     "write_site",
 ]
 
@@ -64,14 +68,9 @@ class LocalWheel:
     sha256: str
     size: int
     metadata: bytes  # the wheel's .dist-info/METADATA, byte for byte (served as <wheel>.metadata)
-
-    @property
-    def metadata_sha256(self) -> str:
-        return hashlib.sha256(self.metadata).hexdigest()
-
-    @property
-    def requires_python(self) -> str | None:
-        return parse_metadata(self.metadata).requires_python
+    metadata_sha256: str
+    requires_python: str | None
+    metadata_path: Path | None = None  # the published <wheel>.metadata it was read from, if any
 
 
 def _metadata_member(archive: zipfile.ZipFile, filename: str) -> str:
@@ -87,8 +86,12 @@ def _metadata_member(archive: zipfile.ZipFile, filename: str) -> str:
     raise ValueError(msg)
 
 
-def read_wheel(path: Path) -> LocalWheel:
-    """Hash a wheel and read its METADATA; ``PublishError`` if it is not a dswheels wheel."""
+def read_wheel(path: Path, *, published_metadata: bool = False) -> LocalWheel:
+    """Hash a wheel and read its METADATA; ``PublishError`` if it is not a dswheels wheel.
+
+    With ``published_metadata``, a ``<wheel>.metadata`` beside the wheel (what `dswheels
+    publish` writes, and what the index serves) is read instead of unzipping the wheel.
+    """
     try:
         wheel = parse_wheel(path.name)
     except ValueError as exc:
@@ -96,10 +99,15 @@ def read_wheel(path: Path) -> LocalWheel:
             f"not a dswheels wheel: {exc}",
             hint="only wheels built by `dswheels build` can be published (their names carry the torch build)",
         ) from None
+    sidecar = path.with_name(metadata_name(path.name)) if published_metadata else None
     try:
         size = path.stat().st_size
-        with zipfile.ZipFile(path) as archive:
-            metadata = archive.read(_metadata_member(archive, path.name))
+        if sidecar is not None and sidecar.is_file():
+            metadata = sidecar.read_bytes()
+        else:
+            sidecar = None
+            with zipfile.ZipFile(path) as archive:
+                metadata = archive.read(_metadata_member(archive, path.name))
         meta = parse_metadata(metadata)
     except (OSError, zipfile.BadZipFile, ValueError, KeyError) as exc:
         raise PublishError(f"{path}: cannot read the wheel: {exc}", hint="rebuild it with `dswheels build`") from None
@@ -108,26 +116,107 @@ def read_wheel(path: Path) -> LocalWheel:
             f"{path.name}: its METADATA says {meta.name} {meta.version}, its name says {PROJECT} {wheel.version}",
             hint="a renamed wheel would install under a version nobody asked for; rebuild it",
         )
-    return LocalWheel(path=path, wheel=wheel, sha256=sha256_file(path), size=size, metadata=metadata)
+    return LocalWheel(
+        path=path,
+        wheel=wheel,
+        sha256=sha256_file(path),
+        size=size,
+        metadata=metadata,
+        metadata_sha256=hashlib.sha256(metadata).hexdigest(),
+        requires_python=meta.requires_python,
+        metadata_path=sidecar,
+    )
 
 
-def _map(fn: Callable[[Path], LocalWheel], items: Sequence[Path]) -> list[LocalWheel]:
-    """Read wheels on a few threads: hashing and unzipping release the GIL for the big parts."""
-    if len(items) < 64:
-        return [fn(p) for p in items]
-    with ThreadPoolExecutor(max_workers=min(8, (os.cpu_count() or 2) * 2)) as pool:
-        return list(pool.map(fn, items))
+# --- the ledger of a published directory ----------------------------------------------------------
+
+LEDGER = ".dswheels-ledger.json"
+_LEDGER_SCHEMA = "dswheels.ledger/1"
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerEntry:
+    """What `dswheels publish --dir` knew of a wheel when it wrote it (published files never change)."""
+
+    size: int
+    mtime_ns: int
+    sha256: str
+    metadata_sha256: str
+    requires_python: str | None
+
+
+def load_ledger(directory: Path) -> dict[str, LedgerEntry]:
+    """The ledger beside the published wheels; empty when missing or unreadable (then every wheel is read)."""
+    try:
+        data = json.loads((directory / LEDGER).read_text(encoding="utf-8"))
+        if data.get("schema") != _LEDGER_SCHEMA:
+            return {}
+        return {name: LedgerEntry(**entry) for name, entry in data["files"].items()}
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return {}
+
+
+def update_ledger(directory: Path, wheels: Sequence[LocalWheel]) -> None:
+    """Record the published wheels' facts (after they are in place) so the index need not re-read them."""
+    entries = {name: e for name, e in load_ledger(directory).items() if (directory / name).is_file()}
+    for wheel in wheels:
+        stat = (directory / wheel.wheel.filename).stat()
+        entries[wheel.wheel.filename] = LedgerEntry(
+            size=stat.st_size,
+            mtime_ns=stat.st_mtime_ns,
+            sha256=wheel.sha256,
+            metadata_sha256=wheel.metadata_sha256,
+            requires_python=wheel.requires_python,
+        )
+    data = {"schema": _LEDGER_SCHEMA, "files": {name: asdict(entries[name]) for name in sorted(entries)}}
+    write_text_atomic(directory / LEDGER, json.dumps(data, indent=0, sort_keys=True) + "\n")
+
+
+def _from_ledger(path: Path, size: int, mtime_ns: int, entry: LedgerEntry | None) -> LocalWheel | None:
+    """The wheel as the ledger knows it, if the file and its .metadata are untouched since."""
+    if entry is None or (size, mtime_ns) != (entry.size, entry.mtime_ns):
+        return None
+    sidecar = path.with_name(metadata_name(path.name))
+    try:
+        metadata = sidecar.read_bytes()
+        wheel = parse_wheel(path.name)
+    except (OSError, ValueError):
+        return None
+    if hashlib.sha256(metadata).hexdigest() != entry.metadata_sha256:
+        return None
+    return LocalWheel(
+        path=path,
+        wheel=wheel,
+        sha256=entry.sha256,
+        size=entry.size,
+        metadata=metadata,
+        metadata_sha256=entry.metadata_sha256,
+        requires_python=entry.requires_python,
+        metadata_path=sidecar,
+    )
 
 
 def scan_directory(directory: Path) -> list[LocalWheel]:
-    """Every ``*.whl`` directly in ``directory`` (other files are ignored)."""
+    """Every ``*.whl`` directly in ``directory`` (other files are ignored), with its published METADATA.
+
+    Wheels the ledger of `dswheels publish` describes, unchanged since (size, mtime), are
+    taken from it; any other wheel is read and hashed.
+    """
     if not directory.is_dir():
         raise ConfigError(
             f"no directory {directory}",
             hint="give the directory `dswheels publish` copied the wheels to (default: published/)",
         )
-    paths = sorted(p for p in directory.iterdir() if p.name.endswith(".whl") and p.is_file())
-    return _map(read_wheel, paths)
+    ledger = load_ledger(directory)
+    with os.scandir(directory) as listing:
+        entries = sorted((e for e in listing if e.name.endswith(".whl") and e.is_file()), key=lambda e: e.name)
+    wheels = []
+    for entry in entries:
+        path = directory / entry.name
+        stat = entry.stat()
+        known = _from_ledger(path, stat.st_size, stat.st_mtime_ns, ledger.get(entry.name))
+        wheels.append(known or read_wheel(path, published_metadata=True))
+    return wheels
 
 
 def local_index_files(wheels: Sequence[LocalWheel]) -> list[IndexFile]:
@@ -153,7 +242,7 @@ def _is_inside(path: Path, parent: Path) -> bool:
     return True
 
 
-def check_target(out: Path, *, sources: Sequence[Path] = ()) -> None:
+def check_target(out: Path, *, sources: Iterable[Path] = ()) -> None:
     """Refuse to replace a directory that is not a dswheels index, or one holding the sources."""
     if out.exists() and not out.is_dir():
         raise ConfigError(f"{out} exists and is not a directory")
@@ -162,7 +251,7 @@ def check_target(out: Path, *, sources: Sequence[Path] = ()) -> None:
             f"refusing to replace {out}: it is not empty and was not written by `dswheels index` (no {MARKER})",
             hint="give an empty or new directory for --out",
         )
-    for source in sources:
+    for source in set(sources):
         if _is_inside(source, out):
             raise ConfigError(
                 f"the published wheels ({source}) are inside the output directory {out}, which is replaced whole",
@@ -170,15 +259,53 @@ def check_target(out: Path, *, sources: Sequence[Path] = ()) -> None:
             )
 
 
+def _place(source: Path | bytes, target: Path, present: Mapping[str, tuple[int, int]]) -> None:
+    """Put a published file into the site's files/: a hard link (a copy across file systems).
+
+    ``present`` maps the names already in files/ to their (device, inode): a file that is
+    already the same file (published files never change) is left alone; another is
+    replaced in one rename.
+    """
+    if target.name in present:
+        if isinstance(source, Path):
+            stat = source.stat()
+            if (stat.st_dev, stat.st_ino) == present[target.name]:
+                return
+        elif target.read_bytes() == source:
+            return
+    temporary = target.with_name(f".{target.name}.new")
+    temporary.unlink(missing_ok=True)
+    if isinstance(source, bytes):
+        temporary.write_bytes(source)
+    else:
+        try:
+            os.link(source, temporary)
+        except OSError:
+            shutil.copyfile(source, temporary)
+    temporary.replace(target)
+
+
+def _inodes(directory: Path) -> dict[str, tuple[int, int]]:
+    if not directory.is_dir():
+        return {}
+    with os.scandir(directory) as listing:
+        return {e.name: (e.stat().st_dev, e.stat().st_ino) for e in listing}
+
+
 def write_site(out: Path, pages: Mapping[str, str], *, wheels: Sequence[LocalWheel] = ()) -> None:
     """Write ``pages`` (and, for a self-contained site, the wheels and their .metadata) atomically.
 
-    Wheels are hard-linked into ``files/`` (copied across file systems): cheap, and the
-    published directory stays the one place a wheel is written.
+    The pages go into a staging directory that replaces ``out`` once complete. Wheels live
+    in ``files/``, hard-linked from the published directory; that directory is carried
+    over from the previous site (only new files are linked, and files no longer published
+    are removed after the swap), so a re-run costs the pages, not one link per wheel.
+    Until the swap, the old site stays whole: new files are only added to it.
     """
-    check_target(out, sources=[w.path.parent for w in wheels])
+    check_target(out, sources=(w.path.parent for w in wheels))
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.staging-", dir=out.parent))
+    files = out / FILES_DIR
+    moved = False
     try:
         made: set[Path] = set()
         for rel, text in pages.items():
@@ -187,18 +314,25 @@ def write_site(out: Path, pages: Mapping[str, str], *, wheels: Sequence[LocalWhe
                 target.parent.mkdir(parents=True, exist_ok=True)
                 made.add(target.parent)
             target.write_text(text, encoding="utf-8")
+        keep: set[str] = set()
         if wheels:
-            files = staging / FILES_DIR
-            files.mkdir(exist_ok=True)
+            present = _inodes(files)
+            files.mkdir(parents=True, exist_ok=True)
             for w in wheels:
-                target = files / w.wheel.filename
-                try:
-                    os.link(w.path, target)
-                except OSError:
-                    shutil.copyfile(w.path, target)
-                (files / metadata_name(w.wheel.filename)).write_bytes(w.metadata)
+                _place(w.path, files / w.wheel.filename, present)
+                _place(w.metadata_path or w.metadata, files / metadata_name(w.wheel.filename), present)
+                keep |= {w.wheel.filename, metadata_name(w.wheel.filename)}
+        if files.is_dir():
+            files.rename(staging / FILES_DIR)
+            moved = True
         replace_dir(out, staging)
+        moved = False
+        for stale in (out / FILES_DIR).iterdir() if (out / FILES_DIR).is_dir() else ():
+            if stale.name not in keep:
+                stale.unlink()
     except BaseException:
+        if moved and out.is_dir() and not files.exists():
+            (staging / FILES_DIR).rename(files)  # the old site gets its files back
         shutil.rmtree(staging, ignore_errors=True)
         raise
 

@@ -36,9 +36,8 @@ from dswheels.core.index import (
 )
 from dswheels.core.manifest import ManifestError, manifest_name, parse_manifest
 from dswheels.core.naming import PROJECT
-from dswheels.effects.files import write_bytes_atomic
 from dswheels.effects.github import JSON, GitHub, GitHubAPIError
-from dswheels.effects.index import LocalWheel, read_wheel, sha256_file
+from dswheels.effects.index import LocalWheel, read_wheel, sha256_file, update_ledger
 from dswheels.errors import ConfigError, PublishError
 from dswheels.log import get_reporter
 
@@ -148,14 +147,14 @@ def _conflict_error(conflicts: Sequence[str], where: str) -> PublishError:
 
 
 def _copy_atomic(source: Outgoing, target: Path) -> None:
-    if source.data is not None:
-        write_bytes_atomic(target, source.data)
-        return
-    assert source.path is not None  # noqa: S101
+    """Write under a temporary name, then rename: a reader never sees half a file."""
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
     os.close(fd)
     try:
-        shutil.copyfile(source.path, tmp)
+        if source.path is not None:
+            shutil.copyfile(source.path, tmp)
+        else:
+            Path(tmp).write_bytes(source.data or b"")
         Path(tmp).replace(target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -184,6 +183,7 @@ def publish_dir(wheels: Sequence[LocalWheel], dest: Path) -> PublishResult:
     for item in todo:
         _copy_atomic(item, dest / item.name)
         result.uploaded.append(item.name)
+    update_ledger(dest, wheels)
     return result
 
 

@@ -324,6 +324,26 @@ def test_the_site_is_written_whole_and_identically_twice(tmp_path: Path) -> None
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")], "staging left behind"
 
 
+def test_files_no_longer_published_leave_the_site_and_others_are_not_relinked(tmp_path: Path) -> None:
+    published = _published(tmp_path)
+    wheels = scan_directory(published)
+    out = tmp_path / "site"
+    write_site(out, render_site(local_index_files(wheels), site_url=SITE, torch_index=TORCH_INDEX), wheels=wheels)
+    kept = out / "files" / wheels[1].wheel.filename
+    inode = kept.stat().st_ino
+    gone = wheels[0].wheel.filename
+    (published / gone).unlink()
+    (published / (gone + ".metadata")).unlink(missing_ok=True)
+    wheels = scan_directory(published)
+    write_site(out, render_site(local_index_files(wheels), site_url=SITE, torch_index=TORCH_INDEX), wheels=wheels)
+    assert not (out / "files" / gone).exists()
+    assert not (out / "files" / (gone + ".metadata")).exists()
+    assert kept.stat().st_ino == inode
+    assert sorted(p.name for p in (out / "files").iterdir()) == sorted(
+        n for w in wheels for n in (w.wheel.filename, w.wheel.filename + ".metadata")
+    )
+
+
 def test_a_failed_write_leaves_the_old_site_whole(tmp_path: Path) -> None:
     wheels = scan_directory(_published(tmp_path))
     pages = render_site(local_index_files(wheels), site_url=SITE, torch_index=TORCH_INDEX)

@@ -1,0 +1,146 @@
+"""The release index: how fast it is generated, and how little pip fetches from it while resolving.
+
+1. ``dswheels index`` over 10,000 real (small) wheels: read, hash, extract METADATA, render
+   every page, write the site atomically. Target: under 5 s.
+2. Bytes pip transfers while resolving ``deepspeed`` (``pip install --dry-run``) from one
+   partition of our index, against the naive way: the same wheels in a plain find-links
+   directory (what most wheel builders publish), where pip must download whole wheels to
+   read their metadata, including one it then rejects for its Requires-Python.
+   Target: ours <= 1% of the naive bytes. Wheels here carry a 20 MB payload; real
+   DeepSpeed CUDA wheels are larger, which only lowers the ratio.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+from dswheels.cli import main
+from dswheels.effects.index import LEDGER
+from tests.support.installers import Installer
+from tests.support.servers import StaticServer
+from tests.support.wheels import interpreter_tag, write_deepspeed_wheel, write_fake_torch
+
+GENERATION_TARGET = 5.0
+
+
+def dswheels(argv: list[str]) -> int:
+    """The CLI, quietly (its progress output would drown the results)."""
+    with contextlib.redirect_stdout(io.StringIO()):
+        return main(argv)
+
+BYTES_TARGET = 0.01
+
+
+def _wheels(directory: Path, count: int) -> None:
+    pythons = [f"cp3{minor}" for minor in range(8, 18)]
+    made = 0
+    for ds in range(100):
+        for torch_minor in range(25):
+            for variant in ("cu126", "cu128", "cpu"):
+                for python in pythons:
+                    for platform in ("linux_x86_64", "win_amd64"):
+                        if made == count:
+                            return
+                        write_deepspeed_wheel(
+                            directory,
+                            version=f"0.{ds // 10}.{ds % 10}",
+                            variant=variant,
+                            torch=f"2.{torch_minor}",
+                            python=python,
+                            platform=platform,
+                        )
+                        made += 1
+
+
+def _timed(argv: list[str]) -> float:
+    started = time.perf_counter()
+    assert dswheels(argv) == 0, argv
+    return time.perf_counter() - started
+
+
+def bench_generation(root: Path, count: int) -> bool:
+    started = time.perf_counter()
+    _wheels(root / "dist", count)
+    assert dswheels(["publish", str(root / "dist"), "--dir", str(root / "published")]) == 0
+    made = time.perf_counter() - started
+    index = ["index", "--from", str(root / "published"), "--site-url", "https://octo.github.io/dswheels/"]
+    first = _timed([*index, "--out", str(root / "site")])  # a new site: every wheel and .metadata linked in
+    write_deepspeed_wheel(root / "new", version="9.9.9")
+    assert dswheels(["publish", str(root / "new"), "--dir", str(root / "published")]) == 0
+    again = _timed([*index, "--out", str(root / "site")])  # the usual run: one more wheel published
+    (root / "published" / LEDGER).unlink()
+    naive = _timed([*index, "--out", str(root / "site-naive")])  # no ledger: every wheel read and hashed
+    pages = sum(1 for _ in (root / "site").rglob("index.html"))
+    ok = first < GENERATION_TARGET and again < GENERATION_TARGET
+    print(
+        f"index generation: {count} wheels -> {pages} pages: new site {first:.2f} s, regenerated after one more "
+        f"publish {again:.2f} s (target < {GENERATION_TARGET:.0f} s: {max(first, again) / GENERATION_TARGET:.2f}x) "
+        f"[{'ok' if ok else 'MISSED'}]; the naive way, reading and hashing every wheel: {naive:.2f} s "
+        f"({naive / first:.1f}x)  (making and publishing the wheels took {made:.1f} s)"
+    )
+    return ok
+
+
+def bench_resolve_bytes(root: Path, payload: int) -> bool:
+    here = interpreter_tag()
+    dist = root / "dist"
+    for version in ("0.19.6", "0.19.7", "0.19.8"):
+        write_deepspeed_wheel(dist, version=version, variant="cu128", torch="2.9", payload=payload)
+        write_deepspeed_wheel(dist, version=version, variant="cu128", torch="2.9", python="cp312" if here != "cp312" else "cp313", platform="win_amd64", payload=1024)
+    # the newest needs a Python nobody has: pip must learn that before it can pass it over
+    write_deepspeed_wheel(dist, version="0.19.9", variant="cu128", torch="2.9", requires_python=">=3.99", payload=payload)
+    torch_dir = root / "torch-index" / "torch"
+    write_fake_torch(torch_dir, "2.9.1+cu128")
+    plain = root / "plain"
+    shutil.copytree(dist, plain)
+    shutil.copy(next(torch_dir.iterdir()), plain)
+    assert dswheels(["publish", str(dist), "--dir", str(root / "published")]) == 0
+    assert dswheels(["index", "--from", str(root / "published"), "--out", str(root / "site")]) == 0
+    ok = True
+    with StaticServer(root / "site") as site, StaticServer(root / "torch-index") as torch, StaticServer(plain) as flat:
+        for tool in ("pip", "uv"):
+            site.clear()
+            torch.clear()
+            flat.clear()
+            installer = Installer(root / "venvs", tool)
+            ours_args = [
+                "install",
+                "--dry-run",
+                "deepspeed",
+                "--index-url",
+                site.url + "whl/cu128-torch2.9/simple/",
+                "--extra-index-url",
+                torch.url,
+            ]
+            naive_args = ["install", "--dry-run", "deepspeed", "--no-index", "--find-links", flat.url]
+            run = installer.pip if tool == "pip" else lambda *a: installer.uv("pip", *a)
+            ours_result = run(*ours_args)
+            naive_result = run(*naive_args)
+            assert ours_result.ok, ours_result.output
+            assert naive_result.ok, naive_result.output
+            ours = site.sent() + torch.sent()
+            naive = flat.sent()
+            ratio = ours / naive
+            passed = ratio <= BYTES_TARGET
+            if tool == "pip":
+                ok &= passed
+            print(
+                f"{tool} resolve bytes: our index {ours / 1e3:.1f} kB vs plain find-links {naive / 1e6:.1f} MB: "
+                f"{ratio:.4%} (target <= {BYTES_TARGET:.0%}) [{'ok' if passed else 'MISSED'}]"
+                f"  wheels fetched: ours {len([p for p in site.paths() if p.endswith('.whl')])}, "
+                f"plain {len([p for p in flat.paths() if p.endswith('.whl')])}"
+            )
+    return ok
+
+
+def run(*, quick: bool = False) -> bool:
+    with tempfile.TemporaryDirectory(prefix="dswheels-bench-") as tmp:
+        root = Path(tmp)
+        ok = bench_generation(root / "generation", 1000 if quick else 10_000)
+        ok &= bench_resolve_bytes(root / "bytes", 2_000_000 if quick else 20_000_000)
+    return ok
