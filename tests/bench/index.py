@@ -33,6 +33,7 @@ def dswheels(argv: list[str]) -> int:
     with contextlib.redirect_stdout(io.StringIO()):
         return main(argv)
 
+
 BYTES_TARGET = 0.01
 
 
@@ -91,9 +92,19 @@ def bench_resolve_bytes(root: Path, payload: int) -> bool:
     dist = root / "dist"
     for version in ("0.19.6", "0.19.7", "0.19.8"):
         write_deepspeed_wheel(dist, version=version, variant="cu128", torch="2.9", payload=payload)
-        write_deepspeed_wheel(dist, version=version, variant="cu128", torch="2.9", python="cp312" if here != "cp312" else "cp313", platform="win_amd64", payload=1024)
+        write_deepspeed_wheel(
+            dist,
+            version=version,
+            variant="cu128",
+            torch="2.9",
+            python="cp312" if here != "cp312" else "cp313",
+            platform="win_amd64",
+            payload=1024,
+        )
     # the newest needs a Python nobody has: pip must learn that before it can pass it over
-    write_deepspeed_wheel(dist, version="0.19.9", variant="cu128", torch="2.9", requires_python=">=3.99", payload=payload)
+    write_deepspeed_wheel(
+        dist, version="0.19.9", variant="cu128", torch="2.9", requires_python=">=3.99", payload=payload
+    )
     torch_dir = root / "torch-index" / "torch"
     write_fake_torch(torch_dir, "2.9.1+cu128")
     plain = root / "plain"
@@ -118,9 +129,8 @@ def bench_resolve_bytes(root: Path, payload: int) -> bool:
                 torch.url,
             ]
             naive_args = ["install", "--dry-run", "deepspeed", "--no-index", "--find-links", flat.url]
-            run = installer.pip if tool == "pip" else lambda *a: installer.uv("pip", *a)
-            ours_result = run(*ours_args)
-            naive_result = run(*naive_args)
+            ours_result = installer.pip(*ours_args) if tool == "pip" else installer.uv("pip", *ours_args)
+            naive_result = installer.pip(*naive_args) if tool == "pip" else installer.uv("pip", *naive_args)
             assert ours_result.ok, ours_result.output
             assert naive_result.ok, naive_result.output
             ours = site.sent() + torch.sent()

@@ -91,7 +91,7 @@ def test_same_name_other_bytes_is_an_error_and_changes_nothing(fake: FakeGitHub,
     publish_github(_wheels(tmp_path / "a"), _client(fake), TAG)
     before = {a.name: a.data for a in fake.release(TAG).assets}
     respun = _wheels(tmp_path / "b", count=4, seed=1)  # same names, other bytes, plus one new wheel
-    with pytest.raises(PublishError, match="already published .* with other bytes") as info:
+    with pytest.raises(PublishError, match=r"already published .* with other bytes") as info:
         publish_github(respun, _client(fake), TAG)
     assert info.value.details is not None
     assert info.value.details.count("deepspeed-0.19.8+") == 3  # every conflicting wheel is named
@@ -119,7 +119,13 @@ def test_server_errors_and_rate_limits_are_retried_with_backoff(
     fake.fail("GET", r"/releases$", 502, times=2)
     fake.fail("GET", r"/assets$", 503)
     fake.fail("PATCH", r"/releases/\d+$", 500)
-    fake.fail("GET", r"/assets$", 403, headers={"Retry-After": "7"}, body={"message": "You have exceeded a secondary rate limit."})
+    fake.fail(
+        "GET",
+        r"/assets$",
+        403,
+        headers={"Retry-After": "7"},
+        body={"message": "You have exceeded a secondary rate limit."},
+    )
     client = _client(fake)
     publish_github(_wheels(tmp_path / "dist", count=1), client, TAG)
     assert not fake.release(TAG).draft
@@ -132,7 +138,7 @@ def test_server_errors_and_rate_limits_are_retried_with_backoff(
 
 def test_a_plain_403_is_not_retried(fake: FakeGitHub, tmp_path: Path) -> None:
     fake.fail("POST", r"/releases$", 403, body={"message": "Resource not accessible by integration"})
-    with pytest.raises(GitHubAPIError, match="403 .*Resource not accessible by integration") as info:
+    with pytest.raises(GitHubAPIError, match=r"403 .*Resource not accessible by integration") as info:
         publish_github(_wheels(tmp_path / "dist", count=1), _client(fake), TAG)
     assert "contents: write" in (info.value.hint or "")
 
@@ -169,7 +175,7 @@ def test_an_interrupted_run_leaves_a_draft_that_the_next_run_finishes(fake: Fake
             fake.faults[-1].times = 1000  # GitHub goes down for good in the middle of the run
         return original(*args, **kwargs)  # type: ignore[arg-type]
 
-    client.upload_asset = flaky  # type: ignore[method-assign]
+    client.upload_asset = flaky  # type: ignore[method-assign,assignment]
     with pytest.raises(GitHubAPIError, match="502"):
         publish_github(wheels, client, TAG)
     release = fake.release(TAG)

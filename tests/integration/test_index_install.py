@@ -61,10 +61,10 @@ class World:
 
     def line(self, tool: str, part: str) -> str:
         """The install line for ``part`` exactly as the human page shows it."""
-        match = re.search(rf'<h3 id="{re.escape(part)}">.*?<pre><code>(.*?)</code></pre>', self.home(), re.S)
+        match = re.search(rf'<h3 id="{re.escape(part)}">.*?<pre><code>(.*?)</code></pre>', self.home(), re.DOTALL)
         assert match, f"no install lines for {part} on the page"
         lines = html.unescape(match.group(1)).splitlines()
-        return next(line for line in lines if line.startswith(("uv " if tool == "uv" else "pip ")))
+        return next(line for line in lines if line.startswith("uv " if tool == "uv" else "pip "))
 
     def clear_logs(self) -> None:
         self.site.clear()
@@ -135,7 +135,9 @@ def test_the_install_line_from_the_page_installs_our_wheel_and_torch_build(
     # --index-url stands in for pypi.org, which offers newer DeepSpeed sdists and a newer torch
     result = installer.run(tool, line, "--index-url", world.pypi)
     assert result.ok, result.output
-    assert installer.python_eval("import deepspeed; print(deepspeed.BUILD)") == f"0.19.8+cu128torch2.9-{HERE}-linux_x86_64"
+    assert (
+        installer.python_eval("import deepspeed; print(deepspeed.BUILD)") == f"0.19.8+cu128torch2.9-{HERE}-linux_x86_64"
+    )
     assert installer.installed()["torch"] == "2.9.1+cu128"  # the pin, from PyTorch's cu128 index
     assert _downloads(world.site, ".whl") == [f"/files/deepspeed-0.19.8+cu128torch2.9-{HERE}-{HERE}-linux_x86_64.whl"]
     assert not [p for p in world.aux.paths() if p.endswith(".tar.gz")], "a PyPI sdist was fetched"
@@ -146,7 +148,12 @@ def test_pip_without_the_exact_pin_would_compile_pypis_newer_sdist(world: World,
     """Why the install line pins: pip merges indexes, so the partition alone does not protect."""
     pip = Installer(tmp_path, "pip")
     unpinned = pip.pip(
-        "install", PROJECT, "--index-url", world.pypi, "--extra-index-url", world.site.url + "whl/cu128-torch2.9/simple/"
+        "install",
+        PROJECT,
+        "--index-url",
+        world.pypi,
+        "--extra-index-url",
+        world.site.url + "whl/cu128-torch2.9/simple/",
     )
     assert not unpinned.ok
     assert "this sdist must never be built" in unpinned.output
@@ -232,7 +239,9 @@ def test_the_torch_pin_is_in_the_metadata_and_the_resolver_honours_it(world: Wor
     result = installer.run("pip", world.line("pip", "cu128-torch2.9"), "--index-url", world.pypi)
     assert result.ok, result.output
     assert installer.installed()["torch"] == "2.9.1+cu128"
-    metadata = installer.python_eval("import importlib.metadata as m; print(m.metadata('deepspeed').get_all('Requires-Dist'))")
+    metadata = installer.python_eval(
+        "import importlib.metadata as m; print(m.metadata('deepspeed').get_all('Requires-Dist'))"
+    )
     assert metadata == "['torch==2.9.*']"
 
 
@@ -285,4 +294,7 @@ def test_an_index_of_github_releases_installs_from_the_release_assets(
         assert result.ok, result.output
         downloads = [p for method, p, _status in fake.log[mark:] if method == "GET" and "/releases/download/v1/" in p]
         name = f"deepspeed-0.19.8%2Bcu128torch2.9-{HERE}-{HERE}-linux_x86_64.whl"
-        assert downloads == [f"/{fake.repo}/releases/download/v1/{name}.metadata", f"/{fake.repo}/releases/download/v1/{name}"]
+        assert downloads == [
+            f"/{fake.repo}/releases/download/v1/{name}.metadata",
+            f"/{fake.repo}/releases/download/v1/{name}",
+        ]

@@ -56,7 +56,9 @@ def _realistic_files() -> list[IndexFile]:
                                 size=180_000_000 if variant != "cpu" else 9_000_000,
                                 requires_python=">=3.10",
                                 metadata_sha256=hashlib.sha256(name.encode() + b"m").hexdigest(),
-                                yanked="crashes in cpu_adam" if ds == (0, 19, 7) and variant == "cpu" and minor == 12 else None,
+                                yanked="crashes in cpu_adam"
+                                if ds == (0, 19, 7) and variant == "cpu" and minor == 12
+                                else None,
                             )
                         )
     return files
@@ -75,7 +77,12 @@ def test_the_index_page_renders_in_headless_chromium(tmp_path: Path) -> None:
     assert browser is not None
     files = _realistic_files()
     site = tmp_path / "site"
-    write_site(site, render_site(files, site_url="https://octo.github.io/dswheels/", torch_index="https://download.pytorch.org/whl/{variant}"))
+    write_site(
+        site,
+        render_site(
+            files, site_url="https://octo.github.io/dswheels/", torch_index="https://download.pytorch.org/whl/{variant}"
+        ),
+    )
     page = (site / "index.html").as_uri()
     screenshot = tmp_path / "index.png"
     common = [

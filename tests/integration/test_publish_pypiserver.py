@@ -39,7 +39,20 @@ def pypiserver(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     port = _free_port()
     log = (tmp_path / "pypiserver.log").open("w")
     process = subprocess.Popen(
-        [str(executable), "run", "-i", "127.0.0.1", "-p", str(port), "-a", ".", "-P", ".", "--disable-fallback", str(packages)],
+        [
+            str(executable),
+            "run",
+            "-i",
+            "127.0.0.1",
+            "-p",
+            str(port),
+            "-a",
+            ".",
+            "-P",
+            ".",
+            "--disable-fallback",
+            str(packages),
+        ],
         stdout=log,
         stderr=subprocess.STDOUT,
     )
@@ -99,4 +112,6 @@ def test_publish_to_pypiserver_is_idempotent_refuses_other_bytes_and_installs_ba
         )
     assert result.ok, result.output
     tag = interpreter_tag()
-    assert installer.python_eval("import deepspeed; print(deepspeed.BUILD)") == f"0.19.8+cu128torch2.9-{tag}-linux_x86_64"
+    assert (
+        installer.python_eval("import deepspeed; print(deepspeed.BUILD)") == f"0.19.8+cu128torch2.9-{tag}-linux_x86_64"
+    )

@@ -34,8 +34,11 @@ import re
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, quote, unquote, urlsplit
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 __all__ = ["FakeAsset", "FakeGitHub", "FakeRelease", "Fault"]
 
@@ -82,7 +85,11 @@ class FakeGitHub:
     """``with FakeGitHub() as gh: gh.api_url`` -> ``http://127.0.0.1:PORT`` (API, uploads and downloads)."""
 
     def __init__(
-        self, repo: str = "octo/dswheels", *, token: str = "ghs_fake_token_1234", page_size: int = 100
+        self,
+        repo: str = "octo/dswheels",
+        *,
+        token: str = "ghs_fake_token_1234",  # noqa: S107 - a fake token for a fake server
+        page_size: int = 100,
     ) -> None:
         self.repo = repo
         self.token = token
@@ -105,7 +112,7 @@ class FakeGitHub:
         host, port = self._server.server_address[:2]
         return f"http://{host!s}:{port}"
 
-    def __enter__(self) -> FakeGitHub:
+    def __enter__(self) -> Self:
         self._thread.start()
         return self
 
@@ -212,10 +219,10 @@ def _error(message: str, *, errors: list[dict[str, str]] | None = None, doc: str
 def _take(gh: FakeGitHub, method: str, path: str, *, after_upload: bool) -> Fault | None:
     """The first armed fault for this request (one use of it); the caller holds the lock."""
     for fault in gh.faults:
-        if fault.times > 0 and fault.after_upload == after_upload and fault.method == method:
-            if re.search(fault.pattern, path):
-                fault.times -= 1
-                return fault
+        armed = fault.times > 0 and fault.after_upload == after_upload and fault.method == method
+        if armed and re.search(fault.pattern, path):
+            fault.times -= 1
+            return fault
     return None
 
 
@@ -236,6 +243,7 @@ def _handler(gh: FakeGitHub) -> type[BaseHTTPRequestHandler]:
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        query: dict[str, str]
 
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
             pass
@@ -282,7 +290,8 @@ def _handler(gh: FakeGitHub) -> type[BaseHTTPRequestHandler]:
                         self._body()
                         self._send(401, {"message": "Bad credentials", "documentation_url": DOCS, "status": "401"})
                         return
-                    getattr(self, name)(query=query, **{k: unquote(v) for k, v in match.groupdict().items()})
+                    self.query = query
+                    getattr(self, name)(**{k: unquote(v) for k, v in match.groupdict().items()})
                     return
             self._body()
             self._send(404, _error("Not Found"))
@@ -303,16 +312,16 @@ def _handler(gh: FakeGitHub) -> type[BaseHTTPRequestHandler]:
             self._send(fault.status, fault.body, fault.headers)
             return True
 
-        def do_GET(self) -> None:  # noqa: N802
+        def do_GET(self) -> None:
             self._dispatch()
 
-        def do_POST(self) -> None:  # noqa: N802
+        def do_POST(self) -> None:
             self._dispatch()
 
-        def do_PATCH(self) -> None:  # noqa: N802
+        def do_PATCH(self) -> None:
             self._dispatch()
 
-        def do_DELETE(self) -> None:  # noqa: N802
+        def do_DELETE(self) -> None:
             self._dispatch()
 
         # --- routes ----------------------------------------------------------------------------
@@ -339,14 +348,14 @@ def _handler(gh: FakeGitHub) -> type[BaseHTTPRequestHandler]:
                 return None
             return release
 
-        def list_releases(self, *, query: dict[str, str]) -> None:
+        def list_releases(self) -> None:
             authed = self._authed()
             with gh._lock:
                 visible = [r for r in gh.releases.values() if authed or not r.draft]
                 items = [gh.release_json(r) for r in sorted(visible, key=lambda r: -r.id)]
-            self._paginate(items, query)
+            self._paginate(items, self.query)
 
-        def create_release(self, *, query: dict[str, str]) -> None:
+        def create_release(self) -> None:
             payload = json.loads(self._body() or b"{}")
             if not self._authed():
                 self._send(404, _error("Not Found"))
@@ -368,19 +377,19 @@ def _handler(gh: FakeGitHub) -> type[BaseHTTPRequestHandler]:
                 release.target_commitish = payload.get("target_commitish") or "main"
                 self._send(201, gh.release_json(release), {"Location": gh.release_json(release)["url"]})
 
-        def release_by_tag(self, *, query: dict[str, str], tag: str) -> None:
+        def release_by_tag(self, *, tag: str) -> None:
             found = [r for r in gh.releases.values() if r.tag_name == tag and not r.draft]
             if not found:
                 self._send(404, _error("Not Found"))
                 return
             self._send(200, gh.release_json(found[0]))
 
-        def get_release(self, *, query: dict[str, str], id: str) -> None:  # noqa: A002
+        def get_release(self, *, id: str) -> None:  # noqa: A002
             release = self._release(id)
             if release is not None:
                 self._send(200, gh.release_json(release))
 
-        def update_release(self, *, query: dict[str, str], id: str) -> None:  # noqa: A002
+        def update_release(self, *, id: str) -> None:  # noqa: A002
             payload = json.loads(self._body() or b"{}")
             if not self._authed():
                 self._send(404, _error("Not Found"))
@@ -398,21 +407,21 @@ def _handler(gh: FakeGitHub) -> type[BaseHTTPRequestHandler]:
                         setattr(release, key, payload[key])
                 self._send(200, gh.release_json(release))
 
-        def list_assets(self, *, query: dict[str, str], id: str) -> None:  # noqa: A002
+        def list_assets(self, *, id: str) -> None:  # noqa: A002
             release = self._release(id)
             if release is None:
                 return
             with gh._lock:
                 items = [gh.asset_json(release, a) for a in sorted(release.assets, key=lambda a: -a.id)]
-            self._paginate(items, query)
+            self._paginate(items, self.query)
 
-        def upload(self, *, query: dict[str, str], id: str) -> None:  # noqa: A002
+        def upload(self, *, id: str) -> None:  # noqa: A002
             data = self._body()
             if not self._authed():
                 self._send(404, _error("Not Found"))
                 return
             release = gh.releases.get(int(id))
-            name = query.get("name", "")
+            name = self.query.get("name", "")
             if release is None:
                 self._send(404, _error("Not Found"))
                 return
@@ -455,7 +464,7 @@ def _handler(gh: FakeGitHub) -> type[BaseHTTPRequestHandler]:
                 return
             self._send(201, gh.asset_json(release, asset))
 
-        def get_asset(self, *, query: dict[str, str], id: str) -> None:  # noqa: A002
+        def get_asset(self, *, id: str) -> None:  # noqa: A002
             for release in gh.releases.values():
                 for asset in release.assets:
                     if asset.id == int(id):
@@ -466,7 +475,7 @@ def _handler(gh: FakeGitHub) -> type[BaseHTTPRequestHandler]:
                         return
             self._send(404, _error("Not Found"))
 
-        def delete_asset(self, *, query: dict[str, str], id: str) -> None:  # noqa: A002
+        def delete_asset(self, *, id: str) -> None:  # noqa: A002
             if not self._authed():
                 self._send(404, _error("Not Found"))
                 return
@@ -482,7 +491,7 @@ def _handler(gh: FakeGitHub) -> type[BaseHTTPRequestHandler]:
                             return
             self._send(404, _error("Not Found"))
 
-        def download(self, *, query: dict[str, str], tag: str, name: str) -> None:
+        def download(self, *, tag: str, name: str) -> None:
             for release in gh.releases.values():
                 current = f"untagged-{release.id:08x}" if release.draft else release.tag_name
                 if current != tag:

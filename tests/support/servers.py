@@ -14,8 +14,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import IO, TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 __all__ = ["Request", "StaticServer"]
 
@@ -29,7 +32,7 @@ class Request:
 
 
 class _Counter:
-    def __init__(self, inner: BinaryIO) -> None:
+    def __init__(self, inner: IO[bytes]) -> None:
         self.inner = inner
         self.count = 0
 
@@ -46,7 +49,7 @@ class _Handler(SimpleHTTPRequestHandler):
 
     def setup(self) -> None:
         super().setup()
-        self.wfile = _Counter(self.wfile)  # type: ignore[assignment]
+        self.wfile = _Counter(self.wfile)  # type: ignore[assignment,arg-type]
         self._status = 0
 
     def send_response(self, code: int, message: str | None = None) -> None:
@@ -105,7 +108,7 @@ class StaticServer:
     def sent(self) -> int:
         return sum(r.sent for r in self.log)
 
-    def __enter__(self) -> StaticServer:
+    def __enter__(self) -> Self:
         self._thread.start()
         return self
 

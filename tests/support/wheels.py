@@ -115,7 +115,7 @@ def write_deepspeed_wheel(
     init = f'__version__ = "{full}"\nBUILD = "{full}-{python}-{platform}{"-" + build if build else ""}"\n'
     files = {"deepspeed/__init__.py": init.encode()}
     if payload:
-        files["deepspeed/ops/_payload.bin"] = random.Random(f"{full}{python}{platform}{seed}").randbytes(payload)
+        files["deepspeed/ops/_payload.bin"] = random.Random(f"{full}{python}{platform}{seed}").randbytes(payload)  # noqa: S311 - test bytes
     return write_wheel(
         directory,
         name="deepspeed",

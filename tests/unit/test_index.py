@@ -144,7 +144,11 @@ def test_the_site_has_the_documented_layout(entries: list[IndexFile]) -> None:
     partitions = sorted({e.wheel.partition for e in entries})
     expected = {MARKER, ".nojekyll", "index.html", "simple/index.html", "simple/deepspeed/index.html"}
     for part in partitions:
-        expected |= {f"whl/{part}/index.html", f"whl/{part}/simple/index.html", f"whl/{part}/simple/deepspeed/index.html"}
+        expected |= {
+            f"whl/{part}/index.html",
+            f"whl/{part}/simple/index.html",
+            f"whl/{part}/simple/deepspeed/index.html",
+        }
     assert set(pages) == expected
     layout = (ROOT / "docs" / "index-layout.md").read_text(encoding="utf-8")
     for documented in ("simple/deepspeed/index.html", "whl/<partition>/simple/deepspeed/index.html", MARKER):
@@ -153,7 +157,7 @@ def test_the_site_has_the_documented_layout(entries: list[IndexFile]) -> None:
 
 def test_output_depends_only_on_the_set_not_its_order(entries: list[IndexFile]) -> None:
     shuffled = entries[:]
-    random.Random(4).shuffle(shuffled)
+    random.Random(4).shuffle(shuffled)  # noqa: S311 - a fixed shuffle
     assert _pages(shuffled) == _pages(entries)
 
 
@@ -268,7 +272,11 @@ def test_the_readme_install_lines_are_what_the_index_prints() -> None:
 
 def test_the_install_line_pins_the_exact_local_version_and_lists_the_partition_first() -> None:
     line = install_command(
-        tool="uv", version="0.19.8+cputorch2.14", site_url="https://h/x", part="cpu-torch2.14", torch_index="https://t/cpu"
+        tool="uv",
+        version="0.19.8+cputorch2.14",
+        site_url="https://h/x",
+        part="cpu-torch2.14",
+        torch_index="https://t/cpu",
     )
     assert line == (
         'uv pip install "deepspeed==0.19.8+cputorch2.14" --extra-index-url https://h/x/whl/cpu-torch2.14/simple/'
@@ -375,7 +383,7 @@ def test_a_renamed_wheel_is_refused(tmp_path: Path) -> None:
     wheel = write_deepspeed_wheel(tmp_path / "w", variant="cu128", torch="2.9")
     renamed = wheel.with_name(wheel.name.replace("cu128", "cu130"))
     wheel.rename(renamed)
-    with pytest.raises(PublishError, match="its METADATA says deepspeed 0.19.8\\+cu128torch2.9"):
+    with pytest.raises(PublishError, match=re.escape("its METADATA says deepspeed 0.19.8+cu128torch2.9")):
         scan_directory(tmp_path / "w")
     renamed.write_bytes(b"not a zip")
     with pytest.raises(PublishError, match="cannot read the wheel"):
@@ -385,7 +393,9 @@ def test_a_renamed_wheel_is_refused(tmp_path: Path) -> None:
 def test_published_names_are_read_from_a_site_or_a_wheel_directory(tmp_path: Path) -> None:
     published = _published(tmp_path)
     wheels = scan_directory(published)
-    write_site(tmp_path / "site", render_site(local_index_files(wheels), site_url=SITE, torch_index=TORCH_INDEX), wheels=wheels)
+    write_site(
+        tmp_path / "site", render_site(local_index_files(wheels), site_url=SITE, torch_index=TORCH_INDEX), wheels=wheels
+    )
     names = sorted(w.wheel.filename for w in wheels)
     assert sorted(list_published(str(tmp_path / "site"))) == names
     assert sorted(list_published(str(published))) == names

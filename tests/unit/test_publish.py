@@ -110,7 +110,9 @@ def test_collecting_wheels_says_what_is_wrong(tmp_path: Path) -> None:
 def test_the_upload_request_is_a_sized_multipart_form_with_the_wheel(tmp_path: Path) -> None:
     wheels = collect_wheels([write_deepspeed_wheel(tmp_path, payload=300_000)])
     body, content_type, size = _multipart(wheels[0])
-    prepared = requests.Request("POST", "http://127.0.0.1/", data=body, headers={"Content-Type": content_type}).prepare()
+    prepared = requests.Request(
+        "POST", "http://127.0.0.1/", data=body, headers={"Content-Type": content_type}
+    ).prepare()
     assert prepared.headers["Content-Length"] == str(size)  # not chunked: pypiserver cannot parse chunked bodies
     assert "Transfer-Encoding" not in prepared.headers
     raw = body.read()
