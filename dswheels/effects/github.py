@@ -279,16 +279,27 @@ class GitHub:
         payload: JSON = {"tag_name": tag, "name": name, "body": body, "draft": True, "prerelease": False}
         if target:
             payload["target_commitish"] = target
-        try:
-            response = self.request("POST", f"repos/{self.repo}/releases", json=payload, expected=(201,), retry=False)
-        except (GitHubAPIError, PublishError):
-            # it may have been created before the error reached us: never make a second draft
-            existing = self.release_by_tag(tag)
-            if existing is not None:
-                return existing
-            raise
-        data: JSON = response.json()
-        return data
+        for attempt in range(self.retry.attempts):
+            try:
+                response = self.request(
+                    "POST", f"repos/{self.repo}/releases", json=payload, expected=(201,), retry=False
+                )
+            except PublishError as exc:
+                transient = not isinstance(exc, GitHubAPIError) or exc.status >= 500
+                # it may have been created before the error reached us: never make a second draft
+                existing = self.release_by_tag(tag)
+                if existing is not None:
+                    return existing
+                if not transient or attempt == self.retry.attempts - 1:
+                    raise
+                delay = self.retry.backoff(attempt)
+                get_reporter().warning(f"creating release {tag} failed; retrying in {format_duration(delay)}")
+                self.retry.wait(delay)
+                continue
+            data: JSON = response.json()
+            return data
+        msg = "unreachable: the loop returns or raises"
+        raise AssertionError(msg)
 
     def publish_release(self, release: JSON) -> JSON:
         response = self.request("PATCH", str(release["url"]), json={"draft": False})

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from urllib.parse import urljoin, urlsplit
+from urllib.request import url2pathname
 
 import requests
 
@@ -380,7 +381,11 @@ def list_published(location: str, *, session: requests.Session | None = None, ti
         if response.status_code != 200:
             raise SourceError(f"cannot read the published index at {url}: HTTP {response.status_code}")
         return [link.filename for link in parse_links(response.text, response.url)]
-    path = Path(location.removeprefix("file://")) if scheme in ("", "file") else None
+    path = None
+    if scheme == "file":
+        path = Path(url2pathname(urlsplit(location).path))
+    elif scheme == "" or len(scheme) == 1:  # a path (C:\\... on Windows parses as scheme "c")
+        path = Path(location)
     if path is None or not path.is_dir():
         raise ConfigError(
             f"--skip-published {location!r} is neither a directory nor an http(s) URL",

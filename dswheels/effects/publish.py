@@ -11,6 +11,7 @@ build`` left one beside the wheel, its build manifest (``<wheel>.manifest.json``
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import io
 import os
@@ -18,6 +19,7 @@ import shutil
 import tempfile
 import uuid
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -314,48 +316,59 @@ def github_index_files(gh: GitHub) -> tuple[list[IndexFile], list[str]]:
     """Every dswheels wheel in the repository's published releases, with hashes and metadata.
 
     The wheel's sha256 is GitHub's own digest of the asset; its ``.metadata`` asset is
-    downloaded (a few KB) for Requires-Python and its hash. Returns the files and warnings.
+    downloaded (a few KB, several at a time) for Requires-Python and its hash. Drafts are
+    left out: their assets are not public. Returns the files and warnings.
     """
     warnings: list[str] = []
-    chosen: dict[str, tuple[IndexFile, str]] = {}
+    found: list[tuple[str, JSON, JSON | None]] = []  # tag, wheel asset, metadata asset
     releases = sorted((r for r in gh.releases() if not r.get("draft")), key=lambda r: int(r["id"]))
     for release in releases:
         tag = str(release.get("tag_name"))
         assets = _by_name([a for a in gh.assets(release) if a.get("state") == "uploaded"])
         for name, asset in sorted(assets.items()):
-            if not name.endswith(".whl"):
-                continue
-            try:
-                wheel = parse_wheel(name)
-            except ValueError as exc:
-                warnings.append(f"release {tag}: skipped {exc}")
-                continue
-            sha256 = gh.asset_sha256(asset)
-            requires_python = metadata_sha256 = None
-            meta_asset = assets.get(metadata_name(name))
-            if meta_asset is None:
-                warnings.append(f"release {tag}: {name} has no {metadata_name(name)}; installers will download it")
-            else:
-                data = gh.download_asset(meta_asset, limit=1024 * 1024)
-                metadata_sha256 = hashlib.sha256(data).hexdigest()
-                requires_python = parse_metadata(data).requires_python
-            item = IndexFile(
-                wheel=wheel,
-                url=str(asset["browser_download_url"]),
-                sha256=sha256,
-                size=int(asset.get("size", 0)),
-                requires_python=requires_python,
-                metadata_sha256=metadata_sha256,
-            )
-            if name in chosen:
-                first, first_tag = chosen[name]
-                if first.sha256 != sha256:
-                    raise PublishError(
-                        f"{name} is published with different bytes in releases {first_tag} and {tag}",
-                        hint="installers would get either; delete the wrong asset, and re-spin with a build tag",
-                    )
-                continue  # the same file twice: the oldest release's copy is the one linked
-            chosen[name] = (item, tag)
+            if name.endswith(".whl"):
+                found.append((tag, asset, assets.get(metadata_name(name))))
+
+    def facts(item: tuple[str, JSON, JSON | None]) -> IndexFile | str:
+        tag, asset, meta_asset = item
+        name = str(asset["name"])
+        try:
+            wheel = parse_wheel(name)
+        except ValueError as exc:
+            return f"release {tag}: skipped {exc}"
+        requires_python = metadata_sha256 = None
+        if meta_asset is not None:
+            data = gh.download_asset(meta_asset, limit=1024 * 1024)
+            metadata_sha256 = hashlib.sha256(data).hexdigest()
+            requires_python = parse_metadata(data).requires_python
+        return IndexFile(
+            wheel=wheel,
+            url=str(asset["browser_download_url"]),
+            sha256=gh.asset_sha256(asset),
+            size=int(asset.get("size", 0)),
+            requires_python=requires_python,
+            metadata_sha256=metadata_sha256,
+        )
+
+    parent = contextvars.copy_context()  # the workers report (retries) through the caller's reporter
+    with ThreadPoolExecutor(max_workers=8) as pool:  # network-bound: a few requests in flight
+        results = list(pool.map(lambda item: parent.copy().run(facts, item), found))
+    chosen: dict[str, tuple[IndexFile, str]] = {}
+    for (tag, _asset, meta_asset), result in zip(found, results, strict=True):
+        if isinstance(result, str):
+            warnings.append(result)
+            continue
+        if meta_asset is None:
+            warnings.append(f"release {tag}: {result.filename} has no .metadata asset; installers will download it")
+        if result.filename in chosen:
+            first, first_tag = chosen[result.filename]
+            if first.sha256 != result.sha256:
+                raise PublishError(
+                    f"{result.filename} is published with different bytes in releases {first_tag} and {tag}",
+                    hint="installers would get either; delete the wrong asset, and re-spin with a build tag",
+                )
+            continue  # the same file twice: the oldest release's copy is the one linked
+        chosen[result.filename] = (result, tag)
     return [item for item, _tag in chosen.values()], warnings
 
 

@@ -117,6 +117,7 @@ def test_server_errors_and_rate_limits_are_retried_with_backoff(
     fake: FakeGitHub, tmp_path: Path, reporter: RecordingReporter
 ) -> None:
     fake.fail("GET", r"/releases$", 502, times=2)
+    fake.fail("POST", r"/releases$", 502)
     fake.fail("GET", r"/assets$", 503)
     fake.fail("PATCH", r"/releases/\d+$", 500)
     fake.fail(
@@ -128,10 +129,10 @@ def test_server_errors_and_rate_limits_are_retried_with_backoff(
     )
     client = _client(fake)
     publish_github(_wheels(tmp_path / "dist", count=1), client, TAG)
-    assert not fake.release(TAG).draft
+    assert not fake.release(TAG).draft  # fake.release also proves there is exactly one
     assert 7.0 in client.retry.waits
     backoffs = [w for w in client.retry.waits if w != 7.0]
-    assert len(backoffs) == 4
+    assert len(backoffs) == 5
     assert backoffs[1] >= 2.0  # exponential: 1s, 2s, ... (plus jitter)
     assert any("retrying in" in w for w in reporter.of("warning"))
 

@@ -175,6 +175,47 @@ def test_pip_without_the_exact_pin_would_compile_pypis_newer_sdist(world: World,
 
 
 @pytest.mark.parametrize("tool", TOOLS)
+def test_the_partition_also_works_as_a_find_links_page(world: World, tool: str, tmp_path: Path) -> None:
+    installer = Installer(tmp_path, tool)
+    args = [
+        "install",
+        "deepspeed==0.19.8+cu128torch2.9",
+        "--no-index",
+        "--find-links",
+        world.site.url + "whl/cu128-torch2.9/",
+        "--find-links",
+        world.torch_index("cu128") + "torch/",
+    ]
+    result = installer.pip(*args) if tool == "pip" else installer.uv("pip", *args)
+    assert result.ok, result.output
+    assert installer.installed()["deepspeed"] == "0.19.8+cu128torch2.9"
+
+
+def test_the_pin_holds_even_against_the_all_wheels_index(world: World, tmp_path: Path) -> None:
+    """Without the pin, the highest label wins: on the all-wheels index that is another torch's wheel."""
+    everything = world.site.url + "simple/"
+    unpinned = Installer(tmp_path, "unpinned")
+    result = unpinned.uv(
+        "pip", "install", PROJECT, "--index-url", everything, "--extra-index-url", world.torch_index("cu128")
+    )
+    assert result.ok, result.output
+    assert unpinned.installed()["deepspeed"] == "0.19.8+cu128torch2.10"  # +cu128torch2.10 > +cu128torch2.9
+    assert unpinned.installed()["torch"] == "2.10.0+cu128"  # ... and it moves torch to its minor
+    pinned = Installer(tmp_path, "pinned")
+    line = install_command(
+        tool="uv",
+        version="0.19.8+cu128torch2.9",
+        site_url=world.site.url,
+        part="cu128-torch2.9",
+        torch_index=world.torch_index("cu128"),
+    ).replace("whl/cu128-torch2.9/simple/", "simple/")
+    result = pinned.run("uv", line, "--index-url", world.pypi)
+    assert result.ok, result.output
+    assert pinned.installed()["deepspeed"] == "0.19.8+cu128torch2.9"
+    assert pinned.installed()["torch"] == "2.9.1+cu128"
+
+
+@pytest.mark.parametrize("tool", TOOLS)
 def test_no_wheel_for_this_machine_fails_instead_of_compiling(world: World, tool: str, tmp_path: Path) -> None:
     world.clear_logs()
     installer = Installer(tmp_path, tool)
