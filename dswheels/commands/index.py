@@ -29,7 +29,8 @@ line of each partition. The layout is docs/index-layout.md.
 The published set is either a directory (what `dswheels publish --dir` fills; the site
 then carries the wheels in files/ and is self-contained) or every published release of a
 GitHub repository (the site links the release assets; deploy it to GitHub Pages).
-The output directory is replaced whole, and only once the new site is complete.
+The new pages replace the old ones only once they are all written: a failed run leaves
+the previous site whole.
 
 examples:
   dswheels index                                      # published/ -> site/

@@ -2,8 +2,8 @@
 
 The pages come from :func:`dswheels.core.index.render_site`; this module supplies the facts
 they show (sha256, size, METADATA of every wheel) and writes the site so that a failed run
-leaves the previous one whole: everything goes into a staging directory beside the target,
-which replaces the target only once it is complete.
+leaves the previous one whole: the pages go into a staging directory beside the target,
+which replaces it only once complete (see :func:`write_site`).
 """
 
 from __future__ import annotations

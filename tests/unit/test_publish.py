@@ -155,3 +155,33 @@ def test_plan_skips_cells_whose_wheel_is_published(tmp_path: Path, capsys: pytes
     argv = ["plan", "--matrix", str(matrix), "--format", "github", "--allow-empty", "--skip-published", str(published)]
     assert main(argv) == 0
     assert json.loads(capsys.readouterr().out) == {"include": []}
+
+
+def test_the_index_trusts_the_ledger_only_for_untouched_wheels(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    from dswheels.effects import index as effects_index
+
+    write_deepspeed_wheel(tmp_path / "dist", variant="cu128", torch="2.9")
+    write_deepspeed_wheel(tmp_path / "dist", variant="cpu", torch="2.9")
+    published = tmp_path / "published"
+    publish_dir(collect_wheels([tmp_path / "dist"]), published)
+    ledger = effects_index.load_ledger(published)
+    assert sorted(ledger) == sorted(p.name for p in (tmp_path / "dist").iterdir())
+    read: list[str] = []
+    original = effects_index.read_wheel
+
+    def spy(path: Path, **kwargs: bool) -> effects_index.LocalWheel:
+        read.append(path.name)
+        return original(path, **kwargs)
+
+    monkeypatch.setattr(effects_index, "read_wheel", spy)
+    first = effects_index.scan_directory(published)
+    assert read == []  # every fact came from the ledger
+    touched = published / first[0].wheel.filename
+    os.utime(touched, ns=(touched.stat().st_atime_ns, touched.stat().st_mtime_ns + 1))
+    second = effects_index.scan_directory(published)
+    assert read == [touched.name]  # a file changed behind publish's back is read again
+    assert [(w.sha256, w.metadata_sha256, w.requires_python) for w in first] == [
+        (w.sha256, w.metadata_sha256, w.requires_python) for w in second
+    ]
