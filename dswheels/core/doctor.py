@@ -451,17 +451,30 @@ def _check_gpu(env: _Env) -> Check:
 
 
 def _arch_covers(arch_list: Sequence[str], capability: str) -> bool:
-    """torch's get_arch_list() (``sm_86``, ``compute_90``) runs on a GPU of ``capability``."""
-    want = parse_version(capability)
-    want_sm = f"sm_{want[0]}{want[1]}"
-    if want_sm in arch_list:
-        return True
-    # PTX for an older arch of the same major JIT-compiles forward
+    """Whether torch's ``get_arch_list()`` (``sm_86``, ``compute_90``) has code for ``capability``.
+
+    CUDA's compatibility rules: SASS for X.y runs on X.z with z >= y (same major); the
+    arch-specific ``a``/``f`` variants only on their own arch; PTX (``compute_XY``) is
+    JIT-compiled by the driver for any newer GPU.
+
+    >>> _arch_covers(["sm_80", "sm_86", "sm_90"], "8.9")
+    True
+    >>> _arch_covers(["sm_70", "sm_75"], "6.1")
+    False
+    >>> _arch_covers(["sm_90", "compute_90"], "12.0")
+    True
+    """
+    want = parse_version(capability)[:2]
     for arch in arch_list:
-        if arch.startswith("compute_"):
-            digits = arch.removeprefix("compute_").rstrip("af")
-            if digits.isdigit() and (int(digits[:-1]), int(digits[-1])) <= want:
-                return True
+        kind, _, code = arch.partition("_")
+        digits = code.rstrip("af")
+        if not digits.isdigit() or len(digits) < 2:
+            continue
+        have = (int(digits[:-1]), int(digits[-1]))
+        if kind == "compute" and have <= want:
+            return True
+        if kind == "sm" and (have == want or (digits == code and have[0] == want[0] and have[1] <= want[1])):
+            return True
     return False
 
 
@@ -935,6 +948,32 @@ def _local_spec(cell: Cell, compat: Compat) -> MatrixSpec:
     )
 
 
+def _local_fix(reason: Reason, cell: Cell, nvcc: VersionTuple | None, env: _Env) -> str:
+    """The planner's fix speaks of the matrix and runner images; on a user's machine say what to install."""
+    if reason.rule == "host-compiler":
+        cuda = nvcc or cell.variant.cuda
+        info = env.compat.cuda.get(cuda) if cuda else None
+        if cell.platform.os == "windows":
+            if info is None:
+                return "install Visual Studio 2022 Build Tools with 'Desktop development with C++'"
+            low, high = info.msvc
+            return (
+                f"install an MSVC toolset nvcc {format_version(info.minor)} accepts (_MSC_VER {low}-{high - 1}, "
+                f"toolsets 14.{low - 1900}-14.{high - 1 - 1900}): Visual Studio Installer > Individual components > "
+                "'MSVC v143 - VS 2022 C++ x64/x86 build tools (v14.3x)' or the v142 (14.29) component"
+            )
+        limit = info.gcc_max if info else None
+        if limit is None:
+            return "install gcc and g++ (apt install build-essential)"
+        return (
+            f"install gcc {limit} or older (e.g. apt install gcc-{limit} g++-{limit}) and export CC=gcc-{limit} "
+            f"CXX=g++-{limit} (torch passes $CC to nvcc as -ccbin)"
+        )
+    if reason.rule == "arch-list":
+        return "set TORCH_CUDA_ARCH_LIST to archs both this nvcc and torch accept"
+    return reason.fix or "see `dswheels plan --explain`"
+
+
 def _local_build(env: _Env, cell: Cell) -> LocalBuild:
     compat, facts = env.compat, env.facts
     os = cell.platform.os
@@ -945,12 +984,14 @@ def _local_build(env: _Env, cell: Cell) -> LocalBuild:
     missing_libs: tuple[DevLibrary, ...] = ()
     if cell.variant.cuda is not None:
         best = _best_toolkit(env)
-        if best is None:
-            others = [v.label() for v in env.views if v.is_toolkit]
-            found = f" (found: {'; '.join(others)})" if others else ""
+        usable = [v for v in env.views if v.is_toolkit and v.nvcc]
+        if best is None and usable:
+            # a toolkit of another CUDA major: the planner says why it cannot build (nvcc-major)
+            home = env.cuda_home_view
+            nvcc = (home if home in usable else usable[0]).nvcc
+        elif best is None:
             blockers.append(
-                f"no CUDA {cell.variant.cuda[0]}.x toolkit{found}: torch CUDA {cell.variant.cuda_text} needs one; "
-                + _install_toolkit_fix(env),
+                f"no CUDA toolkit found: torch CUDA {cell.variant.cuda_text} needs one; {_install_toolkit_fix(env)}",
             )
         else:
             nvcc = best.nvcc
@@ -982,8 +1023,7 @@ def _local_build(env: _Env, cell: Cell) -> LocalBuild:
     resolved = resolve_cell(cell, compat, _local_spec(cell, compat), host=host)
     if isinstance(resolved, DroppedCell):
         blockers.extend(
-            f"[{reason.rule}] {reason.message}" + (f" -- {reason.fix}" if reason.fix else "")
-            for reason in resolved.reasons
+            f"[{reason.rule}] {reason.message} -- {_local_fix(reason, cell, nvcc, env)}" for reason in resolved.reasons
         )
         return LocalBuild(status=Status.FAIL, blockers=tuple(blockers), workarounds=tuple(workarounds))
     toolchain = resolved.toolchain
@@ -1060,12 +1100,12 @@ def _guidance(env: _Env, verdict: Verdict) -> tuple[str, ...]:
     if env.variant is None or not env.variant.is_cuda:
         return ()
     best = _best_toolkit(env)
-    root = best.root if best else ("<the toolkit root>" if facts.os != "windows" else "<toolkit root>")
+    cuda = env.variant.cuda_text
     kind = env_kind(facts)
     py = facts.python
     lines: list[str] = []
     if facts.os == "windows":
-        example = root if best else "C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA\\v12.4"
+        example = best.root if best else f"C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA\\v{cuda}"
         lines.append(
             "The CUDA installer sets CUDA_PATH (and CUDA_PATH_Vxx_y per version); torch uses CUDA_HOME first, then "
             "CUDA_PATH. With several toolkits, set CUDA_HOME to the one matching torch's CUDA.",
@@ -1083,7 +1123,7 @@ def _guidance(env: _Env, verdict: Verdict) -> tuple[str, ...]:
         else:
             lines.append(f'system: setx CUDA_HOME "{example}"  (applies to new terminals)')
     else:
-        example = root if best else "/usr/local/cuda-12.8"
+        example = best.root if best else f"/usr/local/cuda-{cuda}"
         if kind == "conda":
             lines.append(
                 f"conda: conda env config vars set CUDA_HOME={example}; conda deactivate; conda activate <env>"

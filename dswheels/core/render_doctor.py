@@ -352,10 +352,12 @@ def render_text(report: Report) -> str:
     if tc is not None:
         nvcc = f", nvcc {format_version(tc.nvcc)}" if tc.nvcc else ""
         compiler = tc.host_compiler
-        lines.append(f"    toolchain: {compiler.kind} {compiler.version}{nvcc}; {len(local.ops)} ops to build")
-        if local.environment:
-            env = " ".join(f"{k}={_quote(v)}" for k, v in local.environment if not k.startswith("DS_BUILD_"))
-            lines.append(f"    environment: {env}")
+        after = " (once unblocked)" if local.status is Status.FAIL else ""
+        lines.append(f"    toolchain: {compiler.kind} {compiler.version}{nvcc}{after}")
+        lines.append(f"    ops:       {', '.join(local.ops)} (DS_BUILD_<OP>=1 each)")
+        env = " ".join(f"{k}={_quote(v)}" for k, v in local.environment if not k.startswith("DS_BUILD_"))
+        if env:
+            lines.append(f"    env:       {env}")
     if report.guidance:
         lines.append("")
         lines.append(f"CUDA_HOME ({report.env_kind} environment)")
