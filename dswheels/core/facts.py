@@ -311,9 +311,8 @@ class ToolkitView:
 
     @property
     def is_toolkit(self) -> bool:
-        """A root torch can build against: nvcc plus the runtime header where torch looks."""
-        runtime = DEV_LIBRARIES[0]
-        return self.has_nvcc and runtime not in self.missing_headers and runtime not in self.targets_only_headers
+        """A root a build can use: nvcc plus the CUDA runtime header (under include/ or targets/)."""
+        return self.has_nvcc and DEV_LIBRARIES[0] not in self.missing_headers
 
     def label(self) -> str:
         version = format_version(self.nvcc) if self.nvcc else "nvcc ?"

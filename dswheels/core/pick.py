@@ -24,6 +24,7 @@ __all__ = [
     "IndexFile",
     "Wanted",
     "cell_from_filename",
+    "describe_cells",
     "nearest",
     "parse_project_page",
     "pick_wheel",
@@ -214,10 +215,12 @@ def nearest(wanted: Wanted, files: Iterable[IndexFile]) -> tuple[str, ...]:
     lines: list[str] = []
     env = [c for c in same_platform if wanted.matches(c, any_deepspeed=True)]
     if env and wanted.deepspeed is not None:
-        lines.append(
+        # the environment is published, only not this DeepSpeed version: nothing else is nearer
+        only = (
             f"DeepSpeed {format_version(wanted.deepspeed)} has no wheel for this environment; "
-            f"wheels exist for DeepSpeed {_versions(c.deepspeed for c in env)}",
+            f"wheels exist for DeepSpeed {_versions(c.deepspeed for c in env)}"
         )
+        return (only,)
     other_torch = [c for c in same_platform if c.variant == variant and c.python == python and c.torch != torch]
     if other_torch:
         lines.append(
