@@ -5,14 +5,16 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
+import tempfile
+from pathlib import Path
 
 from dswheels.commands.common import Subparsers, formatter
 from dswheels.commands.doctor import add_target_arguments, parse_deepspeed
 from dswheels.core.compat import load_compat
 from dswheels.core.doctor import IndexView, diagnose
 from dswheels.core.naming import wheel_version
-from dswheels.effects.index_read import read_index
-from dswheels.effects.install import choose_installer, install_wheel, quick_verify
+from dswheels.effects.index_read import download_wheel, read_index
+from dswheels.effects.install import choose_installer, install_argv, install_wheel, quick_verify
 from dswheels.effects.probe import collect, current_environment
 from dswheels.errors import ConfigError, EnvironmentMismatchError
 from dswheels.log import get_reporter
@@ -93,18 +95,17 @@ def run(args: argparse.Namespace) -> int:
     reporter.info(f"this environment is {verdict.cell_id}: {wheel.filename}")
     installer = "pip" if args.dry_run and args.installer == "auto" else choose_installer(python, args.installer, env)
     if args.dry_run:
-        command = (
-            ["uv", "pip", "install", "--python", python, wheel.url_with_hash]
-            if installer == "uv"
-            else [python, "-m", "pip", "install", wheel.url_with_hash]
-        )
-        sys.stdout.write(shlex.join(command) + "\n")
+        sys.stdout.write(f"# download {wheel.url} (sha256 {wheel.sha256 or 'not given'}), then:\n")
+        sys.stdout.write(shlex.join(install_argv(python, wheel.filename, installer)) + "\n")
         return 0
     installed = facts.deepspeed.version if facts.deepspeed else None
     with reporter.group(f"install {wheel.filename}"):
         if installed == version:
             reporter.info(f"deepspeed {version} is already installed")
-        install_wheel(python, wheel.url_with_hash, installer=installer, env=env)
+        with tempfile.TemporaryDirectory(prefix="dswheels-install-") as tmp:
+            path = download_wheel(wheel, Path(tmp))
+            reporter.info(f"downloaded {wheel.url} (sha256 {wheel.sha256 or 'not given'})")
+            install_wheel(python, path, installer=installer, env=env)
     if args.no_verify:
         reporter.info(f"installed deepspeed {version} (not verified: --no-verify)")
         return 0

@@ -12,11 +12,12 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 from dswheels.effects.proc import find_tool, run
 from dswheels.errors import DswheelsError, EnvironmentMismatchError, VerifyError
 
-__all__ = ["VERIFY_SCRIPT", "VerifyResult", "choose_installer", "install_wheel", "quick_verify"]
+__all__ = ["VERIFY_SCRIPT", "VerifyResult", "choose_installer", "install_argv", "install_wheel", "quick_verify"]
 
 _MARK = "DSWHEELS-VERIFY-JSON:"
 
@@ -108,13 +109,22 @@ def choose_installer(python: str, requested: str, env: Mapping[str, str]) -> str
     )
 
 
-def install_wheel(python: str, url: str, *, installer: str, env: Mapping[str, str]) -> None:
-    """Install one wheel (URL with its ``#sha256=``, which both installers check) and its dependencies."""
+def install_argv(python: str, wheel: str, installer: str) -> list[str]:
+    """The command that installs ``wheel`` (a path or URL) and its dependencies into ``python``."""
     if installer == "uv":
-        argv = ["uv", "pip", "install", "--python", python, url]
-    else:
-        argv = [python, "-m", "pip", "install", "--disable-pip-version-check", url]
-    run(argv, env=env, heartbeat=30.0, error=EnvironmentMismatchError, what=f"{installer} install")
+        return ["uv", "pip", "install", "--python", python, wheel]
+    return [python, "-m", "pip", "install", "--disable-pip-version-check", wheel]
+
+
+def install_wheel(python: str, wheel: Path, *, installer: str, env: Mapping[str, str]) -> None:
+    """Install a downloaded (and sha256-checked) wheel file and its dependencies."""
+    run(
+        install_argv(python, str(wheel), installer),
+        env=env,
+        heartbeat=30.0,
+        error=EnvironmentMismatchError,
+        what=f"{installer} install",
+    )
 
 
 def quick_verify(python: str, *, expected_version: str, env: Mapping[str, str]) -> VerifyResult:

@@ -66,6 +66,26 @@ import ast, importlib.util, json, os, platform, sysconfig
 def err(exc):
     return "%s: %s" % (type(exc).__name__, exc)
 
+def literals(path):
+    # module-level NAME = <literal> and NAME: T = <literal>, without importing the module
+    with open(path, encoding="utf-8") as fh:
+        tree = ast.parse(fh.read())
+    values = {}
+    for node in tree.body:
+        target, value = None, None
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target, value = node.targets[0], node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            target, value = node.target, node.value
+        if isinstance(target, ast.Name):
+            try:
+                values[target.id] = ast.literal_eval(value)
+            except ValueError:
+                pass
+    return values
+
+LIGHT = "--light" in sys.argv
+
 out = {}
 out["python"] = {
     "executable": sys.executable,
@@ -81,8 +101,21 @@ out["python"] = {
 out["scripts"] = sysconfig.get_paths().get("scripts", "")
 
 out["torch"] = None
-if importlib.util.find_spec("torch") is None:
+torch_spec = importlib.util.find_spec("torch")
+if torch_spec is None:
     out["torch_error"] = "not installed"
+elif LIGHT:
+    # what install needs (version and CUDA), read from torch/version.py: no slow import
+    try:
+        v = literals(os.path.join(list(torch_spec.submodule_search_locations)[0], "version.py"))
+        out["torch"] = {
+            "version": str(v["__version__"]), "cuda": v.get("cuda"), "hip": v.get("hip"),
+            "cuda_available": False, "devices": [], "arch_list": [], "cuda_home": None,
+            "cuda_home_error": "not probed",
+        }
+        out["torch_error"] = ""
+    except Exception as exc:
+        out["torch_error"] = "cannot read torch/version.py: " + err(exc)
 else:
     try:
         import torch
@@ -133,15 +166,7 @@ if spec is not None and spec.submodule_search_locations:
         ds["error"] = "no distribution metadata: " + err(exc)
     path = os.path.join(list(spec.submodule_search_locations)[0], "git_version_info_installed.py")
     try:
-        with open(path, encoding="utf-8") as fh:
-            tree = ast.parse(fh.read())
-        values = {}
-        for node in tree.body:
-            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-                try:
-                    values[node.targets[0].id] = ast.literal_eval(node.value)
-                except ValueError:
-                    pass
+        values = literals(path)
         ds["installed_ops"] = {str(k): bool(v) for k, v in dict(values.get("installed_ops", {})).items()}
         ds["accelerator"] = str(values.get("accelerator_name", ""))
         info = dict(values.get("torch_info", {}))
@@ -190,11 +215,14 @@ def _os_name() -> str:
     return platform.system().lower()
 
 
-def probe_target(python: str, env: Mapping[str, str]) -> tuple[dict[str, object] | None, str]:
-    """Run :data:`TARGET_SCRIPT` in ``python``: its parsed JSON, or None and why not."""
+def probe_target(python: str, env: Mapping[str, str], *, light: bool = False) -> tuple[dict[str, object] | None, str]:
+    """Run :data:`TARGET_SCRIPT` in ``python``: its parsed JSON, or None and why not.
+
+    ``light`` reads torch's version and CUDA from ``torch/version.py`` instead of importing torch.
+    """
     try:
         result = run(
-            [python, "-c", TARGET_SCRIPT],
+            [python, "-c", TARGET_SCRIPT, *(["--light"] if light else [])],
             env=env,
             capture=True,
             echo=False,
@@ -410,13 +438,14 @@ def _deepspeed_facts(data: object) -> DeepSpeedFacts | None:
 def collect(python: str | None = None, env: Mapping[str, str] | None = None, *, full: bool = True) -> Facts:
     """Probe this machine, with ``python`` (default: this interpreter) as the target environment.
 
-    ``full=False`` probes only the target interpreter (what ``install`` needs): no toolkits,
+    ``full=False`` probes only what ``install`` needs: the target's Python, its torch version
+    and CUDA (read from torch/version.py, without importing torch) and DeepSpeed; no toolkits,
     nvidia-smi, Visual Studio, ninja or gcc.
     """
     env = dict(os.environ if env is None else env)
     target = python or sys.executable
     os_name = _os_name()
-    data, python_error = probe_target(target, env)
+    data, python_error = probe_target(target, env, light=not full)
     data = data or {}
     pydata = data.get("python")
     path_nvcc = shutil.which("nvcc", path=env.get("PATH")) or ""
