@@ -99,10 +99,10 @@ def index_view(index: str | None) -> IndexView | None:
     if not index:
         return None
     try:
-        page, files = read_index(index)
+        _page, files = read_index(index)
     except DswheelsError as exc:
         return IndexView(url=index, error=exc.message)
-    return IndexView(url=index, files=files) if page else IndexView(url=index, error="no page")
+    return IndexView(url=index, files=files)
 
 
 def _load_facts(path: Path) -> Facts:

@@ -36,7 +36,7 @@ from dswheels.core.facts import (
     toolset_minor,
 )
 from dswheels.core.model import Cell, DroppedCell, Platform, Python, Reason, Toolchain, Variant
-from dswheels.core.naming import cell_id, wheel_filename
+from dswheels.core.naming import cell_id
 from dswheels.core.pick import IndexFile, Wanted, nearest, pick_wheel
 from dswheels.core.plan import LocalHost, check_cell, resolve_cell
 from dswheels.core.versions import VersionTuple, format_version, parse_version
@@ -50,7 +50,6 @@ __all__ = [
     "Verdict",
     "diagnose",
     "env_kind",
-    "expected_wheel",
 ]
 
 # --- report types -------------------------------------------------------------------------------
@@ -1172,8 +1171,3 @@ def diagnose(
     verdict = _verdict(env, deepspeed=deepspeed, index=index)
     checks.extend(_check_index(verdict))
     return Report(checks=tuple(checks), verdict=verdict, guidance=_guidance(env, verdict), env_kind=env_kind(facts))
-
-
-def expected_wheel(verdict: Verdict) -> str:
-    """The file name of the wheel this environment needs (whether published or not)."""
-    return wheel_filename(verdict.cell) if verdict.cell else ""

@@ -17,14 +17,13 @@ from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from packaging.version import InvalidVersion
 
 from dswheels.core.model import Cell, Platform, Python, Variant
-from dswheels.core.naming import PROJECT, cell_id
+from dswheels.core.naming import PROJECT
 from dswheels.core.versions import VersionTuple, format_version, parse_version
 
 __all__ = [
     "IndexFile",
     "Wanted",
     "cell_from_filename",
-    "describe_cells",
     "nearest",
     "parse_project_page",
     "pick_wheel",
@@ -250,8 +249,3 @@ def nearest(wanted: Wanted, files: Iterable[IndexFile]) -> tuple[str, ...]:
             pythons = _join([str(p) for p in sorted({c.python for c in same_platform})])
             lines.append(f"the index has no Python {python} wheels for {platform.value} (it has Python {pythons})")
     return tuple(lines)
-
-
-def describe_cells(files: Iterable[IndexFile]) -> tuple[str, ...]:
-    """The cell ids an index page publishes (for messages and JSON)."""
-    return tuple(sorted({cell_id(f.cell) for f in files if f.cell is not None}))

@@ -162,6 +162,17 @@ def test_doctor_real_cuda_torch(cuda_python: Path) -> None:
         assert _check(data, "cuda_home")["fix"] == f"export CUDA_HOME={CUDA_ROOT}"
 
 
+def test_doctor_with_a_python_that_does_not_run(tmp_path: Path) -> None:
+    code, data, _ = _doctor("--python", str(tmp_path / "no-such-python"))
+    assert code == 9
+    python = _check(data, "python")
+    assert python["status"] == "fail"
+    assert "no-such-python" in python["detail"]
+    verdict = data["verdict"]
+    assert isinstance(verdict, dict)
+    assert verdict["cell"] is None
+
+
 # --- a small real index over loopback -----------------------------------------------------------
 
 
