@@ -149,6 +149,7 @@ def parse_project_page(html: str, page_url: str) -> tuple[IndexFile, ...]:
 def cell_from_filename(filename: str) -> Cell | None:
     """The cell of a wheel named by :func:`~dswheels.core.naming.wheel_filename`, else None.
 
+    >>> from dswheels.core.naming import cell_id
     >>> cell_id(cell_from_filename("deepspeed-0.19.8+cu128torch2.9-cp312-cp312-win_amd64.whl"))
     'ds0.19.8-torch2.9-cu128-cp312-win_amd64'
     >>> cell_from_filename("deepspeed-0.19.8-py3-none-any.whl") is None
