@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from dswheels.core.compat import Compat, CudaToolkit, OpInfo, RunnerImage, TorchRelease
+from dswheels.core.compat import Compat, CudaToolkit, OpInfo, Rule, RunnerImage, TorchRelease
 from dswheels.core.config import MatrixSpec, PlatformRunners, cell_values
 from dswheels.core.model import (
     Cell,
@@ -109,9 +109,10 @@ class _Judge:
         self.releases = frozenset(compat.deepspeed_releases)
         self._python: dict[tuple[VersionTuple, VersionTuple, bool, str], Reason | None] = {}
         self._variant: dict[tuple[VersionTuple, str, str], Reason | None] = {}
-        self._rules: dict[
-            tuple[VersionTuple, VersionTuple, VersionTuple | None, VersionTuple, str], tuple[Reason, ...]
-        ] = {}
+        self._rules: dict[tuple[VersionTuple, VersionTuple, VersionTuple | None, str], tuple[Reason, ...]] = {}
+        # most rules ignore the Python version: judge those once per (ds, torch, variant, os)
+        self.python_rules = tuple(r for r in compat.rules if r.when.python or r.require.python)
+        self.other_rules = tuple(r for r in compat.rules if r not in self.python_rules)
 
     def check(self, cell: Cell) -> tuple[Reason, ...]:
         reasons: list[Reason] = []
@@ -138,11 +139,13 @@ class _Judge:
             self._variant[variant_key] = self._check_variant(cell)
         if (reason := self._variant[variant_key]) is not None:
             reasons.append(reason)
-        rules_key = (cell.deepspeed, cell.torch, cell.variant.cuda, cell.python.version, os)
+        rules_key = (cell.deepspeed, cell.torch, cell.variant.cuda, os)
         rules = self._rules.get(rules_key)
         if rules is None:
-            rules = self._rules[rules_key] = self._check_rules(cell)
+            rules = self._rules[rules_key] = self._check_rules(cell, self.other_rules)
         reasons.extend(rules)
+        if self.python_rules:
+            reasons.extend(self._check_rules(cell, self.python_rules))
         return tuple(reasons)
 
     def _unknown_deepspeed(self, cell: Cell) -> Reason:
@@ -191,9 +194,10 @@ class _Judge:
             source=release.source,
         )
 
-    def _check_rules(self, cell: Cell) -> tuple[Reason, ...]:
+    @staticmethod
+    def _check_rules(cell: Cell, rules: tuple[Rule, ...]) -> tuple[Reason, ...]:
         reasons = []
-        for rule in self.compat.rules:
+        for rule in rules:
             if rule.when.matches(cell) and not rule.require.matches(cell):
                 mark = " (inferred)" if rule.inferred else ""
                 reasons.append(Reason(rule=rule.id, message=rule.why + mark, fix=rule.fix, source=rule.source))
