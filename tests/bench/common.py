@@ -21,7 +21,9 @@ class Result:
 
     def line(self) -> str:
         target = f"  (target {self.target})" if self.target else ""
-        return f"{self.name:48} ours {self.ours:10.3f}{self.unit}  naive {self.naive:10.3f}{self.unit}  ratio {self.ratio:6.3f}{target}"
+        ours = f"ours {self.ours:10.3f}{self.unit}"
+        naive = f"naive {self.naive:10.3f}{self.unit}"
+        return f"{self.name:48} {ours}  {naive}  ratio {self.ratio:6.3f}{target}"
 
 
 def best_of(fn: Callable[[], object], *, repeat: int = 3) -> float:
