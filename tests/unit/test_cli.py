@@ -68,11 +68,34 @@ def test_cuda_accepts_a_version_and_cpu(capsys: pytest.CaptureFixture[str]) -> N
     code, out, _ = run(capsys, "plan", "--deepspeed", "0.19.8", "--torch", "2.13", "--cuda", "13.0", "--format", "json")
     assert code == 0
     assert {c["variant"] for c in json.loads(out)["cells"]} == {"cu130"}
-    code, out, _ = run(
-        capsys, "plan", "--torch", "2.13", "--cuda", "cpu", "--platform", "win_amd64", "--format", "json"
-    )
-    assert code == 0  # the matrix excludes Windows CPU wheels, but a named combo is planned when allowed
-    assert {c["platform"] for c in json.loads(out)["cells"]} == {"win_amd64"}
+    one_cell = [
+        "--deepspeed",
+        "0.19.8",
+        "--torch",
+        "2.13",
+        "--cuda",
+        "cpu",
+        "--python",
+        "3.12",
+        "--platform",
+        "win_amd64",
+    ]
+    code, out, _ = run(capsys, "plan", *one_cell, "--format", "json")
+    assert code == 0  # the matrix excludes Windows CPU wheels, but one named cell is planned when allowed
+    assert [c["id"] for c in json.loads(out)["cells"]] == ["ds0.19.8-torch2.13-cpu-cp312-win_amd64"]
+
+
+def test_a_partial_combo_is_the_matrix_narrowed_and_keeps_its_excludes(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "plan", "--deepspeed", "0.19.8", "--cuda", "cpu", "--format", "json")
+    assert code == 0
+    cells = json.loads(out)["cells"]
+    assert cells
+    assert {c["platform"] for c in cells} == {"linux_x86_64"}  # `exclude: {platform: win_amd64, variant: cpu}`
+    assert {c["deepspeed"] for c in cells} == {"0.19.8"}
+    code, _, err = run(capsys, "plan", "--cuda", "cpu", "--platform", "win_amd64")
+    assert code == 2
+    assert "exclude patterns of matrix/matrix.yml remove every cell" in err
+    assert "name all five axes" in err
 
 
 @pytest.mark.parametrize(
