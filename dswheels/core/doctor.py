@@ -10,6 +10,7 @@ judgement is the planner's own (:func:`dswheels.core.plan.resolve_cell` with a
 
 from __future__ import annotations
 
+import dataclasses
 import ntpath
 import posixpath
 import re
@@ -582,6 +583,19 @@ def _set_cuda_home_fix(env: _Env, root: str) -> str:
 
 
 def _check_toolkits(env: _Env) -> list[Check]:
+    checks = _toolkit_checks(env)
+    if env.variant is not None and not env.variant.is_cuda:
+        # a CPU torch builds and loads no CUDA op: what a toolkit lacks does not matter here
+        return [
+            dataclasses.replace(c, status=Status.OK, detail=f"not used by a CPU torch. {c.detail}".strip(), fix="")
+            if c.status is Status.WARN
+            else c
+            for c in checks
+        ]
+    return checks
+
+
+def _toolkit_checks(env: _Env) -> list[Check]:
     facts = env.facts
     cuda_torch = env.variant is not None and env.variant.is_cuda
     if not env.views:

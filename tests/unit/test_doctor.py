@@ -342,6 +342,9 @@ def test_cpu_torch_no_gpu_this_machine(compat: Compat) -> None:
     report = diagnose(load_machine("linux-cuda13-cputorch-nogpu"), compat)
     assert one(report, "torch").status is Status.OK
     assert one(report, "cuda_home").title == "CUDA_HOME: not used (torch is a CPU build)"
+    toolkits = checks(report, "toolkit")
+    assert {c.status for c in toolkits} == {Status.OK}  # a CPU torch does not use them
+    assert "missing headers: cuBLAS" in toolkits[-1].detail
     assert report.verdict.cell_id == f"ds{NEWEST_DS}-torch2.13-cpu-cp311-linux_x86_64"
     local = report.verdict.local
     assert local.status is Status.OK
