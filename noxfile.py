@@ -70,8 +70,20 @@ def main(session: nox.Session) -> None:
 
 @nox.session(default=False)
 def lock(session: nox.Session) -> None:
-    """Re-pin what CI installs (requirements/constraints.txt) to the newest allowed versions."""
+    """Re-pin what CI installs (requirements/*.txt) to the newest allowed versions."""
     session.install("uv")
+    session.run(
+        "uv",
+        "pip",
+        "compile",
+        str(ROOT / "requirements" / "nox.in"),
+        "--universal",
+        "--python-version",
+        "3.10",
+        "--no-header",
+        "-o",
+        str(ROOT / "requirements" / "nox.txt"),
+    )
     session.run(
         "uv",
         "pip",

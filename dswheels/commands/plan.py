@@ -26,9 +26,10 @@ forbid, and resolve every remaining cell's toolchain: runner image, MSVC toolset
 nvcc, TORCH_CUDA_ARCH_LIST, the ops to build and the ops left out (with why), workaround
 flags and the DS_SKIP_CUDA_CHECK decision.
 
-Select cells of the matrix with --only (ids or globs), or name one combination with
---deepspeed/--torch/--cuda/--python/--platform (axes you leave out come from the matrix);
-a named combination is planned whenever the rules allow it, listed in the matrix or not.
+Select cells of the matrix with --only (ids or globs). Or use --deepspeed/--torch/--cuda/
+--python/--platform: all five name one exact cell, planned whenever the rules allow it,
+listed in the matrix or not (as workflow_dispatch does); fewer replace those axes of the
+matrix and keep its include/exclude (a tag build uses --deepspeed alone).
 
 examples:
   dswheels plan                                   # table of the shipped matrix

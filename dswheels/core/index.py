@@ -23,11 +23,9 @@ from __future__ import annotations
 
 import fnmatch
 import html
-import posixpath
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from html.parser import HTMLParser
 from urllib.parse import quote, unquote, urljoin, urlsplit, urlunsplit
 
 from packaging.metadata import parse_email
@@ -44,7 +42,6 @@ __all__ = [
     "GITHUB_ASSET_MAX_BYTES",
     "MARKER",
     "IndexFile",
-    "Link",
     "Metadata",
     "PublishedWheel",
     "YankRule",
@@ -53,7 +50,6 @@ __all__ = [
     "file_href",
     "install_command",
     "metadata_name",
-    "parse_links",
     "parse_metadata",
     "parse_wheel",
     "parse_yanked",
@@ -564,55 +560,6 @@ def render_site(
         ordered, title=title, site_url=site_url, torch_index=torch_index, partitions=partitions
     )
     return pages
-
-
-# --- reading pages back ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Link:
-    url: str  # absolute, resolved against the page URL, fragment removed
-    filename: str
-    attrs: Mapping[str, str | None]
-    sha256: str | None
-
-
-class _AnchorParser(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.anchors: list[dict[str, str | None]] = []
-        self.base: str | None = None
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag == "base" and self.base is None:
-            self.base = dict(attrs).get("href")
-        elif tag == "a":
-            self.anchors.append(dict(attrs))
-
-
-def parse_links(page: str, base_url: str) -> list[Link]:
-    """The file links of a PEP 503 page or a find-links page (a directory listing works too)."""
-    parser = _AnchorParser()
-    parser.feed(page)
-    parser.close()
-    base = urljoin(base_url, parser.base) if parser.base else base_url
-    links: list[Link] = []
-    for attrs in parser.anchors:
-        href = attrs.get("href")
-        if not href:
-            continue
-        url = urljoin(base, href)
-        parts = urlsplit(url)
-        filename = unquote(posixpath.basename(parts.path))
-        if not filename:
-            continue
-        sha256 = None
-        if parts.fragment.startswith("sha256="):
-            sha256 = parts.fragment.removeprefix("sha256=").lower()
-        links.append(
-            Link(url=urlunsplit((*parts[:4], "")), filename=filename, attrs=attrs, sha256=sha256),
-        )
-    return links
 
 
 def published_canonical_names(filenames: Iterable[str]) -> frozenset[str]:

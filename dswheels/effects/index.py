@@ -17,7 +17,7 @@ import zipfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urlsplit
 from urllib.request import url2pathname
 
 import requests
@@ -28,11 +28,11 @@ from dswheels.core.index import (
     IndexFile,
     PublishedWheel,
     metadata_name,
-    parse_links,
     parse_metadata,
     parse_wheel,
 )
 from dswheels.core.naming import PROJECT
+from dswheels.core.pick import parse_project_page, project_page_url
 from dswheels.effects.files import replace_dir, write_text_atomic
 from dswheels.errors import ConfigError, PublishError, SourceError
 
@@ -345,20 +345,9 @@ def _iter_local(location: Path) -> Iterator[str]:
     project_page = location / "simple" / PROJECT / "index.html"
     if project_page.is_file():
         base = project_page.resolve().as_uri()
-        yield from (link.filename for link in parse_links(project_page.read_text(encoding="utf-8"), base))
+        yield from (f.filename for f in parse_project_page(project_page.read_text(encoding="utf-8"), base))
         return
     yield from (p.name for p in location.iterdir() if p.name.endswith(".whl"))
-
-
-def _project_page_url(url: str) -> str:
-    """The deepspeed page under a site URL, a simple-index URL, or itself."""
-    base = url if url.endswith("/") else url + "/"
-    path = urlsplit(base).path.rstrip("/")
-    if path.endswith(f"/{PROJECT}"):
-        return base
-    if path.endswith("/simple"):
-        return urljoin(base, f"{PROJECT}/")
-    return urljoin(base, f"simple/{PROJECT}/")
 
 
 def list_published(location: str, *, session: requests.Session | None = None, timeout: float = 60) -> list[str]:
@@ -370,7 +359,7 @@ def list_published(location: str, *, session: requests.Session | None = None, ti
     """
     scheme = urlsplit(location).scheme
     if scheme in ("http", "https"):
-        url = _project_page_url(location)
+        url = project_page_url(location)
         http = session or requests.Session()
         try:
             response = http.get(url, timeout=timeout, headers={"Accept": "text/html"})
@@ -380,7 +369,7 @@ def list_published(location: str, *, session: requests.Session | None = None, ti
             return []
         if response.status_code != 200:
             raise SourceError(f"cannot read the published index at {url}: HTTP {response.status_code}")
-        return [link.filename for link in parse_links(response.text, response.url)]
+        return [f.filename for f in parse_project_page(response.text, response.url)]
     path = None
     if scheme == "file":
         path = Path(url2pathname(urlsplit(location).path))

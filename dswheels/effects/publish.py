@@ -32,12 +32,12 @@ from dswheels.core.index import (
     GITHUB_ASSET_MAX_BYTES,
     IndexFile,
     metadata_name,
-    parse_links,
     parse_metadata,
     parse_wheel,
 )
 from dswheels.core.manifest import ManifestError, manifest_name, parse_manifest
 from dswheels.core.naming import PROJECT
+from dswheels.core.pick import parse_project_page
 from dswheels.effects.github import JSON, GitHub, GitHubAPIError
 from dswheels.effects.index import LocalWheel, read_wheel, sha256_file, update_ledger
 from dswheels.errors import ConfigError, PublishError
@@ -472,7 +472,7 @@ def _server_files(session: requests.Session, simple_url: str, timeout: float) ->
         return {}
     if response.status_code != 200:
         raise PublishError(f"cannot read {url}: HTTP {response.status_code}", hint="check --simple-url")
-    return {link.filename: link.sha256 for link in parse_links(response.text, url)}
+    return {f.filename: f.sha256 or None for f in parse_project_page(response.text, url)}
 
 
 def _stream_sha256(session: requests.Session, url: str, timeout: float) -> str:

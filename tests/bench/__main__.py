@@ -1,24 +1,26 @@
-"""``python -m tests.bench [NAME ...]``: run the benchmarks (all by default); exit 1 if one misses its target."""
+"""Run the benchmarks: `nox -s bench` (or `python -m tests.bench [NAME ...]`)."""
 
 from __future__ import annotations
 
-import argparse
 import sys
 
-from tests.bench import index
+from tests.bench import index_bench, plan_bench
+
+BENCHES = {"plan": plan_bench.run, "index": index_bench.run}
 
 
-def main() -> int:
-    benches = {"index": index.run}
-    parser = argparse.ArgumentParser(prog="python -m tests.bench", description=__doc__)
-    parser.add_argument("names", nargs="*", choices=[*benches, []], help="benchmarks to run (default: all)")
-    parser.add_argument("--quick", action="store_true", help="smaller inputs, for a smoke run")
-    args = parser.parse_args()
-    ok = True
-    for name in args.names or list(benches):
-        ok &= benches[name](quick=args.quick)
-    return 0 if ok else 1
+def main(argv: list[str]) -> int:
+    names = argv or list(BENCHES)
+    unknown = [n for n in names if n not in BENCHES]
+    if unknown:
+        print(f"unknown benchmark(s): {', '.join(unknown)}; known: {', '.join(BENCHES)}", file=sys.stderr)
+        return 2
+    for name in names:
+        print(f"== {name}")
+        for result in BENCHES[name]():
+            print(result.line())
+    return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main(sys.argv[1:]))

@@ -22,7 +22,6 @@ from dswheels.core.index import (
     apply_yanked,
     file_href,
     install_command,
-    parse_links,
     parse_wheel,
     parse_yanked,
     partition_url,
@@ -30,6 +29,7 @@ from dswheels.core.index import (
 )
 from dswheels.core.model import Cell, Platform, Python, Variant
 from dswheels.core.naming import partition, wheel_filename
+from dswheels.core.pick import parse_project_page
 from dswheels.effects.index import list_published, local_index_files, scan_directory, write_site
 from dswheels.errors import ConfigError, PublishError
 from tests.conftest import ROOT
@@ -188,8 +188,11 @@ def test_every_page_parses_with_pypi_simple_and_carries_every_attribute(entries:
             assert package.yanked_reason == entry.yanked
             assert package.version == str(entry.wheel.version)
             assert package.package_type == "wheel"
-        ours = parse_links(pages[path], _page_url(path))
-        assert [(link.url, link.sha256) for link in ours] == [(p.url, p.digests["sha256"]) for p in page.packages]
+        # the reader `dswheels install` and `plan --skip-published` use agrees with pypi-simple
+        ours = parse_project_page(pages[path], _page_url(path))
+        assert [(f.filename, f.url, f.sha256, f.requires_python or None, f.yanked) for f in ours] == [
+            (p.filename, p.url, p.digests["sha256"], p.requires_python, p.is_yanked) for p in page.packages
+        ]
     for path in ("simple/index.html", *(p for p in pages if p.endswith("/simple/index.html"))):
         assert IndexPage.from_html(pages[path]).projects == ["deepspeed"]
         root = RepositoryPage.from_html(pages[path], base_url=_page_url(path))
@@ -199,13 +202,13 @@ def test_every_page_parses_with_pypi_simple_and_carries_every_attribute(entries:
 
 def test_the_all_wheels_index_and_partitions_list_every_file_once(entries: list[IndexFile]) -> None:
     pages = _pages(entries)
-    everything = [link.filename for link in parse_links(pages["simple/deepspeed/index.html"], SITE)]
+    everything = [f.filename for f in parse_project_page(pages["simple/deepspeed/index.html"], SITE)]
     assert sorted(everything) == sorted(e.filename for e in entries)
     parts = [
-        link.filename
+        f.filename
         for path, text in pages.items()
         if re.fullmatch(r"whl/[^/]+/simple/deepspeed/index.html", path)
-        for link in parse_links(text, SITE)
+        for f in parse_project_page(text, SITE)
     ]
     assert sorted(parts) == sorted(everything)
 
@@ -224,7 +227,7 @@ def test_the_home_page_shows_coverage_and_one_install_line_per_partition(entries
     for ds in ("0.19.8", "0.19.7"):
         assert f'id="deepspeed-{ds}"' in home
     # every published wheel is linked from the coverage table
-    linked = {link.filename for link in parse_links(home, SITE) if link.filename.endswith(".whl")}
+    linked = {f.filename for f in parse_project_page(home, SITE) if f.filename.endswith(".whl")}
     assert linked == {e.filename for e in entries}
     # a (partition, python) without a wheel shows a dash, e.g. cpu on Windows is linux-only here
     cpu_row = re.search(r'<tr><td class="row"><a href="#cpu-torch2.9">.*?</tr>', home)
