@@ -328,12 +328,28 @@ class GitHub:
         data: JSON = response.json()
         return data
 
-    def download_asset(self, asset: JSON, *, limit: int | None = None) -> bytes:
-        """The asset's bytes, through the API (works for drafts and private repositories too)."""
-        response = self.request("GET", str(asset["url"]), headers={"Accept": "application/octet-stream"})
-        data = response.content
-        if limit is not None and len(data) > limit:
-            raise PublishError(f"asset {asset.get('name')} is larger than expected ({len(data)} bytes)")
+    def _download(self, asset: JSON) -> requests.Response:
+        """Stream an asset: from its public download URL (no API rate limit), else through the API.
+
+        The API route (``Accept: application/octet-stream``, redirected to storage) also works
+        for drafts and private repositories, where the public URL answers 404.
+        """
+        public = asset.get("browser_download_url")
+        if isinstance(public, str) and public:
+            response = self.request("GET", public, expected=(200, 404), stream=True)
+            if response.status_code == 200:
+                return response
+            response.close()
+        return self.request("GET", str(asset["url"]), headers={"Accept": "application/octet-stream"}, stream=True)
+
+    def download_asset(self, asset: JSON, *, limit: int) -> bytes:
+        """A small asset's bytes (a .metadata file); more than ``limit`` bytes is an error."""
+        with self._download(asset) as response:
+            data = b""
+            for chunk in response.iter_content(64 * 1024):
+                data += chunk
+                if len(data) > limit:
+                    raise PublishError(f"asset {asset.get('name')} is larger than expected (over {limit} bytes)")
         return data
 
     def asset_sha256(self, asset: JSON) -> str:
@@ -342,7 +358,7 @@ class GitHub:
         if isinstance(digest, str) and digest.startswith("sha256:"):
             return digest.removeprefix("sha256:").lower()
         hasher = hashlib.sha256()
-        response = self.request("GET", str(asset["url"]), headers={"Accept": "application/octet-stream"}, stream=True)
-        for chunk in response.iter_content(1024 * 1024):
-            hasher.update(chunk)
+        with self._download(asset) as response:
+            for chunk in response.iter_content(1024 * 1024):
+                hasher.update(chunk)
         return hasher.hexdigest()

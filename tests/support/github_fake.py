@@ -494,7 +494,7 @@ def _handler(gh: FakeGitHub) -> type[BaseHTTPRequestHandler]:
         def download(self, *, tag: str, name: str) -> None:
             for release in gh.releases.values():
                 current = f"untagged-{release.id:08x}" if release.draft else release.tag_name
-                if current != tag:
+                if current != tag or (release.draft and not self._authed()):
                     continue
                 for asset in release.assets:
                     if asset.name == name and asset.state == "uploaded":
