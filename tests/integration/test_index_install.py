@@ -15,6 +15,7 @@ Every installer is isolated from the machine's pip.conf, environment and caches
 
 from __future__ import annotations
 
+import hashlib
 import html
 import re
 import shutil
@@ -23,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import requests
+from pypi_simple import IndexPage, ProjectPage, PyPISimple
 
 from dswheels.cli import main
 from dswheels.core.index import install_command
@@ -122,6 +125,33 @@ def _downloads(server: StaticServer, suffix: str) -> list[str]:
 
 
 TOOLS = ["pip", "uv"]
+
+
+def test_pypi_simple_reads_every_page_the_server_serves(world: World) -> None:
+    """Every PEP 503 page of the generated site, fetched over HTTP, parsed by pypi-simple, checked against the bytes."""
+    pages = sorted(world.root.joinpath("site").rglob("index.html"))
+    project_pages = [p for p in pages if p.parent.name == PROJECT or p.parent.parent.name == "whl"]
+    assert len(project_pages) == 1 + 2 * len(list((world.root / "site" / "whl").iterdir()))
+    with PyPISimple() as client:
+        for page_path in project_pages:
+            rel = page_path.parent.relative_to(world.root / "site").as_posix()
+            url = f"{world.site.url}{rel}/"
+            response = requests.get(url, timeout=10)
+            page = ProjectPage.from_response(response, PROJECT)
+            assert page.repository_version == "1.0"
+            assert page.packages, url
+            for package in page.packages:
+                assert (
+                    package.digests["sha256"]
+                    == hashlib.sha256(requests.get(package.url, timeout=10).content).hexdigest()
+                )
+                assert package.has_metadata
+                metadata = client.get_package_metadata_bytes(package)  # checks the data-core-metadata digest
+                assert metadata.startswith(b"Metadata-Version:")
+                assert package.requires_python is not None
+                assert package.is_yanked == package.filename.startswith("deepspeed-0.19.8+cputorch2.9-")
+        root = IndexPage.from_response(requests.get(world.site.url + "simple/", timeout=10))
+        assert root.projects == [PROJECT]
 
 
 @pytest.mark.parametrize("tool", TOOLS)
