@@ -147,10 +147,6 @@ class GitHub:
     def __repr__(self) -> str:
         return f"GitHub({self.repo!r}, api_url={self.api_url!r}, token={'set' if self._token else 'none'})"
 
-    @property
-    def has_token(self) -> bool:
-        return self._token is not None
-
     # --- plumbing ----------------------------------------------------------------------------------
 
     def _headers(self, url: str, extra: Mapping[str, str] | None) -> dict[str, str]:

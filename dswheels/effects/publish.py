@@ -460,8 +460,8 @@ def upload_credentials(env: Mapping[str, str] | None = None) -> tuple[str | None
     return username, password
 
 
-def _server_files(session: requests.Session, simple_url: str, timeout: float) -> dict[str, str | None]:
-    """filename -> sha256 (from the link's fragment) of what the server already has."""
+def _server_files(session: requests.Session, simple_url: str, timeout: float) -> dict[str, tuple[str, str]]:
+    """filename -> (url, sha256 from the link's fragment or "") of what the server already has."""
     url = urljoin(simple_url if simple_url.endswith("/") else simple_url + "/", f"{PROJECT}/")
     try:
         response = session.get(url, timeout=timeout, allow_redirects=False)
@@ -472,7 +472,7 @@ def _server_files(session: requests.Session, simple_url: str, timeout: float) ->
         return {}
     if response.status_code != 200:
         raise PublishError(f"cannot read {url}: HTTP {response.status_code}", hint="check --simple-url")
-    return {f.filename: f.sha256 or None for f in parse_project_page(response.text, url)}
+    return {f.filename: (f.url, f.sha256) for f in parse_project_page(response.text, url)}
 
 
 def _stream_sha256(session: requests.Session, url: str, timeout: float) -> str:
@@ -505,7 +505,6 @@ def publish_upload(
     simple = simple_url or urljoin(repository_url if repository_url.endswith("/") else repository_url + "/", "simple/")
     result = PublishResult(where=repository_url)
     existing = _server_files(http, simple, timeout)
-    project_page = urljoin(simple if simple.endswith("/") else simple + "/", f"{PROJECT}/")
     todo: list[LocalWheel] = []
     conflicts: list[str] = []
     for wheel in wheels:
@@ -513,7 +512,8 @@ def publish_upload(
         if name not in existing:
             todo.append(wheel)
             continue
-        published = existing[name] or _stream_sha256(http, urljoin(project_page, name.replace("+", "%2B")), timeout)
+        url, published = existing[name]
+        published = published or _stream_sha256(http, url, timeout)  # a server that gives no hash
         if published == wheel.sha256:
             result.present.append(name)
         else:
@@ -553,11 +553,7 @@ def publish_upload(
             )
         result.uploaded.append(name)
     after = _server_files(http, simple, timeout)
-    wrong = [
-        w.wheel.filename
-        for w in todo
-        if w.wheel.filename not in after or after[w.wheel.filename] not in (None, w.sha256)
-    ]
+    wrong = [w.wheel.filename for w in todo if after.get(w.wheel.filename, ("", "missing"))[1] not in ("", w.sha256)]
     if wrong:
         raise PublishError(
             f"after uploading, {simple} lacks or misreports {len(wrong)} file(s)",

@@ -29,9 +29,13 @@ def _free_port() -> int:
         return port
 
 
-@pytest.fixture
-def pypiserver(tmp_path: Path) -> Iterator[tuple[str, Path]]:
-    """``pypi-server run`` serving an empty directory, uploads open (``-a . -P .``), no PyPI fallback."""
+@pytest.fixture(params=["sha256", "off"], ids=["hashes", "no-hashes"])
+def pypiserver(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[tuple[str, Path]]:
+    """``pypi-server run`` serving an empty directory, uploads open (``-a . -P .``), no PyPI fallback.
+
+    Run with and without ``#sha256=`` on its links: without, what is already there is
+    downloaded and hashed before it is compared.
+    """
     executable = Path(sys.executable).parent / "pypi-server"
     require(executable.exists(), "pypiserver is not installed in this environment (dependency group 'test')")
     packages = tmp_path / "packages"
