@@ -134,22 +134,25 @@ def render_json(plan: Plan, *, version: str) -> str:
 
 # --- GitHub matrix ------------------------------------------------------------------------------
 
-_GROUPINGS = ("cell", "python", "variant")
+_GROUPINGS = ("cell", "python", "toolchain")
 
 
 def _job_key(item: PlannedCell, level: str) -> tuple[str, ...]:
-    cell = item.cell
-    base = (
+    """Cells of one job always share a runner and a toolchain: one CUDA install, one compiler."""
+    cell, tc = item.cell, item.toolchain
+    shared = (
         format_version(cell.deepspeed),
-        format_version(cell.torch),
         cell.platform.value,
-        item.toolchain.runner_image,
+        tc.runner_image,
+        cell.variant.name,
+        tc.cuda_toolkit,
+        tc.host_compiler.version,
     )
     if level == "cell":
-        return (*base, cell.variant.name, cell.python.tag)
-    if level == "python":  # one job builds all Pythons of a (ds, torch, variant, platform)
-        return (*base, cell.variant.name, item.toolchain.cuda_toolkit, item.toolchain.host_compiler.version)
-    return base  # one job per (ds, torch, platform): all variants and Pythons
+        return (*shared, format_version(cell.torch), cell.python.tag)
+    if level == "python":  # one job builds every Python of a (deepspeed, torch, variant, platform)
+        return (*shared, format_version(cell.torch))
+    return shared  # one job builds every torch and Python of a toolchain
 
 
 def group_jobs(planned: Sequence[PlannedCell], *, limit: int = GITHUB_JOB_LIMIT) -> tuple[str, list[list[PlannedCell]]]:
@@ -161,7 +164,8 @@ def group_jobs(planned: Sequence[PlannedCell], *, limit: int = GITHUB_JOB_LIMIT)
         if len(groups) <= limit:
             return level, list(groups.values())
     raise ConfigError(
-        f"{len(planned)} cells need more than {limit} jobs even grouped by (deepspeed, torch, platform)",
+        f"{len(planned)} cells need more than {limit} jobs even grouped by toolchain "
+        "(deepspeed, platform, variant, CUDA toolkit, compiler)",
         hint="GitHub runs at most 256 jobs per matrix: split the selection, e.g. one run per DeepSpeed "
         "version (--deepspeed) or per platform (--platform)",
     )
@@ -173,11 +177,12 @@ def _job_json(items: list[PlannedCell]) -> dict[str, object]:
     variants = sorted({i.cell.variant.name for i in items})
     pythons = sorted({i.cell.python for i in items})
     toolkits = sorted({i.toolchain.cuda_toolkit for i in items if i.toolchain.cuda_toolkit})
+    torches = sorted({i.cell.torch for i in items})
     if len(items) == 1:
         name = cell_id(cell)
     else:
         name = (
-            f"ds{format_version(cell.deepspeed)}-torch{format_version(cell.torch)}"
+            f"ds{format_version(cell.deepspeed)}-torch{'+'.join(format_version(t) for t in torches)}"
             f"-{'+'.join(variants)}-{cell.platform.value}"
         )
     return {
@@ -189,7 +194,7 @@ def _job_json(items: list[PlannedCell]) -> dict[str, object]:
         "smoke_runs_on": list(first.smoke_runs_on),
         "python": " ".join(str(p) for p in pythons),
         "deepspeed": format_version(cell.deepspeed),
-        "torch": format_version(cell.torch),
+        "torch": " ".join(format_version(t) for t in torches),
         "variant": " ".join(variants),
         "cuda_toolkit": " ".join(toolkits),
         "msvc_toolset": tc.host_compiler.version if tc.host_compiler.kind == "msvc" else "",

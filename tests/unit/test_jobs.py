@@ -54,6 +54,21 @@ def test_large_plans_are_grouped_under_the_limit_and_keep_every_cell() -> None:
         assert len({(i.cell.variant, i.cell.platform, i.toolchain.cuda_toolkit) for i in group}) == 1
 
 
+def test_the_coarsest_grouping_still_keeps_one_toolchain_per_job() -> None:
+    ds = ", ".join(f'"0.19.{i}"' for i in range(5, 9))
+    torch = ", ".join(f'{{version: "{t}", variants: [cu126, cu130, cpu]}}' for t in ("2.12", "2.13", "2.14"))
+    planned = _plan(ds, torch, '"3.10", "3.11", "3.12", "3.13", "3.14"')
+    level, groups = group_jobs(planned, limit=40)
+    assert level == "toolchain"
+    assert len(groups) <= 40
+    for group in groups:
+        toolchains = {
+            (i.cell.variant, i.cell.platform, i.toolchain.cuda_toolkit, i.toolchain.host_compiler) for i in group
+        }
+        assert len(toolchains) == 1
+    assert sum(len(g) for g in groups) == len(planned)
+
+
 def test_too_many_even_grouped_is_an_error_with_a_way_out() -> None:
     planned = _plan('"0.19.8"', '{version: "2.14", variants: [cu126]}', '"3.11"')
     with pytest.raises(ConfigError, match="more than 1 jobs") as info:
