@@ -1,0 +1,165 @@
+"""Reading a DeepSpeed build's output: which op is compiling, what failed, cache statistics.
+
+The builder streams ``python -m build`` line by line; these pure functions turn lines into
+progress events and, on failure, into the excerpt that names the failing op.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+__all__ = [
+    "CacheStats",
+    "OpSources",
+    "extension_started",
+    "failing_ops",
+    "failure_excerpt",
+    "parse_ccache_log_stats",
+    "parse_sccache_stats",
+]
+
+_BUILDING_RE = re.compile(r"building '([\w.]+)' extension")
+
+
+def extension_started(line: str) -> str | None:
+    """The module name when setuptools starts an extension.
+
+    >>> extension_started("building 'deepspeed.ops.adam.cpu_adam_op' extension")
+    'deepspeed.ops.adam.cpu_adam_op'
+    """
+    match = _BUILDING_RE.search(line)
+    return match.group(1) if match else None
+
+
+@dataclass(frozen=True, slots=True)
+class OpSources:
+    """An op as the build tree's op_builder describes it (from the builder's probe)."""
+
+    name: str
+    var: str  # BUILD_VAR, e.g. DS_BUILD_CPU_ADAM
+    module: str  # absolute_name()
+    sources: tuple[str, ...]  # relative to the source tree
+
+
+_ERROR_RE = re.compile(
+    r"(FAILED: |error:|Error:|fatal error|error [A-Z]+\d+|No such file or directory|undefined reference|"
+    r"CUDAMismatchException|RuntimeError|AssertionError|ninja: build stopped|Traceback)",
+)
+
+
+def failure_excerpt(lines: Sequence[str], *, limit: int = 40) -> list[str]:
+    """The lines worth showing for a failed build: the first errors with a little context, then the end."""
+    picked: list[int] = []
+    for i, line in enumerate(lines):
+        if _ERROR_RE.search(line):
+            picked.extend(range(max(0, i - 2), min(len(lines), i + 4)))
+        if len(set(picked)) >= limit // 2:
+            break
+    head = sorted(set(picked))[: limit // 2]
+    tail_start = max(len(lines) - (limit - len(head)), (head[-1] + 1) if head else 0)
+    out: list[str] = []
+    last = -1
+    for i in [*head, *range(tail_start, len(lines))]:
+        if i <= last:
+            continue
+        if last >= 0 and i != last + 1:
+            out.append("  [...]")
+        out.append(lines[i])
+        last = i
+    return out
+
+
+def failing_ops(lines: Sequence[str], ops: Sequence[OpSources], started: Sequence[str]) -> list[str]:
+    """Which ops a failed build log blames: sources named in ``FAILED:``/error lines, else the last started.
+
+    >>> ops = [OpSources("cpu_adam", "DS_BUILD_CPU_ADAM", "deepspeed.ops.adam.cpu_adam_op", ("csrc/adam/a.cpp",)),
+    ...        OpSources("ccl", "DS_BUILD_CCL_COMM", "deepspeed.ops.comm.ccl_op", ("csrc/cpu/comm/ccl.cpp",))]
+    >>> failing_ops(["FAILED: /w/build/temp.linux/csrc/cpu/comm/ccl.o", "x"], ops, [])
+    ['ccl']
+    """
+    blamed: list[str] = []
+    stems = {op.name: [s.rsplit(".", 1)[0] for s in op.sources] for op in ops}
+    for line in lines:
+        if not _ERROR_RE.search(line):
+            continue
+        for op in ops:
+            if op.name in blamed:
+                continue
+            if any(f"{stem}." in line for stem in stems[op.name]) or op.module in line:
+                blamed.append(op.name)
+    if blamed:
+        return blamed
+    by_module = {op.module: op.name for op in ops}
+    return [by_module[m] for m in started[-1:] if m in by_module]
+
+
+@dataclass(frozen=True, slots=True)
+class CacheStats:
+    tool: str
+    hits: int
+    misses: int
+    uncacheable: int = 0
+
+    @property
+    def hit_rate(self) -> float | None:
+        total = self.hits + self.misses
+        return self.hits / total if total else None
+
+    def as_json(self) -> dict[str, object]:
+        rate = self.hit_rate
+        return {
+            "tool": self.tool,
+            "hits": self.hits,
+            "misses": self.misses,
+            "uncacheable": self.uncacheable,
+            "hit_rate": round(rate, 3) if rate is not None else None,
+        }
+
+    def describe(self) -> str:
+        rate = self.hit_rate
+        pct = f" ({rate:.0%})" if rate is not None else ""
+        return f"{self.tool}: {self.hits} hits, {self.misses} misses{pct}"
+
+
+_CCACHE_COUNTER_RE = re.compile(r"^\s*(?P<name>[A-Za-z][A-Za-z /()-]*?)\s*:\s*(?P<n>\d+)", re.MULTILINE)
+
+
+def parse_ccache_log_stats(text: str) -> CacheStats:
+    """``ccache --show-log-stats -v`` (4.x) -> hits/misses of exactly this build.
+
+    >>> parse_ccache_log_stats("Cacheable calls:   4 / 4 (100.0%)\\n  Hits:   3 / 4 (75.00%)\\n"
+    ...                        "    Direct:  3 / 3\\n  Misses:  1 / 4 (25.00%)\\nUncacheable calls: 0 / 4\\n")
+    CacheStats(tool='ccache', hits=3, misses=1, uncacheable=0)
+    """
+    values: dict[str, int] = {}
+    for match in _CCACHE_COUNTER_RE.finditer(text):
+        values.setdefault(match["name"].strip().lower(), int(match["n"]))
+    return CacheStats(
+        tool="ccache",
+        hits=values.get("hits", 0),
+        misses=values.get("misses", 0),
+        uncacheable=values.get("uncacheable calls", 0),
+    )
+
+
+def parse_sccache_stats(data: Mapping[str, object], before: Mapping[str, object] | None = None) -> CacheStats:
+    """``sccache --show-stats --stats-format=json``: hits/misses, as a difference when ``before`` is given."""
+
+    def total(stats: Mapping[str, object] | None, key: str) -> int:
+        if stats is None:
+            return 0
+        inner = stats.get("stats", stats)
+        value = inner.get(key) if isinstance(inner, dict) else None
+        counts = value.get("counts") if isinstance(value, dict) else None
+        if isinstance(counts, dict):
+            return sum(v for v in counts.values() if isinstance(v, int))
+        return value if isinstance(value, int) else 0
+
+    return CacheStats(
+        tool="sccache",
+        hits=total(data, "cache_hits") - total(before, "cache_hits"),
+        misses=total(data, "cache_misses") - total(before, "cache_misses"),
+        uncacheable=total(data, "non_cacheable_compilations") - total(before, "non_cacheable_compilations"),
+    )
