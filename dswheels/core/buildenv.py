@@ -21,6 +21,7 @@ from dswheels.core.versions import VersionTuple, format_version
 
 __all__ = [
     "BUILDER_FILES",
+    "CUDA_LIBRARY_HEADERS",
     "DEBUG_FLAG_FILES",
     "BuildSetup",
     "CompilerCache",
@@ -32,6 +33,7 @@ __all__ = [
     "parse_nvcc_version",
     "patch_debug_flags",
     "patch_portable_cpu",
+    "patch_torch_requirement",
 ]
 
 # The op builder exists twice in a DeepSpeed source tree: setup.py compiles from op_builder/,
@@ -50,6 +52,10 @@ DEBUG_FLAG_FILES = (
 )
 
 _MARK = "# dswheels:"
+
+# Headers of the CUDA libraries torch's ATen/cuda headers include (CUDAContextLight.h and friends)
+# and DeepSpeed's kernels use; a toolkit without them (a minimal nvcc install) cannot build ops.
+CUDA_LIBRARY_HEADERS = ("cublas_v2.h", "cublasLt.h", "cusparse.h", "cusolverDn.h", "curand.h")
 
 
 class PatchError(ValueError):
@@ -80,8 +86,10 @@ class BuildSetup:
     cache: CompilerCache | None
     compilers: tuple[str, str] | None  # (CC, CXX) when the plan's GCC is not the default compiler
     extra_config: str | None  # DIST_EXTRA_CONFIG file (setuptools [build_ext] parallel)
-    existing_nvcc_flags: str = ""  # NVCC_APPEND_FLAGS already in the environment
     torch_wraps_compiler: bool = False  # torch >= 2.13 prepends ccache/sccache found on PATH itself
+    # CUDA library headers the toolkit lacks, from the nvidia-* wheels torch itself depends on
+    include_dirs: tuple[str, ...] = ()
+    include_var_value: str = ""  # CPATH (Linux) / INCLUDE (Windows) as inherited
 
 
 def accelerator_for(planned: PlannedCell) -> str:
@@ -132,11 +140,16 @@ def build_env(planned: PlannedCell, setup: BuildSetup) -> dict[str, str]:
         env["TORCH_CUDA_ARCH_LIST"] = tc.arch_list_text
         if tc.skip_cuda_check:
             env["DS_SKIP_CUDA_CHECK"] = "1"
-        flags = " ".join(part for part in (setup.existing_nvcc_flags, *tc.nvcc_flags) if part)
         if tc.nvcc_flags:
-            env["NVCC_APPEND_FLAGS"] = flags
+            env["NVCC_APPEND_FLAGS"] = " ".join(tc.nvcc_flags)
         if setup.os == "windows":
             env["CUDA_PATH"] = setup.cuda_home
+        if setup.include_dirs:
+            # searched after the -I paths, so the toolkit's own headers win where both have one
+            var = "INCLUDE" if setup.os == "windows" else "CPATH"
+            env[var] = setup.path_sep.join(
+                [*setup.include_dirs, *([setup.include_var_value] if setup.include_var_value else [])]
+            )
     if setup.os == "windows":
         # torch refuses an active VC environment without it, and it makes setuptools use the PATH's cl
         env["DISTUTILS_USE_SDK"] = "1"
@@ -235,6 +248,27 @@ def patch_debug_flags(text: str) -> tuple[str, int]:
     ("return ['-O3', '-g0', '-Wno-reorder']", 1)
     """
     return _DEBUG_FLAG_RE.subn(lambda m: f"{m.group(1)}-g0{m.group(1)}", text)
+
+
+_REQ_LINE_RE = re.compile(r"^\s*torch\s*(?:[<>=!~;\[]|$)", re.IGNORECASE)
+
+
+def patch_torch_requirement(text: str, pin: str) -> tuple[str, int]:
+    r"""Pin torch in DeepSpeed's ``requirements/requirements.txt`` (what ``install_requires`` reads).
+
+    Every build frontend (``python -m build``, cibuildwheel) then writes the pin into the
+    wheel's METADATA itself; the post-processing pins it again, so both paths agree.
+
+    >>> patch_torch_requirement("hjson\ntorch>=2.0.0\ntorchvision\n", "torch==2.14.*")
+    ('hjson\ntorch==2.14.*\ntorchvision\n', 1)
+    """
+    lines = text.splitlines(keepends=True)
+    count = 0
+    for i, line in enumerate(lines):
+        if _REQ_LINE_RE.match(line):
+            lines[i] = pin + ("\n" if line.endswith("\n") else "")
+            count += 1
+    return "".join(lines), count
 
 
 # --- tool output -----------------------------------------------------------------------------

@@ -16,7 +16,7 @@ __all__ = [
     "extension_started",
     "failing_ops",
     "failure_excerpt",
-    "parse_ccache_log_stats",
+    "parse_ccache_stats_log",
     "parse_sccache_stats",
 ]
 
@@ -123,25 +123,44 @@ class CacheStats:
         return f"{self.tool}: {self.hits} hits, {self.misses} misses{pct}"
 
 
-_CCACHE_COUNTER_RE = re.compile(r"^\s*(?P<name>[A-Za-z][A-Za-z /()-]*?)\s*:\s*(?P<n>\d+)", re.MULTILINE)
+def parse_ccache_stats_log(text: str, *, base_dir: str) -> CacheStats:
+    r"""Hits and misses of the build's own sources, from ccache's stats log (``CCACHE_STATSLOG``).
 
+    Each compilation is a ``# <input>`` line followed by its counters. Compilations of files
+    outside ``base_dir`` (absolute paths elsewhere: compiler probes in /tmp) are not the build's
+    and are left out; relative inputs are relative to a build directory inside it.
 
-def parse_ccache_log_stats(text: str) -> CacheStats:
-    """``ccache --show-log-stats -v`` (4.x) -> hits/misses of exactly this build.
-
-    >>> parse_ccache_log_stats("Cacheable calls:   4 / 4 (100.0%)\\n  Hits:   3 / 4 (75.00%)\\n"
-    ...                        "    Direct:  3 / 3\\n  Misses:  1 / 4 (25.00%)\\nUncacheable calls: 0 / 4\\n")
-    CacheStats(tool='ccache', hits=3, misses=1, uncacheable=0)
+    >>> log = "# /tmp/x/test.c\ncache_miss\n# ../../csrc/adam/cpu_adam.cpp\ndirect_cache_hit\n" \
+    ...       "# /w/csrc/a.cu\ncache_miss\n# build/a.o\ncalled_for_link\n"
+    >>> parse_ccache_stats_log(log, base_dir="/w")
+    CacheStats(tool='ccache', hits=1, misses=1, uncacheable=1)
     """
-    values: dict[str, int] = {}
-    for match in _CCACHE_COUNTER_RE.finditer(text):
-        values.setdefault(match["name"].strip().lower(), int(match["n"]))
-    return CacheStats(
-        tool="ccache",
-        hits=values.get("hits", 0),
-        misses=values.get("misses", 0),
-        uncacheable=values.get("uncacheable calls", 0),
-    )
+    hits = misses = uncacheable = 0
+    base = base_dir.rstrip("/\\") + "/"
+    current: str | None = None
+    for raw in text.splitlines():
+        line = raw.strip()
+        if line.startswith("#"):
+            name = line[1:].strip().replace("\\", "/")
+            absolute = name.startswith("/") or (len(name) > 1 and name[1] == ":")
+            current = name if name and (not absolute or name.startswith(base)) else None
+            continue
+        if current is None:
+            continue
+        if line in ("direct_cache_hit", "preprocessed_cache_hit"):
+            hits += 1
+        elif line == "cache_miss":
+            misses += 1
+        elif line in (
+            "called_for_link",
+            "called_for_preprocessing",
+            "unsupported_compiler_option",
+            "unsupported_source_language",
+            "compiler_produced_no_output",
+            "multiple_source_files",
+        ):
+            uncacheable += 1
+    return CacheStats(tool="ccache", hits=hits, misses=misses, uncacheable=uncacheable)
 
 
 def parse_sccache_stats(data: Mapping[str, object], before: Mapping[str, object] | None = None) -> CacheStats:

@@ -54,8 +54,9 @@ def _ops(o: CellOutcome) -> str:
 def render_results_table(results: Sequence[CellOutcome], *, skipped: Sequence[str] = ()) -> str:
     """Plain text for the terminal.
 
-    >>> o = CellOutcome("ds0.19.8-torch2.13-cpu-cp311-linux_x86_64", True, "w.whl", 2_300_000, "ab" * 32, 75.0,
-    ...                 (("cpu_adam", 60.0),), "ccache", 0, 2, "", "")
+    >>> o = CellOutcome(cell_id="ds0.19.8-torch2.13-cpu-cp311-linux_x86_64", ok=True, wheel="w.whl", size=2_300_000,
+    ...     sha256="ab" * 32, seconds=75.0, ops=(("cpu_adam", 60.0),), cache="ccache", cache_hits=0, cache_misses=2,
+    ...     error="", log="")
     >>> print(render_results_table([o]), end="")
     <BLANKLINE>
     built 1 of 1 cell(s)

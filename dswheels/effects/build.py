@@ -30,12 +30,14 @@ from dswheels.core.buildenv import (
     BUILDER_FILES,
     DEBUG_FLAG_FILES,
     BuildSetup,
+    CompilerCache,
     PatchError,
     accelerator_for,
     baseline_flag,
     build_env,
     patch_debug_flags,
     patch_portable_cpu,
+    patch_torch_requirement,
 )
 from dswheels.core.buildlog import (
     CacheStats,
@@ -43,25 +45,33 @@ from dswheels.core.buildlog import (
     extension_started,
     failing_ops,
     failure_excerpt,
-    parse_ccache_log_stats,
+    parse_ccache_stats_log,
     parse_sccache_stats,
 )
 from dswheels.core.compat import Compat
+from dswheels.core.fatbin import GpuCode, arch_number
 from dswheels.core.manifest import BuiltOp, FileInfo, Manifest, manifest_name, render_manifest
 from dswheels.core.model import PlannedCell
 from dswheels.core.naming import cell_id, wheel_filename
 from dswheels.core.render_plan import planned_cell_json
 from dswheels.core.sources import TorchSource
 from dswheels.core.versions import format_version
-from dswheels.core.wheelfile import extension_for_module
+from dswheels.core.wheelfile import extension_for_module, torch_pin
 from dswheels.effects import proc
 from dswheels.effects.clock import monotonic, utc_now
 from dswheels.effects.files import write_text_atomic
 from dswheels.effects.interpreter import Interpreter, prepare_interpreter
 from dswheels.effects.postprocess import postprocess_wheel, read_wheel, sha256_file
 from dswheels.effects.sources import Downloader, FetchedSource, extract_archive, fetch_source
-from dswheels.effects.toolchain import CudaInstall, find_compiler_cache, find_cuda, pick_compilers, tool_version
-from dswheels.errors import BuildError, DswheelsError
+from dswheels.effects.toolchain import (
+    CudaInstall,
+    cuda_header_dirs,
+    find_compiler_cache,
+    find_cuda,
+    pick_compilers,
+    tool_version,
+)
+from dswheels.errors import BuildError, DswheelsError, EnvironmentMismatchError
 from dswheels.log import format_duration, get_reporter
 
 __all__ = ["BuildOptions", "CellResult", "build_cell", "work_dir_for"]
@@ -252,6 +262,12 @@ def _patch_tree(src: Path, planned: PlannedCell, compat: Compat, *, debug_symbol
         )
     if not seen:
         raise BuildError(f"{src} has no op_builder/builder.py: not a DeepSpeed source tree")
+    requirements = src / "requirements" / "requirements.txt"
+    if requirements.is_file():
+        pin = torch_pin(planned.cell.torch)
+        text, count = patch_torch_requirement(requirements.read_text(encoding="utf-8"), pin)
+        requirements.write_text(text, encoding="utf-8")
+        notes.append(f"requirements/requirements.txt: torch -> {pin} ({count} line(s))")
     if not debug_symbols:
         changed = 0
         seen.clear()
@@ -335,33 +351,55 @@ def _probe_ops(
     return accelerator, found
 
 
-def _cache_stats(cache_tool: str, executable: str, stats_log: str, env: Mapping[str, str]) -> CacheStats | None:
-    if cache_tool == "ccache" and stats_log and Path(stats_log).exists():
-        result = proc.run(
-            [executable, "--show-log-stats", "-v"],
-            env={**env, "CCACHE_STATSLOG": stats_log},
-            capture=True,
-            echo=False,
-            stream=False,
-            heartbeat=None,
-            check=False,
+def _cache_stats(cache: CompilerCache, env: Mapping[str, str]) -> CacheStats | None:
+    if cache.tool == "ccache":
+        log = Path(cache.stats_log)
+        if not log.exists():
+            return CacheStats(tool="ccache", hits=0, misses=0)
+        return parse_ccache_stats_log(log.read_text(encoding="utf-8", errors="replace"), base_dir=cache.base_dir)
+    result = proc.run(
+        [cache.executable, "--show-stats", "--stats-format=json"],
+        env=env,
+        capture=True,
+        echo=False,
+        stream=False,
+        heartbeat=None,
+        check=False,
+    )
+    try:
+        return parse_sccache_stats(json.loads(result.output))
+    except (ValueError, TypeError):
+        return None
+
+
+def _check_gpu_code(
+    cid: str, planned: PlannedCell, gpu: Mapping[str, GpuCode], ops: Sequence[OpSources], names: Sequence[str]
+) -> None:
+    """Every CUDA extension carries SASS only for planned archs (and at least one), PTX only where planned."""
+    if not planned.cell.variant.is_cuda:
+        return
+    tokens = planned.toolchain.arch_list
+    sass_ok = {arch_number(t) for t in tokens}
+    ptx_ok = {arch_number(t) for t in tokens if t.endswith("+PTX")}
+    problems: list[str] = []
+    for op in ops:
+        ext = extension_for_module(op.module, names)
+        code = gpu.get(ext or "")
+        if code is None:
+            continue
+        get_reporter().info(f"  {op.name}: {code.describe()}")
+        if not code.sass:
+            problems.append(f"{op.name}: no SASS at all")
+        if extra := sorted(set(code.sass) - sass_ok):
+            problems.append(f"{op.name}: SASS for unplanned sm_{', sm_'.join(map(str, extra))}")
+        if extra := sorted(set(code.ptx) - ptx_ok):
+            problems.append(f"{op.name}: PTX for unplanned compute_{', compute_'.join(map(str, extra))}")
+    if problems:
+        raise BuildError(
+            f"{cid}: the GPU code does not match the arch list {planned.toolchain.arch_list_text}",
+            details="\n".join(problems),
+            hint="TORCH_CUDA_ARCH_LIST did not reach nvcc as planned",
         )
-        return parse_ccache_log_stats(result.output) if result.returncode == 0 else None
-    if cache_tool == "sccache":
-        result = proc.run(
-            [executable, "--show-stats", "--stats-format=json"],
-            env=env,
-            capture=True,
-            echo=False,
-            stream=False,
-            heartbeat=None,
-            check=False,
-        )
-        try:
-            return parse_sccache_stats(json.loads(result.output))
-        except (ValueError, TypeError):
-            return None
-    return None
 
 
 def _remove_stale(out_variant: Path, planned: PlannedCell) -> None:
@@ -418,6 +456,15 @@ def _build(planned: PlannedCell, opts: BuildOptions, log: Path, start: float) ->
             ),
         ],
     )
+    # toolchain: the plan's nvcc, checked before anything is downloaded, installed or compiled
+    inherited = {k: v for k, v in os.environ.items() if k not in _SCRUB and not k.startswith(_SCRUB_PREFIXES)}
+    outer_path = inherited.get("PATH", "")
+    cuda: CudaInstall | None = None
+    if planned.cell.variant.is_cuda:
+        assert tc.nvcc is not None  # noqa: S101 - the plan gives CUDA variants an nvcc
+        cuda = find_cuda(tc.nvcc, inherited)
+        reporter.info(f"nvcc {format_version(cuda.version)} at {cuda.home} (the plan's {format_version(tc.nvcc)})")
+
     work = work_dir_for(opts.work_root, cid)
     if work.exists():
         shutil.rmtree(work)
@@ -448,17 +495,22 @@ def _build(planned: PlannedCell, opts: BuildOptions, log: Path, start: float) ->
         log_file=log,
     )
     durations["interpreter"] = monotonic() - t0
-
-    # toolchain: the plan's nvcc, checked before anything compiles
-    inherited = {k: v for k, v in os.environ.items() if k not in _SCRUB and not k.startswith(_SCRUB_PREFIXES)}
-    outer_path = inherited.get("PATH", "")
     # the interpreter's scripts first: its ninja is the one torch finds
     path = os.pathsep.join([interp.info.scripts, outer_path])
-    cuda: CudaInstall | None = None
-    if planned.cell.variant.is_cuda:
-        assert tc.nvcc is not None  # noqa: S101 - the plan gives CUDA variants an nvcc
-        cuda = find_cuda(tc.nvcc, inherited)
-        reporter.info(f"nvcc {format_version(cuda.version)} at {cuda.home} (the plan's {format_version(tc.nvcc)})")
+    include_dirs: list[Path] = []
+    if cuda is not None:
+        include_dirs, taken, absent = cuda_header_dirs(cuda.home, Path(interp.info.purelib))
+        if absent:
+            raise EnvironmentMismatchError(
+                f"the CUDA toolkit at {cuda.home} lacks {', '.join(absent)}, which torch's CUDA headers include",
+                hint="install the toolkit's library development packages (cublas, cusparse, cusolver, curand: "
+                f"the plan's Windows sub-packages are {', '.join(tc.cuda_subpackages) or 'listed in compat.yml'})",
+            )
+        if taken:
+            reporter.info(
+                f"the toolkit at {cuda.home} lacks {', '.join(taken)}: using the headers of the nvidia-* wheels "
+                f"torch runs with ({', '.join(str(d) for d in include_dirs)})",
+            )
     compilers = pick_compilers(planned, inherited)
     cache = find_compiler_cache(opts.compiler_cache, env=inherited, work_dir=work, compilers=compilers)
     torch_minor = tuple(int(p) for p in (interp.info.torch or "0.0").split("+")[0].split(".")[:2])
@@ -474,6 +526,8 @@ def _build(planned: PlannedCell, opts: BuildOptions, log: Path, start: float) ->
         compilers=compilers,
         extra_config=extra_config,
         torch_wraps_compiler=torch_minor >= (2, 13),
+        include_dirs=tuple(str(d) for d in include_dirs),
+        include_var_value=inherited.get("INCLUDE" if planned.cell.platform.os == "windows" else "CPATH", ""),
     )
     dswheels_env = build_env(planned, setup)
     dswheels_env.setdefault("PATH", path)
@@ -591,11 +645,12 @@ def _build(planned: PlannedCell, opts: BuildOptions, log: Path, start: float) ->
                 f"CPU baseline {tc.cpu_baseline} holds: {total} instructions in {len(pp.isa)} extension(s), "
                 "none above it"
             )
+        _check_gpu_code(cid, planned, pp.gpu, op_sources, contents.names)
         if pp.stripped_bytes:
             reporter.info(f"stripped {pp.stripped_bytes / 1e6:.1f} MB of symbols")
     durations["postprocess"] = monotonic() - t0
 
-    stats = _cache_stats(cache.tool, cache.executable, cache.stats_log, env) if cache else None
+    stats = _cache_stats(cache, env) if cache else None
     if stats is not None:
         reporter.info(f"compiler cache: {stats.describe()}")
 

@@ -41,7 +41,8 @@ _PROBE = r"""
 import json, platform, sys, sysconfig, importlib
 info = {"python": platform.python_version(), "executable": sys.executable,
         "platform": sysconfig.get_platform(), "gil_disabled": bool(sysconfig.get_config_var("Py_GIL_DISABLED")),
-        "scripts": sysconfig.get_path("scripts"), "torch": None, "torch_cuda": None, "modules": {}}
+        "scripts": sysconfig.get_path("scripts"), "purelib": sysconfig.get_path("purelib"),
+        "torch": None, "torch_cuda": None, "modules": {}}
 try:
     import torch
     info["torch"] = torch.__version__
@@ -64,6 +65,7 @@ class PythonInfo:
     platform: str  # sysconfig: "linux-x86_64" | "win-amd64"
     gil_disabled: bool
     scripts: str  # where console scripts (ninja) live
+    purelib: str  # site-packages
     torch: str | None  # "2.14.1+cu130"
     torch_cuda: str | None  # "13.0"
     modules: Mapping[str, str | None] = field(default_factory=dict)
@@ -102,6 +104,7 @@ def probe_python(python: Path | str, *, env: Mapping[str, str] | None = None) ->
                 platform=data["platform"],
                 gil_disabled=bool(data["gil_disabled"]),
                 scripts=data["scripts"],
+                purelib=data["purelib"],
                 torch=data["torch"],
                 torch_cuda=data["torch_cuda"],
                 modules=data["modules"],

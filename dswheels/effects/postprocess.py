@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import sys
 import tarfile
 import tempfile
 import zipfile
@@ -16,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from dswheels.core.fatbin import GpuCode, gpu_code
 from dswheels.core.isa import IsaReport, scan_disassembly
 from dswheels.core.versions import VersionTuple
 from dswheels.core.wheelfile import (
@@ -61,6 +61,7 @@ class Postprocessed:
     wheel: Path
     sizes: Mapping[str, int]  # extension member -> size after stripping
     isa: Mapping[str, IsaReport]  # extension member -> scan (Linux)
+    gpu: Mapping[str, GpuCode]  # extension member -> its SASS/PTX architectures (CUDA extensions, Linux)
     debug_archive: Path | None
     stripped_bytes: int  # how much stripping saved
 
@@ -136,6 +137,7 @@ def postprocess_wheel(
     out = staging / wheel.name
     sizes: dict[str, int] = {}
     isa: dict[str, IsaReport] = {}
+    gpu: dict[str, GpuCode] = {}
     debug_files: dict[str, bytes] = {}
     saved = 0
     can_strip = linux and proc.find_tool("strip") is not None and proc.find_tool("objcopy") is not None
@@ -162,6 +164,8 @@ def postprocess_wheel(
                 if can_scan:
                     isa[info.filename] = _scan(data, info.filename, tmp=tmp, forbidden=forbidden_registers)
                 sizes[info.filename] = len(data)
+                if (code := gpu_code(data)) is not None:
+                    gpu[info.filename] = code
             elif info.filename == f"{dist_info}/METADATA":
                 text = data.decode("utf-8")
                 data = pin_requirement(text, project="torch", requirement=torch_pin(torch)).encode("utf-8")
@@ -186,12 +190,12 @@ def postprocess_wheel(
                     entry.size = len(data)
                     entry.mode = 0o644
                     tar.addfile(entry, io.BytesIO(data))
-    return Postprocessed(wheel=out, sizes=sizes, isa=isa, debug_archive=debug_archive, stripped_bytes=saved)
+    return Postprocessed(wheel=out, sizes=sizes, isa=isa, gpu=gpu, debug_archive=debug_archive, stripped_bytes=saved)
 
 
 def _write_member(dst: zipfile.ZipFile, info: zipfile.ZipInfo, data: bytes) -> None:
     new = zipfile.ZipInfo(info.filename, date_time=info.date_time)
     new.external_attr = info.external_attr
     new.compress_type = zipfile.ZIP_DEFLATED
-    new.create_system = 0 if sys.platform == "win32" else 3
+    new.create_system = info.create_system
     dst.writestr(new, data)

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from dswheels.core.buildenv import CompilerCache, parse_nvcc_version
+from dswheels.core.buildenv import CUDA_LIBRARY_HEADERS, CompilerCache, parse_nvcc_version
 from dswheels.core.model import PlannedCell
 from dswheels.core.versions import VersionTuple, format_version
 from dswheels.effects import proc
@@ -20,6 +20,7 @@ from dswheels.log import get_reporter
 __all__ = [
     "CudaInstall",
     "HostTools",
+    "cuda_header_dirs",
     "detect_host",
     "find_compiler_cache",
     "find_cuda",
@@ -97,6 +98,29 @@ def find_cuda(want: VersionTuple, env: Mapping[str, str]) -> CudaInstall:
         hint=f"install CUDA {need} and set CUDA_HOME to it, or plan for the nvcc you have with --nvcc X.Y "
         "(dswheels plan --nvcc shows what that changes)",
     )
+
+
+def cuda_header_dirs(cuda_home: Path, site_packages: Path) -> tuple[list[Path], list[str], list[str]]:
+    """Find CUDA library headers the toolkit lacks in the nvidia-* wheels next to torch.
+
+    Returns (directories to add, headers taken from them, headers found nowhere). Those wheels
+    are the libraries torch itself loads at run time, for the same CUDA version.
+    """
+    include_dirs = [cuda_home / "include", *sorted((cuda_home / "targets").glob("*/include"))]
+    missing = [h for h in CUDA_LIBRARY_HEADERS if not any((d / h).is_file() for d in include_dirs)]
+    if not missing:
+        return [], [], []
+    candidates = sorted((site_packages / "nvidia").glob("*/include"))
+    added: list[Path] = []
+    taken: list[str] = []
+    for header in missing:
+        for directory in candidates:
+            if (directory / header).is_file():
+                if directory not in added:
+                    added.append(directory)
+                taken.append(header)
+                break
+    return added, taken, [h for h in missing if h not in taken]
 
 
 def tool_version(argv: list[str], env: Mapping[str, str] | None = None) -> str:
