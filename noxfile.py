@@ -61,11 +61,18 @@ def bench(session: nox.Session) -> None:
     session.run("python", "-m", "tests.bench", *session.posargs, env={"PYTHONPATH": str(ROOT)})
 
 
+# What `nox -s main` builds unless told otherwise (`nox -s main -- --torch 2.14 --cuda cu130`): the
+# CPU wheel (it runs on every machine) for this Python and OS, with torch 2.13, whose CPU wheel
+# pip finds here; torch comes from pip's own configuration (its indexes and find-links).
+MAIN_DEFAULTS = ["--torch", "2.13", "--cuda", "cpu"]
+
+
 @nox.session(default=False)
 def main(session: nox.Session) -> None:
-    """The README's main job: plan the shipped matrix (later: build, verify, index for this machine)."""
+    """The README's main job: build (later also verify and index) a real wheel for this machine."""
     _install(session)
-    session.run("dswheels", "plan", *session.posargs)
+    args = session.posargs or MAIN_DEFAULTS
+    session.run("dswheels", "build", "--torch-index", "pip", *args)
 
 
 @nox.session(default=False)

@@ -12,12 +12,12 @@ from dswheels.commands.common import DEFAULT_MATRIX, Subparsers, formatter, load
 from dswheels.commands.plan import add_selection_arguments, compute_plan
 from dswheels.core.buildreport import CellOutcome, render_results_markdown, render_results_table
 from dswheels.core.compat import Compat, load_compat
-from dswheels.core.config import MatrixSpec, parse_matrix
+from dswheels.core.config import parse_matrix
 from dswheels.core.model import PlannedCell, Platform, Python, Variant
 from dswheels.core.naming import cell_id, parse_cell_id
 from dswheels.core.plan import Combo, LocalHost, plan
 from dswheels.core.sources import TorchSource
-from dswheels.core.versions import format_version, parse_version
+from dswheels.core.versions import VersionTuple, format_version, parse_version
 from dswheels.effects import proc
 from dswheels.effects.build import BuildOptions, CellResult, build_cell
 from dswheels.effects.gha import in_ci, in_github_actions, write_summary
@@ -38,12 +38,14 @@ compile exactly the planned ops with the plan's nvcc and arch list, check every 
 in the wheel, strip it, pin torch to the built MAJOR.MINOR, and write the wheel with its
 build manifest to OUT/<variant>/. A failed cell leaves no wheel behind.
 
-With no selection, builds for this environment: the torch installed here, its CUDA, the
-nvcc found, the newest DeepSpeed dswheels knows (or --deepspeed).
+With no --cell/--only/--python/--platform, builds for this machine: this Python and OS,
+the torch installed here (or --torch/--cuda; without either, the newest torch for this
+Python with the CUDA of the toolkit found, else cpu), the newest DeepSpeed (or --deepspeed).
 
 examples:
-  dswheels build                                    # this environment's torch, newest DeepSpeed
+  dswheels build                                    # this machine: its Python, torch, CUDA
   dswheels build --deepspeed 0.19.8 --install       # ... and install the wheel here
+  dswheels build --torch 2.13 --cuda cpu            # this Python, torch 2.13 CPU (in a venv)
   dswheels build --cell ds0.19.8-torch2.14-cu130-cp311-linux_x86_64
   dswheels build --cell "$CELLS" --keep-going       # the workflow: several ids in one value
   dswheels build --only 'ds0.19.8-torch2.13-cpu-*' --torch-index pip
@@ -157,68 +159,87 @@ def _torch_source(text: str | None) -> TorchSource:
 
 
 def _plan_cells(args: argparse.Namespace, compat: Compat) -> list[PlannedCell]:
+    """--cell ids; the matrix (--only, or a combination naming --python/--platform); else this machine."""
     cells = _split_cells(args.cell)
-    combo_given = any(getattr(args, key) for key in ("torch", "cuda", "python", "platform"))
     if cells:
-        if args.only or combo_given or args.deepspeed:
+        if args.only or any(getattr(args, key) for key in ("deepspeed", "torch", "cuda", "python", "platform")):
             raise ConfigError(
                 "--cell names complete cells; it cannot be combined with --only or --deepspeed/--torch/..."
             )
-        spec = _spec(args, compat)
-        planned: list[PlannedCell] = []
-        problems: list[str] = []
-        for text in cells:
-            try:
-                cell = parse_cell_id(text)
-            except ValueError as exc:
-                problems.append(str(exc))
-                continue
-            combo = Combo(
-                deepspeed=cell.deepspeed,
-                torch=cell.torch,
-                variant=cell.variant,
-                python=cell.python,
-                platform=cell.platform,
-            )
-            nvcc = parse_version(args.nvcc)[:2] if args.nvcc else None
-            result = plan(spec, compat, combo=combo, nvcc=nvcc)
-            planned.extend(result.planned)
-        if problems:
-            raise ConfigError("bad --cell value", details="\n".join(problems))
-        return planned
-    if args.only or combo_given:
+        return plan_cell_ids(cells, matrix=args.matrix, nvcc=args.nvcc, compat=compat)
+    if args.only or args.python or args.platform:
         return list(compute_plan(args, compat).planned)
     return [_plan_local(args, compat)]
 
 
-def _spec(args: argparse.Namespace, compat: Compat) -> MatrixSpec:
-    return load_matrix(args.matrix, compat)
+def plan_cell_ids(ids: Sequence[str], *, matrix: Path, nvcc: str | None, compat: Compat) -> list[PlannedCell]:
+    """Plan cells named by id from the rules alone (the matrix gives ops, arch lists, baseline, index)."""
+    spec = load_matrix(matrix, compat)
+    nvcc_version = None
+    if nvcc is not None:
+        try:
+            nvcc_version = parse_version(nvcc)[:2]
+        except ValueError as exc:
+            raise ConfigError(f"--nvcc: {exc}") from None
+    cells = []
+    problems: list[str] = []
+    for text in ids:
+        try:
+            cells.append(parse_cell_id(text))
+        except ValueError as exc:  # noqa: PERF203 - every bad id is reported at once
+            problems.append(str(exc))
+    if problems:
+        raise ConfigError("bad --cell value", details="\n".join(problems))
+    planned: list[PlannedCell] = []
+    for cell in cells:
+        combo = Combo(
+            deepspeed=cell.deepspeed, torch=cell.torch, variant=cell.variant, python=cell.python, platform=cell.platform
+        )
+        planned.extend(plan(spec, compat, combo=combo, nvcc=nvcc_version).planned)
+    return planned
+
+
+def _newest_torch(compat: Compat, python: Python, os_name: str, variant: Variant | None) -> VersionTuple | None:
+    for minor in reversed(compat.torch_minors):
+        release = compat.torch[minor]
+        if python in release.python[os_name] and (variant is None or variant in release.variants_for(os_name)):
+            return minor
+    return None
 
 
 def _plan_local(args: argparse.Namespace, compat: Compat) -> PlannedCell:
-    """This environment as a cell: its Python, torch and CUDA; the host's compiler and nvcc."""
+    """This machine as a cell: its Python and OS; torch and CUDA from this interpreter's torch, else from
+    --torch/--cuda, else the newest torch for this Python with the CUDA of the toolkit found (or cpu)."""
     info = probe_python(sys.executable)
-    if info.torch is None:
-        raise EnvironmentMismatchError(
-            "no torch in this environment to build for",
-            hint="install torch here, or name a cell: dswheels build --cell ds0.19.8-torch2.14-cu130-cp312-linux_x86_64"
-            " (a venv with that torch is made for it)",
-        )
     platform = {"linux-x86_64": Platform.LINUX_X86_64, "win-amd64": Platform.WIN_AMD64}.get(info.platform)
     if platform is None:
         raise EnvironmentMismatchError(f"dswheels builds for linux_x86_64 and win_amd64, this is {info.platform}")
-    torch = parse_version(".".join(info.torch.split("+")[0].split(".")[:2]))
-    variant = Variant.parse(info.torch_cuda) if info.torch_cuda else Variant.parse("cpu")
     python = Python.parse(".".join(info.python.split(".")[:2]) + ("t" if info.gil_disabled else ""))
     deepspeed = parse_version(args.deepspeed) if args.deepspeed else compat.deepspeed_releases[-1]
     host_tools = detect_host()
-    nvcc = host_tools.nvcc
-    if args.nvcc:
-        nvcc = parse_version(args.nvcc)[:2]
+    nvcc = parse_version(args.nvcc)[:2] if args.nvcc else host_tools.nvcc
+    try:
+        variant = Variant.parse(args.cuda) if args.cuda else None
+        torch = parse_version(args.torch)[:2] if args.torch else None
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    here = ""
+    if info.torch is not None:
+        here_torch = parse_version(".".join(info.torch.split("+")[0].split(".")[:2]))
+        here_variant = Variant.parse(info.torch_cuda) if info.torch_cuda else Variant.parse("cpu")
+        if (torch in (None, here_torch)) and (variant in (None, here_variant)):
+            torch, variant, here = here_torch, here_variant, f"torch {info.torch} of this environment"
+    if variant is None:
+        toolkit = Variant.parse(format_version(nvcc)) if nvcc else None
+        variant = toolkit if toolkit and _newest_torch(compat, python, platform.os, toolkit) else Variant.parse("cpu")
+    if torch is None:
+        torch = _newest_torch(compat, python, platform.os, variant)
+        if torch is None:
+            raise EnvironmentMismatchError(f"no torch release has a {variant.name} wheel for Python {python}")
     if variant.is_cuda and nvcc is None:
         raise EnvironmentMismatchError(
-            f"torch {info.torch} is a CUDA {info.torch_cuda} build and no CUDA toolkit (nvcc) was found",
-            hint=f"install CUDA {info.torch_cuda} and set CUDA_HOME",
+            f"a {variant.name} build needs a CUDA toolkit (nvcc), and none was found",
+            hint=f"install CUDA {variant.cuda_text} and set CUDA_HOME, or build the CPU variant: --cuda cpu",
         )
     if args.matrix.exists():
         spec = load_matrix(args.matrix, compat)
@@ -238,12 +259,14 @@ def _plan_local(args: argparse.Namespace, compat: Compat) -> PlannedCell:
     combo = Combo(deepspeed=deepspeed, torch=torch, variant=variant, python=python, platform=platform)
     host = LocalHost(os=host_tools.os, gcc=host_tools.gcc, msvc=host_tools.msvc, nvcc=nvcc[:2] if nvcc else None)
     result = plan(spec, compat, combo=combo, host=host)
+    planned = result.planned[0]
     get_reporter().info(
-        f"building for this environment: Python {python}, torch {info.torch}"
-        + (f", nvcc {format_version(nvcc)}" if nvcc else "")
-        + f" -> {cell_id(result.planned[0].cell)}",
+        f"building for this machine: Python {python}, "
+        + (here or f"torch {planned.torch_version} {variant.name}")
+        + (f", nvcc {format_version(nvcc)}" if nvcc and variant.is_cuda else "")
+        + f" -> {cell_id(planned.cell)}",
     )
-    return result.planned[0]
+    return planned
 
 
 def _lock_path(args: argparse.Namespace, cache_dir: Path) -> Path:

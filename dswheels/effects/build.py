@@ -65,6 +65,7 @@ from dswheels.effects.postprocess import postprocess_wheel, read_wheel, sha256_f
 from dswheels.effects.sources import Downloader, FetchedSource, extract_archive, fetch_source
 from dswheels.effects.toolchain import (
     CudaInstall,
+    check_msvc,
     cuda_header_dirs,
     find_compiler_cache,
     find_cuda,
@@ -74,7 +75,7 @@ from dswheels.effects.toolchain import (
 from dswheels.errors import BuildError, DswheelsError, EnvironmentMismatchError
 from dswheels.log import format_duration, get_reporter
 
-__all__ = ["BuildOptions", "CellResult", "build_cell", "work_dir_for"]
+__all__ = ["BuildOptions", "CellResult", "build_cell", "patch_tree", "work_dir_for"]
 
 # Variables an outer environment may carry that would change which ops DeepSpeed builds or how:
 # the plan decides them, so inherited values are dropped.
@@ -230,7 +231,7 @@ def _log_note(log: Path, text: str) -> None:
         fh.write(f"[{utc_now():%H:%M:%S}] dswheels: {text}\n")
 
 
-def _patch_tree(src: Path, planned: PlannedCell, compat: Compat, *, debug_symbols: bool) -> list[str]:
+def patch_tree(src: Path, planned: PlannedCell, compat: Compat, *, debug_symbols: bool) -> list[str]:
     """Apply the source patches; returns notes for the log."""
     baseline = compat.cpu_baselines[planned.toolchain.cpu_baseline]
     os_name = planned.cell.platform.os
@@ -480,7 +481,7 @@ def _build(planned: PlannedCell, opts: BuildOptions, log: Path, start: float) ->
         allow_unpinned=opts.allow_unpinned,
     )
     extract_archive(fetched.path, src)
-    notes = _patch_tree(src, planned, opts.compat, debug_symbols=opts.debug_symbols)
+    notes = patch_tree(src, planned, opts.compat, debug_symbols=opts.debug_symbols)
     for note in notes:
         _log_note(log, note)
     durations["source"] = monotonic() - t0
@@ -511,6 +512,7 @@ def _build(planned: PlannedCell, opts: BuildOptions, log: Path, start: float) ->
                 f"the toolkit at {cuda.home} lacks {', '.join(taken)}: using the headers of the nvidia-* wheels "
                 f"torch runs with ({', '.join(str(d) for d in include_dirs)})",
             )
+    msvc = check_msvc(planned, inherited) if planned.cell.platform.os == "windows" else ""
     compilers = pick_compilers(planned, inherited)
     cache = find_compiler_cache(opts.compiler_cache, env=inherited, work_dir=work, compilers=compilers)
     torch_minor = tuple(int(p) for p in (interp.info.torch or "0.0").split("+")[0].split(".")[:2])
@@ -684,6 +686,8 @@ def _build(planned: PlannedCell, opts: BuildOptions, log: Path, start: float) ->
         toolchain["cuda_home"] = str(cuda.home)
     if linux:
         toolchain["cxx"] = tool_version([compilers[1] if compilers else "c++", "--version"], env)
+    if msvc:
+        toolchain["msvc"] = msvc
     if cache is not None:
         toolchain[cache.tool] = tool_version([cache.executable, "--version"], env)
     manifest = Manifest(

@@ -31,6 +31,8 @@ __all__ = [
     "interpreter_mismatch",
     "prepare_interpreter",
     "probe_python",
+    "torch_index_args",
+    "uv_install",
 ]
 
 # What DeepSpeed's setup.py needs next to torch when built without isolation.
@@ -179,6 +181,16 @@ def _pip_config(python: str) -> dict[str, list[str]]:
     )
 
 
+def torch_index_args(torch_source: TorchSource, plan_index: str) -> list[str]:
+    """uv's arguments for where torch (and, in pip mode, everything else) comes from."""
+    pip_config = _pip_config(sys.executable) if torch_source.kind == "pip" else {}
+    args = uv_index_args(torch_source, plan_index=plan_index, pip_config=pip_config)
+    if torch_source.kind == "pip":
+        # pip considers every configured source and takes the best version; so must uv
+        args += ["--index-strategy", "unsafe-best-match"]
+    return args
+
+
 def _venv_key(planned: PlannedCell, index_args: Sequence[str]) -> str:
     cell = planned.cell
     digest = hashlib.sha256("\0".join(index_args).encode()).hexdigest()[:8]
@@ -203,7 +215,7 @@ def prepare_interpreter(
             if info.missing_build_modules:
                 uv = find_uv()
                 reporter.info(f"installing build requirements into {current}: {', '.join(info.missing_build_modules)}")
-                _uv_install(uv, current, BUILD_REQUIREMENTS, [], log_file=log_file)
+                uv_install(uv, current, BUILD_REQUIREMENTS, [], log_file=log_file)
                 info = probe_python(current)
             reporter.info(f"interpreter: this one ({current}, torch {info.torch})")
             return Interpreter(python=current, info=info, origin="current")
@@ -214,11 +226,7 @@ def prepare_interpreter(
             )
         reporter.info(f"interpreter: a venv for the cell (this interpreter: {why})")
     uv = find_uv()
-    pip_config = _pip_config(str(current)) if torch_source.kind == "pip" else {}
-    index_args = uv_index_args(torch_source, plan_index=planned.torch_index, pip_config=pip_config)
-    if torch_source.kind == "pip":
-        # pip considers every configured source and takes the best version; so must uv
-        index_args = [*index_args, "--index-strategy", "unsafe-best-match"]
+    index_args = torch_index_args(torch_source, planned.torch_index)
     venv = venv_root / _venv_key(planned, index_args)
     python = venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
     origin = "venv (reused)"
@@ -239,9 +247,9 @@ def prepare_interpreter(
             reporter.info(f"interpreter: {venv} (reused, torch {info.torch})")
             return Interpreter(python=python, info=info, origin=origin)
     reporter.info(f"installing torch {planned.torch_version} from {torch_source.describe()} ({origin})")
-    _uv_install(uv, python, [f"torch=={planned.torch_version}"], index_args, log_file=log_file)
+    uv_install(uv, python, [f"torch=={planned.torch_version}"], index_args, log_file=log_file)
     build_index = index_args if torch_source.kind == "pip" else []
-    _uv_install(uv, python, BUILD_REQUIREMENTS, build_index, log_file=log_file)
+    uv_install(uv, python, BUILD_REQUIREMENTS, build_index, log_file=log_file)
     info = probe_python(python)
     why = interpreter_mismatch(info, planned)
     if why is not None:
@@ -253,7 +261,7 @@ def prepare_interpreter(
     return Interpreter(python=python, info=info, origin=origin)
 
 
-def _uv_install(
+def uv_install(
     uv: str, python: Path, requirements: Sequence[str], index_args: Sequence[str], *, log_file: Path | None
 ) -> None:
     proc.run(

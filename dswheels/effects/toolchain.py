@@ -20,6 +20,7 @@ from dswheels.log import get_reporter
 __all__ = [
     "CudaInstall",
     "HostTools",
+    "check_msvc",
     "cuda_header_dirs",
     "detect_host",
     "find_compiler_cache",
@@ -163,6 +164,26 @@ class HostTools:
     gcc: str  # GCC major of c++ (Linux)
     msvc: tuple[str, ...]  # the active MSVC toolset (Windows, from a VS developer environment)
     nvcc: VersionTuple | None
+
+
+def check_msvc(planned: PlannedCell, env: Mapping[str, str]) -> str:
+    """On Windows: the active MSVC toolset (a VS developer environment), checked against the plan's."""
+    hc = planned.toolchain.host_compiler
+    if hc.kind != "msvc":
+        return ""
+    active = env.get("VCToolsVersion", "")
+    if proc.find_tool("cl", env) is None or not active:
+        raise EnvironmentMismatchError(
+            "no MSVC environment is active (cl.exe is not on PATH)",
+            hint=f"run from a VS developer prompt for toolset {hc.version} "
+            f"(vcvarsall.bat x64 -vcvars_ver={hc.version}; in GitHub Actions e.g. ilammy/msvc-dev-cmd with "
+            f"toolset: {hc.version})",
+        )
+    if not active.startswith(hc.version):
+        get_reporter().warning(
+            f"the plan chose MSVC {hc.version} ({hc.why}); the active toolset is {active}: nvcc may reject it",
+        )
+    return active
 
 
 def detect_host(env: Mapping[str, str] | None = None) -> HostTools:
