@@ -69,10 +69,10 @@ MAIN_DEFAULTS = ["--torch", "2.13", "--cuda", "cpu"]
 
 @nox.session(default=False)
 def main(session: nox.Session) -> None:
-    """The README's main job: build (later also verify and index) a real wheel for this machine."""
+    """The README's main job: build and verify (later also index) a real wheel for this machine."""
     _install(session)
     args = session.posargs or MAIN_DEFAULTS
-    session.run("dswheels", "build", "--torch-index", "pip", *args)
+    session.run("dswheels", "build", "--torch-index", "pip", "--verify", *args)
 
 
 @nox.session(default=False)

@@ -19,12 +19,12 @@ from dswheels.core.plan import Combo, LocalHost, plan
 from dswheels.core.sources import TorchSource
 from dswheels.core.versions import VersionTuple, format_version, parse_version
 from dswheels.effects import proc
-from dswheels.effects.build import BuildOptions, CellResult, build_cell
+from dswheels.effects.build import BuildOptions, CellResult, build_cell, discard_wheel
 from dswheels.effects.gha import in_ci, in_github_actions, write_summary
 from dswheels.effects.interpreter import find_uv, probe_python
 from dswheels.effects.sources import env_cache_dir
 from dswheels.effects.toolchain import detect_host
-from dswheels.errors import ConfigError, EnvironmentMismatchError
+from dswheels.errors import ConfigError, EnvironmentMismatchError, VerifyError
 from dswheels.log import get_reporter
 
 __all__ = ["register", "run"]
@@ -98,6 +98,11 @@ def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
         help="auto: this interpreter when it has the cell's torch, else a venv (default); current; venv",
     )
     p.add_argument("--install", action="store_true", help="install the built wheel into this interpreter")
+    p.add_argument(
+        "--verify",
+        action="store_true",
+        help="run `dswheels verify` on every built wheel (a fresh venv each); a failing wheel is removed",
+    )
     p.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 1, metavar="N", help="parallel compile jobs")
     p.add_argument(
         "--debug-symbols",
@@ -317,6 +322,8 @@ def run(args: argparse.Namespace) -> int:
     for item in planned:
         result = build_cell(item, opts)
         results.append(result)
+        if result.error is None and args.verify and result.wheel is not None:
+            result.error = _verify(result.wheel, args)
         if result.error is not None:
             if not args.keep_going:
                 _report(results, planned)
@@ -335,6 +342,31 @@ def run(args: argparse.Namespace) -> int:
         assert wheel is not None  # noqa: S101
         _install(wheel)
     return 0
+
+
+def _verify(wheel: Path, args: argparse.Namespace) -> VerifyError | None:
+    """Run ``dswheels verify`` on a fresh wheel; a wheel that fails is removed (it must not be published)."""
+    from dswheels.commands.verify import verify_one  # noqa: PLC0415 - verify imports this module
+
+    ns = argparse.Namespace(
+        manifest=None,
+        matrix=args.matrix,
+        static=False,
+        python=None,
+        torch_index=args.torch_index,
+        accelerator="auto",
+        torch_version=None,
+    )
+    static, runtime, _expected = verify_one(wheel, ns)
+    failed = [c for c in static + (runtime.checks if runtime else []) if not c.ok]
+    if not failed:
+        return None
+    discard_wheel(wheel)
+    return VerifyError(
+        f"{wheel.name} failed verification (removed from the output)",
+        details="\n".join(f"{c.name}: {c.detail}" for c in failed),
+        hint="the wheel builds but does not work as built; see the checks above",
+    )
 
 
 def _outcome(result: CellResult) -> CellOutcome:

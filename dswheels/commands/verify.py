@@ -76,6 +76,13 @@ def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
         default="auto",
         help="DS_ACCELERATOR at run time (auto: the wheel's; none: leave it unset)",
     )
+    p.add_argument(
+        "--torch",
+        dest="torch_version",
+        metavar="X.Y.Z",
+        help="install this torch into the fresh venv instead of the cell's (to see what a user with "
+        "another torch gets)",
+    )
     p.add_argument("--report", type=Path, metavar="FILE", help="write the results as JSON")
     p.set_defaults(func=run)
 
@@ -135,6 +142,7 @@ def verify_one(wheel: Path, args: argparse.Namespace) -> tuple[list[Check], Runt
                 work_root=env_cache_dir() / "verify",
                 accelerator=accelerator,
                 log=log,
+                torch_version=args.torch_version,
             )
         _print(
             f"run time (Python {runtime.python}, torch {runtime.torch}, DS_ACCELERATOR={accelerator or 'unset'}):",

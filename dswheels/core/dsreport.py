@@ -13,7 +13,11 @@ from dataclasses import dataclass, field
 __all__ = ["DsReport", "parse_ds_report", "strip_ansi"]
 
 _ANSI_RE = re.compile(r"\x1b\[[0-9;]*m")
-_OP_RE = re.compile(r"^(?P<name>[A-Za-z0-9_]+) \.+ \[(?P<installed>YES|NO)\] \.+ \[(?P<compatible>OKAY|NO)\]$")
+# "cpu_adam ..... [YES] ...... [OKAY]"; a long name leaves no room for dots:
+# "deepspeed_not_implemented  [NO] ....... [OKAY]"
+_OP_RE = re.compile(
+    r"^(?P<name>[A-Za-z0-9_]+)\s+\.*\s*\[(?P<installed>YES|NO)\]\s+\.*\s*\[(?P<compatible>OKAY|NO)\]$",
+)
 _INFO_RE = re.compile(r"^(?P<key>[A-Za-z][A-Za-z0-9 ()./_-]*?) \.{3,} ?(?P<value>.*)$")
 
 

@@ -28,6 +28,7 @@ __all__ = [
     "expected_from_manifest",
     "gpu_checks",
     "render_checks_markdown",
+    "requires_of",
     "static_checks",
 ]
 
@@ -54,6 +55,7 @@ class Expected:
     cpu_baseline: str = ""
     arch_list: tuple[str, ...] = ()
     source: str = "manifest"  # "manifest" | "plan"
+    wheel_sha256: str = ""  # the manifest's record of the wheel ("" from a plan)
 
     @property
     def accelerator(self) -> str:
@@ -98,10 +100,12 @@ def expected_from_manifest(manifest: Manifest, cell: Cell) -> Expected:
         cpu_baseline=manifest.cpu_baseline,
         arch_list=arch,
         source="manifest",
+        wheel_sha256=manifest.wheel.sha256,
     )
 
 
-def _requires(metadata: str) -> list[Requirement]:
+def requires_of(metadata: str) -> list[Requirement]:
+    """The ``Requires-Dist`` of a METADATA text (unparsable lines skipped)."""
     head = metadata.partition("\n\n")[0]
     found = []
     for line in head.splitlines():
@@ -130,10 +134,21 @@ def static_checks(
     installed: InstalledInfo,
     expected: Expected,
     builder_source: str | None,
+    sha256: str = "",
 ) -> list[Check]:
     """Every check that needs only the wheel's bytes (the ``builder_source`` is its op_builder/builder.py)."""
     cell = expected.cell
     checks: list[Check] = []
+    if expected.wheel_sha256:
+        same = sha256 == expected.wheel_sha256
+        checks.append(
+            Check(
+                "manifest sha256",
+                ok=same,
+                detail=f"sha256 {sha256[:16]}... "
+                + ("as the manifest records" if same else f"but the manifest records {expected.wheel_sha256[:16]}..."),
+            ),
+        )
     label = local_label(cell)
 
     want_name = wheel_filename(cell)
@@ -148,7 +163,7 @@ def static_checks(
             f"METADATA {version}, git_version_info {installed.version}, expected {wheel_version(cell)}",
         ),
     )
-    torch_reqs = [str(r) for r in _requires(metadata) if r.name == "torch"]
+    torch_reqs = [str(r) for r in requires_of(metadata) if r.name == "torch"]
     checks.append(
         Check(
             "torch pin",

@@ -75,7 +75,7 @@ from dswheels.effects.toolchain import (
 from dswheels.errors import BuildError, DswheelsError, EnvironmentMismatchError
 from dswheels.log import format_duration, get_reporter
 
-__all__ = ["BuildOptions", "CellResult", "build_cell", "patch_tree", "work_dir_for"]
+__all__ = ["BuildOptions", "CellResult", "build_cell", "discard_wheel", "patch_tree", "work_dir_for"]
 
 # Variables an outer environment may carry that would change which ops DeepSpeed builds or how:
 # the plan decides them, so inherited values are dropped.
@@ -401,6 +401,16 @@ def _check_gpu_code(
             details="\n".join(problems),
             hint="TORCH_CUDA_ARCH_LIST did not reach nvcc as planned",
         )
+
+
+def discard_wheel(wheel: Path) -> None:
+    """Remove a wheel and what was written beside it (manifest, debug symbols)."""
+    for path in (
+        wheel,
+        wheel.with_name(manifest_name(wheel.name)),
+        wheel.with_name(wheel.name.removesuffix(".whl") + ".debug.tar.gz"),
+    ):
+        path.unlink(missing_ok=True)
 
 
 def _remove_stale(out_variant: Path, planned: PlannedCell) -> None:

@@ -40,6 +40,7 @@ __all__ = [
 ]
 
 CHUNK = 1 << 20
+STREAM_CHUNK = 1 << 16  # small: what arrived before a connection breaks is kept for resuming
 TIMEOUT = (15, 120)  # connect, read
 
 
@@ -138,7 +139,7 @@ class Downloader:
                     if mode == "ab":
                         reporter.info(f"resuming {url} at {have} bytes")
                     with partial.open(mode) as fh:
-                        for chunk in response.iter_content(CHUNK):
+                        for chunk in response.iter_content(STREAM_CHUNK):
                             fh.write(chunk)
                     return
             except requests.RequestException as exc:

@@ -9,6 +9,7 @@ fail loudly, proving each op came from the wheel.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import sys
@@ -25,7 +26,7 @@ from dswheels.core.isa import scan_disassembly
 from dswheels.core.manifest import ManifestError, manifest_name, parse_manifest
 from dswheels.core.naming import cell_id
 from dswheels.core.sources import TorchSource
-from dswheels.core.verify import Check, Expected, expected_from_manifest, gpu_checks, static_checks
+from dswheels.core.verify import Check, Expected, expected_from_manifest, gpu_checks, requires_of, static_checks
 from dswheels.core.versions import format_version
 from dswheels.core.wheelfile import (
     EXTENSION_SUFFIXES,
@@ -39,7 +40,15 @@ from dswheels.effects.interpreter import find_uv, probe_python, torch_index_args
 from dswheels.errors import VerifyError
 from dswheels.log import get_reporter
 
-__all__ = ["RuntimeResult", "WheelData", "load_expected", "read_wheel_data", "runtime_checks", "tool_checks"]
+__all__ = [
+    "RuntimeResult",
+    "WheelData",
+    "fresh_venv",
+    "load_expected",
+    "read_wheel_data",
+    "runtime_checks",
+    "tool_checks",
+]
 
 BUILDER = "deepspeed/ops/op_builder/builder.py"
 
@@ -52,6 +61,7 @@ class WheelData:
     installed_text: str
     builder_source: str | None
     extensions: Mapping[str, bytes]
+    sha256: str
 
 
 def read_wheel_data(path: Path) -> WheelData:
@@ -76,6 +86,7 @@ def read_wheel_data(path: Path) -> WheelData:
         installed_text=installed,
         builder_source=builder,
         extensions=extensions,
+        sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
     )
 
 
@@ -166,6 +177,7 @@ def static_part(data: WheelData, expected: Expected, compat: Compat) -> list[Che
         installed=installed,
         expected=expected,
         builder_source=data.builder_source,
+        sha256=data.sha256,
     )
     return checks + tool_checks(data, expected, compat)
 
@@ -222,12 +234,21 @@ class RuntimeResult:
     torch: str = ""
 
 
-def _fresh_venv(
-    wheel: Path, expected: Expected, *, compat: Compat, torch_source: TorchSource, root: Path, log: Path | None
+def fresh_venv(
+    wheel: Path,
+    expected: Expected,
+    *,
+    compat: Compat,
+    torch_source: TorchSource,
+    root: Path,
+    log: Path | None,
+    torch_version: str | None = None,
 ) -> Path:
+    """A new venv with the cell's torch (or ``torch_version``) and the wheel; returns its python."""
     uv = find_uv()
     cell = expected.cell
-    venv = Path(tempfile.mkdtemp(prefix="verify-", dir=root))
+    root.mkdir(parents=True, exist_ok=True)
+    venv = Path(tempfile.mkdtemp(prefix="venv-", dir=root))
     proc.run(
         [uv, "venv", "--python", str(cell.python), str(venv / "env")],
         log_file=log,
@@ -236,14 +257,27 @@ def _fresh_venv(
         what=f"creating a Python {cell.python} venv",
     )
     python = venv / "env" / ("Scripts/python.exe" if sys.platform == "win32" else "bin/python")
-    release = compat.torch[cell.torch]
+    version = torch_version or compat.torch[cell.torch].latest
     plan_index = compat.torch_index.format(variant=cell.variant.name)
     index_args = torch_index_args(torch_source, plan_index)
-    get_reporter().info(f"fresh venv {venv / 'env'}: torch {release.latest} ({cell.variant.name}) and the wheel")
-    uv_install(uv, python, [f"torch=={release.latest}"], index_args, log_file=log)
+    get_reporter().info(f"fresh venv {venv / 'env'}: torch {version} ({cell.variant.name}) and the wheel")
+    uv_install(uv, python, [f"torch=={version}"], index_args, log_file=log)
     deps_index = index_args if torch_source.kind == "pip" else []
-    uv_install(uv, python, [str(wheel)], deps_index, log_file=log)
+    if torch_version is None:
+        uv_install(uv, python, [str(wheel)], deps_index, log_file=log)
+    else:
+        # keep the other torch: the wheel's pin would replace it, so install its other requirements by hand
+        with zipfile.ZipFile(wheel) as zf:
+            metadata = zf.read(f"{dist_info_dir(zf.namelist())}/METADATA").decode("utf-8")
+        others = [str(r) for r in requires_of(metadata) if r.name != "torch" and not r.marker]
+        uv_install(uv, python, others, deps_index, log_file=log)
+        uv_install(uv, python, ["--no-deps", str(wheel)], [], log_file=log)
     return python
+
+
+def discard_venv(python: Path) -> None:
+    """Remove a venv :func:`fresh_venv` made (its python is ``<tmp>/env/bin/python``)."""
+    shutil.rmtree(python.parents[2], ignore_errors=True)
 
 
 def runtime_checks(
@@ -256,19 +290,26 @@ def runtime_checks(
     work_root: Path,
     accelerator: str,
     log: Path | None,
+    torch_version: str | None = None,
 ) -> RuntimeResult:
     """Install (unless ``python`` is given: it must already have the wheel), ds_report, load every op."""
     result = RuntimeResult()
-    work_root.mkdir(parents=True, exist_ok=True)
-    created: Path | None = None
+    created = python is None
     if python is None:
-        python = _fresh_venv(wheel, expected, compat=compat, torch_source=torch_source, root=work_root, log=log)
-        created = python.parents[2]
+        python = fresh_venv(
+            wheel,
+            expected,
+            compat=compat,
+            torch_source=torch_source,
+            root=work_root,
+            log=log,
+            torch_version=torch_version,
+        )
     try:
         _runtime(result, python, expected, accelerator=accelerator, log=log)
     finally:
-        if created is not None:
-            shutil.rmtree(created, ignore_errors=True)
+        if created:
+            discard_venv(python)
     return result
 
 

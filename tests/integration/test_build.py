@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import csv
+import dataclasses
 import hashlib
 import http.server
 import io
@@ -67,17 +68,18 @@ def test_cpu_wheel_has_exactly_the_planned_op(cpu_build: Built) -> None:
     files = _members(cpu_build.wheel)
     info = parse_installed_info(files["deepspeed/git_version_info_installed.py"].decode())
     assert info.accelerator_name == "cpu"
-    assert info.built_ops == ("cpu_adam",)
+    assert set(info.built_ops) == {"cpu_adam", "deepspeed_shm_comm"}
     assert info.torch_info["version"] == "2.13"
     manifest = parse_manifest(cpu_build.manifest.read_text())
     assert manifest.cell_id == CPU_CELL
-    assert manifest.ops == ("cpu_adam",)
-    op = manifest.ops_built[0]
-    assert op.module == "deepspeed.ops.adam.cpu_adam_op"
-    assert op.extension in files
-    assert op.size == len(files[op.extension])
-    assert op.seconds is not None
-    assert op.seconds > 0
+    assert set(manifest.ops) == {"cpu_adam", "deepspeed_shm_comm"}
+    modules = {op.name: op.module for op in manifest.ops_built}
+    assert modules["cpu_adam"] == "deepspeed.ops.adam.cpu_adam_op"
+    for op in manifest.ops_built:
+        assert op.extension in files
+        assert op.size == len(files[op.extension])
+        assert op.seconds is not None
+        assert op.seconds > 0
     assert manifest.wheel.sha256 == hashlib.sha256(cpu_build.wheel.read_bytes()).hexdigest()
     assert manifest.wheel.size == cpu_build.wheel.stat().st_size
     assert manifest.accelerator == "cpu"
@@ -120,7 +122,7 @@ def test_metadata_pins_torch_and_record_is_right(cpu_build: Built) -> None:
 def test_cpu_extension_is_stripped_and_within_the_baseline(cpu_build: Built, tmp_path: Path) -> None:
     files = _members(cpu_build.wheel)
     manifest = parse_manifest(cpu_build.manifest.read_text())
-    so = _extract(files, manifest.ops_built[0].extension, tmp_path)
+    so = _extract(files, next(op.extension for op in manifest.ops_built if op.name == "cpu_adam"), tmp_path)
     sections = subprocess.run(["readelf", "-S", "-W", str(so)], capture_output=True, text=True, check=True).stdout
     assert ".debug_info" not in sections
     assert ".symtab" not in sections
@@ -134,7 +136,8 @@ def test_cpu_extension_is_stripped_and_within_the_baseline(cpu_build: Built, tmp
 
 
 def test_progress_and_log(cpu_build: Built) -> None:
-    assert "[1/1] compiling cpu_adam ..." in cpu_build.stdout
+    assert re.search(r"\[\d/2\] compiling cpu_adam \.\.\.", cpu_build.stdout)
+    assert re.search(r"\[\d/2\] compiling deepspeed_shm_comm \.\.\.", cpu_build.stdout)
     assert re.search(r"cpu_adam compiled in \d", cpu_build.stdout)
     assert "CPU baseline x86-64-v2 holds" in cpu_build.stdout
     assert "built 1 of 1 cell(s)" in cpu_build.stdout
@@ -168,7 +171,7 @@ def test_warm_rebuild_hits_the_compiler_cache(cpu_build: Built, dswheels_cache: 
     assert cache["tool"] == "ccache"
     hits, misses = cache["hits"], cache["misses"]
     assert isinstance(hits, int)
-    assert hits >= 2  # cpu_adam's two objects
+    assert hits >= 4  # cpu_adam's and shm_comm's two objects each
     assert misses == 0, cache
     assert "compiler cache: ccache:" in result.stdout
 
@@ -260,30 +263,61 @@ def test_wrong_sha256_is_refused(
     assert not list((tmp_path / "fresh-cache" / "sources" / "sha256").glob("*"))
 
 
-def test_unpinned_archive_is_refused_in_ci(dswheels_cache: Path, tmp_path: Path) -> None:
+def test_git_archive_pin_lock_and_ci(
+    cpu_build: Built, dswheels_cache: Path, tmp_path: Path, http_server: Callable[..., str]
+) -> None:
+    """Windows sources (GitHub tag archives) have no digest anywhere: pinned, or recorded once in the lock."""
+    payload = {"data": (dswheels_cache / "sources" / "sha256" / _sdist_sha(cpu_build)).read_bytes()}
+
+    def handle(req: http.server.BaseHTTPRequestHandler) -> None:
+        req.send_response(200)
+        req.send_header("Content-Length", str(len(payload["data"])))
+        req.end_headers()
+        req.wfile.write(payload["data"])
+
+    url = http_server(handle) + "/deepspeedai/DeepSpeed/archive/refs/tags/v0.19.8.tar.gz"
     matrix = tmp_path / "matrix.yml"
-    text = (
-        (DATA / "matrix-cpu.yml")
+    matrix.write_text(
+        (DATA / "matrix-cuda.yml")
         .read_text()
-        .replace(
-            'deepspeed: ["0.19.8"]',
-            'deepspeed:\n  - version: "0.19.8"\n    source: {url: "https://example.invalid/DeepSpeed-0.19.8.tar.gz"}',
+        .replace("[linux_x86_64]", "[win_amd64]")
+        .replace("linux_x86_64:", "win_amd64:")
+        .replace("ubuntu-24.04", "windows-2022"),
+    )
+    from dswheels.commands.build import plan_cell_ids
+    from dswheels.core.compat import load_compat as _compat
+    from dswheels.core.model import Source
+    from dswheels.effects.sources import fetch_source
+
+    planned = plan_cell_ids(["ds0.19.8-torch2.14-cu130-cp311-win_amd64"], matrix=matrix, nvcc=None, compat=_compat())[0]
+    assert planned.source.kind == "git-archive"
+    assert planned.source.url == "https://github.com/deepspeedai/DeepSpeed/archive/refs/tags/v0.19.8.tar.gz"
+    planned = dataclasses.replace(planned, source=Source(kind="git-archive", url=url, sha256=""))
+    lock = tmp_path / "sources.lock.json"
+    down = Downloader(tmp_path / "cache")
+    # in CI an unpinned archive is refused
+    with pytest.raises(SourceError, match="no sha256 pinned") as refused:
+        fetch_source(planned, downloader=down, pypi_json="", lock_path=lock, allow_unpinned=False)
+    assert "--record-sources" in (refused.value.hint or "")
+    assert not lock.exists()
+    # recorded on first download ...
+    first = fetch_source(planned, downloader=down, pypi_json="", lock_path=lock, allow_unpinned=True)
+    recorded = json.loads(lock.read_text())["sources"][url]
+    assert recorded["sha256"] == first.sha256 == _sdist_sha(cpu_build)
+    # ... and from then on the lock is the pin: a changed archive is refused
+    again = fetch_source(
+        planned, downloader=Downloader(tmp_path / "cache2"), pypi_json="", lock_path=lock, allow_unpinned=False
+    )
+    assert again.verified_by == "sha256 recorded in sources.lock.json"
+    payload["data"] = payload["data"][:-10] + b"0123456789"
+    with pytest.raises(SourceError, match="sha256 mismatch"):
+        fetch_source(
+            planned, downloader=Downloader(tmp_path / "cache3"), pypi_json="", lock_path=lock, allow_unpinned=False
         )
-    )
-    matrix.write_text(text)
-    result = dswheels(
-        "build",
-        "--matrix",
-        str(matrix),
-        "--cell",
-        CPU_CELL,
-        "--out",
-        str(tmp_path / "wh"),
-        env=build_env(dswheels_cache, CI="true"),
-    )
-    assert result.returncode == 4, result.stdout + result.stderr
-    assert "no sha256 pinned for https://example.invalid/DeepSpeed-0.19.8.tar.gz" in result.stderr
-    assert "--record-sources" in result.stderr
+
+
+def _sdist_sha(built: Built) -> str:
+    return str(json.loads(built.manifest.read_text())["source"]["sha256"])
 
 
 def test_pinned_archive_is_checked_and_recorded(
