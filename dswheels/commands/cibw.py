@@ -130,13 +130,14 @@ def run(args: argparse.Namespace) -> int:
     if not args.no_source:
         cache = env_cache_dir()
         lock = args.lock or (args.matrix.parent / "sources.lock.json")
-        fetched = fetch_source(
-            cells[0],
-            downloader=Downloader(cache / "sources"),
-            pypi_json=compat.sdist_json,
-            lock_path=lock.resolve(),
-            allow_unpinned=args.record_sources or not in_ci(),
-        )
+        with Downloader(cache / "sources") as downloader:
+            fetched = fetch_source(
+                cells[0],
+                downloader=downloader,
+                pypi_json=compat.sdist_json,
+                lock_path=lock.resolve(),
+                allow_unpinned=args.record_sources or not in_ci(),
+            )
         extract_archive(fetched.path, project)
         for note in patch_tree(project, cells[0], compat, debug_symbols=False):
             reporter.info(note)

@@ -172,6 +172,8 @@ def run(
     finally:
         if log is not None:
             log.close()
+        if process.stdout is not None and not reader.is_alive():
+            process.stdout.close()  # the reader is done with it (an unclosed pipe is a ResourceWarning)
     duration = monotonic() - start
     result = RunResult(
         argv=tuple(args),

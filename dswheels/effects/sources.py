@@ -16,6 +16,7 @@ import tarfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
 import requests
@@ -30,6 +31,9 @@ from dswheels.effects.clock import utc_now
 from dswheels.effects.files import write_text_atomic
 from dswheels.errors import SourceError
 from dswheels.log import get_reporter
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 __all__ = [
     "Downloader",
@@ -86,6 +90,17 @@ class Downloader:
         if self._session is None:
             self._session = _session(self.retries)
         return self._session
+
+    def close(self) -> None:
+        if self._session is not None:
+            self._session.close()
+            self._session = None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def cached(self, sha256: str) -> Path | None:
         path = self.cache_dir / "sha256" / sha256

@@ -149,13 +149,13 @@ def tool_checks(data: WheelData, expected: Expected, compat: Compat) -> list[Che
                     what="objdump -d",
                 )
                 report = scan_disassembly(out.output, baseline.forbidden_registers)
-                detail = f"{report.instructions} instructions, none above {expected.cpu_baseline}"
-                if not report.ok:
-                    detail = (
-                        f"{report.violations} instructions above {expected.cpu_baseline} ({', '.join(report.kinds)}), "
-                        f"e.g. {report.examples[0]}"
-                    )
-                checks.append(Check(f"cpu baseline {Path(name).name.split('.')[0]}", report.ok, detail))
+                checks.append(
+                    Check(
+                        f"cpu baseline {Path(name).name.split('.')[0]}",
+                        ok=report.ok,
+                        detail=report.describe(expected.cpu_baseline),
+                    ),
+                )
     elif elf and baseline is None:
         checks.append(Check("cpu baseline", ok=False, detail=f"unknown baseline {expected.cpu_baseline!r}"))
     for name, blob in data.extensions.items():

@@ -221,3 +221,17 @@ def test_fatbin_sass_and_ptx() -> None:
     assert code.describe() == "SASS sm_75, sm_80; PTX compute_80"
     assert gpu_code(_elf_with_section(b".text", b"\x90" * 16)) is None  # a CPU-only extension
     assert [arch_number(t) for t in ["7.5", "8.0", "9.0a", "12.0+PTX"]] == [75, 80, 90, 120]
+
+
+def test_runtime_dispatched_code_is_told_apart() -> None:
+    # DeepSpeed 0.19.8's shm_comm: AVX-512 kernels behind __builtin_cpu_supports (libgcc's cpuid probe)
+    dispatched = V4 + "  90:\tcpuid\n"
+    report = scan_disassembly(dispatched, _forbidden("x86-64-v2"))
+    assert report.violations == 3
+    assert report.runtime_dispatch
+    assert report.ok
+    assert "selects at run time by CPU feature detection" in report.describe("x86-64-v2")
+    plain = scan_disassembly(V4, _forbidden("x86-64-v2"))
+    assert not plain.ok
+    assert "no CPU feature detection" in plain.describe("x86-64-v2")
+    assert scan_disassembly(V2, _forbidden("x86-64-v2")).describe("x86-64-v2") == "5 instructions, none above x86-64-v2"
