@@ -30,8 +30,9 @@ DeepSpeed x torch x variant. cibuildwheel then builds each Python in its own env
 with the variant's torch (before-build), python -m build --no-isolation, the environment
 dswheels computes for the cell (DS_BUILD_* per planned op, DS_ACCELERATOR=cuda,
 TORCH_CUDA_ARCH_LIST, CUDA_HOME=$CUDA_PATH, DS_BUILD_STRING, DISTUTILS_USE_SDK, ninja),
-no repair, and `dswheels verify {wheel}` as the test. Unless --no-source, the verified and
-patched DeepSpeed source (the GitHub tag archive) is prepared in OUT/src.
+no repair, and `dswheels verify {wheel}` (against the plan, in the test venv) as the test.
+Unless --no-source, the verified and patched DeepSpeed source (the GitHub tag archive) is
+prepared in OUT/src.
 
 examples:
   dswheels cibw --cell "ds0.19.8-torch2.14-cu130-cp311-win_amd64 ds0.19.8-torch2.14-cu130-cp312-win_amd64"
@@ -114,7 +115,8 @@ def run(args: argparse.Namespace) -> int:
             before=before_build(
                 cells[0], index_url=args.torch_index or cells[0].torch_index, requirements=BUILD_REQUIREMENTS
             ),
-            test_command="dswheels verify {wheel}",
+            # no manifest exists yet inside cibuildwheel: verify against the plan, in its test venv
+            test_command=f'dswheels verify {{wheel}} --python current --matrix "{args.matrix.resolve()}"',
             test_requires=[args.test_requires or _default_test_requires()],
             generator=f"dswheels {__version__}",
         )

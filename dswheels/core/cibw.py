@@ -6,7 +6,7 @@ variant's torch there, the ``build`` frontend runs without isolation (setup.py i
 torch), the environment is exactly what :func:`dswheels.core.buildenv.build_env` computes
 (with ``$CUDA_PATH`` of the runner as the toolkit), repair is off (the extensions link the
 user's torch DLLs; vendoring them would give a second torch runtime), and the test command
-is ``dswheels verify {wheel}``.
+is ``dswheels verify {wheel}`` against the plan, in cibuildwheel's test venv.
 """
 
 from __future__ import annotations
@@ -96,6 +96,8 @@ def render_cibw_config(
         f"before-build = {_toml(list(before))}",
         # the extensions import torch's own DLLs: never vendor them (a second torch runtime)
         'repair-wheel-command = ""',
+        # the test venv gets the variant's torch first (the wheel's torch pin would pull PyPI's build)
+        f"before-test = {_toml(list(before[:1]))}",
         f"test-requires = {_toml(list(test_requires))}",
         f"test-command = {_toml(test_command)}",
     ]

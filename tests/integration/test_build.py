@@ -496,6 +496,12 @@ def test_local_build_and_install(cpu_build: Built, dswheels_cache: Path, tmp_pat
             "--out",
             str(out),
             "--install",
+            # compile in cpu_build's cached venv (same torch, so its compiler-cache entries hit);
+            # the cell is still planned from, and the wheel installed into, this environment
+            "--interpreter",
+            "venv",
+            "--torch-index",
+            "pip",
         ],
         capture_output=True,
         text=True,
@@ -509,7 +515,7 @@ def test_local_build_and_install(cpu_build: Built, dswheels_cache: Path, tmp_pat
     assert (
         f"building for this machine: Python 3.11, torch 2.13.0+cpu of this environment -> {CPU_CELL}" in result.stdout
     )
-    assert "interpreter: this one" in result.stdout
+    assert "(reused, torch 2.13.0+cpu)" in result.stdout
     probe = (
         "import deepspeed, importlib; from deepspeed.git_version_info import installed_ops;"
         "m = importlib.import_module('deepspeed.ops.adam.cpu_adam_op');"

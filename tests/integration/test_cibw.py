@@ -132,7 +132,8 @@ def test_cibuildwheel_reads_the_options_as_planned(job: Path, tmp_path: Path) ->
     assert "torch==2.14.1 --index-url https://download.pytorch.org/whl/cu130" in before
     assert '"setuptools>=69"' in before  # quoted for cmd.exe
     assert build.repair_command == ""
-    assert build.test_command == "dswheels verify {wheel}"
+    assert (build.test_command or "").startswith("dswheels verify {wheel} --python current --matrix ")
+    assert "torch==2.14.1 --index-url https://download.pytorch.org/whl/cu130" in (build.before_test or "")
 
 
 def test_config_is_valid_toml_with_the_plan(job: Path) -> None:
