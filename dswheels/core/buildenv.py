@@ -11,13 +11,12 @@ torch's ``cpp_extension`` read them.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from dswheels.core.compat import CpuBaseline
 from dswheels.core.model import PlannedCell
 from dswheels.core.naming import build_string
-from dswheels.core.versions import VersionTuple, format_version
+from dswheels.core.versions import VersionTuple
 
 __all__ = [
     "BUILDER_FILES",
@@ -284,13 +283,3 @@ def parse_nvcc_version(output: str) -> VersionTuple | None:
     """
     match = _NVCC_RELEASE_RE.search(output)
     return (int(match.group(1)), int(match.group(2))) if match else None
-
-
-def describe_env(env: Mapping[str, str], keys: Sequence[str] | None = None) -> str:
-    """``KEY=value`` lines, sorted: for logs and error details."""
-    chosen = sorted(env) if keys is None else [k for k in keys if k in env]
-    return "\n".join(f"{key}={env[key]}" for key in chosen)
-
-
-def nvcc_text(version: VersionTuple | None) -> str:
-    return format_version(version) if version else "none"

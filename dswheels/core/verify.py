@@ -16,7 +16,7 @@ from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from dswheels.core.fatbin import GpuCode, arch_number
 from dswheels.core.manifest import Manifest
 from dswheels.core.model import Cell, Platform, Python, Variant
-from dswheels.core.naming import PROJECT, cell_id, local_label, wheel_filename, wheel_version
+from dswheels.core.naming import PROJECT, local_label, wheel_filename, wheel_version
 from dswheels.core.versions import format_version, parse_version
 from dswheels.core.wheelfile import EXTENSION_SUFFIXES, InstalledInfo, extension_for_module, torch_pin
 
@@ -65,6 +65,7 @@ class Expected:
 def cell_from_wheel_filename(filename: str) -> Cell:
     """The cell a wheel's name says it is (its local label ``<variant>torch<M.m>``).
 
+    >>> from dswheels.core.naming import cell_id
     >>> cell_id(cell_from_wheel_filename("deepspeed-0.19.8+cu130torch2.14-cp311-cp311-linux_x86_64.whl"))
     'ds0.19.8-torch2.14-cu130-cp311-linux_x86_64'
     """
@@ -254,7 +255,3 @@ def render_checks_markdown(title: str, checks: Sequence[Check]) -> str:
         detail = c.detail.replace("|", "\\|").replace("\n", " ")
         lines.append(f"| {c.name} | {'ok' if c.ok else '**FAILED**'} | {detail} |")
     return "\n".join(lines) + "\n"
-
-
-def describe(cell: Cell) -> str:
-    return cell_id(cell)

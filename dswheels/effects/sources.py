@@ -9,7 +9,6 @@ file. Downloads land in ``<cache>/sources/sha256/<hex>`` so the same bytes are f
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shutil
 import tarfile
@@ -354,12 +353,6 @@ def _extract_zip(archive: Path, dest: Path) -> None:
             target.parent.mkdir(parents=True, exist_ok=True)
             with zf.open(info) as fh, target.open("wb") as out:
                 shutil.copyfileobj(fh, out)
-
-
-def lock_json(path: Path) -> dict[str, object]:
-    """The lock file's raw JSON (for reports)."""
-    data = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
-    return data if isinstance(data, dict) else {}
 
 
 def env_cache_dir() -> Path:

@@ -15,7 +15,7 @@ import shutil
 import sys
 import tempfile
 import zipfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -409,8 +409,3 @@ def _clean_env() -> dict[str, str]:
     import os  # noqa: PLC0415 - the environment is read only here
 
     return {k: v for k, v in os.environ.items() if not k.startswith(("DS_BUILD_", "TORCH_EXTENSIONS_DIR"))}
-
-
-def summarize(checks: Sequence[Check]) -> tuple[int, list[Check]]:
-    failed = [c for c in checks if not c.ok]
-    return len(checks), failed

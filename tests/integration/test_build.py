@@ -148,7 +148,9 @@ def test_progress_and_log(cpu_build: Built) -> None:
 
 
 def test_warm_rebuild_hits_the_compiler_cache(cpu_build: Built, dswheels_cache: Path, tmp_path: Path) -> None:
+    """A rebuild in a fresh work directory: every object from the cache. Run as under GitHub Actions."""
     require(shutil.which("ccache") is not None, "ccache is needed for the warm-rebuild test (apt install ccache)")
+    summary = tmp_path / "summary.md"
     start = time.monotonic()
     result = dswheels(
         "build",
@@ -162,7 +164,7 @@ def test_warm_rebuild_hits_the_compiler_cache(cpu_build: Built, dswheels_cache: 
         str(tmp_path / "wh"),
         "--compiler-cache",
         "ccache",
-        env=build_env(dswheels_cache),
+        env=build_env(dswheels_cache, GITHUB_ACTIONS="true", GITHUB_STEP_SUMMARY=str(summary)),
     )
     record_time(f"{CPU_CELL} (warm rebuild)", time.monotonic() - start)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
@@ -174,6 +176,13 @@ def test_warm_rebuild_hits_the_compiler_cache(cpu_build: Built, dswheels_cache: 
     assert hits >= 4  # cpu_adam's and shm_comm's two objects each
     assert misses == 0, cache
     assert "compiler cache: ccache:" in result.stdout
+    # GitHub Actions: a foldable group per step, the compiler output inside it, a job summary table
+    assert f"::group::{CPU_CELL}: build" in result.stdout
+    assert "::endgroup::" in result.stdout
+    assert "building 'deepspeed.ops.adam.cpu_adam_op' extension" in result.stdout  # streamed under Actions
+    table = summary.read_text()
+    assert f"| `{CPU_CELL}` | ok | `deepspeed-0.19.8+cputorch2.13-cp311-cp311-linux_x86_64.whl`" in table
+    assert "ccache 4/4 hits" in table or "ccache" in table
 
 
 # --- the CUDA reference wheel ------------------------------------------------------------------
@@ -416,9 +425,12 @@ def test_nvcc_mismatch_fails_before_building(dswheels_cache: Path, tmp_path: Pat
         "pip",
         "--out",
         str(out),
-        env=build_env(dswheels_cache, CUDA_HOME=str(CUDA_HOME)),
+        env=build_env(dswheels_cache, CUDA_HOME=str(CUDA_HOME), GITHUB_ACTIONS="true"),
     )
     assert result.returncode == 9, result.stdout + result.stderr
+    # under GitHub Actions: an error annotation, after the group was closed (or GitHub would hide it)
+    annotation = result.stdout.index("::error::the plan builds with nvcc 13.2")
+    assert result.stdout.rindex("::endgroup::", 0, annotation) > result.stdout.rindex("::group::", 0, annotation)
     assert "the plan builds with nvcc 13.2, and no CUDA 13.2 toolkit was found" in result.stderr
     assert f"{CUDA_HOME}: nvcc 13.0" in result.stderr
     assert "--nvcc" in result.stderr  # what to do
