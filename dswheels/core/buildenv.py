@@ -89,6 +89,8 @@ class BuildSetup:
     # CUDA library headers the toolkit lacks, from the nvidia-* wheels torch itself depends on
     include_dirs: tuple[str, ...] = ()
     include_var_value: str = ""  # CPATH (Linux) / INCLUDE (Windows) as inherited
+    debug_symbols: bool = False  # keep -g (else -g0 for every op, also those that take -g from Python's CFLAGS)
+    cflags_value: str = ""  # CFLAGS as inherited
 
 
 def accelerator_for(planned: PlannedCell) -> str:
@@ -152,6 +154,10 @@ def build_env(planned: PlannedCell, setup: BuildSetup) -> dict[str, str]:
     if setup.os == "windows":
         # torch refuses an active VC environment without it, and it makes setuptools use the PATH's cl
         env["DISTUTILS_USE_SDK"] = "1"
+    elif not setup.debug_symbols:
+        # Python's own CFLAGS carry -g; setuptools appends $CFLAGS after them, so -g0 wins for ops that
+        # set no -g themselves (deepspeed_shm_comm, pin_memory); the patched '-g0' covers the rest
+        env["CFLAGS"] = " ".join(part for part in (setup.cflags_value, "-g0") if part)
     if setup.compilers is not None:
         env["CC"], env["CXX"] = setup.compilers
     if setup.extra_config is not None:

@@ -541,6 +541,8 @@ def _build(planned: PlannedCell, opts: BuildOptions, log: Path, start: float) ->
         torch_wraps_compiler=torch_minor >= (2, 13),
         include_dirs=tuple(str(d) for d in include_dirs),
         include_var_value=inherited.get("INCLUDE" if planned.cell.platform.os == "windows" else "CPATH", ""),
+        debug_symbols=opts.debug_symbols,
+        cflags_value=inherited.get("CFLAGS", ""),
     )
     dswheels_env = build_env(planned, setup)
     dswheels_env.setdefault("PATH", path)

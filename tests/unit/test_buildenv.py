@@ -99,6 +99,9 @@ def test_skip_cuda_check_follows_the_plan() -> None:
 def test_cpu_env_has_no_cuda() -> None:
     planned = _planned(CPU_ID, "matrix-cpu.yml")
     env = build_env(planned, _setup(cuda_home=None, nvcc=None))
+    assert env["CFLAGS"] == "-g0"  # no debug info unless asked for
+    assert "CFLAGS" not in build_env(planned, _setup(cuda_home=None, nvcc=None, debug_symbols=True))
+    assert build_env(planned, _setup(cuda_home=None, nvcc=None, cflags_value="-O2"))["CFLAGS"] == "-O2 -g0"
     assert env["DS_ACCELERATOR"] == "cpu"
     assert env["DS_BUILD_CPU_ADAM"] == "1"
     assert not {"CUDA_HOME", "TORCH_CUDA_ARCH_LIST", "NVCC_APPEND_FLAGS", "PYTORCH_NVCC"} & set(env)
