@@ -10,11 +10,11 @@ from them follow the instruction encodings that must be absent too:
   instructions on ``ymm``/``xmm`` use them).
 
 Some DeepSpeed code is *meant* to go above the baseline: the CPU ``deepspeed_shm_comm`` op
-compiles its reduce kernels with ``__attribute__((target("avx512bw")))`` and, from 0.19.7 on,
+compiles its reduce kernels with ``__attribute__((target("avx512bw")))`` and, from 0.19.8 on,
 picks them at run time with ``__builtin_cpu_supports``. An extension that detects CPU
 features itself (it contains ``cpuid``) is reported as *dispatching at run time*: its
 above-baseline code is legitimate only on CPUs that have it. Without that detection any
-above-baseline instruction fails the check (0.14-0.19.6 run those kernels unconditionally).
+above-baseline instruction fails the check (0.14.2-0.19.7 run those kernels unconditionally).
 """
 
 from __future__ import annotations
