@@ -103,7 +103,16 @@ def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
         action="store_true",
         help="run `dswheels verify` on every built wheel (a fresh venv each); a failing wheel is removed",
     )
-    p.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 1, metavar="N", help="parallel compile jobs")
+    p.add_argument(
+        "--jobs", "-j", type=int, default=os.cpu_count() or 1, metavar="N", help="parallel compile jobs in all"
+    )
+    p.add_argument(
+        "--parallel-ops",
+        type=int,
+        default=0,
+        metavar="N",
+        help="extensions built at once, each with JOBS/N compile jobs (default: as many as --jobs)",
+    )
     p.add_argument(
         "--debug-symbols",
         action="store_true",
@@ -293,8 +302,8 @@ def _install(wheel: Path) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.jobs < 1:
-        raise ConfigError("--jobs must be at least 1")
+    if args.jobs < 1 or args.parallel_ops < 0:
+        raise ConfigError("--jobs must be at least 1 and --parallel-ops at least 0")
     compat = load_compat()
     planned = _plan_cells(args, compat)
     cache_dir = (args.cache_dir or env_cache_dir()).expanduser().resolve()
@@ -313,6 +322,7 @@ def run(args: argparse.Namespace) -> int:
         lock_path=_lock_path(args, cache_dir).resolve(),
         allow_unpinned=args.record_sources or not in_ci(),
         verbose=args.verbose or in_github_actions(),
+        parallel_ops=args.parallel_ops,
     )
     if args.install and len(planned) != 1:
         raise ConfigError("--install builds exactly one cell (this environment's)")

@@ -31,8 +31,10 @@ __all__ = [
     "dist_extra_config",
     "parse_nvcc_version",
     "patch_debug_flags",
+    "patch_parallel_extensions",
     "patch_portable_cpu",
     "patch_torch_requirement",
+    "split_jobs",
 ]
 
 # The op builder exists twice in a DeepSpeed source tree: setup.py compiles from op_builder/,
@@ -90,7 +92,7 @@ class BuildSetup:
     include_dirs: tuple[str, ...] = ()
     include_var_value: str = ""  # CPATH (Linux) / INCLUDE (Windows) as inherited
     debug_symbols: bool = False  # keep -g (else -g0 for every op, also those that take -g from Python's CFLAGS)
-    cflags_value: str = ""  # CFLAGS as inherited
+    cflags_value: str = ""  # the CFLAGS setuptools would use: inherited, else the interpreter's own
 
 
 def accelerator_for(planned: PlannedCell) -> str:
@@ -155,8 +157,9 @@ def build_env(planned: PlannedCell, setup: BuildSetup) -> dict[str, str]:
         # torch refuses an active VC environment without it, and it makes setuptools use the PATH's cl
         env["DISTUTILS_USE_SDK"] = "1"
     elif not setup.debug_symbols:
-        # Python's own CFLAGS carry -g; setuptools appends $CFLAGS after them, so -g0 wins for ops that
-        # set no -g themselves (deepspeed_shm_comm, pin_memory); the patched '-g0' covers the rest
+        # Python's own CFLAGS carry -g; $CFLAGS replaces them (setuptools >= 72) or is appended to them,
+        # so the same flags plus a final -g0 turn debug info off for ops that set no -g themselves
+        # (deepspeed_shm_comm, pin_memory); the patched '-g0' covers the rest
         env["CFLAGS"] = " ".join(part for part in (setup.cflags_value, "-g0") if part)
     if setup.compilers is not None:
         env["CC"], env["CXX"] = setup.compilers
@@ -274,6 +277,52 @@ def patch_torch_requirement(text: str, pin: str) -> tuple[str, int]:
             lines[i] = pin + ("\n" if line.endswith("\n") else "")
             count += 1
     return "".join(lines), count
+
+
+_CMDCLASS_RE = re.compile(r"^(?P<indent>[ \t]*)cmdclass\['build_ext'\] = .*$", re.MULTILINE)
+_PER_EXTENSION = """\
+{i}# dswheels: one build directory per extension, so that extensions build in parallel
+{i}# (torch writes each extension's build.ninja into the build directory it is given)
+{i}def _dswheels_per_extension(base):
+{i}    import copy as _copy
+{i}    class _PerExtensionBuildDir(base):
+{i}        def build_extension(self, ext):
+{i}            clone = _copy.copy(self)
+{i}            clone.build_temp = os.path.join(self.build_temp, ext.name)
+{i}            return base.build_extension(clone, ext)
+{i}    return _PerExtensionBuildDir
+{i}cmdclass['build_ext'] = _dswheels_per_extension(cmdclass['build_ext'])
+"""
+
+
+def patch_parallel_extensions(text: str) -> str:
+    r"""Give every extension its own build directory in DeepSpeed's ``setup.py``.
+
+    setuptools builds extensions in parallel with ``[build_ext] parallel = N``
+    (``DIST_EXTRA_CONFIG``), but torch's ninja builds of two extensions would share one
+    ``build/temp*/build.ninja`` and race on it. The same ``cmdclass['build_ext'] = ...`` line
+    is in every DeepSpeed 0.14-0.19 setup.py; the wrapper goes right after it.
+
+    >>> out = patch_parallel_extensions("if x:\n    cmdclass['build_ext'] = B.with_options(use_ninja=1)\n")
+    >>> "    cmdclass['build_ext'] = _dswheels_per_extension(cmdclass['build_ext'])" in out
+    True
+    """
+    matches = list(_CMDCLASS_RE.finditer(text))
+    if len(matches) != 1:
+        raise PatchError(f"setup.py: expected one `cmdclass['build_ext'] = ...` line, found {len(matches)}")
+    match = matches[0]
+    end = text.index("\n", match.end()) + 1 if "\n" in text[match.end() :] else len(text)
+    return text[:end] + _PER_EXTENSION.format(i=match["indent"]) + text[end:]
+
+
+def split_jobs(jobs: int, ops: int, parallel: int = 0) -> tuple[int, int]:
+    """(extensions built at once, ninja jobs for each): about ``jobs`` compiles in all.
+
+    >>> split_jobs(2, 6), split_jobs(16, 3), split_jobs(4, 6, parallel=1)
+    ((2, 1), (3, 6), (1, 4))
+    """
+    at_once = max(1, min(ops, parallel or jobs))
+    return at_once, max(1, -(-jobs // at_once))
 
 
 # --- tool output -----------------------------------------------------------------------------

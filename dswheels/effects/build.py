@@ -35,9 +35,12 @@ from dswheels.core.buildenv import (
     accelerator_for,
     baseline_flag,
     build_env,
+    dist_extra_config,
     patch_debug_flags,
+    patch_parallel_extensions,
     patch_portable_cpu,
     patch_torch_requirement,
+    split_jobs,
 )
 from dswheels.core.buildlog import (
     CacheStats,
@@ -141,6 +144,7 @@ class BuildOptions:
     lock_path: Path = Path("sources.lock")
     allow_unpinned: bool = True
     verbose: bool = False  # stream the compiler output (always in the log file)
+    parallel_ops: int = 0  # extensions built at once (0: as many as --jobs allows)
 
 
 @dataclass
@@ -231,8 +235,10 @@ def _log_note(log: Path, text: str) -> None:
         fh.write(f"[{utc_now():%H:%M:%S}] dswheels: {text}\n")
 
 
-def patch_tree(src: Path, planned: PlannedCell, compat: Compat, *, debug_symbols: bool) -> list[str]:
-    """Apply the source patches; returns notes for the log."""
+def patch_tree(
+    src: Path, planned: PlannedCell, compat: Compat, *, debug_symbols: bool, parallel: bool = False
+) -> list[str]:
+    """Apply the source patches; returns notes for the log (``parallel``: per-extension build dirs)."""
     baseline = compat.cpu_baselines[planned.toolchain.cpu_baseline]
     os_name = planned.cell.platform.os
     notes: list[str] = []
@@ -263,6 +269,17 @@ def patch_tree(src: Path, planned: PlannedCell, compat: Compat, *, debug_symbols
         )
     if not seen:
         raise BuildError(f"{src} has no op_builder/builder.py: not a DeepSpeed source tree")
+    if parallel:
+        setup_py = src / "setup.py"
+        try:
+            setup_py.write_text(patch_parallel_extensions(setup_py.read_text(encoding="utf-8")), encoding="utf-8")
+            notes.append("setup.py: one build directory per extension (parallel extension builds)")
+        except (PatchError, OSError) as exc:
+            raise BuildError(
+                f"cannot prepare DeepSpeed {format_version(planned.cell.deepspeed)}'s setup.py for parallel "
+                f"extension builds: {exc}",
+                hint="build with --parallel-ops 1",
+            ) from None
     requirements = src / "requirements" / "requirements.txt"
     if requirements.is_file():
         pin = torch_pin(planned.cell.torch)
@@ -492,7 +509,8 @@ def _build(planned: PlannedCell, opts: BuildOptions, log: Path, start: float) ->
             allow_unpinned=opts.allow_unpinned,
         )
     extract_archive(fetched.path, src)
-    notes = patch_tree(src, planned, opts.compat, debug_symbols=opts.debug_symbols)
+    at_once, per_op = split_jobs(opts.jobs, len(planned.ops.build), opts.parallel_ops)
+    notes = patch_tree(src, planned, opts.compat, debug_symbols=opts.debug_symbols, parallel=at_once > 1)
     for note in notes:
         _log_note(log, note)
     durations["source"] = monotonic() - t0
@@ -528,11 +546,15 @@ def _build(planned: PlannedCell, opts: BuildOptions, log: Path, start: float) ->
     cache = find_compiler_cache(opts.compiler_cache, env=inherited, work_dir=work, compilers=compilers)
     torch_minor = tuple(int(p) for p in (interp.info.torch or "0.0").split("+")[0].split(".")[:2])
     extra_config: str | None = None
+    if at_once > 1:
+        config_file = work / "dswheels-setup.cfg"
+        config_file.write_text(dist_extra_config(at_once), encoding="utf-8")
+        extra_config = str(config_file)
     setup = BuildSetup(
         os=planned.cell.platform.os,
         path=path,
         path_sep=os.pathsep,
-        jobs=opts.jobs,
+        jobs=per_op,
         cuda_home=str(cuda.home) if cuda else None,
         nvcc=str(cuda.nvcc) if cuda else None,
         cache=cache,
@@ -542,14 +564,16 @@ def _build(planned: PlannedCell, opts: BuildOptions, log: Path, start: float) ->
         include_dirs=tuple(str(d) for d in include_dirs),
         include_var_value=inherited.get("INCLUDE" if planned.cell.platform.os == "windows" else "CPATH", ""),
         debug_symbols=opts.debug_symbols,
-        cflags_value=inherited.get("CFLAGS", ""),
+        # setuptools either replaces Python's CFLAGS with $CFLAGS (>= 72) or appends it: start from
+        # what it would use anyway, so only -g0 is added
+        cflags_value=inherited.get("CFLAGS") or interp.info.cflags,
     )
     dswheels_env = build_env(planned, setup)
     dswheels_env.setdefault("PATH", path)
     env = {**inherited, **dswheels_env}
     _log_note(log, "environment set by dswheels:\n" + "\n".join(f"  {k}={v}" for k, v in sorted(dswheels_env.items())))
     reporter.info(
-        f"building {len(planned.ops.build)} op(s) with {opts.jobs} job(s)"
+        f"building {len(planned.ops.build)} op(s), {at_once} at a time with {per_op} compile job(s) each"
         + (f", {cache.tool}" if cache else ", no compiler cache")
         + (f", CC/CXX {compilers[0]}/{compilers[1]}" if compilers else ""),
     )

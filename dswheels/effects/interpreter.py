@@ -44,6 +44,7 @@ import json, platform, sys, sysconfig, importlib
 info = {"python": platform.python_version(), "executable": sys.executable,
         "platform": sysconfig.get_platform(), "gil_disabled": bool(sysconfig.get_config_var("Py_GIL_DISABLED")),
         "scripts": sysconfig.get_path("scripts"), "purelib": sysconfig.get_path("purelib"),
+        "cflags": sysconfig.get_config_var("CFLAGS") or "",
         "torch": None, "torch_cuda": None, "modules": {}}
 try:
     import torch
@@ -68,6 +69,7 @@ class PythonInfo:
     gil_disabled: bool
     scripts: str  # where console scripts (ninja) live
     purelib: str  # site-packages
+    cflags: str  # the interpreter's own CFLAGS (setuptools compiles extensions with them)
     torch: str | None  # "2.14.1+cu130"
     torch_cuda: str | None  # "13.0"
     modules: Mapping[str, str | None] = field(default_factory=dict)
@@ -107,6 +109,7 @@ def probe_python(python: Path | str, *, env: Mapping[str, str] | None = None) ->
                 gil_disabled=bool(data["gil_disabled"]),
                 scripts=data["scripts"],
                 purelib=data["purelib"],
+                cflags=data.get("cflags", ""),
                 torch=data["torch"],
                 torch_cuda=data["torch_cuda"],
                 modules=data["modules"],

@@ -10,7 +10,7 @@ Side by side on this machine, the same DeepSpeed sdist and the same torch 2.13 C
 
 Prints the wall ratio (target <= 0.5), the warm rebuild ratio (warm / naive, target <= 0.1)
 and the wheel size ratio (target <= 0.2). ``--naive-json FILE`` reuses an earlier naive run
-(it takes ~16 minutes on 2 cores); results go to ``bench-results.json``.
+(7-16 minutes on 2 cores, depending on what else runs); results go to ``bench-results.json``.
 """
 
 from __future__ import annotations
