@@ -60,9 +60,9 @@ def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--adam-tolerance",
         type=float,
-        default=1e-5,
+        default=1e-4,
         metavar="X",
-        help="max |DeepSpeedCPUAdam - AdamW| after 20 steps (default: 1e-5)",
+        help="max |DeepSpeedCPUAdam - AdamW| over 20 steps of lr 1e-3 (default: 1e-4; measured here: 5e-6)",
     )
     p.add_argument("--report", type=Path, metavar="FILE", help="write the results as JSON")
     p.set_defaults(func=run)

@@ -99,7 +99,7 @@ def test_smoke_cpu_wheel(cpu_build: Built, dswheels_cache: Path, tmp_path: Path)
     assert runs["zero1-offload-cpuadam"]["optimizer"] == "DeepSpeedCPUAdam"
     assert runs["zero0-torch-adamw"]["optimizer"] == "AdamW"
     assert data["adam"]["ok"]
-    assert data["adam"]["max_abs_diff"] <= 1e-5
+    assert data["adam"]["max_abs_diff"] <= 1e-4
     assert "| zero3-offload-cpuadam | 3 | ok |" in result.stdout
 
 
