@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import nox
@@ -69,16 +70,36 @@ MAIN_DEFAULTS = ["--torch", "2.13", "--cuda", "cpu"]
 
 @nox.session(default=False)
 def main(session: nox.Session) -> None:
-    """The README's main job: build and verify (later also index) a real wheel for this machine."""
+    """The README's main job: build, verify, publish and index a real wheel for this machine (site/)."""
     _install(session)
     args = session.posargs or MAIN_DEFAULTS
-    session.run("dswheels", "build", "--torch-index", "pip", "--verify", *args)
+    tmp = Path(session.create_tmp())
+    wheelhouse, published = tmp / "wheelhouse", tmp / "published"
+    for folder in (wheelhouse, published):
+        shutil.rmtree(folder, ignore_errors=True)
+    session.run("dswheels", "build", "--torch-index", "pip", "--verify", "--out", str(wheelhouse), *args)
+    wheels = sorted(str(p) for p in wheelhouse.glob("*/*.whl"))
+    session.run("dswheels", "publish", "--dir", str(published), *wheels)
+    session.run("dswheels", "index", "--from", str(published), "--out", str(ROOT / "site"))
+    session.log(f"index: {ROOT / 'site' / 'index.html'} (serve it: python -m http.server -d site 8000)")
 
 
 @nox.session(default=False)
 def lock(session: nox.Session) -> None:
-    """Re-pin what CI installs (requirements/constraints.txt) to the newest allowed versions."""
+    """Re-pin what CI installs (requirements/*.txt) to the newest allowed versions."""
     session.install("uv")
+    session.run(
+        "uv",
+        "pip",
+        "compile",
+        str(ROOT / "requirements" / "nox.in"),
+        "--universal",
+        "--python-version",
+        "3.10",
+        "--no-header",
+        "-o",
+        str(ROOT / "requirements" / "nox.txt"),
+    )
     session.run(
         "uv",
         "pip",

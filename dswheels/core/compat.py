@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cache, cached_property
 from importlib import resources
 
 import yaml
@@ -492,8 +492,9 @@ def parse_compat(data: object) -> Compat:
     )
 
 
+@cache
 def load_compat() -> Compat:
-    """The shipped facts (package data)."""
+    """The shipped facts (package data), parsed once per process."""
     text = resources.files("dswheels").joinpath("compat.yml").read_text(encoding="utf-8")
     return parse_compat(yaml.safe_load(text))
 

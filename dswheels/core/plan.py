@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from dswheels.core.compat import Compat, CudaToolkit, OpInfo, RunnerImage, TorchRelease
+from dswheels.core.compat import Compat, CudaToolkit, OpInfo, Rule, RunnerImage, TorchRelease
 from dswheels.core.config import MatrixSpec, PlatformRunners, cell_values
 from dswheels.core.model import (
     Cell,
@@ -50,9 +50,27 @@ class Combo:
     python: Python | None = None
     platform: Platform | None = None
 
+    def _values(self) -> tuple[object, ...]:
+        return (self.deepspeed, self.torch, self.variant, self.python, self.platform)
+
     @property
     def given(self) -> bool:
-        return any(v is not None for v in (self.deepspeed, self.torch, self.variant, self.python, self.platform))
+        return any(v is not None for v in self._values())
+
+    @property
+    def complete(self) -> bool:
+        """All five axes named: one exact cell."""
+        return all(v is not None for v in self._values())
+
+    def matches(self, cell: Cell) -> bool:
+        return all(
+            want is None or want == have
+            for want, have in zip(
+                self._values(),
+                (cell.deepspeed, cell.torch, cell.variant, cell.python, cell.platform),
+                strict=True,
+            )
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,9 +127,10 @@ class _Judge:
         self.releases = frozenset(compat.deepspeed_releases)
         self._python: dict[tuple[VersionTuple, VersionTuple, bool, str], Reason | None] = {}
         self._variant: dict[tuple[VersionTuple, str, str], Reason | None] = {}
-        self._rules: dict[
-            tuple[VersionTuple, VersionTuple, VersionTuple | None, VersionTuple, str], tuple[Reason, ...]
-        ] = {}
+        self._rules: dict[tuple[VersionTuple, VersionTuple, VersionTuple | None, str], tuple[Reason, ...]] = {}
+        # most rules ignore the Python version: judge those once per (ds, torch, variant, os)
+        self.python_rules = tuple(r for r in compat.rules if r.when.python or r.require.python)
+        self.other_rules = tuple(r for r in compat.rules if r not in self.python_rules)
 
     def check(self, cell: Cell) -> tuple[Reason, ...]:
         reasons: list[Reason] = []
@@ -138,11 +157,13 @@ class _Judge:
             self._variant[variant_key] = self._check_variant(cell)
         if (reason := self._variant[variant_key]) is not None:
             reasons.append(reason)
-        rules_key = (cell.deepspeed, cell.torch, cell.variant.cuda, cell.python.version, os)
+        rules_key = (cell.deepspeed, cell.torch, cell.variant.cuda, os)
         rules = self._rules.get(rules_key)
         if rules is None:
-            rules = self._rules[rules_key] = self._check_rules(cell)
+            rules = self._rules[rules_key] = self._check_rules(cell, self.other_rules)
         reasons.extend(rules)
+        if self.python_rules:
+            reasons.extend(self._check_rules(cell, self.python_rules))
         return tuple(reasons)
 
     def _unknown_deepspeed(self, cell: Cell) -> Reason:
@@ -191,9 +212,10 @@ class _Judge:
             source=release.source,
         )
 
-    def _check_rules(self, cell: Cell) -> tuple[Reason, ...]:
+    @staticmethod
+    def _check_rules(cell: Cell, rules: tuple[Rule, ...]) -> tuple[Reason, ...]:
         reasons = []
-        for rule in self.compat.rules:
+        for rule in rules:
             if rule.when.matches(cell) and not rule.require.matches(cell):
                 mark = " (inferred)" if rule.inferred else ""
                 reasons.append(Reason(rule=rule.id, message=rule.why + mark, fix=rule.fix, source=rule.source))
@@ -611,15 +633,24 @@ def _source(cell: Cell, compat: Compat, spec: MatrixSpec) -> Source:
 
 
 def _combo_cells(spec: MatrixSpec, combo: Combo) -> list[Cell]:
+    """The cells a combination names.
+
+    All five axes given: exactly that cell, whatever the matrix lists or excludes (the rules
+    still apply). Some axes given: the matrix with those axes replaced, so its ``include``
+    cells that agree with the flags are added and its ``exclude`` patterns still apply.
+    """
+    ds, torch, variant, py, pl = combo.deepspeed, combo.torch, combo.variant, combo.python, combo.platform
+    if ds is not None and torch is not None and variant is not None and py is not None and pl is not None:
+        return [Cell(deepspeed=ds, torch=torch, variant=variant, python=py, platform=pl)]
     torch_axis: list[tuple[VersionTuple, tuple[Variant, ...]]]
     if combo.torch is not None:
-        variants = {v for _t, vs in spec.torch for v in vs}
-        torch_axis = [(combo.torch, (combo.variant,) if combo.variant else tuple(sorted(variants)))]
+        listed = dict(spec.torch).get(combo.torch) or tuple(sorted({v for _t, vs in spec.torch for v in vs}))
+        torch_axis = [(combo.torch, (combo.variant,) if combo.variant else listed)]
     elif combo.variant is not None:
         torch_axis = [(t, (combo.variant,)) for t, _vs in spec.torch]
     else:
         torch_axis = list(spec.torch)
-    return [
+    cells = [
         Cell(deepspeed=ds, torch=t, variant=v, python=py, platform=pl)
         for ds in ((combo.deepspeed,) if combo.deepspeed else spec.deepspeed)
         for t, vs in torch_axis
@@ -627,6 +658,9 @@ def _combo_cells(spec: MatrixSpec, combo: Combo) -> list[Cell]:
         for py in ((combo.python,) if combo.python else spec.python)
         for pl in ((combo.platform,) if combo.platform else spec.platforms)
     ]
+    seen = set(cells)
+    cells.extend(c for c in spec.include if combo.matches(c) and c not in seen)
+    return [c for c in cells if not any(p.matches(c) for p in spec.exclude)]
 
 
 def _select(cells: list[Cell], patterns: Sequence[str]) -> list[Cell]:
@@ -677,6 +711,12 @@ def plan(
     if combo.given:
         cells = _combo_cells(spec, combo)
         mode = "combo"
+        if not cells:
+            raise ConfigError(
+                f"the exclude patterns of {spec.filename} remove every cell of this combination",
+                hint="name all five axes (--deepspeed --torch --cuda --python --platform) to plan one exact "
+                "cell regardless of the matrix",
+            )
     else:
         cells = spec.axis_cells()
         mode = "matrix"

@@ -15,6 +15,7 @@ from dswheels.core.model import DroppedCell, PlannedCell
 from dswheels.core.naming import build_string, cell_id, local_label, wheel_filename, wheel_version
 from dswheels.core.plan import Plan
 from dswheels.core.versions import format_version
+from dswheels.errors import ConfigError
 
 __all__ = [
     "GITHUB_JOB_LIMIT",
@@ -159,8 +160,11 @@ def group_jobs(planned: Sequence[PlannedCell], *, limit: int = GITHUB_JOB_LIMIT)
             groups[_job_key(item, level)].append(item)
         if len(groups) <= limit:
             return level, list(groups.values())
-    msg = f"{len(planned)} cells need more than {limit} jobs even grouped by (deepspeed, torch, platform)"
-    raise ValueError(msg)
+    raise ConfigError(
+        f"{len(planned)} cells need more than {limit} jobs even grouped by (deepspeed, torch, platform)",
+        hint="GitHub runs at most 256 jobs per matrix: split the selection, e.g. one run per DeepSpeed "
+        "version (--deepspeed) or per platform (--platform)",
+    )
 
 
 def _job_json(items: list[PlannedCell]) -> dict[str, object]:

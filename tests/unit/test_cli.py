@@ -1,0 +1,133 @@
+"""The command line as a user meets it: help, selection, errors, exit codes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from dswheels.cli import main
+from tests.conftest import ROOT
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture(autouse=True)
+def _in_repo(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+
+
+def test_help_explains_commands_and_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["--help"])
+    assert info.value.code == 0
+    out = capsys.readouterr().out
+    assert "plan" in out
+    assert "exit codes" in out
+
+
+def test_plan_help_has_examples(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["plan", "--help"])
+    out = capsys.readouterr().out
+    assert "examples:" in out
+    assert "--explain" in out
+
+
+def test_shipped_matrix_plans(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "plan")
+    assert code == 0
+    assert "cells planned" in out
+
+
+def test_one_combo_is_shown_in_full(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(
+        capsys,
+        "plan",
+        "--deepspeed",
+        "0.19.8",
+        "--torch",
+        "2.14",
+        "--cuda",
+        "cu130",
+        "--python",
+        "3.12",
+        "--platform",
+        "linux_x86_64",
+    )
+    assert code == 0
+    assert "arch list      7.5;8.0;8.6;9.0;10.0;12.0+PTX" in out
+    assert "left out       async_io: links the system libaio" in out
+
+
+def test_cuda_accepts_a_version_and_cpu(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "plan", "--deepspeed", "0.19.8", "--torch", "2.13", "--cuda", "13.0", "--format", "json")
+    assert code == 0
+    assert {c["variant"] for c in json.loads(out)["cells"]} == {"cu130"}
+    one_cell = [
+        "--deepspeed",
+        "0.19.8",
+        "--torch",
+        "2.13",
+        "--cuda",
+        "cpu",
+        "--python",
+        "3.12",
+        "--platform",
+        "win_amd64",
+    ]
+    code, out, _ = run(capsys, "plan", *one_cell, "--format", "json")
+    assert code == 0  # the matrix excludes Windows CPU wheels, but one named cell is planned when allowed
+    assert [c["id"] for c in json.loads(out)["cells"]] == ["ds0.19.8-torch2.13-cpu-cp312-win_amd64"]
+
+
+def test_a_partial_combo_is_the_matrix_narrowed_and_keeps_its_excludes(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "plan", "--deepspeed", "0.19.8", "--cuda", "cpu", "--format", "json")
+    assert code == 0
+    cells = json.loads(out)["cells"]
+    assert cells
+    assert {c["platform"] for c in cells} == {"linux_x86_64"}  # `exclude: {platform: win_amd64, variant: cpu}`
+    assert {c["deepspeed"] for c in cells} == {"0.19.8"}
+    code, _, err = run(capsys, "plan", "--cuda", "cpu", "--platform", "win_amd64")
+    assert code == 2
+    assert "exclude patterns of matrix/matrix.yml remove every cell" in err
+    assert "name all five axes" in err
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--torch", "2.9.1"], "--torch: give MAJOR.MINOR"),
+        (["--cuda", "cuda12"], "--cuda: not a torch variant"),
+        (["--platform", "win64"], "did you mean 'win_amd64'"),
+        (["--python", "three"], "--python: not a Python version"),
+        (["--nvcc", "thirteen"], "--nvcc: not a plain dotted version"),
+        (["--only", "x", "--torch", "2.9"], "cannot be combined"),
+        (["--only", "ds9*"], "matches no cell"),
+        (
+            ["--deepspeed", "0.14.0", "--platform", "win_amd64", "--torch", "2.3", "--cuda", "cu121"],
+            "deepspeed-windows-native",
+        ),
+    ],
+)
+def test_bad_flags_exit_2_with_the_reason(capsys: pytest.CaptureFixture[str], args: list[str], words: str) -> None:
+    code, out, err = run(capsys, "plan", *args)
+    assert code == 2
+    assert out == ""
+    assert words in err
+
+
+def test_github_format_is_a_fromjson_matrix(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "plan", "--format", "github", "--only", "ds0.19.8-torch2.14-cu130-cp312-*")
+    assert code == 0
+    jobs = json.loads(out)["include"]
+    assert {job["platform"] for job in jobs} == {"win_amd64", "linux_x86_64"}
+    windows = next(job for job in jobs if job["os"] == "windows")
+    assert windows["msvc_toolset"] == "14.44"
+    assert windows["cuda_toolkit"] == "13.0.2"
+    assert "crt" in json.loads(windows["cuda_subpackages"])
+    assert windows["runs_on"] == ["windows-2022"]
