@@ -157,7 +157,7 @@ def build_env(planned: PlannedCell, setup: BuildSetup) -> dict[str, str]:
         # torch refuses an active VC environment without it, and it makes setuptools use the PATH's cl
         env["DISTUTILS_USE_SDK"] = "1"
     elif not setup.debug_symbols:
-        # Python's own CFLAGS carry -g; $CFLAGS replaces them (setuptools >= 72) or is appended to them,
+        # Python's own CFLAGS carry -g; $CFLAGS replaces them (setuptools 84) or is appended (older ones),
         # so the same flags plus a final -g0 turn debug info off for ops that set no -g themselves
         # (deepspeed_shm_comm, pin_memory); the patched '-g0' covers the rest
         env["CFLAGS"] = " ".join(part for part in (setup.cflags_value, "-g0") if part)

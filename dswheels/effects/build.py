@@ -564,7 +564,7 @@ def _build(planned: PlannedCell, opts: BuildOptions, log: Path, start: float) ->
         include_dirs=tuple(str(d) for d in include_dirs),
         include_var_value=inherited.get("INCLUDE" if planned.cell.platform.os == "windows" else "CPATH", ""),
         debug_symbols=opts.debug_symbols,
-        # setuptools either replaces Python's CFLAGS with $CFLAGS (>= 72) or appends it: start from
+        # setuptools replaces Python's CFLAGS with $CFLAGS (84 does) or appends it (older): start from
         # what it would use anyway, so only -g0 is added
         cflags_value=inherited.get("CFLAGS") or interp.info.cflags,
     )
