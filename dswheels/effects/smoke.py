@@ -42,7 +42,7 @@ import deepspeed
 spec = json.loads(sys.argv[1])
 device = spec["device"]
 torch.manual_seed(0)
-deepspeed.init_distributed(dist_backend="gloo" if device == "cpu" else "nccl")
+deepspeed.init_distributed(dist_backend="gloo" if device == "cpu" else None)  # cuda: nccl, gloo on Windows
 hidden = spec["hidden"]
 model = torch.nn.Sequential(
     torch.nn.Linear(32, hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, hidden), torch.nn.ReLU(),
