@@ -80,7 +80,7 @@ samples = (spec["steps"] - 1) * mb * ga
 if device == "cuda":
     peak = torch.cuda.max_memory_allocated() / 2**20
 else:
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak = peak_rss_mb()
 print("DSWHEELS-SMOKE " + json.dumps({
     "losses": losses, "samples_per_s": samples / elapsed, "peak_memory_mb": peak,
     "optimizer": type(engine.optimizer).__name__,
