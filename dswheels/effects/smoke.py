@@ -36,7 +36,14 @@ _builder.OpBuilder.jit_load = _no_jit
 _TRAIN = (
     _GUARD
     + r"""
-import resource
+try:
+    import resource
+    def peak_rss_mb():
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+except ImportError:  # Windows
+    import psutil  # a DeepSpeed requirement
+    def peak_rss_mb():
+        return psutil.Process().memory_info().peak_wset / 2**20
 import torch
 import deepspeed
 spec = json.loads(sys.argv[1])
