@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import nox
@@ -61,11 +62,26 @@ def bench(session: nox.Session) -> None:
     session.run("python", "-m", "tests.bench", *session.posargs, env={"PYTHONPATH": str(ROOT)})
 
 
+# What `nox -s main` builds unless told otherwise (`nox -s main -- --torch 2.14 --cuda cu130`): the
+# CPU wheel (it runs on every machine) for this Python and OS, with torch 2.13, whose CPU wheel
+# pip finds here; torch comes from pip's own configuration (its indexes and find-links).
+MAIN_DEFAULTS = ["--torch", "2.13", "--cuda", "cpu"]
+
+
 @nox.session(default=False)
 def main(session: nox.Session) -> None:
-    """The README's main job: plan the shipped matrix (later: build, verify, index for this machine)."""
+    """The README's main job: build, verify, publish and index a real wheel for this machine (site/)."""
     _install(session)
-    session.run("dswheels", "plan", *session.posargs)
+    args = session.posargs or MAIN_DEFAULTS
+    tmp = Path(session.create_tmp())
+    wheelhouse, published = tmp / "wheelhouse", tmp / "published"
+    for folder in (wheelhouse, published):
+        shutil.rmtree(folder, ignore_errors=True)
+    session.run("dswheels", "build", "--torch-index", "pip", "--verify", "--out", str(wheelhouse), *args)
+    wheels = sorted(str(p) for p in wheelhouse.glob("*/*.whl"))
+    session.run("dswheels", "publish", "--dir", str(published), *wheels)
+    session.run("dswheels", "index", "--from", str(published), "--out", str(ROOT / "site"))
+    session.log(f"index: {ROOT / 'site' / 'index.html'} (serve it: python -m http.server -d site 8000)")
 
 
 @nox.session(default=False)

@@ -19,6 +19,7 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
+        Path(tmp).chmod(0o644)  # mkstemp makes it 0600: published files must be readable
         Path(tmp).replace(path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from dswheels.effects.clock import monotonic
+from dswheels.effects.clock import monotonic, utc_now
 from dswheels.errors import DswheelsError
 from dswheels.log import format_duration, get_reporter
 
@@ -80,12 +80,16 @@ def run(
     check: bool = True,
     error: type[DswheelsError] = DswheelsError,
     what: str = "",
+    on_line: Callable[[str], None] | None = None,
+    timestamps: bool = False,
 ) -> RunResult:
     """Run ``argv`` to completion.
 
     ``capture`` keeps the whole output in the result; ``stream`` shows it live through the
     reporter; ``log_file`` (appended to) always gets every line. With ``check`` a non-zero
     exit raises ``error`` naming ``what`` (default: the program), with the output's tail.
+    ``on_line`` sees every line as it arrives (from the reader thread), e.g. to report progress;
+    ``timestamps`` prefixes each line of the log file with the wall-clock time.
     """
     args = [os.fspath(a) for a in argv]
     reporter = get_reporter()
@@ -137,9 +141,11 @@ def run(
             if capture:
                 captured.append(line)
             if log is not None:
-                log.write(line + "\n")
+                log.write((f"[{utc_now():%H:%M:%S}] " if timestamps else "") + line + "\n")
             if stream:
                 reporter.output(line)
+            if on_line is not None:
+                on_line(line)
 
     reader = threading.Thread(target=pump, daemon=True)
     reader.start()
@@ -166,6 +172,8 @@ def run(
     finally:
         if log is not None:
             log.close()
+        if process.stdout is not None and not reader.is_alive():
+            process.stdout.close()  # the reader is done with it (an unclosed pipe is a ResourceWarning)
     duration = monotonic() - start
     result = RunResult(
         argv=tuple(args),

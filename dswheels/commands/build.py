@@ -1,0 +1,408 @@
+"""``dswheels build``: compile every planned op of each selected cell into a verified wheel."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from dswheels.commands.common import DEFAULT_MATRIX, Subparsers, formatter, load_matrix
+from dswheels.commands.plan import add_selection_arguments, compute_plan
+from dswheels.core.buildreport import CellOutcome, render_results_markdown, render_results_table
+from dswheels.core.compat import Compat, load_compat
+from dswheels.core.config import parse_matrix
+from dswheels.core.model import PlannedCell, Platform, Python, Variant
+from dswheels.core.naming import cell_id, parse_cell_id
+from dswheels.core.plan import Combo, LocalHost, plan
+from dswheels.core.sources import TorchSource
+from dswheels.core.versions import VersionTuple, format_version, parse_version
+from dswheels.effects import proc
+from dswheels.effects.build import BuildOptions, CellResult, build_cell, discard_wheel
+from dswheels.effects.gha import in_ci, in_github_actions, write_summary
+from dswheels.effects.interpreter import find_uv, probe_python
+from dswheels.effects.sources import env_cache_dir
+from dswheels.effects.toolchain import detect_host
+from dswheels.errors import ConfigError, EnvironmentMismatchError, VerifyError
+from dswheels.log import get_reporter
+
+__all__ = ["register", "run"]
+
+DESCRIPTION = """\
+Build DeepSpeed wheels with every planned C++/CUDA op precompiled. For each selected cell:
+fetch the DeepSpeed source and check its sha256, unpack it into a fresh work directory,
+make its CPU code portable (the plan's CPU baseline instead of -march=native), get an
+interpreter with the cell's torch (this one if it matches, else a venv made by uv),
+compile exactly the planned ops with the plan's nvcc and arch list, check every op landed
+in the wheel, strip it, pin torch to the built MAJOR.MINOR, and write the wheel with its
+build manifest to OUT/<variant>/. A failed cell leaves no wheel behind.
+
+With no --cell/--only/--python/--platform, builds for this machine: this Python and OS,
+the torch installed here (or --torch/--cuda; without either, the newest torch for this
+Python with the CUDA of the toolkit found, else cpu), the newest DeepSpeed (or --deepspeed).
+
+examples:
+  dswheels build                                    # this machine: its Python, torch, CUDA
+  dswheels build --deepspeed 0.19.8 --install       # ... and install the wheel here
+  dswheels build --torch 2.13 --cuda cpu            # this Python, torch 2.13 CPU (in a venv)
+  dswheels build --cell ds0.19.8-torch2.14-cu130-cp311-linux_x86_64
+  dswheels build --cell "$CELLS" --keep-going       # the workflow: several ids in one value
+  dswheels build --only 'ds0.19.8-torch2.13-cpu-*' --torch-index pip
+  dswheels build --cell ds0.19.8-torch2.13-cpu-cp311-linux_x86_64 --torch-index ~/wheels"""
+
+# A matrix for local builds when there is no matrix file: only its defaults matter
+# (ops: all, cpu_baseline, torch_index); the cell itself comes from this environment.
+_LOCAL_MATRIX = """\
+schema: 1
+deepspeed: ["{deepspeed}"]
+torch:
+  - {{version: "{torch}", variants: [{variant}]}}
+python: ["{python}"]
+platforms: [{platform}]
+runners:
+  {platform}:
+    build: [{image}]
+    smoke: [self-hosted]
+"""
+
+
+def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "build",
+        help="build wheels with every planned op precompiled",
+        description=DESCRIPTION,
+        formatter_class=formatter,
+    )
+    add_selection_arguments(p)
+    p.add_argument(
+        "--cell",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="a cell id to build, planned from the rules alone (repeatable; one value may hold several "
+        "whitespace-separated ids)",
+    )
+    p.add_argument("--out", type=Path, default=Path("wheelhouse"), metavar="DIR", help="output (default: %(default)s)")
+    p.add_argument("--keep-going", action="store_true", help="build the other cells after a failure; report all")
+    p.add_argument(
+        "--torch-index",
+        metavar="URL|DIR|pip",
+        help="where torch comes from: an index URL, a directory of wheels, or 'pip' for the indexes pip is "
+        "configured with (default: the plan's, https://download.pytorch.org/whl/<variant>)",
+    )
+    p.add_argument(
+        "--interpreter",
+        choices=("auto", "current", "venv"),
+        default="auto",
+        help="auto: this interpreter when it has the cell's torch, else a venv (default); current; venv",
+    )
+    p.add_argument("--install", action="store_true", help="install the built wheel into this interpreter")
+    p.add_argument(
+        "--verify",
+        action="store_true",
+        help="run `dswheels verify` on every built wheel (a fresh venv each); a failing wheel is removed",
+    )
+    p.add_argument(
+        "--jobs", "-j", type=int, default=os.cpu_count() or 1, metavar="N", help="parallel compile jobs in all"
+    )
+    p.add_argument(
+        "--parallel-ops",
+        type=int,
+        default=0,
+        metavar="N",
+        help="extensions built at once, each with JOBS/N compile jobs (default: as many as --jobs)",
+    )
+    p.add_argument(
+        "--debug-symbols",
+        action="store_true",
+        help="compile with -g and keep the debug info as a separate .debug.tar.gz beside the wheel",
+    )
+    p.add_argument(
+        "--compiler-cache",
+        choices=("auto", "ccache", "sccache", "none"),
+        default="auto",
+        help="ccache/sccache from PATH for C++ and nvcc (default: auto, whichever is installed)",
+    )
+    p.add_argument(
+        "--cache-dir",
+        type=Path,
+        metavar="DIR",
+        help="downloads and venvs (default: DSWHEELS_CACHE or the user cache dir)",
+    )
+    p.add_argument(
+        "--work-dir",
+        type=Path,
+        metavar="DIR",
+        help="where sources are unpacked and built (keep it short on Windows; default: CACHE/w)",
+    )
+    p.add_argument("--keep-work", action="store_true", help="keep the work directory of successful builds too")
+    p.add_argument("--pypi", metavar="URL", help="PyPI JSON API URL for DeepSpeed (default: compat.yml's)")
+    p.add_argument(
+        "--lock",
+        type=Path,
+        metavar="FILE",
+        help="sha256 lock for sources PyPI does not vouch for (default: sources.lock.json beside the matrix)",
+    )
+    p.add_argument(
+        "--record-sources",
+        action="store_true",
+        help="record the sha256 of unpinned sources in the lock on first download (always allowed outside CI)",
+    )
+    p.add_argument("--verbose", "-v", action="store_true", help="show the compiler output (always in the log)")
+    p.set_defaults(func=run)
+
+
+def _split_cells(values: Sequence[str]) -> list[str]:
+    return [cid for value in values for cid in value.split()]
+
+
+def _torch_source(text: str | None) -> TorchSource:
+    if text is None:
+        return TorchSource("plan")
+    if text == "pip":
+        return TorchSource("pip")
+    if "://" in text and not text.startswith("file://"):
+        return TorchSource("index", text)
+    path = Path(text.removeprefix("file://")).expanduser()
+    if not path.exists():
+        raise ConfigError(f"--torch-index {text}: no such directory", hint="give an index URL, a directory, or 'pip'")
+    if (path / "torch").is_dir() or (path / "index.html").exists():
+        return TorchSource("index", path.resolve().as_uri())
+    return TorchSource("links", str(path.resolve()))
+
+
+def _plan_cells(args: argparse.Namespace, compat: Compat) -> list[PlannedCell]:
+    """--cell ids; the matrix (--only, or a combination naming --python/--platform); else this machine."""
+    cells = _split_cells(args.cell)
+    if cells:
+        if args.only or any(getattr(args, key) for key in ("deepspeed", "torch", "cuda", "python", "platform")):
+            raise ConfigError(
+                "--cell names complete cells; it cannot be combined with --only or --deepspeed/--torch/..."
+            )
+        return plan_cell_ids(cells, matrix=args.matrix, nvcc=args.nvcc, compat=compat)
+    if args.only or args.python or args.platform:
+        return list(compute_plan(args, compat).planned)
+    return [_plan_local(args, compat)]
+
+
+def plan_cell_ids(ids: Sequence[str], *, matrix: Path, nvcc: str | None, compat: Compat) -> list[PlannedCell]:
+    """Plan cells named by id from the rules alone (the matrix gives ops, arch lists, baseline, index)."""
+    spec = load_matrix(matrix, compat)
+    nvcc_version = None
+    if nvcc is not None:
+        try:
+            nvcc_version = parse_version(nvcc)[:2]
+        except ValueError as exc:
+            raise ConfigError(f"--nvcc: {exc}") from None
+    cells = []
+    problems: list[str] = []
+    for text in ids:
+        try:
+            cells.append(parse_cell_id(text))
+        except ValueError as exc:  # noqa: PERF203 - every bad id is reported at once
+            problems.append(str(exc))
+    if problems:
+        raise ConfigError("bad --cell value", details="\n".join(problems))
+    planned: list[PlannedCell] = []
+    for cell in cells:
+        combo = Combo(
+            deepspeed=cell.deepspeed, torch=cell.torch, variant=cell.variant, python=cell.python, platform=cell.platform
+        )
+        planned.extend(plan(spec, compat, combo=combo, nvcc=nvcc_version).planned)
+    return planned
+
+
+def _newest_torch(compat: Compat, python: Python, os_name: str, variant: Variant | None) -> VersionTuple | None:
+    for minor in reversed(compat.torch_minors):
+        release = compat.torch[minor]
+        if python in release.python[os_name] and (variant is None or variant in release.variants_for(os_name)):
+            return minor
+    return None
+
+
+def _plan_local(args: argparse.Namespace, compat: Compat) -> PlannedCell:
+    """This machine as a cell: its Python and OS; torch and CUDA from this interpreter's torch, else from
+    --torch/--cuda, else the newest torch for this Python with the CUDA of the toolkit found (or cpu)."""
+    info = probe_python(sys.executable)
+    platform = {"linux-x86_64": Platform.LINUX_X86_64, "win-amd64": Platform.WIN_AMD64}.get(info.platform)
+    if platform is None:
+        raise EnvironmentMismatchError(f"dswheels builds for linux_x86_64 and win_amd64, this is {info.platform}")
+    python = Python.parse(".".join(info.python.split(".")[:2]) + ("t" if info.gil_disabled else ""))
+    deepspeed = parse_version(args.deepspeed) if args.deepspeed else compat.deepspeed_releases[-1]
+    host_tools = detect_host()
+    nvcc = parse_version(args.nvcc)[:2] if args.nvcc else host_tools.nvcc
+    try:
+        variant = Variant.parse(args.cuda) if args.cuda else None
+        torch = parse_version(args.torch)[:2] if args.torch else None
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    here = ""
+    if info.torch is not None:
+        here_torch = parse_version(".".join(info.torch.split("+")[0].split(".")[:2]))
+        here_variant = Variant.parse(info.torch_cuda) if info.torch_cuda else Variant.parse("cpu")
+        if (torch in (None, here_torch)) and (variant in (None, here_variant)):
+            torch, variant, here = here_torch, here_variant, f"torch {info.torch} of this environment"
+    if variant is None:
+        toolkit = Variant.parse(format_version(nvcc)) if nvcc else None
+        variant = toolkit if toolkit and _newest_torch(compat, python, platform.os, toolkit) else Variant.parse("cpu")
+    if torch is None:
+        torch = _newest_torch(compat, python, platform.os, variant)
+        if torch is None:
+            raise EnvironmentMismatchError(f"no torch release has a {variant.name} wheel for Python {python}")
+    if variant.is_cuda and nvcc is None:
+        raise EnvironmentMismatchError(
+            f"a {variant.name} build needs a CUDA toolkit (nvcc), and none was found",
+            hint=f"install CUDA {variant.cuda_text} and set CUDA_HOME, or build the CPU variant: --cuda cpu",
+        )
+    if args.matrix.exists():
+        spec = load_matrix(args.matrix, compat)
+    else:
+        if args.matrix != DEFAULT_MATRIX:
+            load_matrix(args.matrix, compat)  # raises the missing-file error
+        image = "ubuntu-24.04" if platform is Platform.LINUX_X86_64 else "windows-2022"
+        text = _LOCAL_MATRIX.format(
+            deepspeed=format_version(deepspeed),
+            torch=format_version(torch),
+            variant=variant.name,
+            python=python,
+            platform=platform.value,
+            image=image,
+        )
+        spec = parse_matrix(text, "(local defaults)", compat)
+    combo = Combo(deepspeed=deepspeed, torch=torch, variant=variant, python=python, platform=platform)
+    host = LocalHost(os=host_tools.os, gcc=host_tools.gcc, msvc=host_tools.msvc, nvcc=nvcc[:2] if nvcc else None)
+    result = plan(spec, compat, combo=combo, host=host)
+    planned = result.planned[0]
+    get_reporter().info(
+        f"building for this machine: Python {python}, "
+        + (here or f"torch {planned.torch_version} {variant.name}")
+        + (f", nvcc {format_version(nvcc)}" if nvcc and variant.is_cuda else "")
+        + f" -> {cell_id(planned.cell)}",
+    )
+    return planned
+
+
+def _lock_path(args: argparse.Namespace, cache_dir: Path) -> Path:
+    if args.lock is not None:
+        return Path(args.lock)
+    matrix = Path(args.matrix)
+    if matrix.exists():
+        return matrix.parent / "sources.lock.json"
+    return cache_dir / "sources.lock.json"
+
+
+def _install(wheel: Path) -> None:
+    uv = find_uv()
+    proc.run(
+        [uv, "pip", "install", "--python", sys.executable, "--reinstall-package", "deepspeed", str(wheel)],
+        error=EnvironmentMismatchError,
+        what="installing the wheel",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.jobs < 1 or args.parallel_ops < 0:
+        raise ConfigError("--jobs must be at least 1 and --parallel-ops at least 0")
+    compat = load_compat()
+    planned = _plan_cells(args, compat)
+    cache_dir = (args.cache_dir or env_cache_dir()).expanduser().resolve()
+    opts = BuildOptions(
+        out_dir=args.out.resolve(),
+        cache_dir=cache_dir,
+        work_root=(args.work_dir or cache_dir / "w").expanduser().resolve(),
+        compat=compat,
+        jobs=args.jobs,
+        interpreter=args.interpreter,
+        torch_source=_torch_source(args.torch_index),
+        compiler_cache=args.compiler_cache,
+        debug_symbols=args.debug_symbols,
+        keep_work=args.keep_work,
+        pypi_json=args.pypi or compat.sdist_json,
+        lock_path=_lock_path(args, cache_dir).resolve(),
+        allow_unpinned=args.record_sources or not in_ci(),
+        verbose=args.verbose or in_github_actions(),
+        parallel_ops=args.parallel_ops,
+    )
+    if args.install and len(planned) != 1:
+        raise ConfigError("--install builds exactly one cell (this environment's)")
+    reporter = get_reporter()
+    reporter.info(f"{len(planned)} cell(s) to build into {opts.out_dir}")
+    results: list[CellResult] = []
+    for item in planned:
+        result = build_cell(item, opts)
+        results.append(result)
+        if result.error is None and args.verify and result.wheel is not None:
+            result.error = _verify(result.wheel, args)
+        if result.error is not None:
+            if not args.keep_going:
+                _report(results, planned)
+                raise result.error
+            reporter.error(f"{result.cell_id}: {result.error.message}")
+            sys.stderr.write(result.error.render() + "\n")
+    _report(results, planned)
+    failed = [r for r in results if r.error is not None]
+    if failed:
+        first = failed[0].error
+        assert first is not None  # noqa: S101
+        sys.stderr.write(f"{len(failed)} of {len(results)} cell(s) failed\n")
+        return first.exit_code
+    if args.install:
+        wheel = results[0].wheel
+        assert wheel is not None  # noqa: S101
+        _install(wheel)
+    return 0
+
+
+def _verify(wheel: Path, args: argparse.Namespace) -> VerifyError | None:
+    """Run ``dswheels verify`` on a fresh wheel; a wheel that fails is removed (it must not be published)."""
+    from dswheels.commands.verify import verify_one  # noqa: PLC0415 - verify imports this module
+
+    ns = argparse.Namespace(
+        manifest=None,
+        matrix=args.matrix,
+        static=False,
+        python=None,
+        torch_index=args.torch_index,
+        accelerator="auto",
+        torch_version=None,
+    )
+    static, runtime, _expected = verify_one(wheel, ns)
+    failed = [c for c in static + (runtime.checks if runtime else []) if not c.ok]
+    if not failed:
+        return None
+    discard_wheel(wheel)
+    return VerifyError(
+        f"{wheel.name} failed verification (removed from the output)",
+        details="\n".join(f"{c.name}: {c.detail}" for c in failed),
+        hint="the wheel builds but does not work as built; see the checks above",
+    )
+
+
+def _outcome(result: CellResult) -> CellOutcome:
+    manifest = result.manifest_data
+    return CellOutcome(
+        cell_id=result.cell_id,
+        ok=result.error is None,
+        wheel=manifest.wheel.filename if manifest else "",
+        size=manifest.wheel.size if manifest else 0,
+        sha256=manifest.wheel.sha256 if manifest else "",
+        seconds=result.seconds,
+        ops=tuple((op.name, op.seconds) for op in manifest.ops_built) if manifest else (),
+        cache=str(manifest.compiler_cache.get("tool", "")) if manifest and manifest.compiler_cache else "",
+        cache_hits=_int(manifest.compiler_cache.get("hits")) if manifest else None,
+        cache_misses=_int(manifest.compiler_cache.get("misses")) if manifest else None,
+        error=result.error.message if result.error else "",
+        log=str(result.log_path or ""),
+    )
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _report(results: Sequence[CellResult], planned: Sequence[PlannedCell]) -> None:
+    rows = [_outcome(r) for r in results]
+    skipped = [cell_id(p.cell) for p in planned[len(results) :]]
+    sys.stdout.write(render_results_table(rows, skipped=skipped))
+    write_summary(render_results_markdown(rows, skipped=skipped))

@@ -1,0 +1,198 @@
+"""``dswheels verify``: prove every wheel works before anyone can install it."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from dswheels import __version__
+from dswheels.commands.build import plan_cell_ids
+from dswheels.commands.common import Subparsers, formatter
+from dswheels.core.compat import load_compat
+from dswheels.core.naming import cell_id
+from dswheels.core.sources import TorchSource
+from dswheels.core.verify import Check, Expected, cell_from_wheel_filename, render_checks_markdown
+from dswheels.effects.files import write_text_atomic
+from dswheels.effects.gha import write_summary
+from dswheels.effects.sources import env_cache_dir
+from dswheels.effects.verify import RuntimeResult, load_expected, read_wheel_data, runtime_checks, static_part
+from dswheels.errors import ConfigError, VerifyError
+from dswheels.log import get_reporter
+
+__all__ = ["register", "run"]
+
+DESCRIPTION = """\
+Check a DeepSpeed wheel against its build manifest (beside it) or, without one, the plan
+(--matrix). Static checks need only the wheel: its name and local label, the torch pin in
+METADATA, the accelerator, torch and CUDA DeepSpeed stamped into it, installed_ops equal to
+the manifest's ops, one extension per op, no instruction above the CPU baseline, GPU code
+only for the planned archs. The run-time part installs the wheel into a fresh venv with
+the cell's torch, parses ds_report, and loads every op with an empty TORCH_EXTENSIONS_DIR
+while JIT compilation is made to fail: each op must come from the wheel.
+
+A CUDA wheel is checked with DS_ACCELERATOR=cuda (a GPU-less host would otherwise pick the
+cpu accelerator and JIT-compile every op); --accelerator none shows what a user without the
+variable gets.
+
+examples:
+  dswheels verify wheelhouse/cpu/deepspeed-0.19.8+cputorch2.13-cp311-cp311-linux_x86_64.whl
+  dswheels verify wheelhouse/*/*.whl --torch-index pip --report verify.json
+  dswheels verify some.whl --static                    # no install
+  dswheels verify {wheel} --python current --matrix /abs/matrix.yml   # inside cibuildwheel's test venv"""
+
+
+def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "verify",
+        help="prove wheels are what they claim and load without JIT",
+        description=DESCRIPTION,
+        formatter_class=formatter,
+    )
+    p.add_argument("wheels", nargs="+", type=Path, metavar="WHEEL")
+    p.add_argument("--manifest", type=Path, metavar="FILE", help="the build manifest (default: beside the wheel)")
+    p.add_argument(
+        "--matrix",
+        type=Path,
+        default=Path("matrix") / "matrix.yml",
+        metavar="PATH",
+        help="plan to compare with when a wheel has no manifest (default: %(default)s)",
+    )
+    p.add_argument("--static", action="store_true", help="static checks only (no install)")
+    p.add_argument(
+        "--python",
+        metavar="PATH|current",
+        help="run the run-time part in this interpreter (the wheel must be installed there) instead of a fresh venv",
+    )
+    p.add_argument(
+        "--torch-index",
+        metavar="URL|DIR|pip",
+        help="where the fresh venv's torch comes from (default: https://download.pytorch.org/whl/<variant>)",
+    )
+    p.add_argument(
+        "--accelerator",
+        choices=("auto", "cuda", "cpu", "none"),
+        default="auto",
+        help="DS_ACCELERATOR at run time (auto: the wheel's; none: leave it unset)",
+    )
+    p.add_argument(
+        "--torch",
+        dest="torch_version",
+        metavar="X.Y.Z",
+        help="install this torch into the fresh venv instead of the cell's (to see what a user with "
+        "another torch gets)",
+    )
+    p.add_argument("--report", type=Path, metavar="FILE", help="write the results as JSON")
+    p.set_defaults(func=run)
+
+
+def _torch_source(text: str | None) -> TorchSource:
+    from dswheels.commands.build import _torch_source as parse  # noqa: PLC0415 - one parser for both commands
+
+    return parse(text)
+
+
+def _plan_expectation(wheel: Path, matrix: Path) -> Expected | None:
+    if not matrix.exists():
+        return None
+    try:
+        cell = cell_from_wheel_filename(wheel.name)
+    except ValueError:
+        return None
+    planned = plan_cell_ids([cell_id(cell)], matrix=matrix, nvcc=None, compat=load_compat())[0]
+    return Expected(
+        cell=cell,
+        ops=planned.ops.build_names,
+        cpu_baseline=planned.toolchain.cpu_baseline,
+        arch_list=planned.toolchain.arch_list,
+        source="plan",
+    )
+
+
+def _print(title: str, checks: list[Check]) -> None:
+    reporter = get_reporter()
+    reporter.info(title)
+    for c in checks:
+        reporter.info(f"  {'ok    ' if c.ok else 'FAILED'}  {c.name}: {c.detail}")
+
+
+def verify_one(wheel: Path, args: argparse.Namespace) -> tuple[list[Check], RuntimeResult | None, Expected]:
+    compat = load_compat()
+    expected = load_expected(wheel, _plan_expectation(wheel, args.matrix), args.manifest)
+    data = read_wheel_data(wheel)
+    checks = static_part(data, expected, compat)
+    _print(f"static checks (against the {expected.source}):", checks)
+    runtime: RuntimeResult | None = None
+    if not args.static:
+        accelerator = {"auto": expected.accelerator, "none": ""}.get(args.accelerator, args.accelerator)
+        python = None
+        if args.python:
+            python = Path(sys.executable) if args.python == "current" else Path(args.python)
+        log = env_cache_dir() / "verify" / f"{wheel.name}.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_text("", encoding="utf-8")
+        with get_reporter().group(f"{cell_id(expected.cell)}: run time"):
+            runtime = runtime_checks(
+                wheel,
+                expected,
+                compat=compat,
+                python=python,
+                torch_source=_torch_source(args.torch_index),
+                work_root=env_cache_dir() / "verify",
+                accelerator=accelerator,
+                log=log,
+                torch_version=args.torch_version,
+            )
+        _print(
+            f"run time (Python {runtime.python}, torch {runtime.torch}, DS_ACCELERATOR={accelerator or 'unset'}):",
+            runtime.checks,
+        )
+    return checks, runtime, expected
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.manifest is not None and len(args.wheels) != 1:
+        raise ConfigError("--manifest goes with exactly one wheel")
+    reports = []
+    failures: list[str] = []
+    markdown = ["### dswheels verify", ""]
+    for wheel in args.wheels:
+        static, runtime, expected = verify_one(wheel, args)
+        all_checks = static + (runtime.checks if runtime else [])
+        failed = [c for c in all_checks if not c.ok]
+        reports.append(
+            {
+                "wheel": wheel.name,
+                "cell": cell_id(expected.cell),
+                "expected_from": expected.source,
+                "ok": not failed,
+                "static": [c.as_json() for c in static],
+                "runtime": None
+                if runtime is None
+                else {
+                    "python": runtime.python,
+                    "torch": runtime.torch,
+                    "checks": [c.as_json() for c in runtime.checks],
+                    "ds_report": runtime.ds_report.as_json() if runtime.ds_report else None,
+                    "loads": runtime.loads,
+                },
+            },
+        )
+        markdown.append(render_checks_markdown(f"{wheel.name}: {'ok' if not failed else 'FAILED'}", all_checks))
+        if failed:
+            failures.append(f"{wheel.name}: " + "; ".join(f"{c.name}: {c.detail}" for c in failed))
+    if args.report:
+        write_text_atomic(
+            args.report,
+            json.dumps({"schema": "dswheels.verify/1", "dswheels": __version__, "wheels": reports}, indent=2) + "\n",
+        )
+    write_summary("\n".join(markdown))
+    if failures:
+        raise VerifyError(
+            f"{len(failures)} of {len(args.wheels)} wheel(s) failed verification",
+            details="\n".join(failures),
+            hint="do not publish these wheels; the checks above say what is wrong",
+        )
+    sys.stdout.write(f"verified {len(args.wheels)} wheel(s)\n")
+    return 0

@@ -1,0 +1,340 @@
+"""What a DeepSpeed wheel build needs, computed from a planned cell: environment and source patches.
+
+Pure: the effectful builder (:mod:`dswheels.effects.build`) finds the tools (CUDA home,
+compiler cache, versioned compilers), then asks this module for the exact environment
+variables to set and the text of the patched op builder. The planner already decided the
+ops, the arch list, the nvcc, ``DS_SKIP_CUDA_CHECK``, the ``NVCC_APPEND_FLAGS`` and the CPU
+baseline; this module only spells those decisions the way DeepSpeed's ``setup.py`` and
+torch's ``cpp_extension`` read them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from dswheels.core.compat import CpuBaseline
+from dswheels.core.model import PlannedCell
+from dswheels.core.naming import build_string
+from dswheels.core.versions import VersionTuple
+
+__all__ = [
+    "BUILDER_FILES",
+    "CUDA_LIBRARY_HEADERS",
+    "DEBUG_FLAG_FILES",
+    "BuildSetup",
+    "CompilerCache",
+    "PatchError",
+    "accelerator_for",
+    "baseline_flag",
+    "build_env",
+    "dist_extra_config",
+    "parse_nvcc_version",
+    "patch_debug_flags",
+    "patch_parallel_extensions",
+    "patch_portable_cpu",
+    "patch_torch_requirement",
+    "split_jobs",
+]
+
+# The op builder exists twice in a DeepSpeed source tree: setup.py compiles from op_builder/,
+# the installed package JIT-builds from deepspeed/ops/op_builder/ (a symlink in git, a copy
+# in the sdist). Patch both, so a JIT build of a left-out op is portable too.
+BUILDER_FILES = ("op_builder/builder.py", "deepspeed/ops/op_builder/builder.py")
+# Where DeepSpeed hard-codes '-g' for the ops we build (CUDAOpBuilder, TorchCPUOpBuilder <=0.19.7,
+# CPUOpBuilder); async_io.py carried its own in 0.14.x.
+DEBUG_FLAG_FILES = (
+    "op_builder/builder.py",
+    "op_builder/cpu/builder.py",
+    "op_builder/async_io.py",
+    "deepspeed/ops/op_builder/builder.py",
+    "deepspeed/ops/op_builder/cpu/builder.py",
+    "deepspeed/ops/op_builder/async_io.py",
+)
+
+_MARK = "# dswheels:"
+
+# Headers of the CUDA libraries torch's ATen/cuda headers include (CUDAContextLight.h and friends)
+# and DeepSpeed's kernels use; a toolkit without them (a minimal nvcc install) cannot build ops.
+CUDA_LIBRARY_HEADERS = ("cublas_v2.h", "cublasLt.h", "cusparse.h", "cusolverDn.h", "curand.h")
+
+
+class PatchError(ValueError):
+    """The DeepSpeed source does not look the way the patch expects (a new DeepSpeed layout)."""
+
+
+@dataclass(frozen=True, slots=True)
+class CompilerCache:
+    """A compiler cache the builder found: ``ccache`` (C++ via a masquerade dir) or ``sccache``."""
+
+    tool: str  # "ccache" | "sccache"
+    executable: str  # absolute path of the tool
+    masquerade_dir: str  # directory of compiler-named links to ccache, put first on PATH ("" for sccache)
+    stats_log: str  # ccache's per-build stats log ("" for sccache)
+    base_dir: str  # paths below it are hashed relative (the work directory)
+
+
+@dataclass(frozen=True, slots=True)
+class BuildSetup:
+    """Everything besides the plan that the environment depends on (found by the builder)."""
+
+    os: str  # "linux" | "windows"
+    path: str  # the PATH the build starts from
+    path_sep: str  # os.pathsep of the build machine
+    jobs: int  # parallel compile jobs (ninja -j via MAX_JOBS)
+    cuda_home: str | None  # toolkit root for CUDA variants
+    nvcc: str | None  # the nvcc executable inside cuda_home
+    cache: CompilerCache | None
+    compilers: tuple[str, str] | None  # (CC, CXX) when the plan's GCC is not the default compiler
+    extra_config: str | None  # DIST_EXTRA_CONFIG file (setuptools [build_ext] parallel)
+    torch_wraps_compiler: bool = False  # torch >= 2.13 prepends ccache/sccache found on PATH itself
+    # CUDA library headers the toolkit lacks, from the nvidia-* wheels torch itself depends on
+    include_dirs: tuple[str, ...] = ()
+    include_var_value: str = ""  # CPATH (Linux) / INCLUDE (Windows) as inherited
+    debug_symbols: bool = False  # keep -g (else -g0 for every op, also those that take -g from Python's CFLAGS)
+    cflags_value: str = ""  # the CFLAGS setuptools would use: inherited, else the interpreter's own
+
+
+def accelerator_for(planned: PlannedCell) -> str:
+    """``cuda`` for CUDA variants, ``cpu`` for the cpu variant (never left to auto-detection)."""
+    return "cuda" if planned.cell.variant.is_cuda else "cpu"
+
+
+def baseline_flag(baseline: CpuBaseline, os: str) -> str:
+    """The compiler flag that replaces ``-march=native``: GCC's ``-march=...`` or MSVC's ``/arch:...``."""
+    return baseline.msvc if os == "windows" else baseline.gcc
+
+
+def build_env(planned: PlannedCell, setup: BuildSetup) -> dict[str, str]:
+    """The variables dswheels sets for ``python -m build`` (to be laid over the inherited environment).
+
+    >>> from dswheels.core.model import *
+    >>> from dswheels.core.naming import parse_cell_id
+    >>> tc = Toolchain(runner_image="local", runs_on=(), host_compiler=HostCompiler("gcc", "12", ""),
+    ...     nvcc=None, cuda_toolkit="", arch_list=(), skip_cuda_check=False, cuda_check="",
+    ...     nvcc_flags=(), cpu_baseline="x86-64-v2", cuda_subpackages=(), notes=())
+    >>> cell = PlannedCell(cell=parse_cell_id("ds0.19.8-torch2.13-cpu-cp311-linux_x86_64"), torch_version="2.13.0",
+    ...     torch_index="", toolchain=tc, ops=OpPlan(build=(("cpu_adam", "CPU_ADAM"),), left_out=()),
+    ...     source=Source("sdist", "", ""), smoke_runs_on=())
+    >>> env = build_env(cell, BuildSetup(os="linux", path="/usr/bin", path_sep=":", jobs=2, cuda_home=None,
+    ...     nvcc=None, cache=None, compilers=None, extra_config=None))
+    >>> env["DS_BUILD_OPS"], env["DS_BUILD_CPU_ADAM"], env["DS_ACCELERATOR"], env["DS_BUILD_STRING"]
+    ('0', '1', 'cpu', '+cputorch2.13')
+    """
+    tc = planned.toolchain
+    env: dict[str, str] = {
+        # exactly the planned ops: everything off, then each planned op on
+        "DS_BUILD_OPS": "0",
+        **{f"DS_BUILD_{var}": "1" for _name, var in planned.ops.build},
+        # GPU-less builders would otherwise detect the cpu accelerator and build CPU variants of the ops
+        "DS_ACCELERATOR": accelerator_for(planned),
+        "DS_BUILD_STRING": build_string(planned.cell),
+        # ninja compiles an op's sources in parallel (setup.py turns it off unless this is set)
+        "DS_ENABLE_NINJA": "1",
+        "MAX_JOBS": str(max(1, setup.jobs)),
+        # the pip/uv/build output stays readable in logs
+        "PYTHONUNBUFFERED": "1",
+    }
+    if planned.cell.variant.is_cuda:
+        if setup.cuda_home is None:
+            msg = "a CUDA variant needs cuda_home"
+            raise ValueError(msg)
+        env["CUDA_HOME"] = setup.cuda_home
+        env["TORCH_CUDA_ARCH_LIST"] = tc.arch_list_text
+        if tc.skip_cuda_check:
+            env["DS_SKIP_CUDA_CHECK"] = "1"
+        if tc.nvcc_flags:
+            env["NVCC_APPEND_FLAGS"] = " ".join(tc.nvcc_flags)
+        if setup.os == "windows":
+            env["CUDA_PATH"] = setup.cuda_home
+        if setup.include_dirs:
+            # searched after the -I paths, so the toolkit's own headers win where both have one
+            var = "INCLUDE" if setup.os == "windows" else "CPATH"
+            env[var] = setup.path_sep.join(
+                [*setup.include_dirs, *([setup.include_var_value] if setup.include_var_value else [])]
+            )
+    if setup.os == "windows":
+        # torch refuses an active VC environment without it, and it makes setuptools use the PATH's cl
+        env["DISTUTILS_USE_SDK"] = "1"
+    elif not setup.debug_symbols:
+        # Python's own CFLAGS carry -g; $CFLAGS replaces them (setuptools 84) or is appended (older ones),
+        # so the same flags plus a final -g0 turn debug info off for ops that set no -g themselves
+        # (deepspeed_shm_comm, pin_memory); the patched '-g0' covers the rest
+        env["CFLAGS"] = " ".join(part for part in (setup.cflags_value, "-g0") if part)
+    if setup.compilers is not None:
+        env["CC"], env["CXX"] = setup.compilers
+    if setup.extra_config is not None:
+        env["DIST_EXTRA_CONFIG"] = setup.extra_config
+    if setup.cache is not None:
+        env.update(_cache_env(setup))
+    return env
+
+
+def _quote(path: str) -> str:
+    """Quote a path for a ninja command line (sh on Linux, CreateProcess on Windows)."""
+    return f'"{path}"' if " " in path else path
+
+
+def _cache_env(setup: BuildSetup) -> dict[str, str]:
+    cache = setup.cache
+    assert cache is not None  # noqa: S101 - checked by the caller
+    env: dict[str, str] = {}
+    nvcc = f"{_quote(cache.executable)} {_quote(setup.nvcc)}" if setup.nvcc is not None else None
+    if cache.tool == "ccache":
+        # work directories differ per build: hash paths relative to it, and not the cwd
+        env["CCACHE_BASEDIR"] = cache.base_dir
+        env["CCACHE_NOHASHDIR"] = "1"
+        if cache.stats_log:
+            env["CCACHE_STATSLOG"] = cache.stats_log
+        if cache.masquerade_dir:
+            # the C++ compiler through compiler-named links first on PATH (works with every torch);
+            # torch >= 2.13 would prepend ccache itself too: once is enough
+            env["PATH"] = cache.masquerade_dir + setup.path_sep + setup.path
+            env["TORCH_NO_COMPILER_WRAPPER"] = "1"
+        if nvcc is not None:
+            # read verbatim by torch's ninja writer (torch < 2.13 never wraps nvcc)
+            env["PYTORCH_NVCC"] = nvcc
+            env["TORCH_NO_COMPILER_WRAPPER"] = "1"
+    elif not (setup.torch_wraps_compiler and setup.os != "windows") and nvcc is not None:
+        # sccache cannot pose as the compiler; torch >= 2.13 on Linux prepends it to cxx and nvcc
+        # itself, older torch and Windows only take it for nvcc
+        env["PYTORCH_NVCC"] = nvcc
+    return env
+
+
+def dist_extra_config(parallel: int) -> str:
+    """setuptools reads ``DIST_EXTRA_CONFIG`` like a setup.cfg: build several extensions at once."""
+    return f"[build_ext]\nparallel = {parallel}\n"
+
+
+# --- source patches ------------------------------------------------------------------------------
+
+_CPU_ARCH_RE = re.compile(r"^(    )def cpu_arch\(self\):\n", re.MULTILINE)
+_SIMD_RE = re.compile(r"^(    )def simd_width\(self\):\n", re.MULTILINE)
+
+
+def _insert_return(text: str, pattern: re.Pattern[str], value: str, *, what: str, filename: str) -> str:
+    matches = pattern.findall(text)
+    if len(matches) != 1:
+        raise PatchError(
+            f"{filename}: expected exactly one `def {what}(self):` in class OpBuilder, found {len(matches)}",
+        )
+    line = f"        return {value!r}  {_MARK} portable CPU baseline instead of the build host's CPU\n"
+    return pattern.sub(lambda m: m.group(0) + line, text, count=1)
+
+
+def patch_portable_cpu(text: str, *, arch_flag: str, simd_flag: str, filename: str = "builder.py") -> str:
+    """Make ``OpBuilder.cpu_arch()``/``simd_width()`` return the baseline instead of probing the host.
+
+    DeepSpeed returns ``-march=native`` and a SIMD define read from the build host's CPU, so a
+    wheel built on an AVX-512 runner dies with SIGILL on older CPUs. An early ``return`` after
+    each ``def`` line (the same in every version 0.14-0.19) turns the old body into dead code.
+
+    >>> src = "class OpBuilder:\\n    def cpu_arch(self):\\n        return '-march=native'\\n" \\
+    ...       "    def simd_width(self):\\n        return '-D__AVX512__'\\n"
+    >>> out = patch_portable_cpu(src, arch_flag="-march=x86-64-v2", simd_flag="-D__SCALAR__")
+    >>> "return '-march=x86-64-v2'" in out and "return '-D__SCALAR__'" in out
+    True
+    """
+    if _MARK in text:
+        raise PatchError(f"{filename}: already patched (a reused source tree?)")
+    text = _insert_return(text, _CPU_ARCH_RE, arch_flag, what="cpu_arch", filename=filename)
+    return _insert_return(text, _SIMD_RE, simd_flag, what="simd_width", filename=filename)
+
+
+_DEBUG_FLAG_RE = re.compile(r"""(['"])-g\1""")
+
+
+def patch_debug_flags(text: str) -> tuple[str, int]:
+    """Turn DeepSpeed's hard-coded ``'-g'`` into ``'-g0'``; returns the text and how many were changed.
+
+    ``-g0`` rather than removal: Python's own CFLAGS carry ``-g`` and DeepSpeed's flags come
+    last on the command line, so the last one wins. Debug info costs about 40% of the compile
+    time and 98% of the size of a CPU op.
+
+    >>> patch_debug_flags("return ['-O3', '-g', '-Wno-reorder']")
+    ("return ['-O3', '-g0', '-Wno-reorder']", 1)
+    """
+    return _DEBUG_FLAG_RE.subn(lambda m: f"{m.group(1)}-g0{m.group(1)}", text)
+
+
+_REQ_LINE_RE = re.compile(r"^\s*torch\s*(?:[<>=!~;\[]|$)", re.IGNORECASE)
+
+
+def patch_torch_requirement(text: str, pin: str) -> tuple[str, int]:
+    r"""Pin torch in DeepSpeed's ``requirements/requirements.txt`` (what ``install_requires`` reads).
+
+    Every build frontend (``python -m build``, cibuildwheel) then writes the pin into the
+    wheel's METADATA itself; the post-processing pins it again, so both paths agree.
+
+    >>> patch_torch_requirement("hjson\ntorch>=2.0.0\ntorchvision\n", "torch==2.14.*")
+    ('hjson\ntorch==2.14.*\ntorchvision\n', 1)
+    """
+    lines = text.splitlines(keepends=True)
+    count = 0
+    for i, line in enumerate(lines):
+        if _REQ_LINE_RE.match(line):
+            lines[i] = pin + ("\n" if line.endswith("\n") else "")
+            count += 1
+    return "".join(lines), count
+
+
+_CMDCLASS_RE = re.compile(r"^(?P<indent>[ \t]*)cmdclass\['build_ext'\] = .*$", re.MULTILINE)
+_PER_EXTENSION = """\
+{i}# dswheels: one build directory per extension, so that extensions build in parallel
+{i}# (torch writes each extension's build.ninja into the build directory it is given)
+{i}def _dswheels_per_extension(base):
+{i}    import copy as _copy
+{i}    class _PerExtensionBuildDir(base):
+{i}        def build_extension(self, ext):
+{i}            clone = _copy.copy(self)
+{i}            clone.build_temp = os.path.join(self.build_temp, ext.name)
+{i}            return base.build_extension(clone, ext)
+{i}    return _PerExtensionBuildDir
+{i}cmdclass['build_ext'] = _dswheels_per_extension(cmdclass['build_ext'])
+"""
+
+
+def patch_parallel_extensions(text: str) -> str:
+    r"""Give every extension its own build directory in DeepSpeed's ``setup.py``.
+
+    setuptools builds extensions in parallel with ``[build_ext] parallel = N``
+    (``DIST_EXTRA_CONFIG``), but torch's ninja builds of two extensions would share one
+    ``build/temp*/build.ninja`` and race on it. The same ``cmdclass['build_ext'] = ...`` line
+    is in every DeepSpeed 0.14-0.19 setup.py; the wrapper goes right after it.
+
+    >>> out = patch_parallel_extensions("if x:\n    cmdclass['build_ext'] = B.with_options(use_ninja=1)\n")
+    >>> "    cmdclass['build_ext'] = _dswheels_per_extension(cmdclass['build_ext'])" in out
+    True
+    """
+    matches = list(_CMDCLASS_RE.finditer(text))
+    if len(matches) != 1:
+        raise PatchError(f"setup.py: expected one `cmdclass['build_ext'] = ...` line, found {len(matches)}")
+    match = matches[0]
+    end = text.index("\n", match.end()) + 1 if "\n" in text[match.end() :] else len(text)
+    return text[:end] + _PER_EXTENSION.format(i=match["indent"]) + text[end:]
+
+
+def split_jobs(jobs: int, ops: int, parallel: int = 0) -> tuple[int, int]:
+    """(extensions built at once, ninja jobs for each): about ``jobs`` compiles in all.
+
+    >>> split_jobs(2, 6), split_jobs(16, 3), split_jobs(4, 6, parallel=1)
+    ((2, 1), (3, 6), (1, 4))
+    """
+    at_once = max(1, min(ops, parallel or jobs))
+    return at_once, max(1, -(-jobs // at_once))
+
+
+# --- tool output -----------------------------------------------------------------------------
+
+_NVCC_RELEASE_RE = re.compile(r"release (\d+)\.(\d+)")
+
+
+def parse_nvcc_version(output: str) -> VersionTuple | None:
+    """``nvcc --version`` -> (13, 0).
+
+    >>> parse_nvcc_version("Cuda compilation tools, release 13.0, V13.0.88")
+    (13, 0)
+    """
+    match = _NVCC_RELEASE_RE.search(output)
+    return (int(match.group(1)), int(match.group(2))) if match else None

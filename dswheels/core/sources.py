@@ -1,0 +1,202 @@
+"""Where DeepSpeed sources and torch come from: pure decisions over fetched data.
+
+* The PyPI JSON API names the sdist of a version and its sha256 (:func:`sdist_from_pypi_json`).
+* GitHub tag archives (Windows builds) carry no digest anywhere; their sha256 is pinned in
+  the matrix or recorded in a lock file dswheels maintains (:class:`SourceLock`).
+* torch is installed from an index URL (PyTorch's per-variant index by default), a local
+  wheel directory, or whatever pip is configured with (:func:`uv_index_args`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from urllib.parse import urljoin
+
+__all__ = [
+    "LOCK_SCHEMA",
+    "LockEntry",
+    "SdistInfo",
+    "SourceLock",
+    "TorchSource",
+    "parse_lock",
+    "parse_pip_config",
+    "render_lock",
+    "sdist_from_pypi_json",
+    "uv_index_args",
+]
+
+LOCK_SCHEMA = "dswheels.sources-lock/1"
+_SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
+
+
+@dataclass(frozen=True, slots=True)
+class SdistInfo:
+    filename: str
+    url: str
+    sha256: str
+    size: int | None
+
+
+def sdist_from_pypi_json(data: object, *, version: str, json_url: str) -> SdistInfo:
+    """The sdist of ``version`` in PyPI's project JSON (``/pypi/<name>/json``).
+
+    Relative URLs (mirrors serve them) are resolved against the JSON's own URL. Raises
+    ``LookupError`` when the version or its sdist is missing, ``ValueError`` on a bad shape.
+    """
+    if not isinstance(data, dict):
+        raise TypeError("PyPI JSON: not an object")
+    releases = data.get("releases")
+    if not isinstance(releases, dict):
+        raise TypeError("PyPI JSON: no 'releases' object")
+    files = releases.get(version)
+    if files is None:
+        known = sorted(releases)[-5:]
+        raise LookupError(f"PyPI has no release {version} (newest: {', '.join(known)})")
+    if not isinstance(files, list):
+        raise TypeError(f"PyPI JSON: releases[{version!r}] is not a list")
+    for entry in files:
+        if not isinstance(entry, dict) or entry.get("packagetype") != "sdist" or entry.get("yanked") is True:
+            continue
+        digests = entry.get("digests")
+        sha = digests.get("sha256") if isinstance(digests, dict) else None
+        url, filename, size = entry.get("url"), entry.get("filename"), entry.get("size")
+        if not isinstance(url, str) or not isinstance(sha, str) or not _SHA256_RE.match(sha):
+            raise ValueError(f"PyPI JSON: the sdist entry of {version} lacks a url or a sha256 digest")
+        return SdistInfo(
+            filename=filename if isinstance(filename, str) else url.rsplit("/", 1)[-1],
+            url=urljoin(json_url, url),
+            sha256=sha,
+            size=size if isinstance(size, int) and not isinstance(size, bool) else None,
+        )
+    raise LookupError(f"PyPI has no (unyanked) sdist for {version}")
+
+
+# --- the lock file ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class LockEntry:
+    sha256: str
+    size: int
+    recorded: str  # ISO 8601 UTC
+
+
+@dataclass(frozen=True, slots=True)
+class SourceLock:
+    """url -> the sha256 recorded the first time dswheels fetched it."""
+
+    entries: Mapping[str, LockEntry]
+
+    def get(self, url: str) -> LockEntry | None:
+        return self.entries.get(url)
+
+    def with_entry(self, url: str, entry: LockEntry) -> SourceLock:
+        return SourceLock(entries={**self.entries, url: entry})
+
+
+def parse_lock(text: str, *, filename: str = "sources.lock") -> SourceLock:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{filename}: not JSON ({exc})") from None
+    if not isinstance(data, dict) or data.get("schema") != LOCK_SCHEMA:
+        raise ValueError(f"{filename}: not a dswheels sources lock (schema {LOCK_SCHEMA!r} expected)")
+    sources = data.get("sources")
+    if not isinstance(sources, dict):
+        raise ValueError(f"{filename}: 'sources' must be an object")  # noqa: TRY004 - one error type for the caller
+    entries: dict[str, LockEntry] = {}
+    for url, entry in sources.items():
+        sha = entry.get("sha256") if isinstance(entry, dict) else None
+        size = entry.get("size") if isinstance(entry, dict) else None
+        if not isinstance(sha, str) or not _SHA256_RE.match(sha) or not isinstance(size, int):
+            raise ValueError(f"{filename}: bad entry for {url}")
+        recorded = entry.get("recorded")
+        entries[str(url)] = LockEntry(sha256=sha, size=size, recorded=recorded if isinstance(recorded, str) else "")
+    return SourceLock(entries=entries)
+
+
+def render_lock(lock: SourceLock) -> str:
+    sources = {
+        url: {"sha256": e.sha256, "size": e.size, "recorded": e.recorded} for url, e in sorted(lock.entries.items())
+    }
+    return json.dumps({"schema": LOCK_SCHEMA, "sources": sources}, indent=2) + "\n"
+
+
+# --- where torch comes from -----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TorchSource:
+    """``index``: a PEP 503 index URL (per cell: the plan's, or --torch-index); ``links``: a local
+    wheel directory or find-links page; ``pip``: the indexes pip itself is configured with."""
+
+    kind: str  # "plan" | "index" | "links" | "pip"
+    location: str = ""
+
+    def describe(self) -> str:
+        return {
+            "plan": "the plan's index",
+            "index": f"index {self.location}",
+            "links": f"wheels in {self.location}",
+            "pip": "pip's configured indexes",
+        }[self.kind]
+
+
+_PIP_LINE_RE = re.compile(r"^(?P<scope>[^.\s]*)\.(?P<key>[a-z-]+)=(?P<value>.*)$")
+_PIP_KEYS = {"index-url", "extra-index-url", "find-links", "no-index"}
+_PIP_SCOPES = {"global", "install", ":env:", "download"}
+
+
+def parse_pip_config(text: str) -> dict[str, list[str]]:
+    """``pip config list`` output -> {key: values} for the keys that choose where packages come from.
+
+    >>> parse_pip_config("global.extra-index-url='file:///a file:///b'\\n:env:.find-links='/opt/wheels'\\n")
+    {'extra-index-url': ['file:///a', 'file:///b'], 'find-links': ['/opt/wheels']}
+    """
+    found: dict[str, list[str]] = {}
+    for line in text.splitlines():
+        match = _PIP_LINE_RE.match(line.strip())
+        if not match or match["key"] not in _PIP_KEYS or match["scope"] not in _PIP_SCOPES:
+            continue
+        raw = match["value"]
+        try:
+            parts = shlex.split(raw)
+        except ValueError:
+            parts = [raw.strip("'\"")]
+        values = [v for part in parts for v in part.split()]
+        bucket = found.setdefault(match["key"], [])
+        bucket.extend(v for v in values if v not in bucket)
+    return found
+
+
+def uv_index_args(source: TorchSource, *, plan_index: str, pip_config: Mapping[str, Sequence[str]]) -> list[str]:
+    """The ``uv pip install`` arguments that make torch come from ``source``.
+
+    An index is added *before* PyPI (uv's first-index strategy takes torch from it, anything
+    it lacks from PyPI), so both a full mirror and a torch-only one work.
+
+    >>> uv_index_args(TorchSource("plan"), plan_index="https://download.pytorch.org/whl/cu130", pip_config={})
+    ['--index', 'https://download.pytorch.org/whl/cu130']
+    >>> uv_index_args(TorchSource("pip"), plan_index="", pip_config={"find-links": ["/opt/wheels"]})
+    ['--find-links', '/opt/wheels']
+    """
+    if source.kind == "plan":
+        return ["--index", plan_index]
+    if source.kind == "index":
+        return ["--index", source.location]
+    if source.kind == "links":
+        return ["--find-links", source.location]
+    args: list[str] = []
+    if pip_config.get("no-index"):
+        args.append("--no-index")
+    for url in pip_config.get("index-url", [])[:1]:
+        args += ["--default-index", url]
+    for url in pip_config.get("extra-index-url", []):
+        args += ["--index", url]
+    for link in pip_config.get("find-links", []):
+        args += ["--find-links", link]
+    return args

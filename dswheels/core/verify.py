@@ -1,0 +1,257 @@
+"""What a wheel must be, checked without installing it (``dswheels verify``, static part).
+
+Every check is a :class:`Check` with a sentence a person can act on; the effectful side
+(:mod:`dswheels.effects.verify`) gathers the wheel's contents and adds the checks that need
+tools (disassembly) or a running interpreter (ds_report, loading every op).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
+from dswheels.core.fatbin import GpuCode, arch_number
+from dswheels.core.manifest import Manifest
+from dswheels.core.model import Cell, Platform, Python, Variant
+from dswheels.core.naming import PROJECT, local_label, wheel_filename, wheel_version
+from dswheels.core.versions import format_version, parse_version
+from dswheels.core.wheelfile import EXTENSION_SUFFIXES, InstalledInfo, extension_for_module, torch_pin
+
+__all__ = [
+    "PORTABLE_MARK",
+    "Check",
+    "Expected",
+    "cell_from_wheel_filename",
+    "expected_from_manifest",
+    "gpu_checks",
+    "render_checks_markdown",
+    "requires_of",
+    "static_checks",
+]
+
+PORTABLE_MARK = "# dswheels: portable CPU baseline"
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    name: str
+    ok: bool
+    detail: str
+
+    def as_json(self) -> dict[str, object]:
+        return {"name": self.name, "ok": self.ok, "detail": self.detail}
+
+
+@dataclass(frozen=True, slots=True)
+class Expected:
+    """What the wheel must contain: from its build manifest, or from the plan when there is none."""
+
+    cell: Cell
+    ops: tuple[str, ...]
+    modules: Mapping[str, str] = field(default_factory=dict)  # op -> absolute_name() ("" unknown)
+    cpu_baseline: str = ""
+    arch_list: tuple[str, ...] = ()
+    source: str = "manifest"  # "manifest" | "plan"
+    wheel_sha256: str = ""  # the manifest's record of the wheel ("" from a plan)
+
+    @property
+    def accelerator(self) -> str:
+        return "cuda" if self.cell.variant.is_cuda else "cpu"
+
+
+def cell_from_wheel_filename(filename: str) -> Cell:
+    """The cell a wheel's name says it is (its local label ``<variant>torch<M.m>``).
+
+    >>> from dswheels.core.naming import cell_id
+    >>> cell_id(cell_from_wheel_filename("deepspeed-0.19.8+cu130torch2.14-cp311-cp311-linux_x86_64.whl"))
+    'ds0.19.8-torch2.14-cu130-cp311-linux_x86_64'
+    """
+    try:
+        name, version, _build, tags = parse_wheel_filename(filename)
+    except InvalidWheelFilename as exc:
+        raise ValueError(f"not a wheel filename: {exc}") from None
+    if name != PROJECT:
+        raise ValueError(f"{filename} is not a {PROJECT} wheel")
+    label = version.local
+    if not label or "torch" not in label:
+        raise ValueError(f"{filename} has no dswheels label (+<variant>torch<M.m>) in its version")
+    variant_text, _, torch_text = label.partition("torch")
+    tag = next(iter(tags))
+    try:
+        return Cell(
+            deepspeed=parse_version(version.base_version),
+            torch=parse_version(torch_text),
+            variant=Variant.parse(variant_text),
+            python=Python.parse(tag.abi),
+            platform=Platform(tag.platform),
+        )
+    except ValueError as exc:
+        raise ValueError(f"{filename}: {exc}") from None
+
+
+def expected_from_manifest(manifest: Manifest, cell: Cell) -> Expected:
+    arch = tuple(t for t in manifest.arch_list.split(";") if t)
+    return Expected(
+        cell=cell,
+        ops=manifest.ops,
+        modules={op.name: op.module for op in manifest.ops_built},
+        cpu_baseline=manifest.cpu_baseline,
+        arch_list=arch,
+        source="manifest",
+        wheel_sha256=manifest.wheel.sha256,
+    )
+
+
+def requires_of(metadata: str) -> list[Requirement]:
+    """The ``Requires-Dist`` of a METADATA text (unparsable lines skipped)."""
+    head = metadata.partition("\n\n")[0]
+    found = []
+    for line in head.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip().lower() == "requires-dist":
+            try:
+                found.append(Requirement(value.strip()))
+            except InvalidRequirement:
+                continue
+    return found
+
+
+def _metadata_field(metadata: str, key: str) -> str:
+    for line in metadata.partition("\n\n")[0].splitlines():
+        name, _, value = line.partition(":")
+        if name.strip().lower() == key.lower():
+            return value.strip()
+    return ""
+
+
+def static_checks(
+    *,
+    filename: str,
+    names: Sequence[str],
+    metadata: str,
+    installed: InstalledInfo,
+    expected: Expected,
+    builder_source: str | None,
+    sha256: str = "",
+) -> list[Check]:
+    """Every check that needs only the wheel's bytes (the ``builder_source`` is its op_builder/builder.py)."""
+    cell = expected.cell
+    checks: list[Check] = []
+    if expected.wheel_sha256:
+        same = sha256 == expected.wheel_sha256
+        checks.append(
+            Check(
+                "manifest sha256",
+                ok=same,
+                detail=f"sha256 {sha256[:16]}... "
+                + ("as the manifest records" if same else f"but the manifest records {expected.wheel_sha256[:16]}..."),
+            ),
+        )
+    label = local_label(cell)
+
+    want_name = wheel_filename(cell)
+    checks.append(
+        Check("filename", filename == want_name, f"{filename}" + ("" if filename == want_name else f" != {want_name}")),
+    )
+    version = _metadata_field(metadata, "Version")
+    checks.append(
+        Check(
+            "version label",
+            version == wheel_version(cell) and installed.version == wheel_version(cell),
+            f"METADATA {version}, git_version_info {installed.version}, expected {wheel_version(cell)}",
+        ),
+    )
+    torch_reqs = [str(r) for r in requires_of(metadata) if r.name == "torch"]
+    checks.append(
+        Check(
+            "torch pin",
+            torch_reqs == [torch_pin(cell.torch)],
+            f"Requires-Dist torch: {', '.join(torch_reqs) or 'none'}; expected {torch_pin(cell.torch)}",
+        ),
+    )
+    accel_ok = installed.accelerator_name == expected.accelerator
+    detail = f"accelerator_name {installed.accelerator_name!r}"
+    if not accel_ok:
+        detail += (
+            f", but the wheel is labelled {label}: DeepSpeed loads prebuilt ops only when the run-time accelerator "
+            f"is the build's, so on {'a GPU' if expected.accelerator == 'cuda' else 'this machine'} every op would "
+            "be JIT-compiled (build with DS_ACCELERATOR=" + expected.accelerator + ")"
+        )
+    checks.append(Check("accelerator", accel_ok, detail))
+    info = installed.torch_info
+    want_cuda = cell.variant.cuda_text if cell.variant.is_cuda else "0.0"
+    torch_ok = str(info.get("version")) == format_version(cell.torch)
+    cuda_ok = str(info.get("cuda_version")) == want_cuda
+    checks.append(
+        Check(
+            "torch_info",
+            torch_ok and cuda_ok,
+            f"built with torch {info.get('version')}, CUDA {info.get('cuda_version')}; the label says torch "
+            f"{format_version(cell.torch)}, CUDA {want_cuda}",
+        ),
+    )
+    built = set(installed.built_ops)
+    want = set(expected.ops)
+    missing, extra = sorted(want - built), sorted(built - want)
+    parts = [f"installed_ops: {', '.join(sorted(built)) or 'none'}"]
+    if missing:
+        parts.append(f"short of the {expected.source}'s list by {', '.join(missing)}")
+    if extra:
+        parts.append(f"not in the {expected.source}'s list: {', '.join(extra)}")
+    checks.append(Check("installed ops", not missing and not extra, "; ".join(parts)))
+    extensions = [n for n in names if n.endswith(EXTENSION_SUFFIXES) and n.startswith("deepspeed/")]
+    problems = []
+    for op in sorted(built):
+        module = expected.modules.get(op, "")
+        if module and extension_for_module(module, names) is None:
+            problems.append(f"{op}: no {module} extension")
+    if len(extensions) != len(built):
+        problems.append(f"{len(extensions)} extension files for {len(built)} installed ops")
+    checks.append(
+        Check(
+            "extensions",
+            not problems,
+            "; ".join(problems) or f"one extension per op ({len(extensions)}): " + ", ".join(sorted(extensions)),
+        ),
+    )
+    if builder_source is not None:
+        checks.append(
+            Check(
+                "portable op_builder",
+                PORTABLE_MARK in builder_source,
+                "deepspeed/ops/op_builder/builder.py "
+                + (
+                    "returns the CPU baseline (JIT builds on users' machines are portable too)"
+                    if PORTABLE_MARK in builder_source
+                    else "still probes the build host's CPU (-march=native)"
+                ),
+            ),
+        )
+    return checks
+
+
+def gpu_checks(expected: Expected, gpu: Mapping[str, GpuCode]) -> list[Check]:
+    """SASS only for planned archs (and some), PTX only where +PTX: per CUDA extension."""
+    if not expected.cell.variant.is_cuda or not expected.arch_list:
+        return []
+    sass_ok = {arch_number(t) for t in expected.arch_list}
+    ptx_ok = {arch_number(t) for t in expected.arch_list if t.endswith("+PTX")}
+    checks = []
+    for name, code in sorted(gpu.items()):
+        bad = sorted(set(code.sass) - sass_ok) + sorted(set(code.ptx) - ptx_ok)
+        ok = bool(code.sass) and not bad
+        checks.append(
+            Check(f"gpu code {name.rsplit('/', 1)[-1]}", ok, code.describe() + (f"; unplanned {bad}" if bad else ""))
+        )
+    return checks
+
+
+def render_checks_markdown(title: str, checks: Sequence[Check]) -> str:
+    lines = [f"#### {title}", "", "| check | result | detail |", "|---|---|---|"]
+    for c in checks:
+        detail = c.detail.replace("|", "\\|").replace("\n", " ")
+        lines.append(f"| {c.name} | {'ok' if c.ok else '**FAILED**'} | {detail} |")
+    return "\n".join(lines) + "\n"

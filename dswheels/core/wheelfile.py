@@ -1,0 +1,184 @@
+"""Pure reading and rewriting of what is inside a DeepSpeed wheel.
+
+The effectful side (:mod:`dswheels.effects.postprocess`) opens the zip; everything that
+decides *what* the bytes become lives here: the torch pin in ``METADATA``, the ``RECORD``
+lines, the op list DeepSpeed stamped into ``git_version_info_installed.py``, and which file
+of the wheel is an op's extension.
+"""
+
+from __future__ import annotations
+
+import ast
+import base64
+import csv
+import hashlib
+import io
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from dswheels.core.versions import VersionTuple, format_version
+
+__all__ = [
+    "INSTALLED_INFO",
+    "InstalledInfo",
+    "WheelContentError",
+    "dist_info_dir",
+    "extension_for_module",
+    "parse_installed_info",
+    "pin_requirement",
+    "record_hash",
+    "render_record",
+    "torch_pin",
+]
+
+INSTALLED_INFO = "deepspeed/git_version_info_installed.py"
+EXTENSION_SUFFIXES = (".so", ".pyd")
+
+
+class WheelContentError(ValueError):
+    """The wheel does not contain what a DeepSpeed build writes."""
+
+
+def torch_pin(torch: VersionTuple) -> str:
+    """The requirement a wheel built against torch M.m needs: exactly that minor.
+
+    >>> torch_pin((2, 14))
+    'torch==2.14.*'
+    """
+    return f"torch=={format_version(torch[:2])}.*"
+
+
+_REQ_NAME_RE = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+
+
+def _canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def pin_requirement(metadata: str, *, project: str, requirement: str) -> str:
+    """Replace every ``Requires-Dist: <project>...`` header with ``requirement`` (markers kept).
+
+    Only the header block is touched (the description after the first blank line may quote
+    requirements). If the project is not required at all, the pin is added after the last
+    ``Requires-Dist``.
+
+    >>> md = "Metadata-Version: 2.1\\nName: deepspeed\\nRequires-Dist: torch>=2.0.0\\nRequires-Dist: tqdm\\n\\nbody"
+    >>> print(pin_requirement(md, project="torch", requirement="torch==2.14.*"))
+    Metadata-Version: 2.1
+    Name: deepspeed
+    Requires-Dist: torch==2.14.*
+    Requires-Dist: tqdm
+    <BLANKLINE>
+    body
+    """
+    head, sep, body = metadata.partition("\n\n")
+    lines = head.split("\n")
+    want = _canonical(project)
+    out: list[str] = []
+    replaced = False
+    last_requires = -1
+    for line in lines:
+        key, colon, value = line.partition(":")
+        if colon and key.strip().lower() == "requires-dist":
+            match = _REQ_NAME_RE.match(value)
+            if match and _canonical(match.group(1)) == want:
+                _req, semi, marker = value.partition(";")
+                if not replaced:
+                    out.append(f"Requires-Dist: {requirement}" + (f"; {marker.strip()}" if semi else ""))
+                    replaced = True
+                last_requires = len(out) - 1
+                continue
+            last_requires = len(out)
+        out.append(line)
+    if not replaced:
+        out.insert(last_requires + 1 if last_requires >= 0 else len(out), f"Requires-Dist: {requirement}")
+    return "\n".join(out) + sep + body
+
+
+def record_hash(data: bytes) -> str:
+    """The RECORD hash field: ``sha256=`` + urlsafe base64 without padding (PEP 376/427)."""
+    digest = hashlib.sha256(data).digest()
+    return "sha256=" + base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
+
+
+def render_record(files: Iterable[tuple[str, bytes]], *, record_path: str) -> str:
+    """``RECORD`` for ``files`` (every file of the wheel but RECORD itself), in the given order."""
+    buf = io.StringIO()
+    writer = csv.writer(buf, delimiter=",", quotechar='"', lineterminator="\n")
+    for name, data in files:
+        if name == record_path:
+            continue
+        writer.writerow((name, record_hash(data), str(len(data))))
+    writer.writerow((record_path, "", ""))
+    return buf.getvalue()
+
+
+def dist_info_dir(names: Iterable[str]) -> str:
+    """The ``*.dist-info`` directory of a wheel's member names."""
+    dirs = {name.split("/", 1)[0] for name in names if name.split("/", 1)[0].endswith(".dist-info")}
+    if len(dirs) != 1:
+        raise WheelContentError(f"expected one .dist-info directory, found {sorted(dirs) or 'none'}")
+    return dirs.pop()
+
+
+@dataclass(frozen=True, slots=True)
+class InstalledInfo:
+    """``deepspeed/git_version_info_installed.py`` as DeepSpeed's setup.py wrote it."""
+
+    version: str
+    installed_ops: Mapping[str, bool]
+    accelerator_name: str
+    torch_info: Mapping[str, object] = field(default_factory=dict)
+
+    @property
+    def built_ops(self) -> tuple[str, ...]:
+        return tuple(name for name, on in self.installed_ops.items() if on)
+
+
+def parse_installed_info(text: str) -> InstalledInfo:
+    """Read the literal assignments of ``git_version_info_installed.py`` (never execute it).
+
+    >>> info = parse_installed_info("version='0.19.8+cputorch2.13'\\ninstalled_ops={'cpu_adam': 1, 'x': False}\\n"
+    ...     "accelerator_name='cpu'\\ntorch_info={'version': '2.13', 'cuda_version': '0.0'}\\n")
+    >>> info.built_ops, info.accelerator_name
+    (('cpu_adam',), 'cpu')
+    """
+    try:
+        tree = ast.parse(text)
+    except SyntaxError as exc:
+        raise WheelContentError(f"{INSTALLED_INFO} is not Python: {exc}") from None
+    values: dict[str, object] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            try:
+                values[node.targets[0].id] = ast.literal_eval(node.value)
+            except ValueError:
+                continue
+    ops = values.get("installed_ops")
+    if not isinstance(ops, dict):
+        raise WheelContentError(f"{INSTALLED_INFO} has no installed_ops dict")
+    accelerator = values.get("accelerator_name")
+    torch_info = values.get("torch_info")
+    return InstalledInfo(
+        version=str(values.get("version", "")).strip(),
+        installed_ops={str(k): bool(v) for k, v in ops.items()},
+        accelerator_name=str(accelerator) if accelerator is not None else "",
+        torch_info={str(k): v for k, v in torch_info.items()} if isinstance(torch_info, dict) else {},
+    )
+
+
+def extension_for_module(module: str, names: Sequence[str]) -> str | None:
+    """The extension file (``.so``/``.pyd``) of the wheel that imports as ``module``.
+
+    >>> extension_for_module("deepspeed.ops.adam.cpu_adam_op",
+    ...     ["deepspeed/ops/adam/__init__.py", "deepspeed/ops/adam/cpu_adam_op.cpython-311-x86_64-linux-gnu.so"])
+    'deepspeed/ops/adam/cpu_adam_op.cpython-311-x86_64-linux-gnu.so'
+    """
+    package, _, leaf = module.rpartition(".")
+    folder = package.replace(".", "/")
+    for name in names:
+        directory, _, filename = name.rpartition("/")
+        if directory == folder and filename.endswith(EXTENSION_SUFFIXES) and filename.split(".", 1)[0] == leaf:
+            return name
+    return None

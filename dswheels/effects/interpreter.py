@@ -1,0 +1,278 @@
+"""An interpreter with the cell's torch: the current one when it matches, else a cached venv.
+
+Venvs are made and filled by uv, so every venv shares uv's download cache and hard-links
+from it: the CUDA torch (several GB with its nvidia-* wheels) is downloaded once per
+machine, not once per venv or per test session.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from dswheels.core.model import PlannedCell
+from dswheels.core.sources import TorchSource, parse_pip_config, uv_index_args
+from dswheels.core.versions import format_version
+from dswheels.effects import proc
+from dswheels.errors import EnvironmentMismatchError
+from dswheels.log import get_reporter
+
+__all__ = [
+    "BUILD_REQUIREMENTS",
+    "Interpreter",
+    "PythonInfo",
+    "find_uv",
+    "interpreter_mismatch",
+    "prepare_interpreter",
+    "probe_python",
+    "torch_index_args",
+    "uv_install",
+]
+
+# What DeepSpeed's setup.py needs next to torch when built without isolation.
+BUILD_REQUIREMENTS = ("setuptools>=69", "wheel", "build>=1.2", "ninja", "packaging", "numpy")
+_PROBE_MODULES = ("setuptools", "wheel", "build", "ninja", "packaging", "numpy")
+
+_PROBE = r"""
+import json, platform, sys, sysconfig, importlib
+info = {"python": platform.python_version(), "executable": sys.executable,
+        "platform": sysconfig.get_platform(), "gil_disabled": bool(sysconfig.get_config_var("Py_GIL_DISABLED")),
+        "scripts": sysconfig.get_path("scripts"), "purelib": sysconfig.get_path("purelib"),
+        "cflags": sysconfig.get_config_var("CFLAGS") or "",
+        "torch": None, "torch_cuda": None, "modules": {}}
+try:
+    import torch
+    info["torch"] = torch.__version__
+    info["torch_cuda"] = torch.version.cuda
+except Exception as exc:
+    info["torch_error"] = repr(exc)
+for name in MODULES:
+    try:
+        info["modules"][name] = getattr(importlib.import_module(name), "__version__", "?")
+    except Exception:
+        info["modules"][name] = None
+print("DSWHEELS-PROBE " + json.dumps(info))
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class PythonInfo:
+    python: str  # "3.11.7"
+    executable: str
+    platform: str  # sysconfig: "linux-x86_64" | "win-amd64"
+    gil_disabled: bool
+    scripts: str  # where console scripts (ninja) live
+    purelib: str  # site-packages
+    cflags: str  # the interpreter's own CFLAGS (setuptools compiles extensions with them)
+    torch: str | None  # "2.14.1+cu130"
+    torch_cuda: str | None  # "13.0"
+    modules: Mapping[str, str | None] = field(default_factory=dict)
+
+    @property
+    def missing_build_modules(self) -> tuple[str, ...]:
+        return tuple(name for name in _PROBE_MODULES if not self.modules.get(name))
+
+
+@dataclass(frozen=True, slots=True)
+class Interpreter:
+    python: Path
+    info: PythonInfo
+    origin: str  # "current" | "venv (new)" | "venv (reused)"
+
+
+def probe_python(python: Path | str, *, env: Mapping[str, str] | None = None) -> PythonInfo:
+    code = _PROBE.replace("MODULES", repr(_PROBE_MODULES))
+    result = proc.run(
+        [str(python), "-c", code],
+        env=env,
+        capture=True,
+        echo=False,
+        stream=False,
+        heartbeat=None,
+        check=False,
+        error=EnvironmentMismatchError,
+        what=f"probing {python}",
+    )
+    for line in result.output.splitlines():
+        if line.startswith("DSWHEELS-PROBE "):
+            data = json.loads(line.removeprefix("DSWHEELS-PROBE "))
+            return PythonInfo(
+                python=data["python"],
+                executable=data["executable"],
+                platform=data["platform"],
+                gil_disabled=bool(data["gil_disabled"]),
+                scripts=data["scripts"],
+                purelib=data["purelib"],
+                cflags=data.get("cflags", ""),
+                torch=data["torch"],
+                torch_cuda=data["torch_cuda"],
+                modules=data["modules"],
+            )
+    raise EnvironmentMismatchError(
+        f"cannot run the interpreter {python}",
+        details="\n".join(result.tail[-10:]),
+    )
+
+
+_PLATFORMS = {"linux_x86_64": "linux-x86_64", "win_amd64": "win-amd64"}
+
+
+def interpreter_mismatch(info: PythonInfo, planned: PlannedCell) -> str | None:
+    """Why ``info`` cannot build ``planned`` (None: it can)."""
+    cell = planned.cell
+    want_py = format_version(cell.python.version)
+    if ".".join(info.python.split(".")[:2]) != want_py or info.gil_disabled != cell.python.free_threaded:
+        return f"Python {info.python}{'t' if info.gil_disabled else ''}, the cell needs {cell.python}"
+    if _PLATFORMS.get(cell.platform.value) != info.platform:
+        return f"platform {info.platform}, the cell is {cell.platform.value}"
+    if info.torch is None:
+        return "torch is not installed"
+    torch_minor = ".".join(info.torch.split("+")[0].split(".")[:2])
+    if torch_minor != format_version(cell.torch):
+        return f"torch {info.torch}, the cell needs torch {format_version(cell.torch)}"
+    if cell.variant.is_cuda:
+        if info.torch_cuda is None:
+            return f"torch {info.torch} is a CPU build, the cell needs CUDA {cell.variant.cuda_text}"
+        if ".".join(info.torch_cuda.split(".")[:2]) != cell.variant.cuda_text:
+            return f"torch {info.torch} is built with CUDA {info.torch_cuda}, the cell needs {cell.variant.cuda_text}"
+    elif info.torch_cuda is not None:
+        return f"torch {info.torch} is a CUDA {info.torch_cuda} build, the cell is the cpu variant"
+    return None
+
+
+def find_uv() -> str:
+    try:
+        from uv import find_uv_bin  # noqa: PLC0415 - optional until needed
+
+        return str(find_uv_bin())
+    except (ImportError, FileNotFoundError):
+        pass
+    found = shutil.which("uv")
+    if found:
+        return found
+    raise EnvironmentMismatchError(
+        "uv is needed to create build environments and was not found",
+        hint="pip install uv (it is a dependency of dswheels), or run dswheels from the build environment",
+    )
+
+
+def _pip_config(python: str) -> dict[str, list[str]]:
+    """What pip here is configured with (its config files and PIP_* variables), as pip itself reports it."""
+    candidates = [[python, "-m", "pip"]]
+    candidates += [[tool] for name in ("pip3", "pip") if (tool := shutil.which(name))]
+    for argv in candidates:
+        result = proc.run(
+            [*argv, "config", "list"],
+            capture=True,
+            echo=False,
+            stream=False,
+            heartbeat=None,
+            check=False,
+            error=EnvironmentMismatchError,
+        )
+        if result.returncode == 0:
+            return parse_pip_config(result.output)
+    raise EnvironmentMismatchError(
+        "--torch-index pip: no pip found to read its configuration from",
+        hint="install pip, or give --torch-index an index URL or a wheel directory",
+    )
+
+
+def torch_index_args(torch_source: TorchSource, plan_index: str) -> list[str]:
+    """uv's arguments for where torch (and, in pip mode, everything else) comes from."""
+    pip_config = _pip_config(sys.executable) if torch_source.kind == "pip" else {}
+    args = uv_index_args(torch_source, plan_index=plan_index, pip_config=pip_config)
+    if torch_source.kind == "pip":
+        # pip considers every configured source and takes the best version; so must uv
+        args += ["--index-strategy", "unsafe-best-match"]
+    return args
+
+
+def _venv_key(planned: PlannedCell, index_args: Sequence[str]) -> str:
+    cell = planned.cell
+    digest = hashlib.sha256("\0".join(index_args).encode()).hexdigest()[:8]
+    return f"{cell.python.tag}-torch{planned.torch_version}-{cell.variant.name}-{digest}"
+
+
+def prepare_interpreter(
+    planned: PlannedCell,
+    *,
+    mode: str,
+    torch_source: TorchSource,
+    venv_root: Path,
+    log_file: Path | None,
+) -> Interpreter:
+    """``mode``: ``auto`` (current interpreter if it matches, else a venv), ``current``, ``venv``."""
+    reporter = get_reporter()
+    current = Path(sys.executable)
+    if mode in ("auto", "current"):
+        info = probe_python(current)
+        why = interpreter_mismatch(info, planned)
+        if why is None:
+            if info.missing_build_modules:
+                uv = find_uv()
+                reporter.info(f"installing build requirements into {current}: {', '.join(info.missing_build_modules)}")
+                uv_install(uv, current, BUILD_REQUIREMENTS, [], log_file=log_file)
+                info = probe_python(current)
+            reporter.info(f"interpreter: this one ({current}, torch {info.torch})")
+            return Interpreter(python=current, info=info, origin="current")
+        if mode == "current":
+            raise EnvironmentMismatchError(
+                f"this interpreter cannot build the cell: {why}",
+                hint="install the cell's torch here, or let dswheels make a venv (--interpreter auto)",
+            )
+        reporter.info(f"interpreter: a venv for the cell (this interpreter: {why})")
+    uv = find_uv()
+    index_args = torch_index_args(torch_source, planned.torch_index)
+    venv = venv_root / _venv_key(planned, index_args)
+    python = venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+    origin = "venv (reused)"
+    if not python.exists():
+        origin = "venv (new)"
+        shutil.rmtree(venv, ignore_errors=True)
+        proc.run(
+            [uv, "venv", "--python", str(planned.cell.python), str(venv)],
+            log_file=log_file,
+            stream=False,
+            error=EnvironmentMismatchError,
+            what=f"creating a Python {planned.cell.python} venv",
+        )
+    else:
+        info = probe_python(python)
+        exact = (info.torch or "").split("+")[0] == planned.torch_version
+        if exact and interpreter_mismatch(info, planned) is None and not info.missing_build_modules:
+            reporter.info(f"interpreter: {venv} (reused, torch {info.torch})")
+            return Interpreter(python=python, info=info, origin=origin)
+    reporter.info(f"installing torch {planned.torch_version} from {torch_source.describe()} ({origin})")
+    uv_install(uv, python, [f"torch=={planned.torch_version}"], index_args, log_file=log_file)
+    build_index = index_args if torch_source.kind == "pip" else []
+    uv_install(uv, python, BUILD_REQUIREMENTS, build_index, log_file=log_file)
+    info = probe_python(python)
+    why = interpreter_mismatch(info, planned)
+    if why is not None:
+        raise EnvironmentMismatchError(
+            f"the venv {venv} still cannot build the cell: {why}",
+            hint=f"the torch index ({torch_source.describe()}) gave another build than the plan's "
+            f"{planned.torch_version} {planned.cell.variant.name}; choose another with --torch-index",
+        )
+    return Interpreter(python=python, info=info, origin=origin)
+
+
+def uv_install(
+    uv: str, python: Path, requirements: Sequence[str], index_args: Sequence[str], *, log_file: Path | None
+) -> None:
+    proc.run(
+        [uv, "pip", "install", "--python", str(python), *index_args, *requirements],
+        log_file=log_file,
+        stream=False,
+        heartbeat=60,
+        heartbeat_label="uv pip install",
+        error=EnvironmentMismatchError,
+        what=f"installing {' '.join(requirements)}",
+    )

@@ -1,0 +1,201 @@
+"""After ``python -m build``: strip, prove the CPU baseline, pin torch, rewrite RECORD, repack.
+
+The wheel is rewritten member by member into a staging file; nothing is written where a
+later step would publish it until the whole wheel checks out (see :mod:`dswheels.effects.build`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import tarfile
+import tempfile
+import zipfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from dswheels.core.fatbin import GpuCode, gpu_code
+from dswheels.core.isa import IsaReport, scan_disassembly
+from dswheels.core.versions import VersionTuple
+from dswheels.core.wheelfile import (
+    EXTENSION_SUFFIXES,
+    INSTALLED_INFO,
+    InstalledInfo,
+    WheelContentError,
+    dist_info_dir,
+    parse_installed_info,
+    pin_requirement,
+    render_record,
+    torch_pin,
+)
+from dswheels.effects import proc
+from dswheels.errors import BuildError
+
+__all__ = ["Postprocessed", "WheelContents", "postprocess_wheel", "read_wheel", "sha256_file"]
+
+
+@dataclass(frozen=True, slots=True)
+class WheelContents:
+    names: tuple[str, ...]
+    installed: InstalledInfo
+    metadata: str
+
+
+def read_wheel(path: Path) -> WheelContents:
+    try:
+        with zipfile.ZipFile(path) as zf:
+            names = tuple(zf.namelist())
+            dist_info = dist_info_dir(names)
+            metadata = zf.read(f"{dist_info}/METADATA").decode("utf-8")
+            installed = parse_installed_info(zf.read(INSTALLED_INFO).decode("utf-8"))
+    except KeyError as exc:
+        raise BuildError(f"{path.name} lacks {exc.args[0]}: not a DeepSpeed wheel") from None
+    except (zipfile.BadZipFile, WheelContentError) as exc:
+        raise BuildError(f"{path.name}: {exc}") from None
+    return WheelContents(names=names, installed=installed, metadata=metadata)
+
+
+@dataclass(frozen=True, slots=True)
+class Postprocessed:
+    wheel: Path
+    sizes: Mapping[str, int]  # extension member -> size after stripping
+    isa: Mapping[str, IsaReport]  # extension member -> scan (Linux)
+    gpu: Mapping[str, GpuCode]  # extension member -> its SASS/PTX architectures (CUDA extensions, Linux)
+    debug_archive: Path | None
+    stripped_bytes: int  # how much stripping saved
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _strip(data: bytes, name: str, *, tmp: Path, keep_debug: bool, log_file: Path | None) -> tuple[bytes, bytes | None]:
+    """Strip an ELF extension; with ``keep_debug`` also return its debug info (linked by debuglink)."""
+    so = tmp / Path(name).name
+    so.write_bytes(data)
+    debug: bytes | None = None
+    if keep_debug:
+        dbg = so.with_name(so.name + ".debug")
+        proc.run(
+            ["objcopy", "--only-keep-debug", so, dbg],
+            log_file=log_file,
+            stream=False,
+            echo=False,
+            error=BuildError,
+            what="objcopy --only-keep-debug",
+        )
+        debug = dbg.read_bytes()
+    proc.run(
+        ["strip", "--strip-unneeded", so], log_file=log_file, stream=False, echo=False, error=BuildError, what="strip"
+    )
+    if keep_debug:
+        proc.run(
+            ["objcopy", f"--add-gnu-debuglink={so.name}.debug", so.name],
+            cwd=tmp,
+            log_file=log_file,
+            stream=False,
+            echo=False,
+            error=BuildError,
+            what="objcopy --add-gnu-debuglink",
+        )
+    return so.read_bytes(), debug
+
+
+def _scan(data: bytes, name: str, *, tmp: Path, forbidden: Sequence[str]) -> IsaReport:
+    so = tmp / ("scan-" + Path(name).name)
+    so.write_bytes(data)
+    result = proc.run(
+        ["objdump", "-d", "--no-show-raw-insn", so],
+        capture=True,
+        echo=False,
+        stream=False,
+        heartbeat=None,
+        error=BuildError,
+        what="objdump -d",
+    )
+    so.unlink()
+    return scan_disassembly(result.output, forbidden)
+
+
+def postprocess_wheel(
+    wheel: Path,
+    *,
+    staging: Path,
+    torch: VersionTuple,
+    linux: bool,
+    keep_debug: bool,
+    forbidden_registers: Sequence[str],
+    log_file: Path | None,
+) -> Postprocessed:
+    """Write the finished wheel (same filename) into ``staging``."""
+    staging.mkdir(parents=True, exist_ok=True)
+    out = staging / wheel.name
+    sizes: dict[str, int] = {}
+    isa: dict[str, IsaReport] = {}
+    gpu: dict[str, GpuCode] = {}
+    debug_files: dict[str, bytes] = {}
+    saved = 0
+    can_strip = linux and proc.find_tool("strip") is not None and proc.find_tool("objcopy") is not None
+    can_scan = linux and proc.find_tool("objdump") is not None
+    if linux and not can_strip:
+        raise BuildError("strip/objcopy (binutils) are needed to post-process Linux wheels", hint="install binutils")
+    with tempfile.TemporaryDirectory(prefix="dsw-pp-") as tmp_name, zipfile.ZipFile(wheel) as src:
+        tmp = Path(tmp_name)
+        names = src.namelist()
+        dist_info = dist_info_dir(names)
+        record_path = f"{dist_info}/RECORD"
+        members: list[tuple[zipfile.ZipInfo, bytes]] = []
+        for info in src.infolist():
+            if info.filename == record_path:
+                continue
+            data = src.read(info)
+            if info.filename.endswith(EXTENSION_SUFFIXES):
+                if can_strip:
+                    stripped, debug = _strip(data, info.filename, tmp=tmp, keep_debug=keep_debug, log_file=log_file)
+                    saved += len(data) - len(stripped)
+                    data = stripped
+                    if debug is not None:
+                        debug_files[info.filename + ".debug"] = debug
+                if can_scan:
+                    isa[info.filename] = _scan(data, info.filename, tmp=tmp, forbidden=forbidden_registers)
+                sizes[info.filename] = len(data)
+                if (code := gpu_code(data)) is not None:
+                    gpu[info.filename] = code
+            elif info.filename == f"{dist_info}/METADATA":
+                text = data.decode("utf-8")
+                data = pin_requirement(text, project="torch", requirement=torch_pin(torch)).encode("utf-8")
+            members.append((info, data))
+        record = render_record(((i.filename, d) for i, d in members), record_path=record_path).encode("utf-8")
+        tmp_wheel = tmp / wheel.name
+        with zipfile.ZipFile(tmp_wheel, "w", compression=zipfile.ZIP_DEFLATED) as dst:
+            for info, data in members:
+                _write_member(dst, info, data)
+            record_info = zipfile.ZipInfo(
+                record_path, date_time=members[-1][0].date_time if members else (1980, 1, 1, 0, 0, 0)
+            )
+            record_info.external_attr = 0o644 << 16
+            _write_member(dst, record_info, record)
+        tmp_wheel.replace(out)
+        debug_archive: Path | None = None
+        if debug_files:
+            debug_archive = staging / (wheel.name.removesuffix(".whl") + ".debug.tar.gz")
+            with tarfile.open(debug_archive, "w:gz") as tar:
+                for member_name, data in sorted(debug_files.items()):
+                    entry = tarfile.TarInfo(member_name)
+                    entry.size = len(data)
+                    entry.mode = 0o644
+                    tar.addfile(entry, io.BytesIO(data))
+    return Postprocessed(wheel=out, sizes=sizes, isa=isa, gpu=gpu, debug_archive=debug_archive, stripped_bytes=saved)
+
+
+def _write_member(dst: zipfile.ZipFile, info: zipfile.ZipInfo, data: bytes) -> None:
+    new = zipfile.ZipInfo(info.filename, date_time=info.date_time)
+    new.external_attr = info.external_attr
+    new.compress_type = zipfile.ZIP_DEFLATED
+    new.create_system = info.create_system
+    dst.writestr(new, data)

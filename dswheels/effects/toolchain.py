@@ -1,0 +1,244 @@
+"""Find the build machine's tools: the CUDA toolkit the plan names, compilers, ninja, a compiler cache."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from dswheels.core.buildenv import CUDA_LIBRARY_HEADERS, CompilerCache, parse_nvcc_version
+from dswheels.core.model import PlannedCell
+from dswheels.core.versions import VersionTuple, format_version
+from dswheels.effects import proc
+from dswheels.errors import EnvironmentMismatchError
+from dswheels.log import get_reporter
+
+__all__ = [
+    "CudaInstall",
+    "HostTools",
+    "check_msvc",
+    "cuda_header_dirs",
+    "detect_host",
+    "find_compiler_cache",
+    "find_cuda",
+    "gcc_major",
+    "pick_compilers",
+    "tool_version",
+]
+
+EXE = ".exe" if sys.platform == "win32" else ""
+
+
+@dataclass(frozen=True, slots=True)
+class CudaInstall:
+    home: Path
+    nvcc: Path
+    version: VersionTuple
+    version_line: str
+
+
+def _nvcc_version(nvcc: Path) -> tuple[VersionTuple | None, str]:
+    result = proc.run(
+        [str(nvcc), "--version"], capture=True, echo=False, stream=False, heartbeat=None, check=False, timeout=60
+    )
+    line = next((ln for ln in result.output.splitlines() if "release" in ln), "")
+    return parse_nvcc_version(result.output), line.strip()
+
+
+def _cuda_candidates(env: Mapping[str, str], want: VersionTuple | None) -> list[Path]:
+    found: list[Path] = [Path(env[key]) for key in ("CUDA_HOME", "CUDA_PATH") if env.get(key)]
+    if want is not None:
+        if sys.platform == "win32":
+            if value := env.get(f"CUDA_PATH_V{want[0]}_{want[1]}"):
+                found.append(Path(value))
+            found.append(
+                Path(env.get("ProgramFiles", r"C:\Program Files"))
+                / "NVIDIA GPU Computing Toolkit"
+                / "CUDA"
+                / f"v{format_version(want)}",
+            )
+        else:
+            found.append(Path(f"/usr/local/cuda-{format_version(want)}"))
+    if sys.platform != "win32":
+        found += [Path("/usr/local/cuda"), *sorted(Path("/usr/local").glob("cuda-*")), Path("/opt/cuda")]
+    if nvcc := shutil.which("nvcc", path=env.get("PATH")):
+        found.append(Path(nvcc).resolve().parent.parent)
+    unique: list[Path] = []
+    for path in found:
+        if path not in unique:
+            unique.append(path)
+    return unique
+
+
+def find_cuda(want: VersionTuple, env: Mapping[str, str]) -> CudaInstall:
+    """The toolkit whose nvcc is exactly ``want`` (the plan's); a clear error listing what exists otherwise.
+
+    A toolkit counts only with its headers (``include/cuda_runtime.h``): a bare ``nvcc`` wrapper on
+    PATH (``/usr/local/bin/nvcc``) is not a ``CUDA_HOME``.
+    """
+    seen: list[str] = []
+    for home in _cuda_candidates(env, want):
+        nvcc = home / "bin" / f"nvcc{EXE}"
+        if not nvcc.is_file() or not (home / "include" / "cuda_runtime.h").is_file():
+            continue
+        version, line = _nvcc_version(nvcc)
+        if version is None:
+            seen.append(f"{home}: nvcc --version gave no release line")
+            continue
+        if version == want:
+            return CudaInstall(home=home, nvcc=nvcc, version=version, version_line=line)
+        seen.append(f"{home}: nvcc {format_version(version)}")
+    need = format_version(want)
+    raise EnvironmentMismatchError(
+        f"the plan builds with nvcc {need}, and no CUDA {need} toolkit was found",
+        details="toolkits found:\n" + ("\n".join(f"  {s}" for s in seen) if seen else "  none"),
+        hint=f"install CUDA {need} and set CUDA_HOME to it, or plan for the nvcc you have with --nvcc X.Y "
+        "(dswheels plan --nvcc shows what that changes)",
+    )
+
+
+def cuda_header_dirs(cuda_home: Path, site_packages: Path) -> tuple[list[Path], list[str], list[str]]:
+    """Find CUDA library headers the toolkit lacks in the nvidia-* wheels next to torch.
+
+    Returns (directories to add, headers taken from them, headers found nowhere). Those wheels
+    are the libraries torch itself loads at run time, for the same CUDA version.
+    """
+    include_dirs = [cuda_home / "include", *sorted((cuda_home / "targets").glob("*/include"))]
+    missing = [h for h in CUDA_LIBRARY_HEADERS if not any((d / h).is_file() for d in include_dirs)]
+    if not missing:
+        return [], [], []
+    candidates = sorted((site_packages / "nvidia").glob("*/include"))
+    added: list[Path] = []
+    taken: list[str] = []
+    for header in missing:
+        for directory in candidates:
+            if (directory / header).is_file():
+                if directory not in added:
+                    added.append(directory)
+                taken.append(header)
+                break
+    return added, taken, [h for h in missing if h not in taken]
+
+
+def tool_version(argv: list[str], env: Mapping[str, str] | None = None) -> str:
+    """The first line a tool prints for its version, or ''."""
+    if proc.find_tool(argv[0], env) is None and not Path(argv[0]).is_file():
+        return ""
+    result = proc.run(argv, env=env, capture=True, echo=False, stream=False, heartbeat=None, check=False, timeout=60)
+    lines = [ln.strip() for ln in result.output.splitlines() if ln.strip()]
+    return lines[0] if result.returncode == 0 and lines else ""
+
+
+def gcc_major(compiler: str, env: Mapping[str, str] | None = None) -> str:
+    """``12`` for the GCC behind ``compiler`` ('' if it is not GCC or missing)."""
+    text = tool_version([compiler, "-dumpversion"], env)
+    match = re.match(r"^(\d+)", text)
+    return match.group(1) if match else ""
+
+
+def pick_compilers(planned: PlannedCell, env: Mapping[str, str]) -> tuple[str, str] | None:
+    """(CC, CXX) when the plan's GCC is installed but not the default compiler; None: use the default."""
+    hc = planned.toolchain.host_compiler
+    if hc.kind != "gcc" or sys.platform == "win32":
+        return None
+    default = gcc_major("c++", env)
+    if default == hc.version:
+        return None
+    cc, cxx = f"gcc-{hc.version}", f"g++-{hc.version}"
+    if proc.find_tool(cxx, env) and proc.find_tool(cc, env):
+        return cc, cxx
+    get_reporter().warning(
+        f"the plan assumed GCC {hc.version} ({hc.why}); this machine's c++ is GCC {default or '?'} and "
+        f"{cxx} is not installed: building with the default compiler",
+    )
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class HostTools:
+    os: str
+    gcc: str  # GCC major of c++ (Linux)
+    msvc: tuple[str, ...]  # the active MSVC toolset (Windows, from a VS developer environment)
+    nvcc: VersionTuple | None
+
+
+def check_msvc(planned: PlannedCell, env: Mapping[str, str]) -> str:
+    """On Windows: the active MSVC toolset (a VS developer environment), checked against the plan's."""
+    hc = planned.toolchain.host_compiler
+    if hc.kind != "msvc":
+        return ""
+    active = env.get("VCToolsVersion", "")
+    if proc.find_tool("cl", env) is None or not active:
+        raise EnvironmentMismatchError(
+            "no MSVC environment is active (cl.exe is not on PATH)",
+            hint=f"run from a VS developer prompt for toolset {hc.version} "
+            f"(vcvarsall.bat x64 -vcvars_ver={hc.version}; in GitHub Actions e.g. ilammy/msvc-dev-cmd with "
+            f"toolset: {hc.version})",
+        )
+    if not active.startswith(hc.version):
+        get_reporter().warning(
+            f"the plan chose MSVC {hc.version} ({hc.why}); the active toolset is {active}: nvcc may reject it",
+        )
+    return active
+
+
+def detect_host(env: Mapping[str, str] | None = None) -> HostTools:
+    """This machine's compilers and nvcc (CUDA_HOME/CUDA_PATH first, then the usual places)."""
+    env = dict(os.environ) if env is None else env
+    os_name = "windows" if sys.platform == "win32" else "linux"
+    msvc: tuple[str, ...] = ()
+    if os_name == "windows" and (tools := env.get("VCToolsVersion")):
+        msvc = (".".join(tools.split(".")[:2]),)
+    gcc = "" if os_name == "windows" else gcc_major("c++", env)
+    nvcc_version: VersionTuple | None = None
+    for home in _cuda_candidates(env, None):
+        nvcc = home / "bin" / f"nvcc{EXE}"
+        if nvcc.is_file() and (home / "include" / "cuda_runtime.h").is_file():
+            nvcc_version, _line = _nvcc_version(nvcc)
+            if nvcc_version is not None:
+                break
+    return HostTools(os=os_name, gcc=gcc, msvc=msvc, nvcc=nvcc_version)
+
+
+def find_compiler_cache(
+    choice: str, *, env: Mapping[str, str], work_dir: Path, compilers: tuple[str, str] | None
+) -> CompilerCache | None:
+    """ccache (preferred) or sccache from PATH; ``choice`` is auto|ccache|sccache|none."""
+    if choice == "none":
+        return None
+    names = ("ccache", "sccache") if choice == "auto" else (choice,)
+    for name in names:
+        exe = proc.find_tool(name, env)
+        if exe is None:
+            continue
+        exe = str(Path(exe).resolve())
+        if name == "sccache":
+            return CompilerCache(
+                tool="sccache", executable=exe, masquerade_dir="", stats_log="", base_dir=str(work_dir)
+            )
+        masquerade = ""
+        if sys.platform != "win32":
+            # compiler-named links to ccache, first on PATH: c++/g++ (and CC/CXX's names) go through it
+            link_dir = work_dir / "ccache-bin"
+            link_dir.mkdir(parents=True, exist_ok=True)
+            for compiler in {"cc", "c++", "gcc", "g++", *(compilers or ())}:
+                link = link_dir / compiler
+                if not link.exists():
+                    link.symlink_to(exe)
+            masquerade = str(link_dir)
+        return CompilerCache(
+            tool="ccache",
+            executable=exe,
+            masquerade_dir=masquerade,
+            stats_log=str(work_dir / "ccache-stats.log"),
+            base_dir=str(work_dir),
+        )
+    if choice != "auto":
+        raise EnvironmentMismatchError(
+            f"--compiler-cache {choice}: {choice} is not on PATH", hint=f"install {choice} or use --compiler-cache auto"
+        )
+    return None

@@ -1,0 +1,411 @@
+"""``dswheels verify``: prove a wheel is what its name and manifest say, statically and at run time.
+
+Static: name, label, torch pin, accelerator, torch_info, installed_ops = the manifest's ops,
+one extension per op, the CPU baseline in the disassembly, the GPU code in the fatbins.
+Run time: a fresh venv with the cell's torch and the wheel; ``ds_report`` parsed; every
+installed op loaded with an empty ``TORCH_EXTENSIONS_DIR`` while JIT compilation is made to
+fail loudly, proving each op came from the wheel.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import sys
+import tempfile
+import zipfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from dswheels.core.compat import Compat
+from dswheels.core.dsreport import DsReport, parse_ds_report
+from dswheels.core.fatbin import GpuCode, gpu_code
+from dswheels.core.isa import scan_disassembly
+from dswheels.core.manifest import ManifestError, manifest_name, parse_manifest
+from dswheels.core.naming import cell_id
+from dswheels.core.sources import TorchSource
+from dswheels.core.verify import Check, Expected, expected_from_manifest, gpu_checks, requires_of, static_checks
+from dswheels.core.versions import format_version
+from dswheels.core.wheelfile import (
+    EXTENSION_SUFFIXES,
+    INSTALLED_INFO,
+    WheelContentError,
+    dist_info_dir,
+    parse_installed_info,
+)
+from dswheels.effects import proc
+from dswheels.effects.interpreter import find_uv, probe_python, torch_index_args, uv_install
+from dswheels.errors import VerifyError
+from dswheels.log import get_reporter
+
+__all__ = [
+    "RuntimeResult",
+    "WheelData",
+    "fresh_venv",
+    "load_expected",
+    "read_wheel_data",
+    "runtime_checks",
+    "tool_checks",
+]
+
+BUILDER = "deepspeed/ops/op_builder/builder.py"
+
+
+@dataclass(frozen=True)
+class WheelData:
+    path: Path
+    names: tuple[str, ...]
+    metadata: str
+    installed_text: str
+    builder_source: str | None
+    extensions: Mapping[str, bytes]
+    sha256: str
+
+
+def read_wheel_data(path: Path) -> WheelData:
+    try:
+        with zipfile.ZipFile(path) as zf:
+            names = tuple(zf.namelist())
+            dist_info = dist_info_dir(names)
+            metadata = zf.read(f"{dist_info}/METADATA").decode("utf-8")
+            installed = zf.read(INSTALLED_INFO).decode("utf-8")
+            builder = zf.read(BUILDER).decode("utf-8") if BUILDER in names else None
+            extensions = {n: zf.read(n) for n in names if n.endswith(EXTENSION_SUFFIXES)}
+    except FileNotFoundError:
+        raise VerifyError(f"no such wheel: {path}") from None
+    except KeyError as exc:
+        raise VerifyError(f"{path.name} lacks {exc.args[0]}: not a DeepSpeed wheel") from None
+    except (zipfile.BadZipFile, WheelContentError) as exc:
+        raise VerifyError(f"{path.name}: {exc}") from None
+    return WheelData(
+        path=path,
+        names=names,
+        metadata=metadata,
+        installed_text=installed,
+        builder_source=builder,
+        extensions=extensions,
+        sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
+    )
+
+
+def load_expected(wheel: Path, cell_expected_from_plan: Expected | None, manifest: Path | None) -> Expected:
+    """The manifest beside the wheel (or given) wins; without one, what the plan says."""
+    from dswheels.core.verify import cell_from_wheel_filename  # noqa: PLC0415 - keeps the import list short
+
+    try:
+        cell = cell_from_wheel_filename(wheel.name)
+    except ValueError as exc:
+        raise VerifyError(str(exc), hint="dswheels verifies the wheels dswheels build names") from None
+    path = manifest or wheel.with_name(manifest_name(wheel.name))
+    if path.exists():
+        try:
+            data = parse_manifest(path.read_text(encoding="utf-8"))
+        except ManifestError as exc:
+            raise VerifyError(f"{path}: {exc}") from None
+        if data.cell_id != cell_id(cell):
+            raise VerifyError(
+                f"the manifest {path.name} describes {data.cell_id}, the wheel's name says {cell_id(cell)}",
+            )
+        if data.wheel.filename != wheel.name:
+            raise VerifyError(f"the manifest {path.name} describes {data.wheel.filename}, not {wheel.name}")
+        return expected_from_manifest(data, cell)
+    if cell_expected_from_plan is None:
+        raise VerifyError(
+            f"no manifest beside {wheel.name} and no plan to compare with",
+            hint="keep the .manifest.json beside the wheel, or pass --matrix so the plan says what it must contain",
+        )
+    return cell_expected_from_plan
+
+
+def tool_checks(data: WheelData, expected: Expected, compat: Compat) -> list[Check]:
+    """Disassembly (Linux, objdump) against the CPU baseline; -march=native traces; fatbin archs."""
+    checks: list[Check] = []
+    gpu: dict[str, GpuCode] = {}
+    native = [n for n, b in data.extensions.items() if b"-march=native" in b or b"-mcpu=native" in b]
+    checks.append(
+        Check(
+            "no -march=native",
+            not native,
+            "no extension records -march=native" if not native else f"-march=native recorded in {', '.join(native)}",
+        ),
+    )
+    baseline = compat.cpu_baselines.get(expected.cpu_baseline)
+    objdump = proc.find_tool("objdump")
+    elf = {n: b for n, b in data.extensions.items() if b[:4] == b"\x7fELF"}
+    if baseline is not None and objdump is not None and elf:
+        with tempfile.TemporaryDirectory(prefix="dsw-verify-") as tmp:
+            for name, blob in sorted(elf.items()):
+                so = Path(tmp) / Path(name).name
+                so.write_bytes(blob)
+                out = proc.run(
+                    [objdump, "-d", "--no-show-raw-insn", str(so)],
+                    capture=True,
+                    echo=False,
+                    stream=False,
+                    heartbeat=None,
+                    error=VerifyError,
+                    what="objdump -d",
+                )
+                report = scan_disassembly(out.output, baseline.forbidden_registers)
+                checks.append(
+                    Check(
+                        f"cpu baseline {Path(name).name.split('.')[0]}",
+                        ok=report.ok,
+                        detail=report.describe(expected.cpu_baseline),
+                    ),
+                )
+    elif elf and baseline is None:
+        checks.append(Check("cpu baseline", ok=False, detail=f"unknown baseline {expected.cpu_baseline!r}"))
+    for name, blob in data.extensions.items():
+        if (code := gpu_code(blob)) is not None:
+            gpu[name] = code
+    checks.extend(gpu_checks(expected, gpu))
+    return checks
+
+
+def static_part(data: WheelData, expected: Expected, compat: Compat) -> list[Check]:
+    try:
+        installed = parse_installed_info(data.installed_text)
+    except WheelContentError as exc:
+        return [Check("git_version_info_installed.py", ok=False, detail=str(exc))]
+    checks = static_checks(
+        filename=data.path.name,
+        names=data.names,
+        metadata=data.metadata,
+        installed=installed,
+        expected=expected,
+        builder_source=data.builder_source,
+        sha256=data.sha256,
+    )
+    return checks + tool_checks(data, expected, compat)
+
+
+# --- run time ------------------------------------------------------------------------------------
+
+_LOAD = r"""
+import json, os, sys, time
+result = {"ops": {}}
+import torch
+result["torch"] = torch.__version__
+result["torch_cuda"] = torch.version.cuda
+from deepspeed.ops.op_builder import builder as _builder
+class _WouldJit(RuntimeError):
+    pass
+def _no_jit(self, *args, **kwargs):
+    raise _WouldJit(f"{self.name} would be JIT-compiled: DeepSpeed found no usable prebuilt module")
+_builder.OpBuilder.jit_load = _no_jit
+from deepspeed.accelerator import get_accelerator
+from deepspeed.git_version_info import accelerator_name, installed_ops
+from deepspeed.ops.op_builder.all_ops import ALL_OPS
+result["accelerator_runtime"] = get_accelerator()._name
+result["accelerator_wheel"] = accelerator_name
+for name in json.loads(sys.argv[1]):
+    entry = {}
+    builder = ALL_OPS.get(name)
+    if builder is None:
+        entry["error"] = "DeepSpeed has no such op here"
+    else:
+        entry["module"] = builder.absolute_name()
+        start = time.monotonic()
+        try:
+            module = builder.load()
+            entry["loaded"] = module.__name__
+            entry["file"] = getattr(module, "__file__", "") or ""
+            entry["prebuilt"] = module.__name__ == builder.absolute_name()
+        except BaseException as exc:
+            entry["error"] = f"{type(exc).__name__}: {exc}"
+        entry["seconds"] = round(time.monotonic() - start, 3)
+    result["ops"][name] = entry
+print("DSWHEELS-LOAD " + json.dumps(result))
+"""
+
+_REPORT = "from deepspeed.env_report import cli_main\ncli_main()\n"
+
+
+@dataclass
+class RuntimeResult:
+    checks: list[Check] = field(default_factory=list)
+    ds_report: DsReport | None = None
+    ds_report_text: str = ""
+    loads: dict[str, object] = field(default_factory=dict)
+    python: str = ""
+    torch: str = ""
+
+
+def fresh_venv(
+    wheel: Path,
+    expected: Expected,
+    *,
+    compat: Compat,
+    torch_source: TorchSource,
+    root: Path,
+    log: Path | None,
+    torch_version: str | None = None,
+) -> Path:
+    """A new venv with the cell's torch (or ``torch_version``) and the wheel; returns its python."""
+    uv = find_uv()
+    cell = expected.cell
+    root.mkdir(parents=True, exist_ok=True)
+    venv = Path(tempfile.mkdtemp(prefix="venv-", dir=root))
+    proc.run(
+        [uv, "venv", "--python", str(cell.python), str(venv / "env")],
+        log_file=log,
+        stream=False,
+        error=VerifyError,
+        what=f"creating a Python {cell.python} venv",
+    )
+    python = venv / "env" / ("Scripts/python.exe" if sys.platform == "win32" else "bin/python")
+    version = torch_version or compat.torch[cell.torch].latest
+    plan_index = compat.torch_index.format(variant=cell.variant.name)
+    index_args = torch_index_args(torch_source, plan_index)
+    get_reporter().info(f"fresh venv {venv / 'env'}: torch {version} ({cell.variant.name}) and the wheel")
+    uv_install(uv, python, [f"torch=={version}"], index_args, log_file=log)
+    deps_index = index_args if torch_source.kind == "pip" else []
+    if torch_version is None:
+        uv_install(uv, python, [str(wheel)], deps_index, log_file=log)
+    else:
+        # keep the other torch: the wheel's pin would replace it, so install its other requirements by hand
+        with zipfile.ZipFile(wheel) as zf:
+            metadata = zf.read(f"{dist_info_dir(zf.namelist())}/METADATA").decode("utf-8")
+        others = [str(r) for r in requires_of(metadata) if r.name != "torch" and not r.marker]
+        uv_install(uv, python, others, deps_index, log_file=log)
+        uv_install(uv, python, ["--no-deps", str(wheel)], [], log_file=log)
+    return python
+
+
+def discard_venv(python: Path) -> None:
+    """Remove a venv :func:`fresh_venv` made (its python is ``<tmp>/env/bin/python``)."""
+    shutil.rmtree(python.parents[2], ignore_errors=True)
+
+
+def runtime_checks(
+    wheel: Path,
+    expected: Expected,
+    *,
+    compat: Compat,
+    python: Path | None,
+    torch_source: TorchSource,
+    work_root: Path,
+    accelerator: str,
+    log: Path | None,
+    torch_version: str | None = None,
+) -> RuntimeResult:
+    """Install (unless ``python`` is given: it must already have the wheel), ds_report, load every op."""
+    result = RuntimeResult()
+    created = python is None
+    if python is None:
+        python = fresh_venv(
+            wheel,
+            expected,
+            compat=compat,
+            torch_source=torch_source,
+            root=work_root,
+            log=log,
+            torch_version=torch_version,
+        )
+    try:
+        _runtime(result, python, expected, accelerator=accelerator, log=log)
+    finally:
+        if created:
+            discard_venv(python)
+    return result
+
+
+def _runtime(result: RuntimeResult, python: Path, expected: Expected, *, accelerator: str, log: Path | None) -> None:
+    cell = expected.cell
+    info = probe_python(python)
+    result.python, result.torch = info.python, info.torch or ""
+    torch_minor = ".".join((info.torch or "").split("+")[0].split(".")[:2])
+    want = format_version(cell.torch)
+    result.checks.append(
+        Check(
+            "runtime torch",
+            torch_minor == want,
+            f"the environment has torch {info.torch or 'none'}, the wheel is built for torch {want}"
+            + ("" if torch_minor == want else ": DeepSpeed refuses every prebuilt op (PyTorch version mismatch)"),
+        ),
+    )
+    with tempfile.TemporaryDirectory(prefix="dsw-ext-") as ext_dir, tempfile.TemporaryDirectory() as cwd:
+        env = {
+            **_clean_env(),
+            "TORCH_EXTENSIONS_DIR": ext_dir,
+            # a CUDA wheel on a GPU-less host: DeepSpeed would pick the cpu accelerator and JIT everything
+            **({"DS_ACCELERATOR": accelerator} if accelerator else {}),
+        }
+        report = proc.run(
+            [str(python), "-c", _REPORT],
+            cwd=Path(cwd),
+            env=env,
+            capture=True,
+            stream=False,
+            echo=False,
+            heartbeat=None,
+            check=False,
+            log_file=log,
+            timeout=600,
+            error=VerifyError,
+            what="ds_report",
+        )
+        result.ds_report_text = report.output
+        try:
+            parsed = parse_ds_report(report.output)
+        except ValueError as exc:
+            result.checks.append(Check("ds_report", ok=False, detail=f"{exc}: {' / '.join(report.tail[-5:])}"))
+            parsed = None
+        if parsed is not None:
+            result.ds_report = parsed
+            shown = set(parsed.installed)
+            want_ops = set(expected.ops)
+            compiled = parsed.compiled_with
+            want_compiled = f"torch {want}" + (f", cuda {cell.variant.cuda_text}" if cell.variant.is_cuda else "")
+            ok = shown == want_ops and compiled.startswith(want_compiled)
+            detail = f"installed [YES]: {', '.join(sorted(shown)) or 'none'}; compiled w. {compiled!r}"
+            if shown != want_ops:
+                detail += f"; expected {', '.join(sorted(want_ops))}"
+            result.checks.append(Check("ds_report", ok, detail))
+        load = proc.run(
+            [str(python), "-c", _LOAD, json.dumps(sorted(expected.ops))],
+            cwd=Path(cwd),
+            env=env,
+            capture=True,
+            stream=False,
+            echo=False,
+            heartbeat=60,
+            check=False,
+            log_file=log,
+            timeout=1200,
+            error=VerifyError,
+            what="loading the ops",
+        )
+        line = next((ln for ln in load.output.splitlines() if ln.startswith("DSWHEELS-LOAD ")), None)
+        if line is None:
+            result.checks.append(Check("load ops", ok=False, detail="the loader failed: " + " / ".join(load.tail[-8:])))
+        else:
+            data = json.loads(line.removeprefix("DSWHEELS-LOAD "))
+            result.loads = data
+            runtime_acc = data.get("accelerator_runtime")
+            for name, entry in sorted(data["ops"].items()):
+                if entry.get("prebuilt"):
+                    detail = f"{entry['loaded']} from the wheel in {entry['seconds']}s"
+                    result.checks.append(Check(f"load {name}", ok=True, detail=detail))
+                else:
+                    why = entry.get("error") or f"loaded {entry.get('loaded')}, not {entry.get('module')}"
+                    if runtime_acc != data.get("accelerator_wheel"):
+                        why += f" (run-time accelerator {runtime_acc}, the wheel's {data.get('accelerator_wheel')})"
+                    result.checks.append(Check(f"load {name}", ok=False, detail=why))
+        leftovers = sorted(p.name for p in Path(ext_dir).iterdir())
+        result.checks.append(
+            Check(
+                "no JIT",
+                not leftovers,
+                "TORCH_EXTENSIONS_DIR stayed empty" if not leftovers else f"JIT builds in it: {', '.join(leftovers)}",
+            ),
+        )
+
+
+def _clean_env() -> dict[str, str]:
+    import os  # noqa: PLC0415 - the environment is read only here
+
+    return {k: v for k, v in os.environ.items() if not k.startswith(("DS_BUILD_", "TORCH_EXTENSIONS_DIR"))}

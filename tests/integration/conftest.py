@@ -1,0 +1,193 @@
+"""Real builds, shared by every integration test of the session.
+
+The two reference wheels are built ONCE per test session through the real ``dswheels build``
+command line, and later tests (verify, index, install, smoke) reuse them:
+
+* :func:`cpu_build`  -- ``ds0.19.8-torch2.13-cpu-cp311-linux_x86_64`` with ``cpu_adam``
+* :func:`cuda_build` -- ``ds0.19.8-torch2.14-cu130-cp311-linux_x86_64`` with ``fused_adam`` for
+  ``7.5;8.0+PTX``, compiled by the machine's nvcc without a GPU
+
+Both take torch from pip's own configuration (``--torch-index pip``: this machine's
+``/opt/wheels`` and mirrors, or PyPI), into venvs that uv fills from its one download cache,
+so the multi-GB CUDA torch is fetched once per machine. ``DSWHEELS_TEST_CACHE`` names a
+directory to keep downloads and venvs between sessions (default: a session temp dir).
+"""
+
+from __future__ import annotations
+
+import http.server
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import DATA, ROOT, require
+
+CPU_CELL = "ds0.19.8-torch2.13-cpu-cp311-linux_x86_64"
+CUDA_CELL = "ds0.19.8-torch2.14-cu130-cp311-linux_x86_64"
+CUDA_HOME = Path("/usr/local/cuda-13.0")
+BUILD_TIMEOUT = 3600
+
+_TIMES: dict[str, float] = {}
+
+
+@dataclass(frozen=True)
+class Built:
+    """A wheel built by the real CLI: where it is and what the command printed."""
+
+    cell: str
+    wheel: Path
+    manifest: Path
+    out: Path
+    log: Path
+    seconds: float
+    stdout: str
+    stderr: str
+
+
+def dswheels(
+    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None, timeout: float = BUILD_TIMEOUT
+) -> subprocess.CompletedProcess[str]:
+    """Run the real command line (``python -m dswheels``) and capture what it prints."""
+    return subprocess.run(
+        [sys.executable, "-m", "dswheels", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd or ROOT,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def build_env(cache: Path, **extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env["DSWHEELS_CACHE"] = str(cache)
+    env.pop("GITHUB_ACTIONS", None)
+    env.pop("GITHUB_STEP_SUMMARY", None)
+    env.update(extra)
+    return env
+
+
+def require_compilers() -> None:
+    require(shutil.which("c++") is not None, "a C++ compiler (c++) is needed for real builds")
+    require(shutil.which("ninja") is not None or True, "ninja comes with the build venv")
+    require(shutil.which("objdump") is not None and shutil.which("strip") is not None, "binutils are needed")
+
+
+def require_cuda() -> None:
+    require_compilers()
+    require(
+        (CUDA_HOME / "bin" / "nvcc").is_file(),
+        f"the CUDA build needs nvcc 13.0 at {CUDA_HOME} (torch 2.14.1 is a cu130 build)",
+    )
+
+
+@pytest.fixture(scope="session")
+def dswheels_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Downloads, venvs and work directories of the whole session."""
+    keep = os.environ.get("DSWHEELS_TEST_CACHE")
+    if keep:
+        path = Path(keep)
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+    return tmp_path_factory.mktemp("dswheels-cache")
+
+
+def _build(cache: Path, out: Path, matrix: str, cell: str, *extra: str) -> Built:
+    start = time.monotonic()
+    result = dswheels(
+        "build",
+        "--matrix",
+        str(DATA / matrix),
+        "--cell",
+        cell,
+        "--torch-index",
+        "pip",
+        "--out",
+        str(out),
+        "--lock",
+        str(out / "sources.lock.json"),
+        *extra,
+        env=build_env(cache),
+    )
+    seconds = time.monotonic() - start
+    _TIMES[f"{cell} {' '.join(extra)}".strip()] = seconds
+    assert result.returncode == 0, f"dswheels build {cell} failed:\n{result.stdout[-6000:]}\n{result.stderr[-6000:]}"
+    variant = cell.split("-")[2]
+    wheels = sorted((out / variant).glob("*.whl"))
+    assert len(wheels) == 1, sorted(out.rglob("*"))
+    manifests = sorted((out / variant).glob("*.manifest.json"))
+    logs = sorted((out / "logs").glob(f"{cell}-*.log"))
+    return Built(
+        cell=cell,
+        wheel=wheels[0],
+        manifest=manifests[0],
+        out=out,
+        log=logs[-1],
+        seconds=seconds,
+        stdout=result.stdout,
+        stderr=result.stderr,
+    )
+
+
+@pytest.fixture(scope="session")
+def cpu_build(dswheels_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Built:
+    """The CPU reference wheel (torch 2.13 CPU, cpu_adam), built once per session."""
+    require_compilers()
+    return _build(dswheels_cache, tmp_path_factory.mktemp("wheelhouse-cpu"), "matrix-cpu.yml", CPU_CELL)
+
+
+@pytest.fixture(scope="session")
+def cuda_build(dswheels_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Built:
+    """The CUDA reference wheel (torch 2.14 cu130, fused_adam for 7.5;8.0+PTX), built once per session."""
+    require_cuda()
+    return _build(dswheels_cache, tmp_path_factory.mktemp("wheelhouse-cuda"), "matrix-cuda.yml", CUDA_CELL)
+
+
+# --- loopback HTTP servers -----------------------------------------------------------------------
+
+
+Handler = Callable[[http.server.BaseHTTPRequestHandler], None]
+
+
+@pytest.fixture
+def http_server() -> Iterator[Callable[[Handler], str]]:
+    """Start a real HTTP server on 127.0.0.1 with a handler function; returns its base URL."""
+    servers: list[http.server.ThreadingHTTPServer] = []
+
+    def start(handle: Handler) -> str:
+        class _Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                handle(self)
+
+            def log_message(self, format: str, *args: object) -> None:  # noqa: A002, ARG002 - the stdlib's signature
+                return
+
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        servers.append(server)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        return f"http://127.0.0.1:{server.server_address[1]}"
+
+    yield start
+    for server in servers:
+        server.shutdown()
+        server.server_close()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if _TIMES:
+        terminalreporter.section("dswheels build wall times")
+        for what, seconds in _TIMES.items():
+            terminalreporter.write_line(f"{seconds:7.1f}s  {what}")
+
+
+def record_time(what: str, seconds: float) -> None:
+    _TIMES[what] = seconds

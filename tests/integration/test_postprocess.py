@@ -1,0 +1,120 @@
+"""Post-processing of a wheel with a real (tiny) ELF extension: strip, debug symbols, baseline, RECORD."""
+
+from __future__ import annotations
+
+import base64
+import csv
+import hashlib
+import io
+import shutil
+import subprocess
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from dswheels.core.compat import load_compat
+from dswheels.core.wheelfile import render_record
+from dswheels.effects.postprocess import postprocess_wheel
+from dswheels.errors import BuildError
+from tests.conftest import require
+
+pytestmark = pytest.mark.integration
+
+SO = "deepspeed/ops/adam/cpu_adam_op.cpython-311-x86_64-linux-gnu.so"
+DIST = "deepspeed-0.19.8+cputorch2.13.dist-info"
+METADATA = "Metadata-Version: 2.4\nName: deepspeed\nVersion: 0.19.8+cputorch2.13\nRequires-Dist: torch>=2.0.0\n\nx\n"
+
+
+def _so(tmp: Path, march: str) -> bytes:
+    require(shutil.which("gcc") is not None and shutil.which("objcopy") is not None, "gcc and binutils")
+    src = tmp / "op.c"
+    src.write_text(
+        "float scale(float *a, int n) { float s = 0; for (int i = 0; i < n; i++) s += a[i] * 1.5f; return s; }\n"
+    )
+    out = tmp / "op.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-O3", "-g", f"-march={march}", str(src), "-o", str(out)], check=True)
+    return out.read_bytes()
+
+
+def _wheel(tmp: Path, so: bytes) -> Path:
+    files = [("deepspeed/__init__.py", b""), (SO, so), (f"{DIST}/METADATA", METADATA.encode())]
+    files.append((f"{DIST}/RECORD", render_record(files, record_path=f"{DIST}/RECORD").encode()))
+    wheel = tmp / "dist" / "deepspeed-0.19.8+cputorch2.13-cp311-cp311-linux_x86_64.whl"
+    wheel.parent.mkdir()
+    with zipfile.ZipFile(wheel, "w") as zf:
+        for name, data in files:
+            zf.writestr(name, data)
+    return wheel
+
+
+def _sections(path: Path) -> str:
+    return subprocess.run(["readelf", "-S", "-W", str(path)], capture_output=True, text=True, check=True).stdout
+
+
+def test_debug_symbols_go_to_a_separate_archive(tmp_path: Path) -> None:
+    wheel = _wheel(tmp_path, _so(tmp_path, "x86-64-v2"))
+    forbidden = load_compat().cpu_baselines["x86-64-v2"].forbidden_registers
+    done = postprocess_wheel(
+        wheel,
+        staging=tmp_path / "staged",
+        torch=(2, 13),
+        linux=True,
+        keep_debug=True,
+        forbidden_registers=forbidden,
+        log_file=None,
+    )
+    assert done.stripped_bytes > 0
+    assert done.isa[SO].ok
+    assert done.debug_archive is not None
+    with zipfile.ZipFile(done.wheel) as zf:
+        members = {n: zf.read(n) for n in zf.namelist()}
+    stripped = tmp_path / "stripped.so"
+    stripped.write_bytes(members[SO])
+    sections = _sections(stripped)
+    assert ".debug_info" not in sections
+    assert ".gnu_debuglink" in sections
+    with tarfile.open(done.debug_archive) as tar:
+        debug = tar.extractfile(SO + ".debug")
+        assert debug is not None
+        (tmp_path / "x.debug").write_bytes(debug.read())
+    assert ".debug_info" in _sections(tmp_path / "x.debug")
+    assert "Requires-Dist: torch==2.13.*" in members[f"{DIST}/METADATA"].decode()
+    rows = list(csv.reader(io.StringIO(members[f"{DIST}/RECORD"].decode())))
+    for name, digest, _size in rows[:-1]:
+        assert (
+            digest == "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(members[name]).digest()).rstrip(b"=").decode()
+        )
+
+
+def test_native_code_is_caught(tmp_path: Path) -> None:
+    """What -march=native (or any AVX) code looks like to the baseline proof."""
+    wheel = _wheel(tmp_path, _so(tmp_path, "x86-64-v3"))
+    forbidden = load_compat().cpu_baselines["x86-64-v2"].forbidden_registers
+    done = postprocess_wheel(
+        wheel,
+        staging=tmp_path / "staged",
+        torch=(2, 13),
+        linux=True,
+        keep_debug=False,
+        forbidden_registers=forbidden,
+        log_file=None,
+    )
+    assert not done.isa[SO].ok
+    assert done.isa[SO].kinds == ("AVX (VEX-encoded) instructions",)
+
+
+def test_not_a_wheel(tmp_path: Path) -> None:
+    bad = tmp_path / "x.whl"
+    bad.write_bytes(b"no zip")
+    with pytest.raises((BuildError, zipfile.BadZipFile)):
+        postprocess_wheel(
+            bad,
+            staging=tmp_path / "s",
+            torch=(2, 13),
+            linux=True,
+            keep_debug=False,
+            forbidden_registers=(),
+            log_file=None,
+        )

@@ -1,0 +1,109 @@
+"""PyPI JSON, the sources lock and where torch comes from (pure parts)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from dswheels.core.sources import (
+    LockEntry,
+    SourceLock,
+    TorchSource,
+    parse_lock,
+    parse_pip_config,
+    render_lock,
+    sdist_from_pypi_json,
+    uv_index_args,
+)
+
+SHA = "9e491abd0827ea5c389dd702e15e11e13d83d904bac4a20d6c2a4cb37207a9af"
+# the shape of https://pypi.org/pypi/deepspeed/json as a mirror serves it (relative file URLs)
+PYPI = {
+    "info": {"name": "deepspeed"},
+    "releases": {
+        "0.19.7": [],
+        "0.19.8": [
+            {
+                "packagetype": "sdist",
+                "filename": "deepspeed-0.19.8.tar.gz",
+                "url": "../../packages/packages/bc/d8/3162/deepspeed-0.19.8.tar.gz",
+                "digests": {"md5": "0828abb5a34d8cfe286c71f44148e87b", "sha256": SHA},
+                "size": 2020482,
+                "yanked": False,
+            },
+        ],
+    },
+}
+
+
+def test_sdist_from_pypi_json_resolves_relative_urls() -> None:
+    info = sdist_from_pypi_json(PYPI, version="0.19.8", json_url="https://pypi.org/pypi/deepspeed/json")
+    assert info.url == "https://pypi.org/packages/packages/bc/d8/3162/deepspeed-0.19.8.tar.gz"
+    assert (info.sha256, info.size, info.filename) == (SHA, 2020482, "deepspeed-0.19.8.tar.gz")
+    absolute = json.loads(json.dumps(PYPI).replace("../../packages", "https://files.example/packages"))
+    assert sdist_from_pypi_json(absolute, version="0.19.8", json_url="https://x/pypi/deepspeed/json").url.startswith(
+        "https://files.example/"
+    )
+
+
+def test_sdist_from_pypi_json_errors() -> None:
+    with pytest.raises(LookupError, match=r"no release 0\.99\.0"):
+        sdist_from_pypi_json(PYPI, version="0.99.0", json_url="https://pypi.org/pypi/deepspeed/json")
+    with pytest.raises(LookupError, match="no \\(unyanked\\) sdist"):
+        sdist_from_pypi_json(PYPI, version="0.19.7", json_url="https://pypi.org/pypi/deepspeed/json")
+    bad = json.loads(json.dumps(PYPI))
+    bad["releases"]["0.19.8"][0]["digests"] = {"md5": "x"}
+    with pytest.raises(ValueError, match="sha256"):
+        sdist_from_pypi_json(bad, version="0.19.8", json_url="https://pypi.org/pypi/deepspeed/json")
+    with pytest.raises(TypeError):
+        sdist_from_pypi_json([], version="0.19.8", json_url="u")
+
+
+def test_lock_round_trip() -> None:
+    lock = SourceLock(entries={}).with_entry(
+        "https://github.com/deepspeedai/DeepSpeed/archive/refs/tags/v0.19.8.tar.gz",
+        LockEntry(sha256=SHA, size=3, recorded="2026-11-23T00:00:00Z"),
+    )
+    assert parse_lock(render_lock(lock)) == lock
+    with pytest.raises(ValueError, match="not a dswheels sources lock"):
+        parse_lock('{"sources": {}}')
+    with pytest.raises(ValueError, match="bad entry"):
+        parse_lock('{"schema": "dswheels.sources-lock/1", "sources": {"u": {"sha256": "xyz", "size": 1}}}')
+
+
+def test_pip_config_of_this_kind_of_machine() -> None:
+    # `pip config list` on a machine with a pip.conf and PIP_FIND_LINKS
+    text = (
+        ":env:.cert='/etc/ssl/certs/ca-certificates.crt'\n"
+        ":env:.find-links='/opt/wheels'\n"
+        "global.extra-index-url='file:///opt/pypi/simple file:///opt/pypi-more/simple'\n"
+        "global.find-links='/opt/wheels'\n"
+        "global.index-url='https://mirror.example/simple'\n"
+        "user.index-url='https://ignored.example/simple'\n"
+    )
+    config = parse_pip_config(text)
+    assert config == {
+        "find-links": ["/opt/wheels"],
+        "extra-index-url": ["file:///opt/pypi/simple", "file:///opt/pypi-more/simple"],
+        "index-url": ["https://mirror.example/simple"],
+    }
+    assert uv_index_args(TorchSource("pip"), plan_index="", pip_config=config) == [
+        "--default-index",
+        "https://mirror.example/simple",
+        "--index",
+        "file:///opt/pypi/simple",
+        "--index",
+        "file:///opt/pypi-more/simple",
+        "--find-links",
+        "/opt/wheels",
+    ]
+
+
+def test_torch_sources() -> None:
+    plan_index = "https://download.pytorch.org/whl/cu130"
+    assert uv_index_args(TorchSource("plan"), plan_index=plan_index, pip_config={}) == ["--index", plan_index]
+    mirror = TorchSource("index", "http://127.0.0.1:8000/simple")
+    assert uv_index_args(mirror, plan_index=plan_index, pip_config={}) == ["--index", "http://127.0.0.1:8000/simple"]
+    assert uv_index_args(TorchSource("links", "/w"), plan_index=plan_index, pip_config={}) == ["--find-links", "/w"]
+    assert "pip" in TorchSource("pip").describe()
