@@ -227,6 +227,8 @@ class OpInfo:
     left_out: Mapping[str, str]
     min_arch: VersionTuple | None
     source: str
+    ship_versions: Range | None = None  # "ops: all" builds it only for these DeepSpeed versions
+    not_portable: str = ""  # why not for the others
 
 
 @dataclass(frozen=True, slots=True)
@@ -352,6 +354,11 @@ def _parse_ops(reader: _Reader) -> tuple[OpInfo, ...]:
                     msg = f"compat.yml: {entry.path}: neither shipped nor left out (with a reason) on {os}"
                     raise CompatDataError(msg)
             min_arch = entry.opt("min_arch")
+            ship_versions = entry.opt("ship_versions")
+            not_portable = entry.opt("not_portable")
+            if (ship_versions is None) != (not_portable is None):
+                msg = f"compat.yml: {entry.path}: ship_versions and not_portable go together"
+                raise CompatDataError(msg)
             ops.append(
                 OpInfo(
                     name=name,
@@ -363,6 +370,8 @@ def _parse_ops(reader: _Reader) -> tuple[OpInfo, ...]:
                     left_out=left_out,
                     min_arch=parse_version(min_arch.text()) if min_arch else None,
                     source=entry.source(),
+                    ship_versions=parse_range(ship_versions.text()) if ship_versions else None,
+                    not_portable=not_portable.text() if not_portable else "",
                 ),
             )
     return tuple(ops)

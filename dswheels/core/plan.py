@@ -570,6 +570,8 @@ def _resolve_ops(
             left_out.append((op.name, "not in the matrix's ops list"))
         elif os not in (op.platforms if wanted is not None else op.ship):
             left_out.append((op.name, op.left_out.get(os, f"cannot be built on {os}")))
+        elif wanted is None and op.ship_versions is not None and cell.deepspeed not in op.ship_versions:
+            left_out.append((op.name, op.not_portable))
         elif op.min_arch is not None and cell.variant.is_cuda and (top_arch is None or top_arch < op.min_arch):
             left_out.append((op.name, f"needs sm >= {format_version(op.min_arch)}; the arch list has none"))
         else:
