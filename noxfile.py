@@ -62,6 +62,13 @@ def bench(session: nox.Session) -> None:
 
 
 @nox.session(default=False)
+def dryrun(session: nox.Session) -> None:
+    """Run .github/workflows/wheels.yml here for one Linux cell: plan, build, verify, publish(dir), index."""
+    _install(session, "test")
+    session.run("python", "-m", "tests.gha", "dryrun", *session.posargs, env={"PYTHONPATH": str(ROOT)})
+
+
+@nox.session(default=False)
 def main(session: nox.Session) -> None:
     """The README's main job: plan the shipped matrix (later: build, verify, index for this machine)."""
     _install(session)
