@@ -19,6 +19,8 @@ from __future__ import annotations
 import hashlib
 import re
 import shutil
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -33,7 +35,9 @@ ROOT = Path(__file__).resolve().parents[2]
 WORKFLOW = ROOT / ".github" / "workflows" / "wheels.yml"
 MATRIX = "tests/data/dryrun-matrix.yml"
 CELL = "ds0.19.8-torch2.13-cpu-cp311-linux_x86_64"
-WHEEL = "deepspeed-0.19.8+cputorch2.13-cp311-cp311-linux_x86_64.whl"
+VERSION = "0.19.8+cputorch2.13"
+WHEEL = f"deepspeed-{VERSION}-cp311-cp311-linux_x86_64.whl"
+PARTITION = "cpu-torch2.13"
 INPUTS = {
     "deepspeed": "0.19.8",
     "torch": "2.13",
@@ -90,9 +94,42 @@ def _check(out: Path, dispatch: RunReport, tag: RunReport) -> list[str]:
         href = re.escape(WHEEL.replace("+", "%2B"))
         if not re.search(rf"{href}#sha256={digest}", text):
             problems.append(f"the deployed index does not list {WHEEL} with its sha256")
+        problems += _pip_resolves(site / "whl" / PARTITION / "simple", out / "pip-download")
     elif not pages:
         problems.append(f"no index was deployed to {site}")
     return problems
+
+
+def _pip_resolves(index: Path, dest: Path) -> list[str]:
+    """pip, told only about the deployed partition, finds and downloads exactly the wheel."""
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--isolated",
+            "--no-deps",
+            "--only-binary",
+            ":all:",
+            "--index-url",
+            index.as_uri() + "/",
+            "--dest",
+            str(dest),
+            "--python-version",
+            "3.11",
+            "--platform",
+            "linux_x86_64",
+            f"deepspeed=={VERSION}",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    got = sorted(p.name for p in dest.glob("*.whl")) if dest.exists() else []
+    if proc.returncode != 0 or got != [WHEEL]:
+        return [f"pip could not install from the deployed index {index}: {proc.stdout[-800:]}{proc.stderr[-800:]}"]
+    return []
 
 
 def dry_run(out: Path, *, say: Callable[[str], None] = print, repo: Path = ROOT) -> DryRun:

@@ -120,9 +120,10 @@ def _image_tools(labels: list[str], tools: Path, env: Mapping[str, str], say: Ca
     bin_dir.mkdir(parents=True, exist_ok=True)
     for n in missing:
         for name, target in ((f"gcc-{n}", local), (f"g++-{n}", local_cxx)):
+            # a link, not a script: compiler caches key on the compiler's identity (mtime, size)
             shim = bin_dir / name
-            shim.write_text(f'#!/bin/sh\nexec "{target}" "$@"\n', encoding="utf-8")
-            shim.chmod(0o755)
+            shim.unlink(missing_ok=True)
+            shim.symlink_to(Path(target).resolve())
     version = subprocess.run([local, "-dumpversion"], capture_output=True, text=True, check=False).stdout.strip()
     say(
         f"   note: {', '.join(labels)} has GCC {', '.join(gccs)}; this machine has GCC {version}: "
