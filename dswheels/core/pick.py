@@ -1,0 +1,252 @@
+"""Pick the published wheel for an environment, or say which published cells are nearest.
+
+Pure: the caller fetches the index page (:mod:`dswheels.effects.index_read`); this module
+parses it (PEP 503 HTML, with :mod:`html.parser` and ``packaging``), maps every file name back
+to its cell (the inverse of :func:`dswheels.core.naming.wheel_filename`) and decides.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from html.parser import HTMLParser
+from urllib.parse import unquote, urldefrag, urljoin, urlsplit
+
+from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+from packaging.version import InvalidVersion
+
+from dswheels.core.model import Cell, Platform, Python, Variant
+from dswheels.core.naming import PROJECT
+from dswheels.core.versions import VersionTuple, format_version, parse_version
+
+__all__ = [
+    "IndexFile",
+    "Wanted",
+    "cell_from_filename",
+    "nearest",
+    "parse_project_page",
+    "pick_wheel",
+    "project_page_url",
+]
+
+_LABEL_RE = re.compile(r"^(?P<variant>cpu|cu\d{2,3})torch(?P<torch>\d+\.\d+)$")
+
+
+@dataclass(frozen=True, slots=True)
+class IndexFile:
+    """One file link of a PEP 503 project page."""
+
+    filename: str
+    url: str  # absolute, without the fragment
+    sha256: str  # from the ``#sha256=`` fragment, "" when the link has none
+    requires_python: str
+    yanked: bool
+    cell: Cell | None  # None: not a wheel named the dswheels way
+
+    @property
+    def url_with_hash(self) -> str:
+        return f"{self.url}#sha256={self.sha256}" if self.sha256 else self.url
+
+
+@dataclass(frozen=True, slots=True)
+class Wanted:
+    """What the environment needs: every axis of a cell, the DeepSpeed version optional."""
+
+    torch: VersionTuple
+    variant: Variant
+    python: Python
+    platform: Platform
+    deepspeed: VersionTuple | None = None
+
+    def matches(self, cell: Cell, *, any_deepspeed: bool = False) -> bool:
+        return (
+            cell.torch == self.torch
+            and cell.variant == self.variant
+            and cell.python == self.python
+            and cell.platform == self.platform
+            and (any_deepspeed or self.deepspeed is None or cell.deepspeed == self.deepspeed)
+        )
+
+    def describe(self) -> str:
+        ds = f"DeepSpeed {format_version(self.deepspeed)}, " if self.deepspeed else ""
+        return (
+            f"{ds}torch {format_version(self.torch)} {self.variant.name}, Python {self.python}, {self.platform.value}"
+        )
+
+
+def project_page_url(index: str, project: str = PROJECT) -> str:
+    """The project page of an index given as the site base, its ``simple/`` root or the page itself.
+
+    >>> project_page_url("https://example.org/dswheels")
+    'https://example.org/dswheels/simple/deepspeed/'
+    >>> project_page_url("https://example.org/dswheels/simple/")
+    'https://example.org/dswheels/simple/deepspeed/'
+    >>> project_page_url("https://example.org/dswheels/simple/deepspeed")
+    'https://example.org/dswheels/simple/deepspeed/'
+    """
+    base = index.rstrip("/")
+    if base.endswith(f"/simple/{project}"):
+        return base + "/"
+    if base.endswith("/simple"):
+        return f"{base}/{project}/"
+    return f"{base}/simple/{project}/"
+
+
+class _LinkParser(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.base: str | None = None
+        self.links: list[tuple[dict[str, str], str]] = []
+        self._open: dict[str, str] | None = None
+        self._text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        values = {key: value or "" for key, value in attrs}
+        if tag == "base" and self.base is None and values.get("href"):
+            self.base = values["href"]
+        elif tag == "a" and "href" in values:
+            self._open, self._text = values, []
+
+    def handle_data(self, data: str) -> None:
+        if self._open is not None:
+            self._text.append(data)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "a" and self._open is not None:
+            self.links.append((self._open, "".join(self._text).strip()))
+            self._open = None
+
+
+def parse_project_page(html: str, page_url: str) -> tuple[IndexFile, ...]:
+    """Every file link of a PEP 503 project page, with absolute URLs and parsed cells."""
+    parser = _LinkParser()
+    parser.feed(html)
+    parser.close()
+    base = urljoin(page_url, parser.base) if parser.base else page_url
+    files: list[IndexFile] = []
+    for attrs, text in parser.links:
+        url, fragment = urldefrag(urljoin(base, attrs["href"]))
+        name = unquote(urlsplit(url).path.rsplit("/", 1)[-1])
+        if text.endswith((".whl", ".tar.gz", ".zip")):
+            name = text
+        sha256 = ""
+        if fragment.startswith("sha256="):
+            sha256 = fragment.removeprefix("sha256=").lower()
+        files.append(
+            IndexFile(
+                filename=name,
+                url=url,
+                sha256=sha256,
+                requires_python=attrs.get("data-requires-python", ""),
+                yanked="data-yanked" in attrs,
+                cell=cell_from_filename(name),
+            ),
+        )
+    return tuple(files)
+
+
+def cell_from_filename(filename: str) -> Cell | None:
+    """The cell of a wheel named by :func:`~dswheels.core.naming.wheel_filename`, else None.
+
+    >>> from dswheels.core.naming import cell_id
+    >>> cell_id(cell_from_filename("deepspeed-0.19.8+cu128torch2.9-cp312-cp312-win_amd64.whl"))
+    'ds0.19.8-torch2.9-cu128-cp312-win_amd64'
+    >>> cell_from_filename("deepspeed-0.19.8-py3-none-any.whl") is None
+    True
+    """
+    try:
+        name, version, _build, tags = parse_wheel_filename(filename)
+    except (InvalidWheelFilename, InvalidVersion):
+        return None
+    if name != PROJECT or version.local is None or len(tags) != 1 or len(version.release) != 3:
+        return None
+    label = _LABEL_RE.match(version.local)
+    (tag,) = tags
+    if label is None or not tag.interpreter.startswith("cp"):
+        return None
+    try:
+        python = Python.parse(tag.abi)
+        platform = Platform(tag.platform)
+        variant = Variant.parse(label["variant"])
+    except ValueError:
+        return None
+    if python.interpreter_tag != tag.interpreter:
+        return None
+    return Cell(
+        deepspeed=version.release,
+        torch=parse_version(label["torch"]),
+        variant=variant,
+        python=python,
+        platform=platform,
+    )
+
+
+def pick_wheel(wanted: Wanted, files: Iterable[IndexFile]) -> IndexFile | None:
+    """The wheel for exactly this environment: the newest DeepSpeed unless one is wanted."""
+    fits = [f for f in files if f.cell is not None and not f.yanked and wanted.matches(f.cell)]
+    if not fits:
+        return None
+    return max(fits, key=lambda f: f.cell.deepspeed if f.cell else ())
+
+
+def _join(items: Sequence[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    if len(items) <= 1:
+        return "".join(items)
+    return ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _versions(values: Iterable[VersionTuple]) -> str:
+    return _join([format_version(v) for v in sorted(set(values))])
+
+
+def nearest(wanted: Wanted, files: Iterable[IndexFile]) -> tuple[str, ...]:
+    """Sentences naming the published cells closest to ``wanted`` (one axis differs).
+
+    Each says what is installed and what exists, e.g. ``torch 2.6 is installed; wheels exist
+    for torch 2.5 and 2.7 with cu124 (Python 3.12, win_amd64)``.
+    """
+    cells = [f.cell for f in files if f.cell is not None and not f.yanked]
+    torch, variant, python, platform = wanted.torch, wanted.variant, wanted.python, wanted.platform
+    same_platform = [c for c in cells if c.platform == platform]
+    if not same_platform:
+        return (f"the index has no {platform.value} wheels at all",)
+    lines: list[str] = []
+    env = [c for c in same_platform if wanted.matches(c, any_deepspeed=True)]
+    if env and wanted.deepspeed is not None:
+        # the environment is published, only not this DeepSpeed version: nothing else is nearer
+        only = (
+            f"DeepSpeed {format_version(wanted.deepspeed)} has no wheel for this environment; "
+            f"wheels exist for DeepSpeed {_versions(c.deepspeed for c in env)}"
+        )
+        return (only,)
+    other_torch = [c for c in same_platform if c.variant == variant and c.python == python and c.torch != torch]
+    if other_torch:
+        lines.append(
+            f"torch {format_version(torch)} is installed; wheels exist for torch "
+            f"{_versions(c.torch for c in other_torch)} with {variant.name} (Python {python}, {platform.value})",
+        )
+    other_variant = [c for c in same_platform if c.torch == torch and c.python == python and c.variant != variant]
+    if other_variant:
+        names = _join(sorted({c.variant.name for c in other_variant}))
+        lines.append(
+            f"torch {format_version(torch)} {variant.name} is installed; for torch {format_version(torch)} "
+            f"wheels exist with {names} (Python {python}, {platform.value})",
+        )
+    other_python = [c for c in same_platform if c.torch == torch and c.variant == variant and c.python != python]
+    if other_python:
+        pythons = _join([str(p) for p in sorted({c.python for c in other_python})])
+        lines.append(
+            f"Python {python} is in use; torch {format_version(torch)} {variant.name} wheels exist for "
+            f"Python {pythons} ({platform.value})",
+        )
+    if not lines:
+        combos = sorted({(c.torch, c.variant.name) for c in same_platform if c.python == python})
+        if combos:
+            shown = ", ".join(f"torch {format_version(t)} {v}" for t, v in combos[-6:])
+            lines.append(f"for Python {python} on {platform.value} the index has {shown}")
+        else:
+            pythons = _join([str(p) for p in sorted({c.python for c in same_platform})])
+            lines.append(f"the index has no Python {python} wheels for {platform.value} (it has Python {pythons})")
+    return tuple(lines)

@@ -1,0 +1,474 @@
+"""`dswheels doctor` on this machine for real, and `dswheels install` end to end over loopback.
+
+doctor runs as a subprocess against real virtual environments: one with torch 2.13.0+cpu and
+one with PyPI's torch 2.14.1 (CUDA 13.0, several GB; uv's cache makes a second run fast), on
+this machine's real CUDA 13.0 toolkit. install picks from a PEP 503 index the test writes and
+serves from 127.0.0.1, installs with pip and verifies. Its wheels are small but real
+(valid zip, dist-info, RECORD), named by core.naming.wheel_filename, and carry a miniature
+``deepspeed`` package laid out like a real one (git_version_info, ops.op_builder.all_ops with
+builders whose load() imports the "prebuilt" module), so the verify step runs its real code.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import http.server
+import importlib.util
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import threading
+import zipfile
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+
+from dswheels.core.compat import load_compat
+from dswheels.core.facts import parse_nvcc_version
+from dswheels.core.model import Cell, Platform, Python, Variant
+from dswheels.core.naming import cell_id, partition, wheel_filename, wheel_version
+from dswheels.core.pick import cell_from_filename
+from dswheels.core.versions import format_version
+from tests.conftest import require
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
+
+NEWEST_DS = load_compat().deepspeed_releases[-1]
+PY = Python(version=sys.version_info[:2])
+CUDA_ROOT = Path("/usr/local/cuda-13.0")
+FIND_LINKS = Path("/opt/wheels")
+
+
+def _uv() -> list[str]:
+    found = shutil.which("uv")
+    if found:
+        return [found]
+    require(importlib.util.find_spec("uv") is not None, "uv is needed to create the test environments")
+    return [sys.executable, "-m", "uv"]
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["NO_PROXY"] = env["no_proxy"] = "127.0.0.1,localhost"
+    env.pop("DSWHEELS_INDEX", None)
+    return env
+
+
+def _run(argv: Sequence[str], *, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(argv, capture_output=True, text=True, env=_env(), timeout=timeout, check=False)
+
+
+def _make_venv(path: Path, torch: str) -> Path:
+    """A venv with pip and ``torch``; torch 2.13.0 is the CPU wheel of /opt/wheels on this machine."""
+    uv = _uv()
+    python = path / "bin" / "python"
+    done = subprocess.run([*uv, "venv", "--seed", "--python", sys.executable, str(path)], check=False, env=_env())
+    assert done.returncode == 0
+    extra = ["--find-links", str(FIND_LINKS)] if FIND_LINKS.is_dir() else []
+    done = subprocess.run(
+        [*uv, "pip", "install", "--python", str(python), *extra, f"torch=={torch}"], check=False, env=_env()
+    )
+    require(done.returncode == 0, f"could not install torch=={torch} (network or /opt/wheels missing)")
+    return python
+
+
+@pytest.fixture(scope="module")
+def cpu_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _make_venv(tmp_path_factory.mktemp("venv-cpu") / "v", "2.13.0")
+
+
+@pytest.fixture(scope="module")
+def cuda_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _make_venv(tmp_path_factory.mktemp("venv-cuda") / "v", "2.14.1")
+
+
+def _doctor(*args: str) -> tuple[int, dict[str, object], str]:
+    done = _run([sys.executable, "-m", "dswheels", "doctor", "--json", *args])
+    assert done.stdout, done.stderr
+    return done.returncode, json.loads(done.stdout), done.stderr
+
+
+def _check(data: dict[str, object], check_id: str) -> dict[str, str]:
+    checks = data["checks"]
+    assert isinstance(checks, list)
+    found = [c for c in checks if c["id"] == check_id]
+    assert len(found) == 1, found
+    return dict(found[0])
+
+
+def _machine_prerequisites() -> None:
+    require(sys.platform.startswith("linux"), "the recorded expectations are for this Linux machine")
+    require((CUDA_ROOT / "bin" / "nvcc").is_file(), f"this machine's CUDA 13.0 toolkit at {CUDA_ROOT}")
+
+
+def _toolkit_assertions(facts: dict[str, object]) -> None:
+    toolkits = facts["toolkits"]
+    assert isinstance(toolkits, list)
+    roots = {t["root"]: t for t in toolkits}
+    assert str(CUDA_ROOT) in roots, roots.keys()
+    assert parse_nvcc_version(roots[str(CUDA_ROOT)]["nvcc_output"]) == (13, 0)
+    assert "bin/nvcc" in roots[str(CUDA_ROOT)]["files"]
+
+
+def test_doctor_real_cpu_torch(cpu_python: Path) -> None:
+    _machine_prerequisites()
+    code, data, _ = _doctor("--python", str(cpu_python))
+    assert code == 0, data["checks"]
+    facts = data["facts"]
+    assert isinstance(facts, dict)
+    assert facts["torch"]["version"] == "2.13.0+cpu"
+    assert facts["torch"]["cuda"] is None
+    assert facts["python"]["executable"] == str(cpu_python)
+    _toolkit_assertions(facts)
+    verdict = data["verdict"]
+    assert isinstance(verdict, dict)
+    assert verdict["cell"] == f"ds{format_version(NEWEST_DS)}-torch2.13-cpu-{PY.tag}-linux_x86_64"
+    assert verdict["local_build"]["status"] == "ok"
+    assert "cpu_adam" in verdict["local_build"]["ops"]
+    assert _check(data, "torch")["status"] == "ok"
+    if shutil.which("nvidia-smi") is None:
+        assert _check(data, "gpu")["status"] == "warn"
+
+
+def test_doctor_real_cuda_torch(cuda_python: Path) -> None:
+    _machine_prerequisites()
+    code, data, _ = _doctor("--python", str(cuda_python))
+    assert code == 0, data["checks"]
+    facts = data["facts"]
+    assert isinstance(facts, dict)
+    assert facts["torch"]["version"] == "2.14.1+cu130"
+    assert facts["torch"]["cuda"] == "13.0"
+    _toolkit_assertions(facts)
+    verdict = data["verdict"]
+    assert isinstance(verdict, dict)
+    assert verdict["cell"] == f"ds{format_version(NEWEST_DS)}-torch2.14-cu130-{PY.tag}-linux_x86_64"
+    local = verdict["local_build"]
+    assert local["nvcc"] == "13.0"
+    assert local["cuda_check"] == "nvcc 13.0 = torch CUDA 13.0: DeepSpeed's check passes"
+    assert local["environment"]["CUDA_HOME"] == str(CUDA_ROOT)
+    assert local["environment"]["TORCH_CUDA_ARCH_LIST"] == "7.5;8.0;8.6;9.0;10.0;12.0+PTX"
+    if shutil.which("nvidia-smi") is None:
+        assert local["environment"]["DS_ACCELERATOR"] == "cuda"
+        assert _check(data, "gpu")["status"] == "warn"
+    if "CUDA_HOME" not in os.environ and Path("/usr/local/bin/nvcc").is_file():
+        # torch's own guess from the /usr/local/bin/nvcc wrapper, reported by the real torch
+        assert facts["torch"]["cuda_home"] == "/usr/local"
+        assert _check(data, "cuda_home")["fix"] == f"export CUDA_HOME={CUDA_ROOT}"
+
+
+def test_doctor_with_a_python_that_does_not_run(tmp_path: Path) -> None:
+    code, data, _ = _doctor("--python", str(tmp_path / "no-such-python"))
+    assert code == 9
+    python = _check(data, "python")
+    assert python["status"] == "fail"
+    assert "no-such-python" in python["detail"]
+    verdict = data["verdict"]
+    assert isinstance(verdict, dict)
+    assert verdict["cell"] is None
+
+
+# --- a small real index over loopback -----------------------------------------------------------
+
+
+def _record_line(name: str, data: bytes) -> str:
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+    return f"{name},sha256={digest},{len(data)}"
+
+
+ALL_OPS = '''"""Stand-in for deepspeed/ops/op_builder/all_ops.py: ALL_OPS maps op name -> builder."""
+import importlib
+import os
+import types
+
+
+class Builder:
+    def __init__(self, name, module):
+        self.name = name
+        self._module = module
+
+    def absolute_name(self):
+        return self._module
+
+    def load(self):
+        return importlib.import_module(self._module)
+
+
+class JitBuilder(Builder):
+    """What DeepSpeed does when the prebuilt op is unusable: compile into TORCH_EXTENSIONS_DIR."""
+
+    def load(self):
+        where = os.path.join(os.environ["TORCH_EXTENSIONS_DIR"], self.name)
+        os.makedirs(where, exist_ok=True)
+        with open(os.path.join(where, self.name + ".so"), "w") as fh:
+            fh.write("compiled just in time")
+        return types.ModuleType(self.name)
+
+
+KIND = Builder if __KIND__ == "prebuilt" else JitBuilder
+ALL_OPS = {
+    "cpu_adam": KIND("cpu_adam", "deepspeed.ops.adam.cpu_adam_op"),
+    "fused_adam": KIND("fused_adam", "deepspeed.ops.adam.fused_adam_op"),
+    "async_io": KIND("async_io", "deepspeed.ops.aio.async_io_op"),
+}
+'''
+
+
+def build_wheel(out: Path, cell: Cell, *, kind: str = "prebuilt") -> Path:
+    """A real, installable wheel for ``cell`` holding a miniature deepspeed package."""
+    version = wheel_version(cell)
+    torch_minor = format_version(cell.torch)
+    accelerator = "cuda" if cell.variant.is_cuda else "cpu"
+    info = (
+        f"version={version!r}\ngit_hash='0000000'\ngit_branch='HEAD'\n"
+        "installed_ops={'async_io': False, 'cpu_adam': 1, 'fused_adam': 1}\n"
+        f"accelerator_name={accelerator!r}\n"
+        f"torch_info={{'version': {torch_minor!r}, 'bf16_support': False, "
+        f"'cuda_version': {cell.variant.cuda_text or '0.0'!r}, 'nccl_version': '0.0', 'hip_version': '0.0'}}\n"
+    )
+    files = {
+        "deepspeed/__init__.py": '"""A stand-in for DeepSpeed made by dswheels\' tests."""\n'
+        "from deepspeed.git_version_info import version as __version__\n",
+        "deepspeed/git_version_info.py": "from .git_version_info_installed import (  # noqa\n"
+        "    accelerator_name, git_branch, git_hash, installed_ops, torch_info, version)\n",
+        "deepspeed/git_version_info_installed.py": info,
+        "deepspeed/ops/__init__.py": "",
+        "deepspeed/ops/op_builder/__init__.py": "",
+        "deepspeed/ops/op_builder/all_ops.py": ALL_OPS.replace("__KIND__", repr(kind)),
+        "deepspeed/ops/adam/__init__.py": "",
+        "deepspeed/ops/adam/cpu_adam_op.py": '"""stand-in for the compiled cpu_adam extension"""\n',
+        "deepspeed/ops/adam/fused_adam_op.py": '"""stand-in for the compiled fused_adam extension"""\n',
+    }
+    dist_info = f"deepspeed-{version}.dist-info"
+    tag = f"{cell.python.interpreter_tag}-{cell.python.tag}-{cell.platform.value}"
+    files[f"{dist_info}/METADATA"] = (
+        f"Metadata-Version: 2.1\nName: deepspeed\nVersion: {version}\nRequires-Dist: torch=={torch_minor}.*\n"
+    )
+    files[f"{dist_info}/WHEEL"] = f"Wheel-Version: 1.0\nGenerator: dswheels-tests\nRoot-Is-Purelib: false\nTag: {tag}\n"
+    record = [_record_line(name, text.encode()) for name, text in files.items()]
+    record.append(f"{dist_info}/RECORD,,")
+    files[f"{dist_info}/RECORD"] = "\n".join(record) + "\n"
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / wheel_filename(cell)
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for name, text in files.items():
+            zf.writestr(name, text)
+    return path
+
+
+def write_index(root: Path, wheels: Sequence[Path], *, wrong_sha: bool = False) -> None:
+    """docs/index-layout.md: simple/deepspeed/ lists every wheel, whl/<partition>/ one partition."""
+    files_dir = root / "files"
+    files_dir.mkdir(parents=True, exist_ok=True)
+    links: dict[str, list[str]] = {}
+    for wheel in wheels:
+        shutil.copy2(wheel, files_dir / wheel.name)
+        digest = "0" * 64 if wrong_sha else hashlib.sha256(wheel.read_bytes()).hexdigest()
+        links.setdefault("all", []).append(
+            f'<a href="../../files/{quote(wheel.name)}#sha256={digest}">{wheel.name}</a>'
+        )
+        cell = cell_from_filename(wheel.name)
+        assert cell is not None
+        links.setdefault(partition(cell), []).append(
+            f'<a href="../../files/{quote(wheel.name)}#sha256={digest}">{wheel.name}</a>'
+        )
+
+    def page(title: str, items: Sequence[str]) -> str:
+        body = "<br>\n".join(items)
+        return (
+            '<!DOCTYPE html>\n<html><head><meta name="pypi:repository-version" content="1.0">'
+            f"<title>{title}</title></head><body>\n{body}\n</body></html>\n"
+        )
+
+    (root / "simple" / "deepspeed").mkdir(parents=True, exist_ok=True)
+    (root / "simple" / "index.html").write_text(page("Simple index", ['<a href="deepspeed/">deepspeed</a>']))
+    (root / "simple" / "deepspeed" / "index.html").write_text(page("Links for deepspeed", links["all"]))
+    for name, items in links.items():
+        if name != "all":
+            (root / "whl" / name).mkdir(parents=True, exist_ok=True)
+            (root / "whl" / name / "index.html").write_text(page(f"deepspeed {name}", items))
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the base class's name
+        pass
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str]]:
+    """A directory served at http://127.0.0.1:<port>/ for the whole module."""
+    root = tmp_path_factory.mktemp("served")
+
+    def handler(*args: object, **kwargs: object) -> _Quiet:
+        return _Quiet(*args, directory=str(root), **kwargs)  # type: ignore[arg-type]
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield root, f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _cell(torch: tuple[int, int], variant: str, *, deepspeed: tuple[int, ...] = NEWEST_DS) -> Cell:
+    return Cell(
+        deepspeed=deepspeed, torch=torch, variant=Variant.parse(variant), python=PY, platform=Platform.LINUX_X86_64
+    )
+
+
+@pytest.fixture(scope="module")
+def install_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _make_venv(tmp_path_factory.mktemp("venv-install") / "v", "2.13.0")
+
+
+@pytest.fixture
+def clean_python(install_python: Path) -> Path:
+    """The install venv without any deepspeed."""
+    subprocess.run(
+        [*_uv(), "pip", "uninstall", "-q", "--python", str(install_python), "deepspeed"],
+        capture_output=True,
+        check=False,
+        env=_env(),
+    )
+    return install_python
+
+
+def _index(
+    served: tuple[Path, str], name: str, cells: Sequence[Cell], *, jit: bool = False, wrong_sha: bool = False
+) -> str:
+    """Write an index for ``cells`` under the served directory; its base URL."""
+    root, base = served
+    wheels = [build_wheel(root / f"{name}-build", cell, kind="jit" if jit else "prebuilt") for cell in cells]
+    write_index(root / name, wheels, wrong_sha=wrong_sha)
+    return f"{base}/{name}"
+
+
+def _install(python: Path, index: str, *extra: str) -> subprocess.CompletedProcess[str]:
+    return _run([sys.executable, "-m", "dswheels", "install", "--index", index, "--python", str(python), *extra])
+
+
+def _installed(python: Path) -> str:
+    done = _run([str(python), "-c", "import importlib.metadata as m; print(m.version('deepspeed'))"])
+    return done.stdout.strip() if done.returncode == 0 else ""
+
+
+def test_install_picks_the_exact_wheel_and_verifies(served: tuple[Path, str], clean_python: Path) -> None:
+    require(sys.platform.startswith("linux"), "the test wheels are linux_x86_64")
+    exact = _cell((2, 13), "cpu")
+    index = _index(
+        served,
+        "exact",
+        [
+            exact,
+            _cell((2, 13), "cpu", deepspeed=(0, 19, 7)),
+            _cell((2, 14), "cu130"),
+            _cell((2, 12), "cpu"),
+        ],
+    )
+    done = _install(clean_python, index)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert _installed(clean_python) == wheel_version(exact)
+    assert f"this environment is {cell_id(exact)}: {wheel_filename(exact)}" in done.stdout
+    assert "2 prebuilt ops load without JIT (cpu_adam, fused_adam)" in done.stdout
+    # doctor now sees the installed wheel and the published one
+    code, data, _ = _doctor("--python", str(clean_python), "--index", index)
+    deepspeed = _check(data, "deepspeed")
+    assert deepspeed["status"] == "ok", deepspeed
+    assert deepspeed["title"].startswith(f"DeepSpeed {wheel_version(exact)} (cpu accelerator, 2 prebuilt ops)")
+    verdict = data["verdict"]
+    assert isinstance(verdict, dict)
+    assert verdict["published"]["filename"] == wheel_filename(exact)
+    assert _check(data, "index")["status"] == "ok"
+    assert code == 0
+
+
+def test_install_dry_run_prints_the_command(served: tuple[Path, str], clean_python: Path) -> None:
+    exact = _cell((2, 13), "cpu")
+    index = _index(served, "dry", [exact])
+    done = _install(clean_python, index, "--dry-run")
+    assert done.returncode == 0, done.stderr
+    comment, command = done.stdout.strip().splitlines()[-2:]
+    digest = hashlib.sha256((served[0] / "dry" / "files" / wheel_filename(exact)).read_bytes()).hexdigest()
+    assert comment == f"# download {index}/files/{quote(wheel_filename(exact))} (sha256 {digest}), then:"
+    assert shlex.split(command) == [
+        str(clean_python),
+        "-m",
+        "pip",
+        "install",
+        "--disable-pip-version-check",
+        wheel_filename(exact),
+    ]
+    assert _installed(clean_python) == ""
+
+
+def test_install_without_a_fitting_wheel_names_the_nearest(served: tuple[Path, str], clean_python: Path) -> None:
+    index = _index(served, "nofit", [_cell((2, 12), "cpu"), _cell((2, 14), "cpu"), _cell((2, 14), "cu130")])
+    done = _install(clean_python, index)
+    assert done.returncode == 9, done.stdout + done.stderr
+    assert f"no published wheel fits this environment ({cell_id(_cell((2, 13), 'cpu'))})" in done.stderr
+    expected = f"torch 2.13 is installed; wheels exist for torch 2.12 and 2.14 with cpu (Python {PY}, linux_x86_64)"
+    assert expected in done.stderr
+    assert _installed(clean_python) == ""
+
+
+def test_install_catches_a_wheel_that_jit_compiles(served: tuple[Path, str], clean_python: Path) -> None:
+    index = _index(served, "jit", [_cell((2, 13), "cpu")], jit=True)
+    done = _install(clean_python, index)
+    assert done.returncode == 6, done.stdout + done.stderr
+    assert "verify failed: the installed wheel does not load its prebuilt ops" in done.stderr
+    assert "cpu_adam: loaded cpu_adam instead of the prebuilt deepspeed.ops.adam.cpu_adam_op" in done.stderr
+    assert "TORCH_EXTENSIONS_DIR is not empty after loading" in done.stderr
+
+
+def test_install_refuses_a_wheel_whose_hash_differs(served: tuple[Path, str], clean_python: Path) -> None:
+    index = _index(served, "badhash", [_cell((2, 13), "cpu")], wrong_sha=True)
+    done = _install(clean_python, index)
+    assert done.returncode == 4, done.stdout + done.stderr
+    assert f"source error: sha256 mismatch for {wheel_filename(_cell((2, 13), 'cpu'))}" in done.stderr
+    assert f"the index says {'0' * 64}" in done.stderr
+    assert _installed(clean_python) == ""
+
+
+def test_install_needs_an_index(clean_python: Path) -> None:
+    done = _run([sys.executable, "-m", "dswheels", "install", "--python", str(clean_python)])
+    assert done.returncode == 2
+    assert "no index given" in done.stderr
+
+
+def test_index_from_a_directory(served: tuple[Path, str], clean_python: Path) -> None:
+    """--index also takes the site as a local directory (file URLs in the page)."""
+    root, _base = served
+    exact = _cell((2, 13), "cpu")
+    _index(served, "local", [exact])
+    done = _install(clean_python, str(root / "local"), "--dry-run")
+    assert done.returncode == 0, done.stderr
+    assert (root / "local" / "files").as_uri() in done.stdout
+
+
+def test_install_with_uv_into_an_environment_without_pip(served: tuple[Path, str], tmp_path: Path) -> None:
+    """auto picks uv where the target has no pip (uv venvs have none); a local index works the same."""
+    require(shutil.which("uv") is not None, "uv on PATH (the test group installs it)")
+    uv = _uv()
+    assert (
+        subprocess.run([*uv, "venv", "-q", "--python", sys.executable, str(tmp_path / "v")], check=False).returncode
+        == 0
+    )
+    python = tmp_path / "v" / "bin" / "python"
+    root, _base = served
+    exact = _cell((2, 13), "cpu")
+    _index(served, "uv", [exact])
+    # no torch in this environment: the wheel's Requires-Dist torch==2.13.* comes from /opt/wheels
+    extra = ["--find-links", str(FIND_LINKS)] if FIND_LINKS.is_dir() else []
+    setup = subprocess.run([*uv, "pip", "install", "-q", "--python", str(python), *extra, "torch==2.13.0"], check=False)
+    require(setup.returncode == 0, "torch 2.13.0 installable")
+    done = _install(python, str(root / "uv"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "+ uv pip install --python" in done.stdout
+    assert _installed(python) == wheel_version(exact)

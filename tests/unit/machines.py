@@ -1,0 +1,50 @@
+"""Recorded machines (tests/data/machines/<name>/machine.json) as :class:`Facts`.
+
+A machine file has the shape of the ``facts`` part of ``dswheels doctor --json``; raw tool
+output lives beside it in tests/data/recordings/ and is referenced as ``{"file": PATH}``, a
+toolkit's file list as ``{"layout": NAME}`` (tests/data/recordings/layouts/NAME.txt).
+Provenance of every recording: tests/data/machines/README.md.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from dswheels.core.facts import Facts
+from dswheels.core.render_doctor import facts_from_data
+
+DATA = Path(__file__).resolve().parent.parent / "data"
+MACHINES = DATA / "machines"
+
+
+def _resolve(value: object) -> object:
+    if isinstance(value, dict):
+        if set(value) == {"file"}:
+            return (DATA / str(value["file"])).read_text(encoding="utf-8")
+        if set(value) == {"layout"}:
+            text = (DATA / "recordings" / "layouts" / f"{value['layout']}.txt").read_text(encoding="utf-8")
+            return [line for line in text.splitlines() if line.strip()]
+        return {key: _resolve(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_resolve(item) for item in value]
+    return value
+
+
+def machine_data(name: str) -> dict[str, object]:
+    data = json.loads((MACHINES / name / "machine.json").read_text(encoding="utf-8"))
+    resolved = _resolve(data)
+    assert isinstance(resolved, dict)
+    return resolved
+
+
+def load_machine(name: str) -> Facts:
+    return facts_from_data(machine_data(name))
+
+
+def machine_names() -> list[str]:
+    return sorted(p.name for p in MACHINES.iterdir() if (p / "machine.json").is_file())
+
+
+def nvcc_text(os: str, version: str) -> str:
+    return (DATA / "recordings" / "nvcc" / f"{os}-{version}.txt").read_text(encoding="utf-8")

@@ -1,0 +1,574 @@
+"""doctor's judgement over facts recorded from real machines (tests/data/machines)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from dswheels.cli import main
+from dswheels.commands.common import load_matrix
+from dswheels.core.compat import Compat, load_compat
+from dswheels.core.config import MatrixSpec
+from dswheels.core.doctor import Check, IndexView, Report, Status, diagnose
+from dswheels.core.facts import (
+    DeepSpeedFacts,
+    Facts,
+    PythonFacts,
+    Toolkit,
+    VisualStudio,
+    parse_nvcc_version,
+    parse_nvidia_smi,
+    parse_vswhere,
+)
+from dswheels.core.model import Platform, Python, Variant
+from dswheels.core.naming import cell_id
+from dswheels.core.pick import IndexFile, cell_from_filename
+from dswheels.core.plan import Combo, plan
+from dswheels.core.render_doctor import DOCTOR_SCHEMA, facts_from_data, facts_to_data, render_json, render_text
+from dswheels.core.versions import format_version, parse_version
+from tests.conftest import ROOT
+from tests.unit.machines import DATA, load_machine, machine_data, machine_names, nvcc_text
+
+COMPAT = load_compat()
+NEWEST_DS = format_version(COMPAT.deepspeed_releases[-1])
+
+
+@pytest.fixture(scope="module")
+def compat() -> Compat:
+    return COMPAT
+
+
+def checks(report: Report, check_id: str) -> list[Check]:
+    found = [c for c in report.checks if c.id == check_id]
+    assert found, f"no {check_id} check in {[c.id for c in report.checks]}"
+    return found
+
+
+def one(report: Report, check_id: str) -> Check:
+    (check,) = checks(report, check_id)
+    return check
+
+
+def statuses(report: Report) -> dict[str, set[Status]]:
+    out: dict[str, set[Status]] = {}
+    for c in report.checks:
+        out.setdefault(c.id, set()).add(c.status)
+    return out
+
+
+# --- parsers over recorded tool output --------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", sorted((DATA / "recordings" / "nvcc").glob("*.txt")), ids=lambda p: p.stem)
+def test_nvcc_version_of_every_recording(path: Path) -> None:
+    expected = parse_version(path.stem.split("-", 1)[1])
+    assert parse_nvcc_version(path.read_text(encoding="utf-8")) == expected
+
+
+def test_nvcc_version_absent() -> None:
+    assert parse_nvcc_version("") is None
+    assert parse_nvcc_version("nvcc fatal : Unknown option '--version'") is None
+
+
+def test_nvidia_smi_recordings() -> None:
+    smi = DATA / "recordings" / "nvidia-smi"
+    gpus, driver = parse_nvidia_smi((smi / "windows-rtx4070-laptop.csv").read_text(encoding="utf-8"))
+    assert [(g.name, g.capability, g.memory_mib) for g in gpus] == [("NVIDIA GeForce RTX 4070 Laptop GPU", "8.9", 8188)]
+    assert driver == "581.42"
+    gpus, driver = parse_nvidia_smi((smi / "linux-rtx5060.csv").read_text(encoding="utf-8"))
+    assert [(g.name, g.capability, g.memory_mib) for g in gpus] == [("NVIDIA GeForce RTX 5060", "12.0", None)]
+    assert driver == "580.159.03"
+
+
+def test_nvidia_smi_columns_in_any_order_and_old_drivers() -> None:
+    text = "memory.total [MiB], driver_version, name\n24564 MiB, 560.94, NVIDIA GeForce RTX 4090\n"
+    gpus, driver = parse_nvidia_smi(text)
+    assert (gpus[0].name, gpus[0].capability, gpus[0].memory_mib, driver) == (
+        "NVIDIA GeForce RTX 4090",
+        "",
+        24564,
+        "560.94",
+    )
+    assert parse_nvidia_smi("") == ((), "")
+
+
+def test_vswhere_recordings_with_toolsets() -> None:
+    text = (DATA / "recordings" / "vswhere" / "buildtools-2022-17.14.28.json").read_text(encoding="utf-8")
+    path = r"C:\Program Files (x86)\Microsoft Visual Studio\2022\BuildTools"
+    vs = VisualStudio(
+        vswhere=text, toolsets={path: ("14.29.30133", "14.44.35207", "x64")}, defaults={path: "14.44.35207"}
+    )
+    (install,) = parse_vswhere(vs)
+    assert install.name == "Visual Studio Build Tools 2022"
+    assert install.version == "17.14.28"
+    assert install.toolsets == ("14.44.35207", "14.29.30133")  # newest first; stray directories ignored
+    assert install.majors() == ("14.44", "14.29")
+    assert install.default == "14.44.35207"
+    assert parse_vswhere(VisualStudio(vswhere="not json", toolsets={}, defaults={})) == ()
+    assert parse_vswhere(VisualStudio(vswhere=None, toolsets={}, defaults={})) == ()
+
+
+@pytest.mark.parametrize("name", machine_names())
+def test_facts_round_trip(name: str) -> None:
+    facts = load_machine(name)
+    assert facts_from_data(json.loads(json.dumps(facts_to_data(facts)))) == facts
+
+
+# --- healthy machines -----------------------------------------------------------------------
+
+
+def test_windows_healthy(compat: Compat) -> None:
+    report = diagnose(load_machine("windows-healthy-cu124"), compat)
+    assert report.worst is Status.OK, render_text(report)
+    verdict = report.verdict
+    assert verdict.cell_id == f"ds{NEWEST_DS}-torch2.6-cu124-cp312-win_amd64"
+    local = verdict.local
+    assert local.status is Status.OK
+    assert local.toolchain is not None
+    assert (local.toolchain.host_compiler.version, local.toolchain.nvcc) == ("14.43", (12, 4))
+    env = dict(local.environment)
+    assert env["CUDA_HOME"] == r"C:\Program Files\NVIDIA GPU Computing Toolkit\CUDA\v12.4"
+    assert env["DISTUTILS_USE_SDK"] == "1"
+    assert "DS_ACCELERATOR" not in env  # a GPU is visible
+    # sm_89 (RTX 4070) runs torch's sm_86 SASS: same major, newer minor
+    assert one(report, "gpu").status is Status.OK
+    assert "venv" in report.guidance[1]
+    assert "Activate.ps1" in report.guidance[2]
+
+
+def test_linux_healthy(compat: Compat) -> None:
+    report = diagnose(load_machine("linux-healthy-cu128"), compat)
+    assert report.worst is Status.OK, render_text(report)
+    assert report.verdict.cell_id == f"ds{NEWEST_DS}-torch2.8-cu128-cp312-linux_x86_64"
+    local = report.verdict.local
+    assert local.status is Status.OK
+    assert local.toolchain is not None
+    assert local.toolchain.host_compiler.version == "13"
+    assert dict(local.environment)["TORCH_CUDA_ARCH_LIST"] == "7.0;7.5;8.0;8.6;9.0;10.0;12.0"
+    assert one(report, "cuda_home").title.startswith("CUDA_HOME -> /usr/local/cuda-12.8 (via CUDA_HOME)")
+
+
+# --- no toolkit, major and minor mismatch -----------------------------------------------------
+
+
+def test_no_toolkit(compat: Compat) -> None:
+    report = diagnose(load_machine("linux-no-toolkit"), compat)
+    toolkit = one(report, "toolkit")
+    assert toolkit.status is Status.WARN
+    assert "CUDA 12.8.1" in toolkit.fix  # the full release compat.yml installs for 12.8
+    local = report.verdict.local
+    assert local.status is Status.FAIL
+    assert local.blockers[0].startswith("no CUDA toolkit found: torch CUDA 12.8 needs one")
+    assert one(report, "cuda_home").status is Status.WARN
+    # installing a published wheel needs no toolkit: nothing FAILs
+    assert report.worst is Status.WARN
+
+
+def test_major_mismatch_uses_the_planners_rule(compat: Compat) -> None:
+    report = diagnose(load_machine("linux-major-mismatch"), compat)
+    cuda_home = one(report, "cuda_home")
+    assert cuda_home.status is Status.WARN
+    assert "different CUDA major" in cuda_home.detail
+    local = report.verdict.local
+    assert local.status is Status.FAIL
+    expected = (
+        "[nvcc-major] nvcc 12.8 cannot build cu130: torch refuses a CUDA major mismatch -- "
+        "install a CUDA 13.x toolkit, ideally 13.0"
+    )
+    assert local.blockers == (expected,)
+
+
+def _with_nvcc(facts: Facts, *, torch: str, cuda: str, nvcc: str) -> Facts:
+    """The healthy Linux machine with another torch and a (recorded) nvcc of another version."""
+    root = f"/usr/local/cuda-{nvcc}"
+    toolkit = dataclasses.replace(
+        facts.toolkits[0],
+        root=root,
+        aliases=(root,),
+        nvcc_output=nvcc_text("linux", nvcc),
+    )
+    assert facts.torch is not None
+    return dataclasses.replace(
+        facts,
+        torch=dataclasses.replace(facts.torch, version=torch, cuda=cuda, cuda_home=root, arch_list=()),
+        env={"CUDA_HOME": root},
+        path_nvcc=f"{root}/bin/nvcc",
+        toolkits=(toolkit,),
+    )
+
+
+# DeepSpeed's cuda_minor_mismatch_ok, one row per whitelist era (shared/reference/compat.md C.2):
+# (deepspeed, torch, torch CUDA, nvcc, does DeepSpeed accept the pair without DS_SKIP_CUDA_CHECK)
+MISMATCH_CASES = [
+    ("0.14.2", "2.4.1+cu121", "12.1", "12.4", False),  # 0.12.1-0.14.2: 12.0-12.3, 12.4 not listed
+    ("0.14.3", "2.4.1+cu121", "12.1", "12.4", True),  # 0.14.3-0.15.2: 12.0-12.5
+    ("0.16.0", "2.7.1+cu128", "12.8", "12.6", False),  # 0.15.3-0.16.3: 12.0-12.6, 12.8 not listed
+    ("0.16.0", "2.6.0+cu124", "12.4", "12.6", True),
+    ("0.16.4", "2.7.1+cu128", "12.8", "12.6", True),  # 0.16.4-0.17.1: adds 12.8
+    ("0.17.1", "2.8.0+cu129", "12.9", "12.8", False),  # 12.9 only from 0.17.2
+    ("0.17.2", "2.8.0+cu129", "12.9", "12.8", True),
+    ("0.19.8", "2.7.1+cu118", "11.8", "11.7", True),  # the 11.x list: 11.0-11.8 in every release
+    ("0.19.8", "2.12.1+cu130", "13.0", "13.1", False),  # no CUDA 13 list up to 0.19.8
+]
+
+
+@pytest.mark.parametrize("case", MISMATCH_CASES, ids=lambda c: f"ds{c[0]}-{c[1]}-nvcc{c[3]}")
+def test_minor_mismatch_under_each_whitelist(compat: Compat, case: tuple[str, str, str, str, bool]) -> None:
+    deepspeed, torch, cuda, nvcc, accepted = case
+    facts = _with_nvcc(load_machine("linux-healthy-cu128"), torch=torch, cuda=cuda, nvcc=nvcc)
+    if nvcc.startswith("11."):
+        facts = dataclasses.replace(facts, gcc="11.4.0")  # nvcc 11.x accepts GCC <= 11 (the planner checks it)
+    report = diagnose(facts, compat, deepspeed=parse_version(deepspeed))
+    local = report.verdict.local
+    assert local.toolchain is not None, local.blockers
+    assert local.toolchain.skip_cuda_check is (not accepted)
+    env = dict(local.environment)
+    if accepted:
+        assert "DS_SKIP_CUDA_CHECK" not in env
+        assert local.status is Status.OK
+    else:
+        assert env["DS_SKIP_CUDA_CHECK"] == "1"
+        assert local.status is Status.WARN
+        assert any(w.startswith(f"DS_SKIP_CUDA_CHECK=1: nvcc {nvcc} != torch CUDA {cuda}") for w in local.workarounds)
+    # the same decision `dswheels plan --nvcc` makes for the cell on the shipped matrix
+    cell = report.verdict.cell
+    assert cell is not None
+    spec_plan = plan(
+        _shipped_matrix(compat),
+        compat,
+        combo=Combo(
+            deepspeed=cell.deepspeed, torch=cell.torch, variant=cell.variant, python=cell.python, platform=cell.platform
+        ),
+        nvcc=parse_version(nvcc),
+    )
+    (planned,) = spec_plan.planned
+    assert planned.toolchain.skip_cuda_check is local.toolchain.skip_cuda_check
+    assert planned.toolchain.cuda_check == local.toolchain.cuda_check
+
+
+def _shipped_matrix(compat: Compat) -> MatrixSpec:
+    return load_matrix(ROOT / "matrix" / "matrix.yml", compat)
+
+
+# --- MSVC too new for the nvcc ----------------------------------------------------------------
+
+
+def test_msvc_too_new_picks_the_older_side_by_side_toolset(compat: Compat) -> None:
+    report = diagnose(load_machine("windows-cu121-msvc1444"), compat)
+    assert one(report, "msvc").title == "Visual Studio Build Tools 2022 17.14.28: MSVC 14.44 (default), 14.29"
+    local = report.verdict.local
+    assert local.status is Status.WARN
+    assert local.toolchain is not None
+    assert local.toolchain.host_compiler.version == "14.29"
+    assert local.workarounds[0].startswith("use MSVC 14.29: call vcvarsall.bat x64 -vcvars_ver=14.29")
+    assert "rejected 14.44 (_MSC_VER 1944 outside nvcc 12.1's 1910-1939)" in local.workarounds[0]
+    # the planner makes the same choice for GitHub's windows-2022 image (14.44 default, 14.29 side by side)
+    cell = report.verdict.cell
+    assert cell is not None
+    (planned,) = plan(
+        _shipped_matrix(compat),
+        compat,
+        combo=Combo(
+            deepspeed=cell.deepspeed, torch=cell.torch, variant=cell.variant, python=cell.python, platform=cell.platform
+        ),
+    ).planned
+    assert planned.toolchain.host_compiler.version == local.toolchain.host_compiler.version
+
+
+def test_msvc_too_new_without_an_older_toolset_needs_escape_flags(compat: Compat) -> None:
+    facts = load_machine("windows-cu121-msvc1444")
+    assert facts.visual_studio is not None
+    path = next(iter(facts.visual_studio.toolsets))
+    facts = dataclasses.replace(
+        facts, visual_studio=dataclasses.replace(facts.visual_studio, toolsets={path: ("14.44.35207",)})
+    )
+    local = diagnose(facts, compat).verdict.local
+    assert local.status is Status.WARN
+    assert local.toolchain is not None
+    assert local.toolchain.host_compiler.version == "14.44"
+    assert "-D_ALLOW_COMPILER_AND_STL_VERSION_MISMATCH" in dict(local.environment)["NVCC_APPEND_FLAGS"]
+    assert any("installing an MSVC toolset this nvcc supports is safer" in w for w in local.workarounds)
+
+
+def test_build_tools_without_the_cpp_workload(compat: Compat) -> None:
+    report = diagnose(load_machine("windows-buildtools-no-vc"), compat)
+    msvc = one(report, "msvc")
+    assert msvc.status is Status.WARN
+    assert "--add Microsoft.VisualStudio.Workload.VCTools" in msvc.fix
+    local = report.verdict.local
+    assert local.status is Status.FAIL
+    assert local.blockers[0].startswith("[host-compiler] no MSVC toolset found -- install an MSVC toolset nvcc 12.8")
+    assert one(report, "long_paths").status is Status.WARN
+
+
+# --- CPU torch, no GPU --------------------------------------------------------------------------
+
+
+def test_cpu_torch_on_windows_with_a_gpu(compat: Compat) -> None:
+    report = diagnose(load_machine("windows-cpu-torch-gpu"), compat)
+    torch = one(report, "torch")
+    assert torch.status is Status.FAIL
+    assert "PyPI's Windows torch wheels are all CPU builds" in torch.detail
+    # the CUDA 12.6 toolkit on the machine decides the variant to suggest
+    assert torch.fix.startswith("pip install torch==2.6.0 --index-url https://download.pytorch.org/whl/cu126")
+    assert report.verdict.cell_id == f"ds{NEWEST_DS}-torch2.6-cpu-cp312-win_amd64"
+
+
+def test_no_gpu_cuda_torch_this_machine(compat: Compat) -> None:
+    report = diagnose(load_machine("linux-cuda13-cudatorch-nogpu"), compat)
+    gpu = one(report, "gpu")
+    assert gpu.status is Status.WARN
+    assert "DS_ACCELERATOR=cuda" in gpu.detail
+    assert report.verdict.cell_id == f"ds{NEWEST_DS}-torch2.14-cu130-cp311-linux_x86_64"
+    # torch guesses /usr/local from the /usr/local/bin/nvcc wrapper; doctor points at the real root
+    cuda_home = one(report, "cuda_home")
+    assert cuda_home.status is Status.WARN
+    assert cuda_home.title.startswith("CUDA_HOME -> /usr/local (via")
+    assert cuda_home.fix == "export CUDA_HOME=/usr/local/cuda-13.0"
+    local = report.verdict.local
+    assert local.status is Status.WARN
+    env = dict(local.environment)
+    assert env["CUDA_HOME"] == "/usr/local/cuda-13.0"
+    assert env["DS_ACCELERATOR"] == "cuda"
+    assert env["CUDA_INC_PATH"].endswith("site-packages/nvidia/cu13/include")
+    assert any("random_ltd, transformer, transformer_inference would fail to link" in w for w in local.workarounds)
+    assert report.worst is Status.WARN
+
+
+def test_cpu_torch_no_gpu_this_machine(compat: Compat) -> None:
+    report = diagnose(load_machine("linux-cuda13-cputorch-nogpu"), compat)
+    assert one(report, "torch").status is Status.OK
+    assert one(report, "cuda_home").title == "CUDA_HOME: not used (torch is a CPU build)"
+    toolkits = checks(report, "toolkit")
+    assert {c.status for c in toolkits} == {Status.OK}  # a CPU torch does not use them
+    assert "missing headers: cuBLAS" in toolkits[-1].detail
+    assert report.verdict.cell_id == f"ds{NEWEST_DS}-torch2.13-cpu-cp311-linux_x86_64"
+    local = report.verdict.local
+    assert local.status is Status.OK
+    assert "cpu_adam" in local.ops
+    assert report.guidance == ()  # CUDA_HOME does not matter for a CPU torch
+
+
+def test_gpu_older_than_torchs_arch_list(compat: Compat) -> None:
+    gpu = one(diagnose(load_machine("linux-gpu-too-old"), compat), "gpu")
+    assert gpu.status is Status.FAIL
+    assert "no kernels for sm_61" in gpu.detail
+
+
+# --- other environment problems -----------------------------------------------------------------
+
+
+def test_torch_missing(compat: Compat) -> None:
+    facts = dataclasses.replace(load_machine("linux-healthy-cu128"), torch=None, torch_error="not installed")
+    report = diagnose(facts, compat)
+    torch = one(report, "torch")
+    assert (torch.status, torch.title) == (Status.FAIL, "torch is not installed")
+    assert torch.fix.startswith("pip install torch==")
+    assert report.verdict.cell is None
+    assert report.verdict.local.status is Status.FAIL
+
+
+def test_torch_import_error_is_reported(compat: Compat) -> None:
+    error = "OSError: [WinError 126] The specified module could not be found. Error loading fbgemm.dll"
+    facts = dataclasses.replace(load_machine("windows-healthy-cu124"), torch=None, torch_error=error)
+    torch = one(diagnose(facts, compat), "torch")
+    assert torch.title == "torch does not import"
+    assert torch.detail == error
+
+
+def test_32_bit_python_on_windows(compat: Compat) -> None:
+    facts = load_machine("windows-healthy-cu124")
+    assert facts.python is not None
+    facts = dataclasses.replace(facts, python=dataclasses.replace(facts.python, platform="win32", bits=32))
+    report = diagnose(facts, compat)
+    assert one(report, "platform").status is Status.FAIL
+    assert report.verdict.cell is None
+
+
+def test_unknown_torch_minor(compat: Compat) -> None:
+    facts = load_machine("linux-healthy-cu128")
+    assert facts.torch is not None
+    facts = dataclasses.replace(facts, torch=dataclasses.replace(facts.torch, version="2.99.0.dev20270101+cu128"))
+    torch = one(diagnose(facts, compat), "torch")
+    assert torch.status is Status.WARN
+    assert "not in dswheels' compatibility data" in torch.detail
+
+
+def test_deepspeed_built_for_another_torch(compat: Compat) -> None:
+    ds = DeepSpeedFacts(
+        version="0.16.5",
+        installed_ops={"cpu_adam": True, "fused_adam": True, "async_io": False},
+        accelerator="cuda",
+        torch_version="2.6",
+        cuda_version="12.4",
+    )
+    facts = load_machine("windows-healthy-cu124")
+    assert one(diagnose(dataclasses.replace(facts, deepspeed=ds), compat), "deepspeed").status is Status.OK
+    assert facts.torch is not None
+    facts = dataclasses.replace(
+        facts, deepspeed=ds, torch=dataclasses.replace(facts.torch, version="2.7.1+cu126", cuda="12.6")
+    )
+    check = one(diagnose(facts, compat), "deepspeed")
+    assert check.status is Status.FAIL
+    assert "built with torch 2.6, torch 2.7.1+cu126 is installed" in check.detail
+    assert "prebuilt: cpu_adam, fused_adam" in check.detail
+
+
+def test_conda_guidance(compat: Compat) -> None:
+    facts = load_machine("linux-healthy-cu128")
+    assert facts.python is not None
+    conda = PythonFacts(**{**dataclasses.asdict(facts.python), "conda": True, "prefix": "/opt/conda/envs/ds"})
+    report = diagnose(dataclasses.replace(facts, python=conda), compat)
+    assert report.env_kind == "conda"
+    assert report.guidance[0].startswith("conda: conda env config vars set CUDA_HOME=/usr/local/cuda-12.8")
+
+
+def test_headers_only_under_targets(compat: Compat) -> None:
+    facts = load_machine("linux-healthy-cu128")
+    files = frozenset(f for f in facts.toolkits[0].files if not f.startswith("include/"))
+    toolkit: Toolkit = dataclasses.replace(facts.toolkits[0], files=files)
+    report = diagnose(dataclasses.replace(facts, toolkits=(toolkit,)), compat)
+    assert (
+        dict(report.verdict.local.environment)["CUDA_INC_PATH"] == "/usr/local/cuda-12.8/targets/x86_64-linux/include"
+    )
+
+
+def test_windows_toolkit_without_dev_components(compat: Compat) -> None:
+    facts = load_machine("windows-healthy-cu124")
+    layout = (DATA / "recordings" / "layouts" / "windows-nvcc-cudart-only.txt").read_text(encoding="utf-8")
+    toolkit = dataclasses.replace(facts.toolkits[0], files=frozenset(layout.split()))
+    report = diagnose(dataclasses.replace(facts, toolkits=(toolkit,)), compat)
+    check = one(report, "toolkit")
+    assert check.status is Status.WARN
+    assert "cublas_dev" in check.fix  # compat.yml's installer components for CUDA 12.4
+    assert report.verdict.local.status is Status.FAIL
+
+
+# --- the published index ------------------------------------------------------------------------
+
+
+def _file(name: str) -> IndexFile:
+    return IndexFile(
+        filename=name,
+        url=f"https://example.org/files/{name}",
+        sha256="0" * 64,
+        requires_python="",
+        yanked=False,
+        cell=cell_from_filename(name),
+    )
+
+
+def test_published_wheel_is_picked(compat: Compat) -> None:
+    files = tuple(
+        _file(n)
+        for n in (
+            "deepspeed-0.19.7+cu124torch2.6-cp312-cp312-win_amd64.whl",
+            "deepspeed-0.19.8+cu124torch2.6-cp312-cp312-win_amd64.whl",
+            "deepspeed-0.19.8+cu126torch2.6-cp312-cp312-win_amd64.whl",
+        )
+    )
+    index = IndexView(url="https://example.org", files=files)
+    report = diagnose(load_machine("windows-healthy-cu124"), compat, index=index)
+    assert report.verdict.wheel is not None
+    assert report.verdict.wheel.filename == "deepspeed-0.19.8+cu124torch2.6-cp312-cp312-win_amd64.whl"
+    assert one(report, "index").status is Status.OK
+    older = diagnose(load_machine("windows-healthy-cu124"), compat, index=index, deepspeed=(0, 19, 7))
+    assert older.verdict.wheel is not None
+    assert older.verdict.wheel.filename.startswith("deepspeed-0.19.7+cu124torch2.6")
+
+
+def test_nearest_published_cells(compat: Compat) -> None:
+    files = tuple(
+        _file(n)
+        for n in (
+            "deepspeed-0.19.8+cu124torch2.5-cp312-cp312-win_amd64.whl",
+            "deepspeed-0.19.8+cu124torch2.7-cp312-cp312-win_amd64.whl",
+            "deepspeed-0.19.8+cu126torch2.6-cp312-cp312-win_amd64.whl",
+            "deepspeed-0.19.8+cu124torch2.6-cp311-cp311-win_amd64.whl",
+        )
+    )
+    report = diagnose(load_machine("windows-healthy-cu124"), compat, index=IndexView(url="x", files=files))
+    assert report.verdict.wheel is None
+    assert report.verdict.nearest == (
+        "torch 2.6 is installed; wheels exist for torch 2.5 and 2.7 with cu124 (Python 3.12, win_amd64)",
+        "torch 2.6 cu124 is installed; for torch 2.6 wheels exist with cu126 (Python 3.12, win_amd64)",
+        "Python 3.12 is in use; torch 2.6 cu124 wheels exist for Python 3.11 (win_amd64)",
+    )
+    index = one(report, "index")
+    assert index.status is Status.WARN
+    assert index.title == f"no published wheel for ds{NEWEST_DS}-torch2.6-cu124-cp312-win_amd64"
+
+
+def test_unreadable_index_is_a_warning(compat: Compat) -> None:
+    index = IndexView(url="https://example.org", error="cannot reach the index")
+    report = diagnose(load_machine("linux-healthy-cu128"), compat, index=index)
+    assert one(report, "index").status is Status.WARN
+    assert report.verdict.nearest == ()
+
+
+# --- output -------------------------------------------------------------------------------------
+
+
+def test_json_report_shape(compat: Compat) -> None:
+    facts = load_machine("windows-cu121-msvc1444")
+    data = json.loads(render_json(diagnose(facts, compat), facts, version="0"))
+    assert data["schema"] == DOCTOR_SCHEMA
+    assert data["status"] == "ok"
+    assert {c["id"] for c in data["checks"]} >= {"platform", "python", "torch", "gpu", "cuda_home", "toolkit", "msvc"}
+    verdict = data["verdict"]
+    assert verdict["cell"] == f"ds{NEWEST_DS}-torch2.3-cu121-cp311-win_amd64"
+    assert verdict["wheel_filename"] == f"deepspeed-{NEWEST_DS}+cu121torch2.3-cp311-cp311-win_amd64.whl"
+    assert verdict["local_build"]["host_compiler"]["version"] == "14.29"
+    assert verdict["local_build"]["status"] == "warn"
+    assert facts_from_data(data["facts"]) == facts
+
+
+def test_text_report(compat: Compat) -> None:
+    text = render_text(diagnose(load_machine("windows-cu121-msvc1444"), compat))
+    assert "[OK  ] torch 2.3.1+cu121 (CUDA 12.1)" in text
+    assert f"  this environment   ds{NEWEST_DS}-torch2.3-cu121-cp311-win_amd64" in text
+    assert "  local build        works with the steps below" in text
+    assert "    needs:   use MSVC 14.29: call vcvarsall.bat x64 -vcvars_ver=14.29" in text
+    assert text.rstrip().endswith("0 warnings, 0 failures")
+
+
+@pytest.mark.parametrize(("name", "code"), [("windows-healthy-cu124", 0), ("windows-cpu-torch-gpu", 9)])
+def test_cli_judges_saved_facts(tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, code: int) -> None:
+    saved = tmp_path / "doctor.json"
+    saved.write_text(json.dumps({"schema": DOCTOR_SCHEMA, "facts": machine_data(name)}), encoding="utf-8")
+    assert main(["doctor", "--facts", str(saved)]) == code
+    out = capsys.readouterr().out
+    assert "verdict" in out
+    assert main(["doctor", "--facts", str(saved), "--json"]) == code
+    data = json.loads(capsys.readouterr().out)
+    assert data["status"] == ("ok" if code == 0 else "fail")
+
+
+def test_cli_rejects_bad_facts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    saved = tmp_path / "doctor.json"
+    saved.write_text(json.dumps({"facts": {"os": 3}}), encoding="utf-8")
+    assert main(["doctor", "--facts", str(saved)]) == 2
+    assert "facts.os: expected a string" in capsys.readouterr().err
+
+
+def test_recorded_machines_are_documented() -> None:
+    readme = (DATA / "machines" / "README.md").read_text(encoding="utf-8")
+    for name in machine_names():
+        assert f"`{name}`" in readme, f"{name} has no provenance in tests/data/machines/README.md"
+        assert machine_data(name).get("provenance"), name
+
+
+def test_cell_of_the_environment_round_trips(compat: Compat) -> None:
+    report = diagnose(load_machine("linux-healthy-cu128"), compat)
+    cell = report.verdict.cell
+    assert cell is not None
+    assert (cell.torch, cell.variant, cell.python, cell.platform) == (
+        (2, 8),
+        Variant.parse("cu128"),
+        Python.parse("3.12"),
+        Platform.LINUX_X86_64,
+    )
+    assert cell_id(cell) == report.verdict.cell_id
