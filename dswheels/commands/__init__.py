@@ -5,9 +5,9 @@ Commands parse arguments, call the library, and print; they hold no logic of the
 
 from __future__ import annotations
 
-from dswheels.commands import doctor, install, plan
+from dswheels.commands import doctor, index, install, plan, publish
 
 __all__ = ["COMMANDS"]
 
 # order = the order `dswheels --help` lists them
-COMMANDS = (plan, doctor, install)
+COMMANDS = (plan, publish, index, doctor, install)

@@ -4,17 +4,21 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from dswheels import __version__
 from dswheels.commands.common import DEFAULT_MATRIX, Subparsers, formatter, load_matrix
 from dswheels.core.compat import Compat, load_compat
+from dswheels.core.index import published_canonical_names
+from dswheels.core.naming import wheel_filename
 from dswheels.core.plan import Plan, combo_from_values, plan
 from dswheels.core.render_plan import render_explain, render_github, render_json, render_table
 from dswheels.core.versions import parse_version
-from dswheels.errors import ConfigError
+from dswheels.effects.index import list_published
+from dswheels.errors import ConfigError, NothingToDoError
 
-__all__ = ["add_selection_arguments", "compute_plan", "register", "run"]
+__all__ = ["add_selection_arguments", "compute_plan", "register", "run", "skip_published"]
 
 DESCRIPTION = """\
 Expand the build matrix into cells (one wheel each), drop what the compatibility rules
@@ -34,7 +38,9 @@ examples:
   dswheels plan --deepspeed 0.15.1 --torch 2.1 --cuda cu121 --python 3.11 --platform win_amd64
   dswheels plan --deepspeed 0.19.8 --torch 2.14 --cuda cu130 --python 3.12 \\
                 --platform linux_x86_64 --nvcc 13.2    # what if the builder has nvcc 13.2?
-  echo "matrix=$(dswheels plan --format github --allow-empty)" >> "$GITHUB_OUTPUT\""""
+  echo "matrix=$(dswheels plan --format github --allow-empty)" >> "$GITHUB_OUTPUT"
+  dswheels plan --skip-published https://OWNER.github.io/dswheels/   # only what is not published yet
+  dswheels plan --skip-published site/                                # ... or not in a local index"""
 
 
 def add_selection_arguments(p: argparse.ArgumentParser) -> None:
@@ -73,6 +79,11 @@ def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--explain", action="store_true", help="print every dropped cell and the rule that drops it")
     p.add_argument(
+        "--skip-published",
+        metavar="INDEX_URL|DIR",
+        help="leave out cells whose wheel is already in this index (site URL, simple/ URL, site or wheel directory)",
+    )
+    p.add_argument(
         "--allow-empty",
         action="store_true",
         help="with nothing left to build, print an empty job list and exit 0 instead of 3",
@@ -95,9 +106,25 @@ def compute_plan(args: argparse.Namespace, compat: Compat) -> Plan:
     return plan(spec, compat, only=args.only, combo=combo, nvcc=nvcc)
 
 
+def skip_published(result: Plan, location: str, *, allow_empty: bool) -> Plan:
+    """Drop the cells whose wheel ``location`` already lists; exit 3 when none is left (unless allowed)."""
+    published = published_canonical_names(list_published(location))
+    left = tuple(item for item in result.planned if wheel_filename(item.cell) not in published)
+    skipped = len(result.planned) - len(left)
+    sys.stderr.write(f"skipped {skipped} of {len(result.planned)} cells: their wheels are published at {location}\n")
+    if not left and not allow_empty:
+        raise NothingToDoError(
+            f"all {len(result.planned)} selected cells are already published at {location}",
+            hint="pass --allow-empty to get an empty plan (exit 0) instead",
+        )
+    return replace(result, planned=left)
+
+
 def run(args: argparse.Namespace) -> int:
     compat = load_compat()
     result = compute_plan(args, compat)
+    if args.skip_published:
+        result = skip_published(result, args.skip_published, allow_empty=args.allow_empty)
     if args.explain:
         sys.stdout.write(render_explain(result))
     elif args.format == "json":

@@ -7,18 +7,15 @@ to its cell (the inverse of :func:`dswheels.core.naming.wheel_filename`) and dec
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from urllib.parse import unquote, urldefrag, urljoin, urlsplit
 
-from packaging.utils import InvalidWheelFilename, parse_wheel_filename
-from packaging.version import InvalidVersion
-
+from dswheels.core.index import parse_wheel
 from dswheels.core.model import Cell, Platform, Python, Variant
 from dswheels.core.naming import PROJECT
-from dswheels.core.versions import VersionTuple, format_version, parse_version
+from dswheels.core.versions import VersionTuple, format_version
 
 __all__ = [
     "IndexFile",
@@ -29,8 +26,6 @@ __all__ = [
     "pick_wheel",
     "project_page_url",
 ]
-
-_LABEL_RE = re.compile(r"^(?P<variant>cpu|cu\d{2,3})torch(?P<torch>\d+\.\d+)$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,30 +151,9 @@ def cell_from_filename(filename: str) -> Cell | None:
     True
     """
     try:
-        name, version, _build, tags = parse_wheel_filename(filename)
-    except (InvalidWheelFilename, InvalidVersion):
+        return parse_wheel(filename).cell
+    except ValueError:  # not a wheel named the dswheels way (core.index.parse_wheel says why)
         return None
-    if name != PROJECT or version.local is None or len(tags) != 1 or len(version.release) != 3:
-        return None
-    label = _LABEL_RE.match(version.local)
-    (tag,) = tags
-    if label is None or not tag.interpreter.startswith("cp"):
-        return None
-    try:
-        python = Python.parse(tag.abi)
-        platform = Platform(tag.platform)
-        variant = Variant.parse(label["variant"])
-    except ValueError:
-        return None
-    if python.interpreter_tag != tag.interpreter:
-        return None
-    return Cell(
-        deepspeed=version.release,
-        torch=parse_version(label["torch"]),
-        variant=variant,
-        python=python,
-        platform=platform,
-    )
 
 
 def pick_wheel(wanted: Wanted, files: Iterable[IndexFile]) -> IndexFile | None:

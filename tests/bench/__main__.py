@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import sys
 
-from tests.bench import plan_bench
+from tests.bench import index_bench, plan_bench
 
-BENCHES = {"plan": plan_bench.run}
+BENCHES = {"plan": plan_bench.run, "index": index_bench.run}
 
 
 def main(argv: list[str]) -> int:

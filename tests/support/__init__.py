@@ -1,0 +1,1 @@
+"""Helpers shared by the unit, integration and bench suites: real small wheels, loopback servers."""
