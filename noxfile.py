@@ -69,6 +69,13 @@ MAIN_DEFAULTS = ["--torch", "2.13", "--cuda", "cpu"]
 
 
 @nox.session(default=False)
+def dryrun(session: nox.Session) -> None:
+    """Run .github/workflows/wheels.yml here for one Linux cell: plan, build, verify, publish(dir), index."""
+    _install(session, "test")
+    session.run("python", "-m", "tests.gha", "dryrun", *session.posargs, env={"PYTHONPATH": str(ROOT)})
+
+
+@nox.session(default=False)
 def main(session: nox.Session) -> None:
     """The README's main job: build, verify, publish and index a real wheel for this machine (site/)."""
     _install(session)

@@ -1,0 +1,152 @@
+"""Reading a workflow file: YAML as GitHub reads it, and typed access to the parts the runner uses."""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from tests.gha.expressions import Value
+
+__all__ = ["Trigger", "WorkflowError", "as_map", "as_str_map", "load_workflow", "tag_matches", "validate_inputs"]
+
+
+class WorkflowError(ValueError):
+    """The workflow (or what the dry run was asked to do with it) is wrong; the message says where."""
+
+
+class _Loader(yaml.SafeLoader):
+    """YAML 1.2 booleans, as GitHub reads workflows: ``on:`` is the key "on", not True."""
+
+
+_Loader.yaml_implicit_resolvers = {
+    key: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:bool"]
+    for key, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+)
+
+
+def load_workflow(path: Path) -> dict[str, Value]:
+    data = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)  # noqa: S506 - a SafeLoader subclass
+    if not isinstance(data, dict) or not isinstance(data.get("jobs"), dict):
+        raise WorkflowError(f"{path}: not a workflow (no jobs mapping)")
+    return data
+
+
+def as_map(value: Value, where: str) -> dict[str, Value]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise WorkflowError(f"{where}: expected a mapping, got {type(value).__name__}")
+    return value
+
+
+def as_str_map(value: Value, where: str) -> dict[str, str]:
+    """A mapping of scalars (env:, with:) as strings, the way the runner passes them on."""
+    out: dict[str, str] = {}
+    for key, item in as_map(value, where).items():
+        if isinstance(item, dict | list):
+            raise WorkflowError(f"{where}.{key}: expected a scalar")
+        out[key] = "" if item is None else ("true" if item is True else "false" if item is False else str(item))
+    return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class Trigger:
+    """The event a run is for: a tag push or a workflow_dispatch with its inputs."""
+
+    event: str  # "push" or "workflow_dispatch"
+    ref: str  # refs/tags/v0.19.8, refs/heads/main
+    inputs: Mapping[str, str] | None = None
+
+    @property
+    def ref_name(self) -> str:
+        return self.ref.removeprefix("refs/tags/").removeprefix("refs/heads/")
+
+    @property
+    def ref_type(self) -> str:
+        return "tag" if self.ref.startswith("refs/tags/") else "branch"
+
+
+def _glob_to_regex(pattern: str) -> str:
+    # GitHub filter patterns: * matches anything but '/', ** matches anything, ? ! + [] as in globs
+    out = []
+    i = 0
+    while i < len(pattern):
+        if pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "[":
+            end = pattern.index("]", i)
+            out.append(pattern[i : end + 1])
+            i = end + 1
+        elif pattern[i] in "?+":
+            out.append(pattern[i])
+            i += 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return "".join(out)
+
+
+def tag_matches(tag: str, patterns: list[str]) -> bool:
+    """GitHub's tag filter: a tag triggers when it matches a pattern and no later ``!pattern``."""
+    matched = False
+    for pattern in patterns:
+        negate = pattern.startswith("!")
+        body = pattern[1:] if negate else pattern
+        if re.fullmatch(_glob_to_regex(body), tag):
+            matched = not negate
+    return matched
+
+
+def validate_inputs(declared: dict[str, Value], given: Mapping[str, str]) -> dict[str, Value]:
+    """The ``inputs`` context of a dispatch, checked like GitHub's form: required, choices, booleans."""
+    unknown = sorted(set(given) - set(declared))
+    if unknown:
+        raise WorkflowError(
+            f"unknown workflow_dispatch input(s): {', '.join(unknown)} (declared: {', '.join(declared)})"
+        )
+    inputs: dict[str, Value] = {}
+    for name, spec_value in declared.items():
+        spec = as_map(spec_value, f"on.workflow_dispatch.inputs.{name}")
+        kind = str(spec.get("type", "string"))
+        if name in given:
+            text = given[name]
+        elif spec.get("default") is not None:
+            default = spec["default"]
+            text = ("true" if default else "false") if isinstance(default, bool) else str(default)
+        elif spec.get("required") is True:
+            raise WorkflowError(f"workflow_dispatch input {name!r} is required")
+        else:
+            text = ""
+        if kind == "boolean":
+            if text not in ("true", "false", ""):
+                raise WorkflowError(f"workflow_dispatch input {name!r} is a boolean, got {text!r}")
+            inputs[name] = text == "true"
+        elif kind == "choice":
+            options = [str(o) for o in spec.get("options") or []]  # type: ignore[union-attr]
+            if text not in options:
+                close = fnmatch.filter(options, f"{text}*")[:5]
+                raise WorkflowError(
+                    f"workflow_dispatch input {name!r}: {text!r} is not one of its options"
+                    + (f" (did you mean {', '.join(close)}?)" if close else "")
+                )
+            inputs[name] = text
+        elif kind == "number":
+            try:
+                inputs[name] = float(text) if "." in text else int(text)
+            except ValueError:
+                raise WorkflowError(f"workflow_dispatch input {name!r} is a number, got {text!r}") from None
+        else:
+            inputs[name] = text
+    return inputs
