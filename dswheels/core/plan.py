@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from dswheels.core.compat import Compat, CudaToolkit, OpInfo, Rule, RunnerImage, TorchRelease
+from dswheels.core.compat import Compat, CudaToolkit, OpInfo, Rule, RunnerImage, TorchRelease, describe_versions
 from dswheels.core.config import MatrixSpec, PlatformRunners, cell_values
 from dswheels.core.model import (
     Cell,
@@ -95,10 +95,6 @@ class Plan:
 # --- rules that forbid a cell ----------------------------------------------------------------
 
 
-def _fmt(versions: Sequence[VersionTuple]) -> str:
-    return ", ".join(format_version(v) for v in versions)
-
-
 def _fmt_minors(versions: Sequence[VersionTuple], all_minors: Sequence[VersionTuple]) -> str:
     """``2.0-2.4, 2.9``: runs of consecutive known torch minors collapsed."""
     chosen = set(versions)
@@ -142,7 +138,7 @@ class _Judge:
                 Reason(
                     rule="torch-release",
                     message=f"torch {format_version(cell.torch)} is not a known release",
-                    fix=f"known: {_fmt(self.compat.torch_minors)}",
+                    fix=f"known: {describe_versions(self.compat.torch_minors)}",
                     source="compat.yml torch",
                 ),
             )
@@ -371,7 +367,7 @@ def _cuda_check(cell: Cell, nvcc: VersionTuple, compat: Compat) -> tuple[bool, s
             f"nvcc {format_version(nvcc)} != torch CUDA {format_version(torch_cuda)}, both in DeepSpeed {ds}'s "
             "minor-mismatch list: the check passes"
         )
-    listed = f"its CUDA {nvcc[0]} list is {_fmt(sorted(ok))}" if ok else f"it has no CUDA {nvcc[0]} list"
+    listed = f"its CUDA {nvcc[0]} list is {describe_versions(sorted(ok))}" if ok else f"it has no CUDA {nvcc[0]} list"
     return True, (
         f"DS_SKIP_CUDA_CHECK=1: nvcc {format_version(nvcc)} != torch CUDA {format_version(torch_cuda)} and DeepSpeed "
         f"{ds} would refuse ({listed}); torch itself only warns on a minor mismatch"
@@ -431,7 +427,7 @@ class _Resolver:
                 return Reason(
                     rule="nvcc-facts",
                     message=f"compat.yml has no facts for CUDA {format_version(nvcc_version)}",
-                    fix=f"use a toolkit compat.yml knows ({_fmt(sorted(compat.cuda))}) or add it there",
+                    fix=f"use a toolkit compat.yml knows ({describe_versions(sorted(compat.cuda))}) or add it there",
                     source="compat.yml cuda",
                 )
             if nvcc.inferred:

@@ -10,9 +10,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from dswheels.core.buildenv import CUDA_LIBRARY_HEADERS, CompilerCache, parse_nvcc_version
+from dswheels.core.buildenv import CUDA_LIBRARY_HEADERS, CompilerCache
 from dswheels.core.model import PlannedCell
-from dswheels.core.versions import VersionTuple, format_version
+from dswheels.core.versions import VersionTuple, format_version, parse_nvcc_version
 from dswheels.effects import proc
 from dswheels.errors import EnvironmentMismatchError
 from dswheels.log import get_reporter

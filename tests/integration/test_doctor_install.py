@@ -30,11 +30,10 @@ from urllib.parse import quote
 import pytest
 
 from dswheels.core.compat import load_compat
-from dswheels.core.facts import parse_nvcc_version
 from dswheels.core.model import Cell, Platform, Python, Variant
 from dswheels.core.naming import cell_id, partition, wheel_filename, wheel_version
 from dswheels.core.pick import cell_from_filename
-from dswheels.core.versions import format_version
+from dswheels.core.versions import format_version, parse_nvcc_version
 from tests.conftest import require
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
