@@ -88,35 +88,25 @@ class Interpreter:
 
 def probe_python(python: Path | str, *, env: Mapping[str, str] | None = None) -> PythonInfo:
     code = _PROBE.replace("MODULES", repr(_PROBE_MODULES))
-    result = proc.run(
-        [str(python), "-c", code],
-        env=env,
-        capture=True,
-        echo=False,
-        stream=False,
-        heartbeat=None,
-        check=False,
-        error=EnvironmentMismatchError,
-        what=f"probing {python}",
-    )
-    for line in result.output.splitlines():
-        if line.startswith("DSWHEELS-PROBE "):
-            data = json.loads(line.removeprefix("DSWHEELS-PROBE "))
-            return PythonInfo(
-                python=data["python"],
-                executable=data["executable"],
-                platform=data["platform"],
-                gil_disabled=bool(data["gil_disabled"]),
-                scripts=data["scripts"],
-                purelib=data["purelib"],
-                cflags=data.get("cflags", ""),
-                torch=data["torch"],
-                torch_cuda=data["torch_cuda"],
-                modules=data["modules"],
-            )
-    raise EnvironmentMismatchError(
-        f"cannot run the interpreter {python}",
-        details="\n".join(result.tail[-10:]),
+    result = proc.capture([str(python), "-c", code], env=env, error=EnvironmentMismatchError, what=f"probing {python}")
+    payload = proc.marked_line(result.output, "DSWHEELS-PROBE ")
+    if payload is None:
+        raise EnvironmentMismatchError(
+            f"cannot run the interpreter {python}",
+            details="\n".join(result.tail[-10:]),
+        )
+    data = json.loads(payload)
+    return PythonInfo(
+        python=data["python"],
+        executable=data["executable"],
+        platform=data["platform"],
+        gil_disabled=bool(data["gil_disabled"]),
+        scripts=data["scripts"],
+        purelib=data["purelib"],
+        cflags=data.get("cflags", ""),
+        torch=data["torch"],
+        torch_cuda=data["torch_cuda"],
+        modules=data["modules"],
     )
 
 
@@ -167,15 +157,7 @@ def _pip_config(python: str) -> dict[str, list[str]]:
     candidates = [[python, "-m", "pip"]]
     candidates += [[tool] for name in ("pip3", "pip") if (tool := shutil.which(name))]
     for argv in candidates:
-        result = proc.run(
-            [*argv, "config", "list"],
-            capture=True,
-            echo=False,
-            stream=False,
-            heartbeat=None,
-            check=False,
-            error=EnvironmentMismatchError,
-        )
+        result = proc.capture([*argv, "config", "list"], error=EnvironmentMismatchError)
         if result.returncode == 0:
             return parse_pip_config(result.output)
     raise EnvironmentMismatchError(
