@@ -179,7 +179,7 @@ def _derive(facts: Facts, compat: Compat) -> _Env:
     env = _Env(facts=facts, compat=compat)
     py = facts.python
     if py is not None:
-        env.platform = {"linux-x86_64": Platform.LINUX_X86_64, "win-amd64": Platform.WIN_AMD64}.get(py.platform)
+        env.platform = Platform.from_sysconfig(py.platform)
         try:
             major, minor = parse_version(py.version)[:2]
             env.python = Python(version=(major, minor), free_threaded=py.free_threaded)

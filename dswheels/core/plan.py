@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from dswheels.core.compat import Compat, CudaToolkit, OpInfo, Rule, RunnerImage, TorchRelease, describe_versions
-from dswheels.core.config import MatrixSpec, PlatformRunners, cell_values
+from dswheels.core.config import MatrixSpec, PlatformRunners, cell_values, parse_platform
 from dswheels.core.model import (
     Cell,
     DroppedCell,
@@ -752,7 +752,7 @@ def combo_from_values(values: Mapping[str, str | None]) -> Combo:
     torch = parse("torch", parse_version)
     variant = parse("cuda", Variant.parse)
     py = parse("python", Python.parse)
-    platform = parse("platform", _parse_platform)
+    platform = parse("platform", parse_platform)
     if ds is not None and len(ds) != 3:
         problems.append(f"--deepspeed: give X.Y.Z (e.g. '0.19.8'), not {values['deepspeed']!r}")
     if torch is not None and len(torch) != 2:
@@ -760,15 +760,6 @@ def combo_from_values(values: Mapping[str, str | None]) -> Combo:
     if problems:
         raise ConfigError("bad combination flags", details="\n".join(problems))
     return Combo(deepspeed=ds, torch=torch, variant=variant, python=py, platform=platform)
-
-
-def _parse_platform(text: str) -> Platform:
-    try:
-        return Platform(text)
-    except ValueError:
-        names = [p.value for p in Platform]
-        msg = f"unknown platform {text!r}{suggest(text, names)}; known: {', '.join(names)}"
-        raise ValueError(msg) from None
 
 
 def cell_axis_values(cell: Cell) -> dict[str, str]:

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dswheels.core.model import PlannedCell
+from dswheels.core.model import PlannedCell, Platform
 from dswheels.core.sources import TorchSource, parse_pip_config, uv_index_args
 from dswheels.core.versions import format_version
 from dswheels.effects import proc
@@ -110,16 +110,13 @@ def probe_python(python: Path | str, *, env: Mapping[str, str] | None = None) ->
     )
 
 
-_PLATFORMS = {"linux_x86_64": "linux-x86_64", "win_amd64": "win-amd64"}
-
-
 def interpreter_mismatch(info: PythonInfo, planned: PlannedCell) -> str | None:
     """Why ``info`` cannot build ``planned`` (None: it can)."""
     cell = planned.cell
     want_py = format_version(cell.python.version)
     if ".".join(info.python.split(".")[:2]) != want_py or info.gil_disabled != cell.python.free_threaded:
         return f"Python {info.python}{'t' if info.gil_disabled else ''}, the cell needs {cell.python}"
-    if _PLATFORMS.get(cell.platform.value) != info.platform:
+    if Platform.from_sysconfig(info.platform) is not cell.platform:
         return f"platform {info.platform}, the cell is {cell.platform.value}"
     if info.torch is None:
         return "torch is not installed"
