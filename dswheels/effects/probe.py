@@ -1,4 +1,4 @@
-"""Collect the :class:`~dswheels.core.doctor.Facts` of this machine and a target interpreter.
+"""Collect the :class:`~dswheels.core.facts.Facts` of this machine and a target interpreter.
 
 Every probe tolerates absence: a missing tool, an interpreter that will not start, torch that
 does not import, a registry key that is not there -- each becomes a fact ("not found", the
