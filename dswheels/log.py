@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Protocol, TextIO
 
+from dswheels.core.duration import format_duration
 from dswheels.effects.clock import monotonic
 
 __all__ = [
@@ -30,23 +31,6 @@ __all__ = [
     "reset_reporter",
     "set_reporter",
 ]
-
-
-def format_duration(seconds: float) -> str:
-    """``3m12s`` / ``4.2s``.
-
-    >>> format_duration(192.4)
-    '3m12s'
-    >>> format_duration(4.21)
-    '4.2s'
-    """
-    if seconds < 60:
-        return f"{seconds:.1f}s"
-    minutes, secs = divmod(round(seconds), 60)
-    if minutes < 60:
-        return f"{minutes}m{secs:02d}s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h{minutes:02d}m"
 
 
 class Reporter(Protocol):

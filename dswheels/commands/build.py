@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from dswheels.commands.common import DEFAULT_MATRIX, Subparsers, formatter, load_matrix
+from dswheels.commands.common import DEFAULT_MATRIX, Subparsers, formatter, load_matrix, parse_nvcc_option
 from dswheels.commands.plan import add_selection_arguments, compute_plan
 from dswheels.core.buildreport import CellOutcome, render_results_markdown, render_results_table
 from dswheels.core.compat import Compat, load_compat
@@ -189,12 +189,7 @@ def _plan_cells(args: argparse.Namespace, compat: Compat) -> list[PlannedCell]:
 def plan_cell_ids(ids: Sequence[str], *, matrix: Path, nvcc: str | None, compat: Compat) -> list[PlannedCell]:
     """Plan cells named by id from the rules alone (the matrix gives ops, arch lists, baseline, index)."""
     spec = load_matrix(matrix, compat)
-    nvcc_version = None
-    if nvcc is not None:
-        try:
-            nvcc_version = parse_version(nvcc)[:2]
-        except ValueError as exc:
-            raise ConfigError(f"--nvcc: {exc}") from None
+    nvcc_version = parse_nvcc_option(nvcc)
     cells = []
     problems: list[str] = []
     for text in ids:
@@ -225,7 +220,7 @@ def _plan_local(args: argparse.Namespace, compat: Compat) -> PlannedCell:
     """This machine as a cell: its Python and OS; torch and CUDA from this interpreter's torch, else from
     --torch/--cuda, else the newest torch for this Python with the CUDA of the toolkit found (or cpu)."""
     info = probe_python(sys.executable)
-    platform = {"linux-x86_64": Platform.LINUX_X86_64, "win-amd64": Platform.WIN_AMD64}.get(info.platform)
+    platform = Platform.from_sysconfig(info.platform)
     if platform is None:
         raise EnvironmentMismatchError(f"dswheels builds for linux_x86_64 and win_amd64, this is {info.platform}")
     python = Python.parse(".".join(info.python.split(".")[:2]) + ("t" if info.gil_disabled else ""))

@@ -1,4 +1,4 @@
-"""Helpers shared by the subcommands: help formatting and loading the matrix."""
+"""Helpers shared by the subcommands: help formatting, option values and loading the matrix."""
 
 from __future__ import annotations
 
@@ -7,9 +7,10 @@ from pathlib import Path
 
 from dswheels.core.compat import Compat
 from dswheels.core.config import MatrixSpec, parse_matrix
+from dswheels.core.versions import VersionTuple, parse_version
 from dswheels.errors import ConfigError
 
-__all__ = ["DEFAULT_MATRIX", "Subparsers", "formatter", "load_matrix"]
+__all__ = ["DEFAULT_MATRIX", "Subparsers", "formatter", "load_matrix", "parse_nvcc_option"]
 
 DEFAULT_MATRIX = Path("matrix") / "matrix.yml"
 
@@ -18,6 +19,16 @@ Subparsers = argparse._SubParsersAction  # noqa: SLF001 - argparse exposes no pu
 
 def formatter(prog: str) -> argparse.HelpFormatter:
     return argparse.RawDescriptionHelpFormatter(prog, max_help_position=32)
+
+
+def parse_nvcc_option(text: str | None) -> VersionTuple | None:
+    """``--nvcc X.Y`` as (X, Y); None when not given."""
+    if text is None:
+        return None
+    try:
+        return parse_version(text)[:2]
+    except ValueError as exc:
+        raise ConfigError(f"--nvcc: {exc}") from None
 
 
 def load_matrix(path: Path, compat: Compat) -> MatrixSpec:

@@ -8,13 +8,12 @@ from dataclasses import replace
 from pathlib import Path
 
 from dswheels import __version__
-from dswheels.commands.common import DEFAULT_MATRIX, Subparsers, formatter, load_matrix
+from dswheels.commands.common import DEFAULT_MATRIX, Subparsers, formatter, load_matrix, parse_nvcc_option
 from dswheels.core.compat import Compat, load_compat
 from dswheels.core.index import published_canonical_names
 from dswheels.core.naming import wheel_filename
 from dswheels.core.plan import Plan, combo_from_values, plan
 from dswheels.core.render_plan import render_explain, render_github, render_json, render_table
-from dswheels.core.versions import parse_version
 from dswheels.effects.index import list_published
 from dswheels.errors import ConfigError, NothingToDoError
 
@@ -97,13 +96,7 @@ def compute_plan(args: argparse.Namespace, compat: Compat) -> Plan:
     combo = combo_from_values({key: getattr(args, key) for key in ("deepspeed", "torch", "cuda", "python", "platform")})
     if combo.given and args.only:
         raise ConfigError("--only selects cells of the matrix; it cannot be combined with --deepspeed/--torch/...")
-    nvcc = None
-    if args.nvcc is not None:
-        try:
-            nvcc = parse_version(args.nvcc)[:2]
-        except ValueError as exc:
-            raise ConfigError(f"--nvcc: {exc}") from None
-    return plan(spec, compat, only=args.only, combo=combo, nvcc=nvcc)
+    return plan(spec, compat, only=args.only, combo=combo, nvcc=parse_nvcc_option(args.nvcc))
 
 
 def skip_published(result: Plan, location: str, *, allow_empty: bool) -> Plan:

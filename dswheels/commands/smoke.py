@@ -72,9 +72,9 @@ _GPU_PROBE = "import torch; print('DSWHEELS-GPU', torch.cuda.is_available() and 
 
 
 def _has_gpu(python: Path) -> bool:
-    out = proc.run([str(python), "-c", _GPU_PROBE], capture=True, echo=False, stream=False, heartbeat=None, check=False)
-    line = next((ln for ln in out.output.splitlines() if ln.startswith("DSWHEELS-GPU")), "")
-    return line.split()[-1:] not in ([], ["False"], ["0"])
+    out = proc.capture([str(python), "-c", _GPU_PROBE])
+    answer = proc.marked_line(out.output, "DSWHEELS-GPU ") or ""
+    return answer.split()[-1:] not in ([], ["False"], ["0"])
 
 
 def run(args: argparse.Namespace) -> int:

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from dswheels.core.compat import CpuBaseline
 from dswheels.core.model import PlannedCell
 from dswheels.core.naming import build_string
-from dswheels.core.versions import VersionTuple
 
 __all__ = [
     "BUILDER_FILES",
@@ -29,7 +28,6 @@ __all__ = [
     "baseline_flag",
     "build_env",
     "dist_extra_config",
-    "parse_nvcc_version",
     "patch_debug_flags",
     "patch_parallel_extensions",
     "patch_portable_cpu",
@@ -323,18 +321,3 @@ def split_jobs(jobs: int, ops: int, parallel: int = 0) -> tuple[int, int]:
     """
     at_once = max(1, min(ops, parallel or jobs))
     return at_once, max(1, -(-jobs // at_once))
-
-
-# --- tool output -----------------------------------------------------------------------------
-
-_NVCC_RELEASE_RE = re.compile(r"release (\d+)\.(\d+)")
-
-
-def parse_nvcc_version(output: str) -> VersionTuple | None:
-    """``nvcc --version`` -> (13, 0).
-
-    >>> parse_nvcc_version("Cuda compilation tools, release 13.0, V13.0.88")
-    (13, 0)
-    """
-    match = _NVCC_RELEASE_RE.search(output)
-    return (int(match.group(1)), int(match.group(2))) if match else None

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from dswheels.core.duration import format_duration
+
 __all__ = ["CellOutcome", "render_results_markdown", "render_results_table"]
 
 
@@ -22,17 +24,6 @@ class CellOutcome:
     cache_misses: int | None
     error: str
     log: str
-
-
-def format_duration(seconds: float) -> str:
-    """``1m15s`` / ``4.2s`` (the same as :func:`dswheels.log.format_duration`; core imports no shell)."""
-    if seconds < 60:
-        return f"{seconds:.1f}s"
-    minutes, secs = divmod(round(seconds), 60)
-    if minutes < 60:
-        return f"{minutes}m{secs:02d}s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h{minutes:02d}m"
 
 
 def _size(n: int) -> str:

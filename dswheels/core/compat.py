@@ -15,6 +15,7 @@ import yaml
 
 from dswheels.core.linux_runtime import LibstdcxxRelease, RuntimeFloor, gcc_providing
 from dswheels.core.model import Cell, Python, Variant
+from dswheels.core.untyped import Untyped
 from dswheels.core.versions import Range, VersionTuple, format_version, parse_range, parse_version
 
 __all__ = [
@@ -43,51 +44,25 @@ class CompatDataError(ValueError):
 # --- typed getters over untyped YAML -----------------------------------------------------------
 
 
-class _Reader:
-    """Narrows ``object`` to typed values, naming the path of anything unexpected."""
+class _Reader(Untyped):
+    """A value of compat.yml: anything unexpected is a bug in the shipped data."""
 
-    def __init__(self, data: object, path: str) -> None:
-        self.data = data
-        self.path = path
+    __slots__ = ()
 
-    def _fail(self, expected: str) -> CompatDataError:
+    def fail(self, expected: str) -> CompatDataError:
         return CompatDataError(f"compat.yml: {self.path}: expected {expected}, got {self.data!r}")
 
-    def map(self) -> Mapping[str, object]:
-        if not isinstance(self.data, dict):
-            raise self._fail("a mapping")
-        return {str(k): v for k, v in self.data.items()}
-
     def __getitem__(self, key: str) -> _Reader:
-        mapping = self.map()
-        if key not in mapping:
+        found = self.opt(key)
+        if found is None:
             raise CompatDataError(f"compat.yml: {self.path}: missing key {key!r}")
-        return _Reader(mapping[key], f"{self.path}.{key}")
-
-    def opt(self, key: str) -> _Reader | None:
-        mapping = self.map()
-        return _Reader(mapping[key], f"{self.path}.{key}") if key in mapping else None
+        return found
 
     def text(self) -> str:
+        """A string; an unquoted YAML number (``12.8``) reads as its text too."""
         if isinstance(self.data, bool) or not isinstance(self.data, (str, int, float)):
-            raise self._fail("a string")
+            raise self.fail("a string")
         return str(self.data)
-
-    def integer(self) -> int:
-        if isinstance(self.data, bool) or not isinstance(self.data, int):
-            raise self._fail("an integer")
-        return self.data
-
-    def seq(self) -> Sequence[_Reader]:
-        if not isinstance(self.data, list):
-            raise self._fail("a list")
-        return [_Reader(item, f"{self.path}[{i}]") for i, item in enumerate(self.data)]
-
-    def strs(self) -> tuple[str, ...]:
-        return tuple(item.text() for item in self.seq())
-
-    def items(self) -> Sequence[tuple[str, _Reader]]:
-        return [(key, _Reader(value, f"{self.path}.{key}")) for key, value in self.map().items()]
 
     def inferred(self) -> bool:
         conf = self.opt("confidence")

@@ -25,6 +25,7 @@ __all__ = [
     "PlatformRunners",
     "SourceOverride",
     "parse_matrix",
+    "parse_platform",
 ]
 
 CUDA_CHECK_MODES = ("skip-when-needed", "strict")
@@ -131,6 +132,16 @@ def cell_values(cell: Cell) -> dict[str, str]:
         "python": str(cell.python),
         "platform": cell.platform.value,
     }
+
+
+def parse_platform(text: str) -> Platform:
+    """A wheel platform as users write it (``linux_x86_64``); ValueError with a suggestion otherwise."""
+    try:
+        return Platform(text)
+    except ValueError:
+        names = [p.value for p in Platform]
+        msg = f"unknown platform {text!r}{suggest(text, names)}; known: {', '.join(names)}"
+        raise ValueError(msg) from None
 
 
 T = TypeVar("T")
@@ -249,15 +260,7 @@ class _Checker:
         return py
 
     def platform(self, node: Node) -> Platform | None:
-        text = self.scalar(node, "a platform")
-        if text is None:
-            return None
-        try:
-            return Platform(text)
-        except ValueError:
-            names = [p.value for p in Platform]
-            self.problems.add(node, f"unknown platform {text!r}{suggest(text, names)}; known: {', '.join(names)}")
-            return None
+        return self.parsed(node, "a platform", parse_platform)
 
 
 def _parse_deepspeed(

@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from dswheels.core.versions import VersionTuple, format_version, parse_version
+from dswheels.core.versions import VersionTuple, format_version, parse_nvcc_version, parse_version
 
 __all__ = [
     "DEV_LIBRARIES",
@@ -30,7 +30,6 @@ __all__ = [
     "VsInstall",
     "lib_paths",
     "ops_linking",
-    "parse_nvcc_version",
     "parse_nvidia_smi",
     "parse_vswhere",
     "toolkit_probe_paths",
@@ -129,18 +128,6 @@ class Facts:
 
 
 # --- parsers of raw tool output -----------------------------------------------------------------
-
-_NVCC_RE = re.compile(r"release (\d+)\.(\d+)")
-
-
-def parse_nvcc_version(text: str) -> VersionTuple | None:
-    """The ``release X.Y`` line of ``nvcc --version``.
-
-    >>> parse_nvcc_version("Cuda compilation tools, release 12.1, V12.1.105")
-    (12, 1)
-    """
-    match = _NVCC_RE.search(text)
-    return (int(match.group(1)), int(match.group(2))) if match else None
 
 
 def parse_nvidia_smi(text: str) -> tuple[tuple[Gpu, ...], str]:

@@ -29,6 +29,7 @@ __all__ = [
 
 
 _PLATFORM_OS = {"win_amd64": "windows", "linux_x86_64": "linux"}
+_SYSCONFIG_PLATFORM = {"win-amd64": "win_amd64", "linux-x86_64": "linux_x86_64"}
 
 
 class Platform(str, Enum):
@@ -45,6 +46,16 @@ class Platform(str, Enum):
 
     def __str__(self) -> str:
         return self.value
+
+    @classmethod
+    def from_sysconfig(cls, name: str) -> Platform | None:
+        """The platform of an interpreter's ``sysconfig.get_platform()``; None for one we build no wheels for.
+
+        >>> Platform.from_sysconfig("win-amd64"), Platform.from_sysconfig("win32")
+        (<Platform.WIN_AMD64: 'win_amd64'>, None)
+        """
+        tag = _SYSCONFIG_PLATFORM.get(name)
+        return cls(tag) if tag else None
 
 
 _VARIANT_RE = re.compile(r"^cu(\d{2,3})$")

@@ -9,12 +9,12 @@ recordings of real machines serve as test data.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from typing import TypeVar
 
 from dswheels.core.doctor import Report, Status
 from dswheels.core.facts import DeepSpeedFacts, Facts, Gpu, PythonFacts, Toolkit, TorchFacts, VisualStudio
 from dswheels.core.naming import wheel_filename
+from dswheels.core.untyped import Untyped
 from dswheels.core.versions import format_version
 
 __all__ = ["DOCTOR_SCHEMA", "facts_from_data", "facts_to_data", "render_json", "render_text", "report_to_data"]
@@ -108,150 +108,109 @@ def facts_to_data(facts: Facts) -> dict[str, object]:
 # --- data -> facts ------------------------------------------------------------------------------
 
 
-class _D:
-    """Typed reads from parsed JSON, naming the path of a bad value."""
+class _D(Untyped):
+    """A value of a facts document; absent (or null) parts read as empty."""
 
-    def __init__(self, data: object, path: str = "facts") -> None:
-        self.data = data
-        self.path = path
+    mapping_word = "an object"
+    __slots__ = ()
 
-    def _map(self) -> Mapping[str, object]:
-        if not isinstance(self.data, dict):
-            msg = f"{self.path}: expected an object"
-            raise FactsError(msg)
-        return self.data
-
-    def get(self, key: str) -> _D:
-        return _D(self._map().get(key), f"{self.path}.{key}")
+    def fail(self, expected: str) -> FactsError:
+        return FactsError(f"{self.path}: expected {expected}")
 
     def present(self) -> bool:
         return self.data is not None
 
     def text(self, default: str = "") -> str:
-        if self.data is None:
-            return default
-        if not isinstance(self.data, str):
-            msg = f"{self.path}: expected a string"
-            raise FactsError(msg)
-        return self.data
-
-    def opt_text(self) -> str | None:
-        return None if self.data is None else self.text()
+        return default if self.data is None else super().text()
 
     def flag(self, default: bool = False) -> bool:
-        if self.data is None:
-            return default
-        if not isinstance(self.data, bool):
-            msg = f"{self.path}: expected true or false"
-            raise FactsError(msg)
-        return self.data
+        return default if self.data is None else super().flag()
 
-    def opt_flag(self) -> bool | None:
-        return None if self.data is None else self.flag()
+    def seq(self) -> list[_D]:
+        return [] if self.data is None else super().seq()
 
-    def integer(self) -> int | None:
-        if self.data is None:
-            return None
-        if isinstance(self.data, bool) or not isinstance(self.data, int):
-            msg = f"{self.path}: expected an integer"
-            raise FactsError(msg)
-        return self.data
-
-    def items(self) -> list[_D]:
-        if self.data is None:
-            return []
-        if not isinstance(self.data, list):
-            msg = f"{self.path}: expected a list"
-            raise FactsError(msg)
-        return [_D(item, f"{self.path}[{i}]") for i, item in enumerate(self.data)]
-
-    def texts(self) -> tuple[str, ...]:
-        return tuple(item.text() for item in self.items())
-
-    def mapping(self) -> dict[str, _D]:
-        if self.data is None:
-            return {}
-        return {str(k): _D(v, f"{self.path}.{k}") for k, v in self._map().items()}
+    def items(self) -> list[tuple[str, _D]]:
+        return [] if self.data is None else super().items()
 
 
 def _gpu_from(d: _D) -> Gpu:
     return Gpu(
-        name=d.get("name").text(), capability=d.get("capability").text(), memory_mib=d.get("memory_mib").integer()
+        name=d.at("name").text(), capability=d.at("capability").text(), memory_mib=d.at("memory_mib").opt_integer()
     )
 
 
 def facts_from_data(data: object) -> Facts:
     """Inverse of :func:`facts_to_data`; missing optional parts read as absent."""
-    root = _D(data)
-    py = root.get("python")
-    torch = root.get("torch")
-    ds = root.get("deepspeed")
-    vs = root.get("visual_studio")
+    root = _D(data, "facts")
+    py = root.at("python")
+    torch = root.at("torch")
+    ds = root.at("deepspeed")
+    vs = root.at("visual_studio")
     return Facts(
-        os=root.get("os").text(),
-        machine=root.get("machine").text(),
+        os=root.at("os").text(),
+        machine=root.at("machine").text(),
         python=PythonFacts(
-            executable=py.get("executable").text(),
-            version=py.get("version").text(),
-            implementation=py.get("implementation").text("cpython"),
-            free_threaded=py.get("free_threaded").flag(),
-            bits=py.get("bits").integer() or 64,
-            platform=py.get("platform").text(),
-            prefix=py.get("prefix").text(),
-            base_prefix=py.get("base_prefix").text(),
-            conda=py.get("conda").flag(),
+            executable=py.at("executable").text(),
+            version=py.at("version").text(),
+            implementation=py.at("implementation").text("cpython"),
+            free_threaded=py.at("free_threaded").flag(),
+            bits=py.at("bits").opt_integer() or 64,
+            platform=py.at("platform").text(),
+            prefix=py.at("prefix").text(),
+            base_prefix=py.at("base_prefix").text(),
+            conda=py.at("conda").flag(),
         )
         if py.present()
         else None,
-        python_error=root.get("python_error").text(),
+        python_error=root.at("python_error").text(),
         torch=TorchFacts(
-            version=torch.get("version").text(),
-            cuda=torch.get("cuda").opt_text(),
-            hip=torch.get("hip").opt_text(),
-            cuda_available=torch.get("cuda_available").flag(),
-            devices=tuple(_gpu_from(g) for g in torch.get("devices").items()),
-            arch_list=torch.get("arch_list").texts(),
-            cuda_home=torch.get("cuda_home").opt_text(),
-            cuda_home_error=torch.get("cuda_home_error").text(),
+            version=torch.at("version").text(),
+            cuda=torch.at("cuda").opt_text(),
+            hip=torch.at("hip").opt_text(),
+            cuda_available=torch.at("cuda_available").flag(),
+            devices=tuple(_gpu_from(g) for g in torch.at("devices").seq()),
+            arch_list=torch.at("arch_list").strs(),
+            cuda_home=torch.at("cuda_home").opt_text(),
+            cuda_home_error=torch.at("cuda_home_error").text(),
         )
         if torch.present()
         else None,
-        torch_error=root.get("torch_error").text(),
+        torch_error=root.at("torch_error").text(),
         deepspeed=DeepSpeedFacts(
-            version=ds.get("version").text(),
-            installed_ops={k: v.flag() for k, v in ds.get("installed_ops").mapping().items()},
-            accelerator=ds.get("accelerator").text(),
-            torch_version=ds.get("torch_version").text(),
-            cuda_version=ds.get("cuda_version").text(),
-            error=ds.get("error").text(),
+            version=ds.at("version").text(),
+            installed_ops={k: v.flag() for k, v in ds.at("installed_ops").items()},
+            accelerator=ds.at("accelerator").text(),
+            torch_version=ds.at("torch_version").text(),
+            cuda_version=ds.at("cuda_version").text(),
+            error=ds.at("error").text(),
         )
         if ds.present()
         else None,
-        env={k: v.text() for k, v in root.get("env").mapping().items()},
-        path_nvcc=root.get("path_nvcc").text(),
+        env={k: v.text() for k, v in root.at("env").items()},
+        path_nvcc=root.at("path_nvcc").text(),
         toolkits=tuple(
             Toolkit(
-                root=t.get("root").text(),
-                aliases=t.get("aliases").texts(),
-                found_via=t.get("found_via").texts(),
-                nvcc_output=t.get("nvcc_output").text(),
-                files=frozenset(t.get("files").texts()),
+                root=t.at("root").text(),
+                aliases=t.at("aliases").strs(),
+                found_via=t.at("found_via").strs(),
+                nvcc_output=t.at("nvcc_output").text(),
+                files=frozenset(t.at("files").strs()),
             )
-            for t in root.get("toolkits").items()
+            for t in root.at("toolkits").seq()
         ),
-        pip_cuda_headers={k: v.texts() for k, v in root.get("pip_cuda_headers").mapping().items()},
-        nvidia_smi=root.get("nvidia_smi").opt_text(),
-        nvidia_smi_error=root.get("nvidia_smi_error").text(),
+        pip_cuda_headers={k: v.strs() for k, v in root.at("pip_cuda_headers").items()},
+        nvidia_smi=root.at("nvidia_smi").opt_text(),
+        nvidia_smi_error=root.at("nvidia_smi_error").text(),
         visual_studio=VisualStudio(
-            vswhere=vs.get("vswhere").opt_text(),
-            toolsets={k: v.texts() for k, v in vs.get("toolsets").mapping().items()},
-            defaults={k: v.text() for k, v in vs.get("defaults").mapping().items()},
+            vswhere=vs.at("vswhere").opt_text(),
+            toolsets={k: v.strs() for k, v in vs.at("toolsets").items()},
+            defaults={k: v.text() for k, v in vs.at("defaults").items()},
         )
         if vs.present()
         else None,
-        long_paths=root.get("long_paths").opt_flag(),
-        ninja=root.get("ninja").opt_text(),
-        gcc=root.get("gcc").opt_text(),
+        long_paths=root.at("long_paths").opt_flag(),
+        ninja=root.at("ninja").opt_text(),
+        gcc=root.at("gcc").opt_text(),
     )
 
 

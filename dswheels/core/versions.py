@@ -14,11 +14,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 
-__all__ = ["Range", "VersionTuple", "format_version", "parse_range", "parse_version"]
+__all__ = ["Range", "VersionTuple", "format_version", "parse_nvcc_version", "parse_range", "parse_version"]
 
 VersionTuple = tuple[int, ...]
 
 _VERSION_RE = re.compile(r"^\d+(\.\d+)*$")
+_NVCC_RELEASE_RE = re.compile(r"release (\d+)\.(\d+)")
 _CLAUSE_RE = re.compile(r"^\s*(>=|<=|==|!=|>|<)\s*(\d+(?:\.\d+)*)(\.\*)?\s*$")
 
 _OPS: dict[str, Callable[[VersionTuple, VersionTuple], bool]] = {
@@ -104,3 +105,15 @@ def parse_range(text: str) -> Range:
             raise ValueError(msg)
         clauses.append((op, parse_version(bound), bool(star)))
     return Range(text=text, clauses=tuple(clauses))
+
+
+def parse_nvcc_version(output: str) -> VersionTuple | None:
+    """The ``release X.Y`` of ``nvcc --version`` output; None when it has none.
+
+    >>> parse_nvcc_version("Cuda compilation tools, release 13.0, V13.0.88")
+    (13, 0)
+    >>> parse_nvcc_version("Cuda compilation tools, release 12.1, V12.1.105")
+    (12, 1)
+    """
+    match = _NVCC_RELEASE_RE.search(output)
+    return (int(match.group(1)), int(match.group(2))) if match else None

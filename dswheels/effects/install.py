@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from dswheels.effects.proc import find_tool, run
+from dswheels.effects.proc import capture, find_tool, marked_line, run
 from dswheels.errors import DswheelsError, EnvironmentMismatchError, VerifyError
 
 __all__ = ["VERIFY_SCRIPT", "VerifyResult", "choose_installer", "install_argv", "install_wheel", "quick_verify"]
@@ -89,16 +89,7 @@ def choose_installer(python: str, requested: str, env: Mapping[str, str]) -> str
     """``pip`` when the target has it (or was asked for), else ``uv`` when on PATH."""
     if requested in ("pip", "uv"):
         return requested
-    probe = run(
-        [python, "-c", "import pip"],
-        env=env,
-        capture=True,
-        echo=False,
-        stream=False,
-        heartbeat=None,
-        check=False,
-        error=EnvironmentMismatchError,
-    )
+    probe = capture([python, "-c", "import pip"], env=env, error=EnvironmentMismatchError)
     if probe.returncode == 0:
         return "pip"
     if find_tool("uv", env) is not None:
@@ -130,25 +121,18 @@ def install_wheel(python: str, wheel: Path, *, installer: str, env: Mapping[str,
 def quick_verify(python: str, *, expected_version: str, env: Mapping[str, str]) -> VerifyResult:
     """Load every installed op in ``python`` with an empty TORCH_EXTENSIONS_DIR; VerifyError if any fails."""
     try:
-        result = run(
+        result = capture(
             [python, "-c", VERIFY_SCRIPT],
             env=env,
-            capture=True,
-            echo=False,
-            stream=False,
             heartbeat=30.0,
             heartbeat_label="loading the installed ops",
-            check=False,
             error=VerifyError,
         )
     except DswheelsError as exc:
         raise VerifyError(f"could not run the verify step: {exc.message}") from None
-    data: dict[str, object] | None = None
-    for line in reversed(result.output.splitlines()):
-        if line.startswith(_MARK):
-            parsed = json.loads(line.removeprefix(_MARK))
-            data = parsed if isinstance(parsed, dict) else None
-            break
+    payload = marked_line(result.output, _MARK)
+    parsed = json.loads(payload) if payload is not None else None
+    data: dict[str, object] | None = parsed if isinstance(parsed, dict) else None
     if data is None:
         raise VerifyError(
             "the verify step printed no result",

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dswheels.core.model import PlannedCell
+from dswheels.core.model import PlannedCell, Platform
 from dswheels.core.sources import TorchSource, parse_pip_config, uv_index_args
 from dswheels.core.versions import format_version
 from dswheels.effects import proc
@@ -88,39 +88,26 @@ class Interpreter:
 
 def probe_python(python: Path | str, *, env: Mapping[str, str] | None = None) -> PythonInfo:
     code = _PROBE.replace("MODULES", repr(_PROBE_MODULES))
-    result = proc.run(
-        [str(python), "-c", code],
-        env=env,
-        capture=True,
-        echo=False,
-        stream=False,
-        heartbeat=None,
-        check=False,
-        error=EnvironmentMismatchError,
-        what=f"probing {python}",
+    result = proc.capture([str(python), "-c", code], env=env, error=EnvironmentMismatchError, what=f"probing {python}")
+    payload = proc.marked_line(result.output, "DSWHEELS-PROBE ")
+    if payload is None:
+        raise EnvironmentMismatchError(
+            f"cannot run the interpreter {python}",
+            details="\n".join(result.tail[-10:]),
+        )
+    data = json.loads(payload)
+    return PythonInfo(
+        python=data["python"],
+        executable=data["executable"],
+        platform=data["platform"],
+        gil_disabled=bool(data["gil_disabled"]),
+        scripts=data["scripts"],
+        purelib=data["purelib"],
+        cflags=data.get("cflags", ""),
+        torch=data["torch"],
+        torch_cuda=data["torch_cuda"],
+        modules=data["modules"],
     )
-    for line in result.output.splitlines():
-        if line.startswith("DSWHEELS-PROBE "):
-            data = json.loads(line.removeprefix("DSWHEELS-PROBE "))
-            return PythonInfo(
-                python=data["python"],
-                executable=data["executable"],
-                platform=data["platform"],
-                gil_disabled=bool(data["gil_disabled"]),
-                scripts=data["scripts"],
-                purelib=data["purelib"],
-                cflags=data.get("cflags", ""),
-                torch=data["torch"],
-                torch_cuda=data["torch_cuda"],
-                modules=data["modules"],
-            )
-    raise EnvironmentMismatchError(
-        f"cannot run the interpreter {python}",
-        details="\n".join(result.tail[-10:]),
-    )
-
-
-_PLATFORMS = {"linux_x86_64": "linux-x86_64", "win_amd64": "win-amd64"}
 
 
 def interpreter_mismatch(info: PythonInfo, planned: PlannedCell) -> str | None:
@@ -129,7 +116,7 @@ def interpreter_mismatch(info: PythonInfo, planned: PlannedCell) -> str | None:
     want_py = format_version(cell.python.version)
     if ".".join(info.python.split(".")[:2]) != want_py or info.gil_disabled != cell.python.free_threaded:
         return f"Python {info.python}{'t' if info.gil_disabled else ''}, the cell needs {cell.python}"
-    if _PLATFORMS.get(cell.platform.value) != info.platform:
+    if Platform.from_sysconfig(info.platform) is not cell.platform:
         return f"platform {info.platform}, the cell is {cell.platform.value}"
     if info.torch is None:
         return "torch is not installed"
@@ -167,15 +154,7 @@ def _pip_config(python: str) -> dict[str, list[str]]:
     candidates = [[python, "-m", "pip"]]
     candidates += [[tool] for name in ("pip3", "pip") if (tool := shutil.which(name))]
     for argv in candidates:
-        result = proc.run(
-            [*argv, "config", "list"],
-            capture=True,
-            echo=False,
-            stream=False,
-            heartbeat=None,
-            check=False,
-            error=EnvironmentMismatchError,
-        )
+        result = proc.capture([*argv, "config", "list"], error=EnvironmentMismatchError)
         if result.returncode == 0:
             return parse_pip_config(result.output)
     raise EnvironmentMismatchError(

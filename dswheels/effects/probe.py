@@ -1,4 +1,4 @@
-"""Collect the :class:`~dswheels.core.doctor.Facts` of this machine and a target interpreter.
+"""Collect the :class:`~dswheels.core.facts.Facts` of this machine and a target interpreter.
 
 Every probe tolerates absence: a missing tool, an interpreter that will not start, torch that
 does not import, a registry key that is not there -- each becomes a fact ("not found", the
@@ -31,7 +31,7 @@ from dswheels.core.facts import (
     VisualStudio,
     toolkit_probe_paths,
 )
-from dswheels.effects.proc import find_tool, run
+from dswheels.effects.proc import capture, find_tool, marked_line
 from dswheels.errors import DswheelsError
 
 __all__ = ["ENV_KEYS", "TARGET_SCRIPT", "collect", "current_environment", "probe_target"]
@@ -221,23 +221,18 @@ def probe_target(python: str, env: Mapping[str, str], *, light: bool = False) ->
     ``light`` reads torch's version and CUDA from ``torch/version.py`` instead of importing torch.
     """
     try:
-        result = run(
+        result = capture(
             [python, "-c", TARGET_SCRIPT, *(["--light"] if light else [])],
             env=env,
-            capture=True,
-            echo=False,
-            stream=False,
-            heartbeat=None,
             timeout=_TIMEOUT,
-            check=False,
             what=f"the probe in {python}",
         )
     except DswheelsError as exc:
         return None, exc.message
-    for line in reversed(result.output.splitlines()):
-        if line.startswith(_MARK):
-            data = json.loads(line.removeprefix(_MARK))
-            return (data, "") if isinstance(data, dict) else (None, "the probe printed no object")
+    payload = marked_line(result.output, _MARK)
+    if payload is not None:
+        data = json.loads(payload)
+        return (data, "") if isinstance(data, dict) else (None, "the probe printed no object")
     tail = "\n".join(result.tail[-8:])
     return None, f"{python} exited with {result.returncode}: {tail}"
 
@@ -245,9 +240,7 @@ def probe_target(python: str, env: Mapping[str, str], *, light: bool = False) ->
 def _capture(argv: list[str], env: Mapping[str, str], timeout: float = 60.0) -> tuple[int, str]:
     """Run a small tool; (-1, why) when it cannot start."""
     try:
-        result = run(
-            argv, env=env, capture=True, echo=False, stream=False, heartbeat=None, timeout=timeout, check=False
-        )
+        result = capture(argv, env=env, timeout=timeout)
     except DswheelsError as exc:
         return -1, exc.message
     return result.returncode, result.output

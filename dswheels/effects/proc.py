@@ -25,7 +25,7 @@ from dswheels.effects.clock import monotonic, utc_now
 from dswheels.errors import DswheelsError
 from dswheels.log import format_duration, get_reporter
 
-__all__ = ["RunResult", "Runner", "find_tool", "run"]
+__all__ = ["RunResult", "Runner", "capture", "find_tool", "marked_line", "run"]
 
 TAIL_LINES = 60
 
@@ -196,3 +196,52 @@ def run(
             hint=f"full log: {log_file}" if log_file else None,
         )
     return result
+
+
+def capture(
+    argv: Sequence[str | os.PathLike[str]],
+    *,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    log_file: Path | None = None,
+    heartbeat: float | None = None,
+    heartbeat_label: str = "",
+    timeout: float | None = None,
+    error: type[DswheelsError] = DswheelsError,
+    what: str = "",
+) -> RunResult:
+    """:func:`run` for a probe or helper script whose output is data, not progress.
+
+    Not echoed, not shown live, and not checked: the caller reads ``returncode`` and ``output``.
+    ``error`` is still raised when the program is missing, cannot start, or runs past ``timeout``.
+    """
+    return run(
+        argv,
+        cwd=cwd,
+        env=env,
+        log_file=log_file,
+        capture=True,
+        echo=False,
+        stream=False,
+        heartbeat=heartbeat,
+        heartbeat_label=heartbeat_label,
+        timeout=timeout,
+        check=False,
+        error=error,
+        what=what,
+    )
+
+
+def marked_line(output: str, mark: str) -> str | None:
+    r"""What follows ``mark`` on the last line of ``output`` that starts with it; None if no line does.
+
+    Helper scripts run in another interpreter print their result as one ``MARK payload`` line, so
+    whatever else the interpreter prints (warnings, a sitecustomize) cannot be mistaken for it.
+
+    >>> marked_line('warning: x\nDSWHEELS-X {"a": 1}', "DSWHEELS-X ")
+    '{"a": 1}'
+    """
+    for line in reversed(output.splitlines()):
+        if line.startswith(mark):
+            return line.removeprefix(mark)
+    return None

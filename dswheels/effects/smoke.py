@@ -173,16 +173,12 @@ def run_smoke(
     for run in runs:
         spec = {"device": device, "config": deepspeed_config(run), "steps": steps, "hidden": 256}
         with tempfile.TemporaryDirectory(prefix="dsw-ext-") as ext, tempfile.TemporaryDirectory() as cwd:
-            out = proc.run(
+            out = proc.capture(
                 [str(python), "-c", _TRAIN, json.dumps(spec)],
                 cwd=Path(cwd),
                 env=_env(accelerator, ext),
-                capture=True,
-                stream=False,
-                echo=False,
                 heartbeat=60,
                 heartbeat_label=f"smoke run {run.name}",
-                check=False,
                 log_file=log,
                 timeout=900,
                 error=SmokeError,
@@ -195,11 +191,11 @@ def run_smoke(
             "config": spec["config"],
             "seconds": round(out.duration, 1),
         }
-        line = next((ln for ln in out.output.splitlines() if ln.startswith("DSWHEELS-SMOKE ")), None)
-        if line is None:
+        payload = proc.marked_line(out.output, "DSWHEELS-SMOKE ")
+        if payload is None:
             result.update(ok=False, error=_exception_line(out.output) or " / ".join(out.tail[-3:]))
         else:
-            data = json.loads(line.removeprefix("DSWHEELS-SMOKE "))
+            data = json.loads(payload)
             losses = [float(v) for v in data["losses"]]
             head, tail = sum(losses[:2]) / 2, sum(losses[-2:]) / 2
             fell = tail < 0.8 * head
@@ -224,7 +220,7 @@ def run_smoke(
             f"loss {result.get('loss_first', 0):.4f} -> {result.get('loss_last', 0):.4f}, "
             f"{result.get('samples_per_s', 0):.1f} samples/s, peak {result.get('peak_memory_mb', 0):.0f} MB, "
             f"{result.get('optimizer', '?')}"
-            if line is not None
+            if payload is not None
             else str(result.get("error"))
         )
         reporter.info(f"  {mark:6}  {run.name}: {detail}" + (f" ({result['why']})" if result.get("why") else ""))
@@ -234,23 +230,18 @@ def run_smoke(
 
 def run_adam_check(python: Path, *, accelerator: str, tolerance: float, log: Path | None) -> dict[str, object]:
     with tempfile.TemporaryDirectory(prefix="dsw-ext-") as ext, tempfile.TemporaryDirectory() as cwd:
-        out = proc.run(
+        out = proc.capture(
             [str(python), "-c", _ADAM],
             cwd=Path(cwd),
             env=_env(accelerator, ext),
-            capture=True,
-            stream=False,
-            echo=False,
-            heartbeat=None,
-            check=False,
             log_file=log,
             timeout=600,
             error=SmokeError,
             what="DeepSpeedCPUAdam vs AdamW",
         )
-    line = next((ln for ln in out.output.splitlines() if ln.startswith("DSWHEELS-ADAM ")), None)
-    if line is None:
+    payload = proc.marked_line(out.output, "DSWHEELS-ADAM ")
+    if payload is None:
         return {"ok": False, "error": _exception_line(out.output) or " / ".join(out.tail[-3:])}
-    data: Mapping[str, object] = json.loads(line.removeprefix("DSWHEELS-ADAM "))
+    data: Mapping[str, object] = json.loads(payload)
     diff = float(str(data["max_abs_diff"]))
     return {**data, "tolerance": tolerance, "ok": diff <= tolerance}

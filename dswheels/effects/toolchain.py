@@ -10,9 +10,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from dswheels.core.buildenv import CUDA_LIBRARY_HEADERS, CompilerCache, parse_nvcc_version
+from dswheels.core.buildenv import CUDA_LIBRARY_HEADERS, CompilerCache
 from dswheels.core.model import PlannedCell
-from dswheels.core.versions import VersionTuple, format_version
+from dswheels.core.versions import VersionTuple, format_version, parse_nvcc_version
 from dswheels.effects import proc
 from dswheels.errors import EnvironmentMismatchError
 from dswheels.log import get_reporter
@@ -42,9 +42,7 @@ class CudaInstall:
 
 
 def _nvcc_version(nvcc: Path) -> tuple[VersionTuple | None, str]:
-    result = proc.run(
-        [str(nvcc), "--version"], capture=True, echo=False, stream=False, heartbeat=None, check=False, timeout=60
-    )
+    result = proc.capture([str(nvcc), "--version"], timeout=60)
     line = next((ln for ln in result.output.splitlines() if "release" in ln), "")
     return parse_nvcc_version(result.output), line.strip()
 
@@ -128,7 +126,7 @@ def tool_version(argv: list[str], env: Mapping[str, str] | None = None) -> str:
     """The first line a tool prints for its version, or ''."""
     if proc.find_tool(argv[0], env) is None and not Path(argv[0]).is_file():
         return ""
-    result = proc.run(argv, env=env, capture=True, echo=False, stream=False, heartbeat=None, check=False, timeout=60)
+    result = proc.capture(argv, env=env, timeout=60)
     lines = [ln.strip() for ln in result.output.splitlines() if ln.strip()]
     return lines[0] if result.returncode == 0 and lines else ""
 

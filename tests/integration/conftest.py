@@ -15,12 +15,12 @@ directory to keep downloads and venvs between sessions (default: a session temp 
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import os
 import shutil
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -29,6 +29,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import DATA, ROOT, require
+from tests.support.servers import LoopbackServer
 
 CPU_CELL = "ds0.19.8-torch2.13-cpu-cp311-linux_x86_64"
 CUDA_CELL = "ds0.19.8-torch2.14-cu130-cp311-linux_x86_64"
@@ -161,25 +162,20 @@ Handler = Callable[[http.server.BaseHTTPRequestHandler], None]
 @pytest.fixture
 def http_server() -> Iterator[Callable[[Handler], str]]:
     """Start a real HTTP server on 127.0.0.1 with a handler function; returns its base URL."""
-    servers: list[http.server.ThreadingHTTPServer] = []
+    with contextlib.ExitStack() as servers:
 
-    def start(handle: Handler) -> str:
-        class _Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                handle(self)
+        def start(handle: Handler) -> str:
+            class _Handler(http.server.BaseHTTPRequestHandler):
+                def do_GET(self) -> None:
+                    handle(self)
 
-            def log_message(self, format: str, *args: object) -> None:  # noqa: A002, ARG002 - the stdlib's signature
-                return
+                def log_message(self, format: str, *args: object) -> None:  # noqa: A002, ARG002 - the stdlib's signature
+                    return
 
-        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-        servers.append(server)
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        return f"http://127.0.0.1:{server.server_address[1]}"
+            server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+            return servers.enter_context(LoopbackServer(server)).base_url
 
-    yield start
-    for server in servers:
-        server.shutdown()
-        server.server_close()
+        yield start
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

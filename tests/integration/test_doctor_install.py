@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import http.server
 import importlib.util
 import json
 import os
@@ -21,7 +20,6 @@ import shlex
 import shutil
 import subprocess
 import sys
-import threading
 import zipfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -30,12 +28,12 @@ from urllib.parse import quote
 import pytest
 
 from dswheels.core.compat import load_compat
-from dswheels.core.facts import parse_nvcc_version
 from dswheels.core.model import Cell, Platform, Python, Variant
 from dswheels.core.naming import cell_id, partition, wheel_filename, wheel_version
 from dswheels.core.pick import cell_from_filename
-from dswheels.core.versions import format_version
+from dswheels.core.versions import format_version, parse_nvcc_version
 from tests.conftest import require
+from tests.support.servers import StaticServer
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 
@@ -294,27 +292,12 @@ def write_index(root: Path, wheels: Sequence[Path], *, wrong_sha: bool = False) 
             (root / "whl" / name / "index.html").write_text(page(f"deepspeed {name}", items))
 
 
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the base class's name
-        pass
-
-
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str]]:
     """A directory served at http://127.0.0.1:<port>/ for the whole module."""
     root = tmp_path_factory.mktemp("served")
-
-    def handler(*args: object, **kwargs: object) -> _Quiet:
-        return _Quiet(*args, directory=str(root), **kwargs)  # type: ignore[arg-type]
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield root, f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with StaticServer(root) as server:
+        yield root, server.base_url
 
 
 def _cell(torch: tuple[int, int], variant: str, *, deepspeed: tuple[int, ...] = NEWEST_DS) -> Cell:

@@ -34,11 +34,10 @@ import re
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
-if TYPE_CHECKING:
-    from typing_extensions import Self
+from tests.support.servers import LoopbackServer
 
 __all__ = ["FakeAsset", "FakeGitHub", "FakeRelease", "Fault"]
 
@@ -81,7 +80,7 @@ class Fault:
     after_upload: bool = False  # the upload lands, then the answer is lost
 
 
-class FakeGitHub:
+class FakeGitHub(LoopbackServer):
     """``with FakeGitHub() as gh: gh.api_url`` -> ``http://127.0.0.1:PORT`` (API, uploads and downloads)."""
 
     def __init__(
@@ -101,25 +100,13 @@ class FakeGitHub:
         self.seen_authorization: list[str] = []
         self._ids = itertools.count(1)
         self._lock = threading.RLock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        super().__init__(ThreadingHTTPServer(("127.0.0.1", 0), _handler(self)))
 
     # --- set-up ------------------------------------------------------------------------------------
 
     @property
     def api_url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
-
-    def __enter__(self) -> Self:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
+        return self.base_url
 
     def fail(self, method: str, pattern: str, status: int, **kwargs: Any) -> Fault:
         fault = Fault(method=method, pattern=pattern, status=status, **kwargs)

@@ -1,9 +1,10 @@
-"""Real HTTP servers on loopback for the tests: a static file server that logs every request.
+"""Real HTTP servers on loopback for the tests.
 
-:class:`StaticServer` serves a directory the way GitHub Pages or any static host does
-(``dir/`` -> ``dir/index.html``, 404 otherwise) and keeps a log of what was asked for and
-how many bytes went out, so a test can prove that an installer fetched only ``.metadata``
-files while resolving, or measure what it transferred.
+:class:`LoopbackServer` runs any handler on 127.0.0.1 from a background thread while in a
+``with`` block (the fake GitHub is one). :class:`StaticServer` serves a directory the way
+GitHub Pages or any static host does (``dir/`` -> ``dir/index.html``, 404 otherwise) and
+keeps a log of what was asked for and how many bytes went out, so a test can prove that an
+installer fetched only ``.metadata`` files while resolving, or measure what it transferred.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from urllib.parse import unquote, urlsplit
 if TYPE_CHECKING:
     from typing_extensions import Self
 
-__all__ = ["Request", "StaticServer"]
+__all__ = ["LoopbackServer", "Request", "StaticServer"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,18 +83,44 @@ class _Server(ThreadingHTTPServer):
             self.log.append(request)
 
 
-class StaticServer:
+class LoopbackServer:
+    """``with LoopbackServer(server) as s: s.base_url`` -> ``http://127.0.0.1:PORT``, served from a thread.
+
+    ``server`` is bound to ``("127.0.0.1", 0)`` by the caller: the system picks a free port.
+    """
+
+    def __init__(self, server: ThreadingHTTPServer) -> None:
+        server.daemon_threads = True
+        self._server = server
+        self._thread = threading.Thread(target=server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def __enter__(self) -> Self:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+
+class StaticServer(LoopbackServer):
     """``with StaticServer(root) as server: server.url`` -> ``http://127.0.0.1:PORT/``."""
+
+    _server: _Server
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        self._server = _Server(root)
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        super().__init__(_Server(root))
 
     @property
     def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}/"
+        return self.base_url + "/"
 
     @property
     def log(self) -> list[Request]:
@@ -107,15 +134,6 @@ class StaticServer:
 
     def sent(self) -> int:
         return sum(r.sent for r in self.log)
-
-    def __enter__(self) -> Self:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
 
     def __iter__(self) -> Iterator[Request]:
         return iter(self.log)

@@ -13,7 +13,6 @@ from dswheels.core.buildenv import (
     PatchError,
     build_env,
     dist_extra_config,
-    parse_nvcc_version,
     patch_debug_flags,
     patch_portable_cpu,
 )
@@ -22,6 +21,7 @@ from dswheels.core.config import parse_matrix
 from dswheels.core.model import PlannedCell
 from dswheels.core.naming import parse_cell_id
 from dswheels.core.plan import Combo, plan
+from dswheels.core.versions import parse_nvcc_version
 
 DATA = Path(__file__).parent.parent / "data"
 EXCERPT = (DATA / "ds0198_builder_excerpt.txt").read_text(encoding="utf-8")

@@ -19,7 +19,6 @@ from dswheels.core.facts import (
     PythonFacts,
     Toolkit,
     VisualStudio,
-    parse_nvcc_version,
     parse_nvidia_smi,
     parse_vswhere,
 )
@@ -28,7 +27,7 @@ from dswheels.core.naming import cell_id
 from dswheels.core.pick import IndexFile, cell_from_filename
 from dswheels.core.plan import Combo, plan
 from dswheels.core.render_doctor import DOCTOR_SCHEMA, facts_from_data, facts_to_data, render_json, render_text
-from dswheels.core.versions import format_version, parse_version
+from dswheels.core.versions import format_version, parse_nvcc_version, parse_version
 from tests.conftest import ROOT
 from tests.unit.machines import DATA, load_machine, machine_data, machine_names, nvcc_text
 

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 from hypothesis import given
-from hypothesis import strategies as st
 from pypi_simple import IndexPage, ProjectPage, RepositoryPage
 
 from dswheels.core.index import (
@@ -34,26 +33,15 @@ from dswheels.effects.index import list_published, local_index_files, scan_direc
 from dswheels.errors import ConfigError, PublishError
 from tests.conftest import ROOT
 from tests.support.wheels import write_deepspeed_wheel
+from tests.unit.strategies import any_cells
 
 TORCH_INDEX = "https://download.pytorch.org/whl/{variant}"
 SITE = "https://octo.github.io/dswheels/"
 
 # --- wheel names -------------------------------------------------------------------------------------
 
-cells = st.builds(
-    Cell,
-    deepspeed=st.tuples(st.integers(0, 9), st.integers(0, 99), st.integers(0, 99)),
-    torch=st.tuples(st.integers(1, 9), st.integers(0, 99)),
-    variant=st.one_of(
-        st.just(Variant(name="cpu", cuda=None)),
-        st.tuples(st.integers(10, 99), st.integers(0, 9)).map(lambda mm: Variant.parse(f"cu{mm[0]}{mm[1]}")),
-    ),
-    python=st.builds(Python, version=st.tuples(st.just(3), st.integers(8, 99)), free_threaded=st.booleans()),
-    platform=st.sampled_from(list(Platform)),
-)
 
-
-@given(cells)
+@given(any_cells)
 def test_every_wheel_name_parses_back_to_its_cell_and_partition(cell: Cell) -> None:
     wheel = parse_wheel(wheel_filename(cell))
     assert wheel.cell == cell

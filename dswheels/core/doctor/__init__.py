@@ -1,0 +1,62 @@
+"""``dswheels doctor``: judge a machine from collected facts, and say what to fix.
+
+Pure: :mod:`dswheels.effects.probe` collects :class:`~dswheels.core.facts.Facts` (raw tool output included, so
+tests feed recordings from real machines); :func:`diagnose` turns them into checks
+(OK / WARN / FAIL, each with a concrete fix) and a :class:`Verdict`: the cell this environment
+is, whether a published wheel fits, and whether a local build would work. The local-build
+judgement is the planner's own (:func:`dswheels.core.plan.resolve_cell` with a
+:class:`~dswheels.core.plan.LocalHost`), so doctor and ``dswheels plan`` never disagree.
+
+The parts: :mod:`.environment` (the facts parsed once), ``checks_*`` (one module per area:
+runtime, cuda, build tools, deepspeed), :mod:`.fixes` (toolkit fixes several checks give),
+:mod:`.local_build` and :mod:`.verdict`, :mod:`.guidance` (where to set CUDA_HOME) and
+:mod:`.report` (the result types).
+"""
+
+from __future__ import annotations
+
+from dswheels.core.compat import Compat
+from dswheels.core.doctor.checks_build_tools import check_compiler, check_long_paths, check_ninja
+from dswheels.core.doctor.checks_cuda import check_cuda_home, check_toolkits
+from dswheels.core.doctor.checks_deepspeed import check_deepspeed, check_index
+from dswheels.core.doctor.checks_runtime import check_gpu, check_platform, check_python, check_torch
+from dswheels.core.doctor.environment import derive_env, env_kind
+from dswheels.core.doctor.guidance import cuda_home_guidance
+from dswheels.core.doctor.report import Check, IndexView, LocalBuild, Report, Status, Verdict
+from dswheels.core.doctor.verdict import make_verdict
+from dswheels.core.facts import Facts
+from dswheels.core.versions import VersionTuple
+
+__all__ = [
+    "Check",
+    "IndexView",
+    "LocalBuild",
+    "Report",
+    "Status",
+    "Verdict",
+    "diagnose",
+    "env_kind",
+]
+
+
+def diagnose(
+    facts: Facts,
+    compat: Compat,
+    *,
+    deepspeed: VersionTuple | None = None,
+    index: IndexView | None = None,
+) -> Report:
+    """Every check with its fix, and the verdict for this environment."""
+    env = derive_env(facts, compat)
+    checks: list[Check] = [check_platform(env), check_python(env), check_torch(env), check_gpu(env)]
+    checks.append(check_cuda_home(env))
+    checks.extend(check_toolkits(env))
+    checks.extend(check_compiler(env))
+    checks.extend(check_long_paths(env))
+    checks.append(check_ninja(env))
+    checks.append(check_deepspeed(env))
+    verdict = make_verdict(env, deepspeed=deepspeed, index=index)
+    checks.extend(check_index(verdict))
+    return Report(
+        checks=tuple(checks), verdict=verdict, guidance=cuda_home_guidance(env, verdict), env_kind=env_kind(facts)
+    )
