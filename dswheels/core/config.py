@@ -521,9 +521,7 @@ def _parse_linux_runtime(check: _Checker, node: Node) -> RuntimeFloor | None:
     if glibc_node is not None:
         version = check.parsed(glibc_node, "linux_runtime.glibc", parse_version)
         if version is not None and (len(version) != 2 or version[0] != 2):  # glibc is 2.N
-            check.problems.add(
-                glibc_node, f"linux_runtime.glibc is a glibc release like '2.35', got {glibc_node.text!r}"
-            )
+            check.problems.add(glibc_node, f"not a glibc release (2.N, like '2.35'): {glibc_node.text!r}")
             version = None
         ok = ok and version is not None
         glibc = version or glibc
@@ -531,10 +529,13 @@ def _parse_linux_runtime(check: _Checker, node: Node) -> RuntimeFloor | None:
         version = check.parsed(glibcxx_node, "linux_runtime.glibcxx", parse_version)
         known = [format_version(r.glibcxx) for r in check.compat.libstdcxx]
         if version is not None and format_version(version) not in known:
+            pairs = ", ".join(
+                f"{format_version(r.glibcxx)} (GCC {format_version(r.gcc)})" for r in check.compat.libstdcxx
+            )
             check.problems.add(
                 glibcxx_node,
-                f"linux_runtime.glibcxx must be the newest GLIBCXX version of a GCC release"
-                f"{suggest(glibcxx_node.text, known)}; known: {', '.join(known)}",
+                f"GLIBCXX {glibcxx_node.text} is not the newest version of any GCC release's libstdc++"
+                f"{suggest(glibcxx_node.text, known)}; known: {pairs}",
             )
             version = None
         ok = ok and version is not None
