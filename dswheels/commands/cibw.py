@@ -53,8 +53,7 @@ observed (null). A wheel missing a planned op gets no manifest and the command f
 examples:
   dswheels cibw --cell "ds0.19.8-torch2.14-cu130-cp311-win_amd64 ds0.19.8-torch2.14-cu130-cp312-win_amd64"
   cibuildwheel cibw/src --platform windows --config-file "$PWD/cibw/cibuildwheel.toml" --output-dir wheelhouse/cu130
-  dswheels cibw --cell "ds0.19.8-torch2.14-cu130-cp311-win_amd64 ds0.19.8-torch2.14-cu130-cp312-win_amd64" \
-      --finish wheelhouse/cu130
+  dswheels cibw --cell "<the same ids>" --finish wheelhouse/cu130     # then: the manifests
   dswheels cibw --cell ds0.19.8-torch2.14-cu130-cp311-win_amd64 --no-source    # config only"""
 
 

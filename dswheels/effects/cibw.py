@@ -180,7 +180,7 @@ def finish_wheelhouse(
             manifest, needs = wheel_manifest(planned, wheel, job=job, toolchain=toolchain)
             promised = planned.toolchain.linux_runtime
             if manifest.runtime is not None:
-                reporter.info(f"{name}: Linux runtime floor {manifest.runtime.describe(compat.libstdcxx)}")
+                reporter.info(f"{name}: Linux runtime floor: {manifest.runtime.describe(compat.libstdcxx)}")
                 if promised is not None and (above := exceeds(manifest.runtime, promised)):
                     reporter.warning(f"{name} needs more than promised: {'; '.join(above)} (dswheels verify fails it)")
             path = wheel.with_name(manifest_name(name))

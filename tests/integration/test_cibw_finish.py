@@ -38,7 +38,7 @@ def _job(tmp_path: Path, matrix: Path, cell: str) -> Path:
     assert job["schema"] == "dswheels.cibw-job/1"
     assert job["cells"] == [cell]
     assert job["env"]["DS_BUILD_CPU_ADAM"] == "1"
-    assert "--finish" in result.stderr  # it says what to run after cibuildwheel
+    assert "--finish" in result.stdout + result.stderr  # it says what to run after cibuildwheel
     return out
 
 

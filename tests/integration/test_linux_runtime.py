@@ -116,8 +116,8 @@ def test_deepspeed_extensions_read_as_readelf_shows_them_and_the_manifest_record
     which: str, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
     _require_tools()
-    start = time.monotonic()
     built: Built = request.getfixturevalue(which)
+    start = time.monotonic()
     extensions = _extensions(built.wheel, tmp_path)
     assert extensions
     needs = {}

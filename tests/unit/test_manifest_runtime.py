@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 
 import pytest
 
@@ -184,3 +185,17 @@ def test_a_manifest_recording_another_floor_fails() -> None:
 
 def test_no_elf_extension_no_runtime_check() -> None:
     assert judge_runtime({}, _expected(COMPAT.linux_runtime_floor), COMPAT.libstdcxx) == []
+
+
+def test_docs_manifest_md_documents_exactly_the_keys_written() -> None:
+    from tests.conftest import ROOT
+
+    doc = (ROOT / "docs" / "manifest.md").read_text(encoding="utf-8")
+    documented = set(re.findall(r"^\| `([a-z_.]+)` \|", doc, flags=re.MULTILINE))
+    data = json.loads(render_manifest(_manifest()))
+    written = {f"ops.{k}" for k in data["ops"]} | (set(data) - {"ops"})
+    assert written == documented
+    assert f"`{MANIFEST_SCHEMA}`" in doc
+    runtime_row = next(line for line in doc.splitlines() if line.startswith("| `runtime` |"))
+    for family in data["runtime"]:
+        assert family in runtime_row
