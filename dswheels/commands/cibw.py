@@ -1,4 +1,4 @@
-"""``dswheels cibw``: the cibuildwheel configuration (and the prepared source) of a Windows job."""
+"""``dswheels cibw``: the cibuildwheel configuration of a Windows job, and its wheels' manifests after."""
 
 from __future__ import annotations
 
@@ -11,10 +11,19 @@ from dswheels import __version__
 from dswheels.commands.build import _split_cells, plan_cell_ids
 from dswheels.commands.common import Subparsers, formatter
 from dswheels.core.buildenv import BuildSetup, build_env
-from dswheels.core.cibw import CibwError, before_build, build_identifiers, describe_job, render_cibw_config
+from dswheels.core.cibw import (
+    CibwError,
+    before_build,
+    build_identifiers,
+    describe_job,
+    job_record,
+    render_cibw_config,
+)
 from dswheels.core.compat import load_compat
 from dswheels.core.model import PlannedCell
 from dswheels.effects.build import patch_tree
+from dswheels.effects.cibw import JOB_FILE, finish_wheelhouse
+from dswheels.effects.clock import utc_now
 from dswheels.effects.files import write_text_atomic
 from dswheels.effects.gha import in_ci
 from dswheels.effects.interpreter import BUILD_REQUIREMENTS
@@ -32,11 +41,19 @@ dswheels computes for the cell (DS_BUILD_* per planned op, DS_ACCELERATOR=cuda,
 TORCH_CUDA_ARCH_LIST, CUDA_HOME=$CUDA_PATH, DS_BUILD_STRING, DISTUTILS_USE_SDK, ninja),
 no repair, and `dswheels verify {wheel}` (against the plan, in the test venv) as the test.
 Unless --no-source, the verified and patched DeepSpeed source (the GitHub tag archive) is
-prepared in OUT/src.
+prepared in OUT/src. OUT/job.json records the job (cells, environment, verified source).
+
+cibuildwheel writes no build manifest. After it ran, `--finish WHEELHOUSE` (same --cell,
+--matrix and --out) writes <wheel>.manifest.json beside each of the job's wheels, as
+`dswheels build` does: the plan, job.json, what the wheel says (installed_ops, accelerator,
+torch_info, each op's extension and size, sha256; on Linux the glibc/libstdc++ floor) and
+the toolchain found on the builder (nvcc, the active MSVC toolset). Compile times were not
+observed (null). A wheel missing a planned op gets no manifest and the command fails.
 
 examples:
   dswheels cibw --cell "ds0.19.8-torch2.14-cu130-cp311-win_amd64 ds0.19.8-torch2.14-cu130-cp312-win_amd64"
   cibuildwheel cibw/src --platform windows --config-file "$PWD/cibw/cibuildwheel.toml" --output-dir wheelhouse/cu130
+  dswheels cibw --cell "<the same ids>" --finish wheelhouse/cu130     # then: the manifests
   dswheels cibw --cell ds0.19.8-torch2.14-cu130-cp311-win_amd64 --no-source    # config only"""
 
 
@@ -79,6 +96,13 @@ def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
         help="sha256 lock for the tag archive (default: sources.lock.json beside the matrix)",
     )
     p.add_argument("--record-sources", action="store_true", help="record an unpinned archive's sha256 (not in CI)")
+    p.add_argument(
+        "--finish",
+        type=Path,
+        metavar="WHEELHOUSE",
+        help="after cibuildwheel: write the build manifest of each of the job's wheels in this directory "
+        "(its --output-dir); reads OUT/job.json",
+    )
     p.set_defaults(func=run)
 
 
@@ -105,13 +129,23 @@ def _env(cells: list[PlannedCell], jobs: int) -> dict[str, str]:
     return build_env(first, setup)
 
 
+def _finish(args: argparse.Namespace, cells: list[PlannedCell]) -> int:
+    written = finish_wheelhouse(cells, wheelhouse=args.finish, job_dir=args.out.resolve(), compat=load_compat())
+    for path in written:
+        sys.stdout.write(f"{path}\n")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     compat = load_compat()
     cells = plan_cell_ids(_split_cells(args.cell), matrix=args.matrix, nvcc=args.nvcc, compat=compat)
+    if args.finish is not None:
+        return _finish(args, cells)
+    env = _env(cells, args.jobs)
     try:
         config = render_cibw_config(
             cells,
-            env=_env(cells, args.jobs),
+            env=env,
             before=before_build(
                 cells[0], index_url=args.torch_index or cells[0].torch_index, requirements=BUILD_REQUIREMENTS
             ),
@@ -129,6 +163,7 @@ def run(args: argparse.Namespace) -> int:
     reporter.info(f"{describe_job(cells)}: {', '.join(build_identifiers(cells))}")
     reporter.info(f"wrote {config_path}")
     project = out / "src"
+    source: dict[str, str] | None = None
     if not args.no_source:
         cache = env_cache_dir()
         lock = args.lock or (args.matrix.parent / "sources.lock.json")
@@ -143,6 +178,20 @@ def run(args: argparse.Namespace) -> int:
         extract_archive(fetched.path, project)
         for note in patch_tree(project, cells[0], compat, debug_symbols=False):
             reporter.info(note)
+        source = {
+            "kind": fetched.kind,
+            "url": fetched.url,
+            "sha256": fetched.sha256,
+            "verified_by": fetched.verified_by,
+        }
+    write_text_atomic(
+        out / JOB_FILE,
+        job_record(cells, env=env, source=source, created=utc_now().strftime("%Y-%m-%dT%H:%M:%SZ")),
+    )
+    reporter.info(
+        f"after cibuildwheel, write the build manifests: dswheels cibw --cell ... --out {out} "
+        f"--finish <its --output-dir>",
+    )
     sys.stdout.write(
         f"cibuildwheel {project} --platform {'windows' if cells[0].cell.platform.os == 'windows' else 'linux'} "
         f"--config-file {config_path} --output-dir wheelhouse/{cells[0].cell.variant.name}\n",

@@ -28,7 +28,10 @@ Check a DeepSpeed wheel against its build manifest (beside it) or, without one, 
 (--matrix). Static checks need only the wheel: its name and local label, the torch pin in
 METADATA, the accelerator, torch and CUDA DeepSpeed stamped into it, installed_ops equal to
 the manifest's ops, one extension per op, no instruction above the CPU baseline, GPU code
-only for the planned archs. The run-time part installs the wheel into a fresh venv with
+only for the planned archs, and on Linux the glibc/libstdc++ floor: the highest GLIBC_x.y,
+GLIBCXX_3.4.n and CXXABI_1.3.n the extensions ask for, which must not exceed the promised
+maximum (the plan's linux_runtime: compat.yml's linux_runtime_floor unless the matrix sets
+linux_runtime). The run-time part installs the wheel into a fresh venv with
 the cell's torch, parses ds_report, and loads every op with an empty TORCH_EXTENSIONS_DIR
 while JIT compilation is made to fail: each op must come from the wheel.
 
@@ -107,6 +110,8 @@ def _plan_expectation(wheel: Path, matrix: Path) -> Expected | None:
         cpu_baseline=planned.toolchain.cpu_baseline,
         arch_list=planned.toolchain.arch_list,
         source="plan",
+        linux_runtime=planned.toolchain.linux_runtime,
+        linux_runtime_from=f"the plan of {matrix}",
     )
 
 
@@ -119,7 +124,7 @@ def _print(title: str, checks: list[Check]) -> None:
 
 def verify_one(wheel: Path, args: argparse.Namespace) -> tuple[list[Check], RuntimeResult | None, Expected]:
     compat = load_compat()
-    expected = load_expected(wheel, _plan_expectation(wheel, args.matrix), args.manifest)
+    expected = load_expected(wheel, _plan_expectation(wheel, args.matrix), args.manifest, compat=compat)
     data = read_wheel_data(wheel)
     checks = static_part(data, expected, compat)
     _print(f"static checks (against the {expected.source}):", checks)

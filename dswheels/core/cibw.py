@@ -7,6 +7,11 @@ torch), the environment is exactly what :func:`dswheels.core.buildenv.build_env`
 (with ``$CUDA_PATH`` of the runner as the toolkit), repair is off (the extensions link the
 user's torch DLLs; vendoring them would give a second torch runtime), and the test command
 is ``dswheels verify {wheel}`` against the plan, in cibuildwheel's test venv.
+
+cibuildwheel writes no build manifest, so the job leaves a record (``job.json``: its cells,
+the environment set, the verified source) and, once cibuildwheel is done, ``dswheels cibw
+--finish`` writes each wheel's manifest from the plan, that record and the wheel itself
+(:func:`finished_manifest`).
 """
 
 from __future__ import annotations
@@ -14,12 +19,30 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
+from dswheels.core.linux_runtime import RuntimeFloor
+from dswheels.core.manifest import BuiltOp, FileInfo, Manifest
 from dswheels.core.model import PlannedCell, Platform
-from dswheels.core.naming import cell_id
+from dswheels.core.naming import cell_id, wheel_filename
+from dswheels.core.render_plan import planned_cell_json
 from dswheels.core.versions import format_version
+from dswheels.core.wheelfile import InstalledInfo, extension_for_module
 
-__all__ = ["CibwError", "before_build", "build_identifiers", "check_one_job", "render_cibw_config"]
+__all__ = [
+    "JOB_SCHEMA",
+    "CibwError",
+    "JobRecord",
+    "before_build",
+    "build_identifiers",
+    "check_one_job",
+    "finished_manifest",
+    "job_record",
+    "parse_job_record",
+    "render_cibw_config",
+]
+
+JOB_SCHEMA = "dswheels.cibw-job/1"
 
 CIBW_PLATFORMS = {Platform.WIN_AMD64: ("windows", "AMD64"), Platform.LINUX_X86_64: ("linux", "x86_64")}
 
@@ -119,4 +142,128 @@ def describe_job(cells: Sequence[PlannedCell]) -> str:
     return (
         f"DeepSpeed {format_version(c.deepspeed)}, torch {format_version(c.torch)} {c.variant.name}, "
         f"{c.platform.value}, Python {pys}"
+    )
+
+
+def job_record(
+    cells: Sequence[PlannedCell], *, env: Mapping[str, str], source: Mapping[str, str] | None, created: str
+) -> str:
+    """``job.json`` of a cibuildwheel job, written beside its configuration and read by ``--finish``."""
+    return (
+        json.dumps(
+            {
+                "schema": JOB_SCHEMA,
+                "cells": [cell_id(c.cell) for c in cells],
+                "env": dict(sorted(env.items())),
+                "source": dict(source) if source is not None else None,
+                "created": created,
+            },
+            indent=2,
+        )
+        + "\n"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class JobRecord:
+    cells: tuple[str, ...]
+    env: Mapping[str, str]
+    source: Mapping[str, str]  # {} when the job was configured with --no-source
+    created: str
+
+
+def parse_job_record(text: str) -> JobRecord:
+    """Read :func:`job_record` back; :class:`CibwError` for anything else."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CibwError(f"not JSON: {exc}") from None
+    if not isinstance(data, dict) or data.get("schema") != JOB_SCHEMA:
+        raise CibwError(f"not a {JOB_SCHEMA} record")
+    cells, env, source = data.get("cells"), data.get("env"), data.get("source")
+    if not isinstance(cells, list) or not isinstance(env, dict) or not isinstance(source, (dict, type(None))):
+        raise CibwError(f"a {JOB_SCHEMA} record needs cells (a list), env and source (objects)")
+    return JobRecord(
+        cells=tuple(str(c) for c in cells),
+        env={str(k): str(v) for k, v in env.items()},
+        source={str(k): str(v) for k, v in (source or {}).items()},
+        created=str(data.get("created", "")),
+    )
+
+
+def finished_manifest(
+    planned: PlannedCell,
+    *,
+    wheel: FileInfo,
+    names: Sequence[str],
+    installed: InstalledInfo,
+    modules: Mapping[str, tuple[str, ...]],
+    sizes: Mapping[str, int],
+    toolchain: Mapping[str, str],
+    job: JobRecord,
+    runtime: RuntimeFloor | None,
+    created: str,
+    dswheels: str,
+) -> Manifest:
+    """The manifest of a wheel cibuildwheel built: the plan, plus what the wheel itself says.
+
+    ``modules`` is :func:`~dswheels.core.wheelfile.builder_modules` of the wheel's op builders;
+    ``sizes`` the size of each extension member. Compile times were not observed (``null``).
+    Raises :class:`CibwError` when the wheel is not what the plan asked for.
+    """
+    cid = cell_id(planned.cell)
+    if wheel.filename != wheel_filename(planned.cell):
+        raise CibwError(f"{wheel.filename} is not the wheel of {cid} ({wheel_filename(planned.cell)})")
+    accelerator = "cuda" if planned.cell.variant.is_cuda else "cpu"
+    if installed.accelerator_name != accelerator:
+        raise CibwError(
+            f"{wheel.filename}: DeepSpeed stamped accelerator {installed.accelerator_name!r}, the cell needs "
+            f"{accelerator!r} (DS_ACCELERATOR did not reach the build)"
+        )
+    built: list[BuiltOp] = []
+    problems: list[str] = []
+    for name, var in planned.ops.build:
+        if not installed.installed_ops.get(name):
+            problems.append(f"{name}: not in installed_ops (DeepSpeed skipped it)")
+            continue
+        found = [(m, ext) for m in modules.get(name, ()) if (ext := extension_for_module(m, names))]
+        if not found:
+            tried = ", ".join(modules.get(name, ())) or "no op builder names it"
+            problems.append(f"{name}: no extension file in the wheel ({tried})")
+            continue
+        module, extension = found[0]
+        built.append(
+            BuiltOp(
+                name=name,
+                env=f"DS_BUILD_{var}",
+                extension=extension,
+                module=module,
+                size=sizes.get(extension, 0),
+                seconds=None,
+            )
+        )
+    if problems:
+        raise CibwError(f"{wheel.filename} lacks planned op(s): " + "; ".join(problems))
+    torch_cuda = str(installed.torch_info.get("cuda_version", "")) if planned.cell.variant.is_cuda else ""
+    tc = planned.toolchain
+    return Manifest(
+        cell_id=cid,
+        plan=planned_cell_json(planned),
+        wheel=wheel,
+        accelerator=installed.accelerator_name,
+        torch_version=planned.torch_version,
+        torch_cuda=torch_cuda or None,
+        python_version=str(planned.cell.python),
+        toolchain=dict(toolchain),
+        cpu_baseline=tc.cpu_baseline,
+        arch_list=tc.arch_list_text,
+        env=dict(job.env),
+        ops_built=tuple(built),
+        ops_left_out=dict(planned.ops.left_out),
+        durations={},
+        source=dict(job.source),
+        created=created,
+        dswheels=dswheels,
+        runtime=runtime,
+        producer="cibuildwheel",
     )

@@ -13,6 +13,7 @@ from importlib import resources
 
 import yaml
 
+from dswheels.core.linux_runtime import LibstdcxxRelease, RuntimeFloor, gcc_providing
 from dswheels.core.model import Cell, Python, Variant
 from dswheels.core.untyped import Untyped
 from dswheels.core.versions import Range, VersionTuple, format_version, parse_range, parse_version
@@ -117,6 +118,8 @@ class RunnerImage:
     gcc: tuple[str, ...]  # GCC majors, default first (Linux)
     inferred: bool
     source: str
+    glibc: VersionTuple | None = None  # the image's glibc (Linux)
+    glibcxx: VersionTuple | None = None  # the newest GLIBCXX of its system libstdc++.so.6 (Linux)
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,6 +229,11 @@ class Compat:
     cuda: Mapping[VersionTuple, CudaToolkit]
     subpackages_windows: tuple[tuple[Range, tuple[str, ...]], ...]
     torch_gcc_limits: tuple[tuple[Range, Range, int, str], ...]
+    torch_gcc_min: tuple[tuple[Range, int, str, str], ...]  # torch range, oldest GCC major, why, source
+    libstdcxx: tuple[LibstdcxxRelease, ...]
+    linux_runtime_floor: RuntimeFloor  # what Linux wheels promise to need at most
+    linux_runtime_systems: str  # the systems that promise means, in words
+    linux_runtime_source: str
     stl_floors: tuple[tuple[VersionTuple, VersionTuple, str], ...]
     runner_images: Mapping[str, RunnerImage]
     cpu_baselines: Mapping[str, CpuBaseline]
@@ -274,6 +282,27 @@ class Compat:
             if toolset >= from_toolset:
                 floor = (min_cuda, source)
         return floor
+
+    def runtime_floor(self, *, glibc: VersionTuple, glibcxx: VersionTuple) -> RuntimeFloor:
+        """A promised floor; CXXABI is that of the libstdc++ defining ``glibcxx`` (``ValueError``: unknown)."""
+        release = next((r for r in self.libstdcxx if r.glibcxx == glibcxx), None)
+        if release is None:
+            known = ", ".join(format_version(r.glibcxx) for r in self.libstdcxx)
+            msg = f"GLIBCXX {format_version(glibcxx)} is no GCC release's newest version (known: {known})"
+            raise ValueError(msg)
+        return RuntimeFloor(glibc=glibc, glibcxx=glibcxx, cxxabi=release.cxxabi)
+
+    def gcc_for_glibcxx(self, glibcxx: VersionTuple) -> str:
+        """``"12.1"``: the first GCC whose libstdc++ has ``GLIBCXX_<glibcxx>`` ("" if newer than the table)."""
+        return gcc_providing(glibcxx, self.libstdcxx)
+
+    def gcc_min(self, torch: VersionTuple) -> tuple[int, str]:
+        """The oldest GCC major torch's headers accept, and why (0, "" when unconstrained)."""
+        best = (0, "")
+        for rng, gcc_min, why, _source in self.torch_gcc_min:
+            if torch in rng and gcc_min > best[0]:
+                best = (gcc_min, why)
+        return best
 
     def ops_for(self, deepspeed: VersionTuple, accelerator: str) -> tuple[OpInfo, ...]:
         return tuple(op for op in self.ops if op.accelerator == accelerator and deepspeed in op.versions)
@@ -383,6 +412,7 @@ def parse_compat(data: object) -> Compat:
     images: dict[str, RunnerImage] = {}
     for name, entry in root["runner_images"].items():
         msvc_reader, gcc_reader = entry.opt("msvc"), entry.opt("gcc")
+        glibc_reader, glibcxx_reader = entry.opt("glibc"), entry.opt("glibcxx")
         images[name] = RunnerImage(
             name=name,
             os=entry["os"].text(),
@@ -390,6 +420,8 @@ def parse_compat(data: object) -> Compat:
             gcc=gcc_reader.strs() if gcc_reader else (),
             inferred=entry.inferred(),
             source=entry.source(),
+            glibc=parse_version(glibc_reader.text()) if glibc_reader else None,
+            glibcxx=parse_version(glibcxx_reader.text()) if glibcxx_reader else None,
         )
     baselines = {
         name: CpuBaseline(
@@ -433,6 +465,23 @@ def parse_compat(data: object) -> Compat:
         )
         for row in root["workarounds"].seq()
     )
+    libstdcxx = tuple(
+        LibstdcxxRelease(
+            gcc=parse_version(row["gcc"].text()),
+            glibcxx=parse_version(row["glibcxx"].text()),
+            cxxabi=parse_version(row["cxxabi"].text()),
+        )
+        for row in root["libstdcxx_releases"].seq()
+    )
+    if [r.gcc for r in libstdcxx] != sorted(r.gcc for r in libstdcxx):
+        msg = "compat.yml: libstdcxx_releases must be in GCC release order"
+        raise CompatDataError(msg)
+    promise = root["linux_runtime_floor"]
+    promised_glibcxx = parse_version(promise["glibcxx"].text())
+    promised_release = next((r for r in libstdcxx if r.glibcxx == promised_glibcxx), None)
+    if promised_release is None:
+        msg = f"compat.yml: linux_runtime_floor.glibcxx {promised_glibcxx} is not in libstdcxx_releases"
+        raise CompatDataError(msg)
     return Compat(
         collected=root["collected"].text(),
         sources={key: value.text() for key, value in root["sources"].items()},
@@ -460,6 +509,18 @@ def parse_compat(data: object) -> Compat:
             (parse_range(row["torch"].text()), parse_range(row["cuda"].text()), row["gcc_max"].integer(), row.source())
             for row in root["torch_gcc_limits"].seq()
         ),
+        torch_gcc_min=tuple(
+            (parse_range(row["torch"].text()), row["gcc_min"].integer(), row["why"].text(), row.source())
+            for row in root["torch_gcc_min"].seq()
+        ),
+        libstdcxx=libstdcxx,
+        linux_runtime_floor=RuntimeFloor(
+            glibc=parse_version(promise["glibc"].text()),
+            glibcxx=promised_glibcxx,
+            cxxabi=promised_release.cxxabi,
+        ),
+        linux_runtime_systems=promise["systems"].text(),
+        linux_runtime_source=f"{promise.source()}; GLIBCXX per GCC: {root['libstdcxx_source'].text()}",
         stl_floors=tuple(
             (parse_version(row["from_toolset"].text()), parse_version(row["min_cuda"].text()), row.source())
             for row in root["msvc_stl_cuda_floor"].seq()

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from dswheels.core.compat import Compat
+from dswheels.core.linux_runtime import RuntimeFloor
 from dswheels.core.model import Cell, Platform, Python, Variant
 from dswheels.core.versions import VersionTuple, format_version, parse_version
 from dswheels.core.yamldoc import Node, Problems, iter_scalars, parse_yaml, suggest
@@ -44,6 +45,7 @@ TOP_KEYS = (
     "arch_lists",
     "torch_index",
     "runners",
+    "linux_runtime",
 )
 CELL_KEYS = ("deepspeed", "torch", "variant", "python", "platform")
 
@@ -102,6 +104,7 @@ class MatrixSpec:
     torch_index: str
     runners: Mapping[Platform, PlatformRunners]
     sources: Mapping[tuple[VersionTuple, str], SourceOverride]  # (deepspeed, os) -> override
+    linux_runtime: RuntimeFloor | None = None  # None: compat.yml's linux_runtime_floor
 
     def axis_cells(self) -> list[Cell]:
         """The product of the axes plus ``include``, minus ``exclude`` (rules not yet applied)."""
@@ -506,6 +509,40 @@ def _parse_build_runner(check: _Checker, item: Node, platform: Platform) -> Buil
     return BuildRunner(labels=labels, image=image)
 
 
+def _parse_linux_runtime(check: _Checker, node: Node) -> RuntimeFloor | None:
+    """``{glibc: "2.35", glibcxx: "3.4.30"}``: the most a Linux wheel may need (missing keys: compat.yml's)."""
+    if not check.is_map(node, "linux_runtime"):
+        return None
+    check.keys(node, ("glibc", "glibcxx"), what="linux_runtime")
+    default = check.compat.linux_runtime_floor
+    glibc, glibcxx = default.glibc or (), default.glibcxx or ()
+    ok = True
+    glibc_node, glibcxx_node = node.get("glibc"), node.get("glibcxx")
+    if glibc_node is not None:
+        version = check.parsed(glibc_node, "linux_runtime.glibc", parse_version)
+        if version is not None and (len(version) != 2 or version[0] != 2):  # glibc is 2.N
+            check.problems.add(glibc_node, f"not a glibc release (2.N, like '2.35'): {glibc_node.text!r}")
+            version = None
+        ok = ok and version is not None
+        glibc = version or glibc
+    if glibcxx_node is not None:
+        version = check.parsed(glibcxx_node, "linux_runtime.glibcxx", parse_version)
+        known = [format_version(r.glibcxx) for r in check.compat.libstdcxx]
+        if version is not None and format_version(version) not in known:
+            pairs = ", ".join(
+                f"{format_version(r.glibcxx)} (GCC {format_version(r.gcc)})" for r in check.compat.libstdcxx
+            )
+            check.problems.add(
+                glibcxx_node,
+                f"GLIBCXX {glibcxx_node.text} is not the newest version of any GCC release's libstdc++"
+                f"{suggest(glibcxx_node.text, known)}; known: {pairs}",
+            )
+            version = None
+        ok = ok and version is not None
+        glibcxx = version or glibcxx
+    return check.compat.runtime_floor(glibc=glibc, glibcxx=glibcxx) if ok else None
+
+
 def _axis(check: _Checker, node: Node | None, what: str, parse: Callable[[Node], T | None]) -> list[T]:
     if node is None:
         return []
@@ -613,6 +650,8 @@ def _parse_root(root: Node, filename: str, compat: Compat, problems: Problems) -
 
     runners_node = root.get("runners")
     runners = _parse_runners(check, runners_node, platforms) if runners_node else {}
+    runtime_node = root.get("linux_runtime")
+    linux_runtime = _parse_linux_runtime(check, runtime_node) if runtime_node else None
 
     spec = MatrixSpec(
         filename=filename,
@@ -630,6 +669,7 @@ def _parse_root(root: Node, filename: str, compat: Compat, problems: Problems) -
         torch_index=torch_index,
         runners=runners,
         sources=sources,
+        linux_runtime=linux_runtime,
     )
     if not problems and exclude:
         _check_excludes_match(check, spec, root)

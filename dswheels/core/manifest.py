@@ -2,8 +2,9 @@
 
 It records what the wheel is (the planned cell), what it was built with (toolchain
 versions, environment), what went in (ops built with their compile time and extension
-file, ops left out with the reason) and what came out (sizes, sha256). Shape:
-``MANIFEST_SCHEMA``, documented in docs/manifest.md.
+file, ops left out with the reason) and what came out (sizes, sha256, the glibc/libstdc++
+floor of a Linux wheel). Shape: ``MANIFEST_SCHEMA``, documented in docs/manifest.md; the
+older ``dswheels.manifest/1`` (no ``runtime``, no ``producer``) is still read.
 """
 
 from __future__ import annotations
@@ -12,8 +13,13 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from dswheels.core.linux_runtime import FAMILIES, RuntimeFloor
+from dswheels.core.versions import parse_version
+
 __all__ = [
     "MANIFEST_SCHEMA",
+    "PRODUCERS",
+    "READABLE_SCHEMAS",
     "BuiltOp",
     "FileInfo",
     "Manifest",
@@ -23,7 +29,9 @@ __all__ = [
     "render_manifest",
 ]
 
-MANIFEST_SCHEMA = "dswheels.manifest/1"
+MANIFEST_SCHEMA = "dswheels.manifest/2"
+READABLE_SCHEMAS = ("dswheels.manifest/1", MANIFEST_SCHEMA)
+PRODUCERS = ("dswheels build", "cibuildwheel")
 
 
 class ManifestError(ValueError):
@@ -73,6 +81,8 @@ class Manifest:
     dswheels: str
     debug_symbols: FileInfo | None = None
     compiler_cache: Mapping[str, object] = field(default_factory=dict)  # tool, hits, misses
+    runtime: RuntimeFloor | None = None  # what a Linux wheel needs of glibc/libstdc++ (None: Windows, or /1)
+    producer: str = "dswheels build"  # who ran the compiler: "dswheels build" | "cibuildwheel"
 
     @property
     def ops(self) -> tuple[str, ...]:
@@ -112,6 +122,8 @@ def render_manifest(manifest: Manifest) -> str:
         },
         "durations": {k: round(v, 2) for k, v in manifest.durations.items()},
         "compiler_cache": dict(manifest.compiler_cache),
+        "runtime": manifest.runtime.as_json() if manifest.runtime is not None else None,
+        "producer": manifest.producer,
         "source": dict(manifest.source),
         "created": manifest.created,
         "dswheels": manifest.dswheels,
@@ -177,8 +189,9 @@ def parse_manifest(text: str) -> Manifest:
         raise ManifestError(f"manifest is not JSON: {exc}") from None
     root = _Get(data)
     schema = root["schema"].text()
-    if schema != MANIFEST_SCHEMA:
-        raise ManifestError(f"manifest schema {schema!r}; this dswheels reads {MANIFEST_SCHEMA!r}")
+    if schema not in READABLE_SCHEMAS:
+        raise ManifestError(f"manifest schema {schema!r}; this dswheels reads {', '.join(READABLE_SCHEMAS)}")
+    v1 = schema == READABLE_SCHEMAS[0]
     wheel = _file(root["wheel"])
     if wheel is None:
         raise ManifestError("manifest: wheel is missing")
@@ -213,4 +226,32 @@ def parse_manifest(text: str) -> Manifest:
         source=root["source"].strmap(),
         created=root["created"].text(),
         dswheels=root["dswheels"].text(),
+        runtime=None if v1 else _runtime(root["runtime"]),
+        producer="dswheels build" if v1 else _producer(root["producer"]),
     )
+
+
+def _runtime(get: _Get) -> RuntimeFloor | None:
+    if get.data is None:
+        return None
+    values = {}
+    for family in FAMILIES.values():
+        text = get[family].opt_text()
+        try:
+            values[family] = parse_version(text) if text else None
+        except ValueError:
+            raise ManifestError(f"manifest: {get.path}.{family} is not a version: {text!r}") from None
+    private = get.obj().get("private")
+    return RuntimeFloor(
+        glibc=values["glibc"],
+        glibcxx=values["glibcxx"],
+        cxxabi=values["cxxabi"],
+        private=tuple(p.strip() for p in private.split(",")) if isinstance(private, str) and private else (),
+    )
+
+
+def _producer(get: _Get) -> str:
+    text = get.text()
+    if text not in PRODUCERS:
+        raise ManifestError(f"manifest: producer {text!r} is none of {', '.join(PRODUCERS)}")
+    return text

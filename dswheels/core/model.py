@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass
 from enum import Enum
 
+from dswheels.core.linux_runtime import RuntimeFloor
 from dswheels.core.versions import VersionTuple, format_version, parse_version
 
 __all__ = [
@@ -190,6 +191,7 @@ class Toolchain:
     cpu_baseline: str
     cuda_subpackages: tuple[str, ...]  # Windows installer components for cuda_toolkit
     notes: tuple[str, ...]
+    linux_runtime: RuntimeFloor | None = None  # the most a Linux wheel may need of glibc/libstdc++
 
     @property
     def arch_list_text(self) -> str:

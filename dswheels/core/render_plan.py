@@ -78,6 +78,7 @@ def _cell_tail(item: PlannedCell) -> dict[str, object]:
             "cpu_baseline": tc.cpu_baseline,
             "cuda_subpackages": list(tc.cuda_subpackages),
             "notes": list(tc.notes),
+            "linux_runtime": tc.linux_runtime.as_json() if tc.linux_runtime else None,
         },
         "ops": {
             "build": [{"name": name, "env": f"DS_BUILD_{var}"} for name, var in item.ops.build],

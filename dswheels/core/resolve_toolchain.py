@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from dswheels.core.compat import Compat, CudaToolkit, OpInfo, RunnerImage, TorchRelease, describe_versions
 from dswheels.core.config import MatrixSpec, PlatformRunners
+from dswheels.core.linux_runtime import RuntimeFloor
 from dswheels.core.model import Cell, HostCompiler, OpPlan, Platform, Reason, Toolchain, Variant
 from dswheels.core.versions import VersionTuple, format_version, parse_version
 
@@ -92,6 +93,11 @@ def _pick_msvc(
 def _pick_gcc(
     cell: Cell, nvcc: CudaToolkit | None, gccs: Sequence[str], image: str, compat: Compat
 ) -> HostCompiler | str:
+    """The GCC to build with, or why none of ``gccs`` works.
+
+    The newest: what nvcc's host_config.h and torch's own check accept; the oldest: what torch's
+    headers accept (compat.yml torch_gcc_min). The image's default wins when it is in between.
+    """
     if not gccs:
         return f"{image} lists no GCC"
     limit = 99
@@ -104,13 +110,32 @@ def _pick_gcc(
                 why_limit = (
                     f"torch {format_version(cell.torch)} rejects GCC > {gcc_max} with CUDA {format_version(nvcc.minor)}"
                 )
-    ok = [g for g in gccs if int(g) <= limit]
+    low, why_low = compat.gcc_min(cell.torch)
+    ok = [g for g in gccs if low <= int(g) <= limit]
     if not ok:
-        return f"no GCC <= {limit} on {image} (it has {', '.join(gccs)}): {why_limit}"
-    if gccs[0] in ok:
-        return HostCompiler(kind="gcc", version=gccs[0], why=f"{image} default")
+        bounds = "; ".join(w for w in (why_limit, f"GCC >= {low}: {why_low}" if low else "") if w)
+        return f"no GCC {f'>= {low} and ' if low else ''}<= {limit} on {image} (it has {', '.join(gccs)}): {bounds}"
+    default = gccs[0]
+    if default in ok:
+        return HostCompiler(kind="gcc", version=default, why=f"{image} default")
     chosen = max(ok, key=int)
-    return HostCompiler(kind="gcc", version=chosen, why=f"{why_limit}; {image} default is GCC {gccs[0]}")
+    why = why_limit if int(default) > limit else f"GCC >= {low}: {why_low}"
+    return HostCompiler(kind="gcc", version=chosen, why=f"{why}; {image} default is GCC {default}")
+
+
+def _image_above(image: RunnerImage, runtime: RuntimeFloor) -> str:
+    """What of an image's glibc and system libstdc++ is newer than the promise ("" if nothing).
+
+    An extension binds each symbol to the version the *linked* library gives it (Debian and Ubuntu
+    link every gcc-N against the system libstdc++.so.6, the newest GCC's), so the image, not the
+    GCC picked, bounds what a wheel built there can need.
+    """
+    parts = []
+    if image.glibc and runtime.glibc and image.glibc > runtime.glibc:
+        parts.append(f"glibc {format_version(image.glibc)}")
+    if image.glibcxx and runtime.glibcxx and image.glibcxx > runtime.glibcxx:
+        parts.append(f"libstdc++ with GLIBCXX {format_version(image.glibcxx)}")
+    return " and ".join(parts)
 
 
 def _arch_token_sm(token: str) -> str:
@@ -239,6 +264,8 @@ class Resolver:
             if nvcc.inferred:
                 notes.append(f"CUDA {format_version(nvcc.minor)} facts partly inferred ({nvcc.source})")
 
+        # What a Linux wheel may need of glibc and libstdc++ at most (the matrix's, else compat.yml's).
+        runtime = (spec.linux_runtime or compat.linux_runtime_floor) if cell.platform.os == "linux" else None
         # Host compiler: the first runner whose image can build the cell.
         runner_image = ""
         runs_on: tuple[str, ...] = ()
@@ -286,6 +313,11 @@ class Resolver:
                         continue
                     host_compiler = gcc
                 runner_image, runs_on = image.name, runner.labels
+                if runtime is not None and (above := _image_above(image, runtime)):
+                    notes.append(
+                        f"{image.name} has {above}, above the promised linux_runtime: its wheels may need more "
+                        "(dswheels verify checks; list an older image first in runners)"
+                    )
                 if image.inferred:
                     notes.append(f"{image.name} toolsets partly inferred ({image.source})")
                 break
@@ -355,6 +387,7 @@ class Resolver:
             cpu_baseline=spec.cpu_baseline,
             cuda_subpackages=compat.subpackages_for(nvcc.minor) if nvcc and cell.platform.os == "windows" else (),
             notes=tuple(dict.fromkeys(notes)),
+            linux_runtime=runtime,
         )
         return toolchain, ops
 

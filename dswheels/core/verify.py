@@ -14,6 +14,15 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
 from dswheels.core.fatbin import GpuCode, arch_number
+from dswheels.core.linux_runtime import (
+    FAMILIES,
+    ElfError,
+    LibstdcxxRelease,
+    RuntimeFloor,
+    exceeds,
+    floor_of,
+    version_needs,
+)
 from dswheels.core.manifest import Manifest
 from dswheels.core.model import Cell, Platform, Python, Variant
 from dswheels.core.naming import PROJECT, local_label, wheel_filename, wheel_version
@@ -27,6 +36,9 @@ __all__ = [
     "cell_from_wheel_filename",
     "expected_from_manifest",
     "gpu_checks",
+    "judge_runtime",
+    "linux_runtime_checks",
+    "promise_from_plan",
     "render_checks_markdown",
     "requires_of",
     "static_checks",
@@ -56,6 +68,9 @@ class Expected:
     arch_list: tuple[str, ...] = ()
     source: str = "manifest"  # "manifest" | "plan"
     wheel_sha256: str = ""  # the manifest's record of the wheel ("" from a plan)
+    linux_runtime: RuntimeFloor | None = None  # the most a Linux wheel may need (None: no limit)
+    linux_runtime_from: str = ""  # where that limit comes from, for messages
+    recorded_runtime: RuntimeFloor | None = None  # the floor the manifest records
 
     @property
     def accelerator(self) -> str:
@@ -92,8 +107,32 @@ def cell_from_wheel_filename(filename: str) -> Cell:
         raise ValueError(f"{filename}: {exc}") from None
 
 
-def expected_from_manifest(manifest: Manifest, cell: Cell) -> Expected:
+def promise_from_plan(plan: Mapping[str, object]) -> RuntimeFloor | None:
+    """``toolchain.linux_runtime`` of a planned cell's JSON (a manifest's ``plan``); None when absent.
+
+    >>> promise_from_plan({"toolchain": {"linux_runtime": {"glibc": "2.35", "glibcxx": "3.4.30", "cxxabi": "1.3.13"}}})
+    RuntimeFloor(glibc=(2, 35), glibcxx=(3, 4, 30), cxxabi=(1, 3, 13), private=())
+    """
+    toolchain = plan.get("toolchain")
+    data = toolchain.get("linux_runtime") if isinstance(toolchain, dict) else None
+    if not isinstance(data, dict):
+        return None
+    values: dict[str, tuple[int, ...] | None] = {}
+    for family in FAMILIES.values():
+        text = data.get(family)
+        values[family] = parse_version(text) if isinstance(text, str) and text else None
+    return RuntimeFloor(glibc=values["glibc"], glibcxx=values["glibcxx"], cxxabi=values["cxxabi"])
+
+
+def expected_from_manifest(manifest: Manifest, cell: Cell, *, default_runtime: RuntimeFloor | None = None) -> Expected:
+    """What the manifest says the wheel is; the runtime limit is its plan's, else ``default_runtime``."""
     arch = tuple(t for t in manifest.arch_list.split(";") if t)
+    try:
+        promise = promise_from_plan(manifest.plan)
+    except ValueError as exc:
+        msg = f"the manifest's toolchain.linux_runtime is not readable: {exc}"
+        raise ValueError(msg) from None
+    linux = cell.platform.os == "linux"
     return Expected(
         cell=cell,
         ops=manifest.ops,
@@ -102,7 +141,67 @@ def expected_from_manifest(manifest: Manifest, cell: Cell) -> Expected:
         arch_list=arch,
         source="manifest",
         wheel_sha256=manifest.wheel.sha256,
+        linux_runtime=(promise or default_runtime) if linux else None,
+        linux_runtime_from=(
+            "the manifest's plan" if promise is not None else "compat.yml linux_runtime_floor (an older manifest)"
+        ),
+        recorded_runtime=manifest.runtime,
     )
+
+
+def linux_runtime_checks(
+    extensions: Mapping[str, bytes], expected: Expected, libstdcxx: Sequence[LibstdcxxRelease]
+) -> list[Check]:
+    """Read the ELF extensions' symbol version needs and judge them (:func:`judge_runtime`)."""
+    needs: dict[str, Mapping[str, tuple[str, ...]]] = {}
+    for name, blob in sorted(extensions.items()):
+        try:
+            found = version_needs(blob)
+        except ElfError as exc:
+            return [Check("linux runtime", ok=False, detail=f"{name}: cannot read its symbol version needs: {exc}")]
+        if found is not None:
+            needs[name] = found
+    return judge_runtime(needs, expected, libstdcxx)
+
+
+def judge_runtime(
+    needs: Mapping[str, Mapping[str, Sequence[str]]], expected: Expected, libstdcxx: Sequence[LibstdcxxRelease]
+) -> list[Check]:
+    """The wheel's glibc/libstdc++ floor against the promised maximum, and against the manifest's record.
+
+    ``needs``: extension member -> library -> the symbol versions it needs (``{}``: no ELF, no check).
+    """
+    if not needs:
+        return []
+    floor = floor_of(needs.values())
+    promised = expected.linux_runtime or RuntimeFloor()
+    above = exceeds(floor, promised)
+    detail = f"needs {floor.describe(libstdcxx)}"
+    if expected.linux_runtime is not None:
+        detail += f"; promised at most {promised.describe(libstdcxx)} ({expected.linux_runtime_from or 'the plan'})"
+    if above:
+        culprits = [
+            f"{name.rsplit('/', 1)[-1]} needs {', '.join(bad)}"
+            for name, per_lib in sorted(needs.items())
+            if (bad := exceeds(floor_of([per_lib]), promised))
+        ]
+        detail += (
+            f". Above the promise: {'; '.join(culprits)}. Where only the promised versions exist the op fails "
+            "to load (version `...' not found): build on an older image (runners in the matrix), or raise "
+            "linux_runtime if the narrower reach is intended"
+        )
+    checks = [Check("linux runtime", not above, detail)]
+    recorded = expected.recorded_runtime
+    if recorded is not None and recorded != floor:
+        checks.append(
+            Check(
+                "manifest runtime",
+                ok=False,
+                detail=f"the manifest records {recorded.describe(libstdcxx)}, "
+                f"the wheel needs {floor.describe(libstdcxx)}",
+            )
+        )
+    return checks
 
 
 def requires_of(metadata: str) -> list[Requirement]:

@@ -21,8 +21,10 @@ from dswheels.core.versions import VersionTuple, format_version
 
 __all__ = [
     "INSTALLED_INFO",
+    "OP_BUILDER_DIR",
     "InstalledInfo",
     "WheelContentError",
+    "builder_modules",
     "dist_info_dir",
     "extension_for_module",
     "parse_installed_info",
@@ -33,6 +35,7 @@ __all__ = [
 ]
 
 INSTALLED_INFO = "deepspeed/git_version_info_installed.py"
+OP_BUILDER_DIR = "deepspeed/ops/op_builder/"
 EXTENSION_SUFFIXES = (".so", ".pyd")
 
 
@@ -182,3 +185,74 @@ def extension_for_module(module: str, names: Sequence[str]) -> str | None:
         if directory == folder and filename.endswith(EXTENSION_SUFFIXES) and filename.split(".", 1)[0] == leaf:
             return name
     return None
+
+
+def _absolute_name(func: ast.FunctionDef, name: str) -> str | None:
+    """What ``def absolute_name(self): return f'deepspeed.ops.adam.{self.NAME}_op'`` returns, or None."""
+    returns = [node.value for node in ast.walk(func) if isinstance(node, ast.Return) and node.value is not None]
+    if len(returns) != 1:
+        return None
+    value = returns[0]
+    if isinstance(value, ast.Constant) and isinstance(value.value, str):
+        return value.value
+    if not isinstance(value, ast.JoinedStr):
+        return None
+    parts: list[str] = []
+    for part in value.values:
+        if isinstance(part, ast.Constant) and isinstance(part.value, str):
+            parts.append(part.value)
+        elif (
+            isinstance(part, ast.FormattedValue)
+            and isinstance(part.value, ast.Attribute)
+            and part.value.attr == "NAME"
+            and isinstance(part.value.value, ast.Name)
+            and part.value.value.id == "self"
+        ):
+            parts.append(name)
+        else:
+            return None
+    return "".join(parts)
+
+
+def builder_modules(sources: Mapping[str, str]) -> dict[str, tuple[str, ...]]:
+    """Op name -> the modules its builders' ``absolute_name()`` gives, read from builder sources (never run).
+
+    ``sources`` maps paths under ``deepspeed/ops/op_builder/`` to their text. An op can have a
+    builder per accelerator (``op_builder/fused_adam.py`` and ``op_builder/cpu/fused_adam.py``):
+    every distinct module is listed, the top-level builders' first.
+
+    >>> src = (
+    ...     "class FusedAdamBuilder(CUDAOpBuilder):\\n    NAME = 'fused_adam'\\n"
+    ...     "    def absolute_name(self):\\n        return f'deepspeed.ops.adam.{self.NAME}_op'\\n"
+    ... )
+    >>> builder_modules({"deepspeed/ops/op_builder/fused_adam.py": src})
+    {'fused_adam': ('deepspeed.ops.adam.fused_adam_op',)}
+    """
+    found: dict[str, list[str]] = {}
+    for path in sorted(sources, key=lambda p: (p.count("/"), p)):
+        try:
+            tree = ast.parse(sources[path])
+        except SyntaxError:
+            continue
+        for cls in (node for node in tree.body if isinstance(node, ast.ClassDef)):
+            name = next(
+                (
+                    stmt.value.value
+                    for stmt in cls.body
+                    if isinstance(stmt, ast.Assign)
+                    and [t.id for t in stmt.targets if isinstance(t, ast.Name)] == ["NAME"]
+                    and isinstance(stmt.value, ast.Constant)
+                    and isinstance(stmt.value.value, str)
+                ),
+                None,
+            )
+            func = next(
+                (f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "absolute_name"),
+                None,
+            )
+            if name is None or func is None:
+                continue
+            module = _absolute_name(func, name)
+            if module and module not in found.setdefault(name, []):
+                found[name].append(module)
+    return {name: tuple(modules) for name, modules in found.items()}

@@ -53,6 +53,7 @@ from dswheels.core.buildlog import (
 )
 from dswheels.core.compat import Compat
 from dswheels.core.fatbin import GpuCode, arch_number
+from dswheels.core.linux_runtime import RuntimeFloor, exceeds, floor_of
 from dswheels.core.manifest import BuiltOp, FileInfo, Manifest, manifest_name, render_manifest
 from dswheels.core.model import PlannedCell
 from dswheels.core.naming import cell_id, wheel_filename
@@ -430,6 +431,29 @@ def discard_wheel(wheel: Path) -> None:
         path.unlink(missing_ok=True)
 
 
+def _report_runtime(
+    planned: PlannedCell, needs: Mapping[str, Mapping[str, tuple[str, ...]]], compat: Compat
+) -> RuntimeFloor:
+    """The wheel's glibc/libstdc++ floor, said out loud; a warning when it is above the plan's promise.
+
+    ``dswheels verify`` fails such a wheel; the build still finishes so the wheel can be inspected.
+    """
+    reporter = get_reporter()
+    floor = floor_of(needs.values())
+    reporter.info(f"Linux runtime floor: {floor.describe(compat.libstdcxx)}")
+    promised = planned.toolchain.linux_runtime
+    if promised is not None and (above := exceeds(floor, promised)):
+        worst = sorted(
+            name.rsplit("/", 1)[-1] for name, per_lib in needs.items() if exceeds(floor_of([per_lib]), promised)
+        )
+        reporter.warning(
+            f"{cell_id(planned.cell)} needs more than the promised {promised.describe(compat.libstdcxx)}: "
+            f"{'; '.join(above)} (in {', '.join(worst)}); dswheels verify will fail it. Build on an older image "
+            "or with an older GCC (runners in the matrix), or raise linux_runtime",
+        )
+    return floor
+
+
 def _remove_stale(out_variant: Path, planned: PlannedCell) -> None:
     name = wheel_filename(planned.cell)
     for path in (
@@ -685,6 +709,7 @@ def _build(planned: PlannedCell, opts: BuildOptions, log: Path, start: float) ->
                 "none above it outside run-time dispatched code",
             )
         _check_gpu_code(cid, planned, pp.gpu, op_sources, contents.names)
+        runtime = _report_runtime(planned, pp.needs, opts.compat) if linux else None
         if pp.stripped_bytes:
             reporter.info(f"stripped {pp.stripped_bytes / 1e6:.1f} MB of symbols")
     durations["postprocess"] = monotonic() - t0
@@ -747,6 +772,7 @@ def _build(planned: PlannedCell, opts: BuildOptions, log: Path, start: float) ->
         dswheels=__version__,
         debug_symbols=debug_info,
         compiler_cache=stats.as_json() if stats else {},
+        runtime=runtime,
     )
 
     out_variant = opts.out_dir / planned.cell.variant.name

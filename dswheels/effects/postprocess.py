@@ -1,4 +1,4 @@
-"""After ``python -m build``: strip, prove the CPU baseline, pin torch, rewrite RECORD, repack.
+"""After ``python -m build``: strip, prove the CPU baseline, read the runtime needs, pin torch, repack.
 
 The wheel is rewritten member by member into a staging file; nothing is written where a
 later step would publish it until the whole wheel checks out (see :mod:`dswheels.effects.build`).
@@ -17,6 +17,7 @@ from pathlib import Path
 
 from dswheels.core.fatbin import GpuCode, gpu_code
 from dswheels.core.isa import IsaReport, scan_disassembly
+from dswheels.core.linux_runtime import ElfError, version_needs
 from dswheels.core.versions import VersionTuple
 from dswheels.core.wheelfile import (
     EXTENSION_SUFFIXES,
@@ -62,6 +63,7 @@ class Postprocessed:
     sizes: Mapping[str, int]  # extension member -> size after stripping
     isa: Mapping[str, IsaReport]  # extension member -> scan (Linux)
     gpu: Mapping[str, GpuCode]  # extension member -> its SASS/PTX architectures (CUDA extensions, Linux)
+    needs: Mapping[str, Mapping[str, tuple[str, ...]]]  # ELF extension member -> library -> symbol versions
     debug_archive: Path | None
     stripped_bytes: int  # how much stripping saved
 
@@ -138,6 +140,7 @@ def postprocess_wheel(
     sizes: dict[str, int] = {}
     isa: dict[str, IsaReport] = {}
     gpu: dict[str, GpuCode] = {}
+    needs: dict[str, dict[str, tuple[str, ...]]] = {}
     debug_files: dict[str, bytes] = {}
     saved = 0
     can_strip = linux and proc.find_tool("strip") is not None and proc.find_tool("objcopy") is not None
@@ -166,6 +169,11 @@ def postprocess_wheel(
                 sizes[info.filename] = len(data)
                 if (code := gpu_code(data)) is not None:
                     gpu[info.filename] = code
+                try:
+                    if (versions := version_needs(data)) is not None:
+                        needs[info.filename] = versions
+                except ElfError as exc:
+                    raise BuildError(f"{info.filename}: cannot read its symbol version needs: {exc}") from None
             elif info.filename == f"{dist_info}/METADATA":
                 text = data.decode("utf-8")
                 data = pin_requirement(text, project="torch", requirement=torch_pin(torch)).encode("utf-8")
@@ -190,7 +198,15 @@ def postprocess_wheel(
                     entry.size = len(data)
                     entry.mode = 0o644
                     tar.addfile(entry, io.BytesIO(data))
-    return Postprocessed(wheel=out, sizes=sizes, isa=isa, gpu=gpu, debug_archive=debug_archive, stripped_bytes=saved)
+    return Postprocessed(
+        wheel=out,
+        sizes=sizes,
+        isa=isa,
+        gpu=gpu,
+        needs=needs,
+        debug_archive=debug_archive,
+        stripped_bytes=saved,
+    )
 
 
 def _write_member(dst: zipfile.ZipFile, info: zipfile.ZipInfo, data: bytes) -> None:

@@ -26,7 +26,15 @@ from dswheels.core.isa import scan_disassembly
 from dswheels.core.manifest import ManifestError, manifest_name, parse_manifest
 from dswheels.core.naming import cell_id
 from dswheels.core.sources import TorchSource
-from dswheels.core.verify import Check, Expected, expected_from_manifest, gpu_checks, requires_of, static_checks
+from dswheels.core.verify import (
+    Check,
+    Expected,
+    expected_from_manifest,
+    gpu_checks,
+    linux_runtime_checks,
+    requires_of,
+    static_checks,
+)
 from dswheels.core.versions import format_version
 from dswheels.core.wheelfile import (
     EXTENSION_SUFFIXES,
@@ -90,7 +98,9 @@ def read_wheel_data(path: Path) -> WheelData:
     )
 
 
-def load_expected(wheel: Path, cell_expected_from_plan: Expected | None, manifest: Path | None) -> Expected:
+def load_expected(
+    wheel: Path, cell_expected_from_plan: Expected | None, manifest: Path | None, *, compat: Compat
+) -> Expected:
     """The manifest beside the wheel (or given) wins; without one, what the plan says."""
     from dswheels.core.verify import cell_from_wheel_filename  # noqa: PLC0415 - keeps the import list short
 
@@ -110,7 +120,10 @@ def load_expected(wheel: Path, cell_expected_from_plan: Expected | None, manifes
             )
         if data.wheel.filename != wheel.name:
             raise VerifyError(f"the manifest {path.name} describes {data.wheel.filename}, not {wheel.name}")
-        return expected_from_manifest(data, cell)
+        try:
+            return expected_from_manifest(data, cell, default_runtime=compat.linux_runtime_floor)
+        except ValueError as exc:
+            raise VerifyError(f"{path}: {exc}") from None
     if cell_expected_from_plan is None:
         raise VerifyError(
             f"no manifest beside {wheel.name} and no plan to compare with",
@@ -179,7 +192,8 @@ def static_part(data: WheelData, expected: Expected, compat: Compat) -> list[Che
         builder_source=data.builder_source,
         sha256=data.sha256,
     )
-    return checks + tool_checks(data, expected, compat)
+    runtime = linux_runtime_checks(data.extensions, expected, compat.libstdcxx)
+    return checks + runtime + tool_checks(data, expected, compat)
 
 
 # --- run time ------------------------------------------------------------------------------------

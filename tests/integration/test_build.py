@@ -291,7 +291,7 @@ def test_git_archive_pin_lock_and_ci(
         .read_text()
         .replace("[linux_x86_64]", "[win_amd64]")
         .replace("linux_x86_64:", "win_amd64:")
-        .replace("ubuntu-24.04", "windows-2022"),
+        .replace("ubuntu-22.04", "windows-2022"),
     )
     from dswheels.commands.build import plan_cell_ids
     from dswheels.core.compat import load_compat as _compat

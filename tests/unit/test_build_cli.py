@@ -66,7 +66,7 @@ def test_cibw_writes_a_windows_job(tmp_path: Path, capsys: pytest.CaptureFixture
         .read_text()
         .replace("[linux_x86_64]", "[win_amd64]")
         .replace("linux_x86_64:", "win_amd64:")
-        .replace("ubuntu-24.04", "windows-2022"),
+        .replace("ubuntu-22.04", "windows-2022"),
     )
     cells = "ds0.19.8-torch2.14-cu130-cp311-win_amd64 ds0.19.8-torch2.14-cu130-cp312-win_amd64"
     code = main(["cibw", "--matrix", str(matrix), "--cell", cells, "--out", str(tmp_path / "o"), "--no-source"])

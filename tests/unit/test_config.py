@@ -102,6 +102,24 @@ def test_unquoted_versions_are_read_as_written(tmp_path: Path) -> None:
         (lambda t: t + "schema: 2\n", 11, "key 'schema' appears twice"),
         (lambda t: t.replace("schema: 1", "schema: 2"), 1, "unsupported schema '2'"),
         (lambda t: t.replace("runners:", "runnerz:"), 8, "unknown key 'runnerz'"),
+        # linux_runtime: what a Linux wheel may need of glibc and libstdc++
+        (lambda t: t + "linux_runtime: '2.35'\n", 11, "linux_runtime must be a mapping, got '2.35'"),
+        (
+            lambda t: t + "linux_runtime: {glibcx: '3.4.30'}\n",
+            11,
+            "unknown key 'glibcx' in linux_runtime (did you mean 'glibcxx'?)",
+        ),
+        (lambda t: t + "linux_runtime: {glibc: '3.1'}\n", 11, "not a glibc release (2.N, like '2.35'): '3.1'"),
+        (lambda t: t + "linux_runtime: {glibc: 2.35.1}\n", 11, "not a glibc release"),
+        (lambda t: t + "linux_runtime: {glibcxx: '3.4.3o'}\n", 11, "not a plain dotted version: '3.4.3o'"),
+        (
+            lambda t: t + "linux_runtime:\n  glibc: '2.35'\n  glibcxx: '3.4.34'\n",
+            13,
+            (
+                "GLIBCXX 3.4.34 is not the newest version of any GCC release's libstdc++ (did you mean '3.4.33'?); "
+                "known: 3.4.21 (GCC 5.1),"
+            ),
+        ),
     ],
 )
 def test_bad_input_exits_2_naming_the_line(
@@ -163,3 +181,18 @@ def test_source_overrides_are_parsed_per_os() -> None:
     with pytest.raises(ConfigError) as info:
         parse_matrix(text.replace(sha, "abc"), "m.yml", COMPAT)
     assert "sha256 must be 64 hex digits" in (info.value.details or "")
+
+
+def test_linux_runtime_overrides_the_promise_key_by_key() -> None:
+    spec = parse_matrix(GOOD + 'linux_runtime: {glibc: "2.31", glibcxx: "3.4.28"}\n', "m.yml", COMPAT)
+    assert spec.linux_runtime is not None
+    assert (spec.linux_runtime.glibc, spec.linux_runtime.glibcxx, spec.linux_runtime.cxxabi) == (
+        (2, 31),
+        (3, 4, 28),
+        (1, 3, 12),  # CXXABI follows from the libstdc++ of GCC 9.3
+    )
+    only_glibc = parse_matrix(GOOD + "linux_runtime: {glibc: '2.36'}\n", "m.yml", COMPAT).linux_runtime
+    assert only_glibc is not None
+    assert only_glibc.glibc == (2, 36)
+    assert only_glibc.glibcxx == COMPAT.linux_runtime_floor.glibcxx
+    assert parse_matrix(GOOD, "m.yml", COMPAT).linux_runtime is None  # compat.yml's promise applies

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 
 from dswheels.commands.common import load_matrix
-from dswheels.core.compat import load_compat
-from dswheels.core.config import parse_matrix
+from dswheels.core.compat import Compat, RunnerImage, load_compat
+from dswheels.core.config import MatrixSpec, parse_matrix
 from dswheels.core.model import Cell, DroppedCell, PlannedCell, Variant
 from dswheels.core.naming import cell_id, parse_cell_id
 from dswheels.core.plan import Combo, check_cell, plan, resolve_cell
@@ -285,3 +286,75 @@ def test_an_image_with_only_new_msvc_uses_escape_flags_for_old_cuda() -> None:
     dropped = resolve_cell(parse_cell_id("ds0.15.1-torch2.1-cu121-cp311-win_amd64"), compat26, SPEC)
     assert isinstance(dropped, DroppedCell)
     assert "no MSVC toolset of windows-2022 works with nvcc 12.1" in dropped.reasons[0].message
+
+
+# --- the Linux runtime promise and the image that keeps it ---------------------------------------
+
+ABOVE = "above the promised linux_runtime"
+
+
+def test_linux_cells_carry_the_promise_and_an_image_above_it_is_noted() -> None:
+    linux = planned("ds0.19.8-torch2.14-cu130-cp311-linux_x86_64")
+    assert linux.toolchain.linux_runtime == COMPAT.linux_runtime_floor
+    assert linux.toolchain.runner_image == "ubuntu-24.04"  # MATRIX lists it first
+    assert any(ABOVE in n and "glibc 2.39" in n and "GLIBCXX 3.4.33" in n for n in linux.toolchain.notes)
+    assert planned("ds0.19.8-torch2.14-cu130-cp311-win_amd64").toolchain.linux_runtime is None
+
+
+def test_the_oldest_image_first_keeps_the_promise_without_a_note() -> None:
+    spec = parse_matrix(MATRIX.replace("ubuntu-24.04, ubuntu-22.04", "ubuntu-22.04, ubuntu-24.04"), "m.yml", COMPAT)
+    item = resolve_cell(parse_cell_id("ds0.19.8-torch2.14-cu130-cp311-linux_x86_64"), COMPAT, spec)
+    assert isinstance(item, PlannedCell)
+    assert item.toolchain.runner_image == "ubuntu-22.04"
+    assert item.toolchain.host_compiler.version == "11"
+    assert not [n for n in item.toolchain.notes if ABOVE in n]
+
+
+def test_a_matrix_that_raises_the_promise_gets_it_and_no_note() -> None:
+    spec = parse_matrix(MATRIX + 'linux_runtime: {glibc: "2.39", glibcxx: "3.4.33"}\n', "m.yml", COMPAT)
+    item = resolve_cell(parse_cell_id("ds0.19.8-torch2.14-cu130-cp311-linux_x86_64"), COMPAT, spec)
+    assert isinstance(item, PlannedCell)
+    assert item.toolchain.linux_runtime is not None
+    assert item.toolchain.linux_runtime.as_json() == {"glibc": "2.39", "glibcxx": "3.4.33", "cxxabi": "1.3.15"}
+    assert not [n for n in item.toolchain.notes if ABOVE in n]
+
+
+def test_every_shipped_linux_cell_builds_on_ubuntu_2204_within_the_promise() -> None:
+    spec = load_matrix(Path(__file__).parents[2] / "matrix" / "matrix.yml", COMPAT)
+    linux = [p for p in plan(spec, COMPAT).planned if p.cell.platform.os == "linux"]
+    assert linux
+    for item in linux:
+        assert item.toolchain.runner_image == "ubuntu-22.04", cell_id(item.cell)
+        assert item.toolchain.linux_runtime == COMPAT.linux_runtime_floor
+        assert not [n for n in item.toolchain.notes if ABOVE in n], cell_id(item.cell)
+
+
+def _compat_with_image(gccs: tuple[str, ...]) -> tuple[Compat, MatrixSpec]:
+    image = RunnerImage(name="old-linux", os="linux", msvc=(), gcc=gccs, inferred=False, source="test")
+    compat = dataclasses.replace(COMPAT, runner_images={**COMPAT.runner_images, "old-linux": image})
+    matrix = MATRIX.replace("platforms: [linux_x86_64, win_amd64]", "platforms: [linux_x86_64]").replace(
+        "build: [ubuntu-24.04, ubuntu-22.04]", "build: [old-linux]"
+    )
+    return compat, parse_matrix(matrix, "m.yml", compat)
+
+
+def test_torch_headers_set_the_oldest_gcc() -> None:
+    compat, spec = _compat_with_image(("10", "11"))
+    item = resolve_cell(parse_cell_id("ds0.19.8-torch2.14-cu130-cp311-linux_x86_64"), compat, spec)
+    assert isinstance(item, PlannedCell)
+    assert item.toolchain.host_compiler.version == "11"
+    assert "GCC >= 11" in item.toolchain.host_compiler.why
+    assert "202002L" in item.toolchain.host_compiler.why
+    assert "old-linux default is GCC 10" in item.toolchain.host_compiler.why
+    older = resolve_cell(parse_cell_id("ds0.19.8-torch2.13-cu130-cp311-linux_x86_64"), compat, spec)
+    assert isinstance(older, PlannedCell)
+    assert older.toolchain.host_compiler.version == "10"  # torch 2.13's headers take C++17
+
+
+def test_an_image_with_only_too_old_a_gcc_drops_the_cell() -> None:
+    compat, spec = _compat_with_image(("10",))
+    dropped = resolve_cell(parse_cell_id("ds0.19.8-torch2.14-cu130-cp311-linux_x86_64"), compat, spec)
+    assert isinstance(dropped, DroppedCell)
+    assert dropped.reasons[0].rule == "host-compiler"
+    assert "no GCC >= 11 and <=" in dropped.reasons[0].message
+    assert "__cplusplus" in dropped.reasons[0].message

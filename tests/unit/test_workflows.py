@@ -364,3 +364,32 @@ def test_every_build_uploads_wheels_and_runs_verify() -> None:
     assert as_dict(download["with"])["pattern"] == "wheels-*"
     attest = next(s for s in release if "actions/attest" in str(s.get("uses")))
     assert str(as_dict(attest["with"])["subject-path"]).endswith("*.whl")
+
+
+def test_cibuildwheel_wheels_get_manifests_before_they_are_uploaded() -> None:
+    steps = _steps("build")
+    names = [str(s.get("name", s.get("uses", ""))) for s in steps]
+    build = next(i for i, s in enumerate(steps) if "python -m cibuildwheel" in str(s.get("run", "")))
+    finish = next(i for i, s in enumerate(steps) if "--finish" in str(s.get("run", "")))
+    upload = next(i for i, s in enumerate(steps) if "upload-artifact" in str(s.get("uses")))
+    assert build < finish < upload, names
+    on_windows = {"runner": {"os": "Windows"}}
+    on_linux = {"runner": {"os": "Linux"}}
+    for index in (build, finish):
+        assert condition(steps[index].get("if"), on_windows, Status())  # type: ignore[arg-type]
+        assert not condition(steps[index].get("if"), on_linux, Status())  # type: ignore[arg-type]
+    configure = str(steps[build]["run"]).replace("\\\n", " ")
+    script = str(steps[finish]["run"]).replace("\\\n", " ")
+    finish_line = next(ln for ln in script.splitlines() if "--finish" in ln)
+    configure_line = next(ln for ln in configure.splitlines() if ln.strip().startswith("dswheels cibw"))
+    # the same job: the same matrix, cells and --out as the configuring run, and cibuildwheel's --output-dir
+    for flag in ('--matrix "$DSWHEELS_MATRIX"', '--cell "$CELLS"', '--out "$RUNNER_TEMP/cibw"'):
+        assert flag in configure_line
+        assert flag in finish_line
+    output_dir = re.search(r'--output-dir "([^"]+)"', configure)
+    assert output_dir is not None
+    assert f'--finish "{output_dir.group(1)}"' in finish_line
+    assert as_dict(steps[finish]["env"]) == as_dict(steps[build]["env"]) == {"VARIANT": "${{ matrix.variant }}"}
+    # each wheel is then checked against its new manifest
+    verify = script[script.index(finish_line) + len(finish_line) :]
+    assert 'dswheels verify "wheelhouse/$VARIANT"/*.whl --static' in verify

@@ -1,0 +1,209 @@
+"""Which C/C++ runtime a Linux extension needs: the symbol versions it asks of glibc and libstdc++.
+
+An ELF shared object lists, for each library it links (``DT_NEEDED``), the symbol versions it
+requires: the ``.gnu.version_r`` section (``SHT_GNU_verneed``), a chain of ``Elf64_Verneed``
+records (one per library) each with a chain of ``Elf64_Vernaux`` records (one per version
+name), names in the string table the section links to. The dynamic loader refuses a library
+that lacks one of them (``version `GLIBCXX_3.4.32' not found``), so the highest
+``GLIBC_x.y``, ``GLIBCXX_3.4.n`` and ``CXXABI_1.3.n`` over every extension of a wheel is the
+wheel's *floor*: the oldest glibc and libstdc++ it can load with. torch's own libraries are
+separate ``DT_NEEDED`` entries that carry no such versions; nothing is left out.
+
+This reads the bytes directly (like :mod:`dswheels.core.fatbin`): no binutils, no
+subprocess, so it runs wherever ``dswheels verify`` runs, Windows included. The format is the
+GNU symbol-versioning extension of the System V ABI (the ``readelf --version-info`` view);
+the integration tests compare this reader with ``readelf`` on real builds.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from dswheels.core.versions import VersionTuple, format_version, parse_version
+
+__all__ = [
+    "FAMILIES",
+    "ElfError",
+    "LibstdcxxRelease",
+    "RuntimeFloor",
+    "exceeds",
+    "floor_of",
+    "gcc_providing",
+    "version_needs",
+]
+
+SHT_GNU_VERNEED = 0x6FFFFFFE
+_SHDR = struct.Struct("<IIQQQQIIQQ")  # Elf64_Shdr
+_VERNEED = struct.Struct("<HHIII")  # vn_version, vn_cnt, vn_file, vn_aux, vn_next
+_VERNAUX = struct.Struct("<IHHII")  # vna_hash, vna_flags, vna_other, vna_name, vna_next
+
+# version-name prefix -> the floor's field (and how people write it)
+FAMILIES = {"GLIBC": "glibc", "GLIBCXX": "glibcxx", "CXXABI": "cxxabi"}
+_NAME_RE = re.compile(r"^(GLIBC|GLIBCXX|CXXABI)_(\d+(?:\.\d+)*)$")
+
+
+class ElfError(ValueError):
+    """Bytes that claim to be an ELF shared object but cannot be read as one."""
+
+
+def _cstr(data: bytes, offset: int) -> str:
+    end = data.find(b"\0", offset)
+    if offset >= len(data) or end < 0:
+        raise ElfError(f"string at {offset:#x} runs past the end of the file")
+    return data[offset:end].decode("ascii", "replace")
+
+
+def version_needs(data: bytes) -> dict[str, tuple[str, ...]] | None:
+    """Library -> the symbol versions an ELF64 little-endian object needs from it.
+
+    ``None`` for anything that is not such an ELF (a Windows ``.pyd``); ``{}`` for an ELF that
+    needs no versioned symbol. Raises :class:`ElfError` for a truncated or inconsistent file.
+
+    >>> version_needs(b"MZ not an elf") is None
+    True
+    """
+    if len(data) < 64 or data[:4] != b"\x7fELF":
+        return None
+    if data[4] != 2 or data[5] != 1:  # ELFCLASS64, ELFDATA2LSB
+        return None
+    shoff = struct.unpack_from("<Q", data, 0x28)[0]
+    shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
+    if shoff == 0 or shnum == 0:
+        raise ElfError("no section headers (the symbol versions cannot be found)")
+    if shentsize < _SHDR.size or shoff + shnum * shentsize > len(data):
+        raise ElfError("section headers run past the end of the file")
+    headers = [_SHDR.unpack_from(data, shoff + i * shentsize) for i in range(shnum)]
+    needs: dict[str, list[str]] = {}
+    for _name, sh_type, _flags, _addr, offset, size, link, count, _align, _entsize in headers:
+        if sh_type != SHT_GNU_VERNEED:
+            continue
+        if link >= shnum or offset + size > len(data):
+            raise ElfError(".gnu.version_r points outside the file")
+        strtab = headers[link][4]
+        entry = offset
+        for _ in range(count):
+            if entry + _VERNEED.size > offset + size:
+                raise ElfError(".gnu.version_r entry runs past its section")
+            _version, cnt, file_name, aux_offset, next_offset = _VERNEED.unpack_from(data, entry)
+            names = needs.setdefault(_cstr(data, strtab + file_name), [])
+            aux = entry + aux_offset
+            for _ in range(cnt):
+                if aux + _VERNAUX.size > offset + size:
+                    raise ElfError(".gnu.version_r version record runs past its section")
+                _hash, _vflags, _other, name, aux_next = _VERNAUX.unpack_from(data, aux)
+                names.append(_cstr(data, strtab + name))
+                if aux_next == 0:
+                    break
+                aux += aux_next
+            if next_offset == 0:
+                break
+            entry += next_offset
+    return {lib: tuple(names) for lib, names in needs.items()}
+
+
+@dataclass(frozen=True, slots=True)
+class LibstdcxxRelease:
+    """A GCC release and the newest symbol versions its libstdc++.so.6 defines (compat.yml)."""
+
+    gcc: VersionTuple
+    glibcxx: VersionTuple
+    cxxabi: VersionTuple
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimeFloor:
+    """Highest version needed per family (``None``: none needed); also used for a promised maximum.
+
+    ``private`` lists needs no other build of the library satisfies (``GLIBC_PRIVATE``).
+    """
+
+    glibc: VersionTuple | None = None
+    glibcxx: VersionTuple | None = None
+    cxxabi: VersionTuple | None = None
+    private: tuple[str, ...] = ()
+
+    def get(self, family: str) -> VersionTuple | None:
+        value: VersionTuple | None = getattr(self, family)
+        return value
+
+    def as_json(self) -> dict[str, str | None]:
+        """``{"glibc": "2.34", "glibcxx": "3.4.30", "cxxabi": "1.3.9"}`` (``null`` where none is needed)."""
+        data: dict[str, str | None] = {
+            family: (format_version(v) if (v := self.get(family)) is not None else None) for family in FAMILIES.values()
+        }
+        if self.private:
+            data["private"] = ", ".join(self.private)
+        return data
+
+    def describe(self, libstdcxx: Sequence[LibstdcxxRelease] = ()) -> str:
+        """``glibc 2.34, GLIBCXX 3.4.30 (libstdc++ of GCC >= 12.1), CXXABI 1.3.9``."""
+        parts = []
+        for prefix, family in FAMILIES.items():
+            value = self.get(family)
+            if value is None:
+                continue
+            text = f"{'glibc' if family == 'glibc' else prefix} {format_version(value)}"
+            if family == "glibcxx" and (gcc := gcc_providing(value, libstdcxx)):
+                text += f" (libstdc++ of GCC >= {gcc})"
+            parts.append(text)
+        parts += [f"{name} (only the exact glibc it was built with)" for name in self.private]
+        return ", ".join(parts) or "no versioned glibc or libstdc++ symbol"
+
+
+def gcc_providing(glibcxx: VersionTuple, libstdcxx: Sequence[LibstdcxxRelease]) -> str:
+    """The first GCC release whose libstdc++ defines ``GLIBCXX_<glibcxx>`` ("" if unknown).
+
+    >>> table = [LibstdcxxRelease((11, 1), (3, 4, 29), (1, 3, 13)), LibstdcxxRelease((12, 1), (3, 4, 30), (1, 3, 13))]
+    >>> gcc_providing((3, 4, 30), table), gcc_providing((3, 4, 31), table)
+    ('12.1', '')
+    """
+    for release in sorted(libstdcxx, key=lambda r: r.gcc):
+        if release.glibcxx >= glibcxx:
+            return format_version(release.gcc)
+    return ""
+
+
+def floor_of(needs: Iterable[Mapping[str, Sequence[str]]]) -> RuntimeFloor:
+    """The highest GLIBC, GLIBCXX and CXXABI version over the version needs of some objects.
+
+    >>> floor_of([{"libc.so.6": ("GLIBC_2.2.5", "GLIBC_2.34")}, {"libstdc++.so.6": ("GLIBCXX_3.4.9", "CXXABI_1.3")}])
+    RuntimeFloor(glibc=(2, 34), glibcxx=(3, 4, 9), cxxabi=(1, 3), private=())
+    """
+    best: dict[str, VersionTuple] = {}
+    private: set[str] = set()
+    for per_lib in needs:
+        for names in per_lib.values():
+            for name in names:
+                if name.endswith("_PRIVATE"):
+                    private.add(name)
+                    continue
+                match = _NAME_RE.match(name)
+                if match is None:  # GCC_3.0 (libgcc_s), CXXABI_FLOAT128, libraries' own versions
+                    continue
+                family, version = FAMILIES[match.group(1)], parse_version(match.group(2))
+                if version > best.get(family, ()):
+                    best[family] = version
+    return RuntimeFloor(
+        glibc=best.get("glibc"),
+        glibcxx=best.get("glibcxx"),
+        cxxabi=best.get("cxxabi"),
+        private=tuple(sorted(private)),
+    )
+
+
+def exceeds(floor: RuntimeFloor, limit: RuntimeFloor) -> list[str]:
+    """What in ``floor`` is above ``limit`` (a family the limit leaves ``None`` is unlimited).
+
+    >>> exceeds(RuntimeFloor(glibc=(2, 38), glibcxx=(3, 4, 30)), RuntimeFloor(glibc=(2, 35), glibcxx=(3, 4, 30)))
+    ['GLIBC_2.38 > 2.35']
+    """
+    problems = []
+    for prefix, family in FAMILIES.items():
+        need, most = floor.get(family), limit.get(family)
+        if need is not None and most is not None and need > most:
+            problems.append(f"{prefix}_{format_version(need)} > {format_version(most)}")
+    problems += [f"{name} (ties the wheel to one glibc build)" for name in floor.private]
+    return problems

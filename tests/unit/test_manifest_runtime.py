@@ -1,0 +1,201 @@
+"""The manifest's ``runtime`` and ``producer`` (schema 2, still reading 1), and how verify judges the floor."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+
+import pytest
+
+from dswheels.core.compat import load_compat
+from dswheels.core.linux_runtime import RuntimeFloor
+from dswheels.core.manifest import (
+    MANIFEST_SCHEMA,
+    BuiltOp,
+    FileInfo,
+    Manifest,
+    ManifestError,
+    parse_manifest,
+    render_manifest,
+)
+from dswheels.core.naming import parse_cell_id
+from dswheels.core.verify import Expected, expected_from_manifest, judge_runtime, promise_from_plan
+
+COMPAT = load_compat()
+CELL = parse_cell_id("ds0.19.8-torch2.13-cpu-cp311-linux_x86_64")
+SO = "deepspeed/ops/adam/cpu_adam_op.cpython-311-x86_64-linux-gnu.so"
+# what cpu_adam_op of a real 0.19.8 build here needs (readelf --version-info, GCC 12.2, glibc 2.36)
+CPU_ADAM_NEEDS = {
+    "libm.so.6": ("GLIBC_2.2.5", "GLIBC_2.29"),
+    "libstdc++.so.6": ("GLIBCXX_3.4.30", "GLIBCXX_3.4.21", "CXXABI_1.3.9", "CXXABI_1.3"),
+    "libc.so.6": ("GLIBC_2.14", "GLIBC_2.34", "GLIBC_2.2.5"),
+    "libgcc_s.so.1": ("GCC_3.0",),
+}
+CPU_ADAM_FLOOR = RuntimeFloor(glibc=(2, 34), glibcxx=(3, 4, 30), cxxabi=(1, 3, 9))
+PROMISE = {"glibc": "2.35", "glibcxx": "3.4.30", "cxxabi": "1.3.13"}
+
+
+def _manifest(**kw: object) -> Manifest:
+    base = Manifest(
+        cell_id="ds0.19.8-torch2.13-cpu-cp311-linux_x86_64",
+        plan={"id": "ds0.19.8-torch2.13-cpu-cp311-linux_x86_64", "toolchain": {"linux_runtime": PROMISE}},
+        wheel=FileInfo(
+            filename="deepspeed-0.19.8+cputorch2.13-cp311-cp311-linux_x86_64.whl", size=10, sha256="ab" * 32
+        ),
+        accelerator="cpu",
+        torch_version="2.13.0+cpu",
+        torch_cuda=None,
+        python_version="3.11.7",
+        toolchain={"cxx": "c++ (Debian 12.2.0-14) 12.2.0"},
+        cpu_baseline="x86-64-v2",
+        arch_list="",
+        env={"DS_BUILD_CPU_ADAM": "1"},
+        ops_built=(BuiltOp("cpu_adam", "DS_BUILD_CPU_ADAM", SO, "deepspeed.ops.adam.cpu_adam_op", 1234, 12.5),),
+        ops_left_out={},
+        durations={"total": 100.0},
+        source={"kind": "sdist"},
+        created="2026-11-23T00:00:00Z",
+        dswheels="0.1.0",
+        runtime=CPU_ADAM_FLOOR,
+    )
+    return dataclasses.replace(base, **kw)  # type: ignore[arg-type]
+
+
+# --- the manifest --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "runtime",
+    [
+        CPU_ADAM_FLOOR,
+        RuntimeFloor(glibc=(2, 17)),
+        RuntimeFloor(glibc=(2, 35), glibcxx=(3, 4, 30), cxxabi=(1, 3, 13), private=("GLIBC_PRIVATE",)),
+        None,
+    ],
+)
+def test_runtime_round_trips(runtime: RuntimeFloor | None) -> None:
+    manifest = _manifest(runtime=runtime)
+    text = render_manifest(manifest)
+    data = json.loads(text)
+    assert data["schema"] == MANIFEST_SCHEMA == "dswheels.manifest/2"
+    assert data["runtime"] == (runtime.as_json() if runtime else None)
+    assert parse_manifest(text) == manifest
+
+
+def test_the_cibuildwheel_producer_round_trips_with_unobserved_times() -> None:
+    op = BuiltOp("cpu_adam", "DS_BUILD_CPU_ADAM", SO, "deepspeed.ops.adam.cpu_adam_op", 1234, None)
+    manifest = _manifest(producer="cibuildwheel", ops_built=(op,), durations={}, runtime=None)
+    data = json.loads(render_manifest(manifest))
+    assert data["producer"] == "cibuildwheel"
+    assert data["ops"]["built"][0]["seconds"] is None
+    assert parse_manifest(render_manifest(manifest)) == manifest
+
+
+def test_a_schema_1_manifest_is_still_read() -> None:
+    data = json.loads(render_manifest(_manifest()))
+    data["schema"] = "dswheels.manifest/1"
+    del data["runtime"], data["producer"]
+    old = parse_manifest(json.dumps(data))
+    assert old.runtime is None
+    assert old.producer == "dswheels build"
+
+
+@pytest.mark.parametrize(
+    ("edit", "words"),
+    [
+        (lambda d: d["runtime"].update(glibc="2.3x"), "runtime.glibc is not a version: '2.3x'"),
+        (lambda d: d.update(producer="make"), "producer 'make' is none of dswheels build, cibuildwheel"),
+        (
+            lambda d: d.update(schema="dswheels.manifest/3"),
+            "this dswheels reads dswheels.manifest/1, dswheels.manifest/2",
+        ),
+    ],
+)
+def test_bad_runtime_fields_are_errors(edit: object, words: str) -> None:
+    data = json.loads(render_manifest(_manifest()))
+    assert callable(edit)
+    edit(data)
+    with pytest.raises(ManifestError) as info:
+        parse_manifest(json.dumps(data))
+    assert words in str(info.value)
+
+
+# --- what verify expects and how it judges -------------------------------------------------------
+
+
+def test_the_promise_comes_from_the_manifests_plan_else_compat() -> None:
+    expected = expected_from_manifest(_manifest(), CELL, default_runtime=RuntimeFloor(glibc=(2, 17)))
+    assert expected.linux_runtime == RuntimeFloor(glibc=(2, 35), glibcxx=(3, 4, 30), cxxabi=(1, 3, 13))
+    assert expected.linux_runtime_from == "the manifest's plan"
+    assert expected.recorded_runtime == CPU_ADAM_FLOOR
+    older = expected_from_manifest(_manifest(plan={}), CELL, default_runtime=COMPAT.linux_runtime_floor)
+    assert older.linux_runtime == COMPAT.linux_runtime_floor
+    assert "compat.yml" in older.linux_runtime_from
+    windows = parse_cell_id("ds0.19.8-torch2.13-cpu-cp311-win_amd64")
+    assert expected_from_manifest(_manifest(), windows).linux_runtime is None
+    with pytest.raises(ValueError, match="linux_runtime is not readable"):
+        expected_from_manifest(_manifest(plan={"toolchain": {"linux_runtime": {"glibc": "two"}}}), CELL)
+    assert promise_from_plan({"toolchain": {"linux_runtime": None}}) is None
+
+
+def _expected(promise: RuntimeFloor | None, recorded: RuntimeFloor | None = None) -> Expected:
+    return Expected(
+        cell=CELL,
+        ops=("cpu_adam",),
+        modules={"cpu_adam": "deepspeed.ops.adam.cpu_adam_op"},
+        cpu_baseline="x86-64-v2",
+        linux_runtime=promise,
+        linux_runtime_from="the manifest's plan",
+        recorded_runtime=recorded,
+    )
+
+
+def test_a_wheel_at_the_promise_passes() -> None:
+    checks = judge_runtime(
+        {SO: CPU_ADAM_NEEDS}, _expected(COMPAT.linux_runtime_floor, CPU_ADAM_FLOOR), COMPAT.libstdcxx
+    )
+    assert [(c.name, c.ok) for c in checks] == [("linux runtime", True)]
+    assert "needs glibc 2.34, GLIBCXX 3.4.30 (libstdc++ of GCC >= 12.1), CXXABI 1.3.9" in checks[0].detail
+    assert "promised at most glibc 2.35" in checks[0].detail
+
+
+def test_a_wheel_above_the_promise_fails_naming_the_extension_and_the_fix() -> None:
+    promise = COMPAT.runtime_floor(glibc=(2, 31), glibcxx=(3, 4, 28))  # Ubuntu 20.04
+    other = "deepspeed/ops/lion/cpu_lion_op.cpython-311-x86_64-linux-gnu.so"
+    needs: dict[str, dict[str, tuple[str, ...]]] = {SO: CPU_ADAM_NEEDS, other: {"libc.so.6": ("GLIBC_2.2.5",)}}
+    [check] = judge_runtime(needs, _expected(promise), COMPAT.libstdcxx)
+    assert not check.ok
+    assert (
+        "cpu_adam_op.cpython-311-x86_64-linux-gnu.so needs GLIBC_2.34 > 2.31, GLIBCXX_3.4.30 > 3.4.28" in check.detail
+    )
+    assert "cpu_lion" not in check.detail  # only the extensions above it are named
+    assert "version `...' not found" in check.detail
+    assert "build on an older image" in check.detail
+    assert "raise linux_runtime" in check.detail
+
+
+def test_a_manifest_recording_another_floor_fails() -> None:
+    wrong = RuntimeFloor(glibc=(2, 17), glibcxx=(3, 4, 21), cxxabi=(1, 3, 9))
+    checks = {c.name: c for c in judge_runtime({SO: CPU_ADAM_NEEDS}, _expected(None, wrong), COMPAT.libstdcxx)}
+    assert checks["linux runtime"].ok  # no promise: nothing to exceed
+    assert not checks["manifest runtime"].ok
+    assert "the manifest records glibc 2.17" in checks["manifest runtime"].detail
+
+
+def test_no_elf_extension_no_runtime_check() -> None:
+    assert judge_runtime({}, _expected(COMPAT.linux_runtime_floor), COMPAT.libstdcxx) == []
+
+
+def test_docs_manifest_md_documents_exactly_the_keys_written() -> None:
+    from tests.conftest import ROOT
+
+    doc = (ROOT / "docs" / "manifest.md").read_text(encoding="utf-8")
+    documented = set(re.findall(r"^\| `([a-z_.]+)` \|", doc, flags=re.MULTILINE))
+    data = json.loads(render_manifest(_manifest()))
+    written = {f"ops.{k}" for k in data["ops"]} | (set(data) - {"ops"})
+    assert written == documented
+    assert f"`{MANIFEST_SCHEMA}`" in doc
+    runtime_row = next(line for line in doc.splitlines() if line.startswith("| `runtime` |"))
+    for family in data["runtime"]:
+        assert family in runtime_row
