@@ -303,6 +303,29 @@ def test_build_tools_without_the_cpp_workload(compat: Compat) -> None:
     assert one(report, "long_paths").status is Status.WARN
 
 
+def test_gpu_machine_with_an_installed_wheel(compat: Compat) -> None:
+    """Recorded on a real H200 after `dswheels install`: everything OK, the wheel's ops seen."""
+    report = diagnose(load_machine("linux-h200-cu130-deepspeed"), compat)
+    assert report.worst is Status.OK, render_text(report)
+    gpu = one(report, "gpu")
+    assert gpu.status is Status.OK
+    assert "H200" in gpu.title
+    deepspeed = one(report, "deepspeed")
+    assert deepspeed.status is Status.OK
+    assert "2 prebuilt ops" in deepspeed.title
+    assert "cpu_adam, fused_adam" in deepspeed.detail
+    verdict = report.verdict
+    assert verdict.cell_id == "ds0.19.8-torch2.11-cu130-cp312-linux_x86_64"  # the installed DeepSpeed
+    local = verdict.local
+    assert local.status is Status.OK
+    assert local.toolchain is not None
+    assert (local.toolchain.host_compiler.version, local.toolchain.nvcc) == ("13", (13, 0))
+    env = dict(local.environment)
+    assert env["CUDA_HOME"] == "/usr/local/cuda-13.0"  # the symlink /usr/local/cuda resolved
+    assert "DS_ACCELERATOR" not in env  # a GPU is visible
+    assert "CUDA_INC_PATH" not in env  # the toolkit has the cuBLAS/cuRAND dev files itself
+
+
 # --- CPU torch, no GPU --------------------------------------------------------------------------
 
 
