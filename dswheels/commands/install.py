@@ -97,6 +97,12 @@ def check_runtime(lr: LinuxRuntime, wheel: IndexFile, compat: Compat) -> None:
             f'"version `{judgement.problems[0].split(" ")[0]}\' not found"',
             hint=fix_for(judgement),
         )
+    if judgement.unknown:
+        reporter.warning(
+            f"cannot tell whether this system loads {wheel.filename}: it needs {need}; this system has {system}"
+            + (f" ({lr.error})" if lr.error else ""),
+        )
+        return
     reporter.info(f"glibc/libstdc++: the wheel needs {need}; this system has {system}")
 
 

@@ -99,3 +99,12 @@ def test_install_refuses_a_wheel_above_the_system(tmp_path: Path) -> None:
 def test_install_without_a_manifest_goes_on(tmp_path: Path) -> None:
     file = _published(tmp_path, None, manifest=False)
     check_runtime(RHEL9, file, load_compat())  # no exception: a notice and a warning only
+
+
+def test_install_with_an_unreadable_libstdcxx_warns_and_goes_on(tmp_path: Path) -> None:
+    file = _published(tmp_path, RuntimeFloor(glibc=(2, 34), glibcxx=(3, 4, 30)))
+    unread = LinuxRuntime(glibc="glibc 2.36", libstdcxx="", glibcxx="", cxxabi="", error="no libstdc++.so.6 found")
+    check_runtime(unread, file, load_compat())  # no refusal on what could not be read
+    below = LinuxRuntime(glibc="glibc 2.31", libstdcxx="", glibcxx="", cxxabi="", error="no libstdc++.so.6 found")
+    with pytest.raises(EnvironmentMismatchError, match="needs a newer glibc/libstdc"):
+        check_runtime(below, file, load_compat())  # but what was read still counts
