@@ -14,7 +14,7 @@ from dswheels.core.doctor import IndexView, Report, Status, diagnose
 from dswheels.core.facts import Facts
 from dswheels.core.render_doctor import FactsError, facts_from_data, render_json, render_text
 from dswheels.core.versions import VersionTuple, parse_version
-from dswheels.effects.index_read import read_index
+from dswheels.effects.index_read import read_index, read_manifest
 from dswheels.effects.probe import collect, current_environment
 from dswheels.errors import ConfigError, DswheelsError
 from dswheels.log import TerminalReporter, get_reporter, reset_reporter, set_reporter
@@ -27,7 +27,9 @@ with a concrete fix: OS and architecture; Python; torch, its CUDA, the GPUs and 
 capability; the CUDA toolkits (CUDA_HOME, CUDA_PATH and CUDA_PATH_V*, nvcc on PATH, the
 standard install locations) with each nvcc's version and the cuBLAS/cuSPARSE/cuSOLVER/cuRAND
 dev files; on Windows, Visual Studio / Build Tools and their MSVC toolsets (vswhere) and
-whether long paths are enabled; ninja; DeepSpeed and which of its ops are prebuilt.
+whether long paths are enabled; ninja; DeepSpeed and which of its ops are prebuilt; on Linux,
+the glibc and the libstdc++ the environment loads against what the published wheels need
+(compat.yml linux_runtime_floor, or with --index the picked wheel's build manifest).
 
 Then the verdict: the cell this environment is (e.g. ds0.19.8-torch2.9-cu128-cp312-win_amd64),
 whether --index publishes its wheel (and the nearest cells if not), and whether a local build
@@ -136,7 +138,14 @@ def examine(args: argparse.Namespace) -> tuple[Facts, Report]:
     if index:
         with reporter.group(f"read the index {index}"):
             view = index_view(index)
-    return facts, diagnose(facts, compat, deepspeed=deepspeed, index=view)
+    report = diagnose(facts, compat, deepspeed=deepspeed, index=view)
+    wheel = report.verdict.wheel
+    if wheel is not None and facts.linux_runtime is not None:
+        # judge the picked wheel's own glibc/libstdc++ need (its build manifest), not only the promise
+        with reporter.group(f"read the build manifest of {wheel.filename}"):
+            published = read_manifest(wheel)
+        report = diagnose(facts, compat, deepspeed=deepspeed, index=view, published=published)
+    return facts, report
 
 
 def run(args: argparse.Namespace) -> int:

@@ -10,10 +10,13 @@ from pathlib import Path
 
 from dswheels.commands.common import Subparsers, formatter
 from dswheels.commands.doctor import add_target_arguments, parse_deepspeed
-from dswheels.core.compat import load_compat
+from dswheels.core.compat import Compat, load_compat
 from dswheels.core.doctor import IndexView, diagnose
+from dswheels.core.doctor.checks_linux_runtime import describe_system, fix_for, judge_runtime, need_words
+from dswheels.core.facts import LinuxRuntime
 from dswheels.core.naming import wheel_version
-from dswheels.effects.index_read import download_wheel, read_index
+from dswheels.core.pick import IndexFile
+from dswheels.effects.index_read import download_wheel, read_index, read_manifest
 from dswheels.effects.install import choose_installer, install_argv, install_wheel, quick_verify
 from dswheels.effects.probe import collect, current_environment
 from dswheels.errors import ConfigError, EnvironmentMismatchError
@@ -27,6 +30,11 @@ its Python, platform, torch MAJOR.MINOR and torch's CUDA. Pick the one wheel of 
 built for exactly that (version and label, e.g. deepspeed-0.19.8+cu128torch2.9-cp312-cp312-
 win_amd64.whl), install it with pip (or uv), then verify it: every op the wheel marks as
 prebuilt must load without JIT compilation.
+
+On Linux, the wheel's build manifest (beside it in the index) says which glibc and libstdc++
+symbol versions its extensions need; a wheel that needs more than the environment loads is
+not installed (exit 9, with what to do), --dry-run included. Without a manifest the install
+goes on with a notice.
 
 When no wheel fits, it says why and lists the nearest published cells (e.g. "torch 2.6 is
 installed; wheels exist for torch 2.5 and 2.7 with cu124") and exits with code 9.
@@ -55,6 +63,47 @@ def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
     p.add_argument("--dry-run", action="store_true", help="pick the wheel and print the install command only")
     p.add_argument("--no-verify", action="store_true", help="skip loading the ops after installing")
     p.set_defaults(func=run)
+
+
+def check_runtime(lr: LinuxRuntime, wheel: IndexFile, compat: Compat) -> None:
+    """Refuse a Linux wheel whose extensions need a newer glibc/libstdc++ than the target loads.
+
+    The need is the wheel's build manifest's ``runtime`` (read from beside it in the index);
+    without one, a notice says so and the install goes on.
+    """
+    reporter = get_reporter()
+    published = read_manifest(wheel)
+    system = describe_system(lr)
+    if published.runtime is None:
+        reporter.info(
+            f"notice: no glibc/libstdc++ check for {wheel.filename}: {published.note} ({published.manifest_url}); "
+            "installing anyway",
+        )
+        promise = judge_runtime(lr, compat.linux_runtime_floor, "the published Linux wheels")
+        if promise.problems:
+            reporter.warning(
+                f"{promise.needs} {need_words(promise.need, compat.libstdcxx)} and this system has {system}: "
+                "its ops may fail to load (`dswheels doctor` says more)",
+            )
+        return
+    judgement = judge_runtime(lr, published.runtime, f"the wheel {wheel.filename}")
+    need = published.runtime.describe(compat.libstdcxx)
+    if judgement.problems:
+        raise EnvironmentMismatchError(
+            f"{wheel.filename} needs a newer glibc/libstdc++ than this environment loads; nothing was installed",
+            details=f"its extensions need {need} (its build manifest, {published.manifest_url})\n"
+            f"this system has {system}\n"
+            f"missing: {', '.join(judgement.problems)}: importing an op would fail with "
+            f'"version `{judgement.problems[0].split(" ")[0]}\' not found"',
+            hint=fix_for(judgement),
+        )
+    if judgement.unknown:
+        reporter.warning(
+            f"cannot tell whether this system loads {wheel.filename}: it needs {need}; this system has {system}"
+            + (f" ({lr.error})" if lr.error else ""),
+        )
+        return
+    reporter.info(f"glibc/libstdc++: the wheel needs {need}; this system has {system}")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -93,6 +142,8 @@ def run(args: argparse.Namespace) -> int:
     wheel = verdict.wheel
     version = wheel_version(verdict.cell)
     reporter.info(f"this environment is {verdict.cell_id}: {wheel.filename}")
+    if facts.linux_runtime is not None:
+        check_runtime(facts.linux_runtime, wheel, compat)
     installer = "pip" if args.dry_run and args.installer == "auto" else choose_installer(python, args.installer, env)
     if args.dry_run:
         sys.stdout.write(f"# download {wheel.url} (sha256 {wheel.sha256 or 'not given'}), then:\n")

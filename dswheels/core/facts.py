@@ -22,6 +22,7 @@ __all__ = [
     "DevLibrary",
     "Facts",
     "Gpu",
+    "LinuxRuntime",
     "PythonFacts",
     "Toolkit",
     "ToolkitView",
@@ -105,6 +106,22 @@ class VisualStudio:
 
 
 @dataclass(frozen=True, slots=True)
+class LinuxRuntime:
+    """The C and C++ runtime the target interpreter's process loads (Linux only).
+
+    What a wheel's extensions need of it is recorded in their manifest's ``runtime``; the
+    dynamic loader refuses an extension that needs a newer version than these define.
+    """
+
+    glibc: str  # os.confstr("CS_GNU_LIBC_VERSION") in the target: "glibc 2.36"; "" when unknown
+    libstdcxx: str  # path of the libstdc++.so.6 the target process maps; "" when none was found
+    glibcxx: str  # the newest GLIBCXX_3.4.n that library defines (.gnu.version_d): "3.4.30"; "" unknown
+    cxxabi: str  # the newest CXXABI_1.3.n it defines: "1.3.13"; "" unknown
+    how: str = ""  # how the path was found: "loaded by torch", "dlopen(libstdc++.so.6)", ...
+    error: str = ""  # why a part is unknown
+
+
+@dataclass(frozen=True, slots=True)
 class Facts:
     """Everything doctor judges. Raw tool output is kept raw; parsing happens here, in the core."""
 
@@ -125,6 +142,7 @@ class Facts:
     long_paths: bool | None  # Windows LongPathsEnabled; None elsewhere
     ninja: str | None  # `ninja --version`; None: not found
     gcc: str | None  # `gcc -dumpfullversion`; None: not found (or not Linux)
+    linux_runtime: LinuxRuntime | None = None  # None off Linux (and in facts recorded before it was probed)
 
 
 # --- parsers of raw tool output -----------------------------------------------------------------

@@ -29,16 +29,22 @@ __all__ = [
     "ElfError",
     "LibstdcxxRelease",
     "RuntimeFloor",
+    "defined_maximum",
     "exceeds",
     "floor_of",
     "gcc_providing",
+    "version_defs",
     "version_needs",
 ]
 
 SHT_GNU_VERNEED = 0x6FFFFFFE
+SHT_GNU_VERDEF = 0x6FFFFFFD
+VER_FLG_BASE = 0x1
 _SHDR = struct.Struct("<IIQQQQIIQQ")  # Elf64_Shdr
 _VERNEED = struct.Struct("<HHIII")  # vn_version, vn_cnt, vn_file, vn_aux, vn_next
 _VERNAUX = struct.Struct("<IHHII")  # vna_hash, vna_flags, vna_other, vna_name, vna_next
+_VERDEF = struct.Struct("<HHHHIII")  # vd_version, vd_flags, vd_ndx, vd_cnt, vd_hash, vd_aux, vd_next
+_VERDAUX = struct.Struct("<II")  # vda_name, vda_next
 
 # version-name prefix -> the floor's field (and how people write it)
 FAMILIES = {"GLIBC": "glibc", "GLIBCXX": "glibcxx", "CXXABI": "cxxabi"}
@@ -56,15 +62,8 @@ def _cstr(data: bytes, offset: int) -> str:
     return data[offset:end].decode("ascii", "replace")
 
 
-def version_needs(data: bytes) -> dict[str, tuple[str, ...]] | None:
-    """Library -> the symbol versions an ELF64 little-endian object needs from it.
-
-    ``None`` for anything that is not such an ELF (a Windows ``.pyd``); ``{}`` for an ELF that
-    needs no versioned symbol. Raises :class:`ElfError` for a truncated or inconsistent file.
-
-    >>> version_needs(b"MZ not an elf") is None
-    True
-    """
+def _section_headers(data: bytes) -> list[tuple[int, ...]] | None:
+    """The section headers of an ELF64 little-endian object; ``None`` for anything else."""
     if len(data) < 64 or data[:4] != b"\x7fELF":
         return None
     if data[4] != 2 or data[5] != 1:  # ELFCLASS64, ELFDATA2LSB
@@ -75,12 +74,26 @@ def version_needs(data: bytes) -> dict[str, tuple[str, ...]] | None:
         raise ElfError("no section headers (the symbol versions cannot be found)")
     if shentsize < _SHDR.size or shoff + shnum * shentsize > len(data):
         raise ElfError("section headers run past the end of the file")
-    headers = [_SHDR.unpack_from(data, shoff + i * shentsize) for i in range(shnum)]
+    return [_SHDR.unpack_from(data, shoff + i * shentsize) for i in range(shnum)]
+
+
+def version_needs(data: bytes) -> dict[str, tuple[str, ...]] | None:
+    """Library -> the symbol versions an ELF64 little-endian object needs from it.
+
+    ``None`` for anything that is not such an ELF (a Windows ``.pyd``); ``{}`` for an ELF that
+    needs no versioned symbol. Raises :class:`ElfError` for a truncated or inconsistent file.
+
+    >>> version_needs(b"MZ not an elf") is None
+    True
+    """
+    headers = _section_headers(data)
+    if headers is None:
+        return None
     needs: dict[str, list[str]] = {}
     for _name, sh_type, _flags, _addr, offset, size, link, count, _align, _entsize in headers:
         if sh_type != SHT_GNU_VERNEED:
             continue
-        if link >= shnum or offset + size > len(data):
+        if link >= len(headers) or offset + size > len(data):
             raise ElfError(".gnu.version_r points outside the file")
         strtab = headers[link][4]
         entry = offset
@@ -102,6 +115,57 @@ def version_needs(data: bytes) -> dict[str, tuple[str, ...]] | None:
                 break
             entry += next_offset
     return {lib: tuple(names) for lib, names in needs.items()}
+
+
+def version_defs(data: bytes) -> tuple[str, ...] | None:
+    """The symbol versions an ELF64 little-endian library *defines* (its ``.gnu.version_d``).
+
+    The section (``SHT_GNU_verdef``) is a chain of ``Elf64_Verdef`` records, one per version,
+    each followed by ``Elf64_Verdaux`` records whose first names the version (the others name
+    the versions it inherits from). The record flagged ``VER_FLG_BASE`` names the file itself
+    (its soname) and is left out. In file order: ``GLIBCXX_3.4``, ..., ``CXXABI_1.3.15`` for a
+    libstdc++. ``None`` for anything that is not such an ELF; ``()`` for one without versions.
+    Raises :class:`ElfError` for a truncated or inconsistent file.
+
+    >>> version_defs(b"MZ not an elf") is None
+    True
+    """
+    headers = _section_headers(data)
+    if headers is None:
+        return None
+    names: list[str] = []
+    for _name, sh_type, _flags, _addr, offset, size, link, count, _align, _entsize in headers:
+        if sh_type != SHT_GNU_VERDEF:
+            continue
+        if link >= len(headers) or offset + size > len(data):
+            raise ElfError(".gnu.version_d points outside the file")
+        strtab = headers[link][4]
+        entry = offset
+        for _ in range(count):
+            if entry + _VERDEF.size > offset + size:
+                raise ElfError(".gnu.version_d entry runs past its section")
+            _version, vd_flags, _ndx, cnt, _hash, aux_offset, next_offset = _VERDEF.unpack_from(data, entry)
+            if cnt:
+                aux = entry + aux_offset
+                if aux + _VERDAUX.size > offset + size:
+                    raise ElfError(".gnu.version_d name record runs past its section")
+                name, _aux_next = _VERDAUX.unpack_from(data, aux)
+                if not vd_flags & VER_FLG_BASE:
+                    names.append(_cstr(data, strtab + name))
+            if next_offset == 0:
+                break
+            entry += next_offset
+    return tuple(names)
+
+
+def defined_maximum(names: Iterable[str]) -> RuntimeFloor:
+    """The newest GLIBC, GLIBCXX and CXXABI version among the versions a library defines.
+
+    >>> defined_maximum(["GLIBCXX_3.4", "GLIBCXX_3.4.30", "CXXABI_1.3.13", "CXXABI_TM_1", "CXXABI_FLOAT128"])
+    RuntimeFloor(glibc=None, glibcxx=(3, 4, 30), cxxabi=(1, 3, 13), private=())
+    """
+    floor = floor_of([{"": tuple(names)}])
+    return RuntimeFloor(glibc=floor.glibc, glibcxx=floor.glibcxx, cxxabi=floor.cxxabi)
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,16 @@ import json
 from typing import TypeVar
 
 from dswheels.core.doctor import Report, Status
-from dswheels.core.facts import DeepSpeedFacts, Facts, Gpu, PythonFacts, Toolkit, TorchFacts, VisualStudio
+from dswheels.core.facts import (
+    DeepSpeedFacts,
+    Facts,
+    Gpu,
+    LinuxRuntime,
+    PythonFacts,
+    Toolkit,
+    TorchFacts,
+    VisualStudio,
+)
 from dswheels.core.naming import wheel_filename
 from dswheels.core.untyped import Untyped
 from dswheels.core.versions import format_version
@@ -36,6 +45,21 @@ def _gpu(gpu: Gpu) -> dict[str, object]:
 
 
 def facts_to_data(facts: Facts) -> dict[str, object]:
+    data = _facts_to_data(facts)
+    lr = facts.linux_runtime
+    if lr is not None:  # absent (not null) off Linux, as in facts recorded before it was probed
+        data["linux_runtime"] = {
+            "glibc": lr.glibc,
+            "libstdcxx": lr.libstdcxx,
+            "glibcxx": lr.glibcxx,
+            "cxxabi": lr.cxxabi,
+            "how": lr.how,
+            "error": lr.error,
+        }
+    return data
+
+
+def _facts_to_data(facts: Facts) -> dict[str, object]:
     py, torch, ds, vs = facts.python, facts.torch, facts.deepspeed, facts.visual_studio
     return {
         "os": facts.os,
@@ -142,6 +166,7 @@ def _gpu_from(d: _D) -> Gpu:
 def facts_from_data(data: object) -> Facts:
     """Inverse of :func:`facts_to_data`; missing optional parts read as absent."""
     root = _D(data, "facts")
+    lr = root.at("linux_runtime")
     py = root.at("python")
     torch = root.at("torch")
     ds = root.at("deepspeed")
@@ -211,6 +236,16 @@ def facts_from_data(data: object) -> Facts:
         long_paths=root.at("long_paths").opt_flag(),
         ninja=root.at("ninja").opt_text(),
         gcc=root.at("gcc").opt_text(),
+        linux_runtime=LinuxRuntime(
+            glibc=lr.at("glibc").text(),
+            libstdcxx=lr.at("libstdcxx").text(),
+            glibcxx=lr.at("glibcxx").text(),
+            cxxabi=lr.at("cxxabi").text(),
+            how=lr.at("how").text(),
+            error=lr.at("error").text(),
+        )
+        if lr.present()
+        else None,
     )
 
 

@@ -31,6 +31,7 @@ from dswheels.core.index import (
     parse_metadata,
     parse_wheel,
 )
+from dswheels.core.manifest import manifest_name
 from dswheels.core.naming import PROJECT
 from dswheels.core.pick import parse_project_page, project_page_url
 from dswheels.effects.files import replace_dir, write_text_atomic
@@ -294,7 +295,7 @@ def _inodes(directory: Path) -> dict[str, tuple[int, int]]:
 
 
 def write_site(out: Path, pages: Mapping[str, str], *, wheels: Sequence[LocalWheel] = ()) -> None:
-    """Write ``pages`` (and, for a self-contained site, the wheels and their .metadata) atomically.
+    """Write ``pages`` (and, for a self-contained site, the wheels, their .metadata and manifests) atomically.
 
     The pages go into a staging directory that replaces ``out`` once complete. Wheels live
     in ``files/``, hard-linked from the published directory; that directory is carried
@@ -323,6 +324,10 @@ def write_site(out: Path, pages: Mapping[str, str], *, wheels: Sequence[LocalWhe
                 _place(w.path, files / w.wheel.filename, present)
                 _place(w.metadata_path or w.metadata, files / metadata_name(w.wheel.filename), present)
                 keep |= {w.wheel.filename, metadata_name(w.wheel.filename)}
+                manifest = w.path.with_name(manifest_name(w.wheel.filename))
+                if manifest.is_file():  # beside the wheel, where `dswheels install` looks for it
+                    _place(manifest, files / manifest.name, present)
+                    keep.add(manifest.name)
         if files.is_dir():
             files.rename(staging / FILES_DIR)
             moved = True

@@ -7,15 +7,17 @@ import hashlib
 import shutil
 from pathlib import Path
 from typing import BinaryIO
-from urllib.parse import unquote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 import requests
 
+from dswheels.core.doctor import PublishedRuntime
+from dswheels.core.manifest import ManifestError, manifest_name, parse_manifest
 from dswheels.core.pick import IndexFile, parse_project_page, project_page_url
 from dswheels.errors import SourceError
 from dswheels.log import get_reporter
 
-__all__ = ["download_wheel", "read_index"]
+__all__ = ["download_wheel", "read_index", "read_manifest"]
 
 _TIMEOUT = 30.0
 
@@ -100,3 +102,42 @@ def download_wheel(file: IndexFile, dest: Path) -> Path:
         get_reporter().warning(f"the index gives no sha256 for {file.filename}: its content is not verified")
     shutil.move(partial, target)
     return target
+
+
+def _manifest_url(file: IndexFile) -> str:
+    """``<wheel url>.manifest.json``: beside the wheel (docs/index-layout.md)."""
+    return file.url.rsplit("/", 1)[0] + "/" + quote(manifest_name(file.filename)) if "/" in file.url else file.url
+
+
+def read_manifest(file: IndexFile) -> PublishedRuntime:
+    """The build manifest published beside ``file`` (``<wheel>.manifest.json``), as far as ``runtime`` goes.
+
+    Never raises: an absent, unreachable or unreadable manifest is a :class:`PublishedRuntime`
+    without ``runtime`` and a note saying why; one that describes other bytes than the wheel
+    (by sha256) is not believed.
+    """
+    url = _manifest_url(file)
+    local = _local_page(url)
+    try:
+        if local is not None:
+            text = local.read_text(encoding="utf-8")
+        else:
+            response = requests.get(url, timeout=_TIMEOUT)
+            if response.status_code == 404:
+                return PublishedRuntime(file.filename, url, None, "the index has no build manifest beside the wheel")
+            if not response.ok:
+                return PublishedRuntime(file.filename, url, None, f"HTTP {response.status_code} for {url}")
+            text = response.text
+    except FileNotFoundError:
+        return PublishedRuntime(file.filename, url, None, "the index has no build manifest beside the wheel")
+    except (OSError, requests.RequestException) as exc:
+        return PublishedRuntime(file.filename, url, None, f"cannot read {url}: {exc}")
+    try:
+        manifest = parse_manifest(text)
+    except ManifestError as exc:
+        return PublishedRuntime(file.filename, url, None, f"{url}: {exc}")
+    if file.sha256 and manifest.wheel.sha256 != file.sha256:
+        return PublishedRuntime(file.filename, url, None, f"{url} describes other bytes than the wheel (sha256)")
+    if manifest.runtime is None:
+        return PublishedRuntime(file.filename, url, None, "its build manifest predates `runtime` (or is for Windows)")
+    return PublishedRuntime(file.filename, url, manifest.runtime)

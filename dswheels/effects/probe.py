@@ -25,12 +25,15 @@ from dswheels.core.facts import (
     DeepSpeedFacts,
     Facts,
     Gpu,
+    LinuxRuntime,
     PythonFacts,
     Toolkit,
     TorchFacts,
     VisualStudio,
     toolkit_probe_paths,
 )
+from dswheels.core.linux_runtime import ElfError, defined_maximum, version_defs
+from dswheels.core.versions import format_version
 from dswheels.effects.proc import capture, find_tool, marked_line
 from dswheels.errors import DswheelsError
 
@@ -179,6 +182,51 @@ if spec is not None and spec.submodule_search_locations:
     except Exception as exc:
         ds["error"] = err(exc)
     out["deepspeed"] = ds
+
+out["linux_runtime"] = None
+if sys.platform.startswith("linux"):
+    # glibc, and the libstdc++.so.6 this process maps: after `import torch` (above) the one
+    # torch loaded; in --light mode the one dlopen finds for this interpreter
+    lr = {"glibc": "", "libstdcxx": "", "how": "", "error": ""}
+    try:
+        lr["glibc"] = os.confstr("CS_GNU_LIBC_VERSION") or ""
+    except (AttributeError, ValueError, OSError):
+        pass
+    if not lr["glibc"]:
+        name, version = platform.libc_ver()
+        if name == "glibc" and version:
+            lr["glibc"] = "glibc " + version
+
+    def mapped_libstdcxx():
+        try:
+            with open("/proc/self/maps", encoding="utf-8", errors="replace") as fh:
+                for line in fh:
+                    fields = line.split(None, 5)
+                    if len(fields) == 6 and os.path.basename(fields[5].strip()).startswith("libstdc++.so"):
+                        return fields[5].strip()
+        except OSError:
+            pass
+        return ""
+
+    lr["libstdcxx"] = mapped_libstdcxx()
+    if lr["libstdcxx"]:
+        lr["how"] = "loaded by torch" if "torch" in sys.modules else "loaded by this Python"
+    else:
+        try:
+            import ctypes
+            ctypes.CDLL("libstdc++.so.6")
+            lr["libstdcxx"] = mapped_libstdcxx()
+            lr["how"] = "dlopen(libstdc++.so.6)"
+        except OSError as exc:
+            lr["error"] = "cannot load libstdc++.so.6: " + err(exc)
+    if not lr["libstdcxx"]:
+        try:
+            import ctypes.util
+            lr["libstdcxx"] = ctypes.util.find_library("stdc++") or ""
+            lr["how"] = "ctypes.util.find_library"
+        except Exception as exc:
+            lr["error"] = lr["error"] or err(exc)
+    out["linux_runtime"] = lr
 
 headers = ("cuda_runtime.h", "cublas_v2.h", "cusparse.h", "cusolverDn.h", "curand.h")
 found = {}
@@ -428,6 +476,32 @@ def _deepspeed_facts(data: object) -> DeepSpeedFacts | None:
     )
 
 
+def _linux_runtime(data: object) -> LinuxRuntime:
+    """The target's glibc and libstdc++: the newest GLIBCXX/CXXABI its ``.gnu.version_d`` defines."""
+    d = data if isinstance(data, dict) else {}
+    glibc, path, error = str(d.get("glibc") or ""), str(d.get("libstdcxx") or ""), str(d.get("error") or "")
+    if not d:
+        error = "the target Python reported no C/C++ runtime"
+    glibcxx = cxxabi = ""
+    if path and not Path(path).is_absolute():
+        error = f"found libstdc++ only by name ({path}), not the file the process loads"
+    elif path:
+        try:
+            names = version_defs(Path(path).read_bytes())
+        except (OSError, ElfError) as exc:
+            error = f"cannot read {path}: {exc}"
+        else:
+            defined = defined_maximum(names or ())
+            glibcxx = format_version(defined.glibcxx) if defined.glibcxx else ""
+            cxxabi = format_version(defined.cxxabi) if defined.cxxabi else ""
+            if not glibcxx:
+                error = f"{path} defines no GLIBCXX_ version"
+    elif not error:
+        error = "no libstdc++.so.6 found for the target Python"
+    how = str(d.get("how") or "")
+    return LinuxRuntime(glibc=glibc, libstdcxx=path, glibcxx=glibcxx, cxxabi=cxxabi, how=how, error=error)
+
+
 def collect(python: str | None = None, env: Mapping[str, str] | None = None, *, full: bool = True) -> Facts:
     """Probe this machine, with ``python`` (default: this interpreter) as the target environment.
 
@@ -465,4 +539,5 @@ def collect(python: str | None = None, env: Mapping[str, str] | None = None, *, 
         long_paths=_long_paths() if full else None,
         ninja=_ninja(env, str(data.get("scripts", ""))) if full else None,
         gcc=_gcc(env) if full and os_name == "linux" else None,
+        linux_runtime=_linux_runtime(data.get("linux_runtime")) if os_name == "linux" and data else None,
     )

@@ -132,6 +132,9 @@ def test_doctor_real_cpu_torch(cpu_python: Path) -> None:
     assert _check(data, "torch")["status"] == "ok"
     if shutil.which("nvidia-smi") is None:
         assert _check(data, "gpu")["status"] == "warn"
+    # this machine (Debian 12: glibc 2.36, GCC 12's libstdc++) meets the published wheels' promise
+    assert facts["linux_runtime"]["how"] == "loaded by torch"
+    assert _check(data, "linux_runtime")["status"] == "ok"
 
 
 def test_doctor_real_cuda_torch(cuda_python: Path) -> None:

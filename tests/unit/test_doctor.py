@@ -12,18 +12,20 @@ from dswheels.cli import main
 from dswheels.commands.common import load_matrix
 from dswheels.core.compat import Compat, load_compat
 from dswheels.core.config import MatrixSpec
-from dswheels.core.doctor import Check, IndexView, Report, Status, diagnose
+from dswheels.core.doctor import Check, IndexView, PublishedRuntime, Report, Status, diagnose
 from dswheels.core.facts import (
     DeepSpeedFacts,
     Facts,
+    LinuxRuntime,
     PythonFacts,
     Toolkit,
     VisualStudio,
     parse_nvidia_smi,
     parse_vswhere,
 )
+from dswheels.core.linux_runtime import RuntimeFloor
 from dswheels.core.model import Platform, Python, Variant
-from dswheels.core.naming import cell_id
+from dswheels.core.naming import cell_id, wheel_filename
 from dswheels.core.pick import IndexFile, cell_from_filename
 from dswheels.core.plan import Combo, plan
 from dswheels.core.render_doctor import DOCTOR_SCHEMA, facts_from_data, facts_to_data, render_json, render_text
@@ -594,3 +596,139 @@ def test_cell_of_the_environment_round_trips(compat: Compat) -> None:
         Platform.LINUX_X86_64,
     )
     assert cell_id(cell) == report.verdict.cell_id
+
+
+# --- glibc / libstdc++ of a Linux system against what the wheels need ----------------------------
+
+
+def _manifest_wheel(compat: Compat, name: str) -> tuple[IndexView, str]:
+    """An index publishing the wheel doctor picks for the recorded cputorch machines."""
+    report = diagnose(load_machine(name), compat)
+    cell = report.verdict.cell
+    assert cell is not None
+    filename = wheel_filename(cell)
+    return IndexView(url="https://example.org", files=(_file(filename),)), filename
+
+
+def test_this_machine_meets_the_promised_runtime(compat: Compat) -> None:
+    for name in ("linux-cuda13-cputorch-nogpu", "linux-cuda13-cudatorch-nogpu"):
+        check = one(diagnose(load_machine(name), compat), "linux_runtime")
+        assert check.status is Status.OK, check
+        assert check.title == "glibc 2.36, libstdc++ GLIBCXX_3.4.30: loads the published Linux wheels"
+        assert "the published Linux wheels need glibc >= 2.35 and GLIBCXX_3.4.30 (GCC 12's libstdc++)" in check.detail
+        assert "/usr/lib/x86_64-linux-gnu/libstdc++.so.6.0.30 defines up to GLIBCXX_3.4.30 and CXXABI_1.3.13" in (
+            check.detail
+        )
+
+
+def test_a_rhel9_like_system_fails_with_the_fix(compat: Compat) -> None:
+    report = diagnose(load_machine("linux-rhel9-like-cputorch"), compat)
+    check = one(report, "linux_runtime")
+    assert check.status is Status.FAIL
+    assert report.worst is Status.FAIL
+    assert check.detail.startswith(
+        "the published Linux wheels need glibc >= 2.35 and GLIBCXX_3.4.30 (GCC 12's libstdc++) and CXXABI_1.3.13; "
+        "this system has glibc 2.34; /usr/lib64/libstdc++.so.6.0.29 defines up to GLIBCXX_3.4.29 and CXXABI_1.3.13"
+    )
+    assert "GLIBC_2.35 > 2.34, GLIBCXX_3.4.30 > 3.4.29" in check.detail
+    assert 'Loading an op would fail with "version `GLIBC_2.35\' not found"' in check.detail
+    assert check.fix.startswith("build locally with `dswheels build`")
+    assert "glibc cannot be replaced inside an environment" in check.fix
+    # libstdc++ alone too old: a conda env with a newer one is the other way out
+    facts = load_machine("linux-rhel9-like-cputorch")
+    assert facts.linux_runtime is not None
+    newer_glibc = dataclasses.replace(facts.linux_runtime, glibc="glibc 2.35")
+    only_cxx = one(diagnose(dataclasses.replace(facts, linux_runtime=newer_glibc), compat), "linux_runtime")
+    assert only_cxx.status is Status.FAIL
+    assert "GLIBCXX_3.4.30 > 3.4.29" in only_cxx.detail
+    assert "GLIBC_2" not in only_cxx.detail
+    assert only_cxx.fix == (
+        "build locally with `dswheels build` (a wheel built here needs only this system's runtime), "
+        "or use a conda env whose libstdc++ is newer (conda install -c conda-forge 'libstdcxx-ng>=12')"
+    )
+
+
+def test_with_an_index_the_picked_wheels_own_runtime_is_judged(compat: Compat) -> None:
+    index, filename = _manifest_wheel(compat, "linux-rhel9-like-cputorch")
+    # a wheel built on an old system needs less than the promise: it loads on RHEL 9
+    modest = PublishedRuntime(
+        filename, "https://example.org/x.manifest.json", RuntimeFloor(glibc=(2, 17), glibcxx=(3, 4, 29))
+    )
+    report = diagnose(load_machine("linux-rhel9-like-cputorch"), compat, index=index, published=modest)
+    assert report.verdict.wheel is not None
+    assert report.verdict.wheel.filename == filename
+    check = one(report, "linux_runtime")
+    assert check.status is Status.OK, check
+    assert f"the published wheel {filename} (its build manifest) needs glibc >= 2.17 and GLIBCXX_3.4.29" in (
+        check.detail
+    )
+    # and one that needs more than this machine has fails here, though the promise holds
+    index, filename = _manifest_wheel(compat, "linux-cuda13-cputorch-nogpu")
+    greedy = PublishedRuntime(filename, "u", RuntimeFloor(glibc=(2, 39), glibcxx=(3, 4, 33), cxxabi=(1, 3, 15)))
+    check = one(
+        diagnose(load_machine("linux-cuda13-cputorch-nogpu"), compat, index=index, published=greedy), "linux_runtime"
+    )
+    assert check.status is Status.FAIL
+    assert "GLIBC_2.39 > 2.36, GLIBCXX_3.4.33 > 3.4.30, CXXABI_1.3.15 > 1.3.13" in check.detail
+    # a manifest without runtime (or none at all): the promise, and the check says so
+    absent = PublishedRuntime(filename, "u", None, "the index has no build manifest beside the wheel")
+    check = one(
+        diagnose(load_machine("linux-cuda13-cputorch-nogpu"), compat, index=index, published=absent), "linux_runtime"
+    )
+    assert check.status is Status.OK
+    assert f"[judged by the promise: for {filename}, the index has no build manifest beside the wheel]" in check.detail
+    # the manifest of another wheel than the one picked is not used
+    other = PublishedRuntime("deepspeed-other.whl", "u", RuntimeFloor(glibcxx=(3, 4, 99)))
+    check = one(
+        diagnose(load_machine("linux-cuda13-cputorch-nogpu"), compat, index=index, published=other), "linux_runtime"
+    )
+    assert check.status is Status.OK
+
+
+def test_no_runtime_check_on_windows_or_for_older_recordings(compat: Compat) -> None:
+    assert "linux_runtime" not in statuses(diagnose(load_machine("windows-healthy-cu124"), compat))
+    h200 = load_machine("linux-h200-cu130-deepspeed")  # recorded before the probe had it
+    assert h200.linux_runtime is None
+    assert "linux_runtime" not in statuses(diagnose(h200, compat))
+    # facts of a Windows machine never carry it, even if a file claims so
+    facts = dataclasses.replace(
+        load_machine("windows-healthy-cu124"), linux_runtime=load_machine("linux-rhel9-like-cputorch").linux_runtime
+    )
+    assert "linux_runtime" not in statuses(diagnose(facts, compat))
+
+
+def test_an_unreadable_libstdcxx_is_a_warning(compat: Compat) -> None:
+    facts = load_machine("linux-cuda13-cputorch-nogpu")
+    assert facts.linux_runtime is not None
+    lr = dataclasses.replace(
+        facts.linux_runtime, libstdcxx="", glibcxx="", cxxabi="", how="", error="no libstdc++.so.6 found"
+    )
+    check = one(diagnose(dataclasses.replace(facts, linux_runtime=lr), compat), "linux_runtime")
+    assert check.status is Status.WARN
+    assert "no libstdc++.so.6 found" in check.detail
+    assert "not read: GLIBCXX, CXXABI" in check.detail
+
+
+def test_runtime_facts_round_trip_and_old_files_load() -> None:
+    data = machine_data("linux-rhel9-like-cputorch")
+    facts = facts_from_data(data)
+    assert facts.linux_runtime == LinuxRuntime(
+        glibc="glibc 2.34",
+        libstdcxx="/usr/lib64/libstdc++.so.6.0.29",
+        glibcxx="3.4.29",
+        cxxabi="1.3.13",
+        how="loaded by torch",
+    )
+    assert facts_to_data(facts)["linux_runtime"] == data["linux_runtime"]
+    del data["linux_runtime"]
+    assert facts_from_data(data).linux_runtime is None
+    assert "linux_runtime" not in facts_to_data(facts_from_data(data))
+
+
+def test_cli_fails_a_rhel9_like_machine(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    saved = tmp_path / "doctor.json"
+    saved.write_text(json.dumps({"facts": machine_data("linux-rhel9-like-cputorch")}), encoding="utf-8")
+    assert main(["doctor", "--facts", str(saved)]) == 9
+    out = capsys.readouterr().out
+    assert "[FAIL] glibc/libstdc++ older than the published Linux wheels need" in out
+    assert "fix: build locally with `dswheels build`" in out

@@ -26,6 +26,7 @@ from dswheels.core.index import (
     partition_url,
     render_site,
 )
+from dswheels.core.manifest import manifest_name
 from dswheels.core.model import Cell, Platform, Python, Variant
 from dswheels.core.naming import partition, wheel_filename
 from dswheels.core.pick import parse_project_page
@@ -393,3 +394,21 @@ def test_published_names_are_read_from_a_site_or_a_wheel_directory(tmp_path: Pat
     assert sorted(list_published((tmp_path / "site").as_uri())) == names
     with pytest.raises(ConfigError, match="neither a directory nor an http"):
         list_published(str(tmp_path / "nowhere"))
+
+
+def test_a_published_manifest_goes_beside_its_wheel_and_leaves_with_it(tmp_path: Path) -> None:
+    published = _published(tmp_path)
+    wheels = scan_directory(published)
+    with_manifest = wheels[1].wheel.filename
+    manifest = published / manifest_name(with_manifest)
+    manifest.write_text('{"schema": "dswheels.manifest/2"}', encoding="utf-8")
+    out = tmp_path / "site"
+    write_site(out, render_site(local_index_files(wheels), site_url=SITE, torch_index=TORCH_INDEX), wheels=wheels)
+    assert (out / "files" / manifest.name).read_bytes() == manifest.read_bytes()
+    assert (out / "files" / manifest.name).stat().st_ino == manifest.stat().st_ino  # linked, not copied
+    assert not (out / "files" / manifest_name(wheels[0].wheel.filename)).exists()  # none published for it
+    page = (out / "simple" / "deepspeed" / "index.html").read_text(encoding="utf-8")
+    assert "manifest.json" not in page  # beside the wheel, not an installable link
+    manifest.unlink()
+    write_site(out, render_site(local_index_files(wheels), site_url=SITE, torch_index=TORCH_INDEX), wheels=wheels)
+    assert not (out / "files" / manifest.name).exists()

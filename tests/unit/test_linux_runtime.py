@@ -16,13 +16,16 @@ import pytest
 
 from dswheels.core.compat import CompatDataError, load_compat, parse_compat
 from dswheels.core.linux_runtime import (
+    SHT_GNU_VERDEF,
     SHT_GNU_VERNEED,
     ElfError,
     LibstdcxxRelease,
     RuntimeFloor,
+    defined_maximum,
     exceeds,
     floor_of,
     gcc_providing,
+    version_defs,
     version_needs,
 )
 from tests.conftest import DATA
@@ -41,15 +44,15 @@ def _fixture() -> bytearray:
     return bytearray(FIXTURE.read_bytes())
 
 
-def _verneed_header(data: bytearray) -> int:
-    """The file offset of the SHT_GNU_VERNEED section header (to corrupt it)."""
+def _verneed_header(data: bytearray, sh_type: int = SHT_GNU_VERNEED) -> int:
+    """The file offset of the SHT_GNU_VERNEED (or ``sh_type``) section header (to corrupt it)."""
     shoff: int = struct.unpack_from("<Q", data, 0x28)[0]
     shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
     for i in range(shnum):
         at: int = shoff + i * shentsize
-        if _SHDR.unpack_from(data, at)[1] == SHT_GNU_VERNEED:
+        if _SHDR.unpack_from(data, at)[1] == sh_type:
             return at
-    raise AssertionError("the fixture has no .gnu.version_r")
+    raise AssertionError(f"the fixture has no section of type {sh_type:#x}")
 
 
 # --- the reader ----------------------------------------------------------------------------------
@@ -108,6 +111,54 @@ def test_broken_objects_raise_elf_error() -> None:
     struct.pack_into("<I", bad_name, offset + 4, len(data))  # vn_file of the first entry: past the end
     with pytest.raises(ElfError, match="runs past the end of the file"):
         version_needs(bytes(bad_name))
+
+
+VERDEF_FIXTURE = DATA / "elf" / "libverdef.so"
+# readelf --version-info libverdef.so (tests/data/elf/README.md), the BASE entry left out
+VERDEF_NAMES = ("GLIBCXX_3.4", "GLIBCXX_3.4.29", "GLIBCXX_3.4.30", "CXXABI_1.3", "CXXABI_1.3.13", "CXXABI_TM_1")
+
+
+def test_the_verdef_fixture_reads_as_readelf_shows_it() -> None:
+    assert version_defs(VERDEF_FIXTURE.read_bytes()) == VERDEF_NAMES
+
+
+def test_the_newest_defined_version_per_family() -> None:
+    defined = defined_maximum(VERDEF_NAMES)
+    assert defined == RuntimeFloor(glibcxx=(3, 4, 30), cxxabi=(1, 3, 13))  # CXXABI_TM_1 is no CXXABI_1.3.n
+    # a wheel needing GCC 12's libstdc++ fits it, one needing GCC 13's does not
+    assert exceeds(RuntimeFloor(glibcxx=(3, 4, 30), cxxabi=(1, 3, 13)), defined) == []
+    assert exceeds(RuntimeFloor(glibcxx=(3, 4, 32)), defined) == ["GLIBCXX_3.4.32 > 3.4.30"]
+
+
+def test_an_object_that_defines_no_versions() -> None:
+    # libfixture.so only needs versions; it defines none
+    assert version_defs(bytes(_fixture())) == ()
+    assert defined_maximum(()) == RuntimeFloor()
+    assert version_defs(b"MZ\x90\x00" + bytes(100)) is None
+
+
+def test_a_broken_verdef_section_raises_elf_error() -> None:
+    data = bytearray(VERDEF_FIXTURE.read_bytes())
+    header = _verneed_header(data, SHT_GNU_VERDEF)
+    offset, size = _SHDR.unpack_from(data, header)[4:6]
+    bad_link = bytearray(data)
+    struct.pack_into("<I", bad_link, header + 40, 999)
+    with pytest.raises(ElfError, match=r"\.gnu\.version_d points outside the file"):
+        version_defs(bytes(bad_link))
+    bad_count = bytearray(data)
+    struct.pack_into("<I", bad_count, header + 44, 99)  # sh_info: 99 entries, the section holds 7
+    last = 0xC0  # the CXXABI_TM_1 entry (readelf's offsets): its vd_next now points past the section
+    struct.pack_into("<I", bad_count, offset + last + 16, size - last)
+    with pytest.raises(ElfError, match="entry runs past its section"):
+        version_defs(bytes(bad_count))
+    bad_aux = bytearray(data)
+    struct.pack_into("<I", bad_aux, offset + 0x1C + 12, size)  # GLIBCXX_3.4's vd_aux: past the section
+    with pytest.raises(ElfError, match="name record runs past its section"):
+        version_defs(bytes(bad_aux))
+    bad_name = bytearray(data)
+    struct.pack_into("<I", bad_name, offset + 0x1C + 20, len(data))  # its vda_name: past the end of the file
+    with pytest.raises(ElfError, match="runs past the end of the file"):
+        version_defs(bytes(bad_name))
 
 
 # --- floor, promise, words -----------------------------------------------------------------------

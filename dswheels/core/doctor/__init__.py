@@ -19,6 +19,7 @@ from dswheels.core.compat import Compat
 from dswheels.core.doctor.checks_build_tools import check_compiler, check_long_paths, check_ninja
 from dswheels.core.doctor.checks_cuda import check_cuda_home, check_toolkits
 from dswheels.core.doctor.checks_deepspeed import check_deepspeed, check_index
+from dswheels.core.doctor.checks_linux_runtime import PublishedRuntime, check_linux_runtime
 from dswheels.core.doctor.checks_runtime import check_gpu, check_platform, check_python, check_torch
 from dswheels.core.doctor.environment import derive_env, env_kind
 from dswheels.core.doctor.guidance import cuda_home_guidance
@@ -31,6 +32,7 @@ __all__ = [
     "Check",
     "IndexView",
     "LocalBuild",
+    "PublishedRuntime",
     "Report",
     "Status",
     "Verdict",
@@ -45,8 +47,14 @@ def diagnose(
     *,
     deepspeed: VersionTuple | None = None,
     index: IndexView | None = None,
+    published: PublishedRuntime | None = None,
 ) -> Report:
-    """Every check with its fix, and the verdict for this environment."""
+    """Every check with its fix, and the verdict for this environment.
+
+    ``published``: the build manifest of the published wheel the verdict picks (read by the
+    command after a first diagnosis); the Linux runtime check then judges that wheel's own
+    need instead of the promise.
+    """
     env = derive_env(facts, compat)
     checks: list[Check] = [check_platform(env), check_python(env), check_torch(env), check_gpu(env)]
     checks.append(check_cuda_home(env))
@@ -56,6 +64,9 @@ def diagnose(
     checks.append(check_ninja(env))
     checks.append(check_deepspeed(env))
     verdict = make_verdict(env, deepspeed=deepspeed, index=index)
+    if published is not None and (verdict.wheel is None or published.filename != verdict.wheel.filename):
+        published = None  # the manifest of another wheel than the one picked says nothing here
+    checks.extend(check_linux_runtime(env, published))
     checks.extend(check_index(verdict))
     return Report(
         checks=tuple(checks), verdict=verdict, guidance=cuda_home_guidance(env, verdict), env_kind=env_kind(facts)
