@@ -326,6 +326,10 @@ def test_gpu_machine_with_an_installed_wheel(compat: Compat) -> None:
     assert env["CUDA_HOME"] == "/usr/local/cuda-13.0"  # the symlink /usr/local/cuda resolved
     assert "DS_ACCELERATOR" not in env  # a GPU is visible
     assert "CUDA_INC_PATH" not in env  # the toolkit has the cuBLAS/cuRAND dev files itself
+    # Ubuntu 24.04: glibc 2.39 and GCC 14's libstdc++, as compat.yml records for the ubuntu-24.04 image
+    runtime = one(report, "linux_runtime")
+    assert runtime.title == "glibc 2.39, libstdc++ GLIBCXX_3.4.33: loads the published Linux wheels"
+    assert "libstdc++.so.6.0.33 defines up to GLIBCXX_3.4.33 and CXXABI_1.3.15 (loaded by torch)" in runtime.detail
 
 
 # --- CPU torch, no GPU --------------------------------------------------------------------------
@@ -687,9 +691,9 @@ def test_with_an_index_the_picked_wheels_own_runtime_is_judged(compat: Compat) -
 
 def test_no_runtime_check_on_windows_or_for_older_recordings(compat: Compat) -> None:
     assert "linux_runtime" not in statuses(diagnose(load_machine("windows-healthy-cu124"), compat))
-    h200 = load_machine("linux-h200-cu130-deepspeed")  # recorded before the probe had it
-    assert h200.linux_runtime is None
-    assert "linux_runtime" not in statuses(diagnose(h200, compat))
+    assembled = load_machine("linux-healthy-cu128")  # assembled from recordings that predate the probe
+    assert assembled.linux_runtime is None
+    assert "linux_runtime" not in statuses(diagnose(assembled, compat))
     # facts of a Windows machine never carry it, even if a file claims so
     facts = dataclasses.replace(
         load_machine("windows-healthy-cu124"), linux_runtime=load_machine("linux-rhel9-like-cputorch").linux_runtime
