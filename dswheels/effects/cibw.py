@@ -16,14 +16,13 @@ import contextlib
 import importlib.metadata
 import os
 import sys
-import zipfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from dswheels import __version__
 from dswheels.core.cibw import CibwError, JobRecord, finished_manifest, parse_job_record
 from dswheels.core.compat import Compat
-from dswheels.core.linux_runtime import ElfError, RuntimeFloor, exceeds, floor_of, version_needs
+from dswheels.core.linux_runtime import RuntimeFloor, exceeds, floor_of, version_needs
 from dswheels.core.manifest import FileInfo, Manifest, manifest_name, render_manifest
 from dswheels.core.model import PlannedCell
 from dswheels.core.naming import cell_id, wheel_filename
@@ -31,7 +30,6 @@ from dswheels.core.wheelfile import (
     EXTENSION_SUFFIXES,
     INSTALLED_INFO,
     OP_BUILDER_DIR,
-    WheelContentError,
     builder_modules,
     parse_installed_info,
 )
@@ -39,6 +37,7 @@ from dswheels.effects.clock import utc_now
 from dswheels.effects.files import write_text_atomic
 from dswheels.effects.postprocess import sha256_file
 from dswheels.effects.toolchain import find_cuda, tool_version
+from dswheels.effects.wheelzip import open_wheel
 from dswheels.errors import BuildError, ConfigError, EnvironmentMismatchError
 from dswheels.log import get_reporter
 
@@ -103,25 +102,20 @@ def wheel_manifest(
     planned: PlannedCell, wheel: Path, *, job: JobRecord, toolchain: Mapping[str, str]
 ) -> tuple[Manifest, Mapping[str, Mapping[str, tuple[str, ...]]]]:
     """The manifest of one built wheel, and the version needs of its ELF extensions (Linux)."""
-    try:
-        with zipfile.ZipFile(wheel) as zf:
-            names = tuple(zf.namelist())
-            installed = parse_installed_info(zf.read(INSTALLED_INFO).decode("utf-8"))
-            # the builders of the CUDA accelerator (op_builder/*.py) and the CPU one (op_builder/cpu/*.py)
-            builders = {n: zf.read(n).decode("utf-8", "replace") for n in names if _builder_file(n)}
-            sizes: dict[str, int] = {}
-            needs: dict[str, Mapping[str, tuple[str, ...]]] = {}
-            for name in names:
-                if not name.endswith(EXTENSION_SUFFIXES):
-                    continue
-                data = zf.read(name)
-                sizes[name] = len(data)
-                if (found := version_needs(data)) is not None:
-                    needs[name] = found
-    except KeyError as exc:
-        raise BuildError(f"{wheel.name} lacks {exc.args[0]}: not a DeepSpeed wheel") from None
-    except (zipfile.BadZipFile, WheelContentError, ElfError) as exc:
-        raise BuildError(f"{wheel.name}: {exc}") from None
+    with open_wheel(wheel, BuildError) as zf:
+        names = tuple(zf.namelist())
+        installed = parse_installed_info(zf.read(INSTALLED_INFO).decode("utf-8"))
+        # the builders of the CUDA accelerator (op_builder/*.py) and the CPU one (op_builder/cpu/*.py)
+        builders = {n: zf.read(n).decode("utf-8", "replace") for n in names if _builder_file(n)}
+        sizes: dict[str, int] = {}
+        needs: dict[str, Mapping[str, tuple[str, ...]]] = {}
+        for name in names:
+            if not name.endswith(EXTENSION_SUFFIXES):
+                continue
+            data = zf.read(name)
+            sizes[name] = len(data)
+            if (found := version_needs(data)) is not None:
+                needs[name] = found
     runtime: RuntimeFloor | None = floor_of(needs.values()) if planned.cell.platform.os == "linux" else None
     try:
         manifest = finished_manifest(

@@ -23,7 +23,6 @@ from dswheels.core.wheelfile import (
     EXTENSION_SUFFIXES,
     INSTALLED_INFO,
     InstalledInfo,
-    WheelContentError,
     dist_info_dir,
     parse_installed_info,
     pin_requirement,
@@ -31,6 +30,7 @@ from dswheels.core.wheelfile import (
     torch_pin,
 )
 from dswheels.effects import proc
+from dswheels.effects.wheelzip import open_wheel
 from dswheels.errors import BuildError
 
 __all__ = ["Postprocessed", "WheelContents", "postprocess_wheel", "read_wheel", "sha256_file"]
@@ -44,16 +44,11 @@ class WheelContents:
 
 
 def read_wheel(path: Path) -> WheelContents:
-    try:
-        with zipfile.ZipFile(path) as zf:
-            names = tuple(zf.namelist())
-            dist_info = dist_info_dir(names)
-            metadata = zf.read(f"{dist_info}/METADATA").decode("utf-8")
-            installed = parse_installed_info(zf.read(INSTALLED_INFO).decode("utf-8"))
-    except KeyError as exc:
-        raise BuildError(f"{path.name} lacks {exc.args[0]}: not a DeepSpeed wheel") from None
-    except (zipfile.BadZipFile, WheelContentError) as exc:
-        raise BuildError(f"{path.name}: {exc}") from None
+    with open_wheel(path, BuildError) as zf:
+        names = tuple(zf.namelist())
+        dist_info = dist_info_dir(names)
+        metadata = zf.read(f"{dist_info}/METADATA").decode("utf-8")
+        installed = parse_installed_info(zf.read(INSTALLED_INFO).decode("utf-8"))
     return WheelContents(names=names, installed=installed, metadata=metadata)
 
 

@@ -14,7 +14,6 @@ import json
 import shutil
 import sys
 import tempfile
-import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,6 +44,7 @@ from dswheels.core.wheelfile import (
 )
 from dswheels.effects import proc
 from dswheels.effects.interpreter import find_uv, probe_python, torch_index_args, uv_install
+from dswheels.effects.wheelzip import open_wheel
 from dswheels.errors import VerifyError
 from dswheels.log import get_reporter
 
@@ -73,20 +73,13 @@ class WheelData:
 
 
 def read_wheel_data(path: Path) -> WheelData:
-    try:
-        with zipfile.ZipFile(path) as zf:
-            names = tuple(zf.namelist())
-            dist_info = dist_info_dir(names)
-            metadata = zf.read(f"{dist_info}/METADATA").decode("utf-8")
-            installed = zf.read(INSTALLED_INFO).decode("utf-8")
-            builder = zf.read(BUILDER).decode("utf-8") if BUILDER in names else None
-            extensions = {n: zf.read(n) for n in names if n.endswith(EXTENSION_SUFFIXES)}
-    except FileNotFoundError:
-        raise VerifyError(f"no such wheel: {path}") from None
-    except KeyError as exc:
-        raise VerifyError(f"{path.name} lacks {exc.args[0]}: not a DeepSpeed wheel") from None
-    except (zipfile.BadZipFile, WheelContentError) as exc:
-        raise VerifyError(f"{path.name}: {exc}") from None
+    with open_wheel(path, VerifyError) as zf:
+        names = tuple(zf.namelist())
+        dist_info = dist_info_dir(names)
+        metadata = zf.read(f"{dist_info}/METADATA").decode("utf-8")
+        installed = zf.read(INSTALLED_INFO).decode("utf-8")
+        builder = zf.read(BUILDER).decode("utf-8") if BUILDER in names else None
+        extensions = {n: zf.read(n) for n in names if n.endswith(EXTENSION_SUFFIXES)}
     return WheelData(
         path=path,
         names=names,
@@ -281,7 +274,7 @@ def fresh_venv(
         uv_install(uv, python, [str(wheel)], deps_index, log_file=log)
     else:
         # keep the other torch: the wheel's pin would replace it, so install its other requirements by hand
-        with zipfile.ZipFile(wheel) as zf:
+        with open_wheel(wheel, VerifyError) as zf:
             metadata = zf.read(f"{dist_info_dir(zf.namelist())}/METADATA").decode("utf-8")
         others = [str(r) for r in requires_of(metadata) if r.name != "torch" and not r.marker]
         uv_install(uv, python, others, deps_index, log_file=log)
