@@ -43,7 +43,7 @@ examples:
   dswheels verify wheelhouse/cpu/deepspeed-0.19.8+cputorch2.13-cp311-cp311-linux_x86_64.whl
   dswheels verify wheelhouse/*/*.whl --torch-index pip --report verify.json
   dswheels verify some.whl --static                    # no install
-  dswheels verify {wheel} --python current --matrix /abs/matrix.yml   # inside cibuildwheel's test venv"""
+  dswheels verify some.whl --python current            # in this environment (its torch), no venv"""
 
 
 def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
