@@ -11,6 +11,7 @@ from dswheels.commands.common import DEFAULT_MATRIX, Subparsers, formatter, load
 from dswheels.commands.plan import add_selection_arguments, compute_plan
 from dswheels.core.buildreport import CellOutcome, render_results_markdown, render_results_table
 from dswheels.core.buildenv import fit_jobs
+from dswheels.core.canary import restrict_ops
 from dswheels.core.compat import Compat, load_compat
 from dswheels.core.config import parse_matrix
 from dswheels.core.model import PlannedCell, Platform, Python, Variant
@@ -86,6 +87,12 @@ def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--out", type=Path, default=Path("wheelhouse"), metavar="DIR", help="output (default: %(default)s)")
     p.add_argument("--keep-going", action="store_true", help="build the other cells after a failure; report all")
+    p.add_argument(
+        "--ops",
+        metavar="NAMES",
+        help="build only these of the planned ops (comma- or space-separated; the others are left out of the wheel, "
+        "with the reason in its manifest); '' or absent: every planned op",
+    )
     p.add_argument(
         "--torch-index",
         metavar="URL|DIR|pip",
@@ -289,6 +296,19 @@ def _install(wheel: Path) -> None:
     )
 
 
+def _restrict(planned: list[PlannedCell], ops: str | None) -> list[PlannedCell]:
+    names = [name for name in (ops or "").replace(",", " ").split() if name]
+    if not names:
+        return planned
+    restricted = []
+    for item in planned:
+        try:
+            restricted.append(restrict_ops(item, names, why="not selected (--ops)"))
+        except ValueError as exc:
+            raise ConfigError(f"--ops {ops}: {cell_id(item.cell)}: {exc}") from None
+    return restricted
+
+
 def _jobs(args: argparse.Namespace, planned: Sequence[PlannedCell]) -> int:
     if args.jobs is not None:
         return int(args.jobs)
@@ -301,7 +321,7 @@ def run(args: argparse.Namespace) -> int:
     if (args.jobs is not None and args.jobs < 1) or args.parallel_ops < 0:
         raise ConfigError("--jobs must be at least 1 and --parallel-ops at least 0")
     compat = load_compat()
-    planned = _plan_cells(args, compat)
+    planned = _restrict(_plan_cells(args, compat), args.ops)
     cache_dir = (args.cache_dir or env_cache_dir()).expanduser().resolve()
     opts = BuildOptions(
         out_dir=args.out.resolve(),

@@ -346,13 +346,13 @@ def patch_parallel_extensions(text: str) -> str:
 
 
 def split_jobs(jobs: int, ops: int, parallel: int = 0) -> tuple[int, int]:
-    """(extensions built at once, compile jobs for each): about ``jobs`` compiles in all.
+    """(extensions built at once, compile jobs for each): at most ``jobs`` compiles in all.
 
-    >>> split_jobs(2, 6), split_jobs(16, 3), split_jobs(4, 6, parallel=1)
-    ((2, 1), (3, 6), (1, 4))
+    >>> split_jobs(2, 6), split_jobs(16, 3), split_jobs(4, 6, parallel=1), split_jobs(4, 3)
+    ((2, 1), (3, 5), (1, 4), (3, 1))
     """
     at_once = max(1, min(ops, parallel or jobs))
-    return at_once, max(1, -(-jobs // at_once))
+    return at_once, max(1, jobs // at_once)
 
 
 # What one concurrent compile may take: nvcc's cicc/ptxas for one arch of a DeepSpeed kernel
@@ -403,7 +403,7 @@ def split_parallelism(jobs: int, *, ops: int, archs: int, parallel: int = 0) -> 
     >>> split_parallelism(4, ops=1, archs=8)
     Parallelism(at_once=1, ninja_jobs=1, nvcc_threads=4)
     >>> split_parallelism(4, ops=16, archs=8), split_parallelism(4, ops=3, archs=0)
-    (Parallelism(at_once=4, ninja_jobs=1, nvcc_threads=1), Parallelism(at_once=3, ninja_jobs=2, nvcc_threads=1))
+    (Parallelism(at_once=4, ninja_jobs=1, nvcc_threads=1), Parallelism(at_once=3, ninja_jobs=1, nvcc_threads=1))
     >>> split_parallelism(16, ops=2, archs=2)
     Parallelism(at_once=2, ninja_jobs=4, nvcc_threads=2)
     """

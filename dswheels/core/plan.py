@@ -68,7 +68,7 @@ class Plan:
     planned: tuple[PlannedCell, ...]
     dropped: tuple[DroppedCell, ...]
     matrix: str
-    mode: str  # "matrix" | "combo"
+    mode: str  # "matrix" | "combo" | "canary"
     notes: tuple[str, ...] = field(default=())
 
 
