@@ -417,6 +417,8 @@ def _outcome(result: CellResult) -> CellOutcome:
         cache_misses=_int(manifest.compiler_cache.get("misses")) if manifest else None,
         error=result.error.message if result.error else "",
         log=str(result.log_path or ""),
+        op_outcomes=result.op_outcomes if result.error else (),
+        error_lines=tuple((result.error.details or "").splitlines()[:20]) if result.error else (),
     )
 
 

@@ -42,6 +42,7 @@ from dswheels.core.buildenv import (
     patch_torch_requirement,
     split_parallelism,
 )
+from dswheels.core.buildreport import OpOutcome, op_outcomes
 from dswheels.core.buildlog import (
     CacheStats,
     OpSources,
@@ -162,6 +163,7 @@ class CellResult:
     log_path: Path | None = None
     seconds: float = 0.0
     prepared: Path | None = None  # --prepare-only: the patched source tree, ready to compile
+    op_outcomes: tuple[OpOutcome, ...] = ()  # after a compile: each op's fate
 
 
 def work_dir_for(work_root: Path, cid: str) -> Path:
@@ -499,7 +501,7 @@ def build_cell(planned: PlannedCell, opts: BuildOptions) -> CellResult:
     try:
         with reporter.group(f"{cid}: {'prepare' if opts.prepare_only else 'build'}"):
             reporter.info(f"log: {log}")
-            built = _build(planned, opts, log, start)
+            built = _build(planned, opts, log, start, result)
         if isinstance(built, Path):
             result.prepared = built
         else:
@@ -517,7 +519,7 @@ def build_cell(planned: PlannedCell, opts: BuildOptions) -> CellResult:
 
 
 def _build(
-    planned: PlannedCell, opts: BuildOptions, log: Path, start: float
+    planned: PlannedCell, opts: BuildOptions, log: Path, start: float, result: CellResult
 ) -> tuple[Path, Path, Manifest] | Path:
     """The wheel, its manifest path and manifest; with ``prepare_only`` the prepared source tree."""
     reporter = get_reporter()
@@ -680,8 +682,11 @@ def _build(
     )
     op_seconds = tracker.finish()
     durations["compile"] = monotonic() - t0
+    blamed = failing_ops(tracker.lines, op_sources, tracker.started) if run.returncode != 0 else []
+    result.op_outcomes = op_outcomes(
+        [(op.name, op.module) for op in op_sources], done=op_seconds, started=tracker.started, blamed=blamed
+    )
     if run.returncode != 0:
-        blamed = failing_ops(tracker.lines, op_sources, tracker.started)
         what = f"compiling {', '.join(blamed)} failed" if blamed else "python -m build failed"
         raise BuildError(
             f"{cid}: {what} (exit code {run.returncode})",
