@@ -7,10 +7,17 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from dswheels.commands.common import DEFAULT_MATRIX, Subparsers, formatter, load_matrix, parse_nvcc_option
+from dswheels.commands.common import (
+    DEFAULT_MATRIX,
+    Subparsers,
+    add_torch_index_argument,
+    formatter,
+    load_matrix,
+    parse_nvcc_option,
+)
 from dswheels.commands.plan import add_selection_arguments, compute_plan
-from dswheels.core.buildreport import CellOutcome, render_results_markdown, render_results_table
 from dswheels.core.buildenv import fit_jobs
+from dswheels.core.buildreport import CellOutcome, render_results_markdown, render_results_table
 from dswheels.core.canary import restrict_ops
 from dswheels.core.compat import Compat, load_compat
 from dswheels.core.config import parse_matrix
@@ -93,12 +100,7 @@ def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
         help="build only these of the planned ops (comma- or space-separated; the others are left out of the wheel, "
         "with the reason in its manifest); '' or absent: every planned op",
     )
-    p.add_argument(
-        "--torch-index",
-        metavar="URL|DIR|pip",
-        help="where torch comes from: an index URL, a directory of wheels, or 'pip' for the indexes pip is "
-        "configured with (default: the plan's, https://download.pytorch.org/whl/<variant>)",
-    )
+    add_torch_index_argument(p, what="the build interpreter")
     p.add_argument(
         "--interpreter",
         choices=("auto", "current", "venv"),
@@ -304,7 +306,7 @@ def _restrict(planned: list[PlannedCell], ops: str | None) -> list[PlannedCell]:
     for item in planned:
         try:
             restricted.append(restrict_ops(item, names, why="not selected (--ops)"))
-        except ValueError as exc:
+        except ValueError as exc:  # noqa: PERF203 - the first cell that lacks one is the error
             raise ConfigError(f"--ops {ops}: {cell_id(item.cell)}: {exc}") from None
     return restricted
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from dswheels import __version__
 from dswheels.commands.build import plan_cell_ids
-from dswheels.commands.common import Subparsers, formatter
+from dswheels.commands.common import Subparsers, add_torch_index_argument, formatter
 from dswheels.core.compat import load_compat
 from dswheels.core.naming import cell_id
 from dswheels.core.sources import TorchSource
@@ -68,11 +68,7 @@ def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
         metavar="PATH|current",
         help="run the run-time part in this interpreter (the wheel must be installed there) instead of a fresh venv",
     )
-    p.add_argument(
-        "--torch-index",
-        metavar="URL|DIR|pip",
-        help="where the fresh venv's torch comes from (default: https://download.pytorch.org/whl/<variant>)",
-    )
+    add_torch_index_argument(p, what="the fresh venv")
     p.add_argument(
         "--accelerator",
         choices=("auto", "cuda", "cpu", "none"),

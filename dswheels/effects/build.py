@@ -42,7 +42,6 @@ from dswheels.core.buildenv import (
     patch_torch_requirement,
     split_parallelism,
 )
-from dswheels.core.buildreport import OpOutcome, op_outcomes
 from dswheels.core.buildlog import (
     CacheStats,
     OpSources,
@@ -52,6 +51,7 @@ from dswheels.core.buildlog import (
     parse_ccache_stats_log,
     parse_sccache_stats,
 )
+from dswheels.core.buildreport import OpOutcome, op_outcomes
 from dswheels.core.compat import Compat
 from dswheels.core.fatbin import GpuCode, arch_number
 from dswheels.core.linux_runtime import RuntimeFloor, exceeds, floor_of
@@ -557,9 +557,7 @@ def _build(
         if planned.cell.variant.is_cuda:
             assert tc.nvcc is not None  # noqa: S101 - the plan gives CUDA variants an nvcc
             cuda = find_cuda(tc.nvcc, inherited)
-            reporter.info(
-                f"nvcc {format_version(cuda.version)} at {cuda.home} (the plan's {format_version(tc.nvcc)})"
-            )
+            reporter.info(f"nvcc {format_version(cuda.version)} at {cuda.home} (the plan's {format_version(tc.nvcc)})")
         msvc = check_msvc(planned, inherited) if here == "windows" else None
 
     work = work_dir_for(opts.work_root, cid)

@@ -19,7 +19,7 @@ def cpu_count() -> int:
 
 class _MemoryStatusEx(ctypes.Structure):
     # MEMORYSTATUSEX (sysinfoapi.h)
-    _fields_ = [  # noqa: RUF012 - ctypes reads the class attribute
+    _fields_ = [
         ("dwLength", ctypes.c_ulong),
         ("dwMemoryLoad", ctypes.c_ulong),
         ("ullTotalPhys", ctypes.c_ulonglong),

@@ -23,12 +23,9 @@ from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
 from dswheels import __version__
-from dswheels.core.model import PlannedCell
-from dswheels.core.model import SourceKind
+from dswheels.core.model import PlannedCell, SourceKind
 from dswheels.core.sources import SdistInfo, sdist_from_pypi_json
 from dswheels.core.versions import format_version
-from dswheels.effects.clock import utc_now
-from dswheels.effects.files import write_text_atomic
 from dswheels.errors import SourceError
 from dswheels.log import get_reporter
 
@@ -229,7 +226,9 @@ def fetch_source(planned: PlannedCell, *, downloader: Downloader, pypi_json: str
         )
     reporter.info(f"source: {source.url} (sha256 {source.sha256[:12]}... pinned in the matrix)")
     path, sha = downloader.fetch(source.url, sha256=source.sha256)
-    return FetchedSource(path=path, kind=source.kind, url=source.url, sha256=sha, verified_by="sha256 pinned in the matrix")
+    return FetchedSource(
+        path=path, kind=source.kind, url=source.url, sha256=sha, verified_by="sha256 pinned in the matrix"
+    )
 
 
 # --- unpacking ---------------------------------------------------------------------------------

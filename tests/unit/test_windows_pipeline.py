@@ -14,7 +14,7 @@ from dswheels.core.buildenv import GIB, fit_jobs, msvc_bin_dir, split_parallelis
 from dswheels.core.canary import CANARY_OPS, pick_canary, restrict_ops
 from dswheels.core.compat import load_compat
 from dswheels.core.config import parse_matrix
-from dswheels.core.model import Platform, SourceKind
+from dswheels.core.model import PlannedCell, Platform, SourceKind
 from dswheels.core.naming import cell_id, parse_cell_id
 from dswheels.core.plan import Combo, plan
 from dswheels.effects.build import _add_windows_files
@@ -26,7 +26,7 @@ COMPAT = load_compat()
 SHIPPED = parse_matrix((ROOT / "matrix" / "matrix.yml").read_text(), "matrix/matrix.yml", COMPAT)
 
 
-def _planned(cid: str):  # type: ignore[no-untyped-def]
+def _planned(cid: str) -> PlannedCell:
     cell = parse_cell_id(cid)
     combo = Combo(
         deepspeed=cell.deepspeed, torch=cell.torch, variant=cell.variant, python=cell.python, platform=cell.platform
@@ -88,7 +88,7 @@ def test_git_bashs_gnu_link_first_on_path_is_refused(tmp_path: Path) -> None:
 def test_no_link_exe_at_all_is_refused(tmp_path: Path) -> None:
     msvc = _msvc(tmp_path)
     (Path(msvc.bin_dir) / "link.exe").unlink()
-    with pytest.raises(EnvironmentMismatchError, match="no link.exe at all"):
+    with pytest.raises(EnvironmentMismatchError, match=r"no link\.exe at all"):
         check_msvc_link(msvc.bin_dir, msvc, sep=";")
 
 
@@ -119,7 +119,11 @@ def test_the_canary_is_the_cheapest_windows_cuda_cell_with_one_cpu_and_one_cuda_
     assert canary.cell.platform is Platform.WIN_AMD64
     assert canary.cell.variant.is_cuda
     assert set(canary.ops.build_names) == set(CANARY_OPS)
-    fewest = min(len(p.toolchain.arch_list) for p in everything if p.cell.platform is Platform.WIN_AMD64 and p.cell.variant.is_cuda)
+    fewest = min(
+        len(p.toolchain.arch_list)
+        for p in everything
+        if p.cell.platform is Platform.WIN_AMD64 and p.cell.variant.is_cuda
+    )
     assert len(canary.toolchain.arch_list) == fewest
     left = dict(canary.ops.left_out)
     assert left["fused_lamb"].startswith("canary:")
