@@ -11,13 +11,22 @@ from dswheels import __version__
 from dswheels.commands.build import plan_cell_ids
 from dswheels.commands.common import Subparsers, formatter
 from dswheels.core.compat import load_compat
+from dswheels.core.model import Cell
 from dswheels.core.naming import cell_id
 from dswheels.core.sources import TorchSource
 from dswheels.core.verify import Check, Expected, cell_from_wheel_filename, render_checks_markdown
 from dswheels.effects.files import write_text_atomic
 from dswheels.effects.gha import write_summary
 from dswheels.effects.sources import env_cache_dir
-from dswheels.effects.verify import RuntimeResult, load_expected, read_wheel_data, runtime_checks, static_part
+from dswheels.core.wheelfile import WheelContentError, parse_installed_info
+from dswheels.effects.verify import (
+    RuntimeResult,
+    WheelData,
+    load_expected,
+    read_wheel_data,
+    runtime_checks,
+    static_part,
+)
 from dswheels.errors import ConfigError, VerifyError
 from dswheels.log import get_reporter
 
@@ -96,12 +105,24 @@ def _torch_source(text: str | None) -> TorchSource:
     return parse(text)
 
 
-def _plan_expectation(wheel: Path, matrix: Path) -> Expected | None:
-    if not matrix.exists():
-        return None
+def wheel_cell(wheel: Path, data: WheelData) -> Cell:
+    """The cell the wheel's label names; for DeepSpeed's own wheels (no label), the one its torch_info names."""
     try:
-        cell = cell_from_wheel_filename(wheel.name)
-    except ValueError:
+        return cell_from_wheel_filename(wheel.name)
+    except ValueError as exc:
+        problem = str(exc)
+    try:
+        cell = cell_from_wheel_filename(wheel.name, parse_installed_info(data.installed_text))
+    except (ValueError, WheelContentError):
+        raise VerifyError(problem, hint="dswheels verifies the wheels dswheels build names") from None
+    get_reporter().info(
+        f"{wheel.name} has no dswheels label: checked as {cell_id(cell)}, the build its torch_info names",
+    )
+    return cell
+
+
+def _plan_expectation(cell: Cell, matrix: Path) -> Expected | None:
+    if not matrix.exists():
         return None
     planned = plan_cell_ids([cell_id(cell)], matrix=matrix, nvcc=None, compat=load_compat())[0]
     return Expected(
@@ -124,8 +145,9 @@ def _print(title: str, checks: list[Check]) -> None:
 
 def verify_one(wheel: Path, args: argparse.Namespace) -> tuple[list[Check], RuntimeResult | None, Expected]:
     compat = load_compat()
-    expected = load_expected(wheel, _plan_expectation(wheel, args.matrix), args.manifest, compat=compat)
     data = read_wheel_data(wheel)
+    cell = wheel_cell(wheel, data)
+    expected = load_expected(wheel, cell, _plan_expectation(cell, args.matrix), args.manifest, compat=compat)
     checks = static_part(data, expected, compat)
     _print(f"static checks (against the {expected.source}):", checks)
     runtime: RuntimeResult | None = None

@@ -25,7 +25,16 @@ from dswheels.core.model import Python
 from dswheels.core.untyped import Untyped
 from dswheels.core.versions import VersionTuple, format_version, parse_version
 
-__all__ = ["DllFacts", "DllTarget", "DllVerdict", "judge_dll", "judge_imports", "load_dll_facts", "parse_dll_facts"]
+__all__ = [
+    "DllFacts",
+    "DllTarget",
+    "DllVerdict",
+    "describe_providers",
+    "judge_dll",
+    "judge_imports",
+    "load_dll_facts",
+    "parse_dll_facts",
+]
 
 _PYTHON_DLL = re.compile(r"^python3(\d+)(t?)\.dll$")
 
@@ -119,7 +128,7 @@ def judge_dll(name: str, target: DllTarget, facts: DllFacts) -> DllVerdict:
 
     >>> facts = load_dll_facts()
     >>> judge_dll("cudart64_12.dll", DllTarget(torch=(2, 6), cuda_major=12), facts).detail
-    "CUDA 12 runtime library that torch's CUDA wheels carry in torch/lib"
+    "CUDA 12 runtime library that torch's CUDA 12 wheels carry in torch/lib"
     >>> judge_dll("cudart64_12.dll", DllTarget(torch=(2, 9), cuda_major=13), facts).ok
     False
     """
@@ -207,3 +216,16 @@ def judge_imports(imports: Iterable[str], target: DllTarget, facts: DllFacts) ->
         if name.lower() not in seen:
             seen[name.lower()] = judge_dll(name, target, facts)
     return tuple(seen.values())
+
+
+def describe_providers(verdicts: Iterable[DllVerdict]) -> str:
+    """``windows (KERNEL32.dll, ...); python (python311.dll); ...``: the DLLs grouped by what provides them.
+
+    >>> describe_providers([DllVerdict("c10.dll", "torch", True, ""), DllVerdict("KERNEL32.dll", "windows", True, "")])
+    'windows (KERNEL32.dll); torch (c10.dll)'
+    """
+    order = ["windows", "msvc runtime", "python", "torch", "cuda (in torch/lib)", "unknown"]
+    groups: dict[str, list[str]] = {}
+    for v in verdicts:
+        groups.setdefault(v.provider, []).append(v.name)
+    return "; ".join(f"{p} ({', '.join(groups[p])})" for p in sorted(groups, key=order.index))
