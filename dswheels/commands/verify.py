@@ -15,10 +15,10 @@ from dswheels.core.model import Cell
 from dswheels.core.naming import cell_id
 from dswheels.core.sources import TorchSource
 from dswheels.core.verify import Check, Expected, cell_from_wheel_filename, render_checks_markdown
+from dswheels.core.wheelfile import WheelContentError, parse_installed_info
 from dswheels.effects.files import write_text_atomic
 from dswheels.effects.gha import write_summary
 from dswheels.effects.sources import env_cache_dir
-from dswheels.core.wheelfile import WheelContentError, parse_installed_info
 from dswheels.effects.verify import (
     RuntimeResult,
     WheelData,

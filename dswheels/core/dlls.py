@@ -95,7 +95,9 @@ def parse_dll_facts(data: object) -> DllFacts:
     system, msvc, cuda = root.at("system"), root.at("msvc_runtime"), root.at("torch_cuda")
     rows = sorted(
         (
-            TorchDlls(torch=parse_version(row.at("torch").text()), dlls=frozenset(d.lower() for d in row.at("dlls").strs()))
+            TorchDlls(
+                torch=parse_version(row.at("torch").text()), dlls=frozenset(d.lower() for d in row.at("dlls").strs())
+            )
             for row in root.at("torch").seq()
         ),
         key=lambda r: r.torch,

@@ -53,7 +53,9 @@ class ExtensionReport:
             "file": b.member,
             "format": b.format,
             "size": b.size,
-            "gpu": None if b.gpu is None else {"sass": [f"sm_{a}" for a in b.gpu.sass], "ptx": [f"compute_{a}" for a in b.gpu.ptx]},
+            "gpu": None
+            if b.gpu is None
+            else {"sass": [f"sm_{a}" for a in b.gpu.sass], "ptx": [f"compute_{a}" for a in b.gpu.ptx]},
             "cpu": None if b.isa is None else {"level": isa_level(b.isa), **_isa_json(b.isa)},
             "linux_runtime": {lib: list(v) for lib, v in b.version_needs.items()} if b.format == "elf" else None,
             "linux_runtime_floor": self.runtime or None,
@@ -160,10 +162,14 @@ def inspect_wheel(
     ops = _op_of_extensions(names, builder_sources)
     reports = []
     for member, binary in sorted(binaries.items()):
-        dlls = judge_imports(binary.dll_imports + binary.delay_imports, target, dll_facts) if binary.format == "pe" else ()
+        dlls = (
+            judge_imports(binary.dll_imports + binary.delay_imports, target, dll_facts) if binary.format == "pe" else ()
+        )
         runtime = floor_of([binary.version_needs]).describe(libstdcxx) if binary.format == "elf" else ""
         reports.append(ExtensionReport(op=ops.get(member, ""), binary=binary, dlls=dlls, runtime=runtime))
-    torch_reqs = tuple(str(r) for r in requires_of(metadata) if r.name == "torch" and "extra" not in str(r.marker or ""))
+    torch_reqs = tuple(
+        str(r) for r in requires_of(metadata) if r.name == "torch" and "extra" not in str(r.marker or "")
+    )
     inspection = Inspection(
         filename=filename,
         version=str(version),
@@ -210,9 +216,7 @@ def _warnings(i: Inspection, *, cuda: str, toolkit_sm: Mapping[str, frozenset[in
                 "emit it: the ops were compiled by a newer toolkit than the torch they were built against"
             )
     for r in i.extensions:
-        for v in r.dlls:
-            if not v.ok:
-                warnings.append(f"{_label(r)} imports {v.name}: {v.detail}")
+        warnings.extend(f"{_label(r)} imports {v.name}: {v.detail}" for v in r.dlls if not v.ok)
         if r.binary.isa is not None and not r.binary.isa.ok:
             warnings.append(f"{_label(r)}: {r.binary.isa.describe('x86-64-v2')}")
     return warnings

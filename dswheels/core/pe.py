@@ -28,7 +28,8 @@ __all__ = ["MACHINES", "PeError", "PeImage", "PeSection", "is_pe", "read_pe"]
 _COFF = struct.Struct("<HHIIIHH")  # Machine, NumberOfSections, TimeDateStamp, PtrSymTab, NumSyms, SizeOptHdr, Chars
 _SECTION = struct.Struct("<8sIIII12xI")  # Name, VirtualSize, VirtualAddress, SizeOfRawData, PointerToRawData, .., Chars
 _IMPORT = struct.Struct("<IIIII")  # OriginalFirstThunk, TimeDateStamp, ForwarderChain, Name, FirstThunk
-_DELAY = struct.Struct("<IIIIIIII")  # Attributes, DllNameRVA, ModuleHandle, IAT, INT, BoundIAT, UnloadIAT, TimeDateStamp
+# Attributes, DllNameRVA, ModuleHandle, IAT, INT, BoundIAT, UnloadIAT, TimeDateStamp
+_DELAY = struct.Struct("<IIIIIIII")
 _PE32, _PE32_PLUS = 0x10B, 0x20B
 _IMPORT_DIR, _DELAY_DIR = 1, 13
 _MAX_DLLS = 4096  # a real DLL imports tens; the bound keeps a hostile file from looping long
@@ -163,13 +164,24 @@ def read_pe(data: bytes) -> PeImage | None:
         sections.append(PeSection(name, vaddr, vsize, roffset if rsize else 0, rsize))
     found = tuple(sections)
 
-    imports = _import_names(data, directories, found, header_size, _IMPORT_DIR, _IMPORT, image_base)
-    delayed = _import_names(data, directories, found, header_size, _DELAY_DIR, _DELAY, image_base)
+    imports, delayed = (
+        _import_names(
+            data,
+            directories=directories,
+            sections=found,
+            header_size=header_size,
+            index=index,
+            record=record,
+            image_base=image_base,
+        )
+        for index, record in ((_IMPORT_DIR, _IMPORT), (_DELAY_DIR, _DELAY))
+    )
     return PeImage(machine=machine, pe32_plus=plus, sections=found, imports=imports, delay_imports=delayed)
 
 
 def _import_names(
     data: bytes,
+    *,
     directories: list[tuple[int, int]],
     sections: tuple[PeSection, ...],
     header_size: int,

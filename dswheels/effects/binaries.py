@@ -24,7 +24,9 @@ from dswheels.errors import DswheelsError
 __all__ = ["disassemble", "read_extension_binary", "read_extensions"]
 
 
-def disassemble(path: Path, *, objdump: str, forbidden_registers: Sequence[str], error: type[DswheelsError]) -> IsaReport:
+def disassemble(
+    path: Path, *, objdump: str, forbidden_registers: Sequence[str], error: type[DswheelsError]
+) -> IsaReport:
     """``objdump -d`` of one extension file, scanned against the baseline's forbidden registers."""
     result = proc.run(
         [objdump, "-d", "--no-show-raw-insn", path],

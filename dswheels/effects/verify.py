@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dswheels.core.compat import Compat
-from dswheels.core.dsreport import DsReport, parse_ds_report
 from dswheels.core.dlls import load_dll_facts
-from dswheels.core.model import Cell
+from dswheels.core.dsreport import DsReport, parse_ds_report
 from dswheels.core.manifest import ManifestError, manifest_name, parse_manifest
+from dswheels.core.model import Cell
 from dswheels.core.naming import cell_id
 from dswheels.core.sources import TorchSource
 from dswheels.core.verify import (
@@ -142,15 +142,11 @@ def tool_checks(data: WheelData, expected: Expected, compat: Compat) -> list[Che
         checks.append(Check("cpu baseline", ok=False, detail=f"unknown baseline {expected.cpu_baseline!r}"))
     elif known and proc.find_tool("objdump") is None:
         get_reporter().warning("objdump (binutils) is not on PATH: the CPU baseline of the extensions is not checked")
-    for binary in known:
-        if binary.isa is not None:
-            checks.append(
-                Check(
-                    f"cpu baseline {binary.name.split('.')[0]}",
-                    ok=binary.isa.ok,
-                    detail=binary.isa.describe(expected.cpu_baseline),
-                ),
-            )
+    checks.extend(
+        Check(f"cpu baseline {b.name.split('.')[0]}", ok=b.isa.ok, detail=b.isa.describe(expected.cpu_baseline))
+        for b in known
+        if b.isa is not None
+    )
     checks += binary_checks(binaries, expected, compat.libstdcxx, load_dll_facts())
     checks += gpu_checks(expected, {m: b.gpu for m, b in binaries.items() if b.gpu is not None})
     return checks
