@@ -40,7 +40,10 @@ the manifest's ops, one extension per op, no instruction above the CPU baseline,
 only for the planned archs, and on Linux the glibc/libstdc++ floor: the highest GLIBC_x.y,
 GLIBCXX_3.4.n and CXXABI_1.3.n the extensions ask for, which must not exceed the promised
 maximum (the plan's linux_runtime: compat.yml's linux_runtime_floor unless the matrix sets
-linux_runtime). The run-time part installs the wheel into a fresh venv with
+linux_runtime); on Windows every DLL a .pyd imports must come from Windows, the Visual C++
+runtime, the wheel's Python or its torch wheel (docs/inspect.md). A DeepSpeed wheel without a
+dswheels label (DeepSpeed's own) is checked as the cell its torch_info names.
+The run-time part installs the wheel into a fresh venv with
 the cell's torch, parses ds_report, and loads every op with an empty TORCH_EXTENSIONS_DIR
 while JIT compilation is made to fail: each op must come from the wheel.
 
