@@ -11,9 +11,12 @@ from dswheels import __version__
 from dswheels.commands.common import DEFAULT_MATRIX, Subparsers, formatter, load_matrix, parse_nvcc_option
 from dswheels.core.canary import pick_canary
 from dswheels.core.compat import Compat, load_compat
+from dswheels.core.costs import load_costs
 from dswheels.core.index import published_canonical_names
+from dswheels.core.jobs import plan_jobs
 from dswheels.core.naming import wheel_filename
 from dswheels.core.plan import Plan, combo_from_values, plan
+from dswheels.core.render_costs import render_cost_table
 from dswheels.core.render_plan import render_explain, render_github, render_json, render_table
 from dswheels.effects.index import list_published
 from dswheels.errors import ConfigError, NothingToDoError
@@ -80,6 +83,25 @@ def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--explain", action="store_true", help="print every dropped cell and the rule that drops it")
     p.add_argument(
+        "--costs",
+        action="store_true",
+        help="print every job with its estimated runner minutes (compile_times.yml, docs/costs.md) and the total",
+    )
+    p.add_argument(
+        "--group",
+        choices=("python", "cell"),
+        default="python",
+        help="python (default): one job builds every Python of a (deepspeed, torch, variant, platform), compiling "
+        "the .cu objects once; cell: one job per cell (coarser either way past 256 jobs)",
+    )
+    p.add_argument(
+        "--stage",
+        choices=("build", "part"),
+        default="build",
+        help="with --format github: build (the jobs that make wheels) or part (the jobs that first compile some "
+        "ops of a group too big for one job into the shared compiler cache; usually none)",
+    )
+    p.add_argument(
         "--skip-published",
         metavar="INDEX_URL|DIR",
         help="leave out cells whose wheel is already in this index (site URL, simple/ URL, site or wheel directory)",
@@ -143,8 +165,15 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(render_explain(result))
     elif args.format == "json":
         sys.stdout.write(render_json(result, version=__version__))
-    elif args.format == "github":
-        sys.stdout.write(render_github(result) + "\n")
     else:
-        sys.stdout.write(render_table(result))
+        model = load_costs()
+        jobs = plan_jobs(result.planned, model, finest=args.group)
+        if args.format == "github":
+            sys.stdout.write(render_github(result, jobs, stage=args.stage) + "\n")
+            return 0
+        per_cell = plan_jobs(result.planned, model, finest="cell", limit=sys.maxsize) if result.planned else None
+        if args.costs:
+            sys.stdout.write(render_cost_table(jobs, per_cell=per_cell))
+        else:
+            sys.stdout.write(render_table(result, jobs, per_cell=per_cell))
     return 0

@@ -98,6 +98,9 @@ class BuildSetup:
     debug_symbols: bool = False  # keep -g (else -g0 for every op, also those that take -g from Python's CFLAGS)
     cflags_value: str = ""  # the CFLAGS setuptools would use: inherited, else the interpreter's own
     nvcc_threads: int = 1  # archs one nvcc compiles at once (DS_NVCC_THREADS)
+    # PYTHONPATH: a link at a fixed place in the work directory to the directory torch is imported
+    # from, so torch's (and the nvidia wheels') headers have the same path for every Python and venv
+    python_path: str = ""
 
 
 def msvc_bin_dir(env: Mapping[str, str]) -> str | None:
@@ -191,6 +194,9 @@ def build_env(planned: PlannedCell, setup: BuildSetup) -> dict[str, str]:
         # so the same flags plus a final -g0 turn debug info off for ops that set no -g themselves
         # (deepspeed_shm_comm, pin_memory); the patched '-g0' covers the rest
         env["CFLAGS"] = " ".join(part for part in (setup.cflags_value, "-g0") if part)
+    if setup.python_path:
+        # torch computes its include paths from where it is imported: from here, the same for all Pythons
+        env["PYTHONPATH"] = setup.python_path
     if setup.compilers is not None:
         env["CC"], env["CXX"] = setup.compilers
     if setup.extra_config is not None:
@@ -225,10 +231,16 @@ def _cache_env(setup: BuildSetup) -> dict[str, str]:
             # read verbatim by torch's ninja writer (torch < 2.13 never wraps nvcc)
             env["PYTORCH_NVCC"] = nvcc
             env["TORCH_NO_COMPILER_WRAPPER"] = "1"
-    elif not (setup.torch_wraps_compiler and setup.os != "windows") and nvcc is not None:
-        # sccache cannot pose as the compiler; torch >= 2.13 on Linux prepends it to cxx and nvcc
-        # itself, older torch and Windows only take it for nvcc
-        env["PYTORCH_NVCC"] = nvcc
+    else:
+        # sccache's CCACHE_BASEDIR (0.14+): paths below the work directory are hashed relative
+        env["SCCACHE_BASEDIRS"] = cache.base_dir
+        # torch's ninja rule gives nvcc -MD -MF (older torch --generate-dependencies-with-compile),
+        # which sccache before 0.9 does not cache; a one-shot build in a fresh tree needs no depfile
+        env["TORCH_EXTENSION_SKIP_NVCC_GEN_DEPENDENCIES"] = "1"
+        if not (setup.torch_wraps_compiler and setup.os != "windows") and nvcc is not None:
+            # sccache cannot pose as the compiler; torch >= 2.13 on Linux prepends it to cxx and nvcc
+            # itself, older torch and Windows only take it for nvcc
+            env["PYTORCH_NVCC"] = nvcc
     return env
 
 

@@ -1,27 +1,26 @@
 """Render a :class:`~dswheels.core.plan.Plan` as a table, an explanation, JSON or GitHub jobs.
 
 ``--format json`` is the contract later steps and the workflows read; its shape is
-``PLAN_SCHEMA`` and documented in docs/plan-json.md. ``--format github`` groups cells into
-jobs so one workflow run never exceeds GitHub's 256-job matrix limit.
+``PLAN_SCHEMA`` and documented in docs/plan-json.md. ``--format github`` renders the jobs of
+:mod:`dswheels.core.jobs` (cells grouped per compile, under 256 jobs and the 6-hour cap).
 """
 
 from __future__ import annotations
 
 import json
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Sequence
 
+from dswheels.core.jobs import Job, JobPlan
 from dswheels.core.model import DroppedCell, PlannedCell
 from dswheels.core.naming import build_string, cell_id, local_label, wheel_filename, wheel_version
 from dswheels.core.plan import Plan
+from dswheels.core.render_costs import render_job_summary
 from dswheels.core.versions import format_version
-from dswheels.errors import ConfigError
 
 __all__ = [
-    "GITHUB_JOB_LIMIT",
     "GITHUB_SCHEMA",
     "PLAN_SCHEMA",
-    "group_jobs",
     "planned_cell_json",
     "render_explain",
     "render_github",
@@ -31,7 +30,6 @@ __all__ = [
 
 PLAN_SCHEMA = "dswheels.plan/1"
 GITHUB_SCHEMA = "dswheels.github-matrix/1"
-GITHUB_JOB_LIMIT = 256
 DETAIL_LIMIT = 4  # at most this many cells: the table shows each in full
 
 
@@ -135,59 +133,35 @@ def render_json(plan: Plan, *, version: str) -> str:
 
 # --- GitHub matrix ------------------------------------------------------------------------------
 
-_GROUPINGS = ("cell", "python", "toolchain")
+
+def _job_name(job: Job) -> str:
+    items = job.cells
+    cell = items[0].cell
+    if len(items) == 1:
+        name = cell_id(cell)
+    else:
+        variants = sorted({i.cell.variant.name for i in items})
+        torches = sorted({i.cell.torch for i in items})
+        name = (
+            f"ds{format_version(cell.deepspeed)}-torch{'+'.join(format_version(t) for t in torches)}"
+            f"-{'+'.join(variants)}-{cell.platform.value}"
+        )
+    return f"{name} part {job.part}" if job.stage == "part" else name
 
 
-def _job_key(item: PlannedCell, level: str) -> tuple[str, ...]:
-    """Cells of one job always share a runner and a toolchain: one CUDA install, one compiler."""
-    cell, tc = item.cell, item.toolchain
-    shared = (
-        format_version(cell.deepspeed),
-        cell.platform.value,
-        tc.runner_image,
-        cell.variant.name,
-        tc.cuda_toolkit,
-        tc.host_compiler.version,
-    )
-    if level == "cell":
-        return (*shared, format_version(cell.torch), cell.python.tag)
-    if level == "python":  # one job builds every Python of a (deepspeed, torch, variant, platform)
-        return (*shared, format_version(cell.torch))
-    return shared  # one job builds every torch and Python of a toolchain
-
-
-def group_jobs(planned: Sequence[PlannedCell], *, limit: int = GITHUB_JOB_LIMIT) -> tuple[str, list[list[PlannedCell]]]:
-    """Group cells into at most ``limit`` jobs, as finely as that allows."""
-    for level in _GROUPINGS:
-        groups: dict[tuple[str, ...], list[PlannedCell]] = defaultdict(list)
-        for item in planned:
-            groups[_job_key(item, level)].append(item)
-        if len(groups) <= limit:
-            return level, list(groups.values())
-    raise ConfigError(
-        f"{len(planned)} cells need more than {limit} jobs even grouped by toolchain "
-        "(deepspeed, platform, variant, CUDA toolkit, compiler)",
-        hint="GitHub runs at most 256 jobs per matrix: split the selection, e.g. one run per DeepSpeed "
-        "version (--deepspeed) or per platform (--platform)",
-    )
-
-
-def _job_json(items: list[PlannedCell], *, plan_mode: str) -> dict[str, object]:
+def _job_json(job: Job, *, plan_mode: str) -> dict[str, object]:
+    items = job.cells
     first = items[0]
     cell, tc = first.cell, first.toolchain
     variants = sorted({i.cell.variant.name for i in items})
     pythons = sorted({i.cell.python for i in items})
     toolkits = sorted({i.toolchain.cuda_toolkit for i in items if i.toolchain.cuda_toolkit})
     torches = sorted({i.cell.torch for i in items})
-    if len(items) == 1:
-        name = cell_id(cell)
-    else:
-        name = (
-            f"ds{format_version(cell.deepspeed)}-torch{'+'.join(format_version(t) for t in torches)}"
-            f"-{'+'.join(variants)}-{cell.platform.value}"
-        )
+    # `dswheels build --ops`: "" builds what the matrix plans; a part names its ops, the canary its two
+    canary = " ".join(first.ops.build_names) if plan_mode == "canary" else ""
+    ops = " ".join(job.ops) if job.ops else canary
     return {
-        "name": name,
+        "name": _job_name(job),
         "cells": " ".join(cell_id(i.cell) for i in items),
         "platform": cell.platform.value,
         "os": cell.platform.os,
@@ -202,15 +176,21 @@ def _job_json(items: list[PlannedCell], *, plan_mode: str) -> dict[str, object]:
         "gcc": tc.host_compiler.version if tc.host_compiler.kind == "gcc" else "",
         # a JSON array as a string: Jimver/cuda-toolkit's `sub-packages` input takes exactly that
         "cuda_subpackages": json.dumps(list(tc.cuda_subpackages)) if tc.cuda_subpackages else "",
-        # `dswheels build --ops`: "" builds what the matrix plans; the canary names its two ops
-        "ops": " ".join(first.ops.build_names) if plan_mode == "canary" else "",
+        "ops": ops,
+        "stage": job.stage,
+        "part": job.part,
+        "estimate_minutes": f"{job.estimate.minutes:.0f}",
     }
 
 
-def render_github(plan: Plan) -> str:
-    """One JSON line: ``{"include": [job, ...]}`` for ``strategy.matrix: ${{ fromJSON(...) }}``."""
-    _level, groups = group_jobs(plan.planned)
-    return json.dumps({"include": [_job_json(items, plan_mode=plan.mode) for items in groups]}, separators=(",", ":"))
+def render_github(plan: Plan, jobs: JobPlan, *, stage: str = "build") -> str:
+    """One JSON line: ``{"include": [job, ...]}`` for ``strategy.matrix: ${{ fromJSON(...) }}``.
+
+    ``stage``: ``build`` (the jobs that make wheels) or ``part`` (the jobs that only compile
+    some ops of a cell group too big for one job into the shared compiler cache).
+    """
+    picked = [j for j in jobs.jobs if j.stage == stage]
+    return json.dumps({"include": [_job_json(j, plan_mode=plan.mode) for j in picked]}, separators=(",", ":"))
 
 
 # --- human output ---------------------------------------------------------------------------------
@@ -267,7 +247,7 @@ def _count(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
-def render_table(plan: Plan) -> str:
+def render_table(plan: Plan, jobs: JobPlan, *, per_cell: JobPlan | None = None) -> str:
     lines: list[str] = []
     if len(plan.planned) <= DETAIL_LIMIT:
         for item in plan.planned:
@@ -288,11 +268,11 @@ def render_table(plan: Plan) -> str:
         )
         lines.extend(_table(rows))
         lines.append("")
-    level, groups = group_jobs(plan.planned)
-    summary = f"{_count(len(plan.planned), 'cell')} planned ({_count(len(groups), 'job')}, one per {level})"
+    summary = f"{_count(len(plan.planned), 'cell')} planned"
     if plan.dropped:
         summary += f"; {len(plan.dropped)} dropped by the rules (--explain says why)"
     lines.append(summary)
+    lines.extend(render_job_summary(jobs, per_cell=per_cell))
     return "\n".join(lines) + "\n"
 
 

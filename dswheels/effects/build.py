@@ -14,7 +14,6 @@ tail and the log path, and leaves no wheel of this cell in ``<out>``.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -79,10 +78,11 @@ from dswheels.effects.toolchain import (
     pick_compilers,
     tool_version,
 )
+from dswheels.effects.workdir import group_id, link_site, set_aside, wipe, work_dir_for
 from dswheels.errors import BuildError, DswheelsError, EnvironmentMismatchError
 from dswheels.log import format_duration, get_reporter
 
-__all__ = ["BuildOptions", "CellResult", "build_cell", "discard_wheel", "patch_tree", "work_dir_for"]
+__all__ = ["BuildOptions", "CellResult", "build_cell", "discard_wheel", "patch_tree"]
 
 # Variables an outer environment may carry that would change which ops DeepSpeed builds or how:
 # the plan decides them, so inherited values are dropped.
@@ -163,12 +163,8 @@ class CellResult:
     log_path: Path | None = None
     seconds: float = 0.0
     prepared: Path | None = None  # --prepare-only: the patched source tree, ready to compile
+    work_dir: Path | None = None  # where it was built (shared by the Pythons of its group)
     op_outcomes: tuple[OpOutcome, ...] = ()  # after a compile: each op's fate
-
-
-def work_dir_for(work_root: Path, cid: str) -> Path:
-    """A short per-cell directory (Windows MAX_PATH): the root plus 10 hex digits of the cell id."""
-    return work_root / hashlib.sha256(cid.encode()).hexdigest()[:10]
 
 
 class _OpTracker:
@@ -512,6 +508,10 @@ def build_cell(planned: PlannedCell, opts: BuildOptions) -> CellResult:
             exc.hint = (exc.hint + f"; full log: {log}") if exc.hint else f"full log: {log}"
         result.error = exc
         _remove_stale(out_variant, planned)
+        if result.work_dir is not None and not opts.prepare_only:
+            kept = set_aside(result.work_dir, planned.cell.python.tag)
+            if kept is not None:
+                exc.hint = f"{exc.hint}; the build tree is kept in {kept}"
         if log.parent.exists():
             _log_note(log, f"FAILED: {exc.message}")
     result.seconds = monotonic() - start
@@ -560,9 +560,11 @@ def _build(
             reporter.info(f"nvcc {format_version(cuda.version)} at {cuda.home} (the plan's {format_version(tc.nvcc)})")
         msvc = check_msvc(planned, inherited) if here == "windows" else None
 
-    work = work_dir_for(opts.work_root, cid)
-    if work.exists():
-        shutil.rmtree(work)
+    # one directory for every Python of the group: the same paths, so the compiler cache hits
+    # (--prepare-only compiles nothing and leaves each cell's tree: one directory per cell)
+    work = work_dir_for(opts.work_root, cid if opts.prepare_only else group_id(planned))
+    result.work_dir = work
+    wipe(work)
     work.mkdir(parents=True)
     src = work / "src"
 
@@ -596,9 +598,13 @@ def _build(
         return src
     # the interpreter's scripts first (its ninja is the one torch finds), then MSVC's own tools
     path = os.pathsep.join([interp.info.scripts, *([msvc.bin_dir] if msvc else []), outer_path])
+    # torch (and the nvidia-* wheels beside it) imported through <work>/site: the same header paths
+    # for every Python (dswheels/effects/workdir.py)
+    site = link_site(work, Path(interp.info.torch_parent or interp.info.purelib))
+    python_path = os.pathsep.join([str(site), *([inherited["PYTHONPATH"]] if inherited.get("PYTHONPATH") else [])])
     include_dirs: list[Path] = []
     if cuda is not None:
-        include_dirs, taken, absent = cuda_header_dirs(cuda.home, Path(interp.info.purelib))
+        include_dirs, taken, absent = cuda_header_dirs(cuda.home, site)
         if absent:
             raise EnvironmentMismatchError(
                 f"the CUDA toolkit at {cuda.home} lacks {', '.join(absent)}, which torch's CUDA headers include",
@@ -636,6 +642,7 @@ def _build(
         # setuptools replaces Python's CFLAGS with $CFLAGS (84 does) or appends it (older): start from
         # what it would use anyway, so only -g0 is added
         cflags_value=inherited.get("CFLAGS") or interp.info.cflags,
+        python_path=python_path,
     )
     dswheels_env = build_env(planned, setup)
     dswheels_env.setdefault("PATH", path)

@@ -40,7 +40,7 @@ BUILD_REQUIREMENTS = ("setuptools>=69", "wheel", "build>=1.2", "ninja", "packagi
 _PROBE_MODULES = ("setuptools", "wheel", "build", "ninja", "packaging", "numpy")
 
 _PROBE = r"""
-import json, platform, sys, sysconfig, importlib
+import json, os, platform, sys, sysconfig, importlib
 info = {"python": platform.python_version(), "executable": sys.executable,
         "platform": sysconfig.get_platform(), "gil_disabled": bool(sysconfig.get_config_var("Py_GIL_DISABLED")),
         "scripts": sysconfig.get_path("scripts"), "purelib": sysconfig.get_path("purelib"),
@@ -50,6 +50,7 @@ try:
     import torch
     info["torch"] = torch.__version__
     info["torch_cuda"] = torch.version.cuda
+    info["torch_parent"] = os.path.dirname(os.path.dirname(torch.__file__))
 except Exception as exc:
     info["torch_error"] = repr(exc)
 for name in MODULES:
@@ -73,6 +74,7 @@ class PythonInfo:
     torch: str | None  # "2.14.1+cu130"
     torch_cuda: str | None  # "13.0"
     modules: Mapping[str, str | None] = field(default_factory=dict)
+    torch_parent: str = ""  # the directory torch is imported from (site-packages)
 
     @property
     def missing_build_modules(self) -> tuple[str, ...]:
@@ -107,6 +109,7 @@ def probe_python(python: Path | str, *, env: Mapping[str, str] | None = None) ->
         torch=data["torch"],
         torch_cuda=data["torch_cuda"],
         modules=data["modules"],
+        torch_parent=data.get("torch_parent") or "",
     )
 
 

@@ -1,18 +1,32 @@
-"""Grouping cells into GitHub jobs: as fine as possible, never more than 256."""
+"""Grouping cells into GitHub jobs: one compile per toolchain, never more than 256, split past the budget."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import pytest
 
 from dswheels.core.compat import load_compat
 from dswheels.core.config import parse_matrix
+from dswheels.core.costs import OpCost, estimate_job, load_costs
+from dswheels.core.jobs import JobPlan, plan_jobs
 from dswheels.core.model import PlannedCell
 from dswheels.core.naming import cell_id
 from dswheels.core.plan import plan
-from dswheels.core.render_plan import group_jobs
+from dswheels.core.render_costs import render_job_summary
 from dswheels.errors import ConfigError
 
 COMPAT = load_compat()
+COSTS = load_costs()
+
+
+def group_jobs(
+    planned: list[PlannedCell], *, limit: int = 256, finest: str = "python"
+) -> tuple[str, list[list[PlannedCell]]]:
+    jobs: JobPlan = plan_jobs(planned, COSTS, limit=limit, finest=finest)
+    return jobs.level, [list(job.cells) for job in jobs.jobs]
+
+
 RUNNERS = """
 runners:
   win_amd64: {build: [windows-2022], smoke: [gpu]}
@@ -33,9 +47,20 @@ platforms: [win_amd64, linux_x86_64]
     return list(plan(parse_matrix(text, "m.yml", COMPAT), COMPAT).planned)
 
 
-def test_small_plans_get_one_job_per_cell() -> None:
+def test_the_pythons_of_a_toolchain_share_a_job_by_default() -> None:
     planned = _plan('"0.19.8"', '{version: "2.14", variants: [cu126, cu130]}', '"3.11", "3.12"')
     level, groups = group_jobs(planned)
+    assert level == "python"
+    assert len(groups) == 4
+    assert len(planned) == 8
+    for group in groups:  # the two Pythons of one (deepspeed, torch, variant, platform)
+        assert sorted(str(i.cell.python) for i in group) == ["3.11", "3.12"]
+        assert len({(i.cell.torch, i.cell.variant, i.cell.platform) for i in group}) == 1
+
+
+def test_one_job_per_cell_on_request() -> None:
+    planned = _plan('"0.19.8"', '{version: "2.14", variants: [cu126, cu130]}', '"3.11", "3.12"')
+    level, groups = group_jobs(planned, finest="cell")
     assert level == "cell"
     assert len(groups) == len(planned) == 8
 
@@ -72,5 +97,66 @@ def test_the_coarsest_grouping_still_keeps_one_toolchain_per_job() -> None:
 def test_too_many_even_grouped_is_an_error_with_a_way_out() -> None:
     planned = _plan('"0.19.8"', '{version: "2.14", variants: [cu126]}', '"3.11"')
     with pytest.raises(ConfigError, match="more than 1 jobs") as info:
-        group_jobs(planned * 2, limit=1)
+        group_jobs(planned * 2, limit=1, finest="cell")
     assert "split the selection" in (info.value.hint or "")
+
+
+# --- the cost model and the split ------------------------------------------------------------------
+
+
+def test_a_later_python_compiles_only_its_cpp_units() -> None:
+    planned = _plan('"0.19.8"', '{version: "2.14", variants: [cu130]}', '"3.11", "3.12"')
+    linux = [p for p in planned if p.cell.platform.os == "linux"]
+    both = estimate_job(linux, COSTS)
+    one = estimate_job(linux[:1], COSTS)
+    assert both.later_compile_minutes < 0.3 * both.first_compile_minutes  # the .cu units are not compiled again
+    assert both.compile_minutes < 2 * one.compile_minutes
+    separate = sum(estimate_job([p], COSTS).minutes for p in linux)
+    assert both.minutes < separate  # one toolkit install, one compile of the .cu units
+
+
+def test_a_group_over_the_budget_is_split_by_op_and_finished_from_the_cache() -> None:
+    planned = _plan('"0.19.8"', '{version: "2.14", variants: [cu130]}', '"3.11", "3.12", "3.13"')
+    windows = [p for p in planned if p.cell.platform.os == "windows"]
+    whole = estimate_job(windows, COSTS)
+    model = dataclasses.replace(COSTS, budget_minutes=whole.minutes * 0.6)
+    jobs = plan_jobs(windows, model)
+    parts, builds = jobs.parts, jobs.builds
+    assert len(builds) == 1
+    assert len(parts) >= 2
+    finish = builds[0]
+    assert finish.ops == ()
+    assert len(finish.cells) == 3
+    assert finish.part == f"{len(parts)} parts"
+    ops = [name for part in parts for name in part.ops]
+    assert sorted(ops) == sorted(windows[0].ops.build_names)  # each op in exactly one part
+    for part in parts:
+        assert len(part.cells) == 3  # a part compiles its ops for every Python: the cache holds them all
+        assert part.estimate.minutes <= model.budget_minutes
+    assert finish.estimate.compile_minutes < 0.2 * whole.compile_minutes  # everything from the cache
+    assert not jobs.over_budget
+
+
+def test_an_op_too_big_for_any_job_is_flagged() -> None:
+    planned = _plan('"0.19.8"', '{version: "2.14", variants: [cu130]}', '"3.11"')
+    windows = [p for p in planned if p.cell.platform.os == "windows"]
+    huge = OpCost(host=10, device=100_000, units=2)
+    model = dataclasses.replace(COSTS, ops={**COSTS.ops, "fused_adam": huge})
+    jobs = plan_jobs(windows, model)
+    assert [job.ops for job in jobs.over_budget] == [("fused_adam",)]  # alone in its part, still too big
+    summary = "\n".join(render_job_summary(jobs))
+    assert "OVER THE BUDGET" in summary
+    assert "fused_adam alone" in summary
+
+
+def test_the_shipped_matrix_fits_by_the_model() -> None:
+    from dswheels.commands.common import load_matrix
+    from tests.conftest import ROOT
+
+    planned = plan(load_matrix(ROOT / "matrix" / "matrix.yml", COMPAT), COMPAT).planned
+    jobs = plan_jobs(planned, COSTS)
+    assert not jobs.over_budget
+    assert len(jobs.builds) <= 256
+    assert len(jobs.parts) <= 256
+    per_cell = plan_jobs(planned, COSTS, finest="cell")
+    assert jobs.runner_hours < 0.5 * per_cell.runner_hours

@@ -1,0 +1,93 @@
+"""Where a cell compiles: paths that are the same for every Python of a cell group.
+
+A compiler cache finds an object again only when the compile looks the same, and paths are
+part of how it looks: ccache hashes every ``-I`` path and, in its preprocessor mode, every
+``# line "path"`` marker of the preprocessed output; sccache hashes the preprocessed output.
+Paths under the base directory (``CCACHE_BASEDIR``, ``SCCACHE_BASEDIRS``) are hashed relative,
+all others verbatim. So before this module, a cu130 cell rebuilt for Python 3.12 right after 3.11
+missed on every object: its source tree was another per-cell directory, and torch's headers,
+which torch finds relative to where it is imported, lived in the 3.12 venv
+(``venvs/cp312-.../lib/python3.12/site-packages/torch/include``, 15,677 line markers in the
+preprocessed ``multi_tensor_adam.cu``, none of them a Python header).
+
+Here every path a compile sees is fixed per cell group (the cell minus its Python):
+
+* the work directory is ``<root>/<10 hex of the group id>`` (wiped before each build), so the
+  sources and ninja's build directories have the same paths for every Python;
+* ``<work>/site`` is a link to the directory the build interpreter imports torch from, and the
+  build puts it first on ``PYTHONPATH``: torch's include paths, and the nvidia-* wheels' headers,
+  are then ``<work>/site/torch/include`` and ``<work>/site/nvidia/...`` for every Python.
+
+What is left differs for a reason: ``-I<python>/include/python3.X`` (only the translation units
+that include ``Python.h``, through ``torch/extension.h``, see its files; the others hit the cache
+in preprocessor mode) and the build directory's ``cpython-3X`` name (the cwd, which neither cache
+hashes without ``-g``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import sys
+from pathlib import Path
+
+from dswheels.core.model import PlannedCell
+from dswheels.core.naming import cell_id
+from dswheels.effects import proc
+from dswheels.errors import BuildError
+
+__all__ = ["group_id", "link_site", "set_aside", "wipe", "work_dir_for"]
+
+SITE = "site"
+
+
+def group_id(planned: PlannedCell) -> str:
+    """The cell id without its Python: what the cells sharing one compile have in common.
+
+    >>> from dswheels.core.naming import parse_cell_id
+    >>> from types import SimpleNamespace
+    >>> group_id(SimpleNamespace(cell=parse_cell_id("ds0.19.8-torch2.14-cu130-cp312-linux_x86_64")))
+    'ds0.19.8-torch2.14-cu130-linux_x86_64'
+    """
+    return cell_id(planned.cell).replace(f"-{planned.cell.python.tag}-", "-", 1)
+
+
+def work_dir_for(work_root: Path, key: str) -> Path:
+    """A short directory (Windows MAX_PATH): the root plus 10 hex digits of ``key``."""
+    return work_root / hashlib.sha256(key.encode()).hexdigest()[:10]
+
+
+def wipe(work: Path) -> None:
+    """Remove a work directory. Its ``site`` link goes as a link: rmtree never follows a symlink,
+    nor (Python >= 3.8) a Windows junction, so the venv it points to is untouched."""
+    if work.exists():
+        shutil.rmtree(work)
+
+
+def link_site(work: Path, target: Path) -> Path:
+    """``<work>/site`` -> ``target`` (a directory); a junction on Windows when symlinks are not allowed."""
+    link = work / SITE
+    try:
+        link.symlink_to(target, target_is_directory=True)
+    except OSError as exc:
+        if sys.platform == "win32":  # a junction needs no privilege (symlinks need Developer Mode or an admin)
+            proc.run(
+                ["cmd", "/c", "mklink", "/J", str(link), str(target)],
+                capture=True,
+                stream=False,
+                error=BuildError,
+                what="linking the build interpreter's site-packages",
+            )
+        else:
+            raise BuildError(f"cannot link {link} to {target}: {exc}") from None
+    return link
+
+
+def set_aside(work: Path, tag: str) -> Path | None:
+    """Keep a failed build's tree for inspection (the next Python of the group wipes ``work``)."""
+    if not work.exists():
+        return None
+    aside = work.with_name(f"{work.name}-{tag}-failed")
+    wipe(aside)
+    work.replace(aside)
+    return aside
