@@ -7,7 +7,14 @@ from dataclasses import dataclass
 
 from dswheels.core.duration import format_duration
 
-__all__ = ["CellOutcome", "OpOutcome", "op_outcomes", "render_results_markdown", "render_results_table"]
+__all__ = [
+    "CellOutcome",
+    "OpOutcome",
+    "cache_total",
+    "op_outcomes",
+    "render_results_markdown",
+    "render_results_table",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +76,24 @@ def _cache(o: CellOutcome) -> str:
     return f"{o.cache} {o.cache_hits}/{o.cache_hits + o.cache_misses} hits"
 
 
+def cache_total(results: Sequence[CellOutcome]) -> str:
+    """The job's compiler-cache hit rate over every cell that reports one ("" if none does).
+
+    >>> o = CellOutcome(cell_id="a", ok=True, wheel="", size=0, sha256="", seconds=1.0, ops=(), cache="sccache",
+    ...     cache_hits=3, cache_misses=1, error="", log="")
+    >>> cache_total([o, o])
+    'compiler cache (sccache): 6 of 8 compiles from the cache (75%) in 2 cell(s)'
+    """
+    counted = [r for r in results if r.cache and r.cache_hits is not None and r.cache_misses is not None]
+    if not counted:
+        return ""
+    hits = sum(r.cache_hits or 0 for r in counted)
+    total = hits + sum(r.cache_misses or 0 for r in counted)
+    rate = f" ({hits / total:.0%})" if total else ""
+    tools = ", ".join(sorted({r.cache for r in counted}))
+    return f"compiler cache ({tools}): {hits} of {total} compiles from the cache{rate} in {len(counted)} cell(s)"
+
+
 def _ops(o: CellOutcome) -> str:
     return ", ".join(f"{name} {format_duration(s)}" if s is not None else name for name, s in o.ops)
 
@@ -98,6 +123,8 @@ def render_results_table(results: Sequence[CellOutcome], *, skipped: Sequence[st
             if r.log:
                 lines.append(f"      log: {r.log}")
     lines.extend(f"  not built  {cid} (stopped after a failure; --keep-going builds the rest)" for cid in skipped)
+    if len(results) > 1 and (total := cache_total(results)):
+        lines.append(total)
     return "\n".join(lines) + "\n"
 
 
@@ -136,6 +163,8 @@ def render_results_markdown(results: Sequence[CellOutcome], *, skipped: Sequence
             error = r.error.replace("|", "\\|").replace("\n", " ")
             lines.append(f"| `{r.cell_id}` | **failed** | {error} | | {format_duration(r.seconds)} | | |")
     lines.extend(f"| `{cid}` | not built | | | | | |" for cid in skipped)
+    if total := cache_total(results):
+        lines += ["", total]
     for r in results:
         if not r.ok:
             lines += _failure_markdown(r)

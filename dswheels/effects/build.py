@@ -52,6 +52,7 @@ from dswheels.core.buildlog import (
 )
 from dswheels.core.buildreport import OpOutcome, op_outcomes
 from dswheels.core.compat import Compat
+from dswheels.core.compiler_cache import sccache_backend
 from dswheels.core.fatbin import GpuCode, arch_number
 from dswheels.core.linux_runtime import RuntimeFloor, exceeds, floor_of
 from dswheels.core.manifest import BuiltOp, FileInfo, Manifest, manifest_name, render_manifest
@@ -76,9 +77,10 @@ from dswheels.effects.toolchain import (
     find_compiler_cache,
     find_cuda,
     pick_compilers,
+    restart_sccache,
     tool_version,
 )
-from dswheels.effects.workdir import group_id, link_site, set_aside, wipe, work_dir_for
+from dswheels.effects.workdir import group_id, link_site, set_aside, settle_header_times, wipe, work_dir_for
 from dswheels.errors import BuildError, DswheelsError, EnvironmentMismatchError
 from dswheels.log import format_duration, get_reporter
 
@@ -601,6 +603,8 @@ def _build(
     # torch (and the nvidia-* wheels beside it) imported through <work>/site: the same header paths
     # for every Python (dswheels/effects/workdir.py)
     site = link_site(work, Path(interp.info.torch_parent or interp.info.purelib))
+    if interp.origin.startswith("venv"):
+        settle_header_times(site)
     python_path = os.pathsep.join([str(site), *([inherited["PYTHONPATH"]] if inherited.get("PYTHONPATH") else [])])
     include_dirs: list[Path] = []
     if cuda is not None:
@@ -655,6 +659,14 @@ def _build(
         + (f", {cache.tool}" if cache else ", no compiler cache")
         + (f", CC/CXX {compilers[0]}/{compilers[1]}" if compilers else ""),
     )
+
+    if cache is not None and cache.tool == "sccache":
+        backend, where = sccache_backend(inherited, base_dir=cache.base_dir)
+        env.update(backend)
+        if restart_sccache(cache, env, backend, log) == "local" and any("GHA" in k or "BUCKET" in k for k in backend):
+            where = "local disk: the remote cache did not answer"
+        reporter.info(f"sccache: {where}")
+        _log_note(log, f"sccache server started: {where}")
 
     accelerator, op_sources = _probe_ops(planned, interp.python, src, env, log)
 

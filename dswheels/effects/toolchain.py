@@ -269,3 +269,50 @@ def find_compiler_cache(
             f"--compiler-cache {choice}: {choice} is not on PATH", hint=f"install {choice} or use --compiler-cache auto"
         )
     return None
+
+
+def restart_sccache(cache: CompilerCache, env: Mapping[str, str], backend: Mapping[str, str], log_file: Path) -> str:
+    """Start sccache's server for one build: its base directory, its backend, statistics from zero.
+
+    The server reads its configuration when it starts, so an earlier one (another work directory)
+    is stopped first. A remote backend that does not answer is no reason to fail a build: then the
+    server starts on the local disk, with a warning. Returns which backend it uses.
+    """
+    run_env = {**env, **backend}
+
+    def start(with_env: Mapping[str, str]) -> bool:
+        proc.run(
+            [cache.executable, "--stop-server"],
+            env=with_env,
+            capture=True,
+            stream=False,
+            echo=False,
+            heartbeat=None,
+            check=False,
+            log_file=log_file,
+        )
+        started = proc.run(
+            [cache.executable, "--start-server"],
+            env=with_env,
+            capture=True,
+            stream=False,
+            heartbeat=None,
+            check=False,
+            log_file=log_file,
+            timeout=120,
+        )
+        return started.returncode == 0
+
+    if start(run_env):
+        return "remote" if any(k in backend for k in ("SCCACHE_BUCKET", "SCCACHE_GHA_ENABLED")) else "local"
+    remote = {
+        k
+        for k in backend
+        if k.startswith(("SCCACHE_BUCKET", "SCCACHE_S3", "SCCACHE_GHA", "SCCACHE_ENDPOINT", "SCCACHE_REGION"))
+    }
+    if remote and start({k: v for k, v in run_env.items() if k not in remote}):
+        get_reporter().warning("sccache's remote cache did not answer: compiling with its local disk cache only")
+        return "local"
+    raise EnvironmentMismatchError(
+        "sccache's server does not start", hint=f"see {log_file}; build without it: --compiler-cache none"
+    )

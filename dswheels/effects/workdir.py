@@ -18,6 +18,13 @@ Here every path a compile sees is fixed per cell group (the cell minus its Pytho
   build puts it first on ``PYTHONPATH``: torch's include paths, and the nvidia-* wheels' headers,
   are then ``<work>/site/torch/include`` and ``<work>/site/nvidia/...`` for every Python.
 
+One more thing differs between venvs, and it took a debug log to see: GCC's ``#pragma once``
+takes two header files for one when their size, contents and modification time (in whole
+seconds) agree. torch ships eleven byte-identical 676-byte ``ATen/ops/*_native.h`` headers, and
+which of them share a second depends on when the installer wrote them: the cp311 venv's
+preprocessed ``multi_tensor_adam.cu`` had one more header than the cp312 venv's, and so another
+cache key. So the headers of a venv dswheels made get one fixed time (:func:`settle_header_times`).
+
 What is left differs for a reason: ``-I<python>/include/python3.X`` (only the translation units
 that include ``Python.h``, through ``torch/extension.h``, see its files; the others hit the cache
 in preprocessor mode) and the build directory's ``cpython-3X`` name (the cwd, which neither cache
@@ -27,6 +34,7 @@ hashes without ``-g``).
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -36,9 +44,11 @@ from dswheels.core.naming import cell_id
 from dswheels.effects import proc
 from dswheels.errors import BuildError
 
-__all__ = ["group_id", "link_site", "set_aside", "wipe", "work_dir_for"]
+__all__ = ["HEADER_TIME", "group_id", "link_site", "set_aside", "settle_header_times", "wipe", "work_dir_for"]
 
 SITE = "site"
+# 2000-01-01T00:00:00Z: the time every header of a venv's torch gets (settle_header_times)
+HEADER_TIME = 946684800
 
 
 def group_id(planned: PlannedCell) -> str:
@@ -91,3 +101,18 @@ def set_aside(work: Path, tag: str) -> Path | None:
     wipe(aside)
     work.replace(aside)
     return aside
+
+
+def settle_header_times(site: Path) -> int:
+    """Give every header under ``site``'s torch and nvidia-* include directories :data:`HEADER_TIME`.
+
+    Only for venvs dswheels made (a user's own environment is left alone). Files uv hard-linked
+    from its cache share the time, which nothing there reads. Returns how many files changed.
+    """
+    changed = 0
+    for include in [site / "torch" / "include", *sorted(site.glob("nvidia/*/include"))]:
+        for path in include.rglob("*"):
+            if path.is_file() and not path.is_symlink() and int(path.stat().st_mtime) != HEADER_TIME:
+                os.utime(path, (HEADER_TIME, HEADER_TIME))
+                changed += 1
+    return changed

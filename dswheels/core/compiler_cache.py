@@ -1,0 +1,53 @@
+"""Where sccache keeps what it compiled: a remote bucket, GitHub's Actions cache, or the local disk.
+
+Pure: the builder passes the environment in and starts sccache's server with the result.
+The choice, in order (docs/costs.md, "The compiler cache in CI"):
+
+1. ``DSWHEELS_SCCACHE_BUCKET`` (a repository variable): an S3 bucket, or any S3-compatible store with
+   ``DSWHEELS_SCCACHE_ENDPOINT``; credentials as sccache reads them (``AWS_ACCESS_KEY_ID``, ...).
+2. GitHub's Actions cache, when the job exposes it to the build (``ACTIONS_RESULTS_URL`` and
+   ``ACTIONS_RUNTIME_TOKEN``, which Mozilla-Actions/sccache-action exports).
+3. The local disk (sccache's own default, or ``SCCACHE_DIR``).
+
+Every entry is written as soon as its object is compiled, so a job cut off at its time limit
+loses only the objects that were compiling: a re-run compiles only what is missing.
+``DSWHEELS_SCCACHE_NAMESPACE`` names the key space (wheels.yml: one per workflow and ref).
+Variables the caller already set for sccache itself (``SCCACHE_*``) win.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+__all__ = ["sccache_backend"]
+
+
+def sccache_backend(env: Mapping[str, str], *, base_dir: str) -> tuple[dict[str, str], str]:
+    """(the variables sccache's server starts with, a description of the backend).
+
+    >>> sccache_backend({"DSWHEELS_SCCACHE_BUCKET": "b", "DSWHEELS_SCCACHE_NAMESPACE": "wheels-v1"}, base_dir="/w")[1]
+    'S3 bucket b, prefix wheels-v1'
+    >>> gha = {"ACTIONS_RESULTS_URL": "u", "ACTIONS_RUNTIME_TOKEN": "t"}
+    >>> sccache_backend(gha, base_dir="/w")[0]["SCCACHE_GHA_ENABLED"]
+    'on'
+    >>> sccache_backend({}, base_dir="/w")
+    ({'SCCACHE_BASEDIRS': '/w'}, 'local disk (sccache default directory)')
+    """
+    namespace = env.get("DSWHEELS_SCCACHE_NAMESPACE") or "dswheels"
+    out = {"SCCACHE_BASEDIRS": base_dir}
+    bucket = env.get("DSWHEELS_SCCACHE_BUCKET", "")
+    if bucket:
+        out["SCCACHE_BUCKET"] = bucket
+        out["SCCACHE_S3_KEY_PREFIX"] = namespace
+        if endpoint := env.get("DSWHEELS_SCCACHE_ENDPOINT"):
+            out["SCCACHE_ENDPOINT"] = endpoint
+        if region := env.get("DSWHEELS_SCCACHE_REGION"):
+            out["SCCACHE_REGION"] = region
+        what = f"S3 bucket {bucket}, prefix {namespace}"
+    elif env.get("ACTIONS_RESULTS_URL") and env.get("ACTIONS_RUNTIME_TOKEN"):
+        out["SCCACHE_GHA_ENABLED"] = "on"
+        out["SCCACHE_GHA_VERSION"] = namespace
+        what = f"GitHub Actions cache, namespace {namespace}"
+    else:
+        what = f"local disk ({env.get('SCCACHE_DIR') or 'sccache default directory'})"
+    return {k: v for k, v in out.items() if k not in env}, what
