@@ -62,6 +62,13 @@ def bench(session: nox.Session) -> None:
     session.run("python", "-m", "tests.bench", *session.posargs, env={"PYTHONPATH": str(ROOT)})
 
 
+@nox.session(default=False)
+def costs(session: nox.Session) -> None:
+    """Refit dswheels/compile_times.yml (the plan's cost model) from real build manifests: -- DIR_OR_MANIFEST..."""
+    _install(session)
+    session.run("python", str(ROOT / "scripts" / "update_compile_times.py"), *session.posargs)
+
+
 # What `nox -s main` builds unless told otherwise (`nox -s main -- --torch 2.14 --cuda cu130`): the
 # CPU wheel (it runs on every machine) for this Python and OS, with torch 2.13, whose CPU wheel
 # pip finds here; torch comes from pip's own configuration (its indexes and find-links).

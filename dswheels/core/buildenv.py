@@ -215,32 +215,29 @@ def _cache_env(setup: BuildSetup) -> dict[str, str]:
     cache = setup.cache
     assert cache is not None  # noqa: S101 - checked by the caller
     env: dict[str, str] = {}
-    nvcc = f"{_quote(cache.executable)} {_quote(setup.nvcc)}" if setup.nvcc is not None else None
     if cache.tool == "ccache":
-        # work directories differ per build: hash paths relative to it, and not the cwd
+        # paths below the work directory are hashed relative to it, and the cwd is not hashed
         env["CCACHE_BASEDIR"] = cache.base_dir
         env["CCACHE_NOHASHDIR"] = "1"
         if cache.stats_log:
             env["CCACHE_STATSLOG"] = cache.stats_log
-        if cache.masquerade_dir:
-            # the C++ compiler through compiler-named links first on PATH (works with every torch);
-            # torch >= 2.13 would prepend ccache itself too: once is enough
-            env["PATH"] = cache.masquerade_dir + setup.path_sep + setup.path
-            env["TORCH_NO_COMPILER_WRAPPER"] = "1"
-        if nvcc is not None:
-            # read verbatim by torch's ninja writer (torch < 2.13 never wraps nvcc)
-            env["PYTORCH_NVCC"] = nvcc
-            env["TORCH_NO_COMPILER_WRAPPER"] = "1"
     else:
-        # sccache's CCACHE_BASEDIR (0.14+): paths below the work directory are hashed relative
+        # sccache's CCACHE_BASEDIR (0.14+); the server reads it when it starts (the builder starts it)
         env["SCCACHE_BASEDIRS"] = cache.base_dir
         # torch's ninja rule gives nvcc -MD -MF (older torch --generate-dependencies-with-compile),
         # which sccache before 0.9 does not cache; a one-shot build in a fresh tree needs no depfile
         env["TORCH_EXTENSION_SKIP_NVCC_GEN_DEPENDENCIES"] = "1"
-        if not (setup.torch_wraps_compiler and setup.os != "windows") and nvcc is not None:
-            # sccache cannot pose as the compiler; torch >= 2.13 on Linux prepends it to cxx and nvcc
-            # itself, older torch and Windows only take it for nvcc
-            env["PYTORCH_NVCC"] = nvcc
+    if cache.masquerade_dir:
+        # the C++ compiler through compiler-named links first on PATH (ccache and sccache both act as
+        # the compiler they are named after), with every torch; torch >= 2.13 would prepend the first
+        # of ccache/sccache it finds on PATH itself: once, and the chosen one, is enough
+        env["PATH"] = cache.masquerade_dir + setup.path_sep + setup.path
+        env["TORCH_NO_COMPILER_WRAPPER"] = "1"
+    if setup.nvcc is not None:
+        # read verbatim by torch's ninja writer (on Windows the only compiler a cache can wrap: torch's
+        # ninja rule runs `cl` itself)
+        env["PYTORCH_NVCC"] = f"{_quote(cache.executable)} {_quote(setup.nvcc)}"
+        env["TORCH_NO_COMPILER_WRAPPER"] = "1"
     return env
 
 

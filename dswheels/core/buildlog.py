@@ -17,7 +17,9 @@ __all__ = [
     "failing_ops",
     "failure_excerpt",
     "parse_ccache_stats_log",
+    "parse_ninja_log",
     "parse_sccache_stats",
+    "unit_seconds",
 ]
 
 _BUILDING_RE = re.compile(r"building '([\w.]+)' extension")
@@ -182,3 +184,35 @@ def parse_sccache_stats(data: Mapping[str, object], before: Mapping[str, object]
         misses=total(data, "cache_misses") - total(before, "cache_misses"),
         uncacheable=total(data, "non_cacheable_compilations") - total(before, "non_cacheable_compilations"),
     )
+
+
+def parse_ninja_log(text: str) -> dict[str, float]:
+    """Seconds per output of ninja's ``.ninja_log`` (v5+: start ms, end ms, mtime, output, hash).
+
+    >>> parse_ninja_log("# ninja log v7\n0\t52100\t1\t/w/build/t/csrc/adam/a.o\tab\n")
+    {'/w/build/t/csrc/adam/a.o': 52.1}
+    """
+    seconds: dict[str, float] = {}
+    for line in text.splitlines():
+        parts = line.split("\t")
+        if line.startswith("#") or len(parts) < 4 or not (parts[0].isdigit() and parts[1].isdigit()):
+            continue
+        seconds[parts[3]] = (int(parts[1]) - int(parts[0])) / 1000  # a rebuilt output: its last compile
+    return seconds
+
+
+def unit_seconds(op: OpSources, outputs: dict[str, float]) -> tuple[tuple[str, float], ...]:
+    """Each source of ``op`` with the compile seconds of its object (torch names it after the source).
+
+    >>> op = OpSources("fused_adam", "DS_BUILD_FUSED_ADAM", "m", ("csrc/adam/f.cpp", "csrc/adam/k.cu"))
+    >>> unit_seconds(op, {"/w/build/t/csrc/adam/k.o": 52.1, "/w/build/t/csrc/adam/f.o": 51.0})
+    (('csrc/adam/f.cpp', 51.0), ('csrc/adam/k.cu', 52.1))
+    """
+    found: list[tuple[str, float]] = []
+    for source in op.sources:
+        stem = source.replace("\\", "/").rsplit(".", 1)[0]
+        for output, seconds in outputs.items():
+            if output.replace("\\", "/").endswith((f"/{stem}.o", f"/{stem}.obj")):
+                found.append((source, seconds))
+                break
+    return tuple(found)

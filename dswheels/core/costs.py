@@ -28,10 +28,14 @@ __all__ = [
     "CostModel",
     "JobEstimate",
     "OpCost",
+    "OpSample",
     "RunnerCost",
     "estimate_job",
     "load_costs",
     "parse_costs",
+    "refit_op",
+    "render_op_line",
+    "replace_op_lines",
 ]
 
 # GitHub ends a hosted job at 6 hours; a job is planned to finish well before (the workflow's
@@ -187,3 +191,71 @@ def estimate_job(
         first_compile_minutes=first / 60,
         later_compile_minutes=(later / n_later / 60) if n_later else 0.0,
     )
+
+
+# --- refitting from real build manifests --------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class OpSample:
+    """One op's compile in one real build: its units' seconds, the archs, nvcc's arch threads."""
+
+    op: str
+    units: tuple[tuple[str, float], ...]  # (source, seconds)
+    archs: int
+    nvcc_threads: int
+    where: str  # which build (the cell id)
+
+
+def refit_op(samples: Sequence[OpSample]) -> OpCost:
+    """An op's cost from samples: the median over builds of host seconds and of .cu seconds per arch.
+
+    nvcc compiles ``nvcc_threads`` archs of one unit at once, so a unit's wall seconds times its
+    threads, over its archs, is what one arch costs one core.
+
+    >>> s = OpSample("fused_adam", (("a.cpp", 51.0), ("k.cu", 52.0)), archs=1, nvcc_threads=1, where="x")
+    >>> refit_op([s])
+    OpCost(host=51.0, device=52.0, units=2, source='refit from 1 build(s): x')
+    """
+    hosts, devices = [], []
+    for sample in samples:
+        threads = max(1, min(sample.nvcc_threads, sample.archs))
+        hosts.append(sum(s for src, s in sample.units if not src.endswith(".cu")))
+        cu = sum(s for src, s in sample.units if src.endswith(".cu"))
+        devices.append(cu * threads / sample.archs if sample.archs else 0.0)
+
+    def median(values: list[float]) -> float:
+        ordered = sorted(values)
+        mid = len(ordered) // 2
+        return round(ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2, 1)
+
+    names = sorted({s.where for s in samples})
+    return OpCost(
+        host=median(hosts),
+        device=median(devices),
+        units=max(len(s.units) for s in samples),
+        source=f"refit from {len(samples)} build(s): {', '.join(names[:3])}{' ...' if len(names) > 3 else ''}",
+    )
+
+
+def render_op_line(name: str, cost: OpCost) -> str:
+    """One ``ops:`` line of compile_times.yml."""
+    source = cost.source.replace('"', "'")
+    return f'  {name}: {{host: {cost.host:g}, device: {cost.device:g}, units: {cost.units}, from: "{source}"}}'
+
+
+def replace_op_lines(text: str, fitted: Mapping[str, OpCost]) -> str:
+    """compile_times.yml with the lines of the ``fitted`` ops replaced (new ops added at the end of ``ops:``)."""
+    lines = text.splitlines()
+    start = lines.index("ops:")
+    end = next((i for i in range(start + 1, len(lines)) if lines[i] and not lines[i].startswith(" ")), len(lines))
+    todo = dict(fitted)
+    for i in range(start + 1, end):
+        name = lines[i].strip().split(":", 1)[0]
+        if lines[i].startswith("  ") and not lines[i].startswith("   ") and name in todo:
+            lines[i] = render_op_line(name, todo.pop(name))
+    added = [render_op_line(name, cost) for name, cost in sorted(todo.items())]
+    while end > start + 1 and not lines[end - 1].strip():
+        end -= 1
+    lines[end:end] = added
+    return "\n".join(lines) + "\n"

@@ -59,6 +59,8 @@ class BuiltOp:
     module: str  # importable name, as the builder's absolute_name() gives it
     size: int
     seconds: float | None  # compile time, when the build log allowed measuring it
+    # each translation unit's compile seconds, from ninja's log: (source relative to the tree, seconds)
+    units: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +119,7 @@ def render_manifest(manifest: Manifest) -> str:
                     "module": op.module,
                     "size": op.size,
                     "seconds": op.seconds,
+                    "units": [{"source": source, "seconds": round(s, 2)} for source, s in op.units],
                 }
                 for op in manifest.ops_built
             ],
@@ -179,6 +182,13 @@ class _Get:
         return [_Get(item, f"{self.path}[{i}]") for i, item in enumerate(self.data)]
 
 
+def _units(op: _Get) -> tuple[tuple[str, float], ...]:
+    """An op's per-unit compile times (absent in manifests older than the cost model)."""
+    if not isinstance(op.data, dict) or op.data.get("units") is None:
+        return ()
+    return tuple((u["source"].text(), u["seconds"].num() or 0.0) for u in op["units"].items())
+
+
 def _file(get: _Get) -> FileInfo | None:
     if get.data is None:
         return None
@@ -220,6 +230,7 @@ def parse_manifest(text: str) -> Manifest:
                 module=op["module"].text(),
                 size=op["size"].integer(),
                 seconds=op["seconds"].num(),
+                units=_units(op),
             )
             for op in ops["built"].items()
         ),

@@ -48,7 +48,9 @@ from dswheels.core.buildlog import (
     failing_ops,
     failure_excerpt,
     parse_ccache_stats_log,
+    parse_ninja_log,
     parse_sccache_stats,
+    unit_seconds,
 )
 from dswheels.core.buildreport import OpOutcome, op_outcomes
 from dswheels.core.compat import Compat
@@ -791,6 +793,9 @@ def _build(
     debug_info = None
     if pp.debug_archive is not None:
         debug_info = FileInfo(pp.debug_archive.name, pp.debug_archive.stat().st_size, sha256_file(pp.debug_archive))
+    outputs: dict[str, float] = {}
+    for ninja_log in sorted(src.glob("build/temp*/**/.ninja_log")):
+        outputs.update(parse_ninja_log(ninja_log.read_text(encoding="utf-8", errors="replace")))
     built_ops = []
     for op in op_sources:
         ext = extension_for_module(op.module, contents.names) or ""
@@ -802,6 +807,7 @@ def _build(
                 module=op.module,
                 size=pp.sizes.get(ext, 0),
                 seconds=op_seconds.get(op.module),
+                units=unit_seconds(op, outputs),
             )
         )
     durations["total"] = monotonic() - start

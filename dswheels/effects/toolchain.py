@@ -243,14 +243,10 @@ def find_compiler_cache(
         if exe is None:
             continue
         exe = str(Path(exe).resolve())
-        if name == "sccache":
-            return CompilerCache(
-                tool="sccache", executable=exe, masquerade_dir="", stats_log="", base_dir=str(work_dir)
-            )
         masquerade = ""
         if sys.platform != "win32":
-            # compiler-named links to ccache, first on PATH: c++/g++ (and CC/CXX's names) go through it
-            link_dir = work_dir / "ccache-bin"
+            # compiler-named links to the cache, first on PATH: c++/g++ (and CC/CXX's names) go through it
+            link_dir = work_dir / f"{name}-bin"
             link_dir.mkdir(parents=True, exist_ok=True)
             for compiler in {"cc", "c++", "gcc", "g++", *(compilers or ())}:
                 link = link_dir / compiler
@@ -258,10 +254,10 @@ def find_compiler_cache(
                     link.symlink_to(exe)
             masquerade = str(link_dir)
         return CompilerCache(
-            tool="ccache",
+            tool=name,
             executable=exe,
             masquerade_dir=masquerade,
-            stats_log=str(work_dir / "ccache-stats.log"),
+            stats_log=str(work_dir / "ccache-stats.log") if name == "ccache" else "",
             base_dir=str(work_dir),
         )
     if choice != "auto":

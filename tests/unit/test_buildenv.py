@@ -135,13 +135,24 @@ def test_ccache_masquerade_and_nvcc() -> None:
     assert env["CCACHE_STATSLOG"] == "/w/s.log"
 
 
-def test_sccache_leaves_wrapping_to_new_torch_on_linux() -> None:
-    cache = CompilerCache(tool="sccache", executable="/bin/sccache", masquerade_dir="", stats_log="", base_dir="/w")
-    new = build_env(_planned(CUDA_ID), _setup(cache=cache, torch_wraps_compiler=True))
-    assert "PYTORCH_NVCC" not in new
-    assert "TORCH_NO_COMPILER_WRAPPER" not in new
-    old = build_env(_planned(CUDA_ID), _setup(cache=cache, torch_wraps_compiler=False))
-    assert old["PYTORCH_NVCC"] == "/bin/sccache /usr/local/cuda-13.0/bin/nvcc"
+def test_sccache_like_ccache_whatever_torch_finds_on_path() -> None:
+    cache = CompilerCache(
+        tool="sccache", executable="/bin/sccache", masquerade_dir="/w/sccache-bin", stats_log="", base_dir="/w"
+    )
+    for wraps in (True, False):  # torch >= 2.13 would wrap with the first of ccache/sccache on PATH
+        env = build_env(_planned(CUDA_ID), _setup(cache=cache, torch_wraps_compiler=wraps))
+        assert env["PATH"] == "/w/sccache-bin:/venv/bin:/usr/bin"
+        assert env["PYTORCH_NVCC"] == "/bin/sccache /usr/local/cuda-13.0/bin/nvcc"
+        assert env["TORCH_NO_COMPILER_WRAPPER"] == "1"
+        assert env["SCCACHE_BASEDIRS"] == "/w"  # paths under the work dir hashed relative
+        assert env["TORCH_EXTENSION_SKIP_NVCC_GEN_DEPENDENCIES"] == "1"
+        assert not any(k.startswith("CCACHE_") for k in env)
+
+
+def test_the_build_imports_torch_through_the_work_dir() -> None:
+    env = build_env(_planned(CUDA_ID), _setup(python_path="/w/site"))
+    assert env["PYTHONPATH"] == "/w/site"
+    assert "PYTHONPATH" not in build_env(_planned(CUDA_ID), _setup())
 
 
 def test_paths_with_spaces_are_quoted_for_ninja() -> None:
