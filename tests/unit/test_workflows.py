@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
 from dswheels.cli import main
 from dswheels.core.compat import load_compat
@@ -88,8 +89,11 @@ def test_every_matrix_key_the_workflow_reads_is_one_the_plan_writes(capsys: pyte
             ), job
     plan_jobs = [name for name, job in JOBS.items() if as_dict(job.get("strategy")).get("matrix") == PLAN_MATRIX]
     assert plan_jobs == ["build", "smoke"]
+    assert as_dict(JOBS["parts"]["strategy"])["matrix"] == "${{ fromJSON(needs.plan.outputs.parts) }}"
+    for job in _plan_github(capsys, "--stage", "part"):  # the shipped matrix needs no part job: none
+        written |= set(job)
     read: set[str] = set()
-    for name in plan_jobs:
+    for name in [*plan_jobs, "parts"]:
         for expression in _expressions(JOBS[name]):
             read |= set(re.findall(r"\bmatrix\.([A-Za-z_][\w-]*)", expression))
     assert read, "the build jobs read nothing from the plan?"
@@ -106,10 +110,15 @@ def test_the_plan_output_is_read_only_as_the_matrix_and_its_first_job() -> None:
     uses = [e.strip() for e in _expressions(WHEELS) if "needs.plan.outputs.matrix" in e]
     assert set(uses) == {
         "fromJSON(needs.plan.outputs.matrix)",
-        "fromJSON(needs.plan.outputs.matrix).include[0] != null",
+        "!cancelled() && needs.plan.result == 'success' && fromJSON(needs.plan.outputs.matrix).include[0] != null",
+    }
+    parts = [e.strip() for e in _expressions(WHEELS) if "needs.plan.outputs.parts" in e]
+    assert set(parts) == {
+        "fromJSON(needs.plan.outputs.parts)",
+        "fromJSON(needs.plan.outputs.parts).include[0] != null",
     }
     outputs = as_dict(JOBS["plan"]["outputs"])
-    assert set(outputs) == {"matrix", "release"}
+    assert set(outputs) == {"matrix", "parts", "release"}
 
 
 def as_dict(value: Value) -> dict[str, Value]:
@@ -121,6 +130,23 @@ def test_build_is_skipped_for_an_empty_plan_and_runs_for_a_non_empty_one() -> No
     for matrix, expected in (('{"include":[]}', False), ('{"include":[{"name":"x"}]}', True)):
         contexts: dict[str, Value] = {"needs": {"plan": {"result": "success", "outputs": {"matrix": matrix}}}}
         assert condition(check, contexts, Status()) is expected
+        # after the part jobs, whether there were none (skipped) or one failed: the build compiles the rest
+        assert condition(check, contexts, Status(success=False, failure=True)) is expected
+        assert not condition(check, contexts, Status(cancelled=True))
+
+
+def test_part_jobs_come_first_and_run_the_build_jobs_steps() -> None:
+    assert _needs("parts") == {"plan"}
+    assert _needs("build") == {"plan", "parts"}
+    check = str(JOBS["parts"]["if"])
+    for parts, expected in (('{"include":[]}', False), ('{"include":[{"name":"x part 1/2"}]}', True)):
+        assert condition(check, {"needs": {"plan": {"outputs": {"parts": parts}}}}, Status()) is expected
+    build, parts_steps = _steps("build"), _steps("parts")
+    cut = next(i for i, s in enumerate(build) if s.get("name") == "Verify")
+    same = json.dumps(build[:cut]).replace("--out wheelhouse", "--out parts")
+    assert json.dumps(parts_steps) == same  # one definition of how a job compiles; parts publish nothing
+    assert not any("upload-artifact" in str(s.get("uses")) for s in parts_steps)
+    assert as_dict(JOBS["parts"]["env"]) == as_dict(JOBS["build"]["env"])
 
 
 # --- triggers and inputs -------------------------------------------------------------------------
@@ -348,6 +374,7 @@ def test_smoke_is_gated_by_the_gpu_runner_variable_with_a_visible_notice() -> No
 MINIMAL = {
     "wheels": {
         "plan": {"contents": "read"},
+        "parts": {"contents": "read"},
         "build": {"contents": "read"},
         "smoke": {"contents": "read"},
         "release": {"contents": "write", "id-token": "write", "attestations": "write"},
@@ -385,21 +412,44 @@ def test_every_action_is_pinned_by_sha_with_its_version() -> None:
             assert pins.setdefault(action, pin) == pin, f"{action} is pinned to two versions"
 
 
-def test_release_workflow_uses_no_cache_and_no_secrets_on_self_hosted_runners() -> None:
+SCCACHE = "mozilla-actions/sccache-action"
+
+
+def test_the_cache_policy_compiler_cache_in_build_jobs_only_keyed_per_ref() -> None:
+    """The deliberate cache policy (docs/costs.md; .github/zizmor.yml records the review).
+
+    Only the jobs that compile (parts, build) use a cache, and only sccache's: plan, smoke (the
+    self-hosted GPU runner), release and pages (the jobs with write tokens) never restore anything.
+    Its keys live in a space per ref (wheels-<tag or branch>), so a tag's build reads only what
+    builds of that name wrote; no secret reaches a job.
+    """
     text = (WORKFLOWS / "wheels.yml").read_text(encoding="utf-8")
     assert "actions/cache" not in text
-    assert "sccache" not in text
-    for job in JOBS.values():
+    assert "secrets." not in text  # the only credential is the job token, given where it is needed
+    for name, job in JOBS.items():
+        cached = [s for s in job.get("steps") or [] if SCCACHE in str(as_dict(s).get("uses")).lower()]  # type: ignore[union-attr]
+        assert len(cached) == (1 if name in ("parts", "build") else 0), name
         for step in job.get("steps") or []:  # type: ignore[union-attr]
             with_ = as_dict(as_dict(step).get("with"))
             assert "cache" not in with_
             if "cuda-toolkit" in str(as_dict(step).get("uses")):
                 assert with_["use-github-cache"] is False
                 assert with_["use-local-cache"] is False
+    for name in ("parts", "build"):
+        env = as_dict(JOBS[name]["env"])
+        assert env["DSWHEELS_SCCACHE_NAMESPACE"] == "wheels-${{ github.ref_name }}"
+        assert env["DSWHEELS_SCCACHE_BUCKET"] == "${{ vars.DSWHEELS_SCCACHE_BUCKET }}"
+        build = next(s for s in _steps(name) if "dswheels build" in str(s.get("run", "")))
+        assert "--compiler-cache sccache" in str(build["run"])
+        assert isinstance(build.get("timeout-minutes"), int)
+        assert int(build["timeout-minutes"]) < int(JOBS[name]["timeout-minutes"])  # type: ignore[call-overload]
+    ci = (WORKFLOWS / "ci.yml").read_text(encoding="utf-8")
+    assert "sccache" not in ci  # ci.yml's ccache directory has keys of its own (ccache-<os>-...)
+    assert "key: ccache-${{ runner.os }}-" in ci
+    zizmor = yaml.safe_load((WORKFLOWS.parent / "zizmor.yml").read_text(encoding="utf-8"))
+    assert zizmor == {"rules": {"cache-poisoning": {"ignore": ["wheels.yml"]}}}
     smoke = json.dumps(JOBS["smoke"])
-    assert "secrets." not in smoke
     assert "github.token" not in smoke
-    assert "secrets." not in text  # the only credential is the job token, given where it is needed
     for step in (s for job in JOBS.values() for s in job.get("steps") or []):  # type: ignore[union-attr]
         if "actions/checkout" in str(as_dict(step).get("uses")):
             assert as_dict(as_dict(step)["with"])["persist-credentials"] is False
