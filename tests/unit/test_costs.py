@@ -38,10 +38,11 @@ def test_bad_data_is_refused_with_the_key() -> None:
 
 
 def test_refit_takes_the_median_and_counts_nvcc_threads() -> None:
-    samples = [
-        OpSample("quantizer", (("q.cpp", 40.0), ("a.cu", 30.0), ("b.cu", 30.0)), archs=2, nvcc_threads=2, where=w)
-        for w in ("x", "y")
-    ] + [OpSample("quantizer", (("q.cpp", 400.0), ("a.cu", 300.0), ("b.cu", 300.0)), archs=2, nvcc_threads=2, where="z")]
+    def sample(scale: float, where: str) -> OpSample:
+        units = (("q.cpp", 40.0 * scale), ("a.cu", 30.0 * scale), ("b.cu", 30.0 * scale))
+        return OpSample("quantizer", units, archs=2, nvcc_threads=2, where=where)
+
+    samples = [sample(1, "x"), sample(1, "y"), sample(10, "z")]
     cost = refit_op(samples)
     assert cost.host == 40.0  # the median, not the slow outlier
     assert cost.device == 60.0  # 60 s of .cu wall with 2 arch threads for 2 archs: 60 core-seconds per arch

@@ -442,7 +442,7 @@ def test_the_cache_policy_compiler_cache_in_build_jobs_only_keyed_per_ref() -> N
         build = next(s for s in _steps(name) if "dswheels build" in str(s.get("run", "")))
         assert "--compiler-cache sccache" in str(build["run"])
         assert isinstance(build.get("timeout-minutes"), int)
-        assert int(build["timeout-minutes"]) < int(JOBS[name]["timeout-minutes"])  # type: ignore[call-overload]
+        assert build["timeout-minutes"] < JOBS[name]["timeout-minutes"]  # type: ignore[operator]
     ci = (WORKFLOWS / "ci.yml").read_text(encoding="utf-8")
     assert "sccache" not in ci  # ci.yml's ccache directory has keys of its own (ccache-<os>-...)
     assert "key: ccache-${{ runner.os }}-" in ci
