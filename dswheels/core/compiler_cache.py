@@ -3,6 +3,8 @@
 Pure: the builder passes the environment in and starts sccache's server with the result.
 The choice, in order (docs/costs.md, "The compiler cache in CI"):
 
+0. ``DSWHEELS_SCCACHE_BACKEND=local``: the local disk whatever else is set (a job shares nothing:
+   its Pythons still do, through the one disk cache of the job).
 1. ``DSWHEELS_SCCACHE_BUCKET`` (a repository variable): an S3 bucket, or any S3-compatible store with
    ``DSWHEELS_SCCACHE_ENDPOINT``; credentials as sccache reads them (``AWS_ACCESS_KEY_ID``, ...).
 2. GitHub's Actions cache, when the job exposes it to the build (``ACTIONS_RESULTS_URL`` and
@@ -30,13 +32,17 @@ def sccache_backend(env: Mapping[str, str], *, base_dir: str) -> tuple[dict[str,
     >>> gha = {"ACTIONS_RESULTS_URL": "u", "ACTIONS_RUNTIME_TOKEN": "t"}
     >>> sccache_backend(gha, base_dir="/w")[0]["SCCACHE_GHA_ENABLED"]
     'on'
+    >>> sccache_backend({**gha, "DSWHEELS_SCCACHE_BACKEND": "local"}, base_dir="/w")[0]
+    {'SCCACHE_BASEDIRS': '/w'}
     >>> sccache_backend({}, base_dir="/w")
     ({'SCCACHE_BASEDIRS': '/w'}, 'local disk (sccache default directory)')
     """
     namespace = env.get("DSWHEELS_SCCACHE_NAMESPACE") or "dswheels"
     out = {"SCCACHE_BASEDIRS": base_dir}
     bucket = env.get("DSWHEELS_SCCACHE_BUCKET", "")
-    if bucket:
+    if env.get("DSWHEELS_SCCACHE_BACKEND") == "local":
+        what = f"local disk ({env.get('SCCACHE_DIR') or 'sccache default directory'}; DSWHEELS_SCCACHE_BACKEND=local)"
+    elif bucket:
         out["SCCACHE_BUCKET"] = bucket
         out["SCCACHE_S3_KEY_PREFIX"] = namespace
         if endpoint := env.get("DSWHEELS_SCCACHE_ENDPOINT"):

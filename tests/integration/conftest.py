@@ -102,7 +102,7 @@ def dswheels_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("dswheels-cache")
 
 
-def _build(cache: Path, out: Path, matrix: str, cell: str, *extra: str) -> Built:
+def _build(cache: Path, out: Path, matrix: str, cell: str, *extra: str, env: dict[str, str] | None = None) -> Built:
     start = time.monotonic()
     result = dswheels(
         "build",
@@ -115,7 +115,7 @@ def _build(cache: Path, out: Path, matrix: str, cell: str, *extra: str) -> Built
         "--out",
         str(out),
         *extra,
-        env=build_env(cache),
+        env=build_env(cache, **(env or {})),
     )
     seconds = time.monotonic() - start
     _TIMES[f"{cell} {' '.join(extra)}".strip()] = seconds
@@ -145,10 +145,18 @@ def cpu_build(dswheels_cache: Path, tmp_path_factory: pytest.TempPathFactory) ->
 
 
 @pytest.fixture(scope="session")
-def cuda_build(dswheels_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Built:
+def cuda_ccache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The compiler cache the CUDA reference wheel fills (empty before it): later CUDA builds may use it."""
+    return tmp_path_factory.mktemp("ccache-cuda")
+
+
+@pytest.fixture(scope="session")
+def cuda_build(dswheels_cache: Path, cuda_ccache: Path, tmp_path_factory: pytest.TempPathFactory) -> Built:
     """The CUDA reference wheel (torch 2.14 cu130, fused_adam for 7.5;8.0+PTX), built once per session."""
     require_cuda()
-    return _build(dswheels_cache, tmp_path_factory.mktemp("wheelhouse-cuda"), "matrix-cuda.yml", CUDA_CELL)
+    out = tmp_path_factory.mktemp("wheelhouse-cuda")
+    env = {"CCACHE_DIR": str(cuda_ccache)} if shutil.which("ccache") else None
+    return _build(dswheels_cache, out, "matrix-cuda.yml", CUDA_CELL, env=env)
 
 
 # --- loopback HTTP servers -----------------------------------------------------------------------

@@ -1,0 +1,92 @@
+"""Jobs that share a toolchain share a compile: a later Python takes the ``.cu`` objects from the cache.
+
+The session's CUDA reference wheel (Python 3.11, fused_adam: one C++ unit, one ``.cu`` unit) fills
+an empty ccache. The 3.12 cell of the same (DeepSpeed, torch, variant, platform) is then built the
+way a grouped job builds its second Python, but in another work root, from another venv: every
+path differs, and the cache must still serve the ``.cu`` unit (docs/costs.md). Its C++ unit
+includes Python.h and is compiled. The wheel's GPU code is the 3.11 wheel's, byte for byte.
+One CUDA compile (the C++ unit) beyond the reference wheel.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from dswheels.core.fatbin import fatbin_section
+from dswheels.core.manifest import parse_manifest
+from tests.conftest import DATA, require
+from tests.integration.conftest import Built, build_env, dswheels, record_time
+
+pytestmark = pytest.mark.integration
+
+CELL_312 = "ds0.19.8-torch2.14-cu130-cp312-linux_x86_64"
+
+
+def _python312_dir() -> str | None:
+    found = shutil.which("python3.12")
+    if found:
+        return str(Path(found).parent)
+    pyenv = sorted(Path("/root/.pyenv/versions").glob("3.12*/bin/python3"))
+    return str(pyenv[-1].parent) if pyenv else None
+
+
+def _extension(wheel: Path, module: str) -> bytes:
+    with zipfile.ZipFile(wheel) as zf:
+        name = next(n for n in zf.namelist() if n.startswith(module.replace(".", "/") + ".") and n.endswith(".so"))
+        return zf.read(name)
+
+
+def test_a_later_python_takes_the_cu_objects_from_the_cache(
+    cuda_build: Built, cuda_ccache: Path, dswheels_cache: Path, tmp_path: Path
+) -> None:
+    require(shutil.which("ccache") is not None, "ccache is needed (apt install ccache)")
+    python312 = _python312_dir()
+    require(python312 is not None, "a Python 3.12 is needed (python3.12 on PATH, or pyenv's)")
+    first = parse_manifest(cuda_build.manifest.read_text())
+    assert first.compiler_cache["tool"] == "ccache"
+    assert first.compiler_cache["hits"] == 0  # the reference wheel filled an empty cache
+    env = build_env(
+        dswheels_cache,
+        CCACHE_DIR=str(cuda_ccache),
+        PATH=os.environ["PATH"] + os.pathsep + str(python312),
+        UV_PYTHON_DOWNLOADS="never",
+    )
+    out = tmp_path / "wh"
+    result = dswheels(
+        "build",
+        "--matrix",
+        str(DATA / "matrix-cuda.yml"),
+        "--cell",
+        CELL_312,
+        "--torch-index",
+        "pip",
+        "--out",
+        str(out),
+        "--compiler-cache",
+        "ccache",
+        "--work-dir",
+        str(tmp_path / "another-work-root"),
+        env=env,
+    )
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
+    manifest = parse_manifest(next((out / "cu130").glob("*.manifest.json")).read_text())
+    record_time(f"{CELL_312} (after the 3.11 reference wheel)", manifest.durations["total"])
+    # the .cu unit from the cache, the C++ unit (Python.h) compiled
+    assert (manifest.compiler_cache["hits"], manifest.compiler_cache["misses"]) == (1, 1), manifest.compiler_cache
+    units = dict(manifest.ops_built[0].units)
+    first_units = dict(first.ops_built[0].units)
+    assert set(units) == {"csrc/adam/fused_adam_frontend.cpp", "csrc/adam/multi_tensor_adam.cu"}
+    assert units["csrc/adam/multi_tensor_adam.cu"] < first_units["csrc/adam/multi_tensor_adam.cu"]
+    # the same GPU code as the 3.11 wheel: the object is the one 3.11 compiled
+    module = manifest.ops_built[0].module
+    ours = fatbin_section(_extension(next((out / "cu130").glob("*.whl")), module))
+    theirs = fatbin_section(_extension(cuda_build.wheel, module))
+    assert ours is not None
+    assert ours == theirs
+    verify = dswheels("verify", "--static", str(next((out / "cu130").glob("*.whl"))), env=env)
+    assert verify.returncode == 0, verify.stdout[-3000:] + verify.stderr[-3000:]
