@@ -91,7 +91,6 @@ class BuildSetup:
     cache: CompilerCache | None
     compilers: tuple[str, str] | None  # (CC, CXX) when the plan's GCC is not the default compiler
     extra_config: str | None  # DIST_EXTRA_CONFIG file (setuptools [build_ext] parallel)
-    torch_wraps_compiler: bool = False  # torch >= 2.13 prepends ccache/sccache found on PATH itself
     # CUDA library headers the toolkit lacks, from the nvidia-* wheels torch itself depends on
     include_dirs: tuple[str, ...] = ()
     include_var_value: str = ""  # CPATH (Linux) / INCLUDE (Windows) as inherited

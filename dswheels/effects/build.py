@@ -624,7 +624,6 @@ def _build(
             )
     compilers = pick_compilers(planned, inherited)
     cache = find_compiler_cache(opts.compiler_cache, env=inherited, work_dir=work, compilers=compilers)
-    torch_minor = tuple(int(p) for p in (interp.info.torch or "0.0").split("+")[0].split(".")[:2])
     extra_config: str | None = None
     if at_once > 1:
         config_file = work / "dswheels-setup.cfg"
@@ -641,7 +640,6 @@ def _build(
         cache=cache,
         compilers=compilers,
         extra_config=extra_config,
-        torch_wraps_compiler=torch_minor >= (2, 13),
         include_dirs=tuple(str(d) for d in include_dirs),
         include_var_value=inherited.get("INCLUDE" if planned.cell.platform.os == "windows" else "CPATH", ""),
         debug_symbols=opts.debug_symbols,
