@@ -187,7 +187,7 @@ def parse_sccache_stats(data: Mapping[str, object], before: Mapping[str, object]
 
 
 def parse_ninja_log(text: str) -> dict[str, float]:
-    """Seconds per output of ninja's ``.ninja_log`` (v5+: start ms, end ms, mtime, output, hash).
+    r"""Seconds per output of ninja's ``.ninja_log`` (v5+: start ms, end ms, mtime, output, hash).
 
     >>> parse_ninja_log("# ninja log v7\n0\t52100\t1\t/w/build/t/csrc/adam/a.o\tab\n")
     {'/w/build/t/csrc/adam/a.o': 52.1}
