@@ -3,7 +3,7 @@
 Measured side by side in one run, on this machine:
 
 1. **The second Python of a job.** A CUDA cell (DeepSpeed 0.19.8, torch 2.14.1 cu130, this machine's
-   nvcc 13.0, ``quantizer``: one C++ and five ``.cu`` units, for two archs) built for Python 3.11 and
+   nvcc 13.0, ``quantizer``: one C++ and five ``.cu`` units, for every arch of cu130: 7.5 8.0 8.6 9.0 10.0 12.0+PTX) built for Python 3.11 and
    then 3.12 in ONE ``dswheels build`` with one compiler cache (the grouped job), against 3.12
    built on its own with an empty cache in another directory (the ungrouped way: a job per
    cell). Printed: each 3.12 compile time as a ratio of 3.11's (target <= 0.3 grouped) and the
@@ -36,6 +36,7 @@ from dswheels.core.fatbin import fatbin_section
 from dswheels.core.jobs import plan_jobs
 from dswheels.core.plan import plan
 from tests.bench.common import Result
+from tests.support.pythons import python_on_path
 
 ROOT = Path(__file__).resolve().parents[2]
 CELLS = {py: f"ds0.19.8-torch2.14-cu130-cp{py}-linux_x86_64" for py in ("311", "312")}
@@ -47,8 +48,6 @@ torch:
 python: ["3.11", "3.12"]
 platforms: [linux_x86_64]
 ops: [quantizer]
-arch_lists:
-  cu130: "8.0;9.0"
 cpu_baseline: x86-64-v2
 runners:
   linux_x86_64:
@@ -56,16 +55,6 @@ runners:
     smoke: [self-hosted, linux, gpu]
 linux_runtime: {glibc: "2.36", glibcxx: "3.4.30"}
 """
-
-
-def _python312_dir() -> str:
-    found = shutil.which("python3.12")
-    if found:
-        return str(Path(found).parent)
-    pyenv = sorted(Path("/root/.pyenv/versions").glob("3.12*/bin/python3"))
-    if not pyenv:
-        raise SystemExit("the release bench needs a Python 3.12 (python3.12 on PATH, or pyenv's)")
-    return str(Path(pyenv[-1]).parent)
 
 
 def _build(work: Path, env: dict[str, str], out: str, cells: list[str], work_dir: str) -> dict[str, dict[str, object]]:
@@ -134,7 +123,10 @@ def _cross_python() -> list[Result]:
     (work / "matrix.yml").write_text(MATRIX)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "CCACHE_"))}
     env["DSWHEELS_CACHE"] = os.environ.get("DSWHEELS_TEST_CACHE") or str(work / "cache")
-    env["PATH"] = env["PATH"] + os.pathsep + _python312_dir()
+    python312 = python_on_path("3.12", work / "py312")
+    if python312 is None:
+        raise SystemExit("the release bench needs a Python 3.12 (pyenv's, or python3.12 on PATH)")
+    env["PATH"] = python312 + os.pathsep + env["PATH"]
     env["UV_PYTHON_DOWNLOADS"] = "never"
     for name in ("ccache-grouped", "ccache-separate", "grouped", "separate"):
         shutil.rmtree(work / name, ignore_errors=True)

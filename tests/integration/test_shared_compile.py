@@ -21,18 +21,11 @@ from dswheels.core.fatbin import fatbin_section
 from dswheels.core.manifest import parse_manifest
 from tests.conftest import DATA, require
 from tests.integration.conftest import Built, build_env, dswheels, record_time
+from tests.support.pythons import python_on_path
 
 pytestmark = pytest.mark.integration
 
 CELL_312 = "ds0.19.8-torch2.14-cu130-cp312-linux_x86_64"
-
-
-def _python312_dir() -> str | None:
-    found = shutil.which("python3.12")
-    if found:
-        return str(Path(found).parent)
-    pyenv = sorted(Path("/root/.pyenv/versions").glob("3.12*/bin/python3"))
-    return str(pyenv[-1].parent) if pyenv else None
 
 
 def _extension(wheel: Path, module: str) -> bytes:
@@ -45,7 +38,7 @@ def test_a_later_python_takes_the_cu_objects_from_the_cache(
     cuda_build: Built, cuda_ccache: Path, dswheels_cache: Path, tmp_path: Path
 ) -> None:
     require(shutil.which("ccache") is not None, "ccache is needed (apt install ccache)")
-    python312 = _python312_dir()
+    python312 = python_on_path("3.12", tmp_path / "py312")
     require(python312 is not None, "a Python 3.12 is needed (python3.12 on PATH, or pyenv's)")
     first = parse_manifest(cuda_build.manifest.read_text())
     assert first.compiler_cache["tool"] == "ccache"
@@ -53,7 +46,7 @@ def test_a_later_python_takes_the_cu_objects_from_the_cache(
     env = build_env(
         dswheels_cache,
         CCACHE_DIR=str(cuda_ccache),
-        PATH=os.environ["PATH"] + os.pathsep + str(python312),
+        PATH=str(python312) + os.pathsep + os.environ["PATH"],
         UV_PYTHON_DOWNLOADS="never",
     )
     out = tmp_path / "wh"
