@@ -69,13 +69,14 @@ class PatchError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class CompilerCache:
-    """A compiler cache the builder found: ``ccache`` (C++ via a masquerade dir) or ``sccache``."""
+    """A compiler cache the builder found: ``ccache`` (C++ via a masquerade dir) or ``sccache`` (C++ via ``CXX``)."""
 
     tool: str  # "ccache" | "sccache"
     executable: str  # absolute path of the tool
     masquerade_dir: str  # directory of compiler-named links to ccache, put first on PATH ("" for sccache)
     stats_log: str  # ccache's per-build stats log ("" for sccache)
     base_dir: str  # paths below it are hashed relative (the work directory)
+    cxx: str = ""  # sccache on Linux: a script running the C++ compiler through it, for CXX
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,10 +228,15 @@ def _cache_env(setup: BuildSetup) -> dict[str, str]:
         # which sccache before 0.9 does not cache; a one-shot build in a fresh tree needs no depfile
         env["TORCH_EXTENSION_SKIP_NVCC_GEN_DEPENDENCIES"] = "1"
     if cache.masquerade_dir:
-        # the C++ compiler through compiler-named links first on PATH (ccache and sccache both act as
-        # the compiler they are named after), with every torch; torch >= 2.13 would prepend the first
-        # of ccache/sccache it finds on PATH itself: once, and the chosen one, is enough
+        # ccache: the C++ compiler (and nvcc's host compiler) through compiler-named links first on PATH,
+        # with every torch; torch >= 2.13 would prepend the first of ccache/sccache on PATH itself: once,
+        # and the chosen one, is enough
         env["PATH"] = cache.masquerade_dir + setup.path_sep + setup.path
+        env["TORCH_NO_COMPILER_WRAPPER"] = "1"
+    if cache.cxx:
+        # sccache: ninja's C++ rule through a script (torch reads CXX); not nvcc's host compiler, which
+        # sccache's server runs (docs/costs.md)
+        env["CXX"] = cache.cxx
         env["TORCH_NO_COMPILER_WRAPPER"] = "1"
     if setup.nvcc is not None:
         # read verbatim by torch's ninja writer (on Windows the only compiler a cache can wrap: torch's

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import sys
 from collections.abc import Mapping
@@ -231,6 +232,27 @@ def detect_host(env: Mapping[str, str] | None = None) -> HostTools:
     return HostTools(os=os_name, gcc=gcc, msvc=msvc, nvcc=nvcc_version)
 
 
+def _sccache_cxx(sccache: str, work_dir: Path, compilers: tuple[str, str] | None, env: Mapping[str, str]) -> str:
+    """A script that runs the C++ compiler through sccache (Linux), for ``CXX``; "" on Windows or without one.
+
+    Not compiler-named links on PATH, as for ccache: nvcc, which sccache's server runs, looks for its
+    host compiler on PATH, and sccache started from inside its own server refuses to act as the
+    compiler ("Compiler not supported: unexpected argument '-E'", measured with sccache 0.16). So only
+    ninja's C++ rule (torch reads ``CXX``) goes through sccache; nvcc's host compiler stays the real one.
+    """
+    if sys.platform == "win32":  # torch's ninja rule runs cl itself
+        return ""
+    real = proc.find_tool(compilers[1] if compilers else env.get("CXX") or "c++", env)
+    if real is None:
+        return ""
+    script = work_dir / "sccache-bin" / "c++"
+    script.parent.mkdir(parents=True, exist_ok=True)
+    run = f'exec {shlex.quote(sccache)} {shlex.quote(real)} "$@"'
+    script.write_text(f"#!/bin/sh\n# dswheels: the C++ compiler through sccache\n{run}\n", encoding="utf-8")
+    script.chmod(0o755)
+    return str(script)
+
+
 def find_compiler_cache(
     choice: str, *, env: Mapping[str, str], work_dir: Path, compilers: tuple[str, str] | None
 ) -> CompilerCache | None:
@@ -243,10 +265,19 @@ def find_compiler_cache(
         if exe is None:
             continue
         exe = str(Path(exe).resolve())
+        if name == "sccache":
+            return CompilerCache(
+                tool=name,
+                executable=exe,
+                masquerade_dir="",
+                stats_log="",
+                base_dir=str(work_dir),
+                cxx=_sccache_cxx(exe, work_dir, compilers, env),
+            )
         masquerade = ""
         if sys.platform != "win32":
-            # compiler-named links to the cache, first on PATH: c++/g++ (and CC/CXX's names) go through it
-            link_dir = work_dir / f"{name}-bin"
+            # compiler-named links to ccache, first on PATH: c++/g++ (and CC/CXX's names) go through it
+            link_dir = work_dir / "ccache-bin"
             link_dir.mkdir(parents=True, exist_ok=True)
             for compiler in {"cc", "c++", "gcc", "g++", *(compilers or ())}:
                 link = link_dir / compiler
@@ -257,7 +288,7 @@ def find_compiler_cache(
             tool=name,
             executable=exe,
             masquerade_dir=masquerade,
-            stats_log=str(work_dir / "ccache-stats.log") if name == "ccache" else "",
+            stats_log=str(work_dir / "ccache-stats.log"),
             base_dir=str(work_dir),
         )
     if choice != "auto":

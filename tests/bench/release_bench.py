@@ -2,14 +2,14 @@
 
 Measured side by side in one run, on this machine:
 
-1. **The second Python of a job.** A CUDA cell (DeepSpeed 0.19.8, torch 2.14.1 cu130, this machine's
-   nvcc 13.0, ``quantizer``: one C++ and five ``.cu`` units, for every arch of cu130: 7.5 8.0 8.6 9.0 10.0 12.0+PTX) built for Python 3.11 and
-   then 3.12 in ONE ``dswheels build`` with one compiler cache (the grouped job), against 3.12
-   built on its own with an empty cache in another directory (the ungrouped way: a job per
-   cell). Printed: each 3.12 compile time as a ratio of 3.11's (target <= 0.3 grouped) and the
-   cache hit rates. Then the proof that grouping changes nothing in the wheel: the grouped and
-   the separate 3.12 wheels have the same ops and byte-identical GPU code in every extension,
-   and both pass ``dswheels verify``.
+1. **The second Python of a job.** A CUDA cell (DeepSpeed 0.19.8, torch 2.14.1 cu130, this
+   machine's nvcc 13.0, ``quantizer``: one C++ and five ``.cu`` units, for every arch of cu130:
+   7.5 8.0 8.6 9.0 10.0 12.0+PTX) built for Python 3.11 and then 3.12 in ONE ``dswheels build``
+   with one compiler cache (the grouped job), against 3.12 built on its own with an empty cache
+   in another directory (the ungrouped way: a job per cell). Printed: each 3.12 compile time as
+   a ratio of 3.11's (target <= 0.3 grouped) and the cache hit rates. Then the proof that
+   grouping changes nothing in the wheel: the grouped and the separate 3.12 wheels have the same
+   ops and byte-identical GPU code in every extension, and both pass ``dswheels verify``.
 2. **The shipped matrix.** ``dswheels plan``'s estimated runner-hours (compile_times.yml) for
    matrix/matrix.yml, grouped (the default) against one job per cell.
 

@@ -135,17 +135,24 @@ def test_ccache_masquerade_and_nvcc() -> None:
     assert env["CCACHE_STATSLOG"] == "/w/s.log"
 
 
-def test_sccache_like_ccache_whatever_torch_finds_on_path() -> None:
+def test_sccache_takes_cxx_and_nvcc_and_leaves_path_alone() -> None:
     cache = CompilerCache(
-        tool="sccache", executable="/bin/sccache", masquerade_dir="/w/sccache-bin", stats_log="", base_dir="/w"
+        tool="sccache",
+        executable="/bin/sccache",
+        masquerade_dir="",
+        stats_log="",
+        base_dir="/w",
+        cxx="/w/sccache-bin/c++",
     )
-    for env in [build_env(_planned(CUDA_ID), _setup(cache=cache))]:  # the same for every torch
-        assert env["PATH"] == "/w/sccache-bin:/venv/bin:/usr/bin"
-        assert env["PYTORCH_NVCC"] == "/bin/sccache /usr/local/cuda-13.0/bin/nvcc"
-        assert env["TORCH_NO_COMPILER_WRAPPER"] == "1"
-        assert env["SCCACHE_BASEDIRS"] == "/w"  # paths under the work dir hashed relative
-        assert env["TORCH_EXTENSION_SKIP_NVCC_GEN_DEPENDENCIES"] == "1"
-        assert not any(k.startswith("CCACHE_") for k in env)
+    env = build_env(_planned(CUDA_ID), _setup(cache=cache, compilers=("gcc-11", "g++-11")))
+    assert "PATH" not in env  # nvcc, run by sccache's server, must find the real host compiler
+    assert env["CXX"] == "/w/sccache-bin/c++"  # ninja's C++ rule through sccache
+    assert env["CC"] == "gcc-11"  # torch hands it to nvcc as -ccbin: the real one
+    assert env["PYTORCH_NVCC"] == "/bin/sccache /usr/local/cuda-13.0/bin/nvcc"
+    assert env["TORCH_NO_COMPILER_WRAPPER"] == "1"  # torch >= 2.13 would wrap with ccache if it finds one
+    assert env["SCCACHE_BASEDIRS"] == "/w"  # paths under the work dir hashed relative
+    assert env["TORCH_EXTENSION_SKIP_NVCC_GEN_DEPENDENCIES"] == "1"
+    assert not any(k.startswith("CCACHE_") for k in env)
 
 
 def test_the_build_imports_torch_through_the_work_dir() -> None:
