@@ -228,7 +228,8 @@ def plan(
             details="\n".join(f"{cell_id(d.cell)}: {d.reasons[0].message}" for d in dropped[:20]),
             hint="run `dswheels plan --explain` for every reason",
         )
-    return Plan(planned=planned, dropped=dropped, matrix=spec.filename, mode=mode)
+    resolved = tuple(f"{spec.filename}: {line}" for line in spec.resolved)
+    return Plan(planned=planned, dropped=dropped, matrix=spec.filename, mode=mode, notes=resolved)
 
 
 def combo_from_values(values: Mapping[str, str | None]) -> Combo:

@@ -265,8 +265,13 @@ def _count(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
+def _resolved(plan: Plan) -> list[str]:
+    """What the matrix's selectors ({newest: N}, variants: all) resolved to, before the cells."""
+    return [*(f"resolved {note}" for note in plan.notes), ""] if plan.notes else []
+
+
 def render_table(plan: Plan) -> str:
-    lines: list[str] = []
+    lines: list[str] = _resolved(plan)
     if len(plan.planned) <= DETAIL_LIMIT:
         for item in plan.planned:
             lines.extend(_detail(item))
@@ -295,7 +300,7 @@ def render_table(plan: Plan) -> str:
 
 
 def render_explain(plan: Plan) -> str:
-    lines: list[str] = []
+    lines: list[str] = _resolved(plan)
     if not plan.dropped:
         lines.append(f"No cell dropped: all {len(plan.planned)} cells of the selection can be built.")
         return "\n".join(lines) + "\n"
