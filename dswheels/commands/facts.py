@@ -80,7 +80,10 @@ def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
     )
     facts_sub = parser.add_subparsers(title="facts commands", metavar="COMMAND", required=True)
     p = facts_sub.add_parser(
-        "check", help="report where compat.yml drifted from its sources", description=DESCRIPTION, formatter_class=formatter
+        "check",
+        help="report where compat.yml drifted from its sources",
+        description=DESCRIPTION,
+        formatter_class=formatter,
     )
     p.add_argument("--compat", type=Path, default=None, metavar="PATH", help="the facts file (default: the package's)")
     p.add_argument("--write", action="store_true", help="print the diff, then write it to the facts file")

@@ -343,7 +343,7 @@ def _parse_torch(check: _Checker, node: Node) -> list[tuple[VersionTuple, tuple[
                 "or 'newest' (how many of the newest torch minors)",
             )
             continue
-        if newest_node is not None:
+        if version_node is None:
             result += _torch_newest(check, item, variants_node)
             continue
         torch = check.torch_version(version_node)
@@ -362,7 +362,9 @@ def _torch_newest(check: _Checker, item: Node, variants_node: Node) -> list[tupl
     minors = newest(item, check.problems, check.compat.torch_minors, "torch minors")
     wanted: tuple[Variant, ...] | None = None
     if not (variants_node.kind == "scalar" and variants_node.text == ALL):
-        wanted = tuple(v for n in check.seq(variants_node, "variants") if (v := check.parsed(n, "a torch variant", Variant.parse)))
+        wanted = tuple(
+            v for n in check.seq(variants_node, "variants") if (v := check.parsed(n, "a torch variant", Variant.parse))
+        )
     result = []
     for torch in minors:
         if wanted is None:
@@ -372,9 +374,7 @@ def _torch_newest(check: _Checker, item: Node, variants_node: Node) -> list[tupl
             chosen, lacking = kept_variants(check.compat, torch, wanted)
             note = f" (it has no {', '.join(lacking)})" if lacking else ""
         result.append((torch, tuple(dict.fromkeys(chosen))))
-        check.resolved.append(
-            f"torch {format_version(torch)} -> {', '.join(v.name for v in chosen)}{note}"
-        )
+        check.resolved.append(f"torch {format_version(torch)} -> {', '.join(v.name for v in chosen)}{note}")
     head = f"torch {{newest: {item.get('newest').text}, variants: {variants_node.text or 'a list'}}}"  # type: ignore[union-attr]
     check.resolved.insert(
         len(check.resolved) - len(minors),

@@ -14,6 +14,7 @@ mappings; items are appended to flow sequences; blocks are added to block mappin
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -72,6 +73,8 @@ def parse_spans(text: str) -> Span:
             pending_key[-1] = None
 
     for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        if event.start_mark is None or event.end_mark is None:  # pragma: no cover - the parser always marks
+            continue
         start, end = event.start_mark.index, event.end_mark.index
         if isinstance(event, yaml.ScalarEvent):
             while event.style in ("|", ">") and text[end - 2 : end] == "\n\n":
@@ -186,9 +189,7 @@ def _set(text: str, root: Span, edit: Edit, edited: set[int]) -> list[Splice]:
         # keep other entries as they were: aliases not edited themselves become copies of the old value
         old = text[node.start : node.end]
         literal = old.split(None, 1)[1] if old.startswith("&") else old
-        for alias in _anchored(root)[node.anchor][1]:
-            if id(alias) not in edited:
-                splices.append((alias.start, alias.end, literal))
+        splices += [(a.start, a.end, literal) for a in _anchored(root)[node.anchor][1] if id(a) not in edited]
         new = f"&{node.anchor} {new}"
     if node.kind == "scalar" and text[node.start : node.end].endswith("\n"):
         new += "\n"  # a block scalar's span ends after its last line
@@ -280,7 +281,7 @@ def apply_edits(text: str, edits: Sequence[Edit]) -> str:
             raise EditError("two edits change the same value; make them one")
         merged[key] = merged.get(key, "") + new
     ordered = sorted(merged.items())
-    for ((_s, end), _n), ((next_start, _e), _m) in zip(ordered, ordered[1:], strict=False):
+    for ((_s, end), _n), ((next_start, _e), _m) in itertools.pairwise(ordered):
         if end > next_start:
             raise EditError("two edits overlap; make them one")
     for (start, end), new in reversed(ordered):  # from the end, so earlier positions stay valid

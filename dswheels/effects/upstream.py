@@ -137,9 +137,7 @@ def _sdist_versions(
     return [r for r in releases if r.version in wanted and r.sdist_url]
 
 
-def _read_sdist(
-    downloader: Downloader, release: DeepSpeedRelease, compat: Compat
-) -> DeepSpeedSourceSeen:
+def _read_sdist(downloader: Downloader, release: DeepSpeedRelease, compat: Compat) -> DeepSpeedSourceSeen:
     path, _sha = downloader.fetch(release.sdist_url, sha256=release.sdist_sha256, size=release.sdist_size)
     files: dict[str, str] = {}
     try:
@@ -156,7 +154,9 @@ def _read_sdist(
     )
 
 
-def read_upstream(compat: Compat, raw: Mapping[str, object], options: UpstreamOptions, downloader: Downloader) -> Upstream:
+def read_upstream(
+    compat: Compat, raw: Mapping[str, object], options: UpstreamOptions, downloader: Downloader
+) -> Upstream:
     """Read every source not in ``options.skip``; raises ``SourceError`` for one that cannot be read."""
     reporter = get_reporter()
     read: dict[str, str] = {}

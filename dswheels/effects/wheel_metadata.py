@@ -37,7 +37,9 @@ class _Ranges:
         try:
             response = self.session.get(self.url, headers={"Range": f"bytes={spec}"}, timeout=_TIMEOUT)
         except requests.RequestException as exc:
-            raise SourceError(f"cannot read {self.url}: {exc}", hint="check the network, or --skip the source") from None
+            raise SourceError(
+                f"cannot read {self.url}: {exc}", hint="check the network, or --skip the source"
+            ) from None
         if response.status_code != 206:
             raise SourceError(
                 f"{self.url} answered HTTP {response.status_code} to a range request (206 expected)",
@@ -87,7 +89,10 @@ def _find_metadata(blob: bytes) -> tuple[int, int, int] | None:
             if _METADATA_RE.match(name):
                 if 0xFFFFFFFF in (csize, offset):
                     start = position + 46 + name_len
-                    big = _zip64_values(blob[start : start + extra_len], [_usize == 0xFFFFFFFF, csize == 0xFFFFFFFF, offset == 0xFFFFFFFF])
+                    big = _zip64_values(
+                        blob[start : start + extra_len],
+                        [_usize == 0xFFFFFFFF, csize == 0xFFFFFFFF, offset == 0xFFFFFFFF],
+                    )
                     fields = iter(big)
                     if _usize == 0xFFFFFFFF:
                         next(fields, None)

@@ -18,8 +18,8 @@ from dswheels.core.upstream.compare_torch import compare_torch
 from dswheels.core.upstream.context import Context, PathT
 from dswheels.core.upstream.findings import Finding, Kind, Report
 from dswheels.core.upstream.seen import Upstream
-from dswheels.core.yaml_edit import Edit, EditError, apply_edits, parse_spans, render_scalar
 from dswheels.core.versions import parse_version
+from dswheels.core.yaml_edit import Edit, EditError, apply_edits, parse_spans, render_scalar
 
 __all__ = ["check_facts", "inferred_entries"]
 
@@ -65,11 +65,12 @@ def _checked_edits(text: str, findings: list[Finding]) -> list[Finding]:
     """Findings whose edit cannot be made alone become a person's to settle (never a broken file)."""
     checked = []
     for finding in findings:
+        kept = finding
         if finding.edits:
             try:
                 apply_edits(text, finding.edits)
             except EditError as exc:
-                finding = Finding(
+                kept = Finding(
                     finding.kind,
                     finding.entry,
                     finding.message,
@@ -77,7 +78,7 @@ def _checked_edits(text: str, findings: list[Finding]) -> list[Finding]:
                     (),
                     f"--write cannot make this edit ({exc}): change compat.yml by hand",
                 )
-        checked.append(finding)
+        checked.append(kept)
     return checked
 
 

@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from dswheels.core.upstream.context import Context
 from dswheels.core.upstream.findings import Kind
 from dswheels.core.upstream.seen import OSES, CudaActionSeen, TorchMinorSeen
-from dswheels.core.yaml_edit import Edit, render_scalar
 from dswheels.core.versions import VersionTuple, format_version, parse_version
+from dswheels.core.yaml_edit import Edit, render_scalar
 
 __all__ = ["compare_cuda", "exact_pins"]
 
@@ -102,8 +102,8 @@ def compare_cuda(
                 )
     newest_known = max(ctx.compat.cuda)
     if action is not None:
-        both = set(action.installable["linux"]) & set(action.installable["windows"])
-        for minor in sorted({v[:2] for v in both if v[:2] > newest_known}):
+        everywhere = set(action.installable["linux"]) & set(action.installable["windows"])
+        for minor in sorted({v[:2] for v in everywhere if v[:2] > newest_known}):
             ctx.add(
                 Kind.NEW,
                 f"cuda.{format_version(minor)}",

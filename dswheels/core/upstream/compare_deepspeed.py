@@ -9,8 +9,8 @@ from dswheels.core.compat import Compat, Rule
 from dswheels.core.upstream.context import Context
 from dswheels.core.upstream.findings import Kind
 from dswheels.core.upstream.seen import DeepSpeedRelease, DeepSpeedSourceSeen
-from dswheels.core.yaml_edit import Edit, render_scalar
 from dswheels.core.versions import VersionTuple, format_version, parse_version
+from dswheels.core.yaml_edit import Edit, render_scalar
 
 __all__ = ["RuleCheck", "boundary_versions", "compare_releases", "compare_sources", "rule_checks"]
 
@@ -37,8 +37,8 @@ def rule_checks(compat: Compat, raw: Mapping[str, object]) -> list[RuleCheck]:
     checks = []
     raw_rules = raw.get("rules")
     for index, rule in enumerate(compat.rules):
-        raw = raw_rules[index] if isinstance(raw_rules, list) else None
-        check = raw.get("check") if isinstance(raw, dict) else None
+        entry = raw_rules[index] if isinstance(raw_rules, list) else None
+        check = entry.get("check") if isinstance(entry, dict) else None
         if not isinstance(check, dict):
             continue
         for flag, spec in check.items():
@@ -85,8 +85,9 @@ def compare_releases(ctx: Context, seen: Sequence[DeepSpeedRelease]) -> list[str
                 f"DeepSpeed {text} is on PyPI (uploaded {release.uploaded}) and not in compat.yml"
                 + ("" if release.sdist_url else " (it has no sdist)"),
                 PYPI,
-                person="it has no sdist to build from" if not release.sdist_url else "it is older than the newest "
-                "listed release: insert it in order by hand",
+                person="it has no sdist to build from"
+                if not release.sdist_url
+                else "it is older than the newest listed release: insert it in order by hand",
             )
     for version in known:
         if version not in upstream:
@@ -113,7 +114,8 @@ def _compare_ops(ctx: Context, source: DeepSpeedSourceSeen, troubled: set[Versio
                     ctx.add(
                         Kind.DISAGREES,
                         f"ops.{accelerator}.{name}.var",
-                        f"DeepSpeed {text}'s builder reads DS_BUILD_{var}, compat.yml says DS_BUILD_{expected[name].var}",
+                        f"DeepSpeed {text}'s builder reads DS_BUILD_{var}, compat.yml says "
+                        f"DS_BUILD_{expected[name].var}",
                         where,
                         edits=[Edit("set", ("ops", accelerator, name, "var"), var)],
                     )
@@ -190,7 +192,9 @@ def _compare_rules(ctx: Context, sources: Sequence[DeepSpeedSourceSeen], trouble
     for check in rule_checks(ctx.compat, ctx.raw):
         rule, path = check.rule, ("rules", check.index)
         inferred = ctx.inferred(path)
-        agree, disagree, sides = [], [], set()
+        agree: list[tuple[DeepSpeedSourceSeen, int, bool]] = []
+        disagree: list[tuple[DeepSpeedSourceSeen, int, bool]] = []
+        sides: set[bool] = set()
         for source in sources:
             std = _flag(source, check)
             if std is None:

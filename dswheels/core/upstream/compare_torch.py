@@ -9,8 +9,8 @@ from dswheels.core.model import Python, Variant
 from dswheels.core.upstream.context import Context, PathT
 from dswheels.core.upstream.findings import Kind
 from dswheels.core.upstream.seen import OSES, TorchIndexSeen, TorchMinorSeen
-from dswheels.core.yaml_edit import Edit, render_flow, render_scalar
 from dswheels.core.versions import VersionTuple, format_version
+from dswheels.core.yaml_edit import Edit, render_flow, render_scalar
 
 __all__ = ["compare_torch", "python_order", "variant_for_pin"]
 
@@ -50,9 +50,7 @@ def _wanted_python(seen: TorchMinorSeen, index: TorchIndexSeen | None) -> tuple[
     return per_os, where
 
 
-def _compare_release(
-    ctx: Context, release: TorchRelease, seen: TorchMinorSeen, index: TorchIndexSeen | None
-) -> None:
+def _compare_release(ctx: Context, release: TorchRelease, seen: TorchMinorSeen, index: TorchIndexSeen | None) -> None:
     key = format_version(release.minor)
     path: PathT = ("torch", key)
     if release.latest != seen.latest:
@@ -122,7 +120,9 @@ def _compare_variants(ctx: Context, release: TorchRelease, index: TorchIndexSeen
                 "the indexes list exactly the variants compat.yml infers: "
                 + "; ".join(f"{os}: {', '.join(found[os]) or 'none'}" for os in OSES),
                 source,
-                edits=ctx.settle(path, f"variants confirmed by download.pytorch.org (dswheels facts check {ctx.today})"),
+                edits=ctx.settle(
+                    path, f"variants confirmed by download.pytorch.org (dswheels facts check {ctx.today})"
+                ),
             )
         return
     found_kinds = []
@@ -134,8 +134,10 @@ def _compare_variants(ctx: Context, release: TorchRelease, index: TorchIndexSeen
                 (
                     Kind.REFUTED if inferred else Kind.DISAGREES,
                     f"torch.{key}.variants.{os}",
-                    f"torch {key} has no {', '.join(extra)} wheels for {os} on download.pytorch.org "
-                    "(compat.yml lists them: the plan would build against wheels that do not exist)",
+                    (
+                        f"torch {key} has no {', '.join(extra)} wheels for {os} on download.pytorch.org "
+                        "(compat.yml lists them: the plan would build against wheels that do not exist)"
+                    ),
                     "",
                 )
             )

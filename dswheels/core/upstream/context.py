@@ -70,7 +70,7 @@ class Context:
     def note_source(self, path: PathT, note: str) -> list[Edit]:
         """Append ``note`` to the entry's ``source`` (every earlier note is kept)."""
         old = self.value((*path, "source"))
-        text = f"{old}; {note}" if isinstance(old, str) and old else note
+        text = f"{old.rstrip().rstrip('.')}; {note}" if isinstance(old, str) and old else note
         if self.span((*path, "source")) is None:
             return [Edit("add", path, render_scalar(text), key="source")]
         return [Edit("set", (*path, "source"), render_scalar(text))]

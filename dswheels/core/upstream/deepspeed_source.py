@@ -18,6 +18,7 @@ Evaluating real builders for flags on Windows is the job of the flags evaluator
 from __future__ import annotations
 
 import ast
+import contextlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -105,7 +106,7 @@ def _names(source: str) -> set[str]:
 # --- a tiny evaluator for the flag code of CUDAOpBuilder ---------------------------------------------
 
 
-class _Unknown(Exception):
+class _UnknownError(Exception):
     """The code depends on something this evaluator does not model."""
 
 
@@ -144,8 +145,8 @@ def _eval(node: ast.expr, env: Mapping[str, object]) -> object:
         try:
             return bool(_COMPARE[type(node.ops[0])](left, right))  # type: ignore[no-untyped-call]
         except TypeError:
-            raise _Unknown(key) from None
-    raise _Unknown(key)
+            raise _UnknownError(key) from None
+    raise _UnknownError(key)
 
 
 def _truth(node: ast.expr, env: Mapping[str, object]) -> bool:
@@ -157,13 +158,13 @@ def _run(body: Iterable[ast.stmt], env: dict[str, object], fixed: frozenset[str]
         if isinstance(stmt, ast.Return):
             try:
                 value = _eval(stmt.value, env) if stmt.value is not None else None
-            except _Unknown:
+            except _UnknownError:
                 value = None
             raise _Returned(value)
         if isinstance(stmt, ast.If):
             try:
                 branch = stmt.body if _truth(stmt.test, env) else stmt.orelse
-            except _Unknown:
+            except _UnknownError:
                 _either(stmt, env, fixed)  # e.g. a debug switch read from the environment
                 continue
             _run(branch, env, fixed)
@@ -172,7 +173,7 @@ def _run(body: Iterable[ast.stmt], env: dict[str, object], fixed: frozenset[str]
             if name not in fixed:
                 try:
                     env[name] = _eval(stmt.value, env)
-                except _Unknown:
+                except _UnknownError:
                     env.pop(name, None)
         elif isinstance(stmt, ast.Try):
             continue  # thread-count guessing and the like: nothing about flags
@@ -184,10 +185,8 @@ def _either(stmt: ast.If, env: dict[str, object], fixed: frozenset[str]) -> None
     scopes = []
     for branch in (stmt.body, stmt.orelse):
         scope = dict(env)
-        try:
+        with contextlib.suppress(_Returned):
             _run(branch, scope, fixed)
-        except _Returned:
-            pass
         scopes.append(scope)
     for name in set(scopes[0]) | set(scopes[1]) | set(env):
         if name in scopes[0] and name in scopes[1] and scopes[0][name] == scopes[1][name]:
@@ -225,16 +224,15 @@ def _flag_std(func: ast.FunctionDef | None, env: dict[str, object], local: str) 
         _run(func.body, scope, frozenset(env))
     except _Returned as done:
         return _std(scope.get(local)) if local else _std(done.value)
-    except _Unknown:
+    except _UnknownError:
         return None
     return _std(scope.get(local)) if local else None
 
 
 def _mismatch(tree: ast.Module) -> dict[int, tuple[VersionTuple, ...]] | None:
     for node in tree.body:
-        if (
-            isinstance(node, ast.Assign)
-            and any(isinstance(t, ast.Name) and t.id == "cuda_minor_mismatch_ok" for t in node.targets)
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "cuda_minor_mismatch_ok" for t in node.targets
         ):
             value = ast.literal_eval(node.value)
             return {int(k): tuple(parse_version(str(v)) for v in vs) for k, vs in value.items()}

@@ -99,7 +99,9 @@ def render_diff(report: Report, *, name: str = "dswheels/compat.yml") -> str:
 
 
 def _grouped(findings: Sequence[Finding]) -> list[tuple[Kind, list[Finding]]]:
-    return [(kind, [f for f in findings if f.kind is kind]) for kind in _HEADINGS if any(f.kind is kind for f in findings)]
+    return [
+        (kind, [f for f in findings if f.kind is kind]) for kind in _HEADINGS if any(f.kind is kind for f in findings)
+    ]
 
 
 def render_text(report: Report) -> str:
@@ -122,7 +124,9 @@ def render_text(report: Report) -> str:
         lines.append(f"\nnew DeepSpeed releases: {', '.join(report.new_deepspeed)}; the facts place: {placed}")
     edits = sum(len(f.edits) for f in report.findings)
     verdict = "drift" if report.drift else "no drift"
-    lines.append(f"\n{verdict}: {len(report.findings)} findings, {edits} edits, {len(report.needs_person)} for a person")
+    lines.append(
+        f"\n{verdict}: {len(report.findings)} findings, {edits} edits, {len(report.needs_person)} for a person"
+    )
     return "\n".join(lines) + "\n"
 
 

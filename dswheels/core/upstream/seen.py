@@ -44,7 +44,9 @@ class TorchMinorSeen:
     released: str  # YYYY-MM-DD of the first upload of MAJOR.MINOR.0 (or of the oldest patch)
     requires_python: str  # of ``latest``
     python: Mapping[str, tuple[Python, ...]]  # per OS: CPython tags of latest's wheels (x86_64 / win_amd64)
-    cuda_pin: str = ""  # what latest's Linux wheel requires: "13.2.2" (cuda-toolkit==) or "12.8" (nvidia-*-cu12 runtime)
+    cuda_pin: str = (
+        ""  # what latest's Linux wheel requires: "13.2.2" (cuda-toolkit==) or "12.8" (nvidia-*-cu12 runtime)
+    )
     cuda_pin_exact: bool = False  # True: a cuda-toolkit==X.Y.Z pin (a toolkit release), not only a runtime minor
     pin_from: str = ""  # where the pin was read ("PyPI JSON info", "METADATA of <wheel>")
 
@@ -64,9 +66,7 @@ class TorchIndexSeen:
 
     def variants(self, minor: VersionTuple, os: str) -> tuple[str, ...]:
         """The CUDA variants with any wheel of ``minor`` for ``os`` (cpu left out: it always exists)."""
-        return tuple(
-            sorted(v for v, table in self.wheels.items() if v != "cpu" and table.get((minor, os)))
-        )
+        return tuple(sorted(v for v, table in self.wheels.items() if v != "cpu" and table.get((minor, os))))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
