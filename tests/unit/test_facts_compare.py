@@ -48,7 +48,9 @@ def _by_entry(report: Report) -> dict[str, list[tuple[Kind, str]]]:
 
 def test_the_recorded_sources_parse() -> None:
     upstream = recorded_upstream()
-    assert upstream.torch is not None and upstream.torch_index is not None and upstream.cuda_action is not None
+    assert upstream.torch is not None
+    assert upstream.torch_index is not None
+    assert upstream.cuda_action is not None
     assert upstream.deepspeed_releases is not None
     assert format_version(upstream.deepspeed_releases[-1].version) == "0.19.8"
     assert upstream.deepspeed_releases[-1].sdist_url.endswith("/deepspeed-0.19.8.tar.gz")
@@ -56,7 +58,8 @@ def test_the_recorded_sources_parse() -> None:
     assert (seen.latest, seen.released, seen.requires_python) == ("2.15.0", "2026-10-28", ">=3.11")
     assert [str(p) for p in seen.python["windows"]] == ["3.11", "3.12", "3.13", "3.14", "3.14t", "3.15", "3.15t"]
     assert (seen.cuda_pin, seen.cuda_pin_exact) == ("13.2.2", True)
-    assert upstream.torch[(2, 14)].latest == "2.14.1" and not upstream.torch[(2, 14)].cuda_pin  # read from METADATA
+    assert upstream.torch[(2, 14)].latest == "2.14.1"
+    assert not upstream.torch[(2, 14)].cuda_pin
     assert upstream.torch_index.variants((2, 15), "windows") == ("cu130", "cu132")
     assert upstream.torch_index.variants((2, 13), "linux") == ("cu126", "cu130", "cu132")
     assert upstream.torch_index.absent == ("cu128", "cu129", "cu131", "cu133", "cu134")
@@ -65,11 +68,14 @@ def test_the_recorded_sources_parse() -> None:
 
 def test_the_action_pin_and_its_tables_are_read_from_the_real_files() -> None:
     pin = find_action_pin((ROOT / ".github" / "workflows" / "wheels.yml").read_text(encoding="utf-8"))
-    assert pin is not None and pin.method == "network" and len(pin.commit) == 40
+    assert pin is not None
+    assert pin.method == "network"
+    assert len(pin.commit) == 40
     windows = (RECORDED / "cuda-toolkit" / pin.commit / "src" / "links" / "windows-links.ts").read_text()
     local = table_versions(windows, "cudaVersionToURL")
     network = table_versions(windows, "cudaVersionToNetworkUrl")
-    assert (12, 6, 3) in network and (13, 2, 0) in local
+    assert (12, 6, 3) in network
+    assert (13, 2, 0) in local
     with pytest.raises(ValueError, match="no table"):
         table_versions(windows, "cudaVersionToNothing")
 
@@ -85,7 +91,9 @@ def test_the_shipped_facts_against_the_recorded_sources() -> None:
     found = _by_entry(report)
     # the toolkit the newest torch pins is one the pinned action cannot install: a person bumps it
     ((kind, message),) = found["cuda.13.2.install"]
-    assert kind is Kind.DISAGREES and "pins cuda-toolkit 13.2.2" in message and "only up to 13.2.0" in message
+    assert kind is Kind.DISAGREES
+    assert "pins cuda-toolkit 13.2.2" in message
+    assert "only up to 13.2.0" in message
     assert all(f.person for f in report.findings if f.entry.startswith("cuda.13.") and f.kind is Kind.DISAGREES)
     assert {"cuda.13.3.install", "cuda.13.4.install"} <= set(found)
     # the (derived) per-variant pages agree with 2.15's corrected variants, which settles them
@@ -103,9 +111,11 @@ def test_a_planted_stale_entry_a_missing_variant_and_a_new_release_are_reported(
     found = _by_entry(report)
     assert found["torch.2.14.latest"] == [(Kind.DISAGREES, "the newest 2.14 release is 2.14.1, compat.yml says 2.14.0")]
     kinds = dict(found["torch.2.14.variants.linux"])
-    assert Kind.NEW in kinds and "cu132" in kinds[Kind.NEW]
+    assert Kind.NEW in kinds
+    assert "cu132" in kinds[Kind.NEW]
     ((kind, message),) = found["torch.2.15.variants.linux"]
-    assert kind is Kind.REFUTED and "no cu126 wheels for linux" in message
+    assert kind is Kind.REFUTED
+    assert "no cu126 wheels for linux" in message
     news = [m for k, m in found["deepspeed.releases"] if k is Kind.NEW]
     assert [m.split(" is on")[0] for m in news] == ["DeepSpeed 0.19.8"]
     assert report.new_deepspeed == ("0.19.8",)
@@ -147,11 +157,16 @@ def test_the_report_renders_for_people_and_for_the_workflow() -> None:
     report = check_facts(PLANTED, recorded_upstream(), today=TODAY)
     diff = render_diff(report)
     assert diff.startswith("--- a/dswheels/compat.yml\n+++ b/dswheels/compat.yml\n")
-    assert '-    latest: "2.14.0"' in diff and '+    latest: "2.14.1"' in diff
+    assert '-    latest: "2.14.0"' in diff
+    assert '+    latest: "2.14.1"' in diff
     text = render_text(report)
-    assert "Stale: compat.yml disagrees with its sources" in text and "[--write fixes it]" in text
+    assert "Stale: compat.yml disagrees with its sources" in text
+    assert "[--write fixes it]" in text
     markdown = render_markdown(report, diff=diff)
-    assert "```diff" in markdown and "a person decides" in markdown
+    assert "```diff" in markdown
+    assert "a person decides" in markdown
     data = yaml.safe_load(render_json(report, diff=diff))
-    assert data["schema"] == "dswheels.facts-report/1" and data["drift"] is True
-    assert data["new_deepspeed"] == ["0.19.8"] and data["diff"] == diff
+    assert data["schema"] == "dswheels.facts-report/1"
+    assert data["drift"] is True
+    assert data["new_deepspeed"] == ["0.19.8"]
+    assert data["diff"] == diff

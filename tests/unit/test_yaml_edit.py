@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import yaml
 
@@ -29,7 +31,7 @@ top:
 """
 
 
-def _apply(*edits: Edit) -> tuple[str, dict[str, object]]:
+def _apply(*edits: Edit) -> tuple[str, dict[str, Any]]:
     text = apply_edits(DOC, edits)
     data = yaml.safe_load(text)
     assert isinstance(data, dict)
@@ -44,14 +46,19 @@ def test_a_scalar_changes_and_nothing_else() -> None:
 
 def test_an_alias_being_edited_becomes_a_literal_and_the_anchor_stays() -> None:
     text, top = _apply(Edit("set", ("top", "b"), '["9"]'))
-    assert top["a"] == ["1", "2"] and top["b"] == ["9"] and top["c"] == ["1", "2"]
+    assert top["a"] == ["1", "2"]
+    assert top["b"] == ["9"]
+    assert top["c"] == ["1", "2"]
     assert "c: *shared" in text
 
 
 def test_an_anchored_value_being_edited_leaves_its_aliases_as_they_were() -> None:
     text, top = _apply(Edit("set", ("top", "a"), '["3"]'))
-    assert top["a"] == ["3"] and top["b"] == ["1", "2"] and top["c"] == ["1", "2"]
-    assert "# trailing comment" in text and "# a comment that must survive" in text
+    assert top["a"] == ["3"]
+    assert top["b"] == ["1", "2"]
+    assert top["c"] == ["1", "2"]
+    assert "# trailing comment" in text
+    assert "# a comment that must survive" in text
 
 
 def test_keys_come_out_of_block_and_flow_mappings() -> None:
