@@ -76,6 +76,13 @@ def dryrun(session: nox.Session) -> None:
 
 
 @nox.session(default=False)
+def record_upstream(session: nox.Session) -> None:
+    """Record the real subsets of compat.yml's sources the facts-check tests serve (tests/data/upstream/)."""
+    _install(session)
+    session.run("python", "scripts/record_upstream.py", *session.posargs)
+
+
+@nox.session(default=False)
 def main(session: nox.Session) -> None:
     """The README's main job: build, verify, publish and index a real wheel for this machine (site/)."""
     _install(session)

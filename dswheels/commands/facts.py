@@ -19,7 +19,7 @@ from dswheels.commands.common import Subparsers, formatter
 from dswheels.core.compat import CompatDataError, parse_compat
 from dswheels.core.upstream.compare import check_facts
 from dswheels.core.upstream.findings import render_diff, render_json, render_markdown, render_text
-from dswheels.effects.clock import utc_now
+from dswheels.effects.clock import today
 from dswheels.effects.files import write_text_atomic
 from dswheels.effects.sources import Downloader, env_cache_dir
 from dswheels.effects.upstream import SOURCES, UpstreamOptions, read_upstream
@@ -131,7 +131,7 @@ def run_check(args: argparse.Namespace) -> int:
     with Downloader(env_cache_dir() / "sources") as downloader:
         upstream = read_upstream(compat, raw, options, downloader)
     name = _shown(path)
-    report = check_facts(text, upstream, today=utc_now().strftime("%Y-%m-%d"), name=name)
+    report = check_facts(text, upstream, today=today(), name=name)
     diff = render_diff(report, name=name)
     sys.stdout.write(render_text(report))
     if args.json:
