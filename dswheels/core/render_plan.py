@@ -266,8 +266,8 @@ def _count(n: int, word: str) -> str:
 
 
 def _resolved(plan: Plan) -> list[str]:
-    """What the matrix's selectors ({newest: N}, variants: all) resolved to, before the cells."""
-    return [*(f"resolved {note}" for note in plan.notes), ""] if plan.notes else []
+    """What the matrix's selectors ({newest: N}, variants: all) resolved to, and other notes, first."""
+    return [*plan.notes, ""] if plan.notes else []
 
 
 def render_table(plan: Plan) -> str:
