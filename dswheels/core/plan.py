@@ -232,8 +232,8 @@ def plan(
     newest = max(compat.deepspeed_releases)
     notes += [
         f"note: DeepSpeed {format_version(v)} is newer than compat.yml's newest known release "
-        f"{format_version(newest)}: planned with compat.yml's open-ended ranges (`dswheels facts check` reads its sdist and says whether "
-        "they place it)"
+        f"{format_version(newest)}: planned with compat.yml's open-ended ranges (`dswheels facts check` "
+        "reads its sdist and says whether they place it)"
         for v in sorted({c.cell.deepspeed for c in planned if c.cell.deepspeed > newest})
     ]
     return Plan(planned=planned, dropped=dropped, matrix=spec.filename, mode=mode, notes=tuple(notes))
