@@ -90,7 +90,7 @@ def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
 
 def run_builds(args: argparse.Namespace) -> int:
     report = _report(args.report)
-    placeable = [str(v) for v in report.at("placeable_deepspeed").seq()]
+    placeable = list(report.at("placeable_deepspeed").strs())
     compat = load_compat()
     result = plan(load_matrix(args.matrix, compat), compat)
     published = published_canonical_names(list_published(args.published))
