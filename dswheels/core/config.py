@@ -13,7 +13,7 @@ from typing import TypeVar
 
 from dswheels.core.compat import Compat
 from dswheels.core.linux_runtime import RuntimeFloor
-from dswheels.core.matrix_select import ALL, all_variants, kept_variants, newest, show_versions
+from dswheels.core.matrix_select import ALL, all_variants, deepspeed_newest, torch_newest
 from dswheels.core.model import Cell, Platform, Python, Variant
 from dswheels.core.versions import VersionTuple, format_version, parse_version
 from dswheels.core.yamldoc import Node, Problems, iter_scalars, parse_yaml, suggest
@@ -274,12 +274,7 @@ def _parse_deepspeed(
     for item in (node,) if node.kind == "map" else check.seq(node, "deepspeed"):
         if item.kind == "map" and item.get("newest") is not None:  # {newest: N}: docs/matrix.md
             check.keys(item, ("newest",), what="a deepspeed selector")
-            chosen = newest(item, check.problems, check.compat.deepspeed_releases, "DeepSpeed releases")
-            versions.extend(chosen)
-            check.resolved.append(
-                f"deepspeed {{newest: {item.get('newest').text}}} -> {show_versions(chosen)}: the newest of "  # type: ignore[union-attr]
-                f"compat.yml deepspeed.releases (collected {check.compat.collected})"
-            )
+            versions.extend(deepspeed_newest(check.compat, item, check.problems, check.resolved))
             continue
         if item.kind != "map":
             version = check.deepspeed_version(item)
@@ -344,7 +339,7 @@ def _parse_torch(check: _Checker, node: Node) -> list[tuple[VersionTuple, tuple[
             )
             continue
         if version_node is None:
-            result += _torch_newest(check, item, variants_node)
+            result += torch_newest(check.compat, item, variants_node, check.problems, check.resolved)
             continue
         torch = check.torch_version(version_node)
         if variants_node.kind == "scalar" and variants_node.text == ALL:
@@ -354,33 +349,6 @@ def _parse_torch(check: _Checker, node: Node) -> list[tuple[VersionTuple, tuple[
         variants = [v for n in check.seq(variants_node, "variants") if (v := check.variant(n, torch))]
         if torch is not None:
             result.append((torch, tuple(dict.fromkeys(variants))))
-    return result
-
-
-def _torch_newest(check: _Checker, item: Node, variants_node: Node) -> list[tuple[VersionTuple, tuple[Variant, ...]]]:
-    """``{newest: N, variants: all | [...]}``: each chosen minor with the listed variants it has."""
-    minors = newest(item, check.problems, check.compat.torch_minors, "torch minors")
-    wanted: tuple[Variant, ...] | None = None
-    if not (variants_node.kind == "scalar" and variants_node.text == ALL):
-        wanted = tuple(
-            v for n in check.seq(variants_node, "variants") if (v := check.parsed(n, "a torch variant", Variant.parse))
-        )
-    result = []
-    for torch in minors:
-        if wanted is None:
-            chosen = all_variants(check.compat, torch)
-            note = ""
-        else:
-            chosen, lacking = kept_variants(check.compat, torch, wanted)
-            note = f" (it has no {', '.join(lacking)})" if lacking else ""
-        result.append((torch, tuple(dict.fromkeys(chosen))))
-        check.resolved.append(f"torch {format_version(torch)} -> {', '.join(v.name for v in chosen)}{note}")
-    head = f"torch {{newest: {item.get('newest').text}, variants: {variants_node.text or 'a list'}}}"  # type: ignore[union-attr]
-    check.resolved.insert(
-        len(check.resolved) - len(minors),
-        f"{head} -> {show_versions(minors)}: the newest of compat.yml torch; variants on any platform "
-        "(the plan drops a variant a platform lacks, --explain says which)",
-    )
     return result
 
 

@@ -15,7 +15,7 @@ from dswheels.core.model import Variant
 from dswheels.core.versions import VersionTuple, format_version
 from dswheels.core.yamldoc import Node, Problems
 
-__all__ = ["ALL", "all_variants", "newest", "show_versions"]
+__all__ = ["ALL", "all_variants", "deepspeed_newest", "newest", "show_versions", "torch_newest"]
 
 ALL = "all"
 
@@ -54,3 +54,51 @@ def kept_variants(
     available = set(all_variants(compat, torch))
     kept = tuple(v for v in wanted if v in available)
     return kept, tuple(v.name for v in wanted if v not in available)
+
+
+def deepspeed_newest(compat: Compat, item: Node, problems: Problems, resolved: list[str]) -> tuple[VersionTuple, ...]:
+    """``deepspeed: {newest: N}``, with the sentence the plan prints."""
+    chosen = newest(item, problems, compat.deepspeed_releases, "DeepSpeed releases")
+    count = item.get("newest")
+    resolved.append(
+        f"deepspeed {{newest: {count.text if count else ''}}} -> {show_versions(chosen)}: the newest of "
+        f"compat.yml deepspeed.releases (collected {compat.collected})"
+    )
+    return chosen
+
+
+def _variant_list(node: Node, problems: Problems) -> tuple[Variant, ...]:
+    if node.kind != "seq":
+        problems.add(node, f"variants must be a list or all, got {node.describe()}")
+        return ()
+    return tuple(v for item in node.items if (v := _variant(item, problems)) is not None)
+
+
+def _variant(node: Node, problems: Problems) -> Variant | None:
+    try:
+        return Variant.parse(node.text)
+    except ValueError as exc:
+        problems.add(node, str(exc))
+        return None
+
+
+def torch_newest(
+    compat: Compat, item: Node, variants_node: Node, problems: Problems, resolved: list[str]
+) -> list[tuple[VersionTuple, tuple[Variant, ...]]]:
+    """``{newest: N, variants: all | [...]}``: each chosen minor with the listed variants it has."""
+    minors = newest(item, problems, compat.torch_minors, "torch minors")
+    every = variants_node.kind == "scalar" and variants_node.text == ALL
+    wanted = () if every else _variant_list(variants_node, problems)
+    count = item.get("newest")
+    resolved.append(
+        f"torch {{newest: {count.text if count else ''}, variants: {ALL if every else 'a list'}}} -> "
+        f"{show_versions(minors)}: the newest of compat.yml torch; variants on any platform (the plan drops a "
+        "variant a platform lacks, --explain says which)"
+    )
+    result = []
+    for torch in minors:
+        chosen, lacking = (all_variants(compat, torch), ()) if every else kept_variants(compat, torch, wanted)
+        note = f" (it has no {', '.join(lacking)})" if lacking else ""
+        resolved.append(f"torch {format_version(torch)} -> {', '.join(v.name for v in chosen)}{note}")
+        result.append((torch, tuple(dict.fromkeys(chosen))))
+    return result
