@@ -170,3 +170,26 @@ def test_the_report_renders_for_people_and_for_the_workflow() -> None:
     assert data["drift"] is True
     assert data["new_deepspeed"] == ["0.19.8"]
     assert data["diff"] == diff
+
+
+def test_once_the_action_can_install_torchs_pin_write_raises_install() -> None:
+    # the tables of a newer action release (Jimver/cuda-toolkit#445 added 13.0.3 and 13.2.2) on top of
+    # the recorded ones: what `--write` does after the pin in wheels.yml is bumped
+    upstream = recorded_upstream()
+    assert upstream.cuda_action is not None
+    newer = {os: (*versions, (13, 0, 3), (13, 2, 2)) for os, versions in upstream.cuda_action.installable.items()}
+    report = check_facts(
+        SHIPPED, replace(upstream, cuda_action=replace(upstream.cuda_action, installable=newer)), today=TODAY
+    )
+    found = {f.entry: f for f in report.findings}
+    assert found["cuda.13.2.install"].edits
+    assert not found["cuda.13.2.install"].person
+    assert parse_compat(yaml.safe_load(report.after)).cuda[(13, 2)].install == "13.2.2"
+
+
+def test_an_install_the_action_cannot_do_moves_to_the_newest_patch_it_can() -> None:
+    planted = plant(Edit("set", ("cuda", "12.6", "install"), '"12.6.9"'))
+    report = check_facts(planted, recorded_upstream(), today=TODAY)
+    (finding,) = [f for f in report.findings if f.entry == "cuda.12.6.install"]
+    assert "cannot install 12.6.9 on linux or windows; it can install 12.6.3" in finding.message
+    assert parse_compat(yaml.safe_load(report.after)).cuda[(12, 6)].install == "12.6.3"
