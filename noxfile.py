@@ -70,9 +70,17 @@ MAIN_DEFAULTS = ["--torch", "2.13", "--cuda", "cpu"]
 
 @nox.session(default=False)
 def dryrun(session: nox.Session) -> None:
-    """Run .github/workflows/wheels.yml here for one Linux cell: plan, build, verify, publish(dir), index."""
+    """Run the workflows here: wheels.yml for one Linux cell, and follow.yml with its sources on loopback."""
     _install(session, "test")
     session.run("python", "-m", "tests.gha", "dryrun", *session.posargs, env={"PYTHONPATH": str(ROOT)})
+    session.run("python", "-m", "tests.gha", "follow", env={"PYTHONPATH": str(ROOT)})
+
+
+@nox.session(default=False)
+def record_upstream(session: nox.Session) -> None:
+    """Record the real subsets of compat.yml's sources the facts-check tests serve (tests/data/upstream/)."""
+    _install(session)
+    session.run("python", "scripts/record_upstream.py", *session.posargs)
 
 
 @nox.session(default=False)

@@ -13,6 +13,7 @@ from typing import TypeVar
 
 from dswheels.core.compat import Compat
 from dswheels.core.linux_runtime import RuntimeFloor
+from dswheels.core.matrix_select import ALL, all_variants, deepspeed_newest, torch_newest
 from dswheels.core.model import Cell, Platform, Python, Variant
 from dswheels.core.versions import VersionTuple, format_version, parse_version
 from dswheels.core.yamldoc import Node, Problems, iter_scalars, parse_yaml, suggest
@@ -105,6 +106,7 @@ class MatrixSpec:
     runners: Mapping[Platform, PlatformRunners]
     sources: Mapping[tuple[VersionTuple, str], SourceOverride]  # (deepspeed, os) -> override
     linux_runtime: RuntimeFloor | None = None  # None: compat.yml's linux_runtime_floor
+    resolved: tuple[str, ...] = ()  # what each `newest:`/`variants: all` selector resolved to, and why
 
     def axis_cells(self) -> list[Cell]:
         """The product of the axes plus ``include``, minus ``exclude`` (rules not yet applied)."""
@@ -153,6 +155,7 @@ class _Checker:
     def __init__(self, compat: Compat, problems: Problems) -> None:
         self.compat = compat
         self.problems = problems
+        self.resolved: list[str] = []
 
     def keys(self, node: Node, allowed: tuple[str, ...], *, what: str) -> None:
         for name, key_node, _value in node.keys:
@@ -268,7 +271,11 @@ def _parse_deepspeed(
 ) -> tuple[list[VersionTuple], dict[tuple[VersionTuple, str], SourceOverride]]:
     versions: list[VersionTuple] = []
     sources: dict[tuple[VersionTuple, str], SourceOverride] = {}
-    for item in check.seq(node, "deepspeed"):
+    for item in (node,) if node.kind == "map" else check.seq(node, "deepspeed"):
+        if item.kind == "map" and item.get("newest") is not None:  # {newest: N}: docs/matrix.md
+            check.keys(item, ("newest",), what="a deepspeed selector")
+            versions.extend(deepspeed_newest(check.compat, item, check.problems, check.resolved))
+            continue
         if item.kind != "map":
             version = check.deepspeed_version(item)
             if version:
@@ -319,15 +326,26 @@ def _parse_source(check: _Checker, node: Node) -> SourceOverride | None:
 
 def _parse_torch(check: _Checker, node: Node) -> list[tuple[VersionTuple, tuple[Variant, ...]]]:
     result: list[tuple[VersionTuple, tuple[Variant, ...]]] = []
-    for item in check.seq(node, "torch"):
+    for item in (node,) if node.kind == "map" else check.seq(node, "torch"):
         if not check.is_map(item, "a torch entry"):
             continue
-        check.keys(item, ("version", "variants"), what="a torch entry")
-        version_node, variants_node = item.get("version"), item.get("variants")
-        if version_node is None or variants_node is None:
-            check.problems.add(item, "a torch entry needs 'version' and 'variants' (e.g. [cu126, cu128, cpu])")
+        check.keys(item, ("version", "newest", "variants"), what="a torch entry")
+        version_node, newest_node, variants_node = item.get("version"), item.get("newest"), item.get("variants")
+        if (version_node is None) == (newest_node is None) or variants_node is None:
+            check.problems.add(
+                item,
+                "a torch entry needs 'variants' (a list like [cu126, cu130, cpu], or all) and either 'version' "
+                "or 'newest' (how many of the newest torch minors)",
+            )
+            continue
+        if version_node is None:
+            result += torch_newest(check.compat, item, variants_node, check.problems, check.resolved)
             continue
         torch = check.torch_version(version_node)
+        if variants_node.kind == "scalar" and variants_node.text == ALL:
+            if torch is not None:
+                result.append((torch, all_variants(check.compat, torch)))
+            continue
         variants = [v for n in check.seq(variants_node, "variants") if (v := check.variant(n, torch))]
         if torch is not None:
             result.append((torch, tuple(dict.fromkeys(variants))))
@@ -670,6 +688,7 @@ def _parse_root(root: Node, filename: str, compat: Compat, problems: Problems) -
         runners=runners,
         sources=sources,
         linux_runtime=linux_runtime,
+        resolved=tuple(check.resolved),
     )
     if not problems and exclude:
         _check_excludes_match(check, spec, root)

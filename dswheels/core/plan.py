@@ -223,7 +223,15 @@ def plan(
             details="\n".join(f"{cell_id(d.cell)}: {d.reasons[0].message}" for d in dropped[:20]),
             hint="run `dswheels plan --explain` for every reason",
         )
-    return Plan(planned=planned, dropped=dropped, matrix=spec.filename, mode=mode)
+    notes = [] if combo.complete else [f"resolved {spec.filename}: {line}" for line in spec.resolved]
+    newest = max(compat.deepspeed_releases)
+    notes += [
+        f"note: DeepSpeed {format_version(v)} is newer than compat.yml's newest known release "
+        f"{format_version(newest)}: planned with compat.yml's open-ended ranges (`dswheels facts check` "
+        "reads its sdist and says whether they place it)"
+        for v in sorted({c.cell.deepspeed for c in planned if c.cell.deepspeed > newest})
+    ]
+    return Plan(planned=planned, dropped=dropped, matrix=spec.filename, mode=mode, notes=tuple(notes))
 
 
 def combo_from_values(values: Mapping[str, str | None]) -> Combo:
