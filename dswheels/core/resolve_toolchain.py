@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 
 from dswheels.core.compat import Compat, CudaToolkit, OpInfo, RunnerImage, TorchRelease, describe_versions
 from dswheels.core.config import MatrixSpec, PlatformRunners
+from dswheels.core.flagplan import screen_ops
+from dswheels.core.flagrecord import FlagRecord, load_flag_record
 from dswheels.core.linux_runtime import RuntimeFloor
 from dswheels.core.model import Cell, HostCompiler, OpPlan, Platform, Reason, Toolchain, Variant
 from dswheels.core.versions import VersionTuple, format_version, parse_version
@@ -211,6 +213,7 @@ class Resolver:
     spec: MatrixSpec
     host: LocalHost | None = None
     nvcc: VersionTuple | None = None  # plan as if the builder had this nvcc
+    flag_record: FlagRecord | None = None  # the ops' recorded flags (default: the shipped op_flags.json)
     _cache: dict[tuple[VersionTuple, VersionTuple, Variant, Platform], tuple[Toolchain, OpPlan] | Reason] = field(
         default_factory=dict,
     )
@@ -366,6 +369,18 @@ class Resolver:
         ops = _resolve_ops(
             cell, arch_list, self.ops_for(cell.deepspeed, "cuda" if cell.variant.is_cuda else "cpu"), spec.ops
         )
+        # the ops whose recorded flags a compiler of the platform would reject cannot be built
+        ops, flag_notes, rejected = screen_ops(
+            cell,
+            ops,
+            arch_list=";".join(arch_list),
+            nvcc_flags=nvcc_flags,
+            record=self.flag_record or load_flag_record(),
+            explicit=spec.ops is not None,
+        )
+        if rejected is not None:
+            return rejected
+        notes.extend(flag_notes)
         if not ops.build:
             return Reason(
                 rule="ops",

@@ -65,6 +65,7 @@ from dswheels.effects import proc
 from dswheels.effects.clock import monotonic, utc_now
 from dswheels.effects.files import write_text_atomic
 from dswheels.effects.interpreter import Interpreter, prepare_interpreter
+from dswheels.effects.opflags import apply_flag_patches, check_tree_flags
 from dswheels.effects.postprocess import postprocess_wheel, read_wheel, sha256_file
 from dswheels.effects.sources import Downloader, FetchedSource, extract_archive, fetch_source
 from dswheels.effects.toolchain import (
@@ -281,6 +282,7 @@ def patch_tree(
                 f"extension builds: {exc}",
                 hint="build with --parallel-ops 1",
             ) from None
+    notes += apply_flag_patches(src, planned)
     requirements = src / "requirements" / "requirements.txt"
     if requirements.is_file():
         pin = torch_pin(planned.cell.torch)
@@ -367,6 +369,8 @@ def _probe_ops(
             details="\n".join(problems),
             hint=f"install what they need on the builder, or leave them out of the matrix's ops; full log: {log}",
         )
+    # the flags each op's builder hands cl/g++/nvcc, judged before anything compiles (raises BuildError)
+    check_tree_flags(planned, python, src, env, log)
     return accelerator, found
 
 
