@@ -32,9 +32,9 @@ def judge_op(
     >>> from dswheels.core.nvccflags import NvccOption
     >>> op = OpFlags(op="cpu_adam", extension="CppExtension", cxx=("-O3", "-Wno-reorder"), nvcc=None)
     >>> for f in judge_op(op, windows=True, deepspeed="0.19.8", nvcc=NvccOptions("13.0", ())):
-    ...     print(f.describe()[:60])
+    ...     print(f.describe()[:59])
     cpu_adam: cl warns about '-O3' (D9002: cl ignores an option
-    cpu_adam: cl rejects '-Wno-reorder' (D8021: invalid numeric a
+    cpu_adam: cl rejects '-Wno-reorder' (D8021: invalid numeric
     """
     platform = "win_amd64" if windows else "linux_x86_64"
     host_tool = "cl" if windows else "g++"
