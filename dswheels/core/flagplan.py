@@ -9,9 +9,9 @@ What a maintainer expects, and why:
   the reason (op, flag, compiler, version), like every op that cannot be built on a platform,
   and the rest of the wheel still ships; the left-out reason is in the plan table and JSON.
   With an explicit op list the maintainer asked for that op, so the cell is dropped (rule
-  ``op-flags``) instead of silently shipping a wheel without it; so is a CUDA cell that would be
-  left with no CUDA op (a systematic fault, such as DeepSpeed <= 0.16.3 spelling arch 10.0 as
-  ``compute_1.``): a "CUDA" wheel of CPU ops only helps nobody;
+  ``op-flags``) instead of silently shipping a wheel without it. A rejected ``-gencode`` flag
+  is the cell's arch list's fault, not the op's (DeepSpeed <= 0.16.3 spells arch 10.0 as
+  ``compute_1.``, for every CUDA op), so that drops the cell too, with the arch list as the fix;
 * a release with no record is planned as before, with a note: the build judges the flags of
   its own tree before compiling anyway.
 """
@@ -30,6 +30,8 @@ from dswheels.core.versions import format_version
 
 __all__ = ["screen_ops"]
 
+_ARCH_FLAGS = ("-gencode", "--generate-code")  # spelled from the cell's arch list by DeepSpeed
+
 
 def _reason(findings: Sequence[Finding]) -> str:
     first = findings[0]
@@ -39,10 +41,14 @@ def _reason(findings: Sequence[Finding]) -> str:
     return f"{first.tool} rejects its flag {what}{more} in DeepSpeed {first.deepspeed} on {first.platform}"
 
 
+def _is_arch(finding: Finding) -> bool:
+    return finding.issue.flag.startswith(_ARCH_FLAGS)
+
+
 def _without_arch_flags(flags: OpFlags) -> OpFlags:
     if flags.nvcc is None:
         return flags
-    return replace(flags, nvcc=tuple(f for f in flags.nvcc if not f.startswith(("-gencode", "--generate-code"))))
+    return replace(flags, nvcc=tuple(f for f in flags.nvcc if not f.startswith(_ARCH_FLAGS)))
 
 
 def screen_ops(
@@ -81,7 +87,6 @@ def screen_ops(
     left_out = list(ops.left_out)
     warnings: list[Finding] = []
     rejected: dict[str, list[Finding]] = {}
-    cuda_ops_left = 0
     for name, var in ops.build:
         flags = recorded.get(name)
         if flags is None:
@@ -96,10 +101,11 @@ def screen_ops(
             left_out.append((name, _reason(fatal)))
         else:
             build.append((name, var))
-            cuda_ops_left += flags.cuda
     notes += [f"flags: {line} (harmless)" for line in summarize(warnings)]
-    if rejected and (explicit or (cell.variant.is_cuda and not cuda_ops_left)):
-        name, fatal = next(iter(rejected.items()))
+    arch_fault = next((name for name, fatal in rejected.items() if any(_is_arch(f) for f in fatal)), None)
+    if rejected and (explicit or arch_fault):
+        name = arch_fault or next(iter(rejected))
+        fatal = rejected[name]
         return (
             ops,
             tuple(notes),
@@ -107,9 +113,13 @@ def screen_ops(
                 rule="op-flags",
                 message=f"{name}: {_reason(fatal)}"
                 + (f"; also {', '.join(list(rejected)[1:])}" if len(rejected) > 1 else "")
-                + ("" if explicit else "; no CUDA op would be left in this CUDA wheel"),
-                fix="leave the op out of the matrix's ops list, or teach dswheels' source patches this DeepSpeed "
-                "(dswheels/core/buildenv.py)",
+                + (f"; the arch list {arch_list} is the cell's, not one op's" if arch_fault else ""),
+                fix=(
+                    f"set the matrix's arch_lists for {cell.variant.name} to archs DeepSpeed {version} spells right"
+                    if arch_fault
+                    else "leave the op out of the matrix's ops list, or teach dswheels' source patches this DeepSpeed "
+                    "(dswheels/core/buildenv.py)"
+                ),
                 source=f"{FLAGS_FILE}, recorded from DeepSpeed's sdist by `nox -s update_flags`; "
                 f"{fatal[0].issue.source}",
             ),

@@ -13,7 +13,8 @@ changes, never in a way the compilers judge differently, so one torch and one CU
 cell with another arch list is judged by its other flags, and the build judges the exact flags
 of its own cell again before compiling.
 
-Compact: every distinct flag list is stored once (``lists``), and an op's entries name the
+``is_compatible()`` is not recorded: it answers for the machine that runs it (libaio, a GPU),
+and the build asks it again. Compact: every distinct flag list is stored once (``lists``), and an op's entries name the
 releases they hold for as runs of consecutive recorded releases (``0.14.3..0.19.7``).
 """
 

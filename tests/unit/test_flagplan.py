@@ -186,7 +186,7 @@ def test_an_explicit_op_list_drops_the_cell_instead() -> None:
     assert reason.message.startswith("cpu_adam: cl rejects its flag '-Wno-reorder'")
 
 
-def test_a_cuda_cell_left_without_cuda_ops_is_dropped() -> None:
+def test_an_arch_list_deepspeed_cannot_spell_drops_the_cell() -> None:
     [item] = plan(SHIPPED, COMPAT, only=["ds0.19.8-torch2.15-cu130-cp312-win_amd64"]).planned
     arch = item.toolchain.arch_list_text
     broken = OpFlags(op="x", extension="CUDAExtension", cxx=("-O2",), nvcc=("-gencode=arch=compute_1.,code=sm_1.",))
@@ -199,8 +199,9 @@ def test_a_cuda_cell_left_without_cuda_ops_is_dropped() -> None:
     )
     assert reason is not None
     assert reason.rule == "op-flags"
-    assert "no CUDA op would be left" in reason.message
+    assert f"the arch list {arch} is the cell's" in reason.message
     assert "compute_1." in reason.message
+    assert reason.fix.startswith("set the matrix's arch_lists for cu130")
 
 
 def test_a_release_or_an_arch_list_without_a_record_is_planned_with_a_note() -> None:
