@@ -32,7 +32,7 @@ from dswheels.core.flagissue import Finding
 from dswheels.core.flagjudge import judge_op, summarize
 from dswheels.core.flagrecord import EMPTY_RECORD, load_flag_record
 from dswheels.core.gccflags import judge_gcc
-from dswheels.core.model import PlannedCell, Platform
+from dswheels.core.model import DroppedCell, PlannedCell, Platform
 from dswheels.core.naming import cell_id
 from dswheels.core.nvccflags import judge_nvcc
 from dswheels.core.opflags import EvalContext, OpFlags, ProbeJob
