@@ -129,8 +129,8 @@ def _context(ctx: Mapping[str, object], builder_module: ModuleType, cpp_extensio
         cuda = ctx.get("cuda")
         if isinstance(cuda, str):
             major, minor = (int(p) for p in cuda.split(".")[:2])
-            if saved["cuda_home"] is None:
-                setattr(cpp_extension, "CUDA_HOME", _FAKE_CUDA_HOME)  # noqa: B010 - a module attribute
+            # always the stand-in: paths read the same whatever toolkit this machine has
+            setattr(cpp_extension, "CUDA_HOME", _FAKE_CUDA_HOME)  # noqa: B010 - a module attribute
             torch.version.cuda = cuda  # a stand-in toolkit (a CPU torch has None)
             setattr(builder_module, "installed_cuda_version", lambda name="": (major, minor))  # noqa: ARG005, B010
         torch_minor = ctx.get("torch")

@@ -19,7 +19,6 @@ import shutil
 import subprocess
 import tarfile
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -91,7 +90,7 @@ def _two_digit_archs(cell: PlannedCell | DroppedCell) -> bool:
 
 
 @pytest.fixture(scope="module")
-def sources(dswheels_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sources]:
+def sources(dswheels_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Sources:
     planned = plan(SHIPPED, COMPAT, flag_record=EMPTY_RECORD).planned
     try:
         python = record_interpreter(planned, venv_root=dswheels_cache / "venvs", log_file=None).python
@@ -109,8 +108,7 @@ def sources(dswheels_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> I
             trees[(version, os_name)] = work / f"{version}-{os_name}"
             unpack_patched(sdists[version], trees[(version, os_name)], cell, COMPAT)
     record_time("op flags: 7 sdists fetched, unpacked and patched for both OSes", time.monotonic() - start)
-    yield Sources(sdists=sdists, trees=trees, python=python)
-    shutil.rmtree(work, ignore_errors=True)
+    return Sources(sdists=sdists, trees=trees, python=python)  # pytest's tmp retention removes the trees
 
 
 def _evaluate(
