@@ -45,7 +45,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--versions", nargs="*", help="only these releases (default: all compat.yml lists)")
     parser.add_argument("--nvcc", help="the nvcc whose --help gives the option table (default: nvcc on PATH)")
     parser.add_argument("--cache", type=Path, default=None, help="downloads and venvs (default: dswheels' cache)")
+    parser.add_argument("--out", type=Path, default=None, help=f"write here (default: dswheels/{FLAGS_FILE})")
     args = parser.parse_args(argv)
+    if args.versions and args.out is None:
+        parser.error("--versions records only those releases: give --out, or the shipped record would lose the rest")
 
     compat = load_compat()
     spec = load_matrix(ROOT / "matrix" / "matrix.yml", compat)
@@ -79,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         not_recorded=recording.not_recorded,
         about=ABOUT,
     )
-    out = ROOT / "dswheels" / FLAGS_FILE
+    out = args.out or ROOT / "dswheels" / FLAGS_FILE
     write_text_atomic(out, text)
     print(f"wrote {out}: {len(recording.results)} release/platform/accelerator/arch list records, {len(text)} bytes")
     for key, why in sorted(recording.not_recorded.items()):

@@ -6,8 +6,9 @@ ops (default: all of ``ALL_OPS``) and contexts; each job imports the tree's ``op
 ``accelerator`` afresh, exactly as ``setup.py`` does in that tree. For every requested
 op it calls ``is_compatible()`` and then ``builder()`` (setup.py's order) and records what
 ``builder()`` passes to torch's ``CppExtension``/``CUDAExtension``: the extension kind,
-``extra_compile_args`` (``cxx`` for the host compiler, ``nvcc``), ``extra_link_args``,
-``libraries``, ``include_dirs`` and ``define_macros``. Torch's extension classes are replaced
+``extra_compile_args`` (``cxx`` for the host compiler, ``nvcc``; DeepSpeed's defines are
+``-D`` flags there, it passes no ``define_macros`` in 0.14.0-0.19.8), ``extra_link_args``,
+``libraries`` and ``include_dirs``. Torch's extension classes are replaced
 by recorders, so nothing is compiled and no CUDA toolkit is touched by them.
 
 A request holds one or more *contexts*. An empty context changes nothing: the builders see the
@@ -24,7 +25,7 @@ stand in for another machine, so that one Linux host can evaluate the builders f
   which choose ``-std=`` and the ``VERSION_GE_*`` macros);
 * ``arch_list``: ``TORCH_CUDA_ARCH_LIST``.
 
-``isolate`` resets ``TORCH_CUDA_ARCH_LIST`` before every op: since 0.19.x ``builder()``
+``isolate`` resets ``TORCH_CUDA_ARCH_LIST`` before every op: from 0.19.1 on ``builder()``
 rewrites it to the op's own filtered list, so in a real build an op's archs depend on the ops
 built before it (what ``isolate: false`` reproduces, in setup.py's order).
 
@@ -47,7 +48,7 @@ from typing import Protocol, cast
 
 MARK = "DSWHEELS-OPFLAGS "
 _EXTENSIONS = ("CppExtension", "CUDAExtension")
-_FAKE_CUDA_HOME = "/dswheels-cuda-home"  # the stand-in toolkit root (never read: nvcc -V is replaced too)
+_FAKE_CUDA_HOME = "/dswheels-cuda-home"  # the stand-in toolkit root (its nvcc never runs: see _context)
 
 
 def _quiet() -> contextlib.ExitStack:
@@ -97,7 +98,6 @@ def _describe(kind: str, kwargs: Mapping[str, object], root: str) -> dict[str, o
     for entry in _strings(kwargs.get("include_dirs")):
         rel = os.path.relpath(entry, root) if Path(entry).is_absolute() and entry.startswith(root) else entry
         includes.append(rel.replace(os.sep, "/"))
-    macros = kwargs.get("define_macros")
     return {
         "extension": kind,
         "cxx": cxx,
@@ -105,7 +105,6 @@ def _describe(kind: str, kwargs: Mapping[str, object], root: str) -> dict[str, o
         "link": _strings(kwargs.get("extra_link_args")),
         "libraries": _strings(kwargs.get("libraries")),
         "include_dirs": includes,
-        "define_macros": [list(map(str, m)) for m in macros] if isinstance(macros, (list, tuple)) else [],
     }
 
 
