@@ -13,7 +13,7 @@ exception, so that is fatal too.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from dswheels.core.flagissue import Finding, FlagIssue
 from dswheels.core.gccflags import judge_gcc
@@ -21,7 +21,7 @@ from dswheels.core.msvcflags import judge_cl, judge_link
 from dswheels.core.nvccflags import NvccOptions, judge_nvcc
 from dswheels.core.opflags import OpFlags
 
-__all__ = ["judge_op", "summarize"]
+__all__ = ["judge_op", "narrowed_archs", "summarize"]
 
 
 def judge_op(
@@ -83,3 +83,29 @@ def summarize(findings: Sequence[Finding]) -> list[str]:
         else f"{tool} warns about {', '.join(flags)} ({code}) in {', '.join(ops)}"
         for (tool, code), (flags, ops) in groups.items()
     ]
+
+
+def _archs(flags: OpFlags) -> list[str]:
+    """``compute_50`` ... of an op's ``-gencode`` flags, in order."""
+    return [f.split(",")[0].removeprefix("-gencode=arch=") for f in flags.nvcc or () if f.startswith("-gencode=arch=")]
+
+
+def narrowed_archs(in_order: Mapping[str, OpFlags], alone: Mapping[str, OpFlags]) -> list[str]:
+    """Ops a build compiles for fewer archs than they would alone, and which.
+
+    From 0.19.1 DeepSpeed's ``builder()`` sets ``TORCH_CUDA_ARCH_LIST`` to the op's own
+    filtered list (``filter_ccs``: transformer_inference keeps >= 6.0, ...), so every op built
+    after it in setup.py's order loses what that filter dropped. nvcc accepts it; the wheel
+    silently lacks the SASS the plan promised.
+
+    >>> def op(*archs: str) -> OpFlags:
+    ...     return OpFlags("x", "CUDAExtension", (), tuple(f"-gencode=arch=compute_{a},code=sm_{a}" for a in archs))
+    >>> narrowed_archs({"quantizer": op("60", "80")}, {"quantizer": op("50", "60", "80")})
+    ['quantizer: compute_50 lost (an earlier op narrowed TORCH_CUDA_ARCH_LIST)']
+    """
+    out = []
+    for name, flags in in_order.items():
+        lost = [a for a in _archs(alone[name]) if a not in _archs(flags)] if name in alone else []
+        if lost:
+            out.append(f"{name}: {', '.join(lost)} lost (an earlier op narrowed TORCH_CUDA_ARCH_LIST)")
+    return out

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from dswheels.core.buildenv import CPU_BUILDER_FILES, PatchError, patch_cpu_builder_win32
 from dswheels.core.flagissue import Finding
-from dswheels.core.flagjudge import judge_op, summarize
+from dswheels.core.flagjudge import judge_op, narrowed_archs, summarize
 from dswheels.core.flagrecord import load_flag_record
 from dswheels.core.model import PlannedCell
 from dswheels.core.opflags import MARK, EvalContext, ProbeAnswer, ProbeJob, parse_probe, probe_request
@@ -67,11 +67,14 @@ def check_tree_flags(
     """Judge the planned ops' flags of the patched tree ``src``; a fatal one raises :class:`BuildError`.
 
     The ops are evaluated in setup.py's order with nothing stood in for: the platform, torch,
-    toolkit and ``TORCH_CUDA_ARCH_LIST`` are the build's own (``env``).
+    toolkit and ``TORCH_CUDA_ARCH_LIST`` are the build's own (``env``); and once more each op
+    alone, to warn about archs an earlier op's ``filter_ccs`` takes from later ones.
     """
     version = format_version(planned.cell.deepspeed)
     windows = planned.cell.platform.os == "windows"
-    job = ProbeJob(tree=str(src), ops=planned.ops.build_names, contexts=(EvalContext(),))
+    arch_list = env.get("TORCH_CUDA_ARCH_LIST")
+    contexts = (EvalContext(),) + ((EvalContext(arch_list=arch_list, isolate=True),) if arch_list else ())
+    job = ProbeJob(tree=str(src), ops=planned.ops.build_names, contexts=contexts)
     answer = run_probe(python, [job], env=env, cwd=src, log_file=log, cuda_home=env.get("CUDA_HOME"))
     if answer.jobs[0].error:
         raise BuildError(
@@ -96,8 +99,12 @@ def check_tree_flags(
             hint="nothing was compiled; leave the op(s) out of the matrix's ops list, or teach dswheels' source "
             f"patches this DeepSpeed (dswheels/core/buildenv.py); full log: {log}",
         )
+    reporter = get_reporter()
     for line in summarize(findings):
-        get_reporter().info(f"flags: {line} (harmless)")
+        reporter.info(f"flags: {line} (harmless)")
+    if arch_list:
+        for line in narrowed_archs(flags, answer.jobs[0].results[1].ops):
+            reporter.warning(f"{line}: DeepSpeed {version} builds it for fewer archs than {arch_list}")
     return tuple(findings)
 
 

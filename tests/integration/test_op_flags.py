@@ -28,7 +28,7 @@ from dswheels.core.buildenv import CPU_BUILDER_FILES, patch_debug_flags
 from dswheels.core.compat import load_compat
 from dswheels.core.config import parse_matrix
 from dswheels.core.flagissue import Finding
-from dswheels.core.flagjudge import judge_op, summarize
+from dswheels.core.flagjudge import judge_op, narrowed_archs, summarize
 from dswheels.core.flagrecord import EMPTY_RECORD, load_flag_record
 from dswheels.core.gccflags import judge_gcc
 from dswheels.core.model import DroppedCell, PlannedCell, Platform
@@ -307,3 +307,22 @@ def test_the_gcc_model_agrees_with_gcc(tmp_path: Path) -> None:
             disagree.append(flags)
     assert disagree == []
     assert unmodelled == [], "DeepSpeed passes flags the gcc model does not know: teach dswheels/core/gccflags.py"
+
+
+def test_an_earlier_ops_filter_narrows_the_archs_of_later_ops(sources: Sources) -> None:
+    """DeepSpeed >= 0.19.1: builder() leaves its own filtered TORCH_CUDA_ARCH_LIST for the ops after it."""
+    [cell] = [c for c in _cells("linux")[0] if cell_id(c.cell) == "ds0.19.8-torch2.13-cu126-cp311-linux_x86_64"]
+    arch = cell.toolchain.arch_list_text
+    assert arch.startswith("5.0;")
+    contexts = tuple(
+        EvalContext(platform="linux", cuda="12.6", torch="2.13", arch_list=arch, isolate=isolate)
+        for isolate in (False, True)
+    )
+    job = ProbeJob(
+        tree=str(sources.trees[("0.19.8", "linux")]), accelerator="cuda", ops=cell.ops.build_names, contexts=contexts
+    )
+    [result] = run_probe(sources.python, [job], env={"PATH": "/usr/bin:/bin"}).jobs
+    narrowed = narrowed_archs(result.results[0].ops, result.results[1].ops)
+    assert narrowed
+    assert all("compute_50 lost" in line for line in narrowed)
+    assert not [line for line in narrowed if line.startswith(("fused_adam", "transformer_inference"))]
