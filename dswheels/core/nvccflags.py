@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 from dswheels.core.flagissue import FlagIssue
 
@@ -50,13 +51,18 @@ class NvccOption:
         return [self.long, self.short, self.value, self.listed, list(self.choices)]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class NvccOptions:
     version: str  # "13.0.88"
     options: tuple[NvccOption, ...]
 
-    def lookup(self) -> tuple[Mapping[str, NvccOption], Mapping[str, NvccOption]]:
-        return {o.long: o for o in self.options}, {o.short: o for o in self.options if o.short}
+    @cached_property
+    def by_long(self) -> Mapping[str, NvccOption]:
+        return {o.long: o for o in self.options}
+
+    @cached_property
+    def by_short(self) -> Mapping[str, NvccOption]:
+        return {o.short: o for o in self.options if o.short}
 
 
 def parse_nvcc_help(text: str, version: str) -> NvccOptions:
@@ -172,7 +178,7 @@ def judge_nvcc(
     ...     "-fPIC"], table, host=lambda flags: ())]
     [('-Wno-reorder', True)]
     """
-    longs, shorts = table.lookup()
+    longs, shorts = table.by_long, table.by_short
     issues: list[FlagIssue] = []
     seen: dict[str, str] = {}
     words = [f for f in flags if f]

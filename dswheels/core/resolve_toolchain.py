@@ -218,6 +218,23 @@ class Resolver:
         default_factory=dict,
     )
     _ops: dict[tuple[VersionTuple, str], tuple[OpInfo, ...]] = field(default_factory=dict)
+    _screened: dict[tuple[object, ...], tuple[OpPlan, tuple[str, ...], Reason | None]] = field(default_factory=dict)
+
+    def screen(
+        self, cell: Cell, ops: OpPlan, arch_list: str, nvcc_flags: tuple[str, ...]
+    ) -> tuple[OpPlan, tuple[str, ...], Reason | None]:
+        """:func:`screen_ops` once per release x platform x accelerator x arch list x flags x ops."""
+        key = (cell.deepspeed, cell.platform, cell.variant.is_cuda, arch_list, nvcc_flags, ops)
+        if key not in self._screened:
+            self._screened[key] = screen_ops(
+                cell,
+                ops,
+                arch_list=arch_list,
+                nvcc_flags=nvcc_flags,
+                record=self.flag_record or load_flag_record(),
+                explicit=self.spec.ops is not None,
+            )
+        return self._screened[key]
 
     def ops_for(self, deepspeed: VersionTuple, accelerator: str) -> tuple[OpInfo, ...]:
         key = (deepspeed, accelerator)
@@ -370,14 +387,7 @@ class Resolver:
             cell, arch_list, self.ops_for(cell.deepspeed, "cuda" if cell.variant.is_cuda else "cpu"), spec.ops
         )
         # the ops whose recorded flags a compiler of the platform would reject cannot be built
-        ops, flag_notes, rejected = screen_ops(
-            cell,
-            ops,
-            arch_list=";".join(arch_list),
-            nvcc_flags=nvcc_flags,
-            record=self.flag_record or load_flag_record(),
-            explicit=spec.ops is not None,
-        )
+        ops, flag_notes, rejected = self.screen(cell, ops, ";".join(arch_list), tuple(nvcc_flags))
         if rejected is not None:
             return rejected
         notes.extend(flag_notes)
