@@ -13,7 +13,8 @@ What a maintainer expects, and why:
   is the cell's arch list's fault, not the op's (DeepSpeed <= 0.16.3 spells arch 10.0 as
   ``compute_1.``, for every CUDA op), so that drops the cell too, with the arch list as the fix;
 * a release with no record is planned as before, with a note: the build judges the flags of
-  its own tree before compiling anyway.
+  its own tree before compiling anyway; so is an op whose ``builder()`` raised on the recording
+  machine (it had no CUTLASS, deepspeed-kernels or GPU: a fact of that machine, not of the flags).
 """
 
 from __future__ import annotations
@@ -89,7 +90,11 @@ def screen_ops(
     rejected: dict[str, list[Finding]] = {}
     for name, var in ops.build:
         flags = recorded.get(name)
-        if flags is None:
+        if flags is None or flags.error:
+            # builder() raised on the recording machine (no CUTLASS, no deepspeed-kernels, no GPU): a fact of
+            # that machine, not of the flags; the build evaluates the op where it has what it needs
+            if flags is not None:
+                notes.append(f"{name}: no recorded flags ({flags.error}): the build judges them before compiling")
             build.append((name, var))
             continue
         judged = flags if exact else _without_arch_flags(flags)

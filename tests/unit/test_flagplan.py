@@ -218,3 +218,15 @@ def test_a_release_or_an_arch_list_without_a_record_is_planned_with_a_note() -> 
     same, notes, reason = screen_ops(cell, ops, arch_list="3.5", nvcc_flags=(), record=RECORD, explicit=False)
     assert (same, reason) == (ops, None)
     assert "other arch lists than 3.5" in notes[0]
+
+
+def test_an_op_whose_builder_raised_on_the_recording_machine_is_judged_by_the_build() -> None:
+    cell = parse_cell_id("ds0.19.8-torch2.15-cu130-cp312-linux_x86_64")
+    ops = OpPlan(build=(("evoformer_attn", "EVOFORMER_ATTN"),), left_out=())
+    arch = next(k[2] for k in RECORD.ops if k[:2] == ("linux", "cuda"))
+    recorded = RECORD.lookup("0.19.8", ("linux", "cuda", arch))
+    assert recorded is not None
+    assert recorded[0]["evoformer_attn"].error  # CUTLASS is not on the recording machine
+    same, notes, reason = screen_ops(cell, ops, arch_list=arch, nvcc_flags=(), record=RECORD, explicit=True)
+    assert (same, reason) == (ops, None)
+    assert notes[0].startswith("evoformer_attn: no recorded flags (")
