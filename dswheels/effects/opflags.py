@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from dswheels.core.buildenv import CPU_BUILDER_FILES, PatchError, patch_cpu_builder_win32
+from dswheels.core.buildenv import CPU_BUILDER_FILES, PatchError, accelerator_for, patch_cpu_builder_win32
 from dswheels.core.flagissue import Finding
 from dswheels.core.flagjudge import judge_op, narrowed_archs, summarize
 from dswheels.core.flagrecord import load_flag_record
@@ -61,20 +61,41 @@ def run_probe(
     return parse_probe(payload, cuda_home=cuda_home)
 
 
+def _cell_context(planned: PlannedCell, *, isolate: bool) -> EvalContext:
+    """Stand-ins for the cell's machine: its platform, toolkit, torch minor and arch list."""
+    tc = planned.toolchain
+    return EvalContext(
+        platform="win32" if planned.cell.platform.os == "windows" else "linux",
+        cuda=format_version(tc.nvcc) if planned.cell.variant.is_cuda and tc.nvcc else None,
+        torch=format_version(planned.cell.torch),
+        arch_list=tc.arch_list_text or None,
+        isolate=isolate,
+    )
+
+
 def check_tree_flags(
-    planned: PlannedCell, python: Path, src: Path, env: Mapping[str, str], log: Path
+    planned: PlannedCell, python: Path, src: Path, env: Mapping[str, str], log: Path, *, stand_in: bool = False
 ) -> tuple[Finding, ...]:
     """Judge the planned ops' flags of the patched tree ``src``; a fatal one raises :class:`BuildError`.
 
     The ops are evaluated in setup.py's order with nothing stood in for: the platform, torch,
     toolkit and ``TORCH_CUDA_ARCH_LIST`` are the build's own (``env``); and once more each op
-    alone, to warn about archs an earlier op's ``filter_ccs`` takes from later ones.
+    alone, to warn about archs an earlier op's ``filter_ccs`` takes from later ones. With
+    ``stand_in`` (``build --prepare-only``, on any machine) the probe stands in for the cell's
+    platform, toolkit, torch minor and arch list instead.
     """
     version = format_version(planned.cell.deepspeed)
     windows = planned.cell.platform.os == "windows"
-    arch_list = env.get("TORCH_CUDA_ARCH_LIST")
-    contexts = (EvalContext(),) + ((EvalContext(arch_list=arch_list, isolate=True),) if arch_list else ())
-    job = ProbeJob(tree=str(src), ops=planned.ops.build_names, contexts=contexts)
+    if stand_in:
+        arch_list = planned.toolchain.arch_list_text or None
+        contexts = (_cell_context(planned, isolate=False),) + (
+            (_cell_context(planned, isolate=True),) if arch_list else ()
+        )
+    else:
+        arch_list = env.get("TORCH_CUDA_ARCH_LIST")
+        contexts = (EvalContext(),) + ((EvalContext(arch_list=arch_list, isolate=True),) if arch_list else ())
+    accelerator = accelerator_for(planned) if stand_in else None
+    job = ProbeJob(tree=str(src), accelerator=accelerator, ops=planned.ops.build_names, contexts=contexts)
     answer = run_probe(python, [job], env=env, cwd=src, log_file=log, cuda_home=env.get("CUDA_HOME"))
     if answer.jobs[0].error:
         raise BuildError(
