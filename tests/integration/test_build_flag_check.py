@@ -68,8 +68,6 @@ def test_a_flag_gcc_rejects_stops_the_build_before_the_compile(dswheels_cache: P
         "pip",
         "--out",
         str(out),
-        "--lock",
-        str(tmp_path / "sources.lock.json"),
         env=build_env(dswheels_cache),
         timeout=900,
     )
