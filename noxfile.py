@@ -100,6 +100,13 @@ def main(session: nox.Session) -> None:
 
 
 @nox.session(default=False)
+def update_flags(session: nox.Session) -> None:
+    """Regenerate dswheels/op_flags.json from DeepSpeed's PyPI sdists (and this machine's nvcc --help)."""
+    _install(session)
+    session.run("python", "scripts/update_flags.py", *session.posargs)
+
+
+@nox.session(default=False)
 def lock(session: nox.Session) -> None:
     """Re-pin what CI installs (requirements/*.txt) to the newest allowed versions."""
     session.install("uv")

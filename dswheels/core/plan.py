@@ -17,6 +17,7 @@ from typing import TypeVar
 
 from dswheels.core.compat import Compat
 from dswheels.core.config import MatrixSpec, cell_values, parse_platform
+from dswheels.core.flagrecord import FlagRecord
 from dswheels.core.model import Cell, DroppedCell, PlannedCell, Platform, Python, Reason, Source, SourceKind, Variant
 from dswheels.core.naming import cell_id
 from dswheels.core.resolve_toolchain import LocalHost, Resolver
@@ -195,6 +196,7 @@ def plan(
     combo: Combo | None = None,
     host: LocalHost | None = None,
     nvcc: VersionTuple | None = None,
+    flag_record: FlagRecord | None = None,
 ) -> Plan:
     """Expand the matrix (or the named combo), apply the rules and resolve every cell."""
     combo = combo or Combo()
@@ -212,7 +214,7 @@ def plan(
         mode = "matrix"
     if only:
         cells = _select(cells, only)
-    results = _plan_cells(cells, compat, spec, Resolver(compat, spec, host, nvcc))
+    results = _plan_cells(cells, compat, spec, Resolver(compat, spec, host, nvcc, flag_record))
     planned = tuple(r for r in results if isinstance(r, PlannedCell))
     dropped = tuple(r for r in results if isinstance(r, DroppedCell))
     if not planned and (combo.given or only):

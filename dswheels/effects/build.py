@@ -66,6 +66,7 @@ from dswheels.effects import proc
 from dswheels.effects.clock import monotonic, utc_now
 from dswheels.effects.files import write_text_atomic
 from dswheels.effects.interpreter import Interpreter, prepare_interpreter
+from dswheels.effects.opflags import apply_flag_patches, check_tree_flags
 from dswheels.effects.postprocess import postprocess_wheel, read_wheel, sha256_file
 from dswheels.effects.sources import Downloader, FetchedSource, extract_archive, fetch_source
 from dswheels.effects.toolchain import (
@@ -304,6 +305,7 @@ def patch_tree(
                 f"extension builds: {exc}",
                 hint="build with --parallel-ops 1",
             ) from None
+    notes += apply_flag_patches(src, planned)
     requirements = src / "requirements" / "requirements.txt"
     if requirements.is_file():
         pin = torch_pin(planned.cell.torch)
@@ -390,6 +392,8 @@ def _probe_ops(
             details="\n".join(problems),
             hint=f"install what they need on the builder, or leave them out of the matrix's ops; full log: {log}",
         )
+    # the flags each op's builder hands cl/g++/nvcc, judged before anything compiles (raises BuildError)
+    check_tree_flags(planned, python, src, env, log)
     return accelerator, found
 
 
@@ -591,6 +595,8 @@ def _build(
     )
     durations["interpreter"] = monotonic() - t0
     if opts.prepare_only:
+        # the flags the cell's compilers will get, judged with stand-ins for its machine (raises BuildError)
+        check_tree_flags(planned, interp.python, src, inherited, log, stand_in=True)
         _log_note(log, f"prepared {src} with {interp.python}; stopped before the compile (--prepare-only)")
         reporter.info(f"prepared {src}: the source is verified and patched for {planned.cell.platform.value}")
         return src
