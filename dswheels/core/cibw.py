@@ -21,6 +21,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from dswheels.core.jsondoc import parse_json
 from dswheels.core.linux_runtime import RuntimeFloor
 from dswheels.core.manifest import BuiltOp, FileInfo, Manifest
 from dswheels.core.model import PlannedCell, Platform
@@ -175,9 +176,9 @@ class JobRecord:
 def parse_job_record(text: str) -> JobRecord:
     """Read :func:`job_record` back; :class:`CibwError` for anything else."""
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise CibwError(f"not JSON: {exc}") from None
+        data = parse_json(text, what="the job record")
+    except ValueError as exc:
+        raise CibwError(str(exc)) from None
     if not isinstance(data, dict) or data.get("schema") != JOB_SCHEMA:
         raise CibwError(f"not a {JOB_SCHEMA} record")
     cells, env, source = data.get("cells"), data.get("env"), data.get("source")

@@ -16,6 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from urllib.parse import urljoin
 
+from dswheels.core.jsondoc import parse_json
+
 __all__ = [
     "LOCK_SCHEMA",
     "LockEntry",
@@ -99,10 +101,7 @@ class SourceLock:
 
 
 def parse_lock(text: str, *, filename: str = "sources.lock") -> SourceLock:
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{filename}: not JSON ({exc})") from None
+    data = parse_json(text, what=filename)
     if not isinstance(data, dict) or data.get("schema") != LOCK_SCHEMA:
         raise ValueError(f"{filename}: not a dswheels sources lock (schema {LOCK_SCHEMA!r} expected)")
     sources = data.get("sources")

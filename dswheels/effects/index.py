@@ -31,6 +31,7 @@ from dswheels.core.index import (
     parse_metadata,
     parse_wheel,
 )
+from dswheels.core.jsondoc import parse_json
 from dswheels.core.manifest import manifest_name
 from dswheels.core.naming import PROJECT
 from dswheels.core.pick import parse_project_page, project_page_url
@@ -150,7 +151,7 @@ class LedgerEntry:
 def load_ledger(directory: Path) -> dict[str, LedgerEntry]:
     """The ledger beside the published wheels; empty when missing or unreadable (then every wheel is read)."""
     try:
-        data = json.loads((directory / LEDGER).read_text(encoding="utf-8"))
+        data = parse_json((directory / LEDGER).read_bytes(), what=LEDGER)
         if data.get("schema") != _LEDGER_SCHEMA:
             return {}
         return {name: LedgerEntry(**entry) for name, entry in data["files"].items()}
