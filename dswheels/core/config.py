@@ -14,6 +14,7 @@ from typing import TypeVar
 from dswheels.core.compat import Compat
 from dswheels.core.linux_runtime import RuntimeFloor
 from dswheels.core.model import Cell, Platform, Python, Variant
+from dswheels.core.sources import torch_index_problem
 from dswheels.core.versions import VersionTuple, format_version, parse_version
 from dswheels.core.yamldoc import Node, Problems, iter_scalars, parse_yaml, suggest
 from dswheels.errors import ConfigError
@@ -641,10 +642,9 @@ def _parse_root(root: Node, filename: str, compat: Compat, problems: Problems) -
     index_node = root.get("torch_index")
     if index_node is not None:
         text = check.scalar(index_node, "torch_index")
-        if text is not None and "{variant}" not in text:
-            problems.add(
-                index_node, f"torch_index must contain '{{variant}}' (e.g. {compat.torch_index!r}), got {text!r}"
-            )
+        problem = torch_index_problem(text) if text is not None else ""
+        if problem:
+            problems.add(index_node, f"torch_index {text!r}: {problem} (e.g. {compat.torch_index!r})")
         elif text is not None:
             torch_index = text
 

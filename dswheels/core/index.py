@@ -34,6 +34,7 @@ from packaging.version import Version
 
 from dswheels.core.model import Cell, Platform, Python, Variant
 from dswheels.core.naming import PROJECT, partition, wheel_filename
+from dswheels.core.sources import torch_index_url
 from dswheels.core.versions import format_version, parse_version
 
 __all__ = [
@@ -463,7 +464,7 @@ def _install(files: Sequence[IndexFile], *, site_url: str, torch_index: str, par
         if newest is None:
             body.append("<p>Every wheel of this partition is yanked.</p>")
             continue
-        index = torch_index.format(variant=part.partition("-torch")[0])
+        index = torch_index_url(torch_index, part.partition("-torch")[0])
         lines = [
             install_command(
                 tool=tool, version=str(newest.wheel.version), site_url=site_url, part=part, torch_index=index

@@ -21,6 +21,7 @@ from dswheels.core.model import Cell, DroppedCell, PlannedCell, Platform, Python
 from dswheels.core.naming import cell_id
 from dswheels.core.resolve_toolchain import LocalHost, Resolver
 from dswheels.core.rules import Judge, check_cell
+from dswheels.core.sources import torch_index_url
 from dswheels.core.versions import VersionTuple, format_version, parse_version
 from dswheels.core.yamldoc import suggest
 from dswheels.errors import ConfigError
@@ -100,7 +101,7 @@ def _plan_cells(
             PlannedCell(
                 cell=cell,
                 torch_version=release.latest,
-                torch_index=spec.torch_index.format(variant=cell.variant.name),
+                torch_index=torch_index_url(spec.torch_index, cell.variant.name),
                 toolchain=toolchain,
                 ops=ops,
                 source=sources.get((cell.deepspeed, cell.platform.os))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from urllib.parse import urljoin
@@ -28,6 +29,8 @@ __all__ = [
     "parse_pip_config",
     "render_lock",
     "sdist_from_pypi_json",
+    "torch_index_problem",
+    "torch_index_url",
     "uv_index_args",
 ]
 
@@ -199,3 +202,33 @@ def uv_index_args(source: TorchSource, *, plan_index: str, pip_config: Mapping[s
     for link in pip_config.get("find-links", []):
         args += ["--find-links", link]
     return args
+
+
+def torch_index_problem(template: str) -> str:
+    """What is wrong with a ``torch_index`` template ("" when nothing): it must name
+    ``{variant}``, and only that, with no conversion, format spec or attribute.
+
+    >>> torch_index_problem("https://download.pytorch.org/whl/{variant}")
+    ''
+    >>> torch_index_problem("https://h/{variant}/{cuda}")
+    'unknown placeholder {cuda}: the only one is {variant}'
+    """
+    try:
+        fields = list(string.Formatter().parse(template))
+    except ValueError as exc:  # a lone "{" or "}"
+        return f"not a template ({exc}); write a literal brace as {{{{ or }}}}"
+    names = [name for _text, name, _spec, _conv in fields if name is not None]
+    for _text, name, spec, conversion in fields:
+        if name is not None and (name != "variant" or spec or conversion):
+            shown = "{" + name + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "") + "}"
+            return f"unknown placeholder {shown}: the only one is {{variant}}"
+    if "variant" not in names:
+        return "it must contain {variant} (e.g. https://download.pytorch.org/whl/{variant})"
+    return ""
+
+
+def torch_index_url(template: str, variant: str) -> str:
+    """The index of one variant (``cu128``, ``cpu``); ``ValueError`` for a bad template."""
+    if problem := torch_index_problem(template):
+        raise ValueError(f"torch_index {template!r}: {problem}")
+    return template.format(variant=variant)

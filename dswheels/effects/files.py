@@ -158,18 +158,23 @@ def sweep(directory: Path, *, prefix: str = TEMP_PREFIX) -> list[str]:
 
 
 @contextlib.contextmanager
-def exclusive(lock_path: Path, *, what: str, error: type[DswheelsError]) -> Iterator[None]:
-    """Hold an exclusive advisory lock on ``lock_path`` (created if missing) for the block.
+def exclusive(directory: Path, *, what: str, error: type[DswheelsError]) -> Iterator[None]:
+    """Hold an exclusive advisory lock on ``directory`` for the block: runs that write into
+    one directory take turns.
 
     A second run that wants the same lock waits for the first to finish. The lock is the
-    kernel's (``flock``/``LockFileEx``): it is released when its holder exits, even by
-    SIGKILL, so a killed run never blocks the next one.
+    kernel's (``flock`` on the directory itself, so nothing is left in it; on Windows a
+    ``.dswheels-lock`` file in it): it is released when its holder exits, even by SIGKILL,
+    so a killed run never blocks the next one.
     """
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    directory.mkdir(parents=True, exist_ok=True)
     try:
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, public_mode(directory=False))
+        if os.name == "nt":  # pragma: no cover - Windows opens no directories
+            fd = os.open(directory / ".dswheels-lock", os.O_RDWR | os.O_CREAT, public_mode(directory=False))
+        else:
+            fd = os.open(directory, os.O_RDONLY)
     except OSError as exc:
-        raise error(f"cannot open the lock file {lock_path} for {what}: {exc.strerror}") from None
+        raise error(f"cannot lock {directory} for {what}: {exc.strerror}") from None
     try:
         _lock(fd)
         yield

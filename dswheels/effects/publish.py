@@ -148,9 +148,6 @@ def _conflict_error(conflicts: Sequence[str], where: str) -> PublishError:
 # --- directory --------------------------------------------------------------------------------------
 
 
-PUBLISH_LOCK = ".dswheels-publish.lock"
-
-
 def _copy_new(source: Outgoing, target: Path) -> bool:
     """Write the whole file under a temporary name, then give it its name only if that name is
     free (:func:`~dswheels.effects.files.place_new`): a reader never sees half a file, and two
@@ -188,21 +185,21 @@ def publish_dir(wheels: Sequence[LocalWheel], dest: Path) -> PublishResult:
     result = PublishResult(where=str(dest))
     if dest.exists() and not dest.is_dir():
         raise ConfigError(f"{dest} exists and is not a directory")
+    outgoing = [item for wheel in wheels for item in outgoing_files(wheel)]  # every manifest checked first
     dest.mkdir(parents=True, exist_ok=True)
-    with exclusive(dest / PUBLISH_LOCK, what=f"publishing into {dest}", error=PublishError):
+    with exclusive(dest, what=f"publishing into {dest}", error=PublishError):
         for leftover in sweep(dest):
             get_reporter().info(f"removed {leftover}: left by an interrupted publish")
         todo: list[Outgoing] = []
         conflicts: list[str] = []
-        for wheel in wheels:
-            for item in outgoing_files(wheel):
-                target = dest / item.name
-                if not target.exists():
-                    todo.append(item)
-                elif (conflict := _conflict(item, target)) is None:
-                    result.present.append(item.name)
-                else:
-                    conflicts.append(conflict)
+        for item in outgoing:
+            target = dest / item.name
+            if not target.exists():
+                todo.append(item)
+            elif (conflict := _conflict(item, target)) is None:
+                result.present.append(item.name)
+            else:
+                conflicts.append(conflict)
         if conflicts:
             raise _conflict_error(conflicts, str(dest))
         # the wheel before its .metadata and manifest: a sidecar is never published without its wheel

@@ -143,7 +143,7 @@ class Downloader:
         partial_dir = self.cache_dir / "partial"
         partial_dir.mkdir(parents=True, exist_ok=True)
         partial = partial_dir / (hashlib.sha256(url.encode()).hexdigest()[:32] + ".part")
-        with exclusive(partial.with_suffix(".lock"), what=f"downloading {url}", error=SourceError):
+        with exclusive(partial_dir, what=f"downloading {url}", error=SourceError):
             resumable = sha256 is not None
             if not resumable:
                 partial.unlink(missing_ok=True)
