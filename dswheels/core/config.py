@@ -107,9 +107,9 @@ class MatrixSpec:
     sources: Mapping[tuple[VersionTuple, str], SourceOverride]  # (deepspeed, os) -> override
     linux_runtime: RuntimeFloor | None = None  # None: compat.yml's linux_runtime_floor
 
-    def axis_cells(self) -> list[Cell]:
-        """The product of the axes plus ``include``, minus ``exclude`` (rules not yet applied)."""
-        cells = [
+    def product_cells(self) -> list[Cell]:
+        """The product of the axes, nothing added or taken away."""
+        return [
             Cell(deepspeed=ds, torch=torch, variant=variant, python=py, platform=platform)
             for ds in self.deepspeed
             for torch, variants in self.torch
@@ -117,6 +117,12 @@ class MatrixSpec:
             for py in self.python
             for platform in self.platforms
         ]
+
+    def axis_cells(self) -> list[Cell]:
+        """THE expansion (every plan goes through it, the whole matrix or a few axes of it): the
+        product of the axes minus ``exclude``, then ``include`` (GitHub's order: an included
+        cell is built even where an exclude pattern matches it). Rules not yet applied."""
+        cells = self.product_cells()
         if self.exclude:
             cells = [c for c in cells if not any(p.matches(c) for p in self.exclude)]
         seen = set(cells)
@@ -552,14 +558,7 @@ def _axis(check: _Checker, node: Node | None, what: str, parse: Callable[[Node],
 
 def _check_excludes_match(check: _Checker, spec: MatrixSpec, root: Node) -> None:
     """An exclude that matches nothing is almost always a typo: say so (cibuildwheel does too)."""
-    product = [
-        Cell(deepspeed=ds, torch=t, variant=v, python=py, platform=pl)
-        for ds in spec.deepspeed
-        for t, variants in spec.torch
-        for v in variants
-        for py in spec.python
-        for pl in spec.platforms
-    ]
+    product = spec.product_cells()
     exclude_node = root.get("exclude")
     for pattern, item in zip(spec.exclude, exclude_node.items if exclude_node else (), strict=False):
         if not any(pattern.matches(c) for c in product):

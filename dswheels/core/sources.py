@@ -15,7 +15,7 @@ import shlex
 import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from urllib.parse import urljoin
+from urllib.parse import urljoin, urlsplit
 
 from dswheels.core.jsondoc import parse_json
 
@@ -71,9 +71,12 @@ def sdist_from_pypi_json(data: object, *, version: str, json_url: str) -> SdistI
         url, filename, size = entry.get("url"), entry.get("filename"), entry.get("size")
         if not isinstance(url, str) or not isinstance(sha, str) or not _SHA256_RE.match(sha):
             raise ValueError(f"PyPI JSON: the sdist entry of {version} lacks a url or a sha256 digest")
+        absolute = urljoin(json_url, url)
+        if urlsplit(absolute).scheme not in ("http", "https") and urlsplit(json_url).scheme in ("http", "https"):
+            raise ValueError(f"PyPI JSON: the sdist of {version} is at {absolute[:200]}, which is not an http(s) URL")
         return SdistInfo(
             filename=filename if isinstance(filename, str) else url.rsplit("/", 1)[-1],
-            url=urljoin(json_url, url),
+            url=absolute,
             sha256=sha,
             size=size if isinstance(size, int) and not isinstance(size, bool) else None,
         )

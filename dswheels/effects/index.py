@@ -46,6 +46,7 @@ from dswheels.effects.files import (
     sweep,
     write_text_atomic,
 )
+from dswheels.effects.http import MAX_PAGE_BYTES, read_limited
 from dswheels.errors import ConfigError, PublishError, SourceError
 from dswheels.log import get_reporter
 
@@ -402,14 +403,16 @@ def list_published(location: str, *, session: requests.Session | None = None, ti
         url = project_page_url(location)
         http = session or requests.Session()
         try:
-            response = http.get(url, timeout=timeout, headers={"Accept": "text/html"})
+            response = http.get(url, timeout=timeout, headers={"Accept": "text/html"}, stream=True)
         except requests.RequestException as exc:
             raise SourceError(f"cannot read the published index at {url}: {exc}") from None
-        if response.status_code == 404:
-            return []
-        if response.status_code != 200:
-            raise SourceError(f"cannot read the published index at {url}: HTTP {response.status_code}")
-        return [f.filename for f in parse_project_page(response.text, response.url)]
+        with response:
+            if response.status_code == 404:
+                return []
+            if response.status_code != 200:
+                raise SourceError(f"cannot read the published index at {url}: HTTP {response.status_code}")
+            body = read_limited(response, limit=MAX_PAGE_BYTES, what=url, error=SourceError)
+        return [f.filename for f in parse_project_page(body.decode("utf-8", "replace"), response.url)]
     path = None
     if scheme == "file":
         path = Path(url2pathname(urlsplit(location).path))

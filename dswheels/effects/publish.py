@@ -39,6 +39,7 @@ from dswheels.core.naming import PROJECT
 from dswheels.core.pick import parse_project_page
 from dswheels.effects.files import exclusive, place_new, sweep, temp_file
 from dswheels.effects.github import JSON, GitHub, GitHubAPIError
+from dswheels.effects.http import MAX_PAGE_BYTES, read_limited
 from dswheels.effects.index import LocalWheel, read_wheel, sha256_file, update_ledger
 from dswheels.errors import ConfigError, PublishError
 from dswheels.log import get_reporter
@@ -84,16 +85,20 @@ class PublishResult:
     present: list[str] = field(default_factory=list)  # already published with the same bytes
 
 
+def _wheels_in(path: Path) -> list[Path]:
+    try:
+        if path.is_dir():
+            return sorted(p for p in path.iterdir() if p.name.endswith(".whl") and p.is_file())
+        if path.is_file() and path.name.endswith(".whl"):
+            return [path]
+    except OSError as exc:  # e.g. a name longer than the file system allows
+        raise ConfigError(f"{str(path)[:200]}: {exc.strerror}") from None
+    raise ConfigError(f"{path}: no such wheel or directory")
+
+
 def collect_wheels(paths: Sequence[Path]) -> list[LocalWheel]:
     """Wheels named directly, or every ``*.whl`` in the directories given."""
-    found: list[Path] = []
-    for path in paths:
-        if path.is_dir():
-            found.extend(sorted(p for p in path.iterdir() if p.name.endswith(".whl") and p.is_file()))
-        elif path.is_file() and path.name.endswith(".whl"):
-            found.append(path)
-        else:
-            raise ConfigError(f"{path}: no such wheel or directory")
+    found = [wheel for path in paths for wheel in _wheels_in(path)]
     if not found:
         raise ConfigError(
             f"no wheels in {', '.join(map(str, paths))}",
@@ -101,6 +106,13 @@ def collect_wheels(paths: Sequence[Path]) -> list[LocalWheel]:
         )
     names: dict[str, Path] = {}
     for path in found:
+        try:
+            parse_wheel(path.name)
+        except ValueError as exc:
+            raise ConfigError(
+                f"not a dswheels wheel: {exc}",
+                hint="only wheels built by `dswheels build` can be published (their names carry the torch build)",
+            ) from None
         if path.name in names and names[path.name].resolve() != path.resolve():
             raise ConfigError(f"{path.name} is given twice: {names[path.name]} and {path}")
         names[path.name] = path
@@ -501,15 +513,18 @@ def _server_files(session: requests.Session, simple_url: str, timeout: float) ->
     """filename -> (url, sha256 from the link's fragment or "") of what the server already has."""
     url = urljoin(simple_url if simple_url.endswith("/") else simple_url + "/", f"{PROJECT}/")
     try:
-        response = session.get(url, timeout=timeout, allow_redirects=False)
+        response = session.get(url, timeout=timeout, allow_redirects=False, stream=True)
     except requests.RequestException as exc:
         raise PublishError(f"cannot read {url}: {exc}") from None
-    # 404, or pypiserver's redirect to its PyPI fallback: the project is not there yet
-    if response.status_code == 404 or 300 <= response.status_code < 400:
-        return {}
-    if response.status_code != 200:
-        raise PublishError(f"cannot read {url}: HTTP {response.status_code}", hint="check --simple-url")
-    return {f.filename: (f.url, f.sha256) for f in parse_project_page(response.text, url)}
+    with response:
+        # 404, or pypiserver's redirect to its PyPI fallback: the project is not there yet
+        if response.status_code == 404 or 300 <= response.status_code < 400:
+            return {}
+        if response.status_code != 200:
+            raise PublishError(f"cannot read {url}: HTTP {response.status_code}", hint="check --simple-url")
+        body = read_limited(response, limit=MAX_PAGE_BYTES, what=url, error=PublishError)
+    files = parse_project_page(body.decode("utf-8", "replace"), url)
+    return {f.filename: (f.url, f.sha256) for f in files if not f.problem}
 
 
 def _stream_sha256(session: requests.Session, url: str, timeout: float) -> str:
