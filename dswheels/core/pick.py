@@ -135,8 +135,12 @@ def link_problem(url: str, page_url: str) -> str:
     >>> link_problem("https://github.com/o/r/releases/download/v1/x.whl", "https://o.github.io/r/simple/deepspeed/")
     ''
     """
-    page = urlsplit(page_url).scheme.lower()
-    parts = urlsplit(url)
+    try:
+        page = urlsplit(page_url).scheme.lower()
+        parts = urlsplit(url)
+        hostname = parts.hostname
+    except ValueError as exc:  # e.g. an unclosed IPv6 bracket
+        return f"not a URL ({exc}): {url[:200]}"
     scheme = parts.scheme.lower()
     local_page = page in ("", "file") or len(page) == 1  # one letter: a Windows drive
     allowed = {"https"} if page == "https" else {"http", "https"}
@@ -145,14 +149,17 @@ def link_problem(url: str, page_url: str) -> str:
     if scheme not in allowed:
         over = "a local page" if local_page else f"a page served over {page}"
         return f"{over} may not link a {scheme or 'scheme-less'}: URL ({url[:200]})"
-    if scheme in ("http", "https") and not parts.hostname:
+    if scheme in ("http", "https") and not hostname:
         return f"the link names no host ({url[:200]})"
     return ""
 
 
 def _filename(url: str) -> str | None:
     """The file name a link's URL ends in (PEP 503: the URL names the file, not the link text)."""
-    name = unquote(urlsplit(url).path.rsplit("/", 1)[-1])
+    try:
+        name = unquote(urlsplit(url).path.rsplit("/", 1)[-1])
+    except ValueError:
+        return None
     bad = not name or name in (".", "..") or any(c in name for c in "/\\\x00") or ":" in name
     return None if bad or len(name.encode("utf-8", "surrogatepass")) > MAX_FILENAME else name
 
@@ -175,7 +182,10 @@ def parse_project_page(html: str, page_url: str) -> tuple[IndexFile, ...]:
     parser = _LinkParser()
     parser.feed(html)
     parser.close()
-    base = urljoin(page_url, parser.base) if parser.base else page_url
+    try:
+        base = urljoin(page_url, parser.base) if parser.base else page_url
+    except ValueError:
+        base = page_url
     if link_problem(base, page_url):  # a <base> may not move the page somewhere it could not link
         base = page_url
     files: list[IndexFile] = []

@@ -43,11 +43,11 @@ def write_archive(path: Path, kind: str, members: Sequence[M]) -> Path:
         with zipfile.ZipFile(path, "w") as zf, warnings.catch_warnings():
             warnings.simplefilter("ignore")  # duplicate names are the point of some cases
             for m in members:
-                info = zipfile.ZipInfo(m.name + ("/" if m.kind == "dir" else ""))
-                info.create_system = 3
+                zinfo = zipfile.ZipInfo(m.name + ("/" if m.kind == "dir" else ""))
+                zinfo.create_system = 3
                 mode = {"file": stat.S_IFREG | 0o644, "dir": stat.S_IFDIR | 0o755, "symlink": stat.S_IFLNK | 0o777}
-                info.external_attr = mode.get(m.kind, stat.S_IFCHR | 0o644) << 16
-                zf.writestr(info, m.link.encode() if m.kind in ("symlink", "hardlink") else m.data)
+                zinfo.external_attr = mode.get(m.kind, stat.S_IFCHR | 0o644) << 16
+                zf.writestr(zinfo, m.link.encode() if m.kind in ("symlink", "hardlink") else m.data)
         return path
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz" if kind == "tar.gz" else "w", format=tarfile.GNU_FORMAT) as tar:
