@@ -25,12 +25,13 @@ from dswheels.core.compat import load_compat
 from dswheels.core.config import parse_matrix
 from dswheels.core.index import parse_wheel, parse_yanked
 from dswheels.core.manifest import ManifestError, parse_manifest
-from dswheels.core.pick import link_problem, parse_project_page
+from dswheels.core.pick import parse_project_page
 from dswheels.core.render_doctor import FactsError, facts_from_data
-from dswheels.core.sources import parse_lock, sdist_from_pypi_json, torch_index_problem, torch_index_url
+from dswheels.core.sources import parse_lock, sdist_from_pypi_json
 from dswheels.effects.index import load_ledger
 from dswheels.errors import ConfigError
 from tests.conftest import DATA
+from tests.support.wheels import write_deepspeed_wheel
 
 COMPAT = load_compat()
 MATRIX = (DATA / "matrix-cpu.yml").read_text(encoding="utf-8")
@@ -156,13 +157,22 @@ def test_any_text_as_a_matrix_is_planned_or_refused(text: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "template", ["https://x/{cuda}", "https://x/{variant!r}", "https://x/{variant:>9}", "https://x/{}", "https://x/"]
+    "template",
+    [
+        "https://x/{variant}/{cuda}",
+        "https://x/{variant}/{0}",
+        "https://x/{variant.upper}",
+        "https://x/{variant}/{",
+        "https://x/{variant!r}",
+        "https://x/{variant:>9}",
+        "https://x/",
+    ],
 )
 def test_index_torch_index_template_is_bad_input(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], template: str
 ) -> None:
     published = tmp_path / "published"
-    published.mkdir()
+    write_deepspeed_wheel(published, variant="cpu", torch="2.13")  # a partition: its install line uses the template
     code, err = run_cli(
         capsys, "index", "--from", str(published), "--out", str(tmp_path / "site"), "--torch-index", template
     )
@@ -174,6 +184,8 @@ def test_index_torch_index_template_is_bad_input(
 @FAST
 @given(template=st.text(max_size=40), variant=st.sampled_from(["cpu", "cu128"]))
 def test_torch_index_templates(template: str, variant: str) -> None:
+    from dswheels.core.sources import torch_index_problem, torch_index_url
+
     problem = torch_index_problem(template)
     if problem:
         with pytest.raises(ValueError, match="torch_index"):
@@ -252,6 +264,8 @@ def test_index_pages_yield_only_followable_links_or_say_why(
     hrefs: list[str], texts: list[str], rp: str, base: str | None, page: str
 ) -> None:
     from html import escape
+
+    from dswheels.core.pick import link_problem
 
     head = f'<base href="{escape(base)}">' if base is not None else ""
     body = "".join(
