@@ -178,10 +178,15 @@ def parse_project_page(html: str, page_url: str) -> tuple[IndexFile, ...]:
     The file name comes from the URL (the link text is only text); the sha256 only from a
     ``#sha256=<64 hex>`` fragment (another algorithm counts as none); a link that must not
     be followed (:func:`link_problem`) or whose URL names no usable file keeps a ``problem``.
+    ``ValueError`` when the text cannot be parsed as HTML at all.
     """
     parser = _LinkParser()
-    parser.feed(html)
-    parser.close()
+    try:
+        parser.feed(html)
+        parser.close()
+    except (AssertionError, ValueError) as exc:  # html.parser asserts on some declarations (<![bogus>)
+        msg = f"{page_url} is not an HTML page that can be read ({exc})"
+        raise ValueError(msg) from None
     try:
         base = urljoin(page_url, parser.base) if parser.base else page_url
     except ValueError:

@@ -16,8 +16,8 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import secrets
 import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -67,25 +67,36 @@ def make_public(path: Path) -> None:
     path.chmod(public_mode(directory=path.is_dir()))
 
 
+def _temp_name(directory: Path, name: str) -> Path:
+    return directory / f"{TEMP_PREFIX}{name[:80]}.{secrets.token_hex(6)}"
+
+
 @contextlib.contextmanager
 def temp_file(directory: Path, name: str) -> Iterator[Path]:
     """A new, empty, publicly readable temporary file beside ``name`` in ``directory``; removed
-    on the way out unless it was renamed away."""
-    fd, tmp = tempfile.mkstemp(prefix=f"{TEMP_PREFIX}{name[:80]}.", dir=directory)
-    os.close(fd)
-    path = Path(tmp)
+    on the way out unless it was renamed away.
+
+    The name is chosen before the file is made (unlike ``mkstemp``), so an interruption
+    (Ctrl-C, SIGTERM) at any point, even while it is being created, still removes it.
+    """
+    path = _temp_name(directory, name)
     try:
-        make_public(path)
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, public_mode(directory=False)))
         yield path
     finally:
         path.unlink(missing_ok=True)
 
 
-def staging_dir(directory: Path, name: str) -> Path:
-    """A new, publicly readable folder beside ``name`` (``name`` itself is not touched)."""
-    path = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{name[:80]}.", dir=directory))
-    make_public(path)
-    return path
+@contextlib.contextmanager
+def staging_dir(directory: Path, name: str) -> Iterator[Path]:
+    """A new, publicly readable folder beside ``name`` (``name`` itself is not touched); removed
+    with what is in it on the way out unless it was renamed away (same care as :func:`temp_file`)."""
+    path = _temp_name(directory, name)
+    try:
+        path.mkdir(mode=public_mode(directory=True))
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def write_bytes_atomic(path: Path, data: bytes) -> None:

@@ -362,8 +362,7 @@ def write_site(out: Path, pages: Mapping[str, str], *, wheels: Sequence[LocalWhe
         check_target(out, sources=(w.path.parent for w in wheels))
         for leftover in sweep(out.parent, prefix=f"{TEMP_PREFIX}{out.name}."):
             get_reporter().info(f"removed {leftover}: left by an interrupted `dswheels index`")
-        staging = staging_dir(out.parent, out.name)
-        try:
+        with staging_dir(out.parent, out.name) as staging:
             made: set[Path] = {staging}
             for rel, text in pages.items():
                 target = staging / rel
@@ -375,8 +374,6 @@ def write_site(out: Path, pages: Mapping[str, str], *, wheels: Sequence[LocalWhe
             if wheels:
                 _stage_files(staging, wheels)
             replace_dir(out, staging)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
 
 
 # --- what is published where ----------------------------------------------------------------------
@@ -386,7 +383,13 @@ def _iter_local(location: Path) -> Iterator[str]:
     project_page = location / "simple" / PROJECT / "index.html"
     if project_page.is_file():
         base = project_page.resolve().as_uri()
-        yield from (f.filename for f in parse_project_page(project_page.read_text(encoding="utf-8"), base))
+        try:
+            files = parse_project_page(
+                read_bounded(project_page, limit=MAX_PAGE_BYTES).decode("utf-8", "replace"), base
+            )
+        except (OSError, ValueError) as exc:
+            raise SourceError(f"cannot read the published index {project_page}: {exc}") from None
+        yield from (f.filename for f in files)
         return
     yield from (p.name for p in location.iterdir() if p.name.endswith(".whl"))
 
@@ -412,7 +415,10 @@ def list_published(location: str, *, session: requests.Session | None = None, ti
             if response.status_code != 200:
                 raise SourceError(f"cannot read the published index at {url}: HTTP {response.status_code}")
             body = read_limited(response, limit=MAX_PAGE_BYTES, what=url, error=SourceError)
-        return [f.filename for f in parse_project_page(body.decode("utf-8", "replace"), response.url)]
+        try:
+            return [f.filename for f in parse_project_page(body.decode("utf-8", "replace"), response.url)]
+        except ValueError as exc:
+            raise SourceError(str(exc)) from None
     path = None
     if scheme == "file":
         path = Path(url2pathname(urlsplit(location).path))

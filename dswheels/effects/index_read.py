@@ -57,7 +57,7 @@ def read_index(index: str) -> tuple[str, tuple[IndexFile, ...]]:
             ) from None
         except ValueError as exc:
             raise SourceError(str(exc)) from None
-        return page, parse_project_page(html, path.resolve().as_uri())
+        return page, _parse(html, path.resolve().as_uri())
     try:
         response = requests.get(page, timeout=_TIMEOUT, headers={"Accept": "text/html"}, stream=True)
     except requests.RequestException as exc:
@@ -72,7 +72,14 @@ def read_index(index: str) -> tuple[str, tuple[IndexFile, ...]]:
             raise SourceError(f"the index answered HTTP {response.status_code} for {page}")
         check_redirects(page, response, error=SourceError)
         body = read_limited(response, limit=MAX_PAGE_BYTES, what=f"the index page {page}", error=SourceError)
-    return page, parse_project_page(_decode(body, page), response.url or page)
+    return page, _parse(_decode(body, page), response.url or page)
+
+
+def _parse(html: str, url: str) -> tuple[IndexFile, ...]:
+    try:
+        return parse_project_page(html, url)
+    except ValueError as exc:
+        raise SourceError(str(exc), hint="check that the URL is the index's (a PEP 503 page)") from None
 
 
 def _copy_http(url: str, out: BinaryIO, digest: hashlib._Hash) -> None:

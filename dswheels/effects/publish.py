@@ -523,7 +523,10 @@ def _server_files(session: requests.Session, simple_url: str, timeout: float) ->
         if response.status_code != 200:
             raise PublishError(f"cannot read {url}: HTTP {response.status_code}", hint="check --simple-url")
         body = read_limited(response, limit=MAX_PAGE_BYTES, what=url, error=PublishError)
-    files = parse_project_page(body.decode("utf-8", "replace"), url)
+    try:
+        files = parse_project_page(body.decode("utf-8", "replace"), url)
+    except ValueError as exc:
+        raise PublishError(str(exc), hint="check --simple-url") from None
     return {f.filename: (f.url, f.sha256) for f in files if not f.problem}
 
 

@@ -236,17 +236,12 @@ def extract_archive(archive: Path, dest: Path) -> None:
     """
     dest = dest.absolute()
     dest.parent.mkdir(parents=True, exist_ok=True)
-    staging = staging_dir(dest.parent, dest.name)
-    root = Path(os.path.realpath(staging))
     try:
-        with _open_members(archive) as members:
+        with staging_dir(dest.parent, dest.name) as staging, _open_members(archive) as members:
             _judge(members, archive)
-            _write(root, members)
-        replace_dir(dest, staging)
+            _write(Path(os.path.realpath(staging)), members)
+            replace_dir(dest, staging)
     except ArchiveMemberError as exc:
         raise _fail(archive, str(exc)) from None
     except (tarfile.TarError, zipfile.BadZipFile, zlib.error, OSError, EOFError, ValueError) as exc:
         raise SourceError(f"cannot unpack {archive.name}: {exc}", hint="delete it from the cache and retry") from None
-    finally:
-        if staging.exists():
-            shutil.rmtree(staging, ignore_errors=True)

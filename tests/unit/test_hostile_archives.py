@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 
 from dswheels.effects.sources import extract_archive
 from dswheels.errors import SourceError
+from tests.support.fuzz import examples
 
 KINDS = ("tar", "tar.gz", "zip")
 
@@ -234,7 +235,7 @@ _MEMBERS = st.one_of(
 )
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(kind=st.sampled_from(KINDS), extra=st.lists(_MEMBERS, max_size=6))
 def test_any_archive_stays_inside_or_is_refused(
     tmp_path_factory: pytest.TempPathFactory, kind: str, extra: list[M]

@@ -31,6 +31,7 @@ from dswheels.core.plan import Combo, plan
 from dswheels.effects.index import local_index_files, scan_directory, write_site
 from dswheels.effects.publish import collect_wheels, publish_dir
 from dswheels.errors import ConfigError, PublishError
+from tests.support.fuzz import examples
 from tests.support.wheels import write_deepspeed_wheel
 
 COMPAT = load_compat()
@@ -205,7 +206,7 @@ _PATTERN = st.fixed_dictionaries({}, optional={k: st.sampled_from([*v, "*"]) for
 _CELL = st.fixed_dictionaries({k: st.sampled_from(v) for k, v in _AXIS.items()})
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     exclude=st.lists(_PATTERN, max_size=3),
     include=st.lists(_CELL, max_size=3),

@@ -31,11 +31,12 @@ from dswheels.core.sources import parse_lock, sdist_from_pypi_json
 from dswheels.effects.index import load_ledger
 from dswheels.errors import ConfigError
 from tests.conftest import DATA
+from tests.support.fuzz import examples
 from tests.support.wheels import write_deepspeed_wheel
 
 COMPAT = load_compat()
 MATRIX = (DATA / "matrix-cpu.yml").read_text(encoding="utf-8")
-FAST = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+FAST = settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
 def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
@@ -281,6 +282,12 @@ def test_index_pages_yield_only_followable_links_or_say_why(
         assert "\\" not in item.filename
         assert item.filename not in ("", ".", "..")
         assert item.sha256 == "" or len(item.sha256) == 64
+
+
+@pytest.mark.parametrize("html", ["<![bor></body></basehtml>", "<!DOCTYPE x [<!ENTITY a>", "<a href='\x00'>"])
+def test_pages_html_parser_cannot_read_are_a_value_error(html: str) -> None:
+    """Found by atheris: html.parser raises AssertionError for some declarations."""
+    error_of(lambda: parse_project_page(html, "https://h/simple/deepspeed/"), ValueError)
 
 
 def test_the_url_names_the_file_not_the_link_text() -> None:
