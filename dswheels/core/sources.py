@@ -36,6 +36,7 @@ __all__ = [
 
 LOCK_SCHEMA = "dswheels.sources-lock/1"
 _SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
+_UNSAFE_URL = re.compile(r"[^A-Za-z0-9._~:/@%+=,-]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,6 +228,12 @@ def torch_index_problem(template: str) -> str:
             return f"unknown placeholder {shown}: the only one is {{variant}}"
     if "variant" not in names:
         return "it must contain {variant} (e.g. https://download.pytorch.org/whl/{variant})"
+    url = template.replace("{variant}", "cpu")
+    if not url.startswith(("https://", "http://", "file://")):
+        return "it must be an http(s):// or file:// URL"
+    # the URL goes into pip command lines that cmd.exe and bash read (cibuildwheel's before-build)
+    if bad := sorted(set(_UNSAFE_URL.findall(url))):
+        return f"{', '.join(map(repr, bad))} in a URL: characters a shell would read (percent-encode them)"
     return ""
 
 

@@ -37,7 +37,7 @@ from dswheels.core.index import (
 from dswheels.core.manifest import ManifestError, manifest_name, parse_manifest
 from dswheels.core.naming import PROJECT
 from dswheels.core.pick import parse_project_page
-from dswheels.effects.files import exclusive, place_new, sweep, temp_file
+from dswheels.effects.files import exclusive, place_new, read_bounded, sweep, temp_file
 from dswheels.effects.github import JSON, GitHub, GitHubAPIError
 from dswheels.effects.http import MAX_PAGE_BYTES, read_limited
 from dswheels.effects.index import LocalWheel, read_wheel, sha256_file, update_ledger
@@ -133,8 +133,8 @@ def outgoing_files(wheel: LocalWheel) -> list[Outgoing]:
     manifest = wheel.path.with_name(manifest_name(wheel.wheel.filename))
     if manifest.is_file():
         try:
-            recorded = parse_manifest(manifest.read_text(encoding="utf-8")).wheel
-        except ManifestError as exc:
+            recorded = parse_manifest(read_bounded(manifest).decode("utf-8")).wheel
+        except (ManifestError, OSError, ValueError) as exc:
             raise PublishError(f"{manifest}: {exc}", hint="rebuild the wheel, or remove the stray manifest") from None
         if (recorded.filename, recorded.sha256) != (wheel.wheel.filename, wheel.sha256):
             raise PublishError(

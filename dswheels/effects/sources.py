@@ -27,7 +27,7 @@ from dswheels.core.model import PlannedCell
 from dswheels.core.sources import LockEntry, SdistInfo, SourceLock, parse_lock, render_lock, sdist_from_pypi_json
 from dswheels.core.versions import format_version
 from dswheels.effects.clock import utc_now
-from dswheels.effects.files import exclusive, temp_file, write_text_atomic
+from dswheels.effects.files import exclusive, read_bounded, temp_file, write_text_atomic
 from dswheels.effects.http import check_redirects, read_limited
 from dswheels.effects.unpack import extract_archive
 from dswheels.errors import SourceError
@@ -273,8 +273,10 @@ def load_lock(path: Path) -> SourceLock:
     if not path.exists():
         return SourceLock(entries={})
     try:
-        return parse_lock(path.read_text(encoding="utf-8"), filename=str(path))
-    except ValueError as exc:
+        return parse_lock(read_bounded(path).decode("utf-8"), filename=str(path))
+    except OSError as exc:
+        raise SourceError(f"cannot read {path}: {exc.strerror}") from None
+    except ValueError as exc:  # not UTF-8, not JSON, not a lock, or larger than any lock
         raise SourceError(str(exc), hint=f"fix or delete {path}") from None
 
 
