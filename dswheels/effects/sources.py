@@ -131,7 +131,7 @@ class Downloader:
         Without a ``sha256`` (a source being recorded) the file is downloaded whole in one
         response, never resumed: what gets recorded is exactly what one server response
         said it was. A resumed download that does not match its pin is fetched once more
-        from the start before it is called a mismatch.
+        from the first byte before it is called a mismatch.
         """
         if sha256 is not None and (hit := self.cached(sha256)) is not None:
             return hit, sha256
@@ -149,9 +149,10 @@ class Downloader:
                 partial.unlink(missing_ok=True)
             resumed = self._download(url, partial, size=size, resumable=resumable)
             if resumed and sha256 is not None and _sha256_file(partial) != sha256:
-                get_reporter().warning(f"the resumed download of {url} does not match its pin: downloading it whole")
+                # its parts may come from two versions of the file: once more from the first byte
+                get_reporter().warning(f"the resumed download of {url} does not match its pin: downloading it again")
                 partial.unlink()
-                self._download(url, partial, size=size, resumable=False)
+                self._download(url, partial, size=size, resumable=True)
             return self._store(partial, url=url, sha256=sha256, size=size, copy=False)
 
     def _download(self, url: str, partial: Path, *, size: int | None, resumable: bool) -> bool:
