@@ -337,11 +337,15 @@ def fetch_source(
 
 
 def _record(lock_path: Path, lock: SourceLock, url: str, sha: str, path: Path) -> None:
+    """Add ``url``'s sha256 to the lock file: runs recording at once take turns, each adding
+    to what the file holds then (not to what it held when the run started)."""
     if (entry := lock.get(url)) is not None and entry.sha256 == sha:
         return
-    stamp = utc_now().strftime("%Y-%m-%dT%H:%M:%SZ")
-    updated = lock.with_entry(url, LockEntry(sha256=sha, size=path.stat().st_size, recorded=stamp))
-    write_text_atomic(lock_path, render_lock(updated))
+    with exclusive(lock_path.parent, what=f"recording a source in {lock_path}", error=SourceError):
+        current = load_lock(lock_path)
+        stamp = utc_now().strftime("%Y-%m-%dT%H:%M:%SZ")
+        updated = current.with_entry(url, LockEntry(sha256=sha, size=path.stat().st_size, recorded=stamp))
+        write_text_atomic(lock_path, render_lock(updated))
 
 
 def env_cache_dir() -> Path:

@@ -25,7 +25,7 @@ from dswheels.cli import main
 from dswheels.core.render_doctor import DOCTOR_SCHEMA
 from dswheels.effects.index_read import download_wheel, read_index
 from dswheels.effects.sources import Downloader
-from dswheels.errors import SourceError
+from dswheels.errors import PublishError, SourceError
 from tests.conftest import ROOT
 from tests.support.wheels import write_deepspeed_wheel
 from tests.unit.machines import machine_data
@@ -239,3 +239,37 @@ def test_downloads_that_lie_about_their_length_or_go_elsewhere(
     with pytest.raises(SourceError):
         Downloader(tmp_path / "cache", retries=1).fetch(url, sha256=None, size=len(data))
     assert not list((tmp_path / "cache").glob("sha256/*"))
+
+
+# --- GitHub's API (or a GITHUB_API_URL that is not GitHub) ------------------------------------------------------
+
+
+def test_an_endless_or_broken_github_list_is_a_publish_error(
+    http_server: Callable[[Handler], str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dswheels.effects import github as github_module
+    from dswheels.effects.github import GitHub, Retry
+
+    mode = {"answer": "endless"}
+
+    def handle(req: http.server.BaseHTTPRequestHandler) -> None:
+        if mode["answer"] == "endless":  # every page says there is a next one
+            _send(req, b"[]", Link=f'<http://{req.headers["Host"]}/repos/o/r/releases?page=2>; rel="next"')
+        else:
+            _send(req, b"[" * 100_000)
+
+    monkeypatch.setattr(github_module, "MAX_PAGES", 5)
+    gh = GitHub("o/r", token=None, api_url=http_server(handle), retry=Retry(attempts=1))
+    with pytest.raises(PublishError, match="past 5 pages"):
+        gh.releases()
+    mode["answer"] = "deep"
+    with pytest.raises(PublishError, match="not JSON"):
+        gh.releases()
+
+
+@pytest.mark.parametrize("repo", ["o/r/x", "o/..", "../r", "o/r?x=1", "o/r#x", "o /r", "o/r%2F..", "o/"])
+def test_github_repository_names_that_would_change_a_url_are_refused(repo: str) -> None:
+    from dswheels.effects.github import GitHub
+
+    with pytest.raises(PublishError, match="not a GitHub repository"):
+        GitHub(repo, token=None)
