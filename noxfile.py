@@ -63,7 +63,7 @@ HOSTILE_TESTS = [
     "tests/integration/test_hostile_network.py",
     "tests/integration/test_hostile_races.py",
 ]
-FUZZ_TARGETS = ("matrix", "index_page", "manifest", "lock", "names", "archive")
+FUZZ_TARGETS = ("matrix", "index_page", "manifest", "names", "archive")
 _SEED_WHEEL = "deepspeed-0.19.8+cu128torch2.9-cp312-cp312-win_amd64.whl"
 FUZZ_PAGE_SEED = (
     '<!DOCTYPE html><html><head><base href="https://h/x/"></head><body>'

@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from dswheels.commands.common import DEFAULT_MATRIX, Subparsers, formatter, load_matrix, parse_nvcc_option
+from dswheels.commands.common import (
+    DEFAULT_MATRIX,
+    Subparsers,
+    add_torch_index_argument,
+    formatter,
+    load_matrix,
+    parse_nvcc_option,
+)
 from dswheels.commands.plan import add_selection_arguments, compute_plan
+from dswheels.core.buildenv import fit_jobs
 from dswheels.core.buildreport import CellOutcome, render_results_markdown, render_results_table
+from dswheels.core.canary import restrict_ops
 from dswheels.core.compat import Compat, load_compat
 from dswheels.core.config import parse_matrix
 from dswheels.core.model import PlannedCell, Platform, Python, Variant
@@ -20,8 +28,9 @@ from dswheels.core.sources import TorchSource
 from dswheels.core.versions import VersionTuple, format_version, parse_version
 from dswheels.effects import proc
 from dswheels.effects.build import BuildOptions, CellResult, build_cell, discard_wheel
-from dswheels.effects.gha import in_ci, in_github_actions, write_summary
+from dswheels.effects.gha import in_github_actions, write_summary
 from dswheels.effects.interpreter import find_uv, probe_python
+from dswheels.effects.machine import available_memory, cpu_count
 from dswheels.effects.sources import env_cache_dir
 from dswheels.effects.toolchain import detect_host
 from dswheels.errors import ConfigError, EnvironmentMismatchError, VerifyError
@@ -86,11 +95,12 @@ def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
     p.add_argument("--out", type=Path, default=Path("wheelhouse"), metavar="DIR", help="output (default: %(default)s)")
     p.add_argument("--keep-going", action="store_true", help="build the other cells after a failure; report all")
     p.add_argument(
-        "--torch-index",
-        metavar="URL|DIR|pip",
-        help="where torch comes from: an index URL, a directory of wheels, or 'pip' for the indexes pip is "
-        "configured with (default: the plan's, https://download.pytorch.org/whl/<variant>)",
+        "--ops",
+        metavar="NAMES",
+        help="build only these of the planned ops (comma- or space-separated; the others are left out of the wheel, "
+        "with the reason in its manifest); '' or absent: every planned op",
     )
+    add_torch_index_argument(p, what="the build interpreter")
     p.add_argument(
         "--interpreter",
         choices=("auto", "current", "venv"),
@@ -104,7 +114,12 @@ def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
         help="run `dswheels verify` on every built wheel (a fresh venv each); a failing wheel is removed",
     )
     p.add_argument(
-        "--jobs", "-j", type=int, default=os.cpu_count() or 1, metavar="N", help="parallel compile jobs in all"
+        "--jobs",
+        "-j",
+        type=int,
+        metavar="N",
+        help="concurrent compiles in all (default: this machine's cores, fewer if its available memory would not "
+        "hold them: ~2 GiB per CUDA compile, ~1 GiB per C++ one)",
     )
     p.add_argument(
         "--parallel-ops",
@@ -137,18 +152,14 @@ def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
         help="where sources are unpacked and built (keep it short on Windows; default: CACHE/w)",
     )
     p.add_argument("--keep-work", action="store_true", help="keep the work directory of successful builds too")
-    p.add_argument("--pypi", metavar="URL", help="PyPI JSON API URL for DeepSpeed (default: compat.yml's)")
     p.add_argument(
-        "--lock",
-        type=Path,
-        metavar="FILE",
-        help="sha256 lock for sources PyPI does not vouch for (default: sources.lock.json beside the matrix)",
-    )
-    p.add_argument(
-        "--record-sources",
+        "--prepare-only",
         action="store_true",
-        help="record the sha256 of unpinned sources in the lock on first download (always allowed outside CI)",
+        help="stop before the compile: fetch and verify the source, unpack and patch it for the cell's platform, "
+        "get the build interpreter; works for a Windows cell on Linux and the other way round (CI checks the "
+        "Windows path this way); prints each prepared source tree",
     )
+    p.add_argument("--pypi", metavar="URL", help="PyPI JSON API URL for DeepSpeed (default: compat.yml's)")
     p.add_argument("--verbose", "-v", action="store_true", help="show the compiler output (always in the log)")
     p.set_defaults(func=run)
 
@@ -278,15 +289,6 @@ def _plan_local(args: argparse.Namespace, compat: Compat) -> PlannedCell:
     return planned
 
 
-def _lock_path(args: argparse.Namespace, cache_dir: Path) -> Path:
-    if args.lock is not None:
-        return Path(args.lock)
-    matrix = Path(args.matrix)
-    if matrix.exists():
-        return matrix.parent / "sources.lock.json"
-    return cache_dir / "sources.lock.json"
-
-
 def _install(wheel: Path) -> None:
     uv = find_uv()
     proc.run(
@@ -296,31 +298,53 @@ def _install(wheel: Path) -> None:
     )
 
 
+def _restrict(planned: list[PlannedCell], ops: str | None) -> list[PlannedCell]:
+    names = [name for name in (ops or "").replace(",", " ").split() if name]
+    if not names:
+        return planned
+    restricted = []
+    for item in planned:
+        try:
+            restricted.append(restrict_ops(item, names, why="not selected (--ops)"))
+        except ValueError as exc:  # noqa: PERF203 - the first cell that lacks one is the error
+            raise ConfigError(f"--ops {ops}: {cell_id(item.cell)}: {exc}") from None
+    return restricted
+
+
+def _jobs(args: argparse.Namespace, planned: Sequence[PlannedCell]) -> int:
+    if args.jobs is not None:
+        return int(args.jobs)
+    jobs, why = fit_jobs(cpu_count(), available_memory(), cuda=any(p.cell.variant.is_cuda for p in planned))
+    get_reporter().info(f"{jobs} concurrent compile(s): {why} (--jobs to change)")
+    return jobs
+
+
 def run(args: argparse.Namespace) -> int:
-    if args.jobs < 1 or args.parallel_ops < 0:
+    if (args.jobs is not None and args.jobs < 1) or args.parallel_ops < 0:
         raise ConfigError("--jobs must be at least 1 and --parallel-ops at least 0")
     compat = load_compat()
-    planned = _plan_cells(args, compat)
+    planned = _restrict(_plan_cells(args, compat), args.ops)
     cache_dir = (args.cache_dir or env_cache_dir()).expanduser().resolve()
     opts = BuildOptions(
         out_dir=args.out.resolve(),
         cache_dir=cache_dir,
         work_root=(args.work_dir or cache_dir / "w").expanduser().resolve(),
         compat=compat,
-        jobs=args.jobs,
+        jobs=_jobs(args, planned),
         interpreter=args.interpreter,
         torch_source=_torch_source(args.torch_index),
         compiler_cache=args.compiler_cache,
         debug_symbols=args.debug_symbols,
         keep_work=args.keep_work,
         pypi_json=args.pypi or compat.sdist_json,
-        lock_path=_lock_path(args, cache_dir).resolve(),
-        allow_unpinned=args.record_sources or not in_ci(),
         verbose=args.verbose or in_github_actions(),
         parallel_ops=args.parallel_ops,
+        prepare_only=args.prepare_only,
     )
     if args.install and len(planned) != 1:
         raise ConfigError("--install builds exactly one cell (this environment's)")
+    if args.prepare_only and (args.install or args.verify):
+        raise ConfigError("--prepare-only compiles nothing: it cannot be combined with --install or --verify")
     reporter = get_reporter()
     reporter.info(f"{len(planned)} cell(s) to build into {opts.out_dir}")
     results: list[CellResult] = []
@@ -331,11 +355,17 @@ def run(args: argparse.Namespace) -> int:
             result.error = _verify(result.wheel, args)
         if result.error is not None:
             if not args.keep_going:
-                _report(results, planned)
+                if not args.prepare_only:
+                    _report(results, planned)
                 raise result.error
             reporter.error(f"{result.cell_id}: {result.error.message}")
             sys.stderr.write(result.error.render() + "\n")
-    _report(results, planned)
+    if args.prepare_only:
+        for result in results:
+            if result.prepared is not None:
+                sys.stdout.write(f"prepared {result.cell_id}: {result.prepared}\n")
+    else:
+        _report(results, planned)
     failed = [r for r in results if r.error is not None]
     if failed:
         first = failed[0].error
@@ -389,6 +419,8 @@ def _outcome(result: CellResult) -> CellOutcome:
         cache_misses=_int(manifest.compiler_cache.get("misses")) if manifest else None,
         error=result.error.message if result.error else "",
         log=str(result.log_path or ""),
+        op_outcomes=result.op_outcomes if result.error else (),
+        error_lines=tuple((result.error.details or "").splitlines()[:20]) if result.error else (),
     )
 
 

@@ -52,3 +52,19 @@ def load_matrix(path: Path, compat: Compat) -> MatrixSpec:
     except OSError as exc:
         raise ConfigError(f"cannot read the matrix file {path}: {exc.strerror}") from None
     return parse_matrix(text, str(path), compat)
+
+
+# Options a workflow may set through the environment (README: repository variables); the CLI
+# fills them in before a command runs (dswheels.cli.main), a flag on the command line wins.
+ENV_DEFAULTS = "env_defaults"
+
+
+def add_torch_index_argument(p: argparse.ArgumentParser, *, what: str) -> None:
+    """``--torch-index URL|DIR|pip`` with one meaning everywhere; ``DSWHEELS_TORCH_INDEX`` is its default."""
+    p.add_argument(
+        "--torch-index",
+        metavar="URL|DIR|pip",
+        help=f"where {what} gets torch: an index URL, a directory of wheels, or 'pip' for the indexes pip is "
+        "configured with (default: $DSWHEELS_TORCH_INDEX, else the plan's https://download.pytorch.org/whl/<variant>)",
+    )
+    p.set_defaults(**{ENV_DEFAULTS: {"torch_index": "DSWHEELS_TORCH_INDEX"}})

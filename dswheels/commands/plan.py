@@ -9,6 +9,7 @@ from pathlib import Path
 
 from dswheels import __version__
 from dswheels.commands.common import DEFAULT_MATRIX, Subparsers, formatter, load_matrix, parse_nvcc_option
+from dswheels.core.canary import pick_canary
 from dswheels.core.compat import Compat, load_compat
 from dswheels.core.index import published_canonical_names
 from dswheels.core.naming import wheel_filename
@@ -39,7 +40,8 @@ examples:
                 --platform linux_x86_64 --nvcc 13.2    # what if the builder has nvcc 13.2?
   echo "matrix=$(dswheels plan --format github --allow-empty)" >> "$GITHUB_OUTPUT"
   dswheels plan --skip-published https://OWNER.github.io/dswheels/   # only what is not published yet
-  dswheels plan --skip-published site/                                # ... or not in a local index"""
+  dswheels plan --skip-published site/                                # ... or not in a local index
+  dswheels plan --canary --format github          # the canary job of a fork's first run"""
 
 
 def add_selection_arguments(p: argparse.ArgumentParser) -> None:
@@ -83,6 +85,12 @@ def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
         help="leave out cells whose wheel is already in this index (site URL, simple/ URL, site or wheel directory)",
     )
     p.add_argument(
+        "--canary",
+        action="store_true",
+        help="plan only the canary: of the selected cells, the cheapest Windows CUDA cell, building just cpu_adam "
+        "and fused_adam (run it first on a fork: it proves the Windows path in about 20 minutes; never published)",
+    )
+    p.add_argument(
         "--allow-empty",
         action="store_true",
         help="with nothing left to build, print an empty job list and exit 0 instead of 3",
@@ -113,9 +121,22 @@ def skip_published(result: Plan, location: str, *, allow_empty: bool) -> Plan:
     return replace(result, planned=left)
 
 
+def canary_plan(result: Plan) -> Plan:
+    """The plan of the canary alone (:mod:`dswheels.core.canary`)."""
+    picked = pick_canary(result.planned)
+    if picked is None:
+        raise ConfigError(
+            "no canary: the selection plans no Windows CUDA cell that builds cpu_adam and fused_adam",
+            hint="select Windows CUDA cells (e.g. --deepspeed alone, on the shipped matrix)",
+        )
+    return replace(result, planned=(picked,), mode="canary")
+
+
 def run(args: argparse.Namespace) -> int:
     compat = load_compat()
     result = compute_plan(args, compat)
+    if args.canary:
+        result = canary_plan(result)
     if args.skip_published:
         result = skip_published(result, args.skip_published, allow_empty=args.allow_empty)
     if args.explain:

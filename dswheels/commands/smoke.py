@@ -9,7 +9,7 @@ from pathlib import Path
 
 from dswheels import __version__
 from dswheels.commands.build import _torch_source
-from dswheels.commands.common import Subparsers, formatter
+from dswheels.commands.common import Subparsers, add_torch_index_argument, formatter
 from dswheels.core.compat import load_compat
 from dswheels.core.naming import cell_id
 from dswheels.core.smoke import render_smoke_markdown, runs_for
@@ -56,7 +56,7 @@ def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--steps", type=int, default=30, metavar="N", help="optimizer steps per run (default: 30)")
     p.add_argument("--python", metavar="PATH|current", help="use this interpreter (with the wheel installed)")
-    p.add_argument("--torch-index", metavar="URL|DIR|pip", help="where the fresh venv's torch comes from")
+    add_torch_index_argument(p, what="the fresh venv")
     p.add_argument(
         "--adam-tolerance",
         type=float,

@@ -9,15 +9,24 @@ from pathlib import Path
 
 from dswheels import __version__
 from dswheels.commands.build import plan_cell_ids
-from dswheels.commands.common import Subparsers, formatter
+from dswheels.commands.common import Subparsers, add_torch_index_argument, formatter
 from dswheels.core.compat import load_compat
+from dswheels.core.model import Cell
 from dswheels.core.naming import cell_id
 from dswheels.core.sources import TorchSource
 from dswheels.core.verify import Check, Expected, cell_from_wheel_filename, render_checks_markdown
+from dswheels.core.wheelfile import WheelContentError, parse_installed_info
 from dswheels.effects.files import write_text_atomic
 from dswheels.effects.gha import write_summary
 from dswheels.effects.sources import env_cache_dir
-from dswheels.effects.verify import RuntimeResult, load_expected, read_wheel_data, runtime_checks, static_part
+from dswheels.effects.verify import (
+    RuntimeResult,
+    WheelData,
+    load_expected,
+    read_wheel_data,
+    runtime_checks,
+    static_part,
+)
 from dswheels.errors import ConfigError, VerifyError
 from dswheels.log import get_reporter
 
@@ -31,7 +40,10 @@ the manifest's ops, one extension per op, no instruction above the CPU baseline,
 only for the planned archs, and on Linux the glibc/libstdc++ floor: the highest GLIBC_x.y,
 GLIBCXX_3.4.n and CXXABI_1.3.n the extensions ask for, which must not exceed the promised
 maximum (the plan's linux_runtime: compat.yml's linux_runtime_floor unless the matrix sets
-linux_runtime). The run-time part installs the wheel into a fresh venv with
+linux_runtime); on Windows every DLL a .pyd imports must come from Windows, the Visual C++
+runtime, the wheel's Python or its torch wheel (docs/inspect.md). A DeepSpeed wheel without a
+dswheels label (DeepSpeed's own) is checked as the cell its torch_info names.
+The run-time part installs the wheel into a fresh venv with
 the cell's torch, parses ds_report, and loads every op with an empty TORCH_EXTENSIONS_DIR
 while JIT compilation is made to fail: each op must come from the wheel.
 
@@ -43,7 +55,7 @@ examples:
   dswheels verify wheelhouse/cpu/deepspeed-0.19.8+cputorch2.13-cp311-cp311-linux_x86_64.whl
   dswheels verify wheelhouse/*/*.whl --torch-index pip --report verify.json
   dswheels verify some.whl --static                    # no install
-  dswheels verify {wheel} --python current --matrix /abs/matrix.yml   # inside cibuildwheel's test venv"""
+  dswheels verify some.whl --python current            # in this environment (its torch), no venv"""
 
 
 def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
@@ -68,11 +80,7 @@ def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
         metavar="PATH|current",
         help="run the run-time part in this interpreter (the wheel must be installed there) instead of a fresh venv",
     )
-    p.add_argument(
-        "--torch-index",
-        metavar="URL|DIR|pip",
-        help="where the fresh venv's torch comes from (default: https://download.pytorch.org/whl/<variant>)",
-    )
+    add_torch_index_argument(p, what="the fresh venv")
     p.add_argument(
         "--accelerator",
         choices=("auto", "cuda", "cpu", "none"),
@@ -96,12 +104,24 @@ def _torch_source(text: str | None) -> TorchSource:
     return parse(text)
 
 
-def _plan_expectation(wheel: Path, matrix: Path) -> Expected | None:
-    if not matrix.exists():
-        return None
+def wheel_cell(wheel: Path, data: WheelData) -> Cell:
+    """The cell the wheel's label names; for DeepSpeed's own wheels (no label), the one its torch_info names."""
     try:
-        cell = cell_from_wheel_filename(wheel.name)
-    except ValueError:
+        return cell_from_wheel_filename(wheel.name)
+    except ValueError as exc:
+        problem = str(exc)
+    try:
+        cell = cell_from_wheel_filename(wheel.name, parse_installed_info(data.installed_text))
+    except (ValueError, WheelContentError):
+        raise VerifyError(problem, hint="dswheels verifies the wheels dswheels build names") from None
+    get_reporter().info(
+        f"{wheel.name} has no dswheels label: checked as {cell_id(cell)}, the build its torch_info names",
+    )
+    return cell
+
+
+def _plan_expectation(cell: Cell, matrix: Path) -> Expected | None:
+    if not matrix.exists():
         return None
     planned = plan_cell_ids([cell_id(cell)], matrix=matrix, nvcc=None, compat=load_compat())[0]
     return Expected(
@@ -124,8 +144,9 @@ def _print(title: str, checks: list[Check]) -> None:
 
 def verify_one(wheel: Path, args: argparse.Namespace) -> tuple[list[Check], RuntimeResult | None, Expected]:
     compat = load_compat()
-    expected = load_expected(wheel, _plan_expectation(wheel, args.matrix), args.manifest, compat=compat)
     data = read_wheel_data(wheel)
+    cell = wheel_cell(wheel, data)
+    expected = load_expected(wheel, cell, _plan_expectation(cell, args.matrix), args.manifest, compat=compat)
     checks = static_part(data, expected, compat)
     _print(f"static checks (against the {expected.source}):", checks)
     runtime: RuntimeResult | None = None

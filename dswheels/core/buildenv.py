@@ -11,6 +11,7 @@ torch's ``cpp_extension`` read them.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from dswheels.core.compat import CpuBaseline
@@ -23,16 +24,21 @@ __all__ = [
     "DEBUG_FLAG_FILES",
     "BuildSetup",
     "CompilerCache",
+    "Parallelism",
     "PatchError",
     "accelerator_for",
     "baseline_flag",
     "build_env",
     "dist_extra_config",
+    "first_on_path",
+    "fit_jobs",
+    "msvc_bin_dir",
     "patch_debug_flags",
     "patch_parallel_extensions",
     "patch_portable_cpu",
     "patch_torch_requirement",
     "split_jobs",
+    "split_parallelism",
 ]
 
 # The op builder exists twice in a DeepSpeed source tree: setup.py compiles from op_builder/,
@@ -91,6 +97,30 @@ class BuildSetup:
     include_var_value: str = ""  # CPATH (Linux) / INCLUDE (Windows) as inherited
     debug_symbols: bool = False  # keep -g (else -g0 for every op, also those that take -g from Python's CFLAGS)
     cflags_value: str = ""  # the CFLAGS setuptools would use: inherited, else the interpreter's own
+    nvcc_threads: int = 1  # archs one nvcc compiles at once (DS_NVCC_THREADS)
+
+
+def msvc_bin_dir(env: Mapping[str, str]) -> str | None:
+    """The directory of the active MSVC's ``cl.exe``/``link.exe`` (a VS developer environment), or None.
+
+    >>> msvc_bin_dir({"VCToolsInstallDir": "C:/VC/Tools/MSVC/14.44.35207/", "VSCMD_ARG_TGT_ARCH": "x64"})
+    'C:/VC/Tools/MSVC/14.44.35207\\\\bin\\\\Hostx64\\\\x64'
+    """
+    root = env.get("VCToolsInstallDir", "").rstrip("\\/")
+    if not root:
+        return None
+    host, target = env.get("VSCMD_ARG_HOST_ARCH", "x64"), env.get("VSCMD_ARG_TGT_ARCH", "x64")
+    return f"{root}\\bin\\Host{host}\\{target}"
+
+
+def first_on_path(path: str, sep: str, has_it: Callable[[str], bool]) -> str | None:
+    """The first directory of ``path`` where ``has_it(dir)``: how CreateProcess and setuptools' MSVC
+    compiler find ``link.exe`` (in PATH order; the first one wins).
+
+    >>> first_on_path("C:/Git/usr/bin;C:/VC/bin", ";", lambda d: True)
+    'C:/Git/usr/bin'
+    """
+    return next((d for d in path.split(sep) if d and has_it(d)), None)
 
 
 def accelerator_for(planned: PlannedCell) -> str:
@@ -113,7 +143,7 @@ def build_env(planned: PlannedCell, setup: BuildSetup) -> dict[str, str]:
     ...     nvcc_flags=(), cpu_baseline="x86-64-v2", cuda_subpackages=(), notes=())
     >>> cell = PlannedCell(cell=parse_cell_id("ds0.19.8-torch2.13-cpu-cp311-linux_x86_64"), torch_version="2.13.0",
     ...     torch_index="", toolchain=tc, ops=OpPlan(build=(("cpu_adam", "CPU_ADAM"),), left_out=()),
-    ...     source=Source("sdist", "", ""), smoke_runs_on=())
+    ...     source=Source(SourceKind.SDIST, "", ""), smoke_runs_on=())
     >>> env = build_env(cell, BuildSetup(os="linux", path="/usr/bin", path_sep=":", jobs=2, cuda_home=None,
     ...     nvcc=None, cache=None, compilers=None, extra_config=None))
     >>> env["DS_BUILD_OPS"], env["DS_BUILD_CPU_ADAM"], env["DS_ACCELERATOR"], env["DS_BUILD_STRING"]
@@ -139,6 +169,8 @@ def build_env(planned: PlannedCell, setup: BuildSetup) -> dict[str, str]:
             raise ValueError(msg)
         env["CUDA_HOME"] = setup.cuda_home
         env["TORCH_CUDA_ARCH_LIST"] = tc.arch_list_text
+        # DeepSpeed's default is min(cores, 8) threads per nvcc, on top of ninja's jobs
+        env["DS_NVCC_THREADS"] = str(max(1, setup.nvcc_threads))
         if tc.skip_cuda_check:
             env["DS_SKIP_CUDA_CHECK"] = "1"
         if tc.nvcc_flags:
@@ -314,10 +346,67 @@ def patch_parallel_extensions(text: str) -> str:
 
 
 def split_jobs(jobs: int, ops: int, parallel: int = 0) -> tuple[int, int]:
-    """(extensions built at once, ninja jobs for each): about ``jobs`` compiles in all.
+    """(extensions built at once, compile jobs for each): at most ``jobs`` compiles in all.
 
-    >>> split_jobs(2, 6), split_jobs(16, 3), split_jobs(4, 6, parallel=1)
-    ((2, 1), (3, 6), (1, 4))
+    >>> split_jobs(2, 6), split_jobs(16, 3), split_jobs(4, 6, parallel=1), split_jobs(4, 3)
+    ((2, 1), (3, 5), (1, 4), (3, 1))
     """
     at_once = max(1, min(ops, parallel or jobs))
-    return at_once, max(1, -(-jobs // at_once))
+    return at_once, max(1, jobs // at_once)
+
+
+# What one concurrent compile may take: nvcc's cicc/ptxas for one arch of a DeepSpeed kernel
+# stays under ~2 GiB, a C++ translation unit against torch's headers under ~1 GiB; the system
+# keeps 1 GiB. A hosted Windows runner (4 cores, 16 GB) then runs 4 compiles at a time, as
+# peers found safe for lighter kernels (mjun0812 runs 2 for flash-attention's).
+GIB = 1 << 30
+_PER_COMPILE = {True: 2 * GIB, False: 1 * GIB}
+
+
+def fit_jobs(cpus: int, available_memory: int | None, *, cuda: bool) -> tuple[int, str]:
+    """Concurrent compiles for this machine: its cores, fewer when memory would not hold them.
+
+    >>> fit_jobs(4, 14 * GIB, cuda=True)[0], fit_jobs(4, 5 * GIB, cuda=True)[0], fit_jobs(16, None, cuda=True)[0]
+    (4, 2, 16)
+    """
+    cpus = max(1, cpus)
+    if available_memory is None:
+        return cpus, f"{cpus} core(s); available memory unknown"
+    per = _PER_COMPILE[cuda]
+    by_memory = max(1, (available_memory - GIB) // per)
+    jobs = min(cpus, by_memory)
+    why = f"{cpus} core(s), {available_memory / GIB:.1f} GiB available, ~{per // GIB} GiB per compile"
+    return jobs, why
+
+
+@dataclass(frozen=True, slots=True)
+class Parallelism:
+    """How ``jobs`` concurrent compiles are spent: extensions at once x ninja jobs x nvcc arch threads."""
+
+    at_once: int  # extensions setuptools builds at the same time (build_ext --parallel)
+    ninja_jobs: int  # MAX_JOBS: translation units ninja compiles at once within one extension
+    nvcc_threads: int  # DS_NVCC_THREADS: archs one nvcc compiles at once (DeepSpeed's default: min(cores, 8))
+
+    def describe(self) -> str:
+        threads = f", {self.nvcc_threads} nvcc thread(s) each" if self.nvcc_threads > 1 else ""
+        return f"{self.at_once} at a time with {self.ninja_jobs} compile job(s){threads}"
+
+
+def split_parallelism(jobs: int, *, ops: int, archs: int, parallel: int = 0) -> Parallelism:
+    """Spend about ``jobs`` concurrent compiles, never many more: nvcc's ``--threads`` multiplies ninja's jobs.
+
+    DeepSpeed gives nvcc ``--threads=min(cores, 8)`` unless ``DS_NVCC_THREADS`` is set, so with
+    ninja's jobs on top a 4-core runner would run 4 x 4 arch compiles at once. An extension's
+    share goes to arch threads first (one ``.cu`` file per op is common and compiles every arch),
+    the rest to ninja jobs.
+
+    >>> split_parallelism(4, ops=1, archs=8)
+    Parallelism(at_once=1, ninja_jobs=1, nvcc_threads=4)
+    >>> split_parallelism(4, ops=16, archs=8), split_parallelism(4, ops=3, archs=0)
+    (Parallelism(at_once=4, ninja_jobs=1, nvcc_threads=1), Parallelism(at_once=3, ninja_jobs=1, nvcc_threads=1))
+    >>> split_parallelism(16, ops=2, archs=2)
+    Parallelism(at_once=2, ninja_jobs=4, nvcc_threads=2)
+    """
+    at_once, per_op = split_jobs(jobs, ops, parallel)
+    threads = max(1, min(per_op, archs)) if archs else 1
+    return Parallelism(at_once=at_once, ninja_jobs=max(1, per_op // threads), nvcc_threads=threads)

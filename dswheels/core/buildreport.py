@@ -2,12 +2,41 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from dswheels.core.duration import format_duration
 
-__all__ = ["CellOutcome", "render_results_markdown", "render_results_table"]
+__all__ = ["CellOutcome", "OpOutcome", "op_outcomes", "render_results_markdown", "render_results_table"]
+
+
+@dataclass(frozen=True, slots=True)
+class OpOutcome:
+    name: str
+    status: str  # "ok" | "failed" | "interrupted" (started, not finished) | "not started"
+    seconds: float | None = None
+
+
+def op_outcomes(
+    ops: Sequence[tuple[str, str]], *, done: Mapping[str, float], started: Sequence[str], blamed: Sequence[str]
+) -> tuple[OpOutcome, ...]:
+    """Each op's fate in a compile, from ``(name, module)`` pairs and what the build log showed.
+
+    >>> [o.status for o in op_outcomes([("a", "m.a"), ("b", "m.b"), ("c", "m.c")], done={"m.a": 3.0},
+    ...  started=["m.a", "m.b"], blamed=["b"])]
+    ['ok', 'failed', 'not started']
+    """
+    out = []
+    for name, module in ops:
+        if module in done:
+            out.append(OpOutcome(name, "ok", done[module]))
+        elif name in blamed:
+            out.append(OpOutcome(name, "failed"))
+        elif module in started:
+            out.append(OpOutcome(name, "interrupted"))
+        else:
+            out.append(OpOutcome(name, "not started"))
+    return tuple(out)
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,6 +53,8 @@ class CellOutcome:
     cache_misses: int | None
     error: str
     log: str
+    op_outcomes: tuple[OpOutcome, ...] = ()  # a failed compile: every op's fate
+    error_lines: tuple[str, ...] = ()  # a failed cell: the compiler's first error lines
 
 
 def _size(n: int) -> str:
@@ -70,8 +101,25 @@ def render_results_table(results: Sequence[CellOutcome], *, skipped: Sequence[st
     return "\n".join(lines) + "\n"
 
 
+def _failure_markdown(r: CellOutcome) -> list[str]:
+    """A failed cell's ops and the compiler's first error lines, under the table."""
+    lines = ["", f"#### `{r.cell_id}` failed", "", r.error.replace("\n", " ")]
+    if r.op_outcomes:
+        lines += ["", "| op | outcome |", "|---|---|"]
+        for op in r.op_outcomes:
+            status = f"**{op.status}**" if op.status == "failed" else op.status
+            lines.append(f"| {op.name} | {status}{f' ({format_duration(op.seconds)})' if op.seconds else ''} |")
+    if r.error_lines:
+        lines += ["", "<details open><summary>first compiler errors</summary>", "", "```"]
+        lines += [line.replace("```", "` ` `") for line in r.error_lines]
+        lines += ["```", "", "</details>"]
+    if r.log:
+        lines += ["", f"full log: `{r.log}` (in the job's log and artifact)"]
+    return lines
+
+
 def render_results_markdown(results: Sequence[CellOutcome], *, skipped: Sequence[str] = ()) -> str:
-    """A GitHub job-summary table (cibuildwheel's shape: wheel, size, sha256, time)."""
+    """A GitHub job-summary table (cibuildwheel's shape: wheel, size, sha256, time), then each failure."""
     lines = [
         "### dswheels build",
         "",
@@ -88,4 +136,7 @@ def render_results_markdown(results: Sequence[CellOutcome], *, skipped: Sequence
             error = r.error.replace("|", "\\|").replace("\n", " ")
             lines.append(f"| `{r.cell_id}` | **failed** | {error} | | {format_duration(r.seconds)} | | |")
     lines.extend(f"| `{cid}` | not built | | | | | |" for cid in skipped)
+    for r in results:
+        if not r.ok:
+            lines += _failure_markdown(r)
     return "\n".join(lines) + "\n"

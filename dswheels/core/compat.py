@@ -238,8 +238,8 @@ class Compat:
     runner_images: Mapping[str, RunnerImage]
     cpu_baselines: Mapping[str, CpuBaseline]
     deepspeed_releases: tuple[VersionTuple, ...]
-    git_archive: str
     sdist_json: str
+    windows_files: Mapping[str, str]  # path in the source tree -> text (what the sdist leaves out)
     mismatch_rows: tuple[MismatchRow, ...]
     rules: tuple[Rule, ...]
     workarounds: tuple[Workaround, ...]
@@ -528,7 +528,7 @@ def parse_compat(data: object) -> Compat:
         runner_images=images,
         cpu_baselines=baselines,
         deepspeed_releases=tuple(parse_version(v) for v in ds["releases"].strs()),
-        git_archive=ds["git_archive"].text(),
+        windows_files={str(k): v.text() for k, v in ds["windows_files"].items()},
         sdist_json=ds["sdist"].text(),
         mismatch_rows=mismatch_rows,
         rules=rules,

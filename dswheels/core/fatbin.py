@@ -1,6 +1,7 @@
-"""Which GPU code an extension carries: SASS per architecture and PTX, read from its ELF fatbin.
+"""Which GPU code an extension carries: SASS per architecture and PTX, read from its fatbin.
 
-A CUDA extension keeps its device code in the ``.nv_fatbin`` section: one or more fatbin
+A CUDA extension keeps its device code in the ``.nv_fatbin`` section of an ELF file (Linux)
+or the ``.nv_fatb`` section of a PE file (a Windows ``.pyd``): one or more fatbin
 containers (magic ``0xBA55ED50``), each a list of entries of kind 1 (PTX) or 2 (ELF = SASS)
 with the target architecture in the entry header. This reads the headers only (payloads may
 be compressed), so it works without NVIDIA's ``cuobjdump``.
@@ -11,7 +12,9 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-__all__ = ["FatbinEntry", "GpuCode", "arch_number", "elf_sections", "gpu_code"]
+from dswheels.core.pe import read_pe
+
+__all__ = ["FatbinEntry", "GpuCode", "arch_number", "elf_sections", "fatbin_section", "gpu_code"]
 
 _FATBIN_MAGIC = 0xBA55ED50
 _KIND = {1: "ptx", 2: "sass"}
@@ -89,17 +92,29 @@ def _entries(section: bytes) -> list[FatbinEntry]:
     return found
 
 
+def fatbin_section(data: bytes) -> bytes | None:
+    """The device-code section of an ELF (``.nv_fatbin``) or PE (``.nv_fatb``) extension; None without one.
+
+    Raises :class:`dswheels.core.pe.PeError` for a PE file that cannot be read.
+    """
+    section = elf_sections(data).get(".nv_fatbin")
+    if section is not None:
+        offset, size = section
+        return data[offset : offset + size]
+    image = read_pe(data)
+    return image.section_bytes(data, ".nv_fatb") if image is not None else None
+
+
 def gpu_code(data: bytes) -> GpuCode | None:
-    """The SASS and PTX architectures in an extension's ``.nv_fatbin``; None when it has none.
+    """The SASS and PTX architectures in an extension's fatbin section; None when it has none.
 
     >>> gpu_code(b"not an elf") is None
     True
     """
-    section = elf_sections(data).get(".nv_fatbin")
+    section = fatbin_section(data)
     if section is None:
         return None
-    offset, size = section
-    entries = _entries(data[offset : offset + size])
+    entries = _entries(section)
     return GpuCode(
         sass=tuple(sorted({e.arch for e in entries if e.kind == "sass"})),
         ptx=tuple(sorted({e.arch for e in entries if e.kind == "ptx"})),

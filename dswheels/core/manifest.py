@@ -3,8 +3,9 @@
 It records what the wheel is (the planned cell), what it was built with (toolchain
 versions, environment), what went in (ops built with their compile time and extension
 file, ops left out with the reason) and what came out (sizes, sha256, the glibc/libstdc++
-floor of a Linux wheel). Shape: ``MANIFEST_SCHEMA``, documented in docs/manifest.md; the
-older ``dswheels.manifest/1`` (no ``runtime``, no ``producer``) is still read.
+floor of a Linux wheel) and how the source was changed before the build (``source_changes``).
+Shape: ``MANIFEST_SCHEMA``, documented in docs/manifest.md; the older ``dswheels.manifest/1``
+(no ``runtime``, no ``producer``) and ``/2`` (no ``source_changes``) are still read.
 """
 
 from __future__ import annotations
@@ -30,9 +31,9 @@ __all__ = [
     "render_manifest",
 ]
 
-MANIFEST_SCHEMA = "dswheels.manifest/2"
-READABLE_SCHEMAS = ("dswheels.manifest/1", MANIFEST_SCHEMA)
-PRODUCERS = ("dswheels build", "cibuildwheel")
+MANIFEST_SCHEMA = "dswheels.manifest/3"
+READABLE_SCHEMAS = ("dswheels.manifest/1", "dswheels.manifest/2", MANIFEST_SCHEMA)
+PRODUCERS = ("dswheels build",)  # the one build pipeline, on every platform
 
 
 class ManifestError(ValueError):
@@ -78,12 +79,13 @@ class Manifest:
     ops_left_out: Mapping[str, str]  # op -> reason
     durations: Mapping[str, float]  # step -> seconds (source, interpreter, compile, postprocess, total)
     source: Mapping[str, str]  # kind, url, sha256 actually used
+    source_changes: tuple[str, ...]  # what dswheels changed in the source before building, one line each
     created: str  # ISO 8601 UTC
     dswheels: str
     debug_symbols: FileInfo | None = None
     compiler_cache: Mapping[str, object] = field(default_factory=dict)  # tool, hits, misses
     runtime: RuntimeFloor | None = None  # what a Linux wheel needs of glibc/libstdc++ (None: Windows, or /1)
-    producer: str = "dswheels build"  # who ran the compiler: "dswheels build" | "cibuildwheel"
+    producer: str = "dswheels build"  # who ran the compiler (one of PRODUCERS)
 
     @property
     def ops(self) -> tuple[str, ...]:
@@ -126,6 +128,7 @@ def render_manifest(manifest: Manifest) -> str:
         "runtime": manifest.runtime.as_json() if manifest.runtime is not None else None,
         "producer": manifest.producer,
         "source": dict(manifest.source),
+        "source_changes": list(manifest.source_changes),
         "created": manifest.created,
         "dswheels": manifest.dswheels,
     }
@@ -225,6 +228,7 @@ def parse_manifest(text: str) -> Manifest:
         durations={k: float(v) for k, v in root["durations"].obj().items() if isinstance(v, (int, float))},
         compiler_cache=root["compiler_cache"].obj(),
         source=root["source"].strmap(),
+        source_changes=() if schema != MANIFEST_SCHEMA else tuple(c.text() for c in root["source_changes"].items()),
         created=root["created"].text(),
         dswheels=root["dswheels"].text(),
         runtime=None if v1 else _runtime(root["runtime"]),

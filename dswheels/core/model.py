@@ -23,6 +23,7 @@ __all__ = [
     "Python",
     "Reason",
     "Source",
+    "SourceKind",
     "Toolchain",
     "Variant",
 ]
@@ -210,13 +211,23 @@ class OpPlan:
         return tuple(name for name, _var in self.build)
 
 
+class SourceKind(str, Enum):
+    """Where a DeepSpeed source comes from."""
+
+    SDIST = "sdist"  # PyPI's sdist, its sha256 from PyPI's JSON API (every platform)
+    ARCHIVE = "archive"  # a matrix override: any URL, its sha256 pinned in the matrix
+
+    def __str__(self) -> str:
+        return self.value
+
+
 @dataclass(frozen=True, slots=True)
 class Source:
     """Where the DeepSpeed source for a cell comes from."""
 
-    kind: str  # "sdist" | "git-archive"
+    kind: SourceKind
     url: str  # "" for sdist: the URL and sha256 come from PyPI's JSON API at fetch time
-    sha256: str  # "" when not pinned (sdist: checked against PyPI's digest)
+    sha256: str  # "" when not pinned (sdist: checked against PyPI's digest; an archive always has one)
 
 
 @dataclass(frozen=True, slots=True)

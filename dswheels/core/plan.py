@@ -18,7 +18,7 @@ from typing import TypeVar
 
 from dswheels.core.compat import Compat
 from dswheels.core.config import MatrixSpec, cell_values, parse_platform
-from dswheels.core.model import Cell, DroppedCell, PlannedCell, Platform, Python, Reason, Source, Variant
+from dswheels.core.model import Cell, DroppedCell, PlannedCell, Platform, Python, Reason, Source, SourceKind, Variant
 from dswheels.core.naming import cell_id
 from dswheels.core.resolve_toolchain import LocalHost, Resolver
 from dswheels.core.rules import Judge, check_cell
@@ -70,7 +70,7 @@ class Plan:
     planned: tuple[PlannedCell, ...]
     dropped: tuple[DroppedCell, ...]
     matrix: str
-    mode: str  # "matrix" | "combo"
+    mode: str  # "matrix" | "combo" | "canary"
     notes: tuple[str, ...] = field(default=())
 
 
@@ -106,24 +106,19 @@ def _plan_cells(
                 toolchain=toolchain,
                 ops=ops,
                 source=sources.get((cell.deepspeed, cell.platform.os))
-                or sources.setdefault((cell.deepspeed, cell.platform.os), _source(cell, compat, spec)),
+                or sources.setdefault((cell.deepspeed, cell.platform.os), _source(cell, spec)),
                 smoke_runs_on=runners.smoke if (runners := spec.runners.get(cell.platform)) else (),
             ),
         )
     return results
 
 
-def _source(cell: Cell, compat: Compat, spec: MatrixSpec) -> Source:
-    os = cell.platform.os
-    override = spec.sources.get((cell.deepspeed, os))
-    if os == "windows":
-        url = compat.git_archive.format(version=format_version(cell.deepspeed))
-        if override and override.url:
-            url = override.url
-        return Source(kind="git-archive", url=url, sha256=override.sha256 if override else "")
+def _source(cell: Cell, spec: MatrixSpec) -> Source:
+    """PyPI's sdist on every platform, unless the matrix names another (pinned) archive."""
+    override = spec.sources.get((cell.deepspeed, cell.platform.os))
     if override and override.url:
-        return Source(kind="archive", url=override.url, sha256=override.sha256)
-    return Source(kind="sdist", url="", sha256=override.sha256 if override else "")
+        return Source(kind=SourceKind.ARCHIVE, url=override.url, sha256=override.sha256)
+    return Source(kind=SourceKind.SDIST, url="", sha256=override.sha256 if override else "")
 
 
 # --- selection -----------------------------------------------------------------------------------

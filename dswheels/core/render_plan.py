@@ -172,7 +172,7 @@ def group_jobs(planned: Sequence[PlannedCell], *, limit: int = GITHUB_JOB_LIMIT)
     )
 
 
-def _job_json(items: list[PlannedCell]) -> dict[str, object]:
+def _job_json(items: list[PlannedCell], *, plan_mode: str) -> dict[str, object]:
     first = items[0]
     cell, tc = first.cell, first.toolchain
     variants = sorted({i.cell.variant.name for i in items})
@@ -202,13 +202,15 @@ def _job_json(items: list[PlannedCell]) -> dict[str, object]:
         "gcc": tc.host_compiler.version if tc.host_compiler.kind == "gcc" else "",
         # a JSON array as a string: Jimver/cuda-toolkit's `sub-packages` input takes exactly that
         "cuda_subpackages": json.dumps(list(tc.cuda_subpackages)) if tc.cuda_subpackages else "",
+        # `dswheels build --ops`: "" builds what the matrix plans; the canary names its two ops
+        "ops": " ".join(first.ops.build_names) if plan_mode == "canary" else "",
     }
 
 
 def render_github(plan: Plan) -> str:
     """One JSON line: ``{"include": [job, ...]}`` for ``strategy.matrix: ${{ fromJSON(...) }}``."""
     _level, groups = group_jobs(plan.planned)
-    return json.dumps({"include": [_job_json(items) for items in groups]}, separators=(",", ":"))
+    return json.dumps({"include": [_job_json(items, plan_mode=plan.mode) for items in groups]}, separators=(",", ":"))
 
 
 # --- human output ---------------------------------------------------------------------------------

@@ -1,15 +1,14 @@
 """Where DeepSpeed sources and torch come from: pure decisions over fetched data.
 
-* The PyPI JSON API names the sdist of a version and its sha256 (:func:`sdist_from_pypi_json`).
-* GitHub tag archives (Windows builds) carry no digest anywhere; their sha256 is pinned in
-  the matrix or recorded in a lock file dswheels maintains (:class:`SourceLock`).
+* The PyPI JSON API names the sdist of a version and its sha256 (:func:`sdist_from_pypi_json`);
+  every platform builds from it. Another archive (a matrix ``source`` override) must carry a
+  sha256 pin in the matrix: nothing unpinned is ever built.
 * torch is installed from an index URL (PyTorch's per-variant index by default), a local
   wheel directory, or whatever pip is configured with (:func:`uv_index_args`).
 """
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
 import string
@@ -17,24 +16,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from urllib.parse import urljoin, urlsplit
 
-from dswheels.core.jsondoc import parse_json
-
 __all__ = [
-    "LOCK_SCHEMA",
-    "LockEntry",
     "SdistInfo",
-    "SourceLock",
     "TorchSource",
-    "parse_lock",
     "parse_pip_config",
-    "render_lock",
     "sdist_from_pypi_json",
     "torch_index_problem",
     "torch_index_url",
     "uv_index_args",
 ]
 
-LOCK_SCHEMA = "dswheels.sources-lock/1"
 _SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
 _UNSAFE_URL = re.compile(r"[^A-Za-z0-9._~:/@%+=,-]")
 
@@ -82,54 +73,6 @@ def sdist_from_pypi_json(data: object, *, version: str, json_url: str) -> SdistI
             size=size if isinstance(size, int) and not isinstance(size, bool) else None,
         )
     raise LookupError(f"PyPI has no (unyanked) sdist for {version}")
-
-
-# --- the lock file ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class LockEntry:
-    sha256: str
-    size: int
-    recorded: str  # ISO 8601 UTC
-
-
-@dataclass(frozen=True, slots=True)
-class SourceLock:
-    """url -> the sha256 recorded the first time dswheels fetched it."""
-
-    entries: Mapping[str, LockEntry]
-
-    def get(self, url: str) -> LockEntry | None:
-        return self.entries.get(url)
-
-    def with_entry(self, url: str, entry: LockEntry) -> SourceLock:
-        return SourceLock(entries={**self.entries, url: entry})
-
-
-def parse_lock(text: str, *, filename: str = "sources.lock") -> SourceLock:
-    data = parse_json(text, what=filename)
-    if not isinstance(data, dict) or data.get("schema") != LOCK_SCHEMA:
-        raise ValueError(f"{filename}: not a dswheels sources lock (schema {LOCK_SCHEMA!r} expected)")
-    sources = data.get("sources")
-    if not isinstance(sources, dict):
-        raise ValueError(f"{filename}: 'sources' must be an object")  # noqa: TRY004 - one error type for the caller
-    entries: dict[str, LockEntry] = {}
-    for url, entry in sources.items():
-        sha = entry.get("sha256") if isinstance(entry, dict) else None
-        size = entry.get("size") if isinstance(entry, dict) else None
-        if not isinstance(sha, str) or not _SHA256_RE.match(sha) or not isinstance(size, int):
-            raise ValueError(f"{filename}: bad entry for {url}")
-        recorded = entry.get("recorded")
-        entries[str(url)] = LockEntry(sha256=sha, size=size, recorded=recorded if isinstance(recorded, str) else "")
-    return SourceLock(entries=entries)
-
-
-def render_lock(lock: SourceLock) -> str:
-    sources = {
-        url: {"sha256": e.sha256, "size": e.size, "recorded": e.recorded} for url, e in sorted(lock.entries.items())
-    }
-    return json.dumps({"schema": LOCK_SCHEMA, "sources": sources}, indent=2) + "\n"
 
 
 # --- where torch comes from -----------------------------------------------------------------

@@ -13,16 +13,10 @@ from dataclasses import dataclass, field
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
+from dswheels.core.binaries import ExtensionBinary
+from dswheels.core.dlls import DllFacts, DllTarget, describe_providers, judge_imports
 from dswheels.core.fatbin import GpuCode, arch_number
-from dswheels.core.linux_runtime import (
-    FAMILIES,
-    ElfError,
-    LibstdcxxRelease,
-    RuntimeFloor,
-    exceeds,
-    floor_of,
-    version_needs,
-)
+from dswheels.core.linux_runtime import FAMILIES, LibstdcxxRelease, RuntimeFloor, exceeds, floor_of
 from dswheels.core.manifest import Manifest
 from dswheels.core.model import Cell, Platform, Python, Variant
 from dswheels.core.naming import PROJECT, local_label, wheel_filename, wheel_version
@@ -33,11 +27,11 @@ __all__ = [
     "PORTABLE_MARK",
     "Check",
     "Expected",
+    "binary_checks",
     "cell_from_wheel_filename",
     "expected_from_manifest",
     "gpu_checks",
     "judge_runtime",
-    "linux_runtime_checks",
     "promise_from_plan",
     "render_checks_markdown",
     "requires_of",
@@ -77,12 +71,19 @@ class Expected:
         return "cuda" if self.cell.variant.is_cuda else "cpu"
 
 
-def cell_from_wheel_filename(filename: str) -> Cell:
+def cell_from_wheel_filename(filename: str, installed: InstalledInfo | None = None) -> Cell:
     """The cell a wheel's name says it is (its local label ``<variant>torch<M.m>``).
+
+    A DeepSpeed wheel without the label (DeepSpeed's own, from PyPI) is taken for the cell its
+    ``torch_info`` names when ``installed`` is given: torch M.m and CUDA X.Y as DeepSpeed's
+    setup.py stamped them.
 
     >>> from dswheels.core.naming import cell_id
     >>> cell_id(cell_from_wheel_filename("deepspeed-0.19.8+cu130torch2.14-cp311-cp311-linux_x86_64.whl"))
     'ds0.19.8-torch2.14-cu130-cp311-linux_x86_64'
+    >>> info = InstalledInfo("0.16.5", {}, "cuda", {"version": "2.6", "cuda_version": "12.4"})
+    >>> cell_id(cell_from_wheel_filename("deepspeed-0.16.5-cp311-cp311-win_amd64.whl", info))
+    'ds0.16.5-torch2.6-cu124-cp311-win_amd64'
     """
     try:
         name, version, _build, tags = parse_wheel_filename(filename)
@@ -91,14 +92,19 @@ def cell_from_wheel_filename(filename: str) -> Cell:
     if name != PROJECT:
         raise ValueError(f"{filename} is not a {PROJECT} wheel")
     label = version.local
-    if not label or "torch" not in label:
+    if label and "torch" in label:
+        variant_text, _, torch_text = label.partition("torch")
+    elif installed is not None and installed.torch_info.get("version"):
+        cuda = str(installed.torch_info.get("cuda_version") or "0.0")
+        torch_text = str(installed.torch_info["version"])
+        variant_text = "cpu" if installed.accelerator_name != "cuda" or cuda == "0.0" else cuda
+    else:
         raise ValueError(f"{filename} has no dswheels label (+<variant>torch<M.m>) in its version")
-    variant_text, _, torch_text = label.partition("torch")
     tag = next(iter(tags))
     try:
         return Cell(
             deepspeed=parse_version(version.base_version),
-            torch=parse_version(torch_text),
+            torch=parse_version(torch_text)[:2],
             variant=Variant.parse(variant_text),
             python=Python.parse(tag.abi),
             platform=Platform(tag.platform),
@@ -149,19 +155,30 @@ def expected_from_manifest(manifest: Manifest, cell: Cell, *, default_runtime: R
     )
 
 
-def linux_runtime_checks(
-    extensions: Mapping[str, bytes], expected: Expected, libstdcxx: Sequence[LibstdcxxRelease]
+def binary_checks(
+    binaries: Mapping[str, ExtensionBinary],
+    expected: Expected,
+    libstdcxx: Sequence[LibstdcxxRelease],
+    dlls: DllFacts,
 ) -> list[Check]:
-    """Read the ELF extensions' symbol version needs and judge them (:func:`judge_runtime`)."""
-    needs: dict[str, Mapping[str, tuple[str, ...]]] = {}
-    for name, blob in sorted(extensions.items()):
-        try:
-            found = version_needs(blob)
-        except ElfError as exc:
-            return [Check("linux runtime", ok=False, detail=f"{name}: cannot read its symbol version needs: {exc}")]
-        if found is not None:
-            needs[name] = found
-    return judge_runtime(needs, expected, libstdcxx)
+    """What the extensions need when they load: glibc/libstdc++ versions (ELF), DLLs (PE)."""
+    elf = {m: b.version_needs for m, b in binaries.items() if b.format == "elf"}
+    checks = judge_runtime(elf, expected, libstdcxx)
+    cell = expected.cell
+    target = DllTarget(
+        python=cell.python,
+        torch=cell.torch,
+        cuda_major=int(cell.variant.cuda_text.split(".")[0]) if cell.variant.is_cuda else None,
+    )
+    for binary in (b for _, b in sorted(binaries.items()) if b.format == "pe"):
+        verdicts = judge_imports(binary.dll_imports + binary.delay_imports, target, dlls)
+        bad = [v for v in verdicts if not v.ok]
+        if bad:
+            detail = "; ".join(f"{v.name}: {v.detail}" for v in bad)
+        else:
+            detail = "all provided: " + describe_providers(verdicts)
+        checks.append(Check(f"dll imports {binary.name.split('.')[0]}", not bad, detail))
+    return checks
 
 
 def judge_runtime(

@@ -40,7 +40,7 @@ from dswheels.core.buildenv import (
     patch_parallel_extensions,
     patch_portable_cpu,
     patch_torch_requirement,
-    split_jobs,
+    split_parallelism,
 )
 from dswheels.core.buildlog import (
     CacheStats,
@@ -51,6 +51,7 @@ from dswheels.core.buildlog import (
     parse_ccache_stats_log,
     parse_sccache_stats,
 )
+from dswheels.core.buildreport import OpOutcome, op_outcomes
 from dswheels.core.compat import Compat
 from dswheels.core.fatbin import GpuCode, arch_number
 from dswheels.core.linux_runtime import RuntimeFloor, exceeds, floor_of
@@ -69,7 +70,9 @@ from dswheels.effects.postprocess import postprocess_wheel, read_wheel, sha256_f
 from dswheels.effects.sources import Downloader, FetchedSource, extract_archive, fetch_source
 from dswheels.effects.toolchain import (
     CudaInstall,
+    MsvcEnv,
     check_msvc,
+    check_msvc_link,
     cuda_header_dirs,
     find_compiler_cache,
     find_cuda,
@@ -88,6 +91,7 @@ _SCRUB = (
     "DS_ACCELERATOR",
     "DS_SKIP_CUDA_CHECK",
     "DS_ENABLE_NINJA",
+    "DS_NVCC_THREADS",
     "TORCH_CUDA_ARCH_LIST",
     "NVCC_APPEND_FLAGS",
     "PYTORCH_NVCC",
@@ -142,10 +146,9 @@ class BuildOptions:
     debug_symbols: bool = False
     keep_work: bool = False
     pypi_json: str = "https://pypi.org/pypi/deepspeed/json"
-    lock_path: Path = Path("sources.lock")
-    allow_unpinned: bool = True
     verbose: bool = False  # stream the compiler output (always in the log file)
     parallel_ops: int = 0  # extensions built at once (0: as many as --jobs allows)
+    prepare_only: bool = False  # stop before the compile: source, patches, interpreter (any OS)
 
 
 @dataclass
@@ -159,6 +162,8 @@ class CellResult:
     error: DswheelsError | None = None
     log_path: Path | None = None
     seconds: float = 0.0
+    prepared: Path | None = None  # --prepare-only: the patched source tree, ready to compile
+    op_outcomes: tuple[OpOutcome, ...] = ()  # after a compile: each op's fate
 
 
 def work_dir_for(work_root: Path, cid: str) -> Path:
@@ -236,6 +241,22 @@ def _log_note(log: Path, text: str) -> None:
         fh.write(f"[{utc_now():%H:%M:%S}] dswheels: {text}\n")
 
 
+def _add_windows_files(src: Path, files: Mapping[str, str]) -> list[str]:
+    """Write what DeepSpeed's setup.py needs on win32 and its sdist leaves out (compat.yml ``windows_files``).
+
+    Byte for byte as in DeepSpeed's git; a file the source already has (a git archive) is kept.
+    """
+    notes: list[str] = []
+    for rel, text in files.items():
+        path = src / rel
+        if path.exists():
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(text.encode("utf-8"))
+        notes.append(f"added {rel} ({len(text.encode())} bytes): in DeepSpeed's git, not in its sdist; win32 needs it")
+    return notes
+
+
 def patch_tree(
     src: Path, planned: PlannedCell, compat: Compat, *, debug_symbols: bool, parallel: bool = False
 ) -> list[str]:
@@ -270,6 +291,8 @@ def patch_tree(
         )
     if not seen:
         raise BuildError(f"{src} has no op_builder/builder.py: not a DeepSpeed source tree")
+    if os_name == "windows":
+        notes += _add_windows_files(src, compat.windows_files)
     if parallel:
         setup_py = src / "setup.py"
         try:
@@ -476,9 +499,13 @@ def build_cell(planned: PlannedCell, opts: BuildOptions) -> CellResult:
     out_variant = opts.out_dir / planned.cell.variant.name
     reporter = get_reporter()
     try:
-        with reporter.group(f"{cid}: build"):
+        with reporter.group(f"{cid}: {'prepare' if opts.prepare_only else 'build'}"):
             reporter.info(f"log: {log}")
-            result.wheel, result.manifest, result.manifest_data = _build(planned, opts, log, start)
+            built = _build(planned, opts, log, start, result)
+        if isinstance(built, Path):
+            result.prepared = built
+        else:
+            result.wheel, result.manifest, result.manifest_data = built
         result.ok = True
     except DswheelsError as exc:
         if exc.hint is None or str(log) not in (exc.hint or ""):
@@ -491,7 +518,10 @@ def build_cell(planned: PlannedCell, opts: BuildOptions) -> CellResult:
     return result
 
 
-def _build(planned: PlannedCell, opts: BuildOptions, log: Path, start: float) -> tuple[Path, Path, Manifest]:
+def _build(
+    planned: PlannedCell, opts: BuildOptions, log: Path, start: float, result: CellResult
+) -> tuple[Path, Path, Manifest] | Path:
+    """The wheel, its manifest path and manifest; with ``prepare_only`` the prepared source tree."""
     reporter = get_reporter()
     cid = cell_id(planned.cell)
     durations: dict[str, float] = {}
@@ -508,14 +538,27 @@ def _build(planned: PlannedCell, opts: BuildOptions, log: Path, start: float) ->
             ),
         ],
     )
-    # toolchain: the plan's nvcc, checked before anything is downloaded, installed or compiled
+    # toolchain: the plan's nvcc (and MSVC), checked before anything is downloaded, installed or compiled
     inherited = {k: v for k, v in os.environ.items() if k not in _SCRUB and not k.startswith(_SCRUB_PREFIXES)}
     outer_path = inherited.get("PATH", "")
+    here = "windows" if sys.platform == "win32" else "linux"
+    foreign = planned.cell.platform.os != here
+    if foreign and not opts.prepare_only:
+        raise EnvironmentMismatchError(
+            f"{cid} is built on {planned.cell.platform.os.capitalize()}, and this machine runs {here.capitalize()}",
+            hint="build it on such a machine (wheels.yml does, on GitHub's runners); --prepare-only fetches, checks "
+            "and patches its source here without compiling",
+        )
     cuda: CudaInstall | None = None
-    if planned.cell.variant.is_cuda:
-        assert tc.nvcc is not None  # noqa: S101 - the plan gives CUDA variants an nvcc
-        cuda = find_cuda(tc.nvcc, inherited)
-        reporter.info(f"nvcc {format_version(cuda.version)} at {cuda.home} (the plan's {format_version(tc.nvcc)})")
+    msvc: MsvcEnv | None = None
+    if foreign:
+        reporter.info(f"preparing a {planned.cell.platform.value} cell here: its toolchain is not checked")
+    else:
+        if planned.cell.variant.is_cuda:
+            assert tc.nvcc is not None  # noqa: S101 - the plan gives CUDA variants an nvcc
+            cuda = find_cuda(tc.nvcc, inherited)
+            reporter.info(f"nvcc {format_version(cuda.version)} at {cuda.home} (the plan's {format_version(tc.nvcc)})")
+        msvc = check_msvc(planned, inherited) if here == "windows" else None
 
     work = work_dir_for(opts.work_root, cid)
     if work.exists():
@@ -525,15 +568,12 @@ def _build(planned: PlannedCell, opts: BuildOptions, log: Path, start: float) ->
 
     t0 = monotonic()
     with Downloader(opts.cache_dir / "sources") as downloader:
-        fetched: FetchedSource = fetch_source(
-            planned,
-            downloader=downloader,
-            pypi_json=opts.pypi_json,
-            lock_path=opts.lock_path,
-            allow_unpinned=opts.allow_unpinned,
-        )
+        fetched: FetchedSource = fetch_source(planned, downloader=downloader, pypi_json=opts.pypi_json)
     extract_archive(fetched.path, src)
-    at_once, per_op = split_jobs(opts.jobs, len(planned.ops.build), opts.parallel_ops)
+    parallelism = split_parallelism(
+        opts.jobs, ops=len(planned.ops.build), archs=len(tc.arch_list), parallel=opts.parallel_ops
+    )
+    at_once = parallelism.at_once
     notes = patch_tree(src, planned, opts.compat, debug_symbols=opts.debug_symbols, parallel=at_once > 1)
     for note in notes:
         _log_note(log, note)
@@ -547,10 +587,15 @@ def _build(planned: PlannedCell, opts: BuildOptions, log: Path, start: float) ->
         torch_source=opts.torch_source,
         venv_root=opts.cache_dir / "venvs",
         log_file=log,
+        foreign=foreign,
     )
     durations["interpreter"] = monotonic() - t0
-    # the interpreter's scripts first: its ninja is the one torch finds
-    path = os.pathsep.join([interp.info.scripts, outer_path])
+    if opts.prepare_only:
+        _log_note(log, f"prepared {src} with {interp.python}; stopped before the compile (--prepare-only)")
+        reporter.info(f"prepared {src}: the source is verified and patched for {planned.cell.platform.value}")
+        return src
+    # the interpreter's scripts first (its ninja is the one torch finds), then MSVC's own tools
+    path = os.pathsep.join([interp.info.scripts, *([msvc.bin_dir] if msvc else []), outer_path])
     include_dirs: list[Path] = []
     if cuda is not None:
         include_dirs, taken, absent = cuda_header_dirs(cuda.home, Path(interp.info.purelib))
@@ -565,7 +610,6 @@ def _build(planned: PlannedCell, opts: BuildOptions, log: Path, start: float) ->
                 f"the toolkit at {cuda.home} lacks {', '.join(taken)}: using the headers of the nvidia-* wheels "
                 f"torch runs with ({', '.join(str(d) for d in include_dirs)})",
             )
-    msvc = check_msvc(planned, inherited) if planned.cell.platform.os == "windows" else ""
     compilers = pick_compilers(planned, inherited)
     cache = find_compiler_cache(opts.compiler_cache, env=inherited, work_dir=work, compilers=compilers)
     torch_minor = tuple(int(p) for p in (interp.info.torch or "0.0").split("+")[0].split(".")[:2])
@@ -578,7 +622,8 @@ def _build(planned: PlannedCell, opts: BuildOptions, log: Path, start: float) ->
         os=planned.cell.platform.os,
         path=path,
         path_sep=os.pathsep,
-        jobs=per_op,
+        jobs=parallelism.ninja_jobs,
+        nvcc_threads=parallelism.nvcc_threads,
         cuda_home=str(cuda.home) if cuda else None,
         nvcc=str(cuda.nvcc) if cuda else None,
         cache=cache,
@@ -595,9 +640,11 @@ def _build(planned: PlannedCell, opts: BuildOptions, log: Path, start: float) ->
     dswheels_env = build_env(planned, setup)
     dswheels_env.setdefault("PATH", path)
     env = {**inherited, **dswheels_env}
+    if msvc is not None:
+        check_msvc_link(env["PATH"], msvc)
     _log_note(log, "environment set by dswheels:\n" + "\n".join(f"  {k}={v}" for k, v in sorted(dswheels_env.items())))
     reporter.info(
-        f"building {len(planned.ops.build)} op(s), {at_once} at a time with {per_op} compile job(s) each"
+        f"building {len(planned.ops.build)} op(s), {parallelism.describe()}"
         + (f", {cache.tool}" if cache else ", no compiler cache")
         + (f", CC/CXX {compilers[0]}/{compilers[1]}" if compilers else ""),
     )
@@ -633,8 +680,11 @@ def _build(planned: PlannedCell, opts: BuildOptions, log: Path, start: float) ->
     )
     op_seconds = tracker.finish()
     durations["compile"] = monotonic() - t0
+    blamed = failing_ops(tracker.lines, op_sources, tracker.started) if run.returncode != 0 else []
+    result.op_outcomes = op_outcomes(
+        [(op.name, op.module) for op in op_sources], done=op_seconds, started=tracker.started, blamed=blamed
+    )
     if run.returncode != 0:
-        blamed = failing_ops(tracker.lines, op_sources, tracker.started)
         what = f"compiling {', '.join(blamed)} failed" if blamed else "python -m build failed"
         raise BuildError(
             f"{cid}: {what} (exit code {run.returncode})",
@@ -748,8 +798,8 @@ def _build(planned: PlannedCell, opts: BuildOptions, log: Path, start: float) ->
         toolchain["cuda_home"] = str(cuda.home)
     if linux:
         toolchain["cxx"] = tool_version([compilers[1] if compilers else "c++", "--version"], env)
-    if msvc:
-        toolchain["msvc"] = msvc
+    if msvc is not None:
+        toolchain["msvc"] = msvc.toolset
     if cache is not None:
         toolchain[cache.tool] = tool_version([cache.executable, "--version"], env)
     manifest = Manifest(
@@ -767,7 +817,13 @@ def _build(planned: PlannedCell, opts: BuildOptions, log: Path, start: float) ->
         ops_built=tuple(built_ops),
         ops_left_out=dict(planned.ops.left_out),
         durations=durations,
-        source={"kind": fetched.kind, "url": fetched.url, "sha256": fetched.sha256, "verified_by": fetched.verified_by},
+        source={
+            "kind": fetched.kind.value,
+            "url": fetched.url,
+            "sha256": fetched.sha256,
+            "verified_by": fetched.verified_by,
+        },
+        source_changes=tuple(notes),
         created=utc_now().strftime("%Y-%m-%dT%H:%M:%SZ"),
         dswheels=__version__,
         debug_symbols=debug_info,

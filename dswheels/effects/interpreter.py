@@ -110,19 +110,25 @@ def probe_python(python: Path | str, *, env: Mapping[str, str] | None = None) ->
     )
 
 
-def interpreter_mismatch(info: PythonInfo, planned: PlannedCell) -> str | None:
-    """Why ``info`` cannot build ``planned`` (None: it can)."""
+def interpreter_mismatch(info: PythonInfo, planned: PlannedCell, *, foreign: bool = False) -> str | None:
+    """Why ``info`` cannot build ``planned`` (None: it can).
+
+    ``foreign``: the cell is for another OS and the interpreter only runs DeepSpeed's op builders
+    for it (``--prepare-only``): its Python and torch minor must match, its platform and CUDA cannot.
+    """
     cell = planned.cell
     want_py = format_version(cell.python.version)
     if ".".join(info.python.split(".")[:2]) != want_py or info.gil_disabled != cell.python.free_threaded:
         return f"Python {info.python}{'t' if info.gil_disabled else ''}, the cell needs {cell.python}"
-    if Platform.from_sysconfig(info.platform) is not cell.platform:
+    if not foreign and Platform.from_sysconfig(info.platform) is not cell.platform:
         return f"platform {info.platform}, the cell is {cell.platform.value}"
     if info.torch is None:
         return "torch is not installed"
     torch_minor = ".".join(info.torch.split("+")[0].split(".")[:2])
     if torch_minor != format_version(cell.torch):
         return f"torch {info.torch}, the cell needs torch {format_version(cell.torch)}"
+    if foreign:
+        return None
     if cell.variant.is_cuda:
         if info.torch_cuda is None:
             return f"torch {info.torch} is a CPU build, the cell needs CUDA {cell.variant.cuda_text}"
@@ -186,13 +192,17 @@ def prepare_interpreter(
     torch_source: TorchSource,
     venv_root: Path,
     log_file: Path | None,
+    foreign: bool = False,
 ) -> Interpreter:
-    """``mode``: ``auto`` (current interpreter if it matches, else a venv), ``current``, ``venv``."""
+    """``mode``: ``auto`` (current interpreter if it matches, else a venv), ``current``, ``venv``.
+
+    ``foreign``: for a cell of another OS (see :func:`interpreter_mismatch`).
+    """
     reporter = get_reporter()
     current = Path(sys.executable)
     if mode in ("auto", "current"):
         info = probe_python(current)
-        why = interpreter_mismatch(info, planned)
+        why = interpreter_mismatch(info, planned, foreign=foreign)
         if why is None:
             if info.missing_build_modules:
                 uv = find_uv()
@@ -225,7 +235,7 @@ def prepare_interpreter(
     else:
         info = probe_python(python)
         exact = (info.torch or "").split("+")[0] == planned.torch_version
-        if exact and interpreter_mismatch(info, planned) is None and not info.missing_build_modules:
+        if exact and interpreter_mismatch(info, planned, foreign=foreign) is None and not info.missing_build_modules:
             reporter.info(f"interpreter: {venv} (reused, torch {info.torch})")
             return Interpreter(python=python, info=info, origin=origin)
     reporter.info(f"installing torch {planned.torch_version} from {torch_source.describe()} ({origin})")
@@ -233,7 +243,7 @@ def prepare_interpreter(
     build_index = index_args if torch_source.kind == "pip" else []
     uv_install(uv, python, BUILD_REQUIREMENTS, build_index, log_file=log_file)
     info = probe_python(python)
-    why = interpreter_mismatch(info, planned)
+    why = interpreter_mismatch(info, planned, foreign=foreign)
     if why is not None:
         raise EnvironmentMismatchError(
             f"the venv {venv} still cannot build the cell: {why}",

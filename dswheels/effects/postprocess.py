@@ -15,9 +15,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from dswheels.core.fatbin import GpuCode, gpu_code
-from dswheels.core.isa import IsaReport, scan_disassembly
-from dswheels.core.linux_runtime import ElfError, version_needs
+from dswheels.core.binaries import ExtensionBinary
+from dswheels.core.fatbin import GpuCode
+from dswheels.core.isa import IsaReport
 from dswheels.core.versions import VersionTuple
 from dswheels.core.wheelfile import (
     EXTENSION_SUFFIXES,
@@ -30,6 +30,7 @@ from dswheels.core.wheelfile import (
     torch_pin,
 )
 from dswheels.effects import proc
+from dswheels.effects.binaries import read_extension_binary
 from dswheels.effects.wheelzip import open_wheel
 from dswheels.errors import BuildError
 
@@ -56,11 +57,12 @@ def read_wheel(path: Path) -> WheelContents:
 class Postprocessed:
     wheel: Path
     sizes: Mapping[str, int]  # extension member -> size after stripping
-    isa: Mapping[str, IsaReport]  # extension member -> scan (Linux)
-    gpu: Mapping[str, GpuCode]  # extension member -> its SASS/PTX architectures (CUDA extensions, Linux)
+    isa: Mapping[str, IsaReport]  # extension member -> scan (where objdump is on PATH: ELF and PE)
+    gpu: Mapping[str, GpuCode]  # extension member -> its SASS/PTX architectures (CUDA extensions)
     needs: Mapping[str, Mapping[str, tuple[str, ...]]]  # ELF extension member -> library -> symbol versions
     debug_archive: Path | None
     stripped_bytes: int  # how much stripping saved
+    binaries: Mapping[str, ExtensionBinary]  # extension member -> all of the above, and a PE's DLL imports
 
 
 def sha256_file(path: Path) -> str:
@@ -103,22 +105,6 @@ def _strip(data: bytes, name: str, *, tmp: Path, keep_debug: bool, log_file: Pat
     return so.read_bytes(), debug
 
 
-def _scan(data: bytes, name: str, *, tmp: Path, forbidden: Sequence[str]) -> IsaReport:
-    so = tmp / ("scan-" + Path(name).name)
-    so.write_bytes(data)
-    result = proc.run(
-        ["objdump", "-d", "--no-show-raw-insn", so],
-        capture=True,
-        echo=False,
-        stream=False,
-        heartbeat=None,
-        error=BuildError,
-        what="objdump -d",
-    )
-    so.unlink()
-    return scan_disassembly(result.output, forbidden)
-
-
 def postprocess_wheel(
     wheel: Path,
     *,
@@ -139,7 +125,8 @@ def postprocess_wheel(
     debug_files: dict[str, bytes] = {}
     saved = 0
     can_strip = linux and proc.find_tool("strip") is not None and proc.find_tool("objcopy") is not None
-    can_scan = linux and proc.find_tool("objdump") is not None
+    objdump = proc.find_tool("objdump")  # reads ELF and PE: Windows extensions are scanned too
+    binaries: dict[str, ExtensionBinary] = {}
     if linux and not can_strip:
         raise BuildError("strip/objcopy (binutils) are needed to post-process Linux wheels", hint="install binutils")
     with tempfile.TemporaryDirectory(prefix="dsw-pp-") as tmp_name, zipfile.ZipFile(wheel) as src:
@@ -159,16 +146,22 @@ def postprocess_wheel(
                     data = stripped
                     if debug is not None:
                         debug_files[info.filename + ".debug"] = debug
-                if can_scan:
-                    isa[info.filename] = _scan(data, info.filename, tmp=tmp, forbidden=forbidden_registers)
                 sizes[info.filename] = len(data)
-                if (code := gpu_code(data)) is not None:
-                    gpu[info.filename] = code
-                try:
-                    if (versions := version_needs(data)) is not None:
-                        needs[info.filename] = versions
-                except ElfError as exc:
-                    raise BuildError(f"{info.filename}: cannot read its symbol version needs: {exc}") from None
+                binary = read_extension_binary(
+                    info.filename,
+                    data,
+                    tmp=tmp,
+                    forbidden_registers=forbidden_registers,
+                    objdump=objdump,
+                    error=BuildError,
+                )
+                binaries[info.filename] = binary
+                if binary.isa is not None:
+                    isa[info.filename] = binary.isa
+                if binary.gpu is not None:
+                    gpu[info.filename] = binary.gpu
+                if binary.format == "elf":
+                    needs[info.filename] = dict(binary.version_needs)
             elif info.filename == f"{dist_info}/METADATA":
                 text = data.decode("utf-8")
                 data = pin_requirement(text, project="torch", requirement=torch_pin(torch)).encode("utf-8")
@@ -201,6 +194,7 @@ def postprocess_wheel(
         needs=needs,
         debug_archive=debug_archive,
         stripped_bytes=saved,
+        binaries=binaries,
     )
 
 

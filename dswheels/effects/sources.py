@@ -1,9 +1,9 @@
 """Fetch DeepSpeed sources: verified, cached by content, resumable, retried with backoff.
 
-Linux builds use the PyPI sdist, checked against the sha256 PyPI's JSON API gives. Windows
-builds use the GitHub tag archive (the sdist lacks ``build_win.bat``, ``bin/*.bat`` and
-``MANIFEST_win.in``), checked against a sha256 pinned in the matrix or recorded in the lock
-file. Downloads land in ``<cache>/sources/sha256/<hex>`` so the same bytes are fetched once.
+Every build uses the PyPI sdist, checked against the sha256 PyPI's JSON API gives (a Windows
+build then adds the few files the sdist leaves out: ``patch_tree`` in effects/build.py). A
+matrix ``source`` override names another archive and must pin its sha256. Downloads land in
+``<cache>/sources/sha256/<hex>`` so the same bytes are fetched once.
 """
 
 from __future__ import annotations
@@ -23,11 +23,10 @@ from urllib3.util.retry import Retry
 
 from dswheels import __version__
 from dswheels.core.jsondoc import parse_json
-from dswheels.core.model import PlannedCell
-from dswheels.core.sources import LockEntry, SdistInfo, SourceLock, parse_lock, render_lock, sdist_from_pypi_json
+from dswheels.core.model import PlannedCell, SourceKind
+from dswheels.core.sources import SdistInfo, sdist_from_pypi_json
 from dswheels.core.versions import format_version
-from dswheels.effects.clock import utc_now
-from dswheels.effects.files import exclusive, read_bounded, temp_file, write_text_atomic
+from dswheels.effects.files import exclusive, temp_file
 from dswheels.effects.http import check_redirects, read_limited
 from dswheels.effects.unpack import extract_archive
 from dswheels.errors import SourceError
@@ -41,7 +40,6 @@ __all__ = [
     "FetchedSource",
     "extract_archive",
     "fetch_source",
-    "load_lock",
 ]
 
 CHUNK = 1 << 20
@@ -54,7 +52,7 @@ TIMEOUT = (15, 120)  # connect, read
 @dataclass(frozen=True, slots=True)
 class FetchedSource:
     path: Path  # the verified archive in the cache
-    kind: str  # "sdist" | "git-archive" | "archive"
+    kind: SourceKind
     url: str
     sha256: str
     verified_by: str  # what the sha256 was checked against
@@ -225,7 +223,7 @@ class Downloader:
                 f"sha256 mismatch for {url}",
                 details=f"expected {sha256}\nactual   {actual}",
                 hint="the file is not the one that was published/pinned: do not build from it. If the pin is "
-                "outdated, update it in the matrix or the lock file after checking the new file",
+                "outdated, update it in the matrix after checking the new file",
             )
         if size is not None and path.stat().st_size != size:
             if not copy:
@@ -270,31 +268,12 @@ def _sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def load_lock(path: Path) -> SourceLock:
-    if not path.exists():
-        return SourceLock(entries={})
-    try:
-        return parse_lock(read_bounded(path).decode("utf-8"), filename=str(path))
-    except OSError as exc:
-        raise SourceError(f"cannot read {path}: {exc.strerror}") from None
-    except ValueError as exc:  # not UTF-8, not JSON, not a lock, or larger than any lock
-        raise SourceError(str(exc), hint=f"fix or delete {path}") from None
-
-
-def fetch_source(
-    planned: PlannedCell,
-    *,
-    downloader: Downloader,
-    pypi_json: str,
-    lock_path: Path,
-    allow_unpinned: bool,
-) -> FetchedSource:
+def fetch_source(planned: PlannedCell, *, downloader: Downloader, pypi_json: str) -> FetchedSource:
     """Download and verify the source of a planned cell (see the module docstring)."""
     source = planned.source
     version = format_version(planned.cell.deepspeed)
     reporter = get_reporter()
-    lock = load_lock(lock_path)
-    if source.kind == "sdist":
+    if source.kind is SourceKind.SDIST:
         json_url = pypi_json
         info: SdistInfo
         try:
@@ -311,41 +290,19 @@ def fetch_source(
             )
         reporter.info(f"source: {info.filename} (sha256 {info.sha256[:12]}... from PyPI's JSON API)")
         path, sha = downloader.fetch(info.url, sha256=info.sha256, size=info.size)
-        return FetchedSource(path=path, kind="sdist", url=info.url, sha256=sha, verified_by="PyPI JSON API digest")
-    url = source.url
-    entry = lock.get(url)
-    expected, verified_by = None, ""
-    if source.sha256:
-        expected, verified_by = source.sha256, "sha256 pinned in the matrix"
-        if entry is not None and entry.sha256 != source.sha256:
-            reporter.warning(f"{lock_path} records another sha256 for {url}; the matrix pin wins")
-    elif entry is not None:
-        expected, verified_by = entry.sha256, f"sha256 recorded in {lock_path.name}"
-    elif not allow_unpinned:
-        raise SourceError(
-            f"no sha256 pinned for {url}",
-            hint=f"pin it in the matrix (deepspeed: - version: {version}, source: {{windows: {{sha256: ...}}}}) "
-            f"or let dswheels record it on first download with --record-sources (writes {lock_path})",
+        return FetchedSource(
+            path=path, kind=SourceKind.SDIST, url=info.url, sha256=sha, verified_by="PyPI JSON API digest"
         )
-    reporter.info(f"source: {url} ({verified_by or 'not pinned yet: recording its sha256'})")
-    path, sha = downloader.fetch(url, sha256=expected)
-    if expected is None:
-        reporter.warning(f"recorded sha256 {sha} for {url} in {lock_path}: commit this file")
-        verified_by = f"first download, recorded in {lock_path.name}"
-    _record(lock_path, lock, url, sha, path)
-    return FetchedSource(path=path, kind=source.kind, url=url, sha256=sha, verified_by=verified_by)
-
-
-def _record(lock_path: Path, lock: SourceLock, url: str, sha: str, path: Path) -> None:
-    """Add ``url``'s sha256 to the lock file: runs recording at once take turns, each adding
-    to what the file holds then (not to what it held when the run started)."""
-    if (entry := lock.get(url)) is not None and entry.sha256 == sha:
-        return
-    with exclusive(lock_path.parent, what=f"recording a source in {lock_path}", error=SourceError):
-        current = load_lock(lock_path)
-        stamp = utc_now().strftime("%Y-%m-%dT%H:%M:%SZ")
-        updated = current.with_entry(url, LockEntry(sha256=sha, size=path.stat().st_size, recorded=stamp))
-        write_text_atomic(lock_path, render_lock(updated))
+    if not source.sha256:  # the matrix parser requires the pin; a hand-made plan might not have it
+        raise SourceError(
+            f"no sha256 pinned for {source.url}",
+            hint=f"pin it in the matrix (deepspeed: - version: {version}, source: {{url: ..., sha256: ...}})",
+        )
+    reporter.info(f"source: {source.url} (sha256 {source.sha256[:12]}... pinned in the matrix)")
+    path, sha = downloader.fetch(source.url, sha256=source.sha256)
+    return FetchedSource(
+        path=path, kind=source.kind, url=source.url, sha256=sha, verified_by="sha256 pinned in the matrix"
+    )
 
 
 def env_cache_dir() -> Path:

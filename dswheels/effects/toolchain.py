@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from dswheels.core.buildenv import CUDA_LIBRARY_HEADERS, CompilerCache
+from dswheels.core.buildenv import CUDA_LIBRARY_HEADERS, CompilerCache, first_on_path, msvc_bin_dir
 from dswheels.core.model import PlannedCell
 from dswheels.core.versions import VersionTuple, format_version, parse_nvcc_version
 from dswheels.effects import proc
@@ -20,7 +20,9 @@ from dswheels.log import get_reporter
 __all__ = [
     "CudaInstall",
     "HostTools",
+    "MsvcEnv",
     "check_msvc",
+    "check_msvc_link",
     "cuda_header_dirs",
     "detect_host",
     "find_compiler_cache",
@@ -164,13 +166,20 @@ class HostTools:
     nvcc: VersionTuple | None
 
 
-def check_msvc(planned: PlannedCell, env: Mapping[str, str]) -> str:
-    """On Windows: the active MSVC toolset (a VS developer environment), checked against the plan's."""
+@dataclass(frozen=True, slots=True)
+class MsvcEnv:
+    toolset: str  # VCToolsVersion, e.g. 14.44.35207
+    bin_dir: str  # where its cl.exe and link.exe are
+
+
+def check_msvc(planned: PlannedCell, env: Mapping[str, str]) -> MsvcEnv | None:
+    """On Windows: the active MSVC (a VS developer environment), checked against the plan's toolset."""
     hc = planned.toolchain.host_compiler
     if hc.kind != "msvc":
-        return ""
+        return None
     active = env.get("VCToolsVersion", "")
-    if proc.find_tool("cl", env) is None or not active:
+    bin_dir = msvc_bin_dir(env)
+    if proc.find_tool("cl", env) is None or not active or bin_dir is None:
         raise EnvironmentMismatchError(
             "no MSVC environment is active (cl.exe is not on PATH)",
             hint=f"run from a VS developer prompt for toolset {hc.version} "
@@ -181,7 +190,27 @@ def check_msvc(planned: PlannedCell, env: Mapping[str, str]) -> str:
         get_reporter().warning(
             f"the plan chose MSVC {hc.version} ({hc.why}); the active toolset is {active}: nvcc may reject it",
         )
-    return active
+    return MsvcEnv(toolset=active, bin_dir=bin_dir)
+
+
+def check_msvc_link(path: str, msvc: MsvcEnv, *, sep: str = os.pathsep) -> None:
+    """The ``link.exe`` the build will run is MSVC's, not GNU coreutils' ``link`` that Git Bash puts first.
+
+    setuptools links every extension with the first ``link.exe`` on PATH when DISTUTILS_USE_SDK is
+    set; under Git Bash (``shell: bash`` on a Windows runner) that is ``/usr/bin/link.exe`` and every
+    link fails with "extra operand" (ilammy/msvc-dev-cmd README, "Name conflicts with shell: bash").
+    """
+    first = first_on_path(path, sep, lambda d: (Path(d) / "link.exe").is_file())
+    if first is not None and os.path.normcase(os.path.normpath(first)) == os.path.normcase(
+        os.path.normpath(msvc.bin_dir)
+    ):
+        return
+    raise EnvironmentMismatchError(
+        f"the build would link with {Path(first) / 'link.exe' if first else 'no link.exe at all'}, "
+        f"not MSVC's ({Path(msvc.bin_dir) / 'link.exe'})",
+        hint="GNU coreutils' link.exe (Git Bash's /usr/bin) must not come first: run the build from pwsh or cmd, "
+        "or remove /usr/bin/link.exe (as xformers' CI does); check the VS developer environment",
+    )
 
 
 def detect_host(env: Mapping[str, str] | None = None) -> HostTools:

@@ -19,18 +19,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dswheels.core.compat import Compat
+from dswheels.core.dlls import load_dll_facts
 from dswheels.core.dsreport import DsReport, parse_ds_report
-from dswheels.core.fatbin import GpuCode, gpu_code
-from dswheels.core.isa import scan_disassembly
 from dswheels.core.manifest import ManifestError, manifest_name, parse_manifest
+from dswheels.core.model import Cell
 from dswheels.core.naming import cell_id
 from dswheels.core.sources import TorchSource
 from dswheels.core.verify import (
     Check,
     Expected,
+    binary_checks,
     expected_from_manifest,
     gpu_checks,
-    linux_runtime_checks,
     requires_of,
     static_checks,
 )
@@ -43,6 +43,7 @@ from dswheels.core.wheelfile import (
     parse_installed_info,
 )
 from dswheels.effects import proc
+from dswheels.effects.binaries import read_extensions
 from dswheels.effects.interpreter import find_uv, probe_python, torch_index_args, uv_install
 from dswheels.effects.wheelzip import open_wheel
 from dswheels.errors import VerifyError
@@ -92,15 +93,9 @@ def read_wheel_data(path: Path) -> WheelData:
 
 
 def load_expected(
-    wheel: Path, cell_expected_from_plan: Expected | None, manifest: Path | None, *, compat: Compat
+    wheel: Path, cell: Cell, cell_expected_from_plan: Expected | None, manifest: Path | None, *, compat: Compat
 ) -> Expected:
-    """The manifest beside the wheel (or given) wins; without one, what the plan says."""
-    from dswheels.core.verify import cell_from_wheel_filename  # noqa: PLC0415 - keeps the import list short
-
-    try:
-        cell = cell_from_wheel_filename(wheel.name)
-    except ValueError as exc:
-        raise VerifyError(str(exc), hint="dswheels verifies the wheels dswheels build names") from None
+    """The manifest beside the wheel (or given) wins; without one, what the plan says of ``cell``."""
     path = manifest or wheel.with_name(manifest_name(wheel.name))
     if path.exists():
         try:
@@ -126,9 +121,8 @@ def load_expected(
 
 
 def tool_checks(data: WheelData, expected: Expected, compat: Compat) -> list[Check]:
-    """Disassembly (Linux, objdump) against the CPU baseline; -march=native traces; fatbin archs."""
+    """The extensions' binaries: CPU baseline (objdump, ELF and PE), runtime needs, GPU code; -march=native traces."""
     checks: list[Check] = []
-    gpu: dict[str, GpuCode] = {}
     native = [n for n, b in data.extensions.items() if b"-march=native" in b or b"-mcpu=native" in b]
     checks.append(
         Check(
@@ -138,36 +132,23 @@ def tool_checks(data: WheelData, expected: Expected, compat: Compat) -> list[Che
         ),
     )
     baseline = compat.cpu_baselines.get(expected.cpu_baseline)
-    objdump = proc.find_tool("objdump")
-    elf = {n: b for n, b in data.extensions.items() if b[:4] == b"\x7fELF"}
-    if baseline is not None and objdump is not None and elf:
-        with tempfile.TemporaryDirectory(prefix="dsw-verify-") as tmp:
-            for name, blob in sorted(elf.items()):
-                so = Path(tmp) / Path(name).name
-                so.write_bytes(blob)
-                out = proc.run(
-                    [objdump, "-d", "--no-show-raw-insn", str(so)],
-                    capture=True,
-                    echo=False,
-                    stream=False,
-                    heartbeat=None,
-                    error=VerifyError,
-                    what="objdump -d",
-                )
-                report = scan_disassembly(out.output, baseline.forbidden_registers)
-                checks.append(
-                    Check(
-                        f"cpu baseline {Path(name).name.split('.')[0]}",
-                        ok=report.ok,
-                        detail=report.describe(expected.cpu_baseline),
-                    ),
-                )
-    elif elf and baseline is None:
+    binaries = read_extensions(
+        data.extensions,
+        forbidden_registers=baseline.forbidden_registers if baseline is not None else None,
+        error=VerifyError,
+    )
+    known = [b for b in binaries.values() if b.format != "unknown"]
+    if known and baseline is None:
         checks.append(Check("cpu baseline", ok=False, detail=f"unknown baseline {expected.cpu_baseline!r}"))
-    for name, blob in data.extensions.items():
-        if (code := gpu_code(blob)) is not None:
-            gpu[name] = code
-    checks.extend(gpu_checks(expected, gpu))
+    elif known and proc.find_tool("objdump") is None:
+        get_reporter().warning("objdump (binutils) is not on PATH: the CPU baseline of the extensions is not checked")
+    checks.extend(
+        Check(f"cpu baseline {b.name.split('.')[0]}", ok=b.isa.ok, detail=b.isa.describe(expected.cpu_baseline))
+        for b in known
+        if b.isa is not None
+    )
+    checks += binary_checks(binaries, expected, compat.libstdcxx, load_dll_facts())
+    checks += gpu_checks(expected, {m: b.gpu for m, b in binaries.items() if b.gpu is not None})
     return checks
 
 
@@ -185,8 +166,7 @@ def static_part(data: WheelData, expected: Expected, compat: Compat) -> list[Che
         builder_source=data.builder_source,
         sha256=data.sha256,
     )
-    runtime = linux_runtime_checks(data.extensions, expected, compat.libstdcxx)
-    return checks + runtime + tool_checks(data, expected, compat)
+    return checks + tool_checks(data, expected, compat)
 
 
 # --- run time ------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """Open a built DeepSpeed wheel for reading, with one wording for what can be wrong with it.
 
-Build post-processing, ``cibw --finish`` and verify each read a wheel's members; a missing
+Build post-processing and verify each read a wheel's members; a missing
 member, a damaged archive or contents that are no DeepSpeed wheel's become the caller's
 error type (BuildError on the builder, VerifyError in verify) with the same message.
 """

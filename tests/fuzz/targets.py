@@ -18,7 +18,7 @@ from dswheels.core.config import parse_matrix
 from dswheels.core.index import parse_wheel, parse_yanked
 from dswheels.core.manifest import ManifestError, parse_manifest
 from dswheels.core.pick import link_problem, parse_project_page
-from dswheels.core.sources import parse_lock, torch_index_problem
+from dswheels.core.sources import torch_index_problem
 from dswheels.errors import ConfigError, SourceError
 
 __all__ = ["TARGETS"]
@@ -51,11 +51,6 @@ def index_page(data: bytes) -> None:
 def manifest(data: bytes) -> None:
     with contextlib.suppress(ManifestError):
         parse_manifest(_text(data))
-
-
-def lock(data: bytes) -> None:
-    with contextlib.suppress(ValueError):
-        parse_lock(_text(data))
 
 
 def names(data: bytes) -> None:
@@ -92,7 +87,6 @@ TARGETS: dict[str, Callable[[bytes], None]] = {
     "matrix": matrix,
     "index_page": index_page,
     "manifest": manifest,
-    "lock": lock,
     "names": names,
     "archive": archive,
 }

@@ -44,6 +44,7 @@ INPUTS = {
     "cuda": "cpu",
     "python": "3.11",
     "platform": "linux_x86_64",
+    "canary": "false",
     "publish": "true",
 }
 

@@ -116,8 +116,6 @@ def _build(cache: Path, out: Path, matrix: str, cell: str, *extra: str) -> Built
         "pip",
         "--out",
         str(out),
-        "--lock",
-        str(out / "sources.lock.json"),
         *extra,
         env=build_env(cache),
     )

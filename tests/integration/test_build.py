@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import csv
-import dataclasses
 import hashlib
 import http.server
 import io
@@ -270,59 +269,6 @@ def test_wrong_sha256_is_refused(
     assert _no_wheels(out) == []
     # the bad download is not kept for resuming either
     assert not list((tmp_path / "fresh-cache" / "sources" / "sha256").glob("*"))
-
-
-def test_git_archive_pin_lock_and_ci(
-    cpu_build: Built, dswheels_cache: Path, tmp_path: Path, http_server: Callable[..., str]
-) -> None:
-    """Windows sources (GitHub tag archives) have no digest anywhere: pinned, or recorded once in the lock."""
-    payload = {"data": (dswheels_cache / "sources" / "sha256" / _sdist_sha(cpu_build)).read_bytes()}
-
-    def handle(req: http.server.BaseHTTPRequestHandler) -> None:
-        req.send_response(200)
-        req.send_header("Content-Length", str(len(payload["data"])))
-        req.end_headers()
-        req.wfile.write(payload["data"])
-
-    url = http_server(handle) + "/deepspeedai/DeepSpeed/archive/refs/tags/v0.19.8.tar.gz"
-    matrix = tmp_path / "matrix.yml"
-    matrix.write_text(
-        (DATA / "matrix-cuda.yml")
-        .read_text()
-        .replace("[linux_x86_64]", "[win_amd64]")
-        .replace("linux_x86_64:", "win_amd64:")
-        .replace("ubuntu-22.04", "windows-2022"),
-    )
-    from dswheels.commands.build import plan_cell_ids
-    from dswheels.core.compat import load_compat as _compat
-    from dswheels.core.model import Source
-    from dswheels.effects.sources import fetch_source
-
-    planned = plan_cell_ids(["ds0.19.8-torch2.14-cu130-cp311-win_amd64"], matrix=matrix, nvcc=None, compat=_compat())[0]
-    assert planned.source.kind == "git-archive"
-    assert planned.source.url == "https://github.com/deepspeedai/DeepSpeed/archive/refs/tags/v0.19.8.tar.gz"
-    planned = dataclasses.replace(planned, source=Source(kind="git-archive", url=url, sha256=""))
-    lock = tmp_path / "sources.lock.json"
-    down = Downloader(tmp_path / "cache")
-    # in CI an unpinned archive is refused
-    with pytest.raises(SourceError, match="no sha256 pinned") as refused:
-        fetch_source(planned, downloader=down, pypi_json="", lock_path=lock, allow_unpinned=False)
-    assert "--record-sources" in (refused.value.hint or "")
-    assert not lock.exists()
-    # recorded on first download ...
-    first = fetch_source(planned, downloader=down, pypi_json="", lock_path=lock, allow_unpinned=True)
-    recorded = json.loads(lock.read_text())["sources"][url]
-    assert recorded["sha256"] == first.sha256 == _sdist_sha(cpu_build)
-    # ... and from then on the lock is the pin: a changed archive is refused
-    again = fetch_source(
-        planned, downloader=Downloader(tmp_path / "cache2"), pypi_json="", lock_path=lock, allow_unpinned=False
-    )
-    assert again.verified_by == "sha256 recorded in sources.lock.json"
-    payload["data"] = payload["data"][:-10] + b"0123456789"
-    with pytest.raises(SourceError, match="sha256 mismatch"):
-        fetch_source(
-            planned, downloader=Downloader(tmp_path / "cache3"), pypi_json="", lock_path=lock, allow_unpinned=False
-        )
 
 
 def _sdist_sha(built: Built) -> str:

@@ -159,7 +159,7 @@ def test_doctor_fails_when_the_index_it_was_given_is_unreachable(
 # --- source downloads -------------------------------------------------------------------------------------------
 
 
-def test_a_spliced_download_is_never_recorded(http_server: Callable[[Handler], str], tmp_path: Path) -> None:
+def test_a_download_without_a_pin_is_never_a_splice(http_server: Callable[[Handler], str], tmp_path: Path) -> None:
     """The connection breaks; on the retry the server sends other bytes (a changed file, a MITM)."""
     first, second = b"A" * 300_000, b"B" * 300_000
     served: list[str | None] = []
@@ -180,7 +180,7 @@ def test_a_spliced_download_is_never_recorded(http_server: Callable[[Handler], s
             _send(req, second)
 
     url = http_server(handle) + "/src.tar.gz"
-    path, sha = Downloader(tmp_path / "cache", retries=3).fetch(url, sha256=None)  # recording: no pin yet
+    path, sha = Downloader(tmp_path / "cache", retries=3).fetch(url, sha256=None)  # nothing to check it against
     assert path.read_bytes() in (first, second), "the recorded file is a splice of two responses"
     assert sha == hashlib.sha256(path.read_bytes()).hexdigest()
 

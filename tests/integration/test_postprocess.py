@@ -18,7 +18,7 @@ from dswheels.core.compat import load_compat
 from dswheels.core.wheelfile import render_record
 from dswheels.effects.postprocess import postprocess_wheel
 from dswheels.errors import BuildError
-from tests.conftest import require
+from tests.conftest import DATA, require
 
 pytestmark = pytest.mark.integration
 
@@ -118,3 +118,34 @@ def test_not_a_wheel(tmp_path: Path) -> None:
             forbidden_registers=(),
             log_file=None,
         )
+
+
+def test_a_windows_wheel_is_read_like_a_linux_one(tmp_path: Path) -> None:
+    """linux=False: nothing stripped, but the .pyd's GPU code, DLL imports and ISA are read (PE via objdump)."""
+    require(shutil.which("objdump") is not None, "binutils' objdump")
+    pyd = "deepspeed/ops/adam/fused_adam_op.cp311-win_amd64.pyd"
+    data = (DATA / "pe" / "fixture.pyd").read_bytes()
+    files = [(pyd, data), (f"{DIST}/METADATA", METADATA.encode())]
+    files.append((f"{DIST}/RECORD", render_record(files, record_path=f"{DIST}/RECORD").encode()))
+    wheel = tmp_path / "deepspeed-0.19.8+cu130torch2.14-cp311-cp311-win_amd64.whl"
+    with zipfile.ZipFile(wheel, "w") as zf:
+        for name, member in files:
+            zf.writestr(name, member)
+    done = postprocess_wheel(
+        wheel,
+        staging=tmp_path / "staged",
+        torch=(2, 14),
+        linux=False,
+        keep_debug=False,
+        forbidden_registers=load_compat().cpu_baselines["x86-64-v2"].forbidden_registers,
+        log_file=None,
+    )
+    assert done.stripped_bytes == 0
+    binary = done.binaries[pyd]
+    assert binary.format == "pe"
+    assert binary.dll_imports == ("c10.dll", "mystery.dll", "KERNEL32.dll", "msvcrt.dll")
+    assert done.gpu[pyd] == binary.gpu
+    assert binary.gpu is not None
+    assert binary.gpu.sass == (75, 80)
+    assert done.isa[pyd].instructions > 0
+    assert pyd not in done.needs  # no glibc needs on Windows

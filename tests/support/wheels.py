@@ -190,6 +190,7 @@ def write_manifest(wheel: Path, sha256: str | None = None) -> Path:
         ops_left_out={},
         durations={},
         source={},
+        source_changes=(),
         created="2026-11-23T00:00:00Z",
         dswheels="0.1.0",
     )

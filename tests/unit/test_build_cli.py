@@ -1,7 +1,8 @@
-"""The build/verify/smoke/cibw command lines: selection, bad input, the generated Windows job (no builds)."""
+"""The build/verify/smoke command lines: selection, bad input, cells of another OS, --ops (no builds)."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -59,7 +60,7 @@ def test_torch_sources(tmp_path: Path) -> None:
     assert (index.kind, index.location) == ("index", tmp_path.resolve().as_uri())
 
 
-def test_cibw_writes_a_windows_job(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def _windows_matrix(tmp_path: Path) -> Path:
     matrix = tmp_path / "matrix.yml"
     matrix.write_text(
         (DATA / "matrix-cuda.yml")
@@ -68,11 +69,35 @@ def test_cibw_writes_a_windows_job(tmp_path: Path, capsys: pytest.CaptureFixture
         .replace("linux_x86_64:", "win_amd64:")
         .replace("ubuntu-22.04", "windows-2022"),
     )
-    cells = "ds0.19.8-torch2.14-cu130-cp311-win_amd64 ds0.19.8-torch2.14-cu130-cp312-win_amd64"
-    code = main(["cibw", "--matrix", str(matrix), "--cell", cells, "--out", str(tmp_path / "o"), "--no-source"])
-    assert code == 0
-    config = (tmp_path / "o" / "cibuildwheel.toml").read_text()
-    assert 'build = "cp311-win_amd64 cp312-win_amd64"' in config
-    assert 'DS_BUILD_FUSED_ADAM = "1"' in config
-    assert 'CUDA_HOME = "$CUDA_PATH"' in config
-    assert "cibuildwheel " in capsys.readouterr().out
+    return matrix
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="the foreign platform here is Windows")
+def test_a_windows_cell_is_refused_here_before_anything_is_fetched(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cell = "ds0.19.8-torch2.14-cu130-cp311-win_amd64"
+    code = main(["build", "--matrix", str(_windows_matrix(tmp_path)), "--cell", cell, "--out", str(tmp_path / "o")])
+    assert code == 9
+    err = capsys.readouterr().err
+    assert f"{cell} is built on Windows, and this machine runs Linux" in err
+    assert "--prepare-only" in err
+    assert not (tmp_path / "o" / "cu130").exists()
+
+
+@pytest.mark.parametrize(
+    ("ops", "message"),
+    [
+        ("cpu_adam,no_such_op", "not planned for this cell: no_such_op (it builds cpu_adam, deepspeed_shm_comm)"),
+        ("async_io", "not planned for this cell: async_io"),
+    ],
+)
+def test_ops_must_be_planned_for_every_cell(ops: str, message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["build", "--matrix", str(DATA / "matrix-cpu.yml"), "--cell", CPU, "--ops", ops, "--prepare-only"])
+    assert code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_prepare_only_compiles_nothing_so_it_neither_verifies_nor_installs(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["build", "--matrix", str(DATA / "matrix-cpu.yml"), "--cell", CPU, "--prepare-only", "--verify"]) == 2
+    assert "--prepare-only compiles nothing" in capsys.readouterr().err

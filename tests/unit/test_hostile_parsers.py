@@ -2,7 +2,7 @@
 traceback, within bounded time and memory.
 
 The parsers: the matrix YAML (through the real command line), wheel file names, index pages,
-build manifests, the sources lock, the publish ledger, the yanked file, PyPI's JSON, saved
+build manifests, the publish ledger, the yanked file, PyPI's JSON, saved
 doctor facts and the ``torch_index`` template. Hypothesis draws both arbitrary text and
 inputs built to be hostile (alias bombs, deep nesting, odd encodings, wrong types).
 """
@@ -27,7 +27,7 @@ from dswheels.core.index import parse_wheel, parse_yanked
 from dswheels.core.manifest import ManifestError, parse_manifest
 from dswheels.core.pick import parse_project_page
 from dswheels.core.render_doctor import FactsError, facts_from_data
-from dswheels.core.sources import parse_lock, sdist_from_pypi_json
+from dswheels.core.sources import sdist_from_pypi_json
 from dswheels.effects.index import load_ledger
 from dswheels.errors import ConfigError
 from tests.conftest import DATA
@@ -318,12 +318,6 @@ def _json_texts(keys: list[str]) -> st.SearchStrategy[str]:
 @given(text=_json_texts([*_MANIFEST_KEYS, "dswheels.manifest/1", "dswheels.manifest/2"]))
 def test_manifests(text: str) -> None:
     error_of(lambda: parse_manifest(text), ManifestError)
-
-
-@FAST
-@given(text=_json_texts(["schema", "sources", "sha256", "size", "recorded"]))
-def test_sources_lock(text: str) -> None:
-    error_of(lambda: parse_lock(text), ValueError)
 
 
 _PYPI_ERRORS = (LookupError, ValueError, TypeError)

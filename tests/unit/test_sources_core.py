@@ -1,4 +1,4 @@
-"""PyPI JSON, the sources lock and where torch comes from (pure parts)."""
+"""PyPI JSON and where torch comes from (pure parts)."""
 
 from __future__ import annotations
 
@@ -6,16 +6,7 @@ import json
 
 import pytest
 
-from dswheels.core.sources import (
-    LockEntry,
-    SourceLock,
-    TorchSource,
-    parse_lock,
-    parse_pip_config,
-    render_lock,
-    sdist_from_pypi_json,
-    uv_index_args,
-)
+from dswheels.core.sources import TorchSource, parse_pip_config, sdist_from_pypi_json, uv_index_args
 
 SHA = "9e491abd0827ea5c389dd702e15e11e13d83d904bac4a20d6c2a4cb37207a9af"
 # the shape of https://pypi.org/pypi/deepspeed/json as a mirror serves it (relative file URLs)
@@ -58,18 +49,6 @@ def test_sdist_from_pypi_json_errors() -> None:
         sdist_from_pypi_json(bad, version="0.19.8", json_url="https://pypi.org/pypi/deepspeed/json")
     with pytest.raises(TypeError):
         sdist_from_pypi_json([], version="0.19.8", json_url="u")
-
-
-def test_lock_round_trip() -> None:
-    lock = SourceLock(entries={}).with_entry(
-        "https://github.com/deepspeedai/DeepSpeed/archive/refs/tags/v0.19.8.tar.gz",
-        LockEntry(sha256=SHA, size=3, recorded="2026-11-23T00:00:00Z"),
-    )
-    assert parse_lock(render_lock(lock)) == lock
-    with pytest.raises(ValueError, match="not a dswheels sources lock"):
-        parse_lock('{"sources": {}}')
-    with pytest.raises(ValueError, match="bad entry"):
-        parse_lock('{"schema": "dswheels.sources-lock/1", "sources": {"u": {"sha256": "xyz", "size": 1}}}')
 
 
 def test_pip_config_of_this_kind_of_machine() -> None:

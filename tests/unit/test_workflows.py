@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -146,7 +148,6 @@ def test_dispatch_choices_are_the_known_sets() -> None:
     variants = {v.name for t in compat.torch.values() for os in t.variants for v in t.variants_for(os)}
     pythons = {str(p) for t in compat.torch.values() for ps in t.python.values() for p in ps}
     expected = {
-        "deepspeed": [format_version(v) for v in reversed(compat.deepspeed_releases)],
         "torch": [format_version(v) for v in reversed(compat.torch_minors)],
         "cuda": variants,
         "python": pythons,
@@ -155,13 +156,19 @@ def test_dispatch_choices_are_the_known_sets() -> None:
     for name, options in expected.items():
         assert inputs[name]["type"] == "choice", name
         given = [str(o) for o in inputs[name]["options"]]  # type: ignore[union-attr]
+        assert given[0] == "matrix", f"{name}: 'matrix' (every value the matrix has) comes first"
+        given = given[1:]
         assert len(given) == len(set(given)), name
         if isinstance(options, list):
             assert given == options, f"{name}: options must be compat.yml's, newest first"
         else:
             assert set(given) == options, f"{name}: options differ from compat.yml's"
         assert str(inputs[name]["default"]) in given, name
-    assert inputs["publish"] == {"description": inputs["publish"]["description"], "type": "boolean", "default": False}
+    # a DeepSpeed released after this workflow was written must be dispatchable (dswheels plan checks it)
+    assert inputs["deepspeed"]["type"] == "string"
+    assert str(inputs["deepspeed"]["default"]) == format_version(compat.deepspeed_releases[-1])
+    for flag in ("publish", "canary"):
+        assert inputs[flag] == {"description": inputs[flag]["description"], "type": "boolean", "default": False}
 
 
 def test_the_default_dispatch_is_a_combination_the_rules_allow(capsys: pytest.CaptureFixture[str]) -> None:
@@ -180,9 +187,69 @@ def test_every_dispatch_input_reaches_the_cli_through_env() -> None:
             by_input[match.group(1)] = var
     assert set(by_input) == set(_dispatch_inputs()), "every input must be handed to the plan step"
     script = str(plan_step["run"])
-    for name in ("deepspeed", "torch", "cuda", "python", "platform"):
-        assert f'--{name} "${by_input[name]}"' in script, name
+    assert f'--deepspeed "${by_input["deepspeed"]}"' in script
+    for name in ("torch", "cuda", "python", "platform"):  # each given to --NAME unless it is "matrix"
+        assert f'"{name}=${by_input[name]}"' in script, name
+    assert '"--${pair%%=*}" "${pair#*=}"' in script
     assert f'"${by_input["publish"]}" = true' in script
+    assert f'"${by_input["canary"]}" = true' in script
+
+
+def test_the_plan_step_turns_dispatch_inputs_into_exactly_these_plan_arguments(tmp_path: Path) -> None:
+    """The step's own bash, run for real with a `dswheels` that records its arguments."""
+    plan_step = next(s for s in _steps("plan") if s.get("id") == "plan")
+    fake = tmp_path / "bin" / "dswheels"
+    fake.parent.mkdir()
+    fake.write_text('#!/bin/sh\necho "$@" >> "$RECORD"\necho "{}"\n')
+    fake.chmod(0o755)
+
+    def run(**inputs: str) -> tuple[list[str], str]:
+        record, output = tmp_path / "record", tmp_path / "output"
+        for path in (record, output):
+            path.write_text("")
+        env = {
+            "PATH": f"{fake.parent}:/usr/bin:/bin",
+            "RECORD": str(record),
+            "GITHUB_OUTPUT": str(output),
+            "GITHUB_STEP_SUMMARY": str(tmp_path / "summary"),
+            "RUNNER_TEMP": str(tmp_path),
+            "DSWHEELS_MATRIX": "matrix/matrix.yml",
+            "DSWHEELS_INDEX_URL": "https://o.github.io/r/",
+            "DSWHEELS_PUBLISH_DIR": "",
+            "EVENT": "workflow_dispatch",
+            "TAG": "main",
+            **inputs,
+        }
+        subprocess.run(["bash", "-e", "-c", str(plan_step["run"])], env=env, check=True, cwd=tmp_path)
+        release = next(ln for ln in output.read_text().splitlines() if ln.startswith("release="))
+        return record.read_text().splitlines()[0].split(), release.removeprefix("release=")
+
+    one = {"DEEPSPEED": "0.19.8", "TORCH": "2.14", "CUDA": "cu130", "PYTHON": "3.12", "PLATFORM": "win_amd64"}
+    args, release = run(**one, CANARY="false", PUBLISH="true")
+    assert args[args.index("--deepspeed") :][:10] == [
+        "--deepspeed",
+        "0.19.8",
+        "--torch",
+        "2.14",
+        "--cuda",
+        "cu130",
+        "--python",
+        "3.12",
+        "--platform",
+        "win_amd64",
+    ]
+    assert release == "v0.19.8"
+    assert "--skip-published" in args
+    # every axis "matrix": what a tag push of that version plans (the follow workflow dispatches this)
+    everything = {**one, "TORCH": "matrix", "CUDA": "matrix", "PYTHON": "matrix", "PLATFORM": "matrix"}
+    args, release = run(**everything, CANARY="false", PUBLISH="true")
+    assert not {"--torch", "--cuda", "--python", "--platform"} & set(args)
+    assert args[args.index("--deepspeed") + 1] == "0.19.8"
+    # the canary is never published, whatever "publish" says
+    args, release = run(**everything, CANARY="true", PUBLISH="true")
+    assert "--canary" in args
+    assert release == ""
+    assert "--skip-published" not in args
 
 
 _FLAG = re.compile(r"(?<![\w-])(--[a-z][a-z-]*)")
@@ -345,17 +412,83 @@ def test_windows_build_steps_enable_long_paths_and_msvc_from_the_plan() -> None:
     assert long_paths["if"] == "runner.os == 'Windows'"
     msvc = next(s for s in steps if "setup-msvc-dev" in str(s.get("uses")))
     assert as_dict(msvc["with"]) == {"arch": "x64", "toolset": "${{ matrix.msvc_toolset }}"}
-    cuda = next(s for s in steps if "cuda-toolkit" in str(s.get("uses")))
-    assert as_dict(cuda["with"])["cuda"] == "${{ matrix.cuda_toolkit }}"
-    assert "matrix.cuda_subpackages" in str(as_dict(cuda["with"])["sub-packages"])
-    build = next(s for s in steps if s.get("name") == "Build")
-    assert as_dict(build["env"]) == {"CC": "gcc-${{ matrix.gcc }}", "CXX": "g++-${{ matrix.gcc }}"}
+    for cuda in (s for s in steps if "cuda-toolkit" in str(s.get("uses"))):
+        assert as_dict(cuda["with"])["cuda"] == "${{ matrix.cuda_toolkit }}"
+        assert "matrix.cuda_subpackages" in str(as_dict(cuda["with"])["sub-packages"])
+
+
+def _runs_on(step: dict[str, Value], os_name: str) -> bool:
+    return "if" not in step or condition(
+        str(step["if"]), {"runner": {"os": os_name}, "matrix": {}, "steps": {}}, Status()
+    )
+
+
+def test_one_build_step_for_both_platforms() -> None:
+    steps = _steps("build")
+    builds = [s for s in steps if "dswheels build" in str(s.get("run", ""))]
+    assert len(builds) == 1, "one pipeline: the same `dswheels build` on Windows and Linux"
+    build = builds[0]
+    assert _runs_on(build, "Windows")
+    assert _runs_on(build, "Linux")
+    script = str(build["run"]).replace("\\\n", " ")
+    for flag in ('--cell "$CELLS"', '--ops "$OPS"', "--keep-going", '--work-dir "$RUNNER_TEMP/w"'):
+        assert flag in script
+    assert "cibuildwheel" not in (WORKFLOWS / "wheels.yml").read_text(encoding="utf-8")
+
+
+def test_no_windows_build_step_can_reach_gnu_link() -> None:
+    """Git Bash puts coreutils' link.exe first on PATH; setuptools would link every extension with it."""
+    steps = _steps("build")
+    default_shell = str(as_dict(as_dict(WHEELS.get("defaults")).get("run")).get("shell", "bash"))
+    removed = False
+    for step in steps:
+        if not _runs_on(step, "Windows"):
+            continue
+        script = str(step.get("run", ""))
+        shell = str(step.get("shell", default_shell))
+        if shell == "bash" and re.search(r"\brm -f [^\n]*/usr/bin/link\.exe", script):
+            removed = True
+        compiles = any(word in script for word in ("dswheels build", "setup.py", "python -m build", "cibuildwheel"))
+        if compiles and shell not in ("pwsh", "powershell", "cmd"):
+            assert removed, f"{step.get('name')}: runs under {shell} with GNU link.exe still on PATH"
+
+
+def test_the_cuda_install_has_a_timeout_and_one_retry() -> None:
+    steps = _steps("build")
+    installs = [s for s in steps if "cuda-toolkit" in str(s.get("uses"))]
+    assert len(installs) == 2
+    first, retry = installs
+    assert first.get("continue-on-error") is True
+    timeout = first.get("timeout-minutes")
+    assert isinstance(timeout, int)
+    assert timeout <= 45
+    assert isinstance(retry.get("timeout-minutes"), int)
+    assert as_dict(first["with"]) == as_dict(retry["with"])
+    failed: dict[str, Value] = {"matrix": {"cuda_toolkit": "13.0.2"}, "steps": {"cuda": {"outcome": "failure"}}}
+    fine: dict[str, Value] = {"matrix": {"cuda_toolkit": "13.0.2"}, "steps": {"cuda": {"outcome": "success"}}}
+    assert condition(str(retry["if"]), failed, Status())
+    assert not condition(str(retry["if"]), fine, Status())
+    assert first.get("id") == "cuda"
+
+
+def test_dswheels_comes_from_the_checkout_only() -> None:
+    """A job never installs a dswheels release (0.1.0 is on no index): every install is the checkout's."""
+    text = (WORKFLOWS / "wheels.yml").read_text(encoding="utf-8")
+    assert "dswheels==" not in text
+    assert "test-requires" not in text
+    for job in JOBS.values():
+        for step in job.get("steps") or []:  # type: ignore[union-attr]
+            script = str(as_dict(step).get("run", ""))
+            for line in script.splitlines():
+                if "pip install" in line and "dswheels" not in line:
+                    assert line.strip().endswith(" ."), line
 
 
 def test_every_build_uploads_wheels_and_runs_verify() -> None:
     steps = _steps("build")
-    runs = " ".join(str(s.get("run", "")) for s in steps)
-    assert "dswheels verify" in runs
+    verify = next(s for s in steps if "dswheels verify" in str(s.get("run", "")))
+    assert _runs_on(verify, "Windows")
+    assert _runs_on(verify, "Linux")
     upload = next(s for s in steps if "upload-artifact" in str(s.get("uses")))
     assert as_dict(upload["with"])["name"] == "wheels-${{ matrix.name }}"
     assert as_dict(upload["with"])["if-no-files-found"] == "error"
@@ -364,32 +497,3 @@ def test_every_build_uploads_wheels_and_runs_verify() -> None:
     assert as_dict(download["with"])["pattern"] == "wheels-*"
     attest = next(s for s in release if "actions/attest" in str(s.get("uses")))
     assert str(as_dict(attest["with"])["subject-path"]).endswith("*.whl")
-
-
-def test_cibuildwheel_wheels_get_manifests_before_they_are_uploaded() -> None:
-    steps = _steps("build")
-    names = [str(s.get("name", s.get("uses", ""))) for s in steps]
-    build = next(i for i, s in enumerate(steps) if "python -m cibuildwheel" in str(s.get("run", "")))
-    finish = next(i for i, s in enumerate(steps) if "--finish" in str(s.get("run", "")))
-    upload = next(i for i, s in enumerate(steps) if "upload-artifact" in str(s.get("uses")))
-    assert build < finish < upload, names
-    on_windows = {"runner": {"os": "Windows"}}
-    on_linux = {"runner": {"os": "Linux"}}
-    for index in (build, finish):
-        assert condition(steps[index].get("if"), on_windows, Status())  # type: ignore[arg-type]
-        assert not condition(steps[index].get("if"), on_linux, Status())  # type: ignore[arg-type]
-    configure = str(steps[build]["run"]).replace("\\\n", " ")
-    script = str(steps[finish]["run"]).replace("\\\n", " ")
-    finish_line = next(ln for ln in script.splitlines() if "--finish" in ln)
-    configure_line = next(ln for ln in configure.splitlines() if ln.strip().startswith("dswheels cibw"))
-    # the same job: the same matrix, cells and --out as the configuring run, and cibuildwheel's --output-dir
-    for flag in ('--matrix "$DSWHEELS_MATRIX"', '--cell "$CELLS"', '--out "$RUNNER_TEMP/cibw"'):
-        assert flag in configure_line
-        assert flag in finish_line
-    output_dir = re.search(r'--output-dir "([^"]+)"', configure)
-    assert output_dir is not None
-    assert f'--finish "{output_dir.group(1)}"' in finish_line
-    assert as_dict(steps[finish]["env"]) == as_dict(steps[build]["env"]) == {"VARIANT": "${{ matrix.variant }}"}
-    # each wheel is then checked against its new manifest
-    verify = script[script.index(finish_line) + len(finish_line) :]
-    assert 'dswheels verify "wheelhouse/$VARIANT"/*.whl --static' in verify

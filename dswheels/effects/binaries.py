@@ -1,0 +1,86 @@
+"""Read every extension of a wheel, ELF or PE, into :class:`~dswheels.core.binaries.ExtensionBinary`.
+
+The bytes are read in :mod:`dswheels.core.binaries`; what needs a tool happens here: the
+CPU instruction level comes from binutils' ``objdump -d``, which disassembles ELF and PE
+(``pei-x86-64``) alike, so Linux and Windows extensions are judged by the same scan
+(:mod:`dswheels.core.isa`). Without objdump the ISA is left out (``isa is None``) and the
+caller decides whether that is acceptable.
+
+Build post-processing, ``verify`` and ``inspect`` all call :func:`read_extensions` (or
+:func:`read_extension_binary` for one file they already hold on disk).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from dswheels.core.binaries import BinaryError, ExtensionBinary, read_extension
+from dswheels.core.isa import IsaReport, scan_disassembly
+from dswheels.effects import proc
+from dswheels.errors import DswheelsError
+
+__all__ = ["disassemble", "read_extension_binary", "read_extensions"]
+
+
+def disassemble(
+    path: Path, *, objdump: str, forbidden_registers: Sequence[str], error: type[DswheelsError]
+) -> IsaReport:
+    """``objdump -d`` of one extension file, scanned against the baseline's forbidden registers."""
+    result = proc.run(
+        [objdump, "-d", "--no-show-raw-insn", path],
+        capture=True,
+        echo=False,
+        stream=False,
+        heartbeat=None,
+        error=error,
+        what=f"objdump -d {path.name}",
+    )
+    return scan_disassembly(result.output, forbidden_registers)
+
+
+def read_extension_binary(
+    member: str,
+    data: bytes,
+    *,
+    tmp: Path,
+    forbidden_registers: Sequence[str] | None,
+    objdump: str | None,
+    error: type[DswheelsError],
+) -> ExtensionBinary:
+    """One extension: its format, GPU code, runtime needs, and (with objdump and a baseline) its ISA scan."""
+    try:
+        binary = read_extension(member, data)
+    except BinaryError as exc:
+        raise error(f"cannot read the extension {exc}") from None
+    if objdump is None or forbidden_registers is None or binary.format == "unknown":
+        return binary
+    path = tmp / ("scan-" + binary.name)
+    path.write_bytes(data)
+    try:
+        return binary.with_isa(disassemble(path, objdump=objdump, forbidden_registers=forbidden_registers, error=error))
+    finally:
+        path.unlink()
+
+
+def read_extensions(
+    extensions: Mapping[str, bytes],
+    *,
+    forbidden_registers: Sequence[str] | None,
+    error: type[DswheelsError],
+) -> dict[str, ExtensionBinary]:
+    """Every extension (member name -> bytes), in name order; ISA only where objdump is on PATH."""
+    objdump = proc.find_tool("objdump")
+    with tempfile.TemporaryDirectory(prefix="dsw-bin-") as tmp:
+        return {
+            member: read_extension_binary(
+                member,
+                data,
+                tmp=Path(tmp),
+                forbidden_registers=forbidden_registers,
+                objdump=objdump,
+                error=error,
+            )
+            for member, data in sorted(extensions.items())
+        }
