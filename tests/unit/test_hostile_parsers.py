@@ -119,6 +119,7 @@ def test_matrix_bytes_that_are_not_a_matrix(tmp_path: Path, capsys: pytest.Captu
     one_paragraph(err)
 
 
+@pytest.mark.skipif(not Path("/dev/zero").exists(), reason="no /dev/zero (Windows)")
 def test_matrix_from_an_endless_device(capsys: pytest.CaptureFixture[str]) -> None:
     code, err = run_cli(capsys, "plan", "--matrix", "/dev/zero")
     assert code == 2
