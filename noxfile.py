@@ -93,7 +93,8 @@ def fuzz(session: nox.Session) -> None:
             shutil.copyfile(seed, folder / seed.name)
     (corpus / "index_page" / "page.html").write_text(FUZZ_PAGE_SEED, encoding="utf-8")
     for target in FUZZ_TARGETS:
-        session.run("python", "-m", "tests.fuzz", target, f"-max_total_time={seconds}", str(corpus / target), env=env)
+        limits = [f"-max_total_time={seconds}", "-max_len=65536", "-rss_limit_mb=4096"]
+        session.run("python", "-m", "tests.fuzz", target, *limits, str(corpus / target), env=env)
 
 
 @nox.session(default=False)

@@ -12,9 +12,11 @@ through. A bad archive leaves nothing behind.
 from __future__ import annotations
 
 import itertools
+import lzma
 import os
 import shutil
 import stat
+import struct
 import tarfile
 import zipfile
 import zlib
@@ -243,5 +245,7 @@ def extract_archive(archive: Path, dest: Path) -> None:
             replace_dir(dest, staging)
     except ArchiveMemberError as exc:
         raise _fail(archive, str(exc)) from None
-    except (tarfile.TarError, zipfile.BadZipFile, zlib.error, OSError, EOFError, ValueError) as exc:
+    except (tarfile.TarError, zipfile.BadZipFile, zlib.error, lzma.LZMAError, struct.error, OSError, EOFError) as exc:
+        raise SourceError(f"cannot unpack {archive.name}: {exc}", hint="delete it from the cache and retry") from None
+    except (ValueError, NotImplementedError, RuntimeError) as exc:  # zip: an unknown compression, encryption
         raise SourceError(f"cannot unpack {archive.name}: {exc}", hint="delete it from the cache and retry") from None

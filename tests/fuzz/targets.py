@@ -19,9 +19,10 @@ from dswheels.core.index import parse_wheel, parse_yanked
 from dswheels.core.manifest import ManifestError, parse_manifest
 from dswheels.core.pick import link_problem, parse_project_page
 from dswheels.core.sources import torch_index_problem
+from dswheels.effects.unpack import extract_archive
 from dswheels.errors import ConfigError, SourceError
 
-__all__ = ["TARGETS"]
+__all__ = ["SEEDS", "TARGETS"]
 
 COMPAT = load_compat()
 PAGE = "https://idx.example/simple/deepspeed/"
@@ -66,8 +67,6 @@ def names(data: bytes) -> None:
 
 
 def archive(data: bytes) -> None:
-    from dswheels.effects.unpack import extract_archive
-
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         (root / "src.tar").write_bytes(data)
@@ -82,6 +81,33 @@ def archive(data: bytes) -> None:
         for path in dest.rglob("*") if dest.exists() else ():
             assert os.path.realpath(path).startswith(real + os.sep)
 
+
+def seed_archives(folder: Path) -> None:
+    """A DeepSpeed-shaped tar and zip (folders, files, a directory link), for the fuzzer to mutate."""
+    import io
+    import tarfile
+    import zipfile
+
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        for name, kind, link in [
+            ("top/op_builder", "dir", ""),
+            ("top/deepspeed/ops/op_builder", "sym", "../../op_builder"),
+        ]:
+            info = tarfile.TarInfo(name)
+            info.type, info.linkname = (tarfile.DIRTYPE if kind == "dir" else tarfile.SYMTYPE), link
+            tar.addfile(info)
+        data = b"print('builder')\n"
+        info = tarfile.TarInfo("top/op_builder/builder.py")
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+    (folder / "seed.tar").write_bytes(buffer.getvalue())
+    with zipfile.ZipFile(folder / "seed.zip", "w") as zf:
+        zf.writestr("top/setup.py", b"setup()\n")
+        zf.writestr("top/op_builder/", b"")
+
+
+SEEDS: dict[str, Callable[[Path], None]] = {"archive": seed_archives}
 
 TARGETS: dict[str, Callable[[bytes], None]] = {
     "matrix": matrix,

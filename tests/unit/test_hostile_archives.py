@@ -209,6 +209,27 @@ def test_garbage_is_a_source_error(tmp_path: Path, garbage: bytes) -> None:
     assert not (tmp_path / "work" / "src").exists()
 
 
+@pytest.mark.parametrize("flag", ["method", "encrypted"])
+def test_zip_members_it_cannot_read_are_source_errors(tmp_path: Path, flag: str) -> None:
+    """Found by atheris: a compression method zipfile lacks raised NotImplementedError (a traceback)."""
+    archive = write_archive(tmp_path / "src.zip", "zip", GOOD)
+    data = bytearray(archive.read_bytes())
+    for header in (b"PK\x03\x04", b"PK\x01\x02"):  # local header and central directory entry
+        at = 0
+        while (at := data.find(header, at)) != -1:
+            if flag == "method":  # compression method: 99 (AES) is not one zipfile reads
+                offset = 8 if header == b"PK\x03\x04" else 10
+                data[at + offset : at + offset + 2] = (99).to_bytes(2, "little")
+            else:  # general purpose flag bit 0: encrypted
+                offset = 6 if header == b"PK\x03\x04" else 8
+                data[at + offset] |= 1
+            at += 4
+    archive.write_bytes(bytes(data))
+    with pytest.raises(SourceError):
+        extract_archive(archive, tmp_path / "work" / "src")
+    assert not (tmp_path / "work" / "src").exists()
+
+
 def test_truncated_archives_are_source_errors(tmp_path: Path) -> None:
     for kind in KINDS:
         whole = write_archive(tmp_path / f"whole.{kind}", kind, [*GOOD, M("top/big", data=os.urandom(50_000))])
