@@ -360,3 +360,25 @@ def test_publish_ledger(tmp_path_factory: pytest.TempPathFactory, text: str) -> 
 @given(text=st.text(max_size=200))
 def test_yanked_file(text: str) -> None:
     error_of(lambda: parse_yanked(text, "yanked.txt"), ValueError)
+
+
+@FAST
+@given(
+    data=st.binary(max_size=300) | st.text(max_size=300).map(lambda t: ("Name: deepspeed\nVersion: 1\n" + t).encode())
+)
+def test_wheel_metadata(data: bytes) -> None:
+    """A wheel's METADATA (or a release's .metadata asset): its fields, or ValueError."""
+    from dswheels.core.index import parse_metadata
+
+    error_of(lambda: parse_metadata(data), ValueError)
+
+
+@pytest.mark.parametrize("tag", ['1"x', "1<x", "1%2Fx"])
+def test_publish_refuses_names_that_need_escaping(tmp_path: Path, capsys: pytest.CaptureFixture[str], tag: str) -> None:
+    """Such a name would go raw into a multipart filename="", a link and a path (issue 13)."""
+    wheel = write_deepspeed_wheel(tmp_path / "dist", variant="cpu", torch="2.13", build="1")
+    odd = wheel.rename(wheel.with_name(wheel.name.replace("-1-", f"-{tag}-")))
+    code, err = run_cli(capsys, "publish", "--dir", str(tmp_path / "published"), str(odd))
+    assert code == 2, err
+    one_paragraph(err)
+    assert not (tmp_path / "published").exists()
