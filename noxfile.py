@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -53,6 +54,47 @@ def unit(session: nox.Session) -> None:
     """Only the fast tests (no builds, no servers): the loop while editing."""
     _install(session, "test")
     session.run("pytest", "-m", "not integration and not gpu", *session.posargs)
+
+
+HOSTILE_TESTS = [
+    "tests/unit/test_hostile_archives.py",
+    "tests/unit/test_hostile_parsers.py",
+    "tests/unit/test_hostile_files.py",
+    "tests/integration/test_hostile_network.py",
+    "tests/integration/test_hostile_races.py",
+]
+FUZZ_TARGETS = ("matrix", "index_page", "manifest", "names", "archive")
+_SEED_WHEEL = "deepspeed-0.19.8+cu128torch2.9-cp312-cp312-win_amd64.whl"
+FUZZ_PAGE_SEED = (
+    '<!DOCTYPE html><html><head><base href="https://h/x/"></head><body>'
+    f'<a href="../../files/{_SEED_WHEEL.replace("+", "%2B")}#sha256={"ab" * 32}" data-requires-python="&gt;=3.9" '
+    f'data-core-metadata="sha256={"cd" * 32}">{_SEED_WHEEL}</a><br></body></html>'
+)
+
+
+@nox.session(default=False)
+def fuzz(session: nox.Session) -> None:
+    """Long hostile-input run: property tests x50, races/kills x20 rounds, atheris per parser (`-- SECONDS`)."""
+    _install(session, "fuzz")
+    seconds = session.posargs[0] if session.posargs else "300"
+    env = {
+        "DSWHEELS_FUZZ_SCALE": os.environ.get("DSWHEELS_FUZZ_SCALE", "50"),
+        "DSWHEELS_RACE_ROUNDS": os.environ.get("DSWHEELS_RACE_ROUNDS", "20"),
+        "PYTHONPATH": str(ROOT),
+    }
+    session.run("pytest", "-p", "no:cacheprovider", *HOSTILE_TESTS, env=env)
+    corpus = Path(session.create_tmp()) / "corpus"
+    shutil.rmtree(corpus, ignore_errors=True)
+    seeds = {"matrix": [*(ROOT / "tests" / "data").glob("*.yml"), ROOT / "matrix" / "matrix.yml"]}
+    for target in FUZZ_TARGETS:
+        folder = corpus / target  # libFuzzer adds what it finds here: never a folder of the repository
+        folder.mkdir(parents=True)
+        for seed in seeds.get(target, []):
+            shutil.copyfile(seed, folder / seed.name)
+    (corpus / "index_page" / "page.html").write_text(FUZZ_PAGE_SEED, encoding="utf-8")
+    for target in FUZZ_TARGETS:
+        limits = [f"-max_total_time={seconds}", "-max_len=65536", "-rss_limit_mb=4096"]
+        session.run("python", "-m", "tests.fuzz", target, *limits, str(corpus / target), env=env)
 
 
 @nox.session(default=False)

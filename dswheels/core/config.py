@@ -15,6 +15,7 @@ from dswheels.core.compat import Compat
 from dswheels.core.linux_runtime import RuntimeFloor
 from dswheels.core.matrix_select import ALL, all_variants, deepspeed_newest, torch_newest
 from dswheels.core.model import Cell, Platform, Python, Variant
+from dswheels.core.sources import torch_index_problem
 from dswheels.core.versions import VersionTuple, format_version, parse_version
 from dswheels.core.yamldoc import Node, Problems, iter_scalars, parse_yaml, suggest
 from dswheels.errors import ConfigError
@@ -108,9 +109,9 @@ class MatrixSpec:
     linux_runtime: RuntimeFloor | None = None  # None: compat.yml's linux_runtime_floor
     resolved: tuple[str, ...] = ()  # what each `newest:`/`variants: all` selector resolved to, and why
 
-    def axis_cells(self) -> list[Cell]:
-        """The product of the axes plus ``include``, minus ``exclude`` (rules not yet applied)."""
-        cells = [
+    def product_cells(self) -> list[Cell]:
+        """The product of the axes, nothing added or taken away."""
+        return [
             Cell(deepspeed=ds, torch=torch, variant=variant, python=py, platform=platform)
             for ds in self.deepspeed
             for torch, variants in self.torch
@@ -118,6 +119,12 @@ class MatrixSpec:
             for py in self.python
             for platform in self.platforms
         ]
+
+    def axis_cells(self) -> list[Cell]:
+        """THE expansion (every plan goes through it, the whole matrix or a few axes of it): the
+        product of the axes minus ``exclude``, then ``include`` (GitHub's order: an included
+        cell is built even where an exclude pattern matches it). Rules not yet applied."""
+        cells = self.product_cells()
         if self.exclude:
             cells = [c for c in cells if not any(p.matches(c) for p in self.exclude)]
         seen = set(cells)
@@ -569,14 +576,7 @@ def _axis(check: _Checker, node: Node | None, what: str, parse: Callable[[Node],
 
 def _check_excludes_match(check: _Checker, spec: MatrixSpec, root: Node) -> None:
     """An exclude that matches nothing is almost always a typo: say so (cibuildwheel does too)."""
-    product = [
-        Cell(deepspeed=ds, torch=t, variant=v, python=py, platform=pl)
-        for ds in spec.deepspeed
-        for t, variants in spec.torch
-        for v in variants
-        for py in spec.python
-        for pl in spec.platforms
-    ]
+    product = spec.product_cells()
     exclude_node = root.get("exclude")
     for pattern, item in zip(spec.exclude, exclude_node.items if exclude_node else (), strict=False):
         if not any(pattern.matches(c) for c in product):
@@ -659,10 +659,9 @@ def _parse_root(root: Node, filename: str, compat: Compat, problems: Problems) -
     index_node = root.get("torch_index")
     if index_node is not None:
         text = check.scalar(index_node, "torch_index")
-        if text is not None and "{variant}" not in text:
-            problems.add(
-                index_node, f"torch_index must contain '{{variant}}' (e.g. {compat.torch_index!r}), got {text!r}"
-            )
+        problem = torch_index_problem(text) if text is not None else ""
+        if problem:
+            problems.add(index_node, f"torch_index {text!r}: {problem} (e.g. {compat.torch_index!r})")
         elif text is not None:
             torch_index = text
 

@@ -10,6 +10,7 @@ cells (the matrix, a combination, ``--only``) and puts the two together.
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ from dswheels.core.model import Cell, DroppedCell, PlannedCell, Platform, Python
 from dswheels.core.naming import cell_id
 from dswheels.core.resolve_toolchain import LocalHost, Resolver
 from dswheels.core.rules import Judge, check_cell
+from dswheels.core.sources import torch_index_url
 from dswheels.core.versions import VersionTuple, format_version, parse_version
 from dswheels.core.yamldoc import suggest
 from dswheels.errors import ConfigError
@@ -101,7 +103,7 @@ def _plan_cells(
             PlannedCell(
                 cell=cell,
                 torch_version=release.latest,
-                torch_index=spec.torch_index.format(variant=cell.variant.name),
+                torch_index=torch_index_url(spec.torch_index, cell.variant.name),
                 toolchain=toolchain,
                 ops=ops,
                 source=sources.get((cell.deepspeed, cell.platform.os))
@@ -127,8 +129,10 @@ def _combo_cells(spec: MatrixSpec, combo: Combo) -> list[Cell]:
     """The cells a combination names.
 
     All five axes given: exactly that cell, whatever the matrix lists or excludes (the rules
-    still apply). Some axes given: the matrix with those axes replaced, so its ``include``
-    cells that agree with the flags are added and its ``exclude`` patterns still apply.
+    still apply). Some axes given: the matrix with those axes replaced and only the
+    ``include`` cells that agree with the flags, expanded by the one expansion
+    (:meth:`MatrixSpec.axis_cells`): so ``--deepspeed X`` plans exactly the cells of the
+    whole matrix that have DeepSpeed X (when X is one of its versions).
     """
     ds, torch, variant, py, pl = combo.deepspeed, combo.torch, combo.variant, combo.python, combo.platform
     if ds is not None and torch is not None and variant is not None and py is not None and pl is not None:
@@ -141,17 +145,15 @@ def _combo_cells(spec: MatrixSpec, combo: Combo) -> list[Cell]:
         torch_axis = [(t, (combo.variant,)) for t, _vs in spec.torch]
     else:
         torch_axis = list(spec.torch)
-    cells = [
-        Cell(deepspeed=ds, torch=t, variant=v, python=py, platform=pl)
-        for ds in ((combo.deepspeed,) if combo.deepspeed else spec.deepspeed)
-        for t, vs in torch_axis
-        for v in vs
-        for py in ((combo.python,) if combo.python else spec.python)
-        for pl in ((combo.platform,) if combo.platform else spec.platforms)
-    ]
-    seen = set(cells)
-    cells.extend(c for c in spec.include if combo.matches(c) and c not in seen)
-    return [c for c in cells if not any(p.matches(c) for p in spec.exclude)]
+    narrowed = dataclasses.replace(
+        spec,
+        deepspeed=(combo.deepspeed,) if combo.deepspeed else spec.deepspeed,
+        torch=tuple(torch_axis),
+        python=(combo.python,) if combo.python else spec.python,
+        platforms=(combo.platform,) if combo.platform else spec.platforms,
+        include=tuple(c for c in spec.include if combo.matches(c)),
+    )
+    return narrowed.axis_cells()
 
 
 def _select(cells: list[Cell], patterns: Sequence[str]) -> list[Cell]:
