@@ -343,7 +343,7 @@ _REQ_LINE_RE = re.compile(r"^\s*torch\s*(?:[<>=!~;\[]|$)", re.IGNORECASE)
 def patch_torch_requirement(text: str, pin: str) -> tuple[str, int]:
     r"""Pin torch in DeepSpeed's ``requirements/requirements.txt`` (what ``install_requires`` reads).
 
-    Every build frontend (``python -m build``, cibuildwheel) then writes the pin into the
+    The build frontend (``python -m build``) then writes the pin into the
     wheel's METADATA itself; the post-processing pins it again, so both paths agree.
 
     >>> patch_torch_requirement("hjson\ntorch>=2.0.0\ntorchvision\n", "torch==2.14.*")

@@ -174,7 +174,7 @@ def torch_index_problem(template: str) -> str:
     url = template.replace("{variant}", "cpu")
     if not url.startswith(("https://", "http://", "file://")):
         return "it must be an http(s):// or file:// URL"
-    # the URL goes into pip command lines that cmd.exe and bash read (cibuildwheel's before-build)
+    # the URL goes into the install lines the index page shows, which users paste into a shell
     if bad := sorted(set(_UNSAFE_URL.findall(url))):
         return f"{', '.join(map(repr, bad))} in a URL: characters a shell would read (percent-encode them)"
     return ""

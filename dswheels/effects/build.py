@@ -64,7 +64,7 @@ from dswheels.core.versions import format_version
 from dswheels.core.wheelfile import extension_for_module, torch_pin
 from dswheels.effects import proc
 from dswheels.effects.clock import monotonic, utc_now
-from dswheels.effects.files import write_text_atomic
+from dswheels.effects.files import exclusive, write_text_atomic
 from dswheels.effects.interpreter import Interpreter, prepare_interpreter
 from dswheels.effects.opflags import apply_flag_patches, check_tree_flags
 from dswheels.effects.postprocess import postprocess_wheel, read_wheel, sha256_file
@@ -505,7 +505,10 @@ def build_cell(planned: PlannedCell, opts: BuildOptions) -> CellResult:
     try:
         with reporter.group(f"{cid}: {'prepare' if opts.prepare_only else 'build'}"):
             reporter.info(f"log: {log}")
-            built = _build(planned, opts, log, start, result)
+            # two builds of one cell share its work directory: the second waits for the first
+            work = work_dir_for(opts.work_root, cid)
+            with exclusive(work.with_name(f".{work.name}.lock"), what=f"building {cid}", error=BuildError):
+                built = _build(planned, opts, log, start, result)
         if isinstance(built, Path):
             result.prepared = built
         else:

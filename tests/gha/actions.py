@@ -303,7 +303,6 @@ ACTIONS: dict[str, Handler] = {
     "actions/setup-python": _setup_python,
     "jimver/cuda-toolkit": _cuda_toolkit,
     "themrmilchmann/setup-msvc-dev": _windows_only("setup-msvc-dev"),
-    "pypa/cibuildwheel": _windows_only("cibuildwheel"),
     "actions/upload-artifact": _upload_artifact,
     "actions/download-artifact": _download_artifact,
     "actions/attest-build-provenance": _attest,
