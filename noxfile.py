@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -55,6 +56,47 @@ def unit(session: nox.Session) -> None:
     session.run("pytest", "-m", "not integration and not gpu", *session.posargs)
 
 
+HOSTILE_TESTS = [
+    "tests/unit/test_hostile_archives.py",
+    "tests/unit/test_hostile_parsers.py",
+    "tests/unit/test_hostile_files.py",
+    "tests/integration/test_hostile_network.py",
+    "tests/integration/test_hostile_races.py",
+]
+FUZZ_TARGETS = ("matrix", "index_page", "manifest", "names", "archive")
+_SEED_WHEEL = "deepspeed-0.19.8+cu128torch2.9-cp312-cp312-win_amd64.whl"
+FUZZ_PAGE_SEED = (
+    '<!DOCTYPE html><html><head><base href="https://h/x/"></head><body>'
+    f'<a href="../../files/{_SEED_WHEEL.replace("+", "%2B")}#sha256={"ab" * 32}" data-requires-python="&gt;=3.9" '
+    f'data-core-metadata="sha256={"cd" * 32}">{_SEED_WHEEL}</a><br></body></html>'
+)
+
+
+@nox.session(default=False)
+def fuzz(session: nox.Session) -> None:
+    """Long hostile-input run: property tests x50, races/kills x20 rounds, atheris per parser (`-- SECONDS`)."""
+    _install(session, "fuzz")
+    seconds = session.posargs[0] if session.posargs else "300"
+    env = {
+        "DSWHEELS_FUZZ_SCALE": os.environ.get("DSWHEELS_FUZZ_SCALE", "50"),
+        "DSWHEELS_RACE_ROUNDS": os.environ.get("DSWHEELS_RACE_ROUNDS", "20"),
+        "PYTHONPATH": str(ROOT),
+    }
+    session.run("pytest", "-p", "no:cacheprovider", *HOSTILE_TESTS, env=env)
+    corpus = Path(session.create_tmp()) / "corpus"
+    shutil.rmtree(corpus, ignore_errors=True)
+    seeds = {"matrix": [*(ROOT / "tests" / "data").glob("*.yml"), ROOT / "matrix" / "matrix.yml"]}
+    for target in FUZZ_TARGETS:
+        folder = corpus / target  # libFuzzer adds what it finds here: never a folder of the repository
+        folder.mkdir(parents=True)
+        for seed in seeds.get(target, []):
+            shutil.copyfile(seed, folder / seed.name)
+    (corpus / "index_page" / "page.html").write_text(FUZZ_PAGE_SEED, encoding="utf-8")
+    for target in FUZZ_TARGETS:
+        limits = [f"-max_total_time={seconds}", "-max_len=65536", "-rss_limit_mb=4096"]
+        session.run("python", "-m", "tests.fuzz", target, *limits, str(corpus / target), env=env)
+
+
 @nox.session(default=False)
 def bench(session: nox.Session) -> None:
     """Benchmarks: each prints a ratio against the naive way, measured side by side."""
@@ -77,9 +119,17 @@ MAIN_DEFAULTS = ["--torch", "2.13", "--cuda", "cpu"]
 
 @nox.session(default=False)
 def dryrun(session: nox.Session) -> None:
-    """Run .github/workflows/wheels.yml here for one Linux cell: plan, build, verify, publish(dir), index."""
+    """Run the workflows here: wheels.yml for one Linux cell, and follow.yml with its sources on loopback."""
     _install(session, "test")
     session.run("python", "-m", "tests.gha", "dryrun", *session.posargs, env={"PYTHONPATH": str(ROOT)})
+    session.run("python", "-m", "tests.gha", "follow", env={"PYTHONPATH": str(ROOT)})
+
+
+@nox.session(default=False)
+def record_upstream(session: nox.Session) -> None:
+    """Record the real subsets of compat.yml's sources the facts-check tests serve (tests/data/upstream/)."""
+    _install(session)
+    session.run("python", "scripts/record_upstream.py", *session.posargs)
 
 
 @nox.session(default=False)
@@ -96,6 +146,13 @@ def main(session: nox.Session) -> None:
     session.run("dswheels", "publish", "--dir", str(published), *wheels)
     session.run("dswheels", "index", "--from", str(published), "--out", str(ROOT / "site"))
     session.log(f"index: {ROOT / 'site' / 'index.html'} (serve it: python -m http.server -d site 8000)")
+
+
+@nox.session(default=False)
+def update_flags(session: nox.Session) -> None:
+    """Regenerate dswheels/op_flags.json from DeepSpeed's PyPI sdists (and this machine's nvcc --help)."""
+    _install(session)
+    session.run("python", "scripts/update_flags.py", *session.posargs)
 
 
 @nox.session(default=False)

@@ -1,16 +1,19 @@
 """The ``dswheels`` command line: parse arguments, run one command, map errors to exit codes.
 
 Exit codes: 0 ok, 1 internal error, 2 bad input, 3 nothing to do, 4 source, 5 build,
-6 verify, 7 publish, 8 smoke, 9 environment (no wheel fits), 130 interrupted.
+6 verify, 7 publish, 8 smoke, 9 environment (no wheel fits), 130 interrupted, 143 terminated (SIGTERM).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import signal
 import sys
+import threading
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from dswheels import __version__
 from dswheels.commands import COMMANDS
@@ -24,7 +27,7 @@ __all__ = ["build_parser", "main"]
 EPILOG = """\
 exit codes: 0 ok, 1 internal error, 2 bad input, 3 nothing to do, 4 source failed,
             5 build failed, 6 verify failed, 7 publish failed, 8 smoke failed,
-            9 environment problem, 130 interrupted
+            9 environment problem, 130 interrupted, 143 terminated
 
 Run `dswheels COMMAND --help` for each command. Docs: README.md and docs/."""
 
@@ -53,7 +56,33 @@ def _default_reporter() -> Reporter:
     return TerminalReporter(color=color)
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (a cancelled CI job, ``kill``): unwound like Ctrl-C, so temporary files are removed
+    and child processes stopped on the way out, instead of Python's default of dying on the spot."""
+
+
+def _on_sigterm(_signum: int, _frame: object) -> None:
+    raise Terminated
+
+
+@contextlib.contextmanager
+def _sigterm_unwinds() -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():  # only the main thread may set handlers
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    with _sigterm_unwinds():
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     for dest, variable in getattr(args, ENV_DEFAULTS, {}).items():
@@ -75,6 +104,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if debug:
             traceback.print_exc()
         return exc.exit_code
+    except Terminated:
+        sys.stderr.write("terminated\n")
+        return 143
     except KeyboardInterrupt:
         sys.stderr.write("interrupted\n")
         return 130

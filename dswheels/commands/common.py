@@ -8,11 +8,13 @@ from pathlib import Path
 from dswheels.core.compat import Compat
 from dswheels.core.config import MatrixSpec, parse_matrix
 from dswheels.core.versions import VersionTuple, parse_version
+from dswheels.effects.files import read_bounded
 from dswheels.errors import ConfigError
 
 __all__ = ["DEFAULT_MATRIX", "Subparsers", "formatter", "load_matrix", "parse_nvcc_option"]
 
 DEFAULT_MATRIX = Path("matrix") / "matrix.yml"
+MAX_MATRIX_BYTES = 1024**2  # a matrix is a few KB; YAML that large is a mistake (or an attack)
 
 Subparsers = argparse._SubParsersAction  # noqa: SLF001 - argparse exposes no public name for it
 
@@ -34,7 +36,14 @@ def parse_nvcc_option(text: str | None) -> VersionTuple | None:
 def load_matrix(path: Path, compat: Compat) -> MatrixSpec:
     """Read and validate a matrix file."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_bounded(path, limit=MAX_MATRIX_BYTES).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"the matrix file {path} is not UTF-8 text ({exc.reason} at byte {exc.start})",
+            hint="save it as UTF-8",
+        ) from None
+    except ValueError as exc:
+        raise ConfigError(str(exc), hint="pass the matrix file (a few KB of YAML) with --matrix") from None
     except FileNotFoundError:
         raise ConfigError(
             f"no matrix file at {path}",

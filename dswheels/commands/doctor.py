@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -12,8 +11,10 @@ from dswheels.commands.common import Subparsers, formatter
 from dswheels.core.compat import load_compat
 from dswheels.core.doctor import IndexView, Report, Status, diagnose
 from dswheels.core.facts import Facts
+from dswheels.core.jsondoc import parse_json
 from dswheels.core.render_doctor import FactsError, facts_from_data, render_json, render_text
 from dswheels.core.versions import VersionTuple, parse_version
+from dswheels.effects.files import MAX_INPUT_BYTES, read_bounded
 from dswheels.effects.index_read import read_index, read_manifest
 from dswheels.effects.probe import collect, current_environment
 from dswheels.errors import ConfigError, DswheelsError
@@ -109,11 +110,11 @@ def index_view(index: str | None) -> IndexView | None:
 
 def _load_facts(path: Path) -> Facts:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = parse_json(read_bounded(path, limit=MAX_INPUT_BYTES), what=str(path))
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"{path} is not JSON: {exc}") from None
+    except ValueError as exc:
+        raise ConfigError(str(exc), hint="pass the output of `dswheels doctor --json`") from None
     if isinstance(data, dict) and "facts" in data:
         data = data["facts"]
     try:

@@ -9,7 +9,9 @@ from pathlib import Path
 from dswheels.commands.common import Subparsers, formatter
 from dswheels.core.compat import load_compat
 from dswheels.core.index import IndexFile, apply_yanked, parse_yanked, render_site
+from dswheels.core.sources import torch_index_problem
 from dswheels.effects.clock import monotonic
+from dswheels.effects.files import read_bounded
 from dswheels.effects.gha import write_summary
 from dswheels.effects.github import GitHub, api_url_from_env, token_from_env
 from dswheels.effects.index import LocalWheel, check_target, local_index_files, scan_directory, write_site
@@ -93,7 +95,7 @@ def _yank(files: list[IndexFile], path: Path | None) -> list[IndexFile]:
     if path is None:
         return files
     try:
-        rules = parse_yanked(path.read_text(encoding="utf-8"), str(path))
+        rules = parse_yanked(read_bounded(path).decode("utf-8"), str(path))
     except OSError as exc:
         raise ConfigError(f"cannot read the yanked file {path}: {exc.strerror}") from None
     except ValueError as exc:
@@ -109,8 +111,8 @@ def run(args: argparse.Namespace) -> int:
     start = monotonic()
     check_target(args.out)  # before any network or hashing: fail fast on a wrong --out
     torch_index = args.torch_index or load_compat().torch_index
-    if "{variant}" not in torch_index:
-        raise ConfigError(f"--torch-index must contain {{variant}}, got {torch_index!r}")
+    if problem := torch_index_problem(torch_index):
+        raise ConfigError(f"--torch-index {torch_index!r}: {problem}")
     wheels: list[LocalWheel] = []
     with reporter.group("read the published wheels"):
         if args.github:

@@ -16,7 +16,7 @@ from dswheels.core.doctor.checks_linux_runtime import describe_system, fix_for, 
 from dswheels.core.facts import LinuxRuntime
 from dswheels.core.naming import wheel_version
 from dswheels.core.pick import IndexFile
-from dswheels.effects.index_read import download_wheel, read_index, read_manifest
+from dswheels.effects.index_read import check_followable, download_wheel, read_index, read_manifest
 from dswheels.effects.install import choose_installer, install_argv, install_wheel, quick_verify
 from dswheels.effects.probe import collect, current_environment
 from dswheels.errors import ConfigError, EnvironmentMismatchError
@@ -142,11 +142,12 @@ def run(args: argparse.Namespace) -> int:
     wheel = verdict.wheel
     version = wheel_version(verdict.cell)
     reporter.info(f"this environment is {verdict.cell_id}: {wheel.filename}")
+    check_followable(wheel)  # before anything else is read from where it points
     if facts.linux_runtime is not None:
         check_runtime(facts.linux_runtime, wheel, compat)
     installer = "pip" if args.dry_run and args.installer == "auto" else choose_installer(python, args.installer, env)
     if args.dry_run:
-        sys.stdout.write(f"# download {wheel.url} (sha256 {wheel.sha256 or 'not given'}), then:\n")
+        sys.stdout.write(f"# download {wheel.url} (sha256 {wheel.sha256}), then:\n")
         sys.stdout.write(shlex.join(install_argv(python, wheel.filename, installer)) + "\n")
         return 0
     installed = facts.deepspeed.version if facts.deepspeed else None
@@ -155,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
             reporter.info(f"deepspeed {version} is already installed")
         with tempfile.TemporaryDirectory(prefix="dswheels-install-") as tmp:
             path = download_wheel(wheel, Path(tmp))
-            reporter.info(f"downloaded {wheel.url} (sha256 {wheel.sha256 or 'not given'})")
+            reporter.info(f"downloaded {wheel.url} (sha256 {wheel.sha256})")
             install_wheel(python, path, installer=installer, env=env)
     if args.no_verify:
         reporter.info(f"installed deepspeed {version} (not verified: --no-verify)")

@@ -20,6 +20,7 @@ from dswheels.core.naming import build_string
 
 __all__ = [
     "BUILDER_FILES",
+    "CPU_BUILDER_FILES",
     "CUDA_LIBRARY_HEADERS",
     "DEBUG_FLAG_FILES",
     "BuildSetup",
@@ -33,6 +34,7 @@ __all__ = [
     "first_on_path",
     "fit_jobs",
     "msvc_bin_dir",
+    "patch_cpu_builder_win32",
     "patch_debug_flags",
     "patch_parallel_extensions",
     "patch_portable_cpu",
@@ -286,6 +288,53 @@ def patch_portable_cpu(text: str, *, arch_flag: str, simd_flag: str, filename: s
     return _insert_return(text, _SIMD_RE, simd_flag, what="simd_width", filename=filename)
 
 
+# op_builder/cpu/builder.py, CPUOpBuilder.cxx_args in 0.14.3-0.19.8 (0.14.0-0.14.2 returned the list directly)
+CPU_BUILDER_FILES = ("op_builder/cpu/builder.py", "deepspeed/ops/op_builder/cpu/builder.py")
+_CPU_CXX_RE = re.compile(
+    r"^    def cxx_args\(self\):\n        args = \['-O3', '-g0?', '-Wno-reorder'\]\n", re.MULTILINE
+)
+_IMPORT_OS_RE = re.compile(r"^import os\n", re.MULTILINE)
+_CPU_WIN32_BRANCH = f"""\
+        if sys.platform == "win32":  {_MARK} cl stops at -Wno-reorder (D8021); CUDAOpBuilder's win32 flags
+            return ['-O2', self.cpu_arch(), self.simd_width()]
+"""
+
+
+def patch_cpu_builder_win32(text: str, *, filename: str = "op_builder/cpu/builder.py") -> str:
+    """Give ``CPUOpBuilder.cxx_args()`` the win32 branch the other builders have.
+
+    The CPU builder returns GCC's ``-O3 -g -Wno-reorder <arch> -fopenmp <simd>`` on every
+    platform; ``cl`` reads ``-Wno-reorder`` as ``/W`` with a non-numeric level and stops
+    (D8021). DeepSpeed 0.19.8's CUDA accelerator builds CPUAdam/CPUAdagrad/CPULion with it;
+    0.19.7 used ``TorchCPUOpBuilder``, whose flags start from ``CUDAOpBuilder.cxx_args()``
+    (``['-O2']`` on win32) and add ``cpu_arch()`` and ``simd_width()``, with GCC options cl
+    ignores (``-g``, ``-fopenmp``: D9002, so those Windows builds had no OpenMP either). The
+    branch gives cl exactly what it used from 0.19.7: ``-O2``, the CPU baseline, the SIMD define.
+
+    >>> src = "import os\\n\\nclass CPUOpBuilder(OpBuilder):\\n\\n    def cxx_args(self):\\n" \\
+    ...       "        args = ['-O3', '-g', '-Wno-reorder']\\n        return args\\n"
+    >>> out = patch_cpu_builder_win32(src)
+    >>> "import sys" in out and "return ['-O2', self.cpu_arch(), self.simd_width()]" in out
+    True
+    >>> try:
+    ...     patch_cpu_builder_win32("import os\\n    def cxx_args(self):\\n        return ['-O3']\\n")
+    ... except PatchError as exc:
+    ...     print(exc)
+    op_builder/cpu/builder.py: expected one `def cxx_args(self):` starting with `args = ['-O3', '-g', \
+'-Wno-reorder']` (DeepSpeed 0.14.3-0.19.8), found 0; and one `import os`, found 1
+    """
+    if _MARK in text:
+        raise PatchError(f"{filename}: already patched (a reused source tree?)")
+    found, imports = len(_CPU_CXX_RE.findall(text)), len(_IMPORT_OS_RE.findall(text))
+    if found != 1 or imports != 1:
+        raise PatchError(
+            f"{filename}: expected one `def cxx_args(self):` starting with `args = ['-O3', '-g', '-Wno-reorder']` "
+            f"(DeepSpeed 0.14.3-0.19.8), found {found}; and one `import os`, found {imports}",
+        )
+    text = _IMPORT_OS_RE.sub("import os\nimport sys\n", text, count=1)
+    return _CPU_CXX_RE.sub(lambda m: m.group(0).replace("        args", _CPU_WIN32_BRANCH + "        args", 1), text)
+
+
 _DEBUG_FLAG_RE = re.compile(r"""(['"])-g\1""")
 
 
@@ -308,7 +357,7 @@ _REQ_LINE_RE = re.compile(r"^\s*torch\s*(?:[<>=!~;\[]|$)", re.IGNORECASE)
 def patch_torch_requirement(text: str, pin: str) -> tuple[str, int]:
     r"""Pin torch in DeepSpeed's ``requirements/requirements.txt`` (what ``install_requires`` reads).
 
-    Every build frontend (``python -m build``, cibuildwheel) then writes the pin into the
+    The build frontend (``python -m build``) then writes the pin into the
     wheel's METADATA itself; the post-processing pins it again, so both paths agree.
 
     >>> patch_torch_requirement("hjson\ntorch>=2.0.0\ntorchvision\n", "torch==2.14.*")

@@ -65,8 +65,17 @@ class _Reader(Untyped):
         return str(self.data)
 
     def inferred(self) -> bool:
+        """``confidence: inferred``; such an entry must say why no source settles it (``unsettled``)."""
         conf = self.opt("confidence")
-        return conf is not None and conf.text() == "inferred"
+        if conf is None:
+            return False
+        if conf.text() != "inferred":
+            raise conf.fail("'inferred' (the only confidence marker)")
+        if self.opt("unsettled") is None:
+            raise CompatDataError(
+                f"compat.yml: {self.path}: an inferred entry says why no source settles it: add `unsettled: ...`"
+            )
+        return True
 
     def source(self) -> str:
         return self["source"].text()

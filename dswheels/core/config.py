@@ -13,7 +13,9 @@ from typing import TypeVar
 
 from dswheels.core.compat import Compat
 from dswheels.core.linux_runtime import RuntimeFloor
+from dswheels.core.matrix_select import ALL, all_variants, deepspeed_newest, torch_newest
 from dswheels.core.model import Cell, Platform, Python, Variant
+from dswheels.core.sources import torch_index_problem
 from dswheels.core.versions import VersionTuple, format_version, parse_version
 from dswheels.core.yamldoc import Node, Problems, iter_scalars, parse_yaml, suggest
 from dswheels.errors import ConfigError
@@ -105,10 +107,11 @@ class MatrixSpec:
     runners: Mapping[Platform, PlatformRunners]
     sources: Mapping[tuple[VersionTuple, str], SourceOverride]  # (deepspeed, os) -> override
     linux_runtime: RuntimeFloor | None = None  # None: compat.yml's linux_runtime_floor
+    resolved: tuple[str, ...] = ()  # what each `newest:`/`variants: all` selector resolved to, and why
 
-    def axis_cells(self) -> list[Cell]:
-        """The product of the axes plus ``include``, minus ``exclude`` (rules not yet applied)."""
-        cells = [
+    def product_cells(self) -> list[Cell]:
+        """The product of the axes, nothing added or taken away."""
+        return [
             Cell(deepspeed=ds, torch=torch, variant=variant, python=py, platform=platform)
             for ds in self.deepspeed
             for torch, variants in self.torch
@@ -116,6 +119,12 @@ class MatrixSpec:
             for py in self.python
             for platform in self.platforms
         ]
+
+    def axis_cells(self) -> list[Cell]:
+        """THE expansion (every plan goes through it, the whole matrix or a few axes of it): the
+        product of the axes minus ``exclude``, then ``include`` (GitHub's order: an included
+        cell is built even where an exclude pattern matches it). Rules not yet applied."""
+        cells = self.product_cells()
         if self.exclude:
             cells = [c for c in cells if not any(p.matches(c) for p in self.exclude)]
         seen = set(cells)
@@ -153,6 +162,7 @@ class _Checker:
     def __init__(self, compat: Compat, problems: Problems) -> None:
         self.compat = compat
         self.problems = problems
+        self.resolved: list[str] = []
 
     def keys(self, node: Node, allowed: tuple[str, ...], *, what: str) -> None:
         for name, key_node, _value in node.keys:
@@ -268,7 +278,11 @@ def _parse_deepspeed(
 ) -> tuple[list[VersionTuple], dict[tuple[VersionTuple, str], SourceOverride]]:
     versions: list[VersionTuple] = []
     sources: dict[tuple[VersionTuple, str], SourceOverride] = {}
-    for item in check.seq(node, "deepspeed"):
+    for item in (node,) if node.kind == "map" else check.seq(node, "deepspeed"):
+        if item.kind == "map" and item.get("newest") is not None:  # {newest: N}: docs/matrix.md
+            check.keys(item, ("newest",), what="a deepspeed selector")
+            versions.extend(deepspeed_newest(check.compat, item, check.problems, check.resolved))
+            continue
         if item.kind != "map":
             version = check.deepspeed_version(item)
             if version:
@@ -319,15 +333,26 @@ def _parse_source(check: _Checker, node: Node) -> SourceOverride | None:
 
 def _parse_torch(check: _Checker, node: Node) -> list[tuple[VersionTuple, tuple[Variant, ...]]]:
     result: list[tuple[VersionTuple, tuple[Variant, ...]]] = []
-    for item in check.seq(node, "torch"):
+    for item in (node,) if node.kind == "map" else check.seq(node, "torch"):
         if not check.is_map(item, "a torch entry"):
             continue
-        check.keys(item, ("version", "variants"), what="a torch entry")
-        version_node, variants_node = item.get("version"), item.get("variants")
-        if version_node is None or variants_node is None:
-            check.problems.add(item, "a torch entry needs 'version' and 'variants' (e.g. [cu126, cu128, cpu])")
+        check.keys(item, ("version", "newest", "variants"), what="a torch entry")
+        version_node, newest_node, variants_node = item.get("version"), item.get("newest"), item.get("variants")
+        if (version_node is None) == (newest_node is None) or variants_node is None:
+            check.problems.add(
+                item,
+                "a torch entry needs 'variants' (a list like [cu126, cu130, cpu], or all) and either 'version' "
+                "or 'newest' (how many of the newest torch minors)",
+            )
+            continue
+        if version_node is None:
+            result += torch_newest(check.compat, item, variants_node, check.problems, check.resolved)
             continue
         torch = check.torch_version(version_node)
+        if variants_node.kind == "scalar" and variants_node.text == ALL:
+            if torch is not None:
+                result.append((torch, all_variants(check.compat, torch)))
+            continue
         variants = [v for n in check.seq(variants_node, "variants") if (v := check.variant(n, torch))]
         if torch is not None:
             result.append((torch, tuple(dict.fromkeys(variants))))
@@ -551,14 +576,7 @@ def _axis(check: _Checker, node: Node | None, what: str, parse: Callable[[Node],
 
 def _check_excludes_match(check: _Checker, spec: MatrixSpec, root: Node) -> None:
     """An exclude that matches nothing is almost always a typo: say so (cibuildwheel does too)."""
-    product = [
-        Cell(deepspeed=ds, torch=t, variant=v, python=py, platform=pl)
-        for ds in spec.deepspeed
-        for t, variants in spec.torch
-        for v in variants
-        for py in spec.python
-        for pl in spec.platforms
-    ]
+    product = spec.product_cells()
     exclude_node = root.get("exclude")
     for pattern, item in zip(spec.exclude, exclude_node.items if exclude_node else (), strict=False):
         if not any(pattern.matches(c) for c in product):
@@ -641,10 +659,9 @@ def _parse_root(root: Node, filename: str, compat: Compat, problems: Problems) -
     index_node = root.get("torch_index")
     if index_node is not None:
         text = check.scalar(index_node, "torch_index")
-        if text is not None and "{variant}" not in text:
-            problems.add(
-                index_node, f"torch_index must contain '{{variant}}' (e.g. {compat.torch_index!r}), got {text!r}"
-            )
+        problem = torch_index_problem(text) if text is not None else ""
+        if problem:
+            problems.add(index_node, f"torch_index {text!r}: {problem} (e.g. {compat.torch_index!r})")
         elif text is not None:
             torch_index = text
 
@@ -670,6 +687,7 @@ def _parse_root(root: Node, filename: str, compat: Compat, problems: Problems) -
         runners=runners,
         sources=sources,
         linux_runtime=linux_runtime,
+        resolved=tuple(check.resolved),
     )
     if not problems and exclude:
         _check_excludes_match(check, spec, root)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import fnmatch
 import html
+import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -34,6 +35,7 @@ from packaging.version import Version
 
 from dswheels.core.model import Cell, Platform, Python, Variant
 from dswheels.core.naming import PROJECT, partition, wheel_filename
+from dswheels.core.sources import torch_index_url
 from dswheels.core.versions import format_version, parse_version
 
 __all__ = [
@@ -64,6 +66,11 @@ GITHUB_ASSET_LIMIT = 1000  # assets per release
 GITHUB_ASSET_MAX_BYTES = 2 * 1024**3 - 1  # "each file ... must be under 2 GiB"
 REPOSITORY_VERSION = "1.0"  # PEP 629
 FILES_DIR = "files"  # where a self-contained site keeps its wheels
+# A wheel name goes into paths, URLs, HTML and HTTP headers: the build tag (PEP 427: starts with
+# a digit) may hold only what needs no escaping anywhere, and the whole name, with the longest
+# suffix dswheels adds (".manifest.json" in place of ".whl", a temporary prefix), fits in 255 bytes.
+MAX_WHEEL_NAME = 160
+_BUILD_TAG_RE = re.compile(r"^[0-9]+[a-z0-9_.]*$")
 
 
 def metadata_name(filename: str) -> str:
@@ -100,6 +107,12 @@ def parse_wheel(filename: str) -> PublishedWheel:
     >>> w.partition, w.cell.python.tag, w.build
     ('cu128-torch2.9', 'cp312', '')
     """
+    if len(filename.encode("utf-8", "surrogatepass")) > MAX_WHEEL_NAME:
+        msg = (
+            f"{filename[:60]}...: a name of {len(filename)} characters; a dswheels wheel's name is at most "
+            f"{MAX_WHEEL_NAME} (file systems allow 255 bytes, and its .metadata and manifest add to it)"
+        )
+        raise ValueError(msg)
     try:
         name, version, build, tags = parse_wheel_filename(filename)
     except ValueError as exc:  # packaging's InvalidWheelFilename is a ValueError
@@ -115,6 +128,9 @@ def parse_wheel(filename: str) -> PublishedWheel:
         raise ValueError(msg)
     if len(tags) != 1:
         msg = f"{filename}: a dswheels wheel has exactly one tag triple, not {len(tags)}"
+        raise ValueError(msg)
+    if build and not _BUILD_TAG_RE.match(f"{build[0]}{build[1]}"):
+        msg = f"{filename}: the build tag {build[0]}{build[1]!s} is not digits followed by [a-z0-9_.]"
         raise ValueError(msg)
     (tag,) = tags
     try:
@@ -463,7 +479,7 @@ def _install(files: Sequence[IndexFile], *, site_url: str, torch_index: str, par
         if newest is None:
             body.append("<p>Every wheel of this partition is yanked.</p>")
             continue
-        index = torch_index.format(variant=part.partition("-torch")[0])
+        index = torch_index_url(torch_index, part.partition("-torch")[0])
         lines = [
             install_command(
                 tool=tool, version=str(newest.wheel.version), site_url=site_url, part=part, torch_index=index

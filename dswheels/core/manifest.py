@@ -14,6 +14,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from dswheels.core.jsondoc import parse_json
 from dswheels.core.linux_runtime import FAMILIES, RuntimeFloor
 from dswheels.core.versions import parse_version
 
@@ -197,9 +198,9 @@ def _file(get: _Get) -> FileInfo | None:
 
 def parse_manifest(text: str) -> Manifest:
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ManifestError(f"manifest is not JSON: {exc}") from None
+        data = parse_json(text, what="manifest")
+    except ValueError as exc:
+        raise ManifestError(str(exc)) from None
     root = _Get(data)
     schema = root["schema"].text()
     if schema not in READABLE_SCHEMAS:

@@ -7,10 +7,13 @@ to its cell (the inverse of :func:`dswheels.core.naming.wheel_filename`) and dec
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from urllib.parse import unquote, urldefrag, urljoin, urlsplit
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from dswheels.core.index import parse_wheel
 from dswheels.core.model import Cell, Platform, Python, Variant
@@ -21,6 +24,7 @@ __all__ = [
     "IndexFile",
     "Wanted",
     "cell_from_filename",
+    "link_problem",
     "nearest",
     "parse_project_page",
     "pick_wheel",
@@ -35,9 +39,10 @@ class IndexFile:
     filename: str
     url: str  # absolute, without the fragment
     sha256: str  # from the ``#sha256=`` fragment, "" when the link has none
-    requires_python: str
+    requires_python: str  # "" when absent or not a valid specifier set
     yanked: bool
     cell: Cell | None  # None: not a wheel named the dswheels way
+    problem: str = ""  # why this link must not be followed ("" when it may)
 
     @property
     def url_with_hash(self) -> str:
@@ -113,29 +118,102 @@ class _LinkParser(HTMLParser):
             self._open = None
 
 
-def parse_project_page(html: str, page_url: str) -> tuple[IndexFile, ...]:
-    """Every file link of a PEP 503 project page, with absolute URLs and parsed cells."""
-    parser = _LinkParser()
-    parser.feed(html)
-    parser.close()
-    base = urljoin(page_url, parser.base) if parser.base else page_url
-    files: list[IndexFile] = []
-    for attrs, text in parser.links:
-        url, fragment = urldefrag(urljoin(base, attrs["href"]))
+_SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
+MAX_FILENAME = 255  # bytes: what file systems allow for one name
+MAX_LINKS = 200_000
+
+
+def link_problem(url: str, page_url: str) -> str:
+    """Why a link of the page at ``page_url`` must not be followed; "" when it may.
+
+    A page served over http(s) may only link http(s) files (a ``file:`` link there would
+    read this machine's disk), an https page only https ones (no downgrade), and every
+    http(s) link names a host. A local page (``file:`` or a path) may also link local files.
+
+    >>> link_problem("file:///etc/passwd", "https://example.org/simple/deepspeed/")
+    'a page served over https may not link a file: URL (file:///etc/passwd)'
+    >>> link_problem("https://github.com/o/r/releases/download/v1/x.whl", "https://o.github.io/r/simple/deepspeed/")
+    ''
+    """
+    try:
+        page = urlsplit(page_url).scheme.lower()
+        parts = urlsplit(url)
+        hostname = parts.hostname
+    except ValueError as exc:  # e.g. an unclosed IPv6 bracket
+        return f"not a URL ({exc}): {url[:200]}"
+    scheme = parts.scheme.lower()
+    local_page = page in ("", "file") or len(page) == 1  # one letter: a Windows drive
+    allowed = {"https"} if page == "https" else {"http", "https"}
+    if local_page:
+        allowed |= {"file"}
+    if scheme not in allowed:
+        over = "a local page" if local_page else f"a page served over {page}"
+        return f"{over} may not link a {scheme or 'scheme-less'}: URL ({url[:200]})"
+    if scheme in ("http", "https") and not hostname:
+        return f"the link names no host ({url[:200]})"
+    return ""
+
+
+def _filename(url: str) -> str | None:
+    """The file name a link's URL ends in (PEP 503: the URL names the file, not the link text)."""
+    try:
         name = unquote(urlsplit(url).path.rsplit("/", 1)[-1])
-        if text.endswith((".whl", ".tar.gz", ".zip")):
-            name = text
-        sha256 = ""
-        if fragment.startswith("sha256="):
-            sha256 = fragment.removeprefix("sha256=").lower()
+    except ValueError:
+        return None
+    bad = not name or name in (".", "..") or any(c in name for c in "/\\\x00") or ":" in name
+    return None if bad or len(name.encode("utf-8", "surrogatepass")) > MAX_FILENAME else name
+
+
+def _requires_python(value: str) -> str:
+    try:
+        SpecifierSet(value)
+    except InvalidSpecifier:
+        return ""
+    return value
+
+
+def parse_project_page(html: str, page_url: str) -> tuple[IndexFile, ...]:
+    """Every file link of a PEP 503 project page, with absolute URLs and parsed cells.
+
+    The file name comes from the URL (the link text is only text); the sha256 only from a
+    ``#sha256=<64 hex>`` fragment (another algorithm counts as none); a link that must not
+    be followed (:func:`link_problem`) or whose URL names no usable file keeps a ``problem``.
+    ``ValueError`` when the text cannot be parsed as HTML at all.
+    """
+    parser = _LinkParser()
+    try:
+        parser.feed(html)
+        parser.close()
+    except (AssertionError, ValueError) as exc:  # html.parser asserts on some declarations (<![bogus>)
+        msg = f"{page_url} is not an HTML page that can be read ({exc})"
+        raise ValueError(msg) from None
+    try:
+        base = urljoin(page_url, parser.base) if parser.base else page_url
+    except ValueError:
+        base = page_url
+    if link_problem(base, page_url):  # a <base> may not move the page somewhere it could not link
+        base = page_url
+    files: list[IndexFile] = []
+    for attrs, _text in parser.links[:MAX_LINKS]:
+        try:
+            url, fragment = urldefrag(urljoin(base, attrs["href"]))
+        except ValueError:  # e.g. an invalid IPv6 host
+            continue
+        name = _filename(url)
+        problem = link_problem(url, page_url)
+        if name is None:
+            name, problem = "", problem or f"the URL names no usable file ({url[:200]})"
+        algorithm, _sep, digest = fragment.partition("=")
+        sha256 = digest.lower() if algorithm.lower() == "sha256" and _SHA256_RE.match(digest.lower()) else ""
         files.append(
             IndexFile(
                 filename=name,
                 url=url,
                 sha256=sha256,
-                requires_python=attrs.get("data-requires-python", ""),
+                requires_python=_requires_python(attrs.get("data-requires-python", "")),
                 yanked="data-yanked" in attrs,
-                cell=cell_from_filename(name),
+                cell=cell_from_filename(name) if name else None,
+                problem=problem,
             ),
         )
     return tuple(files)

@@ -10,6 +10,7 @@ cells (the matrix, a combination, ``--only``) and puts the two together.
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -17,10 +18,12 @@ from typing import TypeVar
 
 from dswheels.core.compat import Compat
 from dswheels.core.config import MatrixSpec, cell_values, parse_platform
+from dswheels.core.flagrecord import FlagRecord
 from dswheels.core.model import Cell, DroppedCell, PlannedCell, Platform, Python, Reason, Source, SourceKind, Variant
 from dswheels.core.naming import cell_id
 from dswheels.core.resolve_toolchain import LocalHost, Resolver
 from dswheels.core.rules import Judge, check_cell
+from dswheels.core.sources import torch_index_url
 from dswheels.core.versions import VersionTuple, format_version, parse_version
 from dswheels.core.yamldoc import suggest
 from dswheels.errors import ConfigError
@@ -100,7 +103,7 @@ def _plan_cells(
             PlannedCell(
                 cell=cell,
                 torch_version=release.latest,
-                torch_index=spec.torch_index.format(variant=cell.variant.name),
+                torch_index=torch_index_url(spec.torch_index, cell.variant.name),
                 toolchain=toolchain,
                 ops=ops,
                 source=sources.get((cell.deepspeed, cell.platform.os))
@@ -126,8 +129,10 @@ def _combo_cells(spec: MatrixSpec, combo: Combo) -> list[Cell]:
     """The cells a combination names.
 
     All five axes given: exactly that cell, whatever the matrix lists or excludes (the rules
-    still apply). Some axes given: the matrix with those axes replaced, so its ``include``
-    cells that agree with the flags are added and its ``exclude`` patterns still apply.
+    still apply). Some axes given: the matrix with those axes replaced and only the
+    ``include`` cells that agree with the flags, expanded by the one expansion
+    (:meth:`MatrixSpec.axis_cells`): so ``--deepspeed X`` plans exactly the cells of the
+    whole matrix that have DeepSpeed X (when X is one of its versions).
     """
     ds, torch, variant, py, pl = combo.deepspeed, combo.torch, combo.variant, combo.python, combo.platform
     if ds is not None and torch is not None and variant is not None and py is not None and pl is not None:
@@ -140,17 +145,15 @@ def _combo_cells(spec: MatrixSpec, combo: Combo) -> list[Cell]:
         torch_axis = [(t, (combo.variant,)) for t, _vs in spec.torch]
     else:
         torch_axis = list(spec.torch)
-    cells = [
-        Cell(deepspeed=ds, torch=t, variant=v, python=py, platform=pl)
-        for ds in ((combo.deepspeed,) if combo.deepspeed else spec.deepspeed)
-        for t, vs in torch_axis
-        for v in vs
-        for py in ((combo.python,) if combo.python else spec.python)
-        for pl in ((combo.platform,) if combo.platform else spec.platforms)
-    ]
-    seen = set(cells)
-    cells.extend(c for c in spec.include if combo.matches(c) and c not in seen)
-    return [c for c in cells if not any(p.matches(c) for p in spec.exclude)]
+    narrowed = dataclasses.replace(
+        spec,
+        deepspeed=(combo.deepspeed,) if combo.deepspeed else spec.deepspeed,
+        torch=tuple(torch_axis),
+        python=(combo.python,) if combo.python else spec.python,
+        platforms=(combo.platform,) if combo.platform else spec.platforms,
+        include=tuple(c for c in spec.include if combo.matches(c)),
+    )
+    return narrowed.axis_cells()
 
 
 def _select(cells: list[Cell], patterns: Sequence[str]) -> list[Cell]:
@@ -195,6 +198,7 @@ def plan(
     combo: Combo | None = None,
     host: LocalHost | None = None,
     nvcc: VersionTuple | None = None,
+    flag_record: FlagRecord | None = None,
 ) -> Plan:
     """Expand the matrix (or the named combo), apply the rules and resolve every cell."""
     combo = combo or Combo()
@@ -212,7 +216,7 @@ def plan(
         mode = "matrix"
     if only:
         cells = _select(cells, only)
-    results = _plan_cells(cells, compat, spec, Resolver(compat, spec, host, nvcc))
+    results = _plan_cells(cells, compat, spec, Resolver(compat, spec, host, nvcc, flag_record))
     planned = tuple(r for r in results if isinstance(r, PlannedCell))
     dropped = tuple(r for r in results if isinstance(r, DroppedCell))
     if not planned and (combo.given or only):
@@ -223,7 +227,15 @@ def plan(
             details="\n".join(f"{cell_id(d.cell)}: {d.reasons[0].message}" for d in dropped[:20]),
             hint="run `dswheels plan --explain` for every reason",
         )
-    return Plan(planned=planned, dropped=dropped, matrix=spec.filename, mode=mode)
+    notes = [] if combo.complete else [f"resolved {spec.filename}: {line}" for line in spec.resolved]
+    newest = max(compat.deepspeed_releases)
+    notes += [
+        f"note: DeepSpeed {format_version(v)} is newer than compat.yml's newest known release "
+        f"{format_version(newest)}: planned with compat.yml's open-ended ranges (`dswheels facts check` "
+        "reads its sdist and says whether they place it)"
+        for v in sorted({c.cell.deepspeed for c in planned if c.cell.deepspeed > newest})
+    ]
+    return Plan(planned=planned, dropped=dropped, matrix=spec.filename, mode=mode, notes=tuple(notes))
 
 
 def combo_from_values(values: Mapping[str, str | None]) -> Combo:

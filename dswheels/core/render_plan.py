@@ -247,8 +247,13 @@ def _count(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
+def _resolved(plan: Plan) -> list[str]:
+    """What the matrix's selectors ({newest: N}, variants: all) resolved to, and other notes, first."""
+    return [*plan.notes, ""] if plan.notes else []
+
+
 def render_table(plan: Plan, jobs: JobPlan, *, per_cell: JobPlan | None = None) -> str:
-    lines: list[str] = []
+    lines: list[str] = _resolved(plan)
     if len(plan.planned) <= DETAIL_LIMIT:
         for item in plan.planned:
             lines.extend(_detail(item))
@@ -277,7 +282,7 @@ def render_table(plan: Plan, jobs: JobPlan, *, per_cell: JobPlan | None = None) 
 
 
 def render_explain(plan: Plan) -> str:
-    lines: list[str] = []
+    lines: list[str] = _resolved(plan)
     if not plan.dropped:
         lines.append(f"No cell dropped: all {len(plan.planned)} cells of the selection can be built.")
         return "\n".join(lines) + "\n"

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 
 from dswheels.core.compat import Compat, CudaToolkit, OpInfo, RunnerImage, TorchRelease, describe_versions
 from dswheels.core.config import MatrixSpec, PlatformRunners
+from dswheels.core.flagplan import screen_ops
+from dswheels.core.flagrecord import FlagRecord, load_flag_record
 from dswheels.core.linux_runtime import RuntimeFloor
 from dswheels.core.model import Cell, HostCompiler, OpPlan, Platform, Reason, Toolchain, Variant
 from dswheels.core.versions import VersionTuple, format_version, parse_version
@@ -211,10 +213,28 @@ class Resolver:
     spec: MatrixSpec
     host: LocalHost | None = None
     nvcc: VersionTuple | None = None  # plan as if the builder had this nvcc
+    flag_record: FlagRecord | None = None  # the ops' recorded flags (default: the shipped op_flags.json)
     _cache: dict[tuple[VersionTuple, VersionTuple, Variant, Platform], tuple[Toolchain, OpPlan] | Reason] = field(
         default_factory=dict,
     )
     _ops: dict[tuple[VersionTuple, str], tuple[OpInfo, ...]] = field(default_factory=dict)
+    _screened: dict[tuple[object, ...], tuple[OpPlan, tuple[str, ...], Reason | None]] = field(default_factory=dict)
+
+    def screen(
+        self, cell: Cell, ops: OpPlan, arch_list: str, nvcc_flags: tuple[str, ...]
+    ) -> tuple[OpPlan, tuple[str, ...], Reason | None]:
+        """:func:`screen_ops` once per release x platform x accelerator x arch list x flags x ops."""
+        key = (cell.deepspeed, cell.platform, cell.variant.is_cuda, arch_list, nvcc_flags, ops)
+        if key not in self._screened:
+            self._screened[key] = screen_ops(
+                cell,
+                ops,
+                arch_list=arch_list,
+                nvcc_flags=nvcc_flags,
+                record=self.flag_record or load_flag_record(),
+                explicit=self.spec.ops is not None,
+            )
+        return self._screened[key]
 
     def ops_for(self, deepspeed: VersionTuple, accelerator: str) -> tuple[OpInfo, ...]:
         key = (deepspeed, accelerator)
@@ -366,6 +386,11 @@ class Resolver:
         ops = _resolve_ops(
             cell, arch_list, self.ops_for(cell.deepspeed, "cuda" if cell.variant.is_cuda else "cpu"), spec.ops
         )
+        # the ops whose recorded flags a compiler of the platform would reject cannot be built
+        ops, flag_notes, rejected = self.screen(cell, ops, ";".join(arch_list), tuple(nvcc_flags))
+        if rejected is not None:
+            return rejected
+        notes.extend(flag_notes)
         if not ops.build:
             return Reason(
                 rule="ops",

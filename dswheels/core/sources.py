@@ -11,19 +11,23 @@ from __future__ import annotations
 
 import re
 import shlex
+import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from urllib.parse import urljoin
+from urllib.parse import urljoin, urlsplit
 
 __all__ = [
     "SdistInfo",
     "TorchSource",
     "parse_pip_config",
     "sdist_from_pypi_json",
+    "torch_index_problem",
+    "torch_index_url",
     "uv_index_args",
 ]
 
 _SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
+_UNSAFE_URL = re.compile(r"[^A-Za-z0-9._~:/@%+=,-]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,9 +63,12 @@ def sdist_from_pypi_json(data: object, *, version: str, json_url: str) -> SdistI
         url, filename, size = entry.get("url"), entry.get("filename"), entry.get("size")
         if not isinstance(url, str) or not isinstance(sha, str) or not _SHA256_RE.match(sha):
             raise ValueError(f"PyPI JSON: the sdist entry of {version} lacks a url or a sha256 digest")
+        absolute = urljoin(json_url, url)
+        if urlsplit(absolute).scheme not in ("http", "https") and urlsplit(json_url).scheme in ("http", "https"):
+            raise ValueError(f"PyPI JSON: the sdist of {version} is at {absolute[:200]}, which is not an http(s) URL")
         return SdistInfo(
             filename=filename if isinstance(filename, str) else url.rsplit("/", 1)[-1],
-            url=urljoin(json_url, url),
+            url=absolute,
             sha256=sha,
             size=size if isinstance(size, int) and not isinstance(size, bool) else None,
         )
@@ -142,3 +149,39 @@ def uv_index_args(source: TorchSource, *, plan_index: str, pip_config: Mapping[s
     for link in pip_config.get("find-links", []):
         args += ["--find-links", link]
     return args
+
+
+def torch_index_problem(template: str) -> str:
+    """What is wrong with a ``torch_index`` template ("" when nothing): it must name
+    ``{variant}``, and only that, with no conversion, format spec or attribute.
+
+    >>> torch_index_problem("https://download.pytorch.org/whl/{variant}")
+    ''
+    >>> torch_index_problem("https://h/{variant}/{cuda}")
+    'unknown placeholder {cuda}: the only one is {variant}'
+    """
+    try:
+        fields = list(string.Formatter().parse(template))
+    except ValueError as exc:  # a lone "{" or "}"
+        return f"not a template ({exc}); write a literal brace as {{{{ or }}}}"
+    names = [name for _text, name, _spec, _conv in fields if name is not None]
+    for _text, name, spec, conversion in fields:
+        if name is not None and (name != "variant" or spec or conversion):
+            shown = "{" + name + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "") + "}"
+            return f"unknown placeholder {shown}: the only one is {{variant}}"
+    if "variant" not in names:
+        return "it must contain {variant} (e.g. https://download.pytorch.org/whl/{variant})"
+    url = template.replace("{variant}", "cpu")
+    if not url.startswith(("https://", "http://", "file://")):
+        return "it must be an http(s):// or file:// URL"
+    # the URL goes into the install lines the index page shows, which users paste into a shell
+    if bad := sorted(set(_UNSAFE_URL.findall(url))):
+        return f"{', '.join(map(repr, bad))} in a URL: characters a shell would read (percent-encode them)"
+    return ""
+
+
+def torch_index_url(template: str, variant: str) -> str:
+    """The index of one variant (``cu128``, ``cpu``); ``ValueError`` for a bad template."""
+    if problem := torch_index_problem(template):
+        raise ValueError(f"torch_index {template!r}: {problem}")
+    return template.format(variant=variant)

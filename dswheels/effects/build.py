@@ -66,8 +66,9 @@ from dswheels.core.versions import format_version
 from dswheels.core.wheelfile import extension_for_module, torch_pin
 from dswheels.effects import proc
 from dswheels.effects.clock import monotonic, utc_now
-from dswheels.effects.files import write_text_atomic
+from dswheels.effects.files import exclusive, write_text_atomic
 from dswheels.effects.interpreter import Interpreter, prepare_interpreter
+from dswheels.effects.opflags import apply_flag_patches, check_tree_flags
 from dswheels.effects.postprocess import postprocess_wheel, read_wheel, sha256_file
 from dswheels.effects.sources import Downloader, FetchedSource, extract_archive, fetch_source
 from dswheels.effects.toolchain import (
@@ -167,7 +168,6 @@ class CellResult:
     log_path: Path | None = None
     seconds: float = 0.0
     prepared: Path | None = None  # --prepare-only: the patched source tree, ready to compile
-    work_dir: Path | None = None  # where it was built (shared by the Pythons of its group)
     op_outcomes: tuple[OpOutcome, ...] = ()  # after a compile: each op's fate
 
 
@@ -304,6 +304,7 @@ def patch_tree(
                 f"extension builds: {exc}",
                 hint="build with --parallel-ops 1",
             ) from None
+    notes += apply_flag_patches(src, planned)
     requirements = src / "requirements" / "requirements.txt"
     if requirements.is_file():
         pin = torch_pin(planned.cell.torch)
@@ -390,6 +391,8 @@ def _probe_ops(
             details="\n".join(problems),
             hint=f"install what they need on the builder, or leave them out of the matrix's ops; full log: {log}",
         )
+    # the flags each op's builder hands cl/g++/nvcc, judged before anything compiles (raises BuildError)
+    check_tree_flags(planned, python, src, env, log)
     return accelerator, found
 
 
@@ -489,6 +492,15 @@ def _remove_stale(out_variant: Path, planned: PlannedCell) -> None:
             get_reporter().warning(f"removed {path}: it is not the result of this build")
 
 
+_OWNER = "cell.txt"  # in a work directory: the cell whose build made it
+
+
+def _work_dir(planned: PlannedCell, opts: BuildOptions) -> Path:
+    """One directory for every Python of the group: the same paths, so the compiler cache hits
+    (--prepare-only compiles nothing and leaves each cell's tree: one directory per cell)."""
+    return work_dir_for(opts.work_root, cell_id(planned.cell) if opts.prepare_only else group_id(planned))
+
+
 def build_cell(planned: PlannedCell, opts: BuildOptions) -> CellResult:
     """Build one cell; never raises a :class:`DswheelsError` (it is in the result)."""
     cid = cell_id(planned.cell)
@@ -501,7 +513,20 @@ def build_cell(planned: PlannedCell, opts: BuildOptions) -> CellResult:
     try:
         with reporter.group(f"{cid}: {'prepare' if opts.prepare_only else 'build'}"):
             reporter.info(f"log: {log}")
-            built = _build(planned, opts, log, start, result)
+            # two builds of one group share its work directory: the second waits for the first
+            work = _work_dir(planned, opts)
+            with exclusive(work.with_name(f".{work.name}.lock"), what=f"building {cid}", error=BuildError):
+                try:
+                    built = _build(planned, opts, log, start, result)
+                except DswheelsError as exc:
+                    # the next Python of the group wipes the work directory: keep a failed tree aside
+                    owner = work / _OWNER
+                    ours = owner.is_file() and owner.read_text(encoding="utf-8") == cid and not opts.prepare_only
+                    kept = set_aside(work, planned.cell.python.tag) if ours else None
+                    if kept is not None:
+                        note = f"the build tree is kept in {kept}"
+                        exc.hint = f"{exc.hint}; {note}" if exc.hint else note
+                    raise
         if isinstance(built, Path):
             result.prepared = built
         else:
@@ -512,10 +537,6 @@ def build_cell(planned: PlannedCell, opts: BuildOptions) -> CellResult:
             exc.hint = (exc.hint + f"; full log: {log}") if exc.hint else f"full log: {log}"
         result.error = exc
         _remove_stale(out_variant, planned)
-        if result.work_dir is not None and not opts.prepare_only:
-            kept = set_aside(result.work_dir, planned.cell.python.tag)
-            if kept is not None:
-                exc.hint = f"{exc.hint}; the build tree is kept in {kept}"
         if log.parent.exists():
             _log_note(log, f"FAILED: {exc.message}")
     result.seconds = monotonic() - start
@@ -564,12 +585,10 @@ def _build(
             reporter.info(f"nvcc {format_version(cuda.version)} at {cuda.home} (the plan's {format_version(tc.nvcc)})")
         msvc = check_msvc(planned, inherited) if here == "windows" else None
 
-    # one directory for every Python of the group: the same paths, so the compiler cache hits
-    # (--prepare-only compiles nothing and leaves each cell's tree: one directory per cell)
-    work = work_dir_for(opts.work_root, cid if opts.prepare_only else group_id(planned))
-    result.work_dir = work
+    work = _work_dir(planned, opts)
     wipe(work)
     work.mkdir(parents=True)
+    (work / _OWNER).write_text(cid, encoding="utf-8")  # whose tree it is (set aside if this build fails)
     src = work / "src"
 
     t0 = monotonic()
@@ -597,6 +616,8 @@ def _build(
     )
     durations["interpreter"] = monotonic() - t0
     if opts.prepare_only:
+        # the flags the cell's compilers will get, judged with stand-ins for its machine (raises BuildError)
+        check_tree_flags(planned, interp.python, src, inherited, log, stand_in=True)
         _log_note(log, f"prepared {src} with {interp.python}; stopped before the compile (--prepare-only)")
         reporter.info(f"prepared {src}: the source is verified and patched for {planned.cell.platform.value}")
         return src

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
 import time
 
-__all__ = ["monotonic", "utc_now"]
+__all__ = ["monotonic", "today", "utc_now"]
 
 
 def monotonic() -> float:
@@ -14,3 +15,10 @@ def monotonic() -> float:
 
 def utc_now() -> dt.datetime:
     return dt.datetime.now(tz=dt.timezone.utc)
+
+
+def today() -> str:
+    """``YYYY-MM-DD`` (UTC) for dates written into files; ``SOURCE_DATE_EPOCH`` fixes it (reproducible output)."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH", "")
+    moment = dt.datetime.fromtimestamp(int(epoch), tz=dt.timezone.utc) if epoch.isdigit() else utc_now()
+    return moment.strftime("%Y-%m-%d")

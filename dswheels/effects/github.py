@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import os
 import random
+import re
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -26,6 +27,7 @@ from urllib.parse import quote, urlsplit
 
 import requests
 
+from dswheels.core.jsondoc import parse_json
 from dswheels.effects.clock import utc_now
 from dswheels.errors import PublishError
 from dswheels.log import format_duration, get_reporter
@@ -109,9 +111,28 @@ def _describe_body(body: JSON) -> str:
     return " ".join(parts)
 
 
+_REPO_RE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,100}$")
+MAX_PAGES = 1000  # 100,000 items: far more releases or assets than a repository holds
+
+
+def _api_json(response: requests.Response) -> object:
+    """The JSON body of an API answer; ``PublishError`` (not a traceback) when it is not JSON."""
+    try:
+        return parse_json(response.content, what=f"GitHub's answer to {response.request.method} {response.url}")
+    except ValueError as exc:
+        raise PublishError(str(exc), hint="GitHub (or GITHUB_API_URL) did not answer with JSON; run again") from None
+
+
+def _api_object(response: requests.Response) -> JSON:
+    data = _api_json(response)
+    if not isinstance(data, dict):
+        raise PublishError(f"GitHub answered {response.url} with {type(data).__name__}, expected an object")
+    return data
+
+
 def _json(response: requests.Response) -> JSON:
     try:
-        data = response.json()
+        data = parse_json(response.content, what="GitHub's answer")
     except ValueError:
         return {"message": response.text[:300]} if response.text else {}
     return data if isinstance(data, dict) else {"items": data}
@@ -130,8 +151,8 @@ class GitHub:
         retry: Retry | None = None,
         timeout: float = 60.0,
     ) -> None:
-        owner, sep, name = repo.partition("/")
-        if not sep or not owner or not name or "/" in name:
+        # it goes into API paths and the site's URL: only the characters GitHub allows in these names
+        if not _REPO_RE.match(repo) or repo.split("/")[1] in (".", ".."):
             raise PublishError(f"not a GitHub repository: {repo!r}", hint="give it as OWNER/NAME, e.g. octo/dswheels")
         self.repo = repo
         self.api_url = api_url.rstrip("/")
@@ -247,14 +268,18 @@ class GitHub:
         query: dict[str, str | int] = {"per_page": 100, **(params or {})}
         next_url: str | None = url
         first = True
-        while next_url:
+        for _page in range(MAX_PAGES):
+            if not next_url:
+                return
             response = self.request("GET", next_url, params=query if first else None)
             first = False
-            data = response.json()
+            data = _api_json(response)
             if not isinstance(data, list):
                 raise PublishError(f"GitHub answered GET {next_url} with {type(data).__name__}, expected a list")
             yield from (item for item in data if isinstance(item, dict))
             next_url = response.links.get("next", {}).get("url")
+        if next_url:
+            raise PublishError(f"GitHub's list at {url} goes on past {MAX_PAGES} pages: refusing to read further")
 
     # --- releases ----------------------------------------------------------------------------------
 
@@ -292,15 +317,13 @@ class GitHub:
                 get_reporter().warning(f"creating release {tag} failed; retrying in {format_duration(delay)}")
                 self.retry.wait(delay)
                 continue
-            data: JSON = response.json()
-            return data
+            return _api_object(response)
         msg = "unreachable: the loop returns or raises"
         raise AssertionError(msg)
 
     def publish_release(self, release: JSON) -> JSON:
         response = self.request("PATCH", str(release["url"]), json={"draft": False})
-        data: JSON = response.json()
-        return data
+        return _api_object(response)
 
     # --- assets ------------------------------------------------------------------------------------
 
@@ -321,8 +344,7 @@ class GitHub:
         else:
             with source.open("rb") as fh:
                 response = self.request("POST", url, data=fh, headers=headers, expected=(201,), retry=False)
-        data: JSON = response.json()
-        return data
+        return _api_object(response)
 
     def _download(self, asset: JSON) -> requests.Response:
         """Stream an asset: from its public download URL (no API rate limit), else through the API.

@@ -11,9 +11,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
-import tempfile
 import zipfile
+import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -31,11 +32,23 @@ from dswheels.core.index import (
     parse_metadata,
     parse_wheel,
 )
-from dswheels.core.manifest import manifest_name
+from dswheels.core.jsondoc import parse_json
+from dswheels.core.manifest import ManifestError, manifest_name, parse_manifest
 from dswheels.core.naming import PROJECT
 from dswheels.core.pick import parse_project_page, project_page_url
-from dswheels.effects.files import replace_dir, write_text_atomic
+from dswheels.effects.files import (
+    TEMP_PREFIX,
+    exclusive,
+    public_mode,
+    read_bounded,
+    replace_dir,
+    staging_dir,
+    sweep,
+    write_text_atomic,
+)
+from dswheels.effects.http import MAX_PAGE_BYTES, read_limited
 from dswheels.errors import ConfigError, PublishError, SourceError
+from dswheels.log import get_reporter
 
 __all__ = [
     "LEDGER",
@@ -51,6 +64,9 @@ __all__ = [
 ]
 
 _CHUNK = 1024 * 1024
+MAX_METADATA_BYTES = 8 * 1024**2  # DeepSpeed's METADATA is ~20 KB
+MAX_LEDGER_BYTES = 256 * 1024**2  # ~300 bytes per wheel
+_SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
 
 
 def sha256_file(path: Path) -> str:
@@ -88,12 +104,17 @@ def _metadata_member(archive: zipfile.ZipFile, filename: str) -> str:
     raise ValueError(msg)
 
 
-def read_wheel(path: Path, *, published_metadata: bool = False) -> LocalWheel:
-    """Hash a wheel and read its METADATA; ``PublishError`` if it is not a dswheels wheel.
+def _read_metadata(archive: zipfile.ZipFile, filename: str) -> bytes:
+    member = _metadata_member(archive, filename)
+    if archive.getinfo(member).file_size > MAX_METADATA_BYTES:
+        msg = f"its {member} is larger than {MAX_METADATA_BYTES >> 20} MiB"
+        raise ValueError(msg)
+    return archive.read(member)
 
-    With ``published_metadata``, a ``<wheel>.metadata`` beside the wheel (what `dswheels
-    publish` writes, and what the index serves) is read instead of unzipping the wheel.
-    """
+
+def read_wheel(path: Path) -> LocalWheel:
+    """Hash a wheel and read its METADATA from the wheel itself; ``PublishError`` if it is not a
+    dswheels wheel. (A ``<wheel>.metadata`` beside it is never believed: it may describe another wheel.)"""
     try:
         wheel = parse_wheel(path.name)
     except ValueError as exc:
@@ -101,17 +122,12 @@ def read_wheel(path: Path, *, published_metadata: bool = False) -> LocalWheel:
             f"not a dswheels wheel: {exc}",
             hint="only wheels built by `dswheels build` can be published (their names carry the torch build)",
         ) from None
-    sidecar = path.with_name(metadata_name(path.name)) if published_metadata else None
     try:
         size = path.stat().st_size
-        if sidecar is not None and sidecar.is_file():
-            metadata = sidecar.read_bytes()
-        else:
-            sidecar = None
-            with zipfile.ZipFile(path) as archive:
-                metadata = archive.read(_metadata_member(archive, path.name))
+        with zipfile.ZipFile(path) as archive:
+            metadata = _read_metadata(archive, path.name)
         meta = parse_metadata(metadata)
-    except (OSError, zipfile.BadZipFile, ValueError, KeyError) as exc:
+    except (OSError, zipfile.BadZipFile, ValueError, KeyError, EOFError, zlib.error) as exc:
         raise PublishError(f"{path}: cannot read the wheel: {exc}", hint="rebuild it with `dswheels build`") from None
     if meta.name.lower().replace("_", "-") != PROJECT or meta.version != str(wheel.version):
         raise PublishError(
@@ -126,7 +142,6 @@ def read_wheel(path: Path, *, published_metadata: bool = False) -> LocalWheel:
         metadata=metadata,
         metadata_sha256=hashlib.sha256(metadata).hexdigest(),
         requires_python=meta.requires_python,
-        metadata_path=sidecar,
     )
 
 
@@ -150,12 +165,34 @@ class LedgerEntry:
 def load_ledger(directory: Path) -> dict[str, LedgerEntry]:
     """The ledger beside the published wheels; empty when missing or unreadable (then every wheel is read)."""
     try:
-        data = json.loads((directory / LEDGER).read_text(encoding="utf-8"))
-        if data.get("schema") != _LEDGER_SCHEMA:
-            return {}
-        return {name: LedgerEntry(**entry) for name, entry in data["files"].items()}
-    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        data = parse_json(read_bounded(directory / LEDGER, limit=MAX_LEDGER_BYTES), what=LEDGER)
+    except (OSError, ValueError):
         return {}
+    if not isinstance(data, dict) or data.get("schema") != _LEDGER_SCHEMA or not isinstance(data.get("files"), dict):
+        return {}
+    entries: dict[str, LedgerEntry] = {}
+    for name, entry in data["files"].items():
+        if isinstance(entry, dict) and (parsed := _ledger_entry(entry)) is not None:
+            entries[str(name)] = parsed
+    return entries
+
+
+def _ledger_entry(entry: dict[str, object]) -> LedgerEntry | None:
+    """One entry, only if every field has its type (a damaged entry means: read that wheel again)."""
+    size, mtime, sha, meta_sha, rp = (
+        entry.get(k) for k in ("size", "mtime_ns", "sha256", "metadata_sha256", "requires_python")
+    )
+    ints_ok = all(isinstance(v, int) and not isinstance(v, bool) for v in (size, mtime))
+    hashes_ok = all(isinstance(v, str) and _SHA256_RE.match(v) for v in (sha, meta_sha))
+    if not ints_ok or not hashes_ok or not (rp is None or isinstance(rp, str)):
+        return None
+    return LedgerEntry(
+        size=int(str(size)),
+        mtime_ns=int(str(mtime)),
+        sha256=str(sha),
+        metadata_sha256=str(meta_sha),
+        requires_python=rp if isinstance(rp, str) else None,
+    )
 
 
 def update_ledger(directory: Path, wheels: Sequence[LocalWheel]) -> None:
@@ -217,7 +254,7 @@ def scan_directory(directory: Path) -> list[LocalWheel]:
         path = directory / entry.name
         stat = entry.stat()
         known = _from_ledger(path, stat.st_size, stat.st_mtime_ns, ledger.get(entry.name))
-        wheels.append(known or read_wheel(path, published_metadata=True))
+        wheels.append(known or read_wheel(path))
     return wheels
 
 
@@ -261,86 +298,82 @@ def check_target(out: Path, *, sources: Iterable[Path] = ()) -> None:
             )
 
 
-def _place(source: Path | bytes, target: Path, present: Mapping[str, tuple[int, int]]) -> None:
-    """Put a published file into the site's files/: a hard link (a copy across file systems).
+def _link_into(source: Path, target: Path) -> None:
+    """A published file into the staged ``files/``: a hard link (a copy across file systems),
+    readable by the static server whoever it runs as."""
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copyfile(source, target)
+    mode = target.stat().st_mode
+    if mode & 0o044 != 0o044:  # published by an older dswheels with mkstemp's 0600
+        target.chmod(mode | (public_mode(directory=False) & 0o444))
 
-    ``present`` maps the names already in files/ to their (device, inode): a file that is
-    already the same file (published files never change) is left alone; another is
-    replaced in one rename.
+
+def _manifest_for(w: LocalWheel) -> Path | None:
+    """The build manifest beside a wheel, if it describes this wheel's bytes.
+
+    Wheels the publish ledger vouches for had theirs checked by `dswheels publish`; any
+    other is read here, and one that describes other bytes is left out with a warning.
     """
-    if target.name in present:
-        if isinstance(source, Path):
-            stat = source.stat()
-            if (stat.st_dev, stat.st_ino) == present[target.name]:
-                return
-        elif target.read_bytes() == source:
-            return
-    temporary = target.with_name(f".{target.name}.new")
-    temporary.unlink(missing_ok=True)
-    if isinstance(source, bytes):
-        temporary.write_bytes(source)
-    else:
-        try:
-            os.link(source, temporary)
-        except OSError:
-            shutil.copyfile(source, temporary)
-    temporary.replace(target)
+    manifest = w.path.with_name(manifest_name(w.wheel.filename))
+    if not manifest.is_file():
+        return None
+    if w.metadata_path is not None:
+        return manifest
+    try:
+        recorded = parse_manifest(read_bounded(manifest, limit=MAX_LEDGER_BYTES).decode("utf-8")).wheel
+    except (OSError, ValueError, ManifestError):
+        recorded = None
+    if recorded is None or (recorded.filename, recorded.sha256) != (w.wheel.filename, w.sha256):
+        get_reporter().warning(f"{manifest.name} does not describe the wheel beside it: left out of the site")
+        return None
+    return manifest
 
 
-def _inodes(directory: Path) -> dict[str, tuple[int, int]]:
-    if not directory.is_dir():
-        return {}
-    with os.scandir(directory) as listing:
-        return {e.name: (e.stat().st_dev, e.stat().st_ino) for e in listing}
+def _stage_files(staging: Path, wheels: Sequence[LocalWheel]) -> None:
+    files = staging / FILES_DIR
+    files.mkdir()
+    for w in wheels:
+        _link_into(w.path, files / w.wheel.filename)
+        sidecar = files / metadata_name(w.wheel.filename)
+        if w.metadata_path is not None:  # verified against the ledger, which publish wrote from the wheel
+            _link_into(w.metadata_path, sidecar)
+        else:
+            sidecar.write_bytes(w.metadata)  # read from the wheel itself
+        if (manifest := _manifest_for(w)) is not None:  # beside the wheel, where `dswheels install` looks
+            _link_into(manifest, files / manifest.name)
 
 
 def write_site(out: Path, pages: Mapping[str, str], *, wheels: Sequence[LocalWheel] = ()) -> None:
     """Write ``pages`` (and, for a self-contained site, the wheels, their .metadata and manifests) atomically.
 
-    The pages go into a staging directory that replaces ``out`` once complete. Wheels live
-    in ``files/``, hard-linked from the published directory; that directory is carried
-    over from the previous site (only new files are linked, and files no longer published
-    are removed after the swap), so a re-run costs the pages, not one link per wheel.
-    Until the swap, the old site stays whole: new files are only added to it.
+    Everything goes into a staging directory beside ``out`` (wheels in ``files/``,
+    hard-linked from the published directory) that replaces ``out`` once complete, in one
+    atomic exchange where the system has one: until then the old site is whole and
+    untouched, and afterwards only the new one is served. Runs on one ``out`` take turns
+    (a lock on its parent folder); each first removes what a killed run left. Folders and files
+    get the usual modes (0755/0644 under umask 022), so a static server running as another
+    user can read them.
     """
-    check_target(out, sources=(w.path.parent for w in wheels))
+    out = out.absolute()
     out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.staging-", dir=out.parent))
-    files = out / FILES_DIR
-    moved = False
-    try:
-        made: set[Path] = set()
-        for rel, text in pages.items():
-            target = staging / rel
-            if target.parent not in made:
-                target.parent.mkdir(parents=True, exist_ok=True)
-                made.add(target.parent)
-            target.write_text(text, encoding="utf-8")
-        keep: set[str] = set()
-        if wheels:
-            present = _inodes(files)
-            files.mkdir(parents=True, exist_ok=True)
-            for w in wheels:
-                _place(w.path, files / w.wheel.filename, present)
-                _place(w.metadata_path or w.metadata, files / metadata_name(w.wheel.filename), present)
-                keep |= {w.wheel.filename, metadata_name(w.wheel.filename)}
-                manifest = w.path.with_name(manifest_name(w.wheel.filename))
-                if manifest.is_file():  # beside the wheel, where `dswheels install` looks for it
-                    _place(manifest, files / manifest.name, present)
-                    keep.add(manifest.name)
-        if files.is_dir():
-            files.rename(staging / FILES_DIR)
-            moved = True
-        replace_dir(out, staging)
-        moved = False
-        for stale in (out / FILES_DIR).iterdir() if (out / FILES_DIR).is_dir() else ():
-            if stale.name not in keep:
-                stale.unlink()
-    except BaseException:
-        if moved and out.is_dir() and not files.exists():
-            (staging / FILES_DIR).rename(files)  # the old site gets its files back
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+    with exclusive(out.parent, what=f"writing {out}", error=PublishError):  # beside it: out is replaced
+        check_target(out, sources=(w.path.parent for w in wheels))
+        for leftover in sweep(out.parent, prefix=f"{TEMP_PREFIX}{out.name}."):
+            get_reporter().info(f"removed {leftover}: left by an interrupted `dswheels index`")
+        with staging_dir(out.parent, out.name) as staging:
+            made: set[Path] = {staging}
+            for rel, text in pages.items():
+                target = staging / rel
+                for folder in reversed(target.parents):
+                    if folder not in made and folder.is_relative_to(staging):
+                        folder.mkdir(exist_ok=True)
+                        made.add(folder)
+                target.write_text(text, encoding="utf-8")
+            if wheels:
+                _stage_files(staging, wheels)
+            replace_dir(out, staging)
 
 
 # --- what is published where ----------------------------------------------------------------------
@@ -350,7 +383,13 @@ def _iter_local(location: Path) -> Iterator[str]:
     project_page = location / "simple" / PROJECT / "index.html"
     if project_page.is_file():
         base = project_page.resolve().as_uri()
-        yield from (f.filename for f in parse_project_page(project_page.read_text(encoding="utf-8"), base))
+        try:
+            files = parse_project_page(
+                read_bounded(project_page, limit=MAX_PAGE_BYTES).decode("utf-8", "replace"), base
+            )
+        except (OSError, ValueError) as exc:
+            raise SourceError(f"cannot read the published index {project_page}: {exc}") from None
+        yield from (f.filename for f in files)
         return
     yield from (p.name for p in location.iterdir() if p.name.endswith(".whl"))
 
@@ -367,14 +406,19 @@ def list_published(location: str, *, session: requests.Session | None = None, ti
         url = project_page_url(location)
         http = session or requests.Session()
         try:
-            response = http.get(url, timeout=timeout, headers={"Accept": "text/html"})
+            response = http.get(url, timeout=timeout, headers={"Accept": "text/html"}, stream=True)
         except requests.RequestException as exc:
             raise SourceError(f"cannot read the published index at {url}: {exc}") from None
-        if response.status_code == 404:
-            return []
-        if response.status_code != 200:
-            raise SourceError(f"cannot read the published index at {url}: HTTP {response.status_code}")
-        return [f.filename for f in parse_project_page(response.text, response.url)]
+        with response:
+            if response.status_code == 404:
+                return []
+            if response.status_code != 200:
+                raise SourceError(f"cannot read the published index at {url}: HTTP {response.status_code}")
+            body = read_limited(response, limit=MAX_PAGE_BYTES, what=url, error=SourceError)
+        try:
+            return [f.filename for f in parse_project_page(body.decode("utf-8", "replace"), response.url)]
+        except ValueError as exc:
+            raise SourceError(str(exc)) from None
     path = None
     if scheme == "file":
         path = Path(url2pathname(urlsplit(location).path))

@@ -14,12 +14,16 @@ import requests
 from dswheels.core.doctor import PublishedRuntime
 from dswheels.core.manifest import ManifestError, manifest_name, parse_manifest
 from dswheels.core.pick import IndexFile, parse_project_page, project_page_url
+from dswheels.effects.files import read_bounded
+from dswheels.effects.http import MAX_PAGE_BYTES, check_redirects, read_limited
 from dswheels.errors import SourceError
-from dswheels.log import get_reporter
 
-__all__ = ["download_wheel", "read_index", "read_manifest"]
+__all__ = ["check_followable", "download_wheel", "read_index", "read_manifest"]
 
 _TIMEOUT = 30.0
+MAX_WHEEL_BYTES = 8 * 1024**3  # GitHub's asset limit is 2 GiB
+MAX_MANIFEST_BYTES = 4 * 1024**2
+_NO_MANIFEST = "the index has no build manifest beside the wheel"
 
 
 def _local_page(url: str) -> Path | None:
@@ -31,6 +35,13 @@ def _local_page(url: str) -> Path | None:
     return None
 
 
+def _decode(body: bytes, where: str) -> str:
+    try:
+        return body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SourceError(f"the index page {where} is not UTF-8 ({exc.reason} at byte {exc.start})") from None
+
+
 def read_index(index: str) -> tuple[str, tuple[IndexFile, ...]]:
     """The project page URL and its files; ``SourceError`` says what went wrong."""
     page = project_page_url(index)
@@ -38,40 +49,77 @@ def read_index(index: str) -> tuple[str, tuple[IndexFile, ...]]:
     if local is not None:
         path = local / "index.html" if local.suffix != ".html" else local
         try:
-            html = path.read_text(encoding="utf-8")
+            html = _decode(read_bounded(path, limit=MAX_PAGE_BYTES), str(path))
         except OSError as exc:
             raise SourceError(
                 f"cannot read the index page {path}: {exc.strerror}",
                 hint="pass the index's base directory (it has simple/deepspeed/index.html) or its URL",
             ) from None
-        return page, parse_project_page(html, path.resolve().as_uri())
+        except ValueError as exc:
+            raise SourceError(str(exc)) from None
+        return page, _parse(html, path.resolve().as_uri())
     try:
-        response = requests.get(page, timeout=_TIMEOUT, headers={"Accept": "text/html"})
+        response = requests.get(page, timeout=_TIMEOUT, headers={"Accept": "text/html"}, stream=True)
     except requests.RequestException as exc:
         raise SourceError(f"cannot reach the index {page}: {exc}", hint="check the URL and your network") from None
-    if response.status_code == 404:
-        raise SourceError(
-            f"the index has no deepspeed project page at {page} (HTTP 404)",
-            hint="pass the index's base URL, the one whose simple/deepspeed/ lists the wheels",
-        )
-    if not response.ok:
-        raise SourceError(f"the index answered HTTP {response.status_code} for {page}")
-    return page, parse_project_page(response.text, response.url or page)
+    with response:
+        if response.status_code == 404:
+            raise SourceError(
+                f"the index has no deepspeed project page at {page} (HTTP 404)",
+                hint="pass the index's base URL, the one whose simple/deepspeed/ lists the wheels",
+            )
+        if not response.ok:
+            raise SourceError(f"the index answered HTTP {response.status_code} for {page}")
+        check_redirects(page, response, error=SourceError)
+        body = read_limited(response, limit=MAX_PAGE_BYTES, what=f"the index page {page}", error=SourceError)
+    return page, _parse(_decode(body, page), response.url or page)
+
+
+def _parse(html: str, url: str) -> tuple[IndexFile, ...]:
+    try:
+        return parse_project_page(html, url)
+    except ValueError as exc:
+        raise SourceError(str(exc), hint="check that the URL is the index's (a PEP 503 page)") from None
 
 
 def _copy_http(url: str, out: BinaryIO, digest: hashlib._Hash) -> None:
     with requests.get(url, stream=True, timeout=_TIMEOUT) as response:
         if not response.ok:
             raise SourceError(f"downloading {url} failed: HTTP {response.status_code}")
+        check_redirects(url, response, error=SourceError)
+        written = 0
         for chunk in response.iter_content(chunk_size=1 << 20):
+            written += len(chunk)
+            if written > MAX_WHEEL_BYTES:
+                raise SourceError(f"{url} sent more than {MAX_WHEEL_BYTES >> 30} GiB: no wheel is that large")
             digest.update(chunk)
             out.write(chunk)
 
 
+def check_followable(file: IndexFile) -> None:
+    """Refuse a link that may not be followed, or that gives no sha256 to check the download against."""
+    if file.problem:
+        raise SourceError(
+            f"refusing the index's link for {file.filename or file.url[:200]}: {file.problem}",
+            hint="the index page is broken or hostile: report it to the index's maintainers; nothing was downloaded",
+        )
+    if not file.sha256:
+        raise SourceError(
+            f"the index gives no sha256 for {file.filename}: its bytes could not be checked, so it is not installed",
+            hint="indexes written by `dswheels index` link every wheel with #sha256=...; use one of those",
+        )
+
+
 def download_wheel(file: IndexFile, dest: Path) -> Path:
-    """Fetch ``file`` into ``dest`` under its own name; SourceError (and no file) on a sha256 mismatch."""
+    """Fetch ``file`` into ``dest`` under its own name; SourceError (and no file) on a sha256 mismatch.
+
+    Only links that :func:`check_followable` accepts are followed: the sha256 is required.
+    """
+    check_followable(file)
     dest.mkdir(parents=True, exist_ok=True)
     target = dest / file.filename
+    if target.parent != dest or target.name != file.filename:  # parse_project_page names files; be sure
+        raise SourceError(f"refusing the index's file name {file.filename!r}")
     partial = dest / f".{file.filename}.part"
     digest = hashlib.sha256()
     local = _local_page(file.url)
@@ -91,15 +139,13 @@ def download_wheel(file: IndexFile, dest: Path) -> Path:
         partial.unlink(missing_ok=True)
         raise
     actual = digest.hexdigest()
-    if file.sha256 and actual != file.sha256:
+    if actual != file.sha256:
         partial.unlink(missing_ok=True)
         raise SourceError(
             f"sha256 mismatch for {file.filename}",
             details=f"the index says {file.sha256}\nthe download is {actual}",
             hint="the file on the server is not the one the index lists: report it to the index's maintainers",
         )
-    if not file.sha256:
-        get_reporter().warning(f"the index gives no sha256 for {file.filename}: its content is not verified")
     shutil.move(partial, target)
     return target
 
@@ -117,20 +163,24 @@ def read_manifest(file: IndexFile) -> PublishedRuntime:
     (by sha256) is not believed.
     """
     url = _manifest_url(file)
+    if file.problem:
+        return PublishedRuntime(file.filename, url, None, f"not read: {file.problem}")
     local = _local_page(url)
     try:
         if local is not None:
-            text = local.read_text(encoding="utf-8")
+            text = read_bounded(local, limit=MAX_MANIFEST_BYTES).decode("utf-8")
         else:
-            response = requests.get(url, timeout=_TIMEOUT)
-            if response.status_code == 404:
-                return PublishedRuntime(file.filename, url, None, "the index has no build manifest beside the wheel")
-            if not response.ok:
-                return PublishedRuntime(file.filename, url, None, f"HTTP {response.status_code} for {url}")
-            text = response.text
+            with requests.get(url, timeout=_TIMEOUT, stream=True) as response:
+                if response.status_code == 404:
+                    return PublishedRuntime(file.filename, url, None, _NO_MANIFEST)
+                if not response.ok:
+                    return PublishedRuntime(file.filename, url, None, f"HTTP {response.status_code} for {url}")
+                check_redirects(url, response, error=SourceError)
+                body = read_limited(response, limit=MAX_MANIFEST_BYTES, what=url, error=SourceError)
+            text = body.decode("utf-8")
     except FileNotFoundError:
-        return PublishedRuntime(file.filename, url, None, "the index has no build manifest beside the wheel")
-    except (OSError, requests.RequestException) as exc:
+        return PublishedRuntime(file.filename, url, None, _NO_MANIFEST)
+    except (OSError, ValueError, requests.RequestException, SourceError) as exc:
         return PublishedRuntime(file.filename, url, None, f"cannot read {url}: {exc}")
     try:
         manifest = parse_manifest(text)

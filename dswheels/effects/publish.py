@@ -16,7 +16,6 @@ import hashlib
 import io
 import os
 import shutil
-import tempfile
 import uuid
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -38,7 +37,9 @@ from dswheels.core.index import (
 from dswheels.core.manifest import ManifestError, manifest_name, parse_manifest
 from dswheels.core.naming import PROJECT
 from dswheels.core.pick import parse_project_page
+from dswheels.effects.files import exclusive, place_new, read_bounded, sweep, temp_file
 from dswheels.effects.github import JSON, GitHub, GitHubAPIError
+from dswheels.effects.http import MAX_PAGE_BYTES, read_limited
 from dswheels.effects.index import LocalWheel, read_wheel, sha256_file, update_ledger
 from dswheels.errors import ConfigError, PublishError
 from dswheels.log import get_reporter
@@ -84,16 +85,20 @@ class PublishResult:
     present: list[str] = field(default_factory=list)  # already published with the same bytes
 
 
+def _wheels_in(path: Path) -> list[Path]:
+    try:
+        if path.is_dir():
+            return sorted(p for p in path.iterdir() if p.name.endswith(".whl") and p.is_file())
+        if path.is_file() and path.name.endswith(".whl"):
+            return [path]
+    except OSError as exc:  # e.g. a name longer than the file system allows
+        raise ConfigError(f"{str(path)[:200]}: {exc.strerror}") from None
+    raise ConfigError(f"{path}: no such wheel or directory")
+
+
 def collect_wheels(paths: Sequence[Path]) -> list[LocalWheel]:
     """Wheels named directly, or every ``*.whl`` in the directories given."""
-    found: list[Path] = []
-    for path in paths:
-        if path.is_dir():
-            found.extend(sorted(p for p in path.iterdir() if p.name.endswith(".whl") and p.is_file()))
-        elif path.is_file() and path.name.endswith(".whl"):
-            found.append(path)
-        else:
-            raise ConfigError(f"{path}: no such wheel or directory")
+    found = [wheel for path in paths for wheel in _wheels_in(path)]
     if not found:
         raise ConfigError(
             f"no wheels in {', '.join(map(str, paths))}",
@@ -101,6 +106,13 @@ def collect_wheels(paths: Sequence[Path]) -> list[LocalWheel]:
         )
     names: dict[str, Path] = {}
     for path in found:
+        try:
+            parse_wheel(path.name)
+        except ValueError as exc:
+            raise ConfigError(
+                f"not a dswheels wheel: {exc}",
+                hint="only wheels built by `dswheels build` can be published (their names carry the torch build)",
+            ) from None
         if path.name in names and names[path.name].resolve() != path.resolve():
             raise ConfigError(f"{path.name} is given twice: {names[path.name]} and {path}")
         names[path.name] = path
@@ -121,8 +133,8 @@ def outgoing_files(wheel: LocalWheel) -> list[Outgoing]:
     manifest = wheel.path.with_name(manifest_name(wheel.wheel.filename))
     if manifest.is_file():
         try:
-            recorded = parse_manifest(manifest.read_text(encoding="utf-8")).wheel
-        except ManifestError as exc:
+            recorded = parse_manifest(read_bounded(manifest).decode("utf-8")).wheel
+        except (ManifestError, OSError, ValueError) as exc:
             raise PublishError(f"{manifest}: {exc}", hint="rebuild the wheel, or remove the stray manifest") from None
         if (recorded.filename, recorded.sha256) != (wheel.wheel.filename, wheel.sha256):
             raise PublishError(
@@ -148,44 +160,70 @@ def _conflict_error(conflicts: Sequence[str], where: str) -> PublishError:
 # --- directory --------------------------------------------------------------------------------------
 
 
-def _copy_atomic(source: Outgoing, target: Path) -> None:
-    """Write under a temporary name, then rename: a reader never sees half a file."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-    os.close(fd)
-    try:
+def _copy_new(source: Outgoing, target: Path) -> bool:
+    """Write the whole file under a temporary name, then give it its name only if that name is
+    free (:func:`~dswheels.effects.files.place_new`): a reader never sees half a file, and two
+    writers of one name cannot replace each other. False when the name was taken meanwhile."""
+    with temp_file(target.parent, target.name) as tmp:
         if source.path is not None:
             shutil.copyfile(source.path, tmp)
         else:
-            Path(tmp).write_bytes(source.data or b"")
-        Path(tmp).replace(target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+            tmp.write_bytes(source.data or b"")
+        digest = sha256_file(tmp)
+        if digest != source.sha256:
+            raise PublishError(
+                f"{source.name} changed while it was being published (sha256 {digest[:16]}..., "
+                f"expected {source.sha256[:16]}...)",
+                hint="do not rewrite wheels while publishing them; run again",
+            )
+        return place_new(tmp, target)
+
+
+def _conflict(item: Outgoing, target: Path) -> str | None:
+    """None when ``target`` holds ``item``'s bytes, else the line that says how it differs."""
+    published = sha256_file(target)
+    if published == item.sha256:
+        return None
+    return f"{item.name}: published {published[:16]}..., new {item.sha256[:16]}..."
 
 
 def publish_dir(wheels: Sequence[LocalWheel], dest: Path) -> PublishResult:
-    """Copy into ``dest`` (the local "release"): what `dswheels index --from` reads."""
+    """Copy into ``dest`` (the local "release"): what `dswheels index --from` reads.
+
+    Runs on one directory take turns (a lock file in it); each file is placed under its
+    name only if the name is free, so even a writer that ignores the lock cannot be
+    replaced, and what an earlier run killed mid-copy left behind is removed first.
+    """
     result = PublishResult(where=str(dest))
     if dest.exists() and not dest.is_dir():
         raise ConfigError(f"{dest} exists and is not a directory")
+    outgoing = [item for wheel in wheels for item in outgoing_files(wheel)]  # every manifest checked first
     dest.mkdir(parents=True, exist_ok=True)
-    todo: list[Outgoing] = []
-    conflicts: list[str] = []
-    for wheel in wheels:
-        for item in outgoing_files(wheel):
+    with exclusive(dest, what=f"publishing into {dest}", error=PublishError):
+        for leftover in sweep(dest):
+            get_reporter().info(f"removed {leftover}: left by an interrupted publish")
+        todo: list[Outgoing] = []
+        conflicts: list[str] = []
+        for item in outgoing:
             target = dest / item.name
             if not target.exists():
                 todo.append(item)
-            elif sha256_file(target) == item.sha256:
+            elif (conflict := _conflict(item, target)) is None:
                 result.present.append(item.name)
             else:
-                conflicts.append(f"{item.name}: published {sha256_file(target)[:16]}..., new {item.sha256[:16]}...")
-    if conflicts:
-        raise _conflict_error(conflicts, str(dest))
-    for item in todo:
-        _copy_atomic(item, dest / item.name)
-        result.uploaded.append(item.name)
-    update_ledger(dest, wheels)
+                conflicts.append(conflict)
+        if conflicts:
+            raise _conflict_error(conflicts, str(dest))
+        # the wheel before its .metadata and manifest: a sidecar is never published without its wheel
+        for item in todo:
+            target = dest / item.name
+            if _copy_new(item, target):
+                result.uploaded.append(item.name)
+            elif (conflict := _conflict(item, target)) is None:
+                result.present.append(item.name)  # another writer published the same bytes meanwhile
+            else:
+                raise _conflict_error([conflict], str(dest))
+        update_ledger(dest, wheels)
     return result
 
 
@@ -435,14 +473,25 @@ def _blake2(path: Path) -> str:
     return digest.hexdigest()
 
 
+def _quoted(value: str) -> str:
+    """A quoted-string parameter of a multipart header, escaped as browsers do (RFC 7578 4.2:
+    ``"``, CR and LF percent-encoded), so no value can end the header or start another.
+
+    >>> _quoted('a"b\\r\\nc')
+    'a%22b%0D%0Ac'
+    """
+    return value.replace('"', "%22").replace("\r", "%0D").replace("\n", "%0A")
+
+
 def _multipart(wheel: LocalWheel) -> tuple[_MultipartBody, str, int]:
     boundary = uuid.uuid4().hex
     head = io.BytesIO()
     for name, value in _form_fields(wheel):
-        head.write(f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"\r\n\r\n'.encode())
+        head.write(f'--{boundary}\r\nContent-Disposition: form-data; name="{_quoted(name)}"\r\n\r\n'.encode())
         head.write(value.encode("utf-8") + b"\r\n")
     head.write(
-        f'--{boundary}\r\nContent-Disposition: form-data; name="content"; filename="{wheel.wheel.filename}"\r\n'
+        f'--{boundary}\r\nContent-Disposition: form-data; name="content"; '
+        f'filename="{_quoted(wheel.wheel.filename)}"\r\n'
         "Content-Type: application/octet-stream\r\n\r\n".encode()
     )
     tail = f"\r\n--{boundary}--\r\n".encode()
@@ -464,15 +513,21 @@ def _server_files(session: requests.Session, simple_url: str, timeout: float) ->
     """filename -> (url, sha256 from the link's fragment or "") of what the server already has."""
     url = urljoin(simple_url if simple_url.endswith("/") else simple_url + "/", f"{PROJECT}/")
     try:
-        response = session.get(url, timeout=timeout, allow_redirects=False)
+        response = session.get(url, timeout=timeout, allow_redirects=False, stream=True)
     except requests.RequestException as exc:
         raise PublishError(f"cannot read {url}: {exc}") from None
-    # 404, or pypiserver's redirect to its PyPI fallback: the project is not there yet
-    if response.status_code == 404 or 300 <= response.status_code < 400:
-        return {}
-    if response.status_code != 200:
-        raise PublishError(f"cannot read {url}: HTTP {response.status_code}", hint="check --simple-url")
-    return {f.filename: (f.url, f.sha256) for f in parse_project_page(response.text, url)}
+    with response:
+        # 404, or pypiserver's redirect to its PyPI fallback: the project is not there yet
+        if response.status_code == 404 or 300 <= response.status_code < 400:
+            return {}
+        if response.status_code != 200:
+            raise PublishError(f"cannot read {url}: HTTP {response.status_code}", hint="check --simple-url")
+        body = read_limited(response, limit=MAX_PAGE_BYTES, what=url, error=PublishError)
+    try:
+        files = parse_project_page(body.decode("utf-8", "replace"), url)
+    except ValueError as exc:
+        raise PublishError(str(exc), hint="check --simple-url") from None
+    return {f.filename: (f.url, f.sha256) for f in files if not f.problem}
 
 
 def _stream_sha256(session: requests.Session, url: str, timeout: float) -> str:
@@ -521,6 +576,7 @@ def publish_upload(
     if conflicts:
         raise _conflict_error(conflicts, repository_url)
     reporter = get_reporter()
+    raced: list[str] = []
     for number, wheel in enumerate(todo, start=1):
         name = wheel.wheel.filename
         reporter.info(f"[{number}/{len(todo)}] uploading {name} ({wheel.size / 1e6:.1f} MB) to {repository_url}")
@@ -538,7 +594,7 @@ def publish_upload(
         finally:
             body.close()
         if response.status_code == 409:  # it arrived meanwhile (another run): the check below judges the bytes
-            result.present.append(name)
+            raced.append(name)
             continue
         if response.status_code not in (200, 201):
             hint = (
@@ -553,11 +609,24 @@ def publish_upload(
             )
         result.uploaded.append(name)
     after = _server_files(http, simple, timeout)
-    wrong = [w.wheel.filename for w in todo if after.get(w.wheel.filename, ("", "missing"))[1] not in ("", w.sha256)]
+    wrong: list[str] = []
+    for wheel in todo:
+        name = wheel.wheel.filename
+        if name not in after:
+            wrong.append(f"{name}: missing")
+            continue
+        url, published = after[name]
+        if name in raced and not published:  # another run's upload won: only its bytes can tell
+            published = _stream_sha256(http, url, timeout)
+        if published and published != wheel.sha256:
+            wrong.append(f"{name}: published {published[:16]}..., ours {wheel.sha256[:16]}...")
+        elif name in raced:
+            result.present.append(name)
     if wrong:
         raise PublishError(
-            f"after uploading, {simple} lacks or misreports {len(wrong)} file(s)",
+            f"after uploading, {simple} lacks or holds other bytes for {len(wrong)} file(s)",
             details="\n".join(wrong),
-            hint=f"check that --simple-url is where {repository_url} serves its index",
+            hint=f"another run may have published the same name with other bytes (published files are immutable: "
+            f"re-spin with a build tag); else check that --simple-url is where {repository_url} serves its index",
         )
     return result

@@ -11,21 +11,24 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import tarfile
-import zipfile
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlparse
+from urllib.request import url2pathname
 
 import requests
 from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
 from dswheels import __version__
+from dswheels.core.jsondoc import parse_json
 from dswheels.core.model import PlannedCell, SourceKind
 from dswheels.core.sources import SdistInfo, sdist_from_pypi_json
 from dswheels.core.versions import format_version
+from dswheels.effects.files import exclusive, temp_file
+from dswheels.effects.http import check_redirects, read_limited
+from dswheels.effects.unpack import extract_archive
 from dswheels.errors import SourceError
 from dswheels.log import get_reporter
 
@@ -40,6 +43,8 @@ __all__ = [
 ]
 
 CHUNK = 1 << 20
+MAX_DOWNLOAD_BYTES = 4 * 1024**3  # a source archive is ~10 MB: an endless response stops here
+MAX_JSON_BYTES = 64 * 1024**2  # PyPI's JSON for deepspeed is a few MB
 STREAM_CHUNK = 1 << 16  # small: what arrived before a connection breaks is kept for resuming
 TIMEOUT = (15, 120)  # connect, read
 
@@ -106,38 +111,63 @@ class Downloader:
 
     def get_json(self, url: str) -> object:
         try:
-            response = self.session.get(url, timeout=TIMEOUT)
+            response = self.session.get(url, timeout=TIMEOUT, stream=True)
         except requests.RequestException as exc:
             raise SourceError(f"cannot reach {url}: {exc}", hint="check the network or the --pypi mirror") from None
-        if response.status_code != 200:
-            raise SourceError(f"{url} answered HTTP {response.status_code}")
+        with response:
+            if response.status_code != 200:
+                raise SourceError(f"{url} answered HTTP {response.status_code}")
+            body = read_limited(response, limit=MAX_JSON_BYTES, what=f"{url}", error=SourceError)
         try:
-            return response.json()
-        except ValueError:
-            raise SourceError(f"{url} did not return JSON") from None
+            return parse_json(body, what=url)
+        except ValueError as exc:
+            raise SourceError(str(exc)) from None
 
     def fetch(self, url: str, *, sha256: str | None, size: int | None = None) -> tuple[Path, str]:
-        """The file at ``url`` in the cache; with ``sha256`` given it must match. Returns (path, sha256)."""
+        """The file at ``url`` in the cache; with ``sha256`` given it must match. Returns (path, sha256).
+
+        Without a ``sha256`` (a source being recorded) the file is downloaded whole in one
+        response, never resumed: what gets recorded is exactly what one server response
+        said it was. A resumed download that does not match its pin is fetched once more
+        from the first byte before it is called a mismatch.
+        """
         if sha256 is not None and (hit := self.cached(sha256)) is not None:
             return hit, sha256
         parsed = urlparse(url)
         if parsed.scheme == "file":
-            return self._store(Path(parsed.path), url=url, sha256=sha256, copy=True)
+            return self._store(Path(url2pathname(parsed.path)), url=url, sha256=sha256, size=size, copy=True)
+        if parsed.scheme not in ("http", "https"):
+            raise SourceError(f"cannot download {url}: only http(s) and file URLs are sources")
         partial_dir = self.cache_dir / "partial"
         partial_dir.mkdir(parents=True, exist_ok=True)
         partial = partial_dir / (hashlib.sha256(url.encode()).hexdigest()[:32] + ".part")
-        self._download(url, partial, size=size)
-        return self._store(partial, url=url, sha256=sha256, copy=False)
+        with exclusive(partial_dir, what=f"downloading {url}", error=SourceError):
+            resumable = sha256 is not None
+            if not resumable:
+                partial.unlink(missing_ok=True)
+            resumed = self._download(url, partial, size=size, resumable=resumable)
+            if resumed and sha256 is not None and _sha256_file(partial) != sha256:
+                # its parts may come from two versions of the file: once more from the first byte
+                get_reporter().warning(f"the resumed download of {url} does not match its pin: downloading it again")
+                partial.unlink()
+                self._download(url, partial, size=size, resumable=True)
+            return self._store(partial, url=url, sha256=sha256, size=size, copy=False)
 
-    def _download(self, url: str, partial: Path, *, size: int | None) -> None:
+    def _download(self, url: str, partial: Path, *, size: int | None, resumable: bool) -> bool:
+        """Fill ``partial`` with the file at ``url``; True when part of it came from an earlier attempt."""
         reporter = get_reporter()
+        resumed = False
         for attempt in range(1, self.retries + 2):
             have = partial.stat().st_size if partial.exists() else 0
             if size is not None and have == size:
-                return
+                return resumed
+            if have and not resumable:
+                partial.unlink()
+                have = 0
             headers = {"Range": f"bytes={have}-"} if have else {}
             try:
                 with self.session.get(url, headers=headers, stream=True, timeout=TIMEOUT) as response:
+                    check_redirects(url, response, error=SourceError)
                     if response.status_code == 416 and have:  # already complete (or stale): restart
                         partial.unlink()
                         continue
@@ -146,13 +176,33 @@ class Downloader:
                             f"downloading {url} failed: HTTP {response.status_code}",
                             hint="check the URL; for a GitHub archive, that the tag exists",
                         )
-                    mode = "ab" if response.status_code == 206 and have else "wb"
-                    if mode == "ab":
+                    start = _range_start(response) if response.status_code == 206 else 0
+                    if start not in (0, have):  # not the part that was asked for: start over
+                        partial.unlink(missing_ok=True)
+                        continue
+                    if start:
                         reporter.info(f"resuming {url} at {have} bytes")
-                    with partial.open(mode) as fh:
+                        resumed = True
+                    expected = _expected_total(response, start)
+                    if size is not None and expected is not None and expected != size:
+                        raise SourceError(
+                            f"{url} is {expected} bytes; its index said {size}",
+                            hint="the server serves another file than the one listed: do not build from it",
+                        )
+                    with partial.open("ab" if start else "wb") as fh:
+                        written = start
                         for chunk in response.iter_content(STREAM_CHUNK):
+                            written += len(chunk)
+                            if written > MAX_DOWNLOAD_BYTES or (size is not None and written > size):
+                                partial.unlink()
+                                raise SourceError(
+                                    f"{url} sent more than {size or MAX_DOWNLOAD_BYTES} bytes",
+                                    hint="the server serves another file than the one listed: do not build from it",
+                                )
                             fh.write(chunk)
-                    return
+                    if expected is not None and written != expected:
+                        raise requests.ConnectionError(f"the response ended after {written} of {expected} bytes")
+                    return resumed
             except requests.RequestException as exc:
                 if attempt > self.retries:
                     raise SourceError(
@@ -162,7 +212,7 @@ class Downloader:
                 reporter.warning(f"download of {url} interrupted ({exc}); retrying ({attempt}/{self.retries})")
         raise SourceError(f"downloading {url} failed: no complete response")
 
-    def _store(self, path: Path, *, url: str, sha256: str | None, copy: bool) -> tuple[Path, str]:
+    def _store(self, path: Path, *, url: str, sha256: str | None, size: int | None, copy: bool) -> tuple[Path, str]:
         if not path.is_file():
             raise SourceError(f"{url}: no such file")
         actual = _sha256_file(path)
@@ -175,15 +225,39 @@ class Downloader:
                 hint="the file is not the one that was published/pinned: do not build from it. If the pin is "
                 "outdated, update it in the matrix after checking the new file",
             )
+        if size is not None and path.stat().st_size != size:
+            if not copy:
+                path.unlink()
+            raise SourceError(f"{url} is {path.stat().st_size} bytes; its index said {size}")
         target = self.cache_dir / "sha256" / actual
         target.parent.mkdir(parents=True, exist_ok=True)
         if copy:
-            tmp = target.with_suffix(".tmp")
-            shutil.copyfile(path, tmp)
-            tmp.replace(target)
+            with temp_file(target.parent, actual) as tmp:
+                shutil.copyfile(path, tmp)
+                tmp.replace(target)
         else:
             path.replace(target)
         return target, actual
+
+
+def _range_start(response: requests.Response) -> int | None:
+    """The first byte of a 206 answer (``Content-Range: bytes START-END/TOTAL``); None if unreadable."""
+    value = response.headers.get("Content-Range", "")
+    unit, _sep, spec = value.partition(" ")
+    first = spec.split("-", 1)[0]
+    return int(first) if unit == "bytes" and first.isdigit() else None
+
+
+def _expected_total(response: requests.Response, start: int) -> int | None:
+    """The file's whole size as the response states it (Content-Range total, else start + Content-Length)."""
+    if response.status_code == 206:
+        total = response.headers.get("Content-Range", "").rpartition("/")[2]
+        if total.isdigit():
+            return int(total)
+    length = response.headers.get("Content-Length", "")
+    if length.isdigit() and "Content-Encoding" not in response.headers:
+        return start + int(length)
+    return None
 
 
 def _sha256_file(path: Path) -> str:
@@ -229,92 +303,6 @@ def fetch_source(planned: PlannedCell, *, downloader: Downloader, pypi_json: str
     return FetchedSource(
         path=path, kind=source.kind, url=source.url, sha256=sha, verified_by="sha256 pinned in the matrix"
     )
-
-
-# --- unpacking ---------------------------------------------------------------------------------
-
-
-def _safe_member(name: str) -> PurePosixPath | None:
-    """The member path without its top directory; None for the top itself. Rejects escapes."""
-    path = PurePosixPath(name)
-    if path.is_absolute() or ".." in path.parts:
-        raise SourceError(f"refusing archive member outside the tree: {name}")
-    parts = path.parts[1:]
-    return PurePosixPath(*parts) if parts else None
-
-
-def extract_archive(archive: Path, dest: Path) -> None:
-    """Unpack a ``.tar.gz``/``.zip`` source into ``dest``, dropping the top directory."""
-    dest.mkdir(parents=True, exist_ok=True)
-    try:
-        if zipfile.is_zipfile(archive):
-            _extract_zip(archive, dest)
-        else:
-            _extract_tar(archive, dest)
-    except (tarfile.TarError, zipfile.BadZipFile, OSError, EOFError) as exc:
-        raise SourceError(f"cannot unpack {archive.name}: {exc}", hint="delete it from the cache and retry") from None
-
-
-def _extract_tar(archive: Path, dest: Path) -> None:
-    links: list[tuple[Path, str]] = []
-    with tarfile.open(archive, "r:*") as tar:
-        for member in tar:
-            rel = _safe_member(member.name)
-            if rel is None:
-                continue
-            target = dest / rel
-            if member.isdir():
-                target.mkdir(parents=True, exist_ok=True)
-            elif member.issym():
-                link = PurePosixPath(member.linkname)
-                if link.is_absolute() or not _inside(rel.parent / link):
-                    raise SourceError(f"refusing symlink out of the tree: {member.name} -> {member.linkname}")
-                links.append((target, member.linkname))
-            elif member.isfile():
-                target.parent.mkdir(parents=True, exist_ok=True)
-                fh = tar.extractfile(member)
-                if fh is None:
-                    continue
-                with fh, target.open("wb") as out:
-                    shutil.copyfileobj(fh, out)
-                if member.mode & 0o111:
-                    target.chmod(0o755)
-    # git archives keep DeepSpeed's directory symlinks (deepspeed/ops/op_builder -> ../../op_builder)
-    for target, linkname in links:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        source = (target.parent / linkname).resolve()
-        try:
-            target.symlink_to(linkname, target_is_directory=source.is_dir())
-        except OSError:
-            # Windows without symlink rights: a copy (setup.py replaces these trees on win32 anyway)
-            if source.is_dir():
-                shutil.copytree(source, target, dirs_exist_ok=True)
-            elif source.is_file():
-                shutil.copyfile(source, target)
-
-
-def _inside(path: PurePosixPath) -> bool:
-    depth = 0
-    for part in path.parts:
-        depth += -1 if part == ".." else (0 if part == "." else 1)
-        if depth < 0:
-            return False
-    return True
-
-
-def _extract_zip(archive: Path, dest: Path) -> None:
-    with zipfile.ZipFile(archive) as zf:
-        for info in zf.infolist():
-            rel = _safe_member(info.filename)
-            if rel is None:
-                continue
-            target = dest / rel
-            if info.is_dir():
-                target.mkdir(parents=True, exist_ok=True)
-                continue
-            target.parent.mkdir(parents=True, exist_ok=True)
-            with zf.open(info) as fh, target.open("wb") as out:
-                shutil.copyfileobj(fh, out)
 
 
 def env_cache_dir() -> Path:

@@ -322,7 +322,6 @@ ACTIONS: dict[str, Handler] = {
     "jimver/cuda-toolkit": _cuda_toolkit,
     "mozilla-actions/sccache-action": _sccache,
     "themrmilchmann/setup-msvc-dev": _windows_only("setup-msvc-dev"),
-    "pypa/cibuildwheel": _windows_only("cibuildwheel"),
     "actions/upload-artifact": _upload_artifact,
     "actions/download-artifact": _download_artifact,
     "actions/attest-build-provenance": _attest,

@@ -61,7 +61,7 @@ def as_str_map(value: Value, where: str) -> dict[str, str]:
 class Trigger:
     """The event a run is for: a tag push or a workflow_dispatch with its inputs."""
 
-    event: str  # "push" or "workflow_dispatch"
+    event: str  # "push", "workflow_dispatch" or "schedule"
     ref: str  # refs/tags/v0.19.8, refs/heads/main
     inputs: Mapping[str, str] | None = None
 

@@ -48,6 +48,8 @@ class RunOptions:
     trigger: Trigger
     vars: Mapping[str, str] = field(default_factory=dict)
     repository: str = "dswheels/dswheels"
+    api_url: str = "https://api.github.com"  # GitHub's REST API as the jobs see it (a loopback fake in tests)
+    token: str = ""  # github.token (a fake's token in tests; empty: the jobs have none)
     host_env: Mapping[str, str] | None = None  # the machine's environment (default: os.environ)
     say: Callable[[str], None] = print
 
@@ -246,8 +248,11 @@ class _Run:
         elif trigger.event == "workflow_dispatch":
             declared = as_map(as_map(triggers["workflow_dispatch"], "on.workflow_dispatch").get("inputs"), "inputs")
             inputs = validate_inputs(declared, trigger.inputs or {})
+        elif trigger.event == "schedule":
+            if trigger.ref_type != "branch":
+                raise WorkflowError("a scheduled run is on the default branch: give --ref refs/heads/...")
         else:
-            raise WorkflowError(f"the dry run knows push and workflow_dispatch, not {trigger.event}")
+            raise WorkflowError(f"the dry run knows push, workflow_dispatch and schedule, not {trigger.event}")
         owner, _, name = self.options.repository.partition("/")
         event: dict[str, Value] = {
             "ref": trigger.ref,
@@ -269,9 +274,9 @@ class _Run:
             "run_attempt": "1",
             "workflow": str(self.workflow.get("name") or self.options.workflow.name),
             "server_url": "https://github.com",
-            "api_url": "https://api.github.com",
+            "api_url": self.options.api_url,
             "actor": "dry-run",
-            "token": "",
+            "token": self.options.token,
         }
         return {"github": github, "inputs": inputs, "vars": dict(self.options.vars), "secrets": {}}
 
@@ -455,7 +460,7 @@ class _Run:
                 "GITHUB_RUN_ATTEMPT": "1",
                 "GITHUB_JOB": to_string(as_map(contexts["github"], "github").get("job")),
                 "GITHUB_SERVER_URL": "https://github.com",
-                "GITHUB_API_URL": "https://api.github.com",
+                "GITHUB_API_URL": self.options.api_url,
                 "RUNNER_OS": "Linux",
                 "RUNNER_ARCH": "X64",
                 "RUNNER_TEMP": str(leg.temp),

@@ -19,6 +19,7 @@ import contextlib
 import http.server
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -27,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import requests
 
 from tests.conftest import DATA, ROOT, require
 from tests.support.servers import LoopbackServer
@@ -193,3 +195,62 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 
 def record_time(what: str, seconds: float) -> None:
     _TIMES[what] = seconds
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@pytest.fixture(params=["sha256", "off"], ids=["hashes", "no-hashes"])
+def pypiserver(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[tuple[str, Path]]:
+    """``pypi-server run`` serving an empty directory, uploads open (``-a . -P .``), no PyPI fallback.
+
+    Run with and without ``#sha256=`` on its links: without, what is already there is
+    downloaded and hashed before it is compared.
+    """
+    executable = Path(sys.executable).parent / "pypi-server"
+    require(executable.exists(), "pypiserver is not installed in this environment (dependency group 'test')")
+    packages = tmp_path / "packages"
+    packages.mkdir()
+    port = _free_port()
+    log = (tmp_path / "pypiserver.log").open("w")
+    process = subprocess.Popen(
+        [
+            str(executable),
+            "run",
+            "-i",
+            "127.0.0.1",
+            "-p",
+            str(port),
+            "-a",
+            ".",
+            "-P",
+            ".",
+            "--disable-fallback",
+            "--hash-algo",
+            str(request.param),
+            str(packages),
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if requests.get(url + "simple/", timeout=1).status_code == 200:
+                    break
+            except requests.ConnectionError:
+                pass
+            if process.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"pypiserver did not start: {(tmp_path / 'pypiserver.log').read_text()}")
+            time.sleep(0.05)
+        yield url, packages
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+        log.close()

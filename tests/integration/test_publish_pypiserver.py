@@ -2,81 +2,17 @@
 
 from __future__ import annotations
 
-import socket
-import subprocess
-import sys
-import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import requests
 
 from dswheels.cli import main
 from dswheels.core.naming import PROJECT
-from tests.conftest import require
 from tests.support.installers import Installer
 from tests.support.servers import StaticServer
 from tests.support.wheels import interpreter_tag, write_deepspeed_wheel, write_fake_torch
 
 pytestmark = pytest.mark.integration
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-@pytest.fixture(params=["sha256", "off"], ids=["hashes", "no-hashes"])
-def pypiserver(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[tuple[str, Path]]:
-    """``pypi-server run`` serving an empty directory, uploads open (``-a . -P .``), no PyPI fallback.
-
-    Run with and without ``#sha256=`` on its links: without, what is already there is
-    downloaded and hashed before it is compared.
-    """
-    executable = Path(sys.executable).parent / "pypi-server"
-    require(executable.exists(), "pypiserver is not installed in this environment (dependency group 'test')")
-    packages = tmp_path / "packages"
-    packages.mkdir()
-    port = _free_port()
-    log = (tmp_path / "pypiserver.log").open("w")
-    process = subprocess.Popen(
-        [
-            str(executable),
-            "run",
-            "-i",
-            "127.0.0.1",
-            "-p",
-            str(port),
-            "-a",
-            ".",
-            "-P",
-            ".",
-            "--disable-fallback",
-            str(packages),
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}/"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if requests.get(url + "simple/", timeout=1).status_code == 200:
-                    break
-            except requests.ConnectionError:
-                pass
-            if process.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"pypiserver did not start: {(tmp_path / 'pypiserver.log').read_text()}")
-            time.sleep(0.05)
-        yield url, packages
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
-        log.close()
 
 
 def test_publish_to_pypiserver_is_idempotent_refuses_other_bytes_and_installs_back(

@@ -103,5 +103,8 @@ def test_a_windows_cell_of_the_shipped_matrix_prepares_in_ci_from_a_non_editable
     assert "added MANIFEST_win.in" in log
     assert "added bin/deepspeed.bat" in log
     assert "stopped before the compile (--prepare-only)" in log
+    # the op builders' flags were evaluated for win32 and judged for cl/link/nvcc (op_flags.json shipped)
+    assert "op_flags.py" in log
+    assert "flags: link ignores -lcurand (LNK4044)" in result.stdout
     assert not list((tmp_path / "wheelhouse").rglob("*.whl"))
     assert not (src / "build").exists()

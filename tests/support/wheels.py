@@ -22,7 +22,16 @@ import zipfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-__all__ = ["interpreter_tag", "write_deepspeed_wheel", "write_fake_sdist", "write_fake_torch", "write_wheel"]
+from dswheels.core.manifest import FileInfo, Manifest, render_manifest
+
+__all__ = [
+    "interpreter_tag",
+    "write_deepspeed_wheel",
+    "write_fake_sdist",
+    "write_fake_torch",
+    "write_manifest",
+    "write_wheel",
+]
 
 _DATE = (2020, 1, 1, 0, 0, 0)
 
@@ -159,4 +168,32 @@ def write_fake_sdist(directory: Path, *, name: str = "deepspeed", version: str =
             info.mtime = 1577836800
             archive.addfile(info, io.BytesIO(data))
     path.write_bytes(buffer.getvalue())
+    return path
+
+
+def write_manifest(wheel: Path, sha256: str | None = None) -> Path:
+    """A build manifest beside ``wheel`` that describes it (or, with ``sha256``, other bytes)."""
+    digest = sha256 or hashlib.sha256(wheel.read_bytes()).hexdigest()
+    manifest = Manifest(
+        cell_id="ds0.19.8-torch2.9-cu128-cp311-linux_x86_64",
+        plan={},
+        wheel=FileInfo(filename=wheel.name, size=wheel.stat().st_size, sha256=digest),
+        accelerator="cuda",
+        torch_version="2.9.1+cu128",
+        torch_cuda="12.8",
+        python_version="3.11.7",
+        toolchain={},
+        cpu_baseline="x86-64-v2",
+        arch_list="8.0",
+        env={},
+        ops_built=(),
+        ops_left_out={},
+        durations={},
+        source={},
+        source_changes=(),
+        created="2026-11-23T00:00:00Z",
+        dswheels="0.1.0",
+    )
+    path = wheel.with_name(wheel.name.removesuffix(".whl") + ".manifest.json")
+    path.write_text(render_manifest(manifest), encoding="utf-8")
     return path

@@ -5,8 +5,11 @@ from __future__ import annotations
 import pytest
 import yaml
 
+from dswheels.core.compat import load_compat
+from dswheels.core.config import parse_matrix
 from dswheels.core.dlls import DllTarget, describe_providers, judge_dll, judge_imports, load_dll_facts, parse_dll_facts
-from dswheels.core.model import Python, Variant
+from dswheels.core.model import Python
+from dswheels.core.plan import plan
 from tests.conftest import ROOT
 
 FACTS = load_dll_facts()
@@ -71,10 +74,9 @@ def test_torch_rows() -> None:
 
 def test_every_cuda_major_the_shipped_matrix_builds_is_known() -> None:
     """A CUDA major without a DLL list would judge cudart/cublas imports by copy.bat's pattern alone."""
-    matrix = yaml.safe_load((ROOT / "matrix" / "matrix.yml").read_text(encoding="utf-8"))
-    majors = {
-        int(Variant.parse(v).cuda_text.split(".")[0]) for row in matrix["torch"] for v in row["variants"] if v != "cpu"
-    }
+    compat = load_compat()
+    spec = parse_matrix((ROOT / "matrix" / "matrix.yml").read_text(encoding="utf-8"), "matrix.yml", compat)
+    majors = {c.cell.variant.cuda[0] for c in plan(spec, compat).planned if c.cell.variant.cuda is not None}
     assert majors
     assert majors <= set(FACTS.cuda_by_major)
 

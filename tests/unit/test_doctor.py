@@ -530,10 +530,12 @@ def test_nearest_published_cells(compat: Compat) -> None:
     assert index.title == f"no published wheel for ds{NEWEST_DS}-torch2.6-cu124-cp312-win_amd64"
 
 
-def test_unreadable_index_is_a_warning(compat: Compat) -> None:
+def test_unreadable_index_fails(compat: Compat) -> None:
+    """doctor was told to read it: what it says cannot be known, so the answer is not OK (exit 9)."""
     index = IndexView(url="https://example.org", error="cannot reach the index")
     report = diagnose(load_machine("linux-healthy-cu128"), compat, index=index)
-    assert one(report, "index").status is Status.WARN
+    assert one(report, "index").status is Status.FAIL
+    assert report.worst is Status.FAIL
     assert report.verdict.nearest == ()
 
 

@@ -44,16 +44,22 @@ def test_foreign_files_have_no_cell(name: str) -> None:
     assert cell_from_filename(name) is None
 
 
-PAGE = """<!DOCTYPE html>
+PAGE = (
+    (
+        """<!DOCTYPE html>
 <html><head><meta name="pypi:repository-version" content="1.0"><title>Links for deepspeed</title></head>
 <body><h1>Links for deepspeed</h1>
-<a href="../../files/deepspeed-0.19.8%2Bcu128torch2.9-cp312-cp312-win_amd64.whl#sha256=AB12"
+<a href="../../files/deepspeed-0.19.8%2Bcu128torch2.9-cp312-cp312-win_amd64.whl#sha256=HASH1"
    data-requires-python="&gt;=3.9">deepspeed-0.19.8+cu128torch2.9-cp312-cp312-win_amd64.whl</a><br>
-<a href="https://cdn.example.org/deepspeed-0.19.7%2Bcu128torch2.9-cp312-cp312-win_amd64.whl#sha256=cd34"
+<a href="https://cdn.example.org/deepspeed-0.19.7%2Bcu128torch2.9-cp312-cp312-win_amd64.whl#sha256=HASH2"
    data-yanked="broken">deepspeed-0.19.7+cu128torch2.9-cp312-cp312-win_amd64.whl</a><br>
 <a href="../../files/deepspeed-0.19.8.tar.gz">deepspeed-0.19.8.tar.gz</a>
 </body></html>
 """
+    )
+    .replace("HASH1", "AB12" * 16)
+    .replace("HASH2", "cd34" * 16)
+)
 
 
 def test_parse_project_page() -> None:
@@ -65,8 +71,8 @@ def test_parse_project_page() -> None:
     ]
     first, yanked, sdist = files
     assert first.url == "https://example.org/dswheels/files/deepspeed-0.19.8%2Bcu128torch2.9-cp312-cp312-win_amd64.whl"
-    assert first.sha256 == "ab12"
-    assert first.url_with_hash.endswith(".whl#sha256=ab12")
+    assert first.sha256 == "ab12" * 16
+    assert first.url_with_hash.endswith(".whl#sha256=" + "ab12" * 16)
     assert first.requires_python == ">=3.9"
     assert yanked.yanked
     assert sdist.cell is None

@@ -11,11 +11,10 @@ import pytest
 import requests
 
 from dswheels.cli import main
-from dswheels.core.manifest import FileInfo, Manifest, render_manifest
 from dswheels.effects.index import sha256_file
 from dswheels.effects.publish import _multipart, collect_wheels, publish_dir, upload_credentials
 from dswheels.errors import ConfigError, PublishError
-from tests.support.wheels import write_deepspeed_wheel
+from tests.support.wheels import write_deepspeed_wheel, write_manifest
 
 MATRIX = """\
 schema: 1
@@ -30,27 +29,7 @@ runners:
 
 
 def _manifest(wheel: Path, sha256: str) -> None:
-    manifest = Manifest(
-        cell_id="ds0.19.8-torch2.9-cu128-cp311-linux_x86_64",
-        plan={},
-        wheel=FileInfo(filename=wheel.name, size=wheel.stat().st_size, sha256=sha256),
-        accelerator="cuda",
-        torch_version="2.9.1+cu128",
-        torch_cuda="12.8",
-        python_version="3.11.7",
-        toolchain={},
-        cpu_baseline="x86-64-v2",
-        arch_list="8.0",
-        env={},
-        ops_built=(),
-        ops_left_out={},
-        durations={},
-        source={},
-        source_changes=(),
-        created="2026-11-23T00:00:00Z",
-        dswheels="0.1.0",
-    )
-    wheel.with_name(wheel.name.removesuffix(".whl") + ".manifest.json").write_text(render_manifest(manifest))
+    write_manifest(wheel, sha256)
 
 
 def test_publishing_to_a_directory_is_idempotent_and_never_overwrites(tmp_path: Path) -> None:

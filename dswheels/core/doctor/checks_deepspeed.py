@@ -72,8 +72,16 @@ def check_index(verdict: Verdict) -> list[Check]:
     index = verdict.index
     if index is None:
         return []
-    if index.error:
-        return [Check("index", Status.WARN, f"cannot read the index {index.url}", detail=index.error)]
+    if index.error:  # it was asked for: what it would say cannot be known, so the answer is not OK
+        return [
+            Check(
+                "index",
+                Status.FAIL,
+                f"cannot read the index {index.url}",
+                detail=index.error,
+                fix="check the --index URL (the site's base URL or directory) and the network, then run again",
+            )
+        ]
     if verdict.cell is None:
         return []
     if verdict.wheel is not None:

@@ -1,0 +1,148 @@
+"""``dswheels facts check``: compat.yml against the sources it was written from (``--write`` fixes it).
+
+``dswheels facts issue`` and ``dswheels facts dispatch`` are the follow workflow's steps
+(.github/workflows/follow.yml): one drift issue kept up to date, and wheel builds started for
+what became buildable. They live in :mod:`dswheels.commands.follow`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from importlib import resources
+from pathlib import Path
+
+import yaml
+
+from dswheels.commands import follow
+from dswheels.commands.common import Subparsers, formatter
+from dswheels.core.compat import CompatDataError, parse_compat
+from dswheels.core.upstream.compare import check_facts
+from dswheels.core.upstream.findings import render_diff, render_json, render_markdown, render_text
+from dswheels.effects.clock import today
+from dswheels.effects.files import write_text_atomic
+from dswheels.effects.sources import Downloader, env_cache_dir
+from dswheels.effects.upstream import SOURCES, UpstreamOptions, read_upstream
+from dswheels.errors import ConfigError
+
+__all__ = ["register", "run_check"]
+
+DESCRIPTION = """\
+Read the sources compat.yml's facts come from and report, entry by entry, where compat.yml
+disagrees, which `inferred` entries the sources confirm or refute, and what is new upstream:
+
+  pypi-deepspeed    PyPI's JSON API: DeepSpeed releases and their sdists
+  pypi-torch        PyPI's JSON API: torch releases, Requires-Python, wheels per platform, and
+                    the CUDA toolkit each minor's newest patch pins (its METADATA)
+  torch-index       PyTorch's per-variant indexes: which variants and Pythons exist per minor
+  cuda-action       the CUDA versions the CUDA-install action pinned in the wheels workflow
+                    can install, per OS (its version tables at the pinned commit)
+  deepspeed-sdists  DeepSpeed's own sdists: the ops its builders define, cuda_minor_mismatch_ok,
+                    the C++ standard passed to nvcc and the host compiler, ops not for win32
+
+--write turns the findings into an edit of compat.yml (every source note kept), printed as a
+diff first. A source that cannot be reached is an error (exit 4) and nothing is written;
+--skip NAME checks without it and reports its facts as unchecked.
+
+examples:
+  dswheels facts check                                  # report only
+  dswheels facts check --write                          # ... and fix dswheels/compat.yml
+  dswheels facts check --skip torch-index --diff        # what would change, without that source
+  dswheels facts check --json report.json --markdown report.md   # what the follow workflow reads"""
+
+
+def _count(text: str) -> int | None:
+    if text == "all":
+        return None
+    if text.isdigit() and int(text) > 0:
+        return int(text)
+    raise argparse.ArgumentTypeError(f"expected a positive number or 'all', got {text!r}")
+
+
+def _default_compat() -> Path:
+    return Path(str(resources.files("dswheels").joinpath("compat.yml")))
+
+
+def _shown(path: Path) -> str:
+    """The path relative to the working directory when it is below it (diffs read as in a checkout)."""
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
+    parser = sub.add_parser(
+        "facts",
+        help="check compat.yml against its sources; follow upstream releases",
+        description="Check dswheels' compatibility facts against their sources, and follow upstream.",
+        formatter_class=formatter,
+    )
+    facts_sub = parser.add_subparsers(title="facts commands", metavar="COMMAND", required=True)
+    p = facts_sub.add_parser(
+        "check",
+        help="report where compat.yml drifted from its sources",
+        description=DESCRIPTION,
+        formatter_class=formatter,
+    )
+    p.add_argument("--compat", type=Path, default=None, metavar="PATH", help="the facts file (default: the package's)")
+    p.add_argument("--write", action="store_true", help="print the diff, then write it to the facts file")
+    p.add_argument("--diff", action="store_true", help="print the diff --write would make")
+    p.add_argument("--json", type=Path, metavar="PATH", help="write the report as JSON (dswheels.facts-report/1)")
+    p.add_argument("--markdown", type=Path, metavar="PATH", help="write the report as Markdown (the drift issue)")
+    p.add_argument("--skip", action="append", choices=SOURCES, default=[], metavar="SOURCE", help="leave a source out")
+    p.add_argument("--pypi", default=UpstreamOptions.pypi, metavar="URL", help="PyPI JSON API, with {project}")
+    p.add_argument("--torch-index", default=UpstreamOptions.torch_index, metavar="URL", help="with {variant}")
+    p.add_argument(
+        "--action-links",
+        default=UpstreamOptions.action_links,
+        metavar="URL",
+        help="the CUDA-install action's links files, with {action}, {commit} and {os}",
+    )
+    p.add_argument(
+        "--workflow", type=Path, default=UpstreamOptions.workflow, metavar="PATH", help="the workflow that pins it"
+    )
+    p.add_argument("--torch-minors", type=_count, default=3, metavar="N|all", help="newest torch minors to check")
+    p.add_argument("--sdists", type=_count, default=2, metavar="N|all", help="newest DeepSpeed sdists to read")
+    p.set_defaults(func=run_check)
+    follow.register(facts_sub)
+
+
+def run_check(args: argparse.Namespace) -> int:
+    path: Path = args.compat or _default_compat()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read the facts file {path}: {exc.strerror}") from None
+    try:
+        raw = yaml.safe_load(text)
+        compat = parse_compat(raw)
+    except (yaml.YAMLError, CompatDataError) as exc:
+        raise ConfigError(f"{path} is not a valid facts file: {exc}") from None
+    options = UpstreamOptions(
+        pypi=args.pypi,
+        torch_index=args.torch_index,
+        action_links=args.action_links,
+        workflow=args.workflow,
+        torch_minors=args.torch_minors,
+        sdists=args.sdists,
+        skip=frozenset(args.skip),
+    )
+    with Downloader(env_cache_dir() / "sources") as downloader:
+        upstream = read_upstream(compat, raw, options, downloader)
+    name = _shown(path)
+    report = check_facts(text, upstream, today=today(), name=name)
+    diff = render_diff(report, name=name)
+    sys.stdout.write(render_text(report))
+    if args.json:
+        write_text_atomic(args.json, render_json(report, diff=diff))
+    if args.markdown:
+        write_text_atomic(args.markdown, render_markdown(report, diff=diff))
+    if (args.diff or args.write) and diff:
+        sys.stdout.write("\n" + diff)
+    if args.write and diff:
+        write_text_atomic(path, report.after)
+        sys.stdout.write(f"\nwrote {path}\n")
+    elif args.write:
+        sys.stdout.write("\nnothing to write: no finding changes compat.yml\n")
+    return 0

@@ -1,0 +1,257 @@
+import { SemVer } from 'semver'
+import { AbstractLinks } from './links.js'
+import { CPUArch, getArch } from '../arch.js'
+
+/**
+ * Singleton class for windows links.
+ */
+export class LinuxLinks extends AbstractLinks {
+  // Singleton instance
+  private static _instance: LinuxLinks
+
+  // Private constructor to prevent instantiation
+  private constructor() {
+    super()
+    // Map of cuda SemVer version to download URL
+    this.cudaVersionToURL = new Map([
+      [
+        '13.2.0',
+        'https://developer.download.nvidia.com/compute/cuda/13.2.0/local_installers/cuda_13.2.0_595.45.04_linux.run'
+      ],
+      [
+        '13.1.1',
+        'https://developer.download.nvidia.com/compute/cuda/13.1.1/local_installers/cuda_13.1.1_590.48.01_linux.run'
+      ],
+      [
+        '13.1.0',
+        'https://developer.download.nvidia.com/compute/cuda/13.1.0/local_installers/cuda_13.1.0_590.44.01_linux.run'
+      ],
+      [
+        '13.0.2',
+        'https://developer.download.nvidia.com/compute/cuda/13.0.2/local_installers/cuda_13.0.2_580.95.05_linux.run'
+      ],
+      [
+        '13.0.1',
+        'https://developer.download.nvidia.com/compute/cuda/13.0.1/local_installers/cuda_13.0.1_580.82.07_linux.run'
+      ],
+      [
+        '13.0.0',
+        'https://developer.download.nvidia.com/compute/cuda/13.0.0/local_installers/cuda_13.0.0_580.65.06_linux.run'
+      ],
+      [
+        '12.9.1',
+        'https://developer.download.nvidia.com/compute/cuda/12.9.1/local_installers/cuda_12.9.1_575.57.08_linux.run'
+      ],
+      [
+        '12.9.0',
+        'https://developer.download.nvidia.com/compute/cuda/12.9.0/local_installers/cuda_12.9.0_575.51.03_linux.run'
+      ],
+      [
+        '12.8.1',
+        'https://developer.download.nvidia.com/compute/cuda/12.8.1/local_installers/cuda_12.8.1_570.124.06_linux.run'
+      ],
+      [
+        '12.8.0',
+        'https://developer.download.nvidia.com/compute/cuda/12.8.0/local_installers/cuda_12.8.0_570.86.10_linux.run'
+      ],
+      [
+        '12.6.3',
+        'https://developer.download.nvidia.com/compute/cuda/12.6.3/local_installers/cuda_12.6.3_560.35.05_linux.run'
+      ],
+      [
+        '12.6.2',
+        'https://developer.download.nvidia.com/compute/cuda/12.6.2/local_installers/cuda_12.6.2_560.35.03_linux.run'
+      ],
+      [
+        '12.6.1',
+        'https://developer.download.nvidia.com/compute/cuda/12.6.1/local_installers/cuda_12.6.1_560.35.03_linux.run'
+      ],
+      [
+        '12.6.0',
+        'https://developer.download.nvidia.com/compute/cuda/12.6.0/local_installers/cuda_12.6.0_560.28.03_linux.run'
+      ],
+      [
+        '12.5.1',
+        'https://developer.download.nvidia.com/compute/cuda/12.5.1/local_installers/cuda_12.5.1_555.42.06_linux.run'
+      ],
+      [
+        '12.5.0',
+        'https://developer.download.nvidia.com/compute/cuda/12.5.0/local_installers/cuda_12.5.0_555.42.02_linux.run'
+      ],
+      [
+        '12.4.1',
+        'https://developer.download.nvidia.com/compute/cuda/12.4.1/local_installers/cuda_12.4.1_550.54.15_linux.run'
+      ],
+      [
+        '12.4.0',
+        'https://developer.download.nvidia.com/compute/cuda/12.4.0/local_installers/cuda_12.4.0_550.54.14_linux.run'
+      ],
+      [
+        '12.3.2',
+        'https://developer.download.nvidia.com/compute/cuda/12.3.2/local_installers/cuda_12.3.2_545.23.08_linux.run'
+      ],
+      [
+        '12.3.1',
+        'https://developer.download.nvidia.com/compute/cuda/12.3.1/local_installers/cuda_12.3.1_545.23.08_linux.run'
+      ],
+      [
+        '12.3.0',
+        'https://developer.download.nvidia.com/compute/cuda/12.3.0/local_installers/cuda_12.3.0_545.23.06_linux.run'
+      ],
+      [
+        '12.2.2',
+        'https://developer.download.nvidia.com/compute/cuda/12.2.2/local_installers/cuda_12.2.2_535.104.05_linux.run'
+      ],
+      [
+        '12.2.1',
+        'https://developer.download.nvidia.com/compute/cuda/12.2.1/local_installers/cuda_12.2.1_535.86.10_linux.run'
+      ],
+      [
+        '12.2.0',
+        'https://developer.download.nvidia.com/compute/cuda/12.2.0/local_installers/cuda_12.2.0_535.54.03_linux.run'
+      ],
+      [
+        '12.1.1',
+        'https://developer.download.nvidia.com/compute/cuda/12.1.1/local_installers/cuda_12.1.1_530.30.02_linux.run'
+      ],
+      [
+        '12.1.0',
+        'https://developer.download.nvidia.com/compute/cuda/12.1.0/local_installers/cuda_12.1.0_530.30.02_linux.run'
+      ],
+      [
+        '12.0.1',
+        'https://developer.download.nvidia.com/compute/cuda/12.0.1/local_installers/cuda_12.0.1_525.85.12_linux.run'
+      ],
+      [
+        '12.0.0',
+        'https://developer.download.nvidia.com/compute/cuda/12.0.0/local_installers/cuda_12.0.0_525.60.13_linux.run'
+      ],
+      [
+        '11.8.0',
+        'https://developer.download.nvidia.com/compute/cuda/11.8.0/local_installers/cuda_11.8.0_520.61.05_linux.run'
+      ],
+      [
+        '11.7.1',
+        'https://developer.download.nvidia.com/compute/cuda/11.7.1/local_installers/cuda_11.7.1_515.65.01_linux.run'
+      ],
+      [
+        '11.7.0',
+        'https://developer.download.nvidia.com/compute/cuda/11.7.0/local_installers/cuda_11.7.0_515.43.04_linux.run'
+      ],
+      [
+        '11.6.2',
+        'https://developer.download.nvidia.com/compute/cuda/11.6.2/local_installers/cuda_11.6.2_510.47.03_linux.run'
+      ],
+      [
+        '11.6.1',
+        'https://developer.download.nvidia.com/compute/cuda/11.6.1/local_installers/cuda_11.6.1_510.47.03_linux.run'
+      ],
+      [
+        '11.6.0',
+        'https://developer.download.nvidia.com/compute/cuda/11.6.0/local_installers/cuda_11.6.0_510.39.01_linux.run'
+      ],
+      [
+        '11.5.2',
+        'https://developer.download.nvidia.com/compute/cuda/11.5.2/local_installers/cuda_11.5.2_495.29.05_linux.run'
+      ],
+      [
+        '11.5.1',
+        'https://developer.download.nvidia.com/compute/cuda/11.5.1/local_installers/cuda_11.5.1_495.29.05_linux.run'
+      ],
+      [
+        '11.5.0',
+        'https://developer.download.nvidia.com/compute/cuda/11.5.0/local_installers/cuda_11.5.0_495.29.05_linux.run'
+      ],
+      [
+        '11.4.4',
+        'https://developer.download.nvidia.com/compute/cuda/11.4.4/local_installers/cuda_11.4.4_470.82.01_linux.run'
+      ],
+      [
+        '11.4.3',
+        'https://developer.download.nvidia.com/compute/cuda/11.4.3/local_installers/cuda_11.4.3_470.82.01_linux.run'
+      ],
+      [
+        '11.4.2',
+        'https://developer.download.nvidia.com/compute/cuda/11.4.2/local_installers/cuda_11.4.2_470.57.02_linux.run'
+      ],
+      [
+        '11.4.1',
+        'https://developer.download.nvidia.com/compute/cuda/11.4.1/local_installers/cuda_11.4.1_470.57.02_linux.run'
+      ],
+      [
+        '11.4.0',
+        'https://developer.download.nvidia.com/compute/cuda/11.4.0/local_installers/cuda_11.4.0_470.42.01_linux.run'
+      ],
+      [
+        '11.3.1',
+        'https://developer.download.nvidia.com/compute/cuda/11.3.1/local_installers/cuda_11.3.1_465.19.01_linux.run'
+      ],
+      [
+        '11.3.0',
+        'https://developer.download.nvidia.com/compute/cuda/11.3.0/local_installers/cuda_11.3.0_465.19.01_linux.run'
+      ],
+      [
+        '11.2.2',
+        'https://developer.download.nvidia.com/compute/cuda/11.2.2/local_installers/cuda_11.2.2_460.32.03_linux.run'
+      ],
+      [
+        '11.2.1',
+        'https://developer.download.nvidia.com/compute/cuda/11.2.1/local_installers/cuda_11.2.1_460.32.03_linux.run'
+      ],
+      [
+        '11.2.0',
+        'https://developer.download.nvidia.com/compute/cuda/11.2.0/local_installers/cuda_11.2.0_460.27.04_linux.run'
+      ],
+      [
+        '11.1.1',
+        'https://developer.download.nvidia.com/compute/cuda/11.1.1/local_installers/cuda_11.1.1_455.32.00_linux.run'
+      ],
+      [
+        '11.0.3',
+        'https://developer.download.nvidia.com/compute/cuda/11.0.3/local_installers/cuda_11.0.3_450.51.06_linux.run'
+      ],
+      [
+        '11.0.2',
+        'https://developer.download.nvidia.com/compute/cuda/11.0.2/local_installers/cuda_11.0.2_450.51.05_linux.run'
+      ],
+      [
+        '11.0.1',
+        'https://developer.download.nvidia.com/compute/cuda/11.0.1/local_installers/cuda_11.0.1_450.36.06_linux.run'
+      ],
+      [
+        '10.2.89',
+        'https://developer.download.nvidia.com/compute/cuda/10.2/Prod/local_installers/cuda_10.2.89_440.33.01_linux.run'
+      ],
+      [
+        '10.1.243',
+        'https://developer.download.nvidia.com/compute/cuda/10.1/Prod/local_installers/cuda_10.1.243_418.87.00_linux.run'
+      ],
+      [
+        '10.0.130',
+        'https://developer.nvidia.com/compute/cuda/10.0/Prod/local_installers/cuda_10.0.130_410.48_linux'
+      ],
+      [
+        '9.2.148',
+        'https://developer.nvidia.com/compute/cuda/9.2/Prod2/local_installers/cuda_9.2.148_396.37_linux'
+      ],
+      [
+        '8.0.61',
+        'https://developer.nvidia.com/compute/cuda/8.0/Prod2/local_installers/cuda_8.0.61_375.26_linux-run'
+      ]
+    ])
+  }
+
+  async getLocalURLFromCudaVersion(version: SemVer): Promise<URL> {
+    const link = await super.getLocalURLFromCudaVersion(version)
+    const arch: CPUArch = await getArch()
+    if (arch === CPUArch.arm64) {
+      return new URL(link.toString().replace('_linux.run', '_linux_sbsa.run'))
+    } else {
+      return link
+    }
+  }
+
+  static get Instance(): LinuxLinks {
+    return this._instance || (this._instance = new this())
+  }
+}

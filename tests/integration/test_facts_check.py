@@ -1,0 +1,161 @@
+"""`dswheels facts check` end to end: the real CLI against compat.yml's sources on loopback.
+
+The sources are the recordings of tests/data/upstream/ (README.md there says where each came
+from) and real DeepSpeed sdists from PyPI, served by tests/support/upstream.py. Facts are
+planted in copies of the shipped compat.yml: a stale entry, a missing variant, a new release,
+an op range and a rule the sdists contradict.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from dswheels.core.yaml_edit import Edit, apply_edits
+from dswheels.errors import SourceError
+from tests.conftest import DATA, ROOT, require
+from tests.support.upstream import UpstreamServer, assemble, urls
+
+pytestmark = pytest.mark.integration
+
+SHIPPED = (ROOT / "dswheels" / "compat.yml").read_text(encoding="utf-8")
+GOLDEN_DIFF = DATA / "upstream" / "planted-write.diff"
+EPOCH = 1_796_083_200  # 2026-12-01
+
+
+@pytest.fixture(scope="module")
+def upstream(dswheels_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[UpstreamServer]:
+    error = ""
+    root = tmp_path_factory.mktemp("upstream") / "site"
+    try:
+        assemble(root, dswheels_cache / "sources")
+    except SourceError as exc:
+        error = exc.message
+    require(not error, f"the real DeepSpeed sdists come from PyPI: {error}")
+    with UpstreamServer(root) as server:
+        yield server
+
+
+def _check(tmp_path: Path, compat: str, *args: str, base: list[str]) -> tuple[subprocess.CompletedProcess[str], Path]:
+    path = tmp_path / "compat.yml"
+    path.write_text(compat, encoding="utf-8")
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "DSWHEELS_CACHE": str(tmp_path / "cache"),  # the sdists are fetched through the loopback server
+        "HOME": str(tmp_path),
+        "SOURCE_DATE_EPOCH": str(EPOCH),  # the date --write stamps into the file
+    }
+    proc = subprocess.run(
+        [sys.executable, "-m", "dswheels", "facts", "check", "--compat", str(path), *base, *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        check=False,
+        timeout=600,
+    )
+    return proc, path
+
+
+def _findings(report: Path) -> dict[str, list[dict[str, object]]]:
+    found: dict[str, list[dict[str, object]]] = {}
+    for finding in json.loads(report.read_text(encoding="utf-8"))["findings"]:
+        found.setdefault(str(finding["entry"]), []).append(finding)
+    return found
+
+
+def test_the_shipped_facts_are_checked_against_every_source(upstream: UpstreamServer, tmp_path: Path) -> None:
+    proc, _path = _check(tmp_path, SHIPPED, "--json", str(tmp_path / "r.json"), base=upstream.args)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
+    assert set(data["read"]) == {"pypi-deepspeed", "pypi-torch", "torch-index", "cuda-action", "deepspeed-sdists"}
+    assert data["read"]["deepspeed-sdists"] == "0.19.4, 0.19.5, 0.19.6, 0.19.7, 0.19.8"
+    found = _findings(tmp_path / "r.json")
+    # torch 2.14.1's pin came from its METADATA, read through range requests of the wheel
+    (pin,) = found["cuda.13.0.install"]
+    assert "torch 2.14.1 pins cuda-toolkit 13.0.3" in str(pin["message"])
+    assert pin["person"]
+    wheel_reads = [p for p in upstream.paths if p.endswith("torch-2.14.1-cp314-cp314-manylinux_2_28_x86_64.whl")]
+    assert len(wheel_reads) == 2  # the end of the zip, then METADATA: no whole wheel
+    # the sdists agree with the ops, the whitelist and both checked rules: nothing to report there
+    assert not [e for e in found if e.startswith(("ops.", "rules.deepspeed-torch", "deepspeed."))]
+    assert "rules.deepspeed-nvcc13-cxx20" not in found  # settled: no longer inferred
+
+
+def test_sdists_refute_a_planted_op_range_and_rule(upstream: UpstreamServer, tmp_path: Path) -> None:
+    rules = SHIPPED.split("\nrules:\n", 1)[1]
+    index = [line.strip() for line in rules.splitlines() if line.startswith("  - id: ")].index(
+        "- id: deepspeed-nvcc13-cxx20"
+    )
+    planted = apply_edits(
+        SHIPPED,
+        [
+            Edit("set", ("ops", "cuda", "pin_memory", "versions"), '">=0.19.7"'),
+            Edit("set", ("rules", index, "require", "deepspeed"), '">=0.19.6"'),
+        ],
+    )
+    proc, _path = _check(tmp_path, planted, "--json", str(tmp_path / "r.json"), base=upstream.args)
+    assert proc.returncode == 0, proc.stderr
+    found = _findings(tmp_path / "r.json")
+    messages = [str(f["message"]) for f in found["ops.cuda.pin_memory.versions"]]
+    assert any("DeepSpeed 0.19.5 defines pin_memory" in m and ">=0.19.7 leaves 0.19.5 out" in m for m in messages)
+    (rule,) = found["rules.deepspeed-nvcc13-cxx20"]
+    assert rule["kind"] == "disagrees"
+    assert "DeepSpeed 0.19.6 passes -std=c++17 yet the rule admits it" in str(rule["message"])
+
+
+PLANTED = apply_edits(
+    SHIPPED,
+    [
+        Edit("set", ("torch", "2.14", "latest"), '"2.14.0"'),  # stale
+        Edit("set", ("torch", "2.14", "variants"), "{linux: [cu126, cu130], windows: [cu126, cu130, cu132]}"),
+        Edit("set", ("torch", "2.15", "variants", "windows"), "[cu126, cu130, cu132]"),  # what was shipped
+        Edit("set", ("deepspeed", "releases"), '["0.19.6", "0.19.7"]'),  # 0.19.8 not known yet
+    ],
+)
+
+
+def test_write_shows_the_diff_then_makes_it(upstream: UpstreamServer, tmp_path: Path, update_golden: bool) -> None:
+    proc, path = _check(tmp_path, PLANTED, "--write", "--json", str(tmp_path / "r.json"), base=upstream.args)
+    assert proc.returncode == 0, proc.stderr
+    diff = proc.stdout[proc.stdout.index("--- a/") : proc.stdout.index("\nwrote ")]
+    normalized = diff.replace(str(path), "compat.yml")
+    if update_golden:
+        GOLDEN_DIFF.write_text(normalized, encoding="utf-8")
+    assert normalized == GOLDEN_DIFF.read_text(encoding="utf-8")
+    assert '+collected: "2026-12-01"' in normalized
+    assert proc.stdout.index("--- a/") < proc.stdout.index(f"wrote {path}")
+    data = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
+    assert data["new_deepspeed"] == ["0.19.8"]
+    assert data["placeable_deepspeed"] == ["0.19.8"]  # its sdist was read and agrees with the facts
+    # the file now says what the sources say: a second check finds nothing it can write
+    again, _ = _check(tmp_path, path.read_text(encoding="utf-8"), "--diff", base=upstream.args)
+    assert again.returncode == 0, again.stderr
+    assert "--- a/" not in again.stdout
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_an_unreachable_source_is_a_clear_error_and_changes_nothing(upstream: UpstreamServer, tmp_path: Path) -> None:
+    dead = f"http://127.0.0.1:{_closed_port()}"
+    base = upstream.args[:2] + urls(dead)[2:4] + upstream.args[4:]
+    proc, path = _check(tmp_path, PLANTED, "--write", "--json", str(tmp_path / "r.json"), base=base)
+    assert proc.returncode == 4, proc.stdout + proc.stderr
+    assert f"torch-index: cannot reach {dead}/whl/" in proc.stderr
+    assert "--skip torch-index" in proc.stderr
+    assert path.read_text(encoding="utf-8") == PLANTED
+    assert not (tmp_path / "r.json").exists()
+    # left out on purpose, the rest is checked and the index's facts are reported unchecked
+    skipped, _ = _check(tmp_path, PLANTED, "--skip", "torch-index", base=base)
+    assert skipped.returncode == 0, skipped.stderr
+    assert "Not checked (1):\n  - torch-index: left out (--skip)" in skipped.stdout

@@ -1,0 +1,195 @@
+"""`dswheels facts check`'s comparison, on the recorded sources (tests/data/upstream/README.md).
+
+The recordings are real subsets of PyPI's JSON and of the CUDA-install action's tables, and
+per-variant pages derived from PyPI's file lists (download.pytorch.org cannot be reached from
+the dev machine). Facts are planted in a copy of the shipped compat.yml; the sdist-based
+checks run against real sdists in tests/integration/test_facts_check.py.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+import yaml
+
+from dswheels.core.compat import parse_compat
+from dswheels.core.upstream.compare import check_facts, inferred_entries
+from dswheels.core.upstream.cuda_action import find_action_pin, table_versions
+from dswheels.core.upstream.findings import Kind, Report, render_diff, render_json, render_markdown, render_text
+from dswheels.core.upstream.pypi import parse_cuda_pin
+from dswheels.core.versions import format_version
+from dswheels.core.yaml_edit import Edit, apply_edits
+from tests.conftest import ROOT
+from tests.support.upstream import RECORDED, recorded_upstream
+
+SHIPPED = (ROOT / "dswheels" / "compat.yml").read_text(encoding="utf-8")
+TODAY = "2026-11-24"
+
+
+def plant(*edits: Edit) -> str:
+    return apply_edits(SHIPPED, edits)
+
+
+PLANTED = plant(
+    Edit("set", ("torch", "2.14", "latest"), '"2.14.0"'),  # a stale entry
+    Edit("set", ("torch", "2.14", "variants"), "{linux: [cu126, cu130], windows: [cu126, cu130]}"),  # cu132 missing
+    Edit("set", ("torch", "2.15", "variants", "linux"), "[cu126, cu130, cu132]"),  # the 2.15 + cu126 that was shipped
+    Edit("set", ("deepspeed", "releases"), "[" + ", ".join(f'"{v}"' for v in ("0.19.6", "0.19.7")) + "]"),
+)
+
+
+def _by_entry(report: Report) -> dict[str, list[tuple[Kind, str]]]:
+    found: dict[str, list[tuple[Kind, str]]] = {}
+    for f in report.findings:
+        found.setdefault(f.entry, []).append((f.kind, f.message))
+    return found
+
+
+def test_the_recorded_sources_parse() -> None:
+    upstream = recorded_upstream()
+    assert upstream.torch is not None
+    assert upstream.torch_index is not None
+    assert upstream.cuda_action is not None
+    assert upstream.deepspeed_releases is not None
+    assert format_version(upstream.deepspeed_releases[-1].version) == "0.19.8"
+    assert upstream.deepspeed_releases[-1].sdist_url.endswith("/deepspeed-0.19.8.tar.gz")
+    seen = upstream.torch[(2, 15)]
+    assert (seen.latest, seen.released, seen.requires_python) == ("2.15.0", "2026-10-28", ">=3.11")
+    assert [str(p) for p in seen.python["windows"]] == ["3.11", "3.12", "3.13", "3.14", "3.14t", "3.15", "3.15t"]
+    assert (seen.cuda_pin, seen.cuda_pin_exact) == ("13.2.2", True)
+    assert upstream.torch[(2, 14)].latest == "2.14.1"
+    assert not upstream.torch[(2, 14)].cuda_pin
+    assert upstream.torch_index.variants((2, 15), "windows") == ("cu130", "cu132")
+    assert upstream.torch_index.variants((2, 13), "linux") == ("cu126", "cu130", "cu132")
+    assert upstream.torch_index.absent == ("cu128", "cu129", "cu131", "cu133", "cu134")
+    assert max(upstream.cuda_action.installable["windows"]) == (13, 2, 0)
+
+
+def test_the_action_pin_and_its_tables_are_read_from_the_real_files() -> None:
+    pin = find_action_pin((ROOT / ".github" / "workflows" / "wheels.yml").read_text(encoding="utf-8"))
+    assert pin is not None
+    assert pin.method == "network"
+    assert len(pin.commit) == 40
+    windows = (RECORDED / "cuda-toolkit" / pin.commit / "src" / "links" / "windows-links.ts").read_text()
+    local = table_versions(windows, "cudaVersionToURL")
+    network = table_versions(windows, "cudaVersionToNetworkUrl")
+    assert (12, 6, 3) in network
+    assert (13, 2, 0) in local
+    with pytest.raises(ValueError, match="no table"):
+        table_versions(windows, "cudaVersionToNothing")
+
+
+def test_cuda_pins_are_read_from_requirements() -> None:
+    assert parse_cuda_pin(['cuda-toolkit[cublas]==13.0.3; platform_system == "Linux"']) == ("13.0.3", True)
+    assert parse_cuda_pin(['nvidia-cuda-runtime-cu12==12.8.90; platform_system == "Linux"']) == ("12.8", False)
+    assert parse_cuda_pin(["filelock", "sympy>=1.13.3"]) is None
+
+
+def test_the_shipped_facts_against_the_recorded_sources() -> None:
+    report = check_facts(SHIPPED, recorded_upstream(), today=TODAY)
+    found = _by_entry(report)
+    # the toolkit the newest torch pins is one the pinned action cannot install: a person bumps it
+    ((kind, message),) = found["cuda.13.2.install"]
+    assert kind is Kind.DISAGREES
+    assert "pins cuda-toolkit 13.2.2" in message
+    assert "only up to 13.2.0" in message
+    assert all(f.person for f in report.findings if f.entry.startswith("cuda.13.") and f.kind is Kind.DISAGREES)
+    assert {"cuda.13.3.install", "cuda.13.4.install"} <= set(found)
+    # the (derived) per-variant pages agree with 2.15's corrected variants, which settles them
+    assert found["torch.2.15.variants"][0][0] is Kind.CONFIRMED
+    assert not [e for e in found if e.startswith(("torch.2.13", "torch.2.14", "deepspeed"))]
+    # every inferred entry is accounted for, each unsettled one with compat.yml's reason
+    unsettled = {f.entry: f.message for f in report.findings if f.kind is Kind.UNSETTLED}
+    labels = {label for _path, label, _why in inferred_entries(yaml.safe_load(SHIPPED))}
+    assert set(unsettled) == labels - {"torch.2.15"}
+    assert all("source" in why for why in unsettled.values())
+
+
+def test_a_planted_stale_entry_a_missing_variant_and_a_new_release_are_reported() -> None:
+    report = check_facts(PLANTED, recorded_upstream(), today=TODAY)
+    found = _by_entry(report)
+    assert found["torch.2.14.latest"] == [(Kind.DISAGREES, "the newest 2.14 release is 2.14.1, compat.yml says 2.14.0")]
+    kinds = dict(found["torch.2.14.variants.linux"])
+    assert Kind.NEW in kinds
+    assert "cu132" in kinds[Kind.NEW]
+    ((kind, message),) = found["torch.2.15.variants.linux"]
+    assert kind is Kind.REFUTED
+    assert "no cu126 wheels for linux" in message
+    news = [m for k, m in found["deepspeed.releases"] if k is Kind.NEW]
+    assert [m.split(" is on")[0] for m in news] == ["DeepSpeed 0.19.8"]
+    assert report.new_deepspeed == ("0.19.8",)
+    assert report.placeable_deepspeed == ()  # its sdist was not read here
+    assert report.drift
+
+
+def test_write_makes_the_planted_facts_agree_and_keeps_everything_else() -> None:
+    report = check_facts(PLANTED, recorded_upstream(), today=TODAY)
+    after = yaml.safe_load(report.after)
+    compat = parse_compat(after)
+    assert compat.torch[(2, 14)].latest == "2.14.1"
+    assert [v.name for v in compat.torch[(2, 14)].variants["linux"]] == ["cu126", "cu130", "cu132"]
+    assert [v.name for v in compat.torch[(2, 15)].variants["linux"]] == ["cu130", "cu132"]
+    assert not compat.torch[(2, 15)].inferred
+    assert "variants read from download.pytorch.org" in compat.torch[(2, 15)].source
+    assert "Corrected 2026-11-24" in compat.torch[(2, 15)].source  # the earlier note is kept
+    assert format_version(compat.deepspeed_releases[-1]) == "0.19.8"
+    assert after["collected"] == TODAY
+    # 2.13 still shares its Python list with 2.12 (an untouched alias), comments are all there
+    assert "python: *py_2_12" in report.after
+    assert [line for line in PLANTED.splitlines() if line.lstrip().startswith("#")] == [
+        line for line in report.after.splitlines() if line.lstrip().startswith("#")
+    ]
+    again = check_facts(report.after, recorded_upstream(), today=TODAY)
+    assert not [f for f in again.findings if f.kind.drifts and not f.entry.startswith("cuda.13.")]
+
+
+def test_sources_left_out_are_reported_unchecked_and_change_nothing_they_would_settle() -> None:
+    upstream = replace(recorded_upstream(with_index=False), skipped={"torch-index": "left out (--skip)"})
+    report = check_facts(PLANTED, upstream, today=TODAY)
+    found = _by_entry(report)
+    assert found["torch-index"] == [(Kind.UNCHECKED, "left out (--skip)")]
+    assert not [e for e in found if ".variants" in e]
+    assert yaml.safe_load(report.after)["torch"]["2.15"]["variants"]["linux"] == ["cu126", "cu130", "cu132"]
+
+
+def test_the_report_renders_for_people_and_for_the_workflow() -> None:
+    report = check_facts(PLANTED, recorded_upstream(), today=TODAY)
+    diff = render_diff(report)
+    assert diff.startswith("--- a/dswheels/compat.yml\n+++ b/dswheels/compat.yml\n")
+    assert '-    latest: "2.14.0"' in diff
+    assert '+    latest: "2.14.1"' in diff
+    text = render_text(report)
+    assert "Stale: compat.yml disagrees with its sources" in text
+    assert "[--write fixes it]" in text
+    markdown = render_markdown(report, diff=diff)
+    assert "```diff" in markdown
+    assert "a person decides" in markdown
+    data = yaml.safe_load(render_json(report, diff=diff))
+    assert data["schema"] == "dswheels.facts-report/1"
+    assert data["drift"] is True
+    assert data["new_deepspeed"] == ["0.19.8"]
+    assert data["diff"] == diff
+
+
+def test_once_the_action_can_install_torchs_pin_write_raises_install() -> None:
+    # the tables of a newer action release (Jimver/cuda-toolkit#445 added 13.0.3 and 13.2.2) on top of
+    # the recorded ones: what `--write` does after the pin in wheels.yml is bumped
+    upstream = recorded_upstream()
+    assert upstream.cuda_action is not None
+    newer = {os: (*versions, (13, 0, 3), (13, 2, 2)) for os, versions in upstream.cuda_action.installable.items()}
+    report = check_facts(
+        SHIPPED, replace(upstream, cuda_action=replace(upstream.cuda_action, installable=newer)), today=TODAY
+    )
+    found = {f.entry: f for f in report.findings}
+    assert found["cuda.13.2.install"].edits
+    assert not found["cuda.13.2.install"].person
+    assert parse_compat(yaml.safe_load(report.after)).cuda[(13, 2)].install == "13.2.2"
+
+
+def test_an_install_the_action_cannot_do_moves_to_the_newest_patch_it_can() -> None:
+    planted = plant(Edit("set", ("cuda", "12.6", "install"), '"12.6.9"'))
+    report = check_facts(planted, recorded_upstream(), today=TODAY)
+    (finding,) = [f for f in report.findings if f.entry == "cuda.12.6.install"]
+    assert "cannot install 12.6.9 on linux or windows; it can install 12.6.3" in finding.message
+    assert parse_compat(yaml.safe_load(report.after)).cuda[(12, 6)].install == "12.6.3"

@@ -1,0 +1,130 @@
+"""The follow workflow's structure and the decisions its steps make (tests/gha/follow_dryrun.py runs it)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from dswheels.cli import main
+from dswheels.core.follow import (
+    ISSUE_MARKER,
+    ActiveRuns,
+    active_versions,
+    builds_to_start,
+    dispatch_inputs,
+    issue_action,
+    issue_body,
+)
+from tests.conftest import ROOT
+from tests.gha.expressions import Status, condition
+from tests.gha.model import as_map, as_str_map, load_workflow
+
+WORKFLOWS = ROOT / ".github" / "workflows"
+FOLLOW = load_workflow(WORKFLOWS / "follow.yml")
+WHEELS = load_workflow(WORKFLOWS / "wheels.yml")
+JOBS = as_map(FOLLOW["jobs"], "jobs")
+
+
+def test_it_runs_daily_and_on_demand_and_never_twice_at_once() -> None:
+    on = as_map(FOLLOW["on"], "on")
+    assert set(on) == {"schedule", "workflow_dispatch"}
+    schedule = on["schedule"]
+    assert isinstance(schedule, list)
+    assert len(schedule) == 1
+    assert re.fullmatch(r"\d+ \d+ \* \* \*", str(as_map(schedule[0], "cron")["cron"]))
+    assert as_map(FOLLOW["concurrency"], "c") == {"group": "follow", "cancel-in-progress": False}
+
+
+def test_each_job_holds_only_the_permission_it_uses() -> None:
+    assert FOLLOW["permissions"] == {}
+    assert {job: as_map(spec, job).get("permissions") for job, spec in JOBS.items()} == {
+        "check": {"contents": "read"},
+        "issue": {"issues": "write"},
+        "build": {"actions": "write"},
+    }
+    for job, spec in JOBS.items():
+        assert isinstance(as_map(spec, job).get("timeout-minutes"), int), job
+
+
+@pytest.mark.parametrize(("value", "runs"), [("", True), ("on", True), ("off", False)])
+def test_the_repository_variable_turns_it_off(value: str, runs: bool) -> None:
+    contexts = {"vars": {"DSWHEELS_FOLLOW": value} if value else {}}
+    assert condition(as_map(JOBS["check"], "check")["if"], contexts, Status()) is runs  # type: ignore[arg-type]
+    # the other jobs need `check`: skipped with it
+
+
+def test_builds_start_only_when_there_is_something_to_build() -> None:
+    gate = str(as_map(JOBS["build"], "build")["if"])
+    for builds, runs in (("[]", False), ("", False), ('["0.19.9"]', True)):
+        contexts = {"needs": {"check": {"result": "success", "outputs": {"builds": builds}}}}
+        assert condition(gate, contexts, Status()) is runs, builds  # type: ignore[arg-type]
+
+
+def test_no_expression_is_expanded_inside_a_script_and_tokens_go_through_env() -> None:
+    for job, spec in JOBS.items():
+        for step in as_map(spec, job).get("steps") or []:  # type: ignore[union-attr]
+            step_map = as_map(step, job)
+            assert "${{" not in str(step_map.get("run", "")), f"{job}: pass values through env:"
+            env = as_str_map(step_map.get("env"), "env")
+            if "GITHUB_TOKEN" in env:
+                assert job in ("issue", "build"), f"{job} has no business with the token"
+
+
+def test_every_dswheels_command_and_flag_it_uses_exists(capsys: pytest.CaptureFixture[str]) -> None:
+    used = []
+    for job, spec in JOBS.items():
+        for step in as_map(spec, job).get("steps") or []:  # type: ignore[union-attr]
+            script = str(as_map(step, job).get("run", "")).replace("\\\n", " ")
+            used += re.findall(r"\bdswheels (facts [a-z]+)([^\n|;>]*)", script)
+    assert {command for command, _flags in used} == {"facts check", "facts builds", "facts issue", "facts dispatch"}
+    for command, flags in used:
+        with pytest.raises(SystemExit) as info:
+            main([*command.split(), "--help"])
+        assert info.value.code == 0
+        text = capsys.readouterr().out
+        for flag in re.findall(r"(?<![\w-])(--[a-z][a-z-]*)", flags):
+            assert flag in text, f"dswheels {command} has no {flag}"
+
+
+def test_the_dispatch_names_only_inputs_the_wheels_workflow_declares() -> None:
+    declared = as_map(as_map(as_map(WHEELS["on"], "on")["workflow_dispatch"], "wd")["inputs"], "inputs")
+    assert set(dispatch_inputs("0.19.9")) == set(declared)
+    assert dispatch_inputs("0.19.9")["deepspeed"] == "0.19.9"
+
+
+# --- the decisions ---------------------------------------------------------------------------------
+
+
+def test_builds_are_new_placed_releases_and_versions_with_unpublished_cells() -> None:
+    idle = ActiveRuns(frozenset(), 0)
+    start, later = builds_to_start(placeable=["0.19.9"], unpublished={"0.19.8": 3, "0.19.7": 0}, active=idle)
+    assert (start, later) == (["0.19.9", "0.19.8"], [])
+
+
+def test_a_version_already_building_waits_and_unnamed_runs_hold_everything() -> None:
+    runs = [
+        {"status": "in_progress", "display_title": "wheels 0.19.8 (matrix)"},
+        {"status": "completed", "display_title": "wheels 0.19.7"},
+    ]
+    active = active_versions(runs)
+    assert active == ActiveRuns(frozenset({"0.19.8"}), 0)
+    start, later = builds_to_start(placeable=[], unpublished={"0.19.8": 1, "0.19.7": 2}, active=active)
+    assert start == ["0.19.7"]
+    assert later == ["0.19.8: a wheels run for it is queued or running"]
+    held = active_versions([{"status": "queued", "display_title": "wheels"}])
+    assert builds_to_start(placeable=["0.19.9"], unpublished={}, active=held)[0] == []
+
+
+def test_one_issue_is_opened_updated_and_closed() -> None:
+    body = issue_body("findings")
+    assert body.startswith(ISSUE_MARKER)
+    assert issue_action([], drift=True, body=body).kind == "create"
+    ours = {"number": 7, "body": issue_body("older findings")}
+    other = {"number": 3, "body": "an unrelated issue"}
+    pull = {"number": 9, "body": body, "pull_request": {"url": "x"}}
+    assert issue_action([other, ours, pull], drift=True, body=body).kind == "update"
+    assert issue_action([{**ours, "body": body}], drift=True, body=body).kind == "none"
+    closing = issue_action([ours], drift=False, body=body)
+    assert (closing.kind, closing.number) == ("close", 7)
+    assert issue_action([other], drift=False, body=body).kind == "none"
