@@ -135,6 +135,17 @@ def test_build_is_skipped_for_an_empty_plan_and_runs_for_a_non_empty_one() -> No
         assert not condition(check, contexts, Status(cancelled=True))
 
 
+def test_every_job_after_the_parts_says_when_it_runs() -> None:
+    """The parts job is usually skipped; a job downstream of a skipped job is skipped by the implicit
+    success() even when its own needs succeeded (actions/runner#491): every later job checks results."""
+    downstream = {"parts"}
+    for name, job in JOBS.items():  # the jobs are listed after what they need
+        if _needs(name) & downstream:
+            downstream.add(name)
+            assert "!cancelled()" in str(job.get("if", "")), name
+    assert downstream == {"parts", "build", "smoke", "release", "pages"}
+
+
 def test_part_jobs_come_first_and_run_the_build_jobs_steps() -> None:
     assert _needs("parts") == {"plan"}
     assert _needs("build") == {"plan", "parts"}
@@ -359,9 +370,14 @@ def test_publish_runs_only_after_builds_and_smoke_passed() -> None:
 
 def test_smoke_is_gated_by_the_gpu_runner_variable_with_a_visible_notice() -> None:
     gate = str(JOBS["smoke"]["if"])
-    contexts: dict[str, Value] = {"vars": {}, "needs": {}}
+    contexts: dict[str, Value] = {"vars": {}, "needs": {"build": {"result": "success"}}}
     assert not condition(gate, contexts, Status())
     assert condition(gate, {**contexts, "vars": {"DSWHEELS_GPU_RUNNERS": "linux_x86_64"}}, Status())
+    failed: dict[str, Value] = {
+        "vars": {"DSWHEELS_GPU_RUNNERS": "linux_x86_64"},
+        "needs": {"build": {"result": "failure"}},
+    }
+    assert not condition(gate, failed, Status(success=False, failure=True))
     notice = next(s for s in _steps("plan") if "::notice" in str(s.get("run", "")))
     assert not condition(str(notice["if"]), {"vars": {"DSWHEELS_GPU_RUNNERS": "win_amd64"}}, Status())
     assert condition(str(notice["if"]), {"vars": {}}, Status())
