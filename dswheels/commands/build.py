@@ -15,19 +15,22 @@ from dswheels.commands.common import (
     load_matrix,
     parse_nvcc_option,
 )
-from dswheels.commands.plan import add_selection_arguments, compute_plan
+from dswheels.commands.selection import COMBO_AXES, add_selection_arguments, compute_plan
 from dswheels.core.buildenv import fit_jobs
 from dswheels.core.buildreport import CellOutcome, render_results_markdown, render_results_table
 from dswheels.core.canary import restrict_ops
 from dswheels.core.compat import Compat, load_compat
 from dswheels.core.config import parse_matrix
+from dswheels.core.jsondoc import parse_json
 from dswheels.core.model import PlannedCell, Platform, Python, Variant
 from dswheels.core.naming import cell_id, parse_cell_id
-from dswheels.core.plan import Combo, LocalHost, plan
+from dswheels.core.plan import Combo, LocalHost, plan, select_cells
+from dswheels.core.plan_json import PlanFormatError, parse_plan
 from dswheels.core.sources import TorchSource
 from dswheels.core.versions import VersionTuple, format_version, parse_version
 from dswheels.effects import proc
 from dswheels.effects.build import BuildOptions, CellResult, build_cell, discard_wheel
+from dswheels.effects.files import read_bounded
 from dswheels.effects.gha import in_github_actions, write_summary
 from dswheels.effects.interpreter import find_uv, probe_python
 from dswheels.effects.machine import available_memory, cpu_count
@@ -38,6 +41,8 @@ from dswheels.log import get_reporter
 
 __all__ = ["register", "run"]
 
+MAX_PLAN_BYTES = 256 * 1024**2  # a plan of the whole matrix is a few MB; far more is not a plan
+
 DESCRIPTION = """\
 Build DeepSpeed wheels with every planned C++/CUDA op precompiled. For each selected cell:
 fetch the DeepSpeed source and check its sha256, unpack it into a fresh work directory,
@@ -47,7 +52,9 @@ compile exactly the planned ops with the plan's nvcc and arch list, check every 
 in the wheel, strip it, pin torch to the built MAJOR.MINOR, and write the wheel with its
 build manifest to OUT/<variant>/. A failed cell leaves no wheel behind.
 
-With no --cell/--only/--python/--platform, builds for this machine: this Python and OS,
+--plan FILE builds cells of a plan `dswheels plan --format json` (or `dswheels ci plan`)
+wrote, exactly as planned, without planning again: all of them, or those --cell/--only name.
+With no --plan/--cell/--only/--python/--platform, builds for this machine: this Python and OS,
 the torch installed here (or --torch/--cuda; without either, the newest torch for this
 Python with the CUDA of the toolkit found, else cpu), the newest DeepSpeed (or --deepspeed).
 
@@ -56,7 +63,7 @@ examples:
   dswheels build --deepspeed 0.19.8 --install       # ... and install the wheel here
   dswheels build --torch 2.13 --cuda cpu            # this Python, torch 2.13 CPU (in a venv)
   dswheels build --cell ds0.19.8-torch2.14-cu130-cp311-linux_x86_64
-  dswheels build --cell "$CELLS" --keep-going       # the workflow: several ids in one value
+  dswheels build --plan plan/plan.json --cell "$CELLS" --keep-going   # the workflow: the plan job's cells
   dswheels build --only 'ds0.19.8-torch2.13-cpu-*' --torch-index pip
   dswheels build --cell ds0.19.8-torch2.13-cpu-cp311-linux_x86_64 --torch-index ~/wheels"""
 
@@ -91,6 +98,12 @@ def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
         metavar="ID",
         help="a cell id to build, planned from the rules alone (repeatable; one value may hold several "
         "whitespace-separated ids)",
+    )
+    p.add_argument(
+        "--plan",
+        type=Path,
+        metavar="FILE",
+        help="build cells of this plan (`dswheels plan --format json`) as planned: all, or those --cell/--only name",
     )
     p.add_argument("--out", type=Path, default=Path("wheelhouse"), metavar="DIR", help="output (default: %(default)s)")
     p.add_argument("--keep-going", action="store_true", help="build the other cells after a failure; report all")
@@ -184,10 +197,20 @@ def _torch_source(text: str | None) -> TorchSource:
 
 
 def _plan_cells(args: argparse.Namespace, compat: Compat) -> list[PlannedCell]:
-    """--cell ids; the matrix (--only, or a combination naming --python/--platform); else this machine."""
+    """--plan's cells; --cell ids; the matrix (--only, or a combination naming --python/--platform); else
+    this machine."""
     cells = _split_cells(args.cell)
+    combo = any(getattr(args, key) for key in COMBO_AXES)
+    if args.plan is not None:
+        if combo or args.nvcc:
+            raise ConfigError(
+                "--plan builds cells as the plan resolved them; it cannot be combined with --deepspeed/--torch/"
+                "--cuda/--python/--platform/--nvcc",
+                hint="select cells of the plan with --cell or --only",
+            )
+        return _cells_of_plan(args.plan, ids=cells, only=args.only)
     if cells:
-        if args.only or any(getattr(args, key) for key in ("deepspeed", "torch", "cuda", "python", "platform")):
+        if args.only or combo:
             raise ConfigError(
                 "--cell names complete cells; it cannot be combined with --only or --deepspeed/--torch/..."
             )
@@ -195,6 +218,39 @@ def _plan_cells(args: argparse.Namespace, compat: Compat) -> list[PlannedCell]:
     if args.only or args.python or args.platform:
         return list(compute_plan(args, compat).planned)
     return [_plan_local(args, compat)]
+
+
+def _cells_of_plan(path: Path, *, ids: Sequence[str], only: Sequence[str]) -> list[PlannedCell]:
+    """The planned cells of a plan file: all, those named by id (each must be in it), or matching ``only``."""
+    try:
+        planned = parse_plan(parse_json(read_bounded(path, limit=MAX_PLAN_BYTES), what=str(path))).planned
+    except FileNotFoundError:
+        raise ConfigError(
+            f"no plan file at {path}", hint="write one with `dswheels plan --format json > FILE`"
+        ) from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read the plan file {path}: {exc.strerror}") from None
+    except ValueError as exc:  # not JSON, too large, or not the plan contract (PlanFormatError)
+        what = "is not a plan" if isinstance(exc, PlanFormatError) else "cannot be read"
+        raise ConfigError(
+            f"{path} {what}: {exc}", hint="give the file `dswheels plan --format json` wrote (docs/plan-json.md)"
+        ) from None
+    by_id = {cell_id(item.cell): item for item in planned}
+    if ids:
+        missing = [cid for cid in ids if cid not in by_id]
+        if missing:
+            raise ConfigError(
+                f"not in the plan {path} ({len(planned)} cells): {', '.join(missing)}",
+                hint="a build job builds cells of the plan its plan job wrote; plan them first",
+            )
+        picked = [by_id[cid] for cid in dict.fromkeys(ids)]
+        if only:
+            raise ConfigError("--cell and --only both select cells of the plan: give one")
+        return picked
+    if only:
+        chosen = select_cells([item.cell for item in planned], only, what=f"the plan {path}")
+        return [by_id[cell_id(cell)] for cell in chosen]
+    return list(planned)
 
 
 def plan_cell_ids(ids: Sequence[str], *, matrix: Path, nvcc: str | None, compat: Compat) -> list[PlannedCell]:

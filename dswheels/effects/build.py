@@ -60,7 +60,6 @@ from dswheels.core.linux_runtime import RuntimeFloor, exceeds, floor_of
 from dswheels.core.manifest import BuiltOp, FileInfo, Manifest, manifest_name, render_manifest
 from dswheels.core.model import PlannedCell
 from dswheels.core.naming import cell_id, wheel_filename
-from dswheels.core.render_plan import planned_cell_json
 from dswheels.core.sources import TorchSource
 from dswheels.core.versions import format_version
 from dswheels.core.wheelfile import extension_for_module, torch_pin
@@ -848,7 +847,7 @@ def _build(
         toolchain[cache.tool] = tool_version([cache.executable, "--version"], env)
     manifest = Manifest(
         cell_id=cid,
-        plan=planned_cell_json(planned),
+        plan=planned,
         wheel=FileInfo(pp.wheel.name, pp.wheel.stat().st_size, wheel_sha),
         accelerator=accelerator,
         torch_version=interp.info.torch or "",
