@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -112,7 +112,22 @@ def add_env_option(
     dest = flag.removeprefix("--").replace("-", "_")
     shown = f", else {default}" if default not in (None, "", False) else ""
     p.add_argument(flag, dest=dest, default=None, help=f"{help} (default: ${env}{shown})", **kwargs)
-    _register_env_default(p, dest, EnvDefault(variable=env, parse=parse, fallback=default))
+    choices = kwargs.get("choices")
+    _register_env_default(
+        p, dest, EnvDefault(variable=env, parse=_one_of(parse, choices) if choices else parse, fallback=default)
+    )
+
+
+def _one_of(parse: Callable[[str], object], choices: Sequence[object]) -> Callable[[str], object]:
+    """``parse`` that also holds a variable's value to the option's choices, as argparse does the flag's."""
+
+    def checked(text: str) -> object:
+        value = parse(text)
+        if value not in choices:
+            raise argparse.ArgumentTypeError(f"expected one of {', '.join(map(str, choices))}")
+        return value
+
+    return checked
 
 
 def add_env_flag(p: argparse.ArgumentParser, flag: str, *, env: str, help: str) -> None:  # noqa: A002
