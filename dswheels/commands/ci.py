@@ -14,18 +14,24 @@ from pathlib import Path
 
 from dswheels import __version__
 from dswheels.commands.common import Subparsers, add_env_flag, add_env_option, add_matrix_argument, formatter
-from dswheels.commands.selection import canary_plan, jobs_of, plan_selection, skip_published
+from dswheels.commands.selection import (
+    add_published_arguments,
+    canary_plan,
+    index_url_of,
+    jobs_of,
+    plan_selection,
+    published_source,
+    skip_published,
+)
 from dswheels.core.ci import (
     AXES,
     DispatchInputs,
     Event,
     EventError,
     RunIntent,
-    default_index_url,
     intent_for,
     parse_gpu_platforms,
     platforms_text,
-    skip_published_source,
 )
 from dswheels.core.compat import load_compat
 from dswheels.core.jobs import JobPlan
@@ -104,17 +110,7 @@ def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
     add_env_flag(p, "--canary", env="INPUT_CANARY", help="the dispatch builds the canary only (never published)")
     add_env_flag(p, "--publish", env="INPUT_PUBLISH", help="the dispatch publishes to the release v<DeepSpeed>")
     add_matrix_argument(p)
-    add_env_option(
-        p, "--publish-dir", env="DSWHEELS_PUBLISH_DIR", metavar="DIR", help="publish into this directory, not a release"
-    )
-    add_env_option(p, "--index-url", env="DSWHEELS_INDEX_URL", metavar="URL", help="where the index is served")
-    add_env_option(
-        p,
-        "--repository",
-        env="GITHUB_REPOSITORY",
-        metavar="OWNER/NAME",
-        help="gives the default --index-url, https://OWNER.github.io/NAME/",
-    )
+    add_published_arguments(p)
     add_env_option(
         p,
         "--gpu-runners",
@@ -137,24 +133,10 @@ def _intent(args: argparse.Namespace) -> RunIntent:
     return intent_for(event, ref_name=args.ref_name or "", inputs=inputs)
 
 
-def _index_url(args: argparse.Namespace) -> str:
-    if args.index_url:
-        return str(args.index_url)
-    return default_index_url(args.repository) if args.repository else ""
-
-
-def _skip_published(result: Plan, args: argparse.Namespace, index_url: str) -> tuple[Plan, str]:
+def _skip_published(result: Plan, args: argparse.Namespace) -> tuple[Plan, str]:
     """Leave out what is published; (the plan, what the summary says about it)."""
-    source = skip_published_source(publish_dir=args.publish_dir or "", index_url=index_url)
-    if not source:
-        raise ConfigError(
-            "a run that publishes builds only what is not published yet, and nothing says where that is",
-            hint="set DSWHEELS_INDEX_URL or DSWHEELS_PUBLISH_DIR (in GitHub Actions, GITHUB_REPOSITORY gives the "
-            "default https://OWNER.github.io/NAME/)",
-        )
-    if args.publish_dir and not Path(args.publish_dir).exists():
-        return result, f"nothing published yet: {source} does not exist"
-    left = skip_published(result, source, allow_empty=True)
+    source = published_source(args)
+    left = skip_published(result, source, allow_empty=True, missing_dir_ok=True)
     skipped = len(result.planned) - len(left.planned)
     return left, f"{skipped} of {len(result.planned)} planned cells already published at {source}"
 
@@ -191,7 +173,6 @@ def run_plan(args: argparse.Namespace) -> int:
     try:
         intent = _intent(args)
         gpu = parse_gpu_platforms(args.gpu_runners or "")
-        index_url = _index_url(args)
     except EventError as exc:
         raise ConfigError(str(exc)) from None
     compat = load_compat()
@@ -200,7 +181,7 @@ def run_plan(args: argparse.Namespace) -> int:
         result = canary_plan(result)
     notes = [_describe(intent)]
     if intent.publishes:
-        result, published = _skip_published(result, args, index_url)
+        result, published = _skip_published(result, args)
         notes.append(published)
     jobs, per_cell = jobs_of(result)
     plan_file = args.out / "plan.json"
@@ -213,7 +194,7 @@ def run_plan(args: argparse.Namespace) -> int:
         "release": intent.release,
         "plan": plan_file.as_posix(),
         "publish_dir": args.publish_dir or "",
-        "index_url": index_url,
+        "index_url": index_url_of(args),
     }
     report = render_table(result, jobs, per_cell=per_cell) + "\n" + render_cost_table(jobs, per_cell=per_cell)
     sys.stdout.write("\n".join(notes) + "\n\n" + report)

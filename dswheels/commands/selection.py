@@ -1,5 +1,5 @@
-"""The cell selection shared by ``plan``, ``build`` and ``ci plan``: its flags, the plan, the canary,
-and leaving out what is published already."""
+"""The cell selection shared by ``plan``, ``build``, ``ci plan`` and ``facts builds``: its flags, the
+plan, the canary, where the wheels are published, and leaving out what is published already."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from dswheels.commands.common import add_matrix_argument, load_matrix, parse_nvcc_option
+from dswheels.commands.common import add_env_option, add_matrix_argument, load_matrix, parse_nvcc_option
 from dswheels.core.canary import pick_canary
+from dswheels.core.ci import EventError, default_index_url, skip_published_source
 from dswheels.core.compat import Compat
 from dswheels.core.costs import load_costs
 from dswheels.core.index import published_canonical_names
@@ -21,11 +22,15 @@ from dswheels.errors import ConfigError, NothingToDoError
 
 __all__ = [
     "COMBO_AXES",
+    "add_published_arguments",
     "add_selection_arguments",
     "canary_plan",
     "compute_plan",
+    "index_url_of",
     "jobs_of",
     "plan_selection",
+    "published_source",
+    "published_wheels",
     "skip_published",
 ]
 
@@ -63,9 +68,54 @@ def compute_plan(args: argparse.Namespace, compat: Compat) -> Plan:
     return plan_selection(args.matrix, compat, only=args.only, combo=combo, nvcc=args.nvcc)
 
 
-def skip_published(result: Plan, location: str, *, allow_empty: bool) -> Plan:
+def add_published_arguments(p: argparse.ArgumentParser) -> None:
+    """Where the wheels are published (the workflows' repository variables): a directory, else an index."""
+    add_env_option(
+        p, "--publish-dir", env="DSWHEELS_PUBLISH_DIR", metavar="DIR", help="publish into this directory, not a release"
+    )
+    add_env_option(p, "--index-url", env="DSWHEELS_INDEX_URL", metavar="URL", help="where the index is served")
+    add_env_option(
+        p,
+        "--repository",
+        env="GITHUB_REPOSITORY",
+        metavar="OWNER/NAME",
+        help="gives the default --index-url, https://OWNER.github.io/NAME/",
+    )
+
+
+def index_url_of(args: argparse.Namespace) -> str:
+    """--index-url, else GitHub Pages' URL of --repository; "" when neither is known."""
+    if args.index_url:
+        return str(args.index_url)
+    try:
+        return default_index_url(args.repository) if args.repository else ""
+    except EventError as exc:
+        raise ConfigError(f"--repository: {exc}") from None
+
+
+def published_source(args: argparse.Namespace) -> str:
+    """Where the published wheels are listed (see :func:`add_published_arguments`)."""
+    source = skip_published_source(publish_dir=args.publish_dir or "", index_url=index_url_of(args))
+    if not source:
+        raise ConfigError(
+            "nothing says where the wheels are published",
+            hint="set DSWHEELS_PUBLISH_DIR or DSWHEELS_INDEX_URL (or pass --publish-dir/--index-url); in GitHub "
+            "Actions, GITHUB_REPOSITORY gives the default https://OWNER.github.io/NAME/",
+        )
+    return source
+
+
+def published_wheels(location: str, *, missing_dir_ok: bool = False) -> list[str]:
+    """The wheel filenames published at ``location``; with ``missing_dir_ok`` a directory that does not
+    exist yet (a publish directory before the first publish) lists none."""
+    if missing_dir_ok and "://" not in location and not Path(location).exists():
+        return []
+    return list_published(location)
+
+
+def skip_published(result: Plan, location: str, *, allow_empty: bool, missing_dir_ok: bool = False) -> Plan:
     """Drop the cells whose wheel ``location`` already lists; exit 3 when none is left (unless allowed)."""
-    published = published_canonical_names(list_published(location))
+    published = published_canonical_names(published_wheels(location, missing_dir_ok=missing_dir_ok))
     left = tuple(item for item in result.planned if wheel_filename(item.cell) not in published)
     skipped = len(result.planned) - len(left)
     sys.stderr.write(f"skipped {skipped} of {len(result.planned)} cells: their wheels are published at {location}\n")

@@ -61,6 +61,8 @@ def _job_json(job: Job, *, plan_mode: str) -> dict[str, object]:
         "runs_on": list(tc.runs_on),
         "smoke_runs_on": list(first.smoke_runs_on),
         "python": " ".join(str(p) for p in pythons),
+        # setup-python's python-version takes one version a line
+        "setup_python": "\n".join(str(p) for p in pythons),
         "deepspeed": format_version(cell.deepspeed),
         "torch": " ".join(format_version(t) for t in torches),
         "variant": " ".join(variants),

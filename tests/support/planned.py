@@ -30,10 +30,9 @@ def planned_cell(cid: str, *, linux_runtime: RuntimeFloor | None = None) -> Plan
     """The cell ``cid`` as `dswheels plan` plans it; ``linux_runtime`` replaces the promised floor."""
     compat = load_compat()
     result = resolve_cell(parse_cell_id(cid), compat, parse_matrix(_MATRIX, "(tests)", compat))
-    if not isinstance(result, PlannedCell):
-        reasons = "; ".join(r.message for r in result.reasons)
-        msg = f"{cid} cannot be planned: {reasons}"
-        raise ValueError(msg)
-    if linux_runtime is None:
-        return result
-    return replace(result, toolchain=replace(result.toolchain, linux_runtime=linux_runtime))
+    if isinstance(result, PlannedCell):
+        if linux_runtime is None:
+            return result
+        return replace(result, toolchain=replace(result.toolchain, linux_runtime=linux_runtime))
+    msg = f"{cid} cannot be planned: {'; '.join(r.message for r in result.reasons)}"
+    raise ValueError(msg)
