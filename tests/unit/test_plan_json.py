@@ -29,7 +29,7 @@ from tests.conftest import DATA, GOLDEN
 from tests.unit.strategies import any_cells
 
 texts = st.text(max_size=30)
-words = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters=";,"), min_size=1, max_size=12)
+words = st.text(st.characters(exclude_categories=["Cs"], exclude_characters=";,"), min_size=1, max_size=12)
 versions = st.lists(st.integers(0, 99), min_size=1, max_size=3).map(tuple)
 floors = st.builds(
     RuntimeFloor,
