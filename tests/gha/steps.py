@@ -27,7 +27,7 @@ from pathlib import Path
 from tests.gha.expressions import Status, Value, condition, interpolate, to_string
 from tests.gha.model import WorkflowError, as_map, as_str_map, read_file_commands
 
-__all__ = ["Artifacts", "Job", "StepRun"]
+__all__ = ["NOT_RUN_HERE", "SETUP_STEPS", "Artifacts", "Job", "JobRun", "StepRun", "run_job"]
 
 _HOST_DROP_PREFIX = ("GITHUB_", "RUNNER_", "INPUT_", "DSWHEELS_", "ACTIONS_")
 
@@ -192,3 +192,57 @@ class Artifacts:
             merge = with_.get("merge-multiple") == "true"
         for name in names:
             shutil.copytree(self.root / name, dest if merge else dest / name, dirs_exist_ok=True)
+
+
+# the actions that set up a runner or talk to GitHub: not run here (tests/unit/test_workflows.py checks their use)
+NOT_RUN_HERE = frozenset(
+    {
+        "actions/checkout",
+        "actions/setup-python",
+        "jimver/cuda-toolkit",
+        "themrmilchmann/setup-msvc-dev",
+        "mozilla-actions/sccache-action",
+        "actions/attest",
+        "actions/upload-pages-artifact",
+        "actions/deploy-pages",
+    }
+)
+# run: steps that set up the runner: the test environment already is one (dswheels installed from this tree)
+SETUP_STEPS = frozenset({"Install dswheels"})
+
+
+@dataclass(frozen=True, kw_only=True)
+class JobRun:
+    ran: list[str]
+    skipped: list[str]  # their if: was false
+    not_here: list[str]
+    steps: dict[str, StepRun]  # by id (else name): what each run: step did
+    outputs: dict[str, str]  # the job's outputs:
+
+
+def run_job(job: Job, artifacts: Artifacts, *, status: Status | None = None) -> JobRun:
+    """Every step of ``job`` in order: ``run:`` steps and artifacts here, the other actions noted."""
+    done = JobRun(ran=[], skipped=[], not_here=[], steps={}, outputs={})
+    env: dict[str, Value] = {**job.env()}
+    contexts: dict[str, Value] = {**job.contexts, "env": env, "steps": {}}
+    for index, value in enumerate(job.spec.get("steps") or []):  # type: ignore[arg-type]
+        step = as_map(value, f"jobs.{job.job}.steps[{index}]")
+        uses = str(step.get("uses", "")).split("@")[0].lower()
+        name = str(step.get("name") or uses)
+        if not condition(step.get("if"), contexts, status or Status()):  # type: ignore[arg-type]
+            done.skipped.append(name)
+        elif uses == "actions/upload-artifact":
+            artifacts.upload(job, name)
+            done.ran.append(name)
+        elif uses == "actions/download-artifact":
+            artifacts.download(job, name)
+            done.ran.append(name)
+        elif uses in NOT_RUN_HERE or name in SETUP_STEPS:
+            done.not_here.append(name)
+        elif uses:
+            raise WorkflowError(f"jobs.{job.job}: {uses} is neither run here nor listed in NOT_RUN_HERE")
+        else:
+            done.steps[str(step.get("id") or name)] = job.run(name, status=status)
+            done.ran.append(name)
+    done.outputs.update(job.outputs(done.steps))
+    return done
