@@ -13,7 +13,14 @@ from dataclasses import replace
 from pathlib import Path
 
 from dswheels import __version__
-from dswheels.commands.common import Subparsers, add_env_flag, add_env_option, add_matrix_argument, formatter
+from dswheels.commands.common import (
+    Subparsers,
+    add_command_group,
+    add_env_flag,
+    add_env_option,
+    add_matrix_argument,
+    formatter,
+)
 from dswheels.commands.selection import (
     add_published_arguments,
     canary_plan,
@@ -77,13 +84,12 @@ OUTPUTS = ("matrix", "parts", "smoke", "release", "plan", "publish_dir", "index_
 
 
 def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
-    parser = sub.add_parser(
+    ci_sub = add_command_group(
+        sub,
         "ci",
         help="what a CI run builds and publishes (the wheels workflow's plan job)",
         description="The steps of the wheels workflow that decide; `dswheels ci plan --help`.",
-        formatter_class=formatter,
     )
-    ci_sub = parser.add_subparsers(title="ci commands", metavar="COMMAND", required=True)
     p = ci_sub.add_parser(
         "plan",
         help="the run's jobs, release and plan file, from the event",

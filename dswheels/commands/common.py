@@ -18,6 +18,7 @@ __all__ = [
     "DEFAULT_MATRIX",
     "ENV_DEFAULTS",
     "Subparsers",
+    "add_command_group",
     "add_env_flag",
     "add_env_option",
     "add_matrix_argument",
@@ -37,6 +38,18 @@ Subparsers = argparse._SubParsersAction  # noqa: SLF001 - argparse exposes no pu
 
 def formatter(prog: str) -> argparse.HelpFormatter:
     return argparse.RawDescriptionHelpFormatter(prog, max_help_position=32)
+
+
+def add_command_group(
+    sub: Subparsers[argparse.ArgumentParser],
+    name: str,
+    *,
+    help: str,  # noqa: A002 - argparse's own name for it
+    description: str,
+) -> Subparsers[argparse.ArgumentParser]:
+    """``dswheels NAME COMMAND``: a command whose subcommands are registered on what this returns."""
+    parser = sub.add_parser(name, help=help, description=description, formatter_class=formatter)
+    return parser.add_subparsers(title=f"{name} commands", metavar="COMMAND", required=True)
 
 
 def parse_nvcc_option(text: str | None) -> VersionTuple | None:

@@ -15,7 +15,7 @@ from pathlib import Path
 import yaml
 
 from dswheels.commands import follow
-from dswheels.commands.common import Subparsers, add_env_option, formatter
+from dswheels.commands.common import Subparsers, add_command_group, add_env_option, formatter
 from dswheels.core.compat import CompatDataError, parse_compat
 from dswheels.core.upstream.compare import check_facts
 from dswheels.core.upstream.findings import render_diff, render_json, render_markdown, render_text
@@ -73,13 +73,12 @@ def _shown(path: Path) -> str:
 
 
 def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
-    parser = sub.add_parser(
+    facts_sub = add_command_group(
+        sub,
         "facts",
         help="check compat.yml against its sources; follow upstream releases",
         description="Check dswheels' compatibility facts against their sources, and follow upstream.",
-        formatter_class=formatter,
     )
-    facts_sub = parser.add_subparsers(title="facts commands", metavar="COMMAND", required=True)
     p = facts_sub.add_parser(
         "check",
         help="report where compat.yml drifted from its sources",
