@@ -10,6 +10,7 @@ from pathlib import Path
 from dswheels.commands.common import (
     DEFAULT_MATRIX,
     Subparsers,
+    add_env_option,
     add_torch_index_argument,
     formatter,
     load_matrix,
@@ -20,6 +21,7 @@ from dswheels.core.buildenv import fit_jobs
 from dswheels.core.buildreport import CellOutcome, render_results_markdown, render_results_table
 from dswheels.core.canary import restrict_ops
 from dswheels.core.compat import Compat, load_compat
+from dswheels.core.compiler_cache import SCCACHE_BACKENDS, SccacheSettings
 from dswheels.core.config import parse_matrix
 from dswheels.core.jsondoc import parse_json
 from dswheels.core.model import PlannedCell, Platform, Python, Variant
@@ -152,6 +154,7 @@ def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
         default="auto",
         help="ccache/sccache from PATH for C++ and nvcc (default: auto, whichever is installed)",
     )
+    _add_sccache_arguments(p)
     p.add_argument(
         "--cache-dir",
         type=Path,
@@ -175,6 +178,43 @@ def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
     p.add_argument("--pypi", metavar="URL", help="PyPI JSON API URL for DeepSpeed (default: compat.yml's)")
     p.add_argument("--verbose", "-v", action="store_true", help="show the compiler output (always in the log)")
     p.set_defaults(func=run)
+
+
+def _add_sccache_arguments(p: argparse.ArgumentParser) -> None:
+    """Where sccache keeps its objects (docs/costs.md); each the repository variable of its name."""
+    group = p.add_argument_group("sccache's storage (with --compiler-cache sccache)")
+    add_env_option(
+        group,
+        "--sccache-backend",
+        env="DSWHEELS_SCCACHE_BACKEND",
+        default="auto",
+        choices=SCCACHE_BACKENDS,
+        help="auto: the bucket when named, else GitHub's Actions cache when the job exposes it, else the local "
+        "disk; local: the local disk only",
+    )
+    add_env_option(group, "--sccache-bucket", env="DSWHEELS_SCCACHE_BUCKET", metavar="NAME", help="an S3 bucket")
+    add_env_option(
+        group, "--sccache-endpoint", env="DSWHEELS_SCCACHE_ENDPOINT", metavar="URL", help="an S3-compatible store"
+    )
+    add_env_option(group, "--sccache-region", env="DSWHEELS_SCCACHE_REGION", metavar="REGION", help="its region")
+    add_env_option(
+        group,
+        "--sccache-namespace",
+        env="DSWHEELS_SCCACHE_NAMESPACE",
+        default="dswheels",
+        metavar="NAME",
+        help="the key space (wheels.yml: wheels-<tag or branch>)",
+    )
+
+
+def _sccache_settings(args: argparse.Namespace) -> SccacheSettings:
+    return SccacheSettings(
+        backend=args.sccache_backend,
+        bucket=args.sccache_bucket or "",
+        endpoint=args.sccache_endpoint or "",
+        region=args.sccache_region or "",
+        namespace=args.sccache_namespace,
+    )
 
 
 def _split_cells(values: Sequence[str]) -> list[str]:
@@ -390,6 +430,7 @@ def run(args: argparse.Namespace) -> int:
         interpreter=args.interpreter,
         torch_source=_torch_source(args.torch_index),
         compiler_cache=args.compiler_cache,
+        sccache=_sccache_settings(args),
         debug_symbols=args.debug_symbols,
         keep_work=args.keep_work,
         pypi_json=args.pypi or compat.sdist_json,

@@ -105,14 +105,18 @@ def parse_bool(text: str) -> bool:
     return value == "true"
 
 
-def _register_env_default(p: argparse.ArgumentParser, dest: str, default: EnvDefault) -> None:
+# a parser or one of its argument groups (a group shares its parser's defaults)
+Container = argparse._ActionsContainer  # noqa: SLF001 - argparse exposes no public name for it
+
+
+def _register_env_default(p: Container, dest: str, default: EnvDefault) -> None:
     current: dict[str, EnvDefault] = dict(p.get_default(ENV_DEFAULTS) or {})
     current[dest] = default
     p.set_defaults(**{ENV_DEFAULTS: current})
 
 
 def add_env_option(
-    p: argparse.ArgumentParser,
+    p: Container,
     flag: str,
     *,
     env: str,
@@ -143,7 +147,7 @@ def _one_of(parse: Callable[[str], object], choices: Sequence[object]) -> Callab
     return checked
 
 
-def add_env_flag(p: argparse.ArgumentParser, flag: str, *, env: str, help: str) -> None:  # noqa: A002
+def add_env_flag(p: Container, flag: str, *, env: str, help: str) -> None:  # noqa: A002
     """A boolean ``--flag``/``--no-flag`` whose value, when neither is given, is ``$env`` (true|false)."""
     dest = flag.removeprefix("--").replace("-", "_")
     p.add_argument(flag, dest=dest, action=argparse.BooleanOptionalAction, default=None, help=f"{help} (${env})")

@@ -7,15 +7,17 @@ by the step, its job, the workflow or the runner.
 
 from __future__ import annotations
 
+import argparse
 import re
 import shlex
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from dswheels.cli import build_parser
 from tests.gha.expressions import Value
 from tests.gha.model import as_map, as_str_map
 
-__all__ = ["RUNNER_VARIABLES", "Invocation", "Script", "invocations", "scripts"]
+__all__ = ["RUNNER_VARIABLES", "Invocation", "Script", "env_defaults", "invocations", "scripts"]
 
 # what the runner sets for every step (GitHub docs: "Store information in variables", default variables)
 RUNNER_VARIABLES = frozenset(
@@ -82,3 +84,12 @@ def invocations(workflow: dict[str, Value]) -> Iterator[Invocation]:
             words = shlex.split(line, comments=True)
             if words[:1] == ["dswheels"]:
                 yield Invocation(script.job, script.step, tuple(words[1:]))
+
+
+def env_defaults(*command: str) -> dict[str, str]:
+    """``dswheels COMMAND...``'s options and the variables they fall back to (its parser, not its help)."""
+    parser = build_parser()
+    for name in command:
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        parser = sub.choices[name]
+    return {dest: default.variable for dest, default in parser.get_default("env_defaults").items()}

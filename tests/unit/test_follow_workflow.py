@@ -3,7 +3,6 @@ runs its steps)."""
 
 from __future__ import annotations
 
-import argparse
 import re
 
 import pytest
@@ -20,7 +19,7 @@ from dswheels.core.follow import (
 )
 from tests.conftest import ROOT
 from tests.gha.expressions import Status, condition
-from tests.gha.invocations import RUNNER_VARIABLES, invocations, scripts
+from tests.gha.invocations import RUNNER_VARIABLES, env_defaults, invocations, scripts
 from tests.gha.model import as_map, as_str_map, load_workflow
 
 WORKFLOWS = ROOT / ".github" / "workflows"
@@ -91,23 +90,15 @@ def test_every_variable_a_script_reads_is_set() -> None:
         assert not unset, f"{script.job} / {script.step} reads {sorted(unset)}, which nothing sets"
 
 
-def _env_defaults(*command: str) -> dict[str, str]:
-    parser = build_parser()
-    for name in command:
-        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-        parser = sub.choices[name]
-    return {dest: default.variable for dest, default in parser.get_default("env_defaults").items()}
-
-
 def test_the_repository_variables_reach_the_commands_as_their_defaults() -> None:
     steps = {str(as_map(s, "s").get("name")): as_map(s, "s") for s in as_map(JOBS["check"], "c")["steps"]}  # type: ignore[union-attr]
     check_env = as_str_map(steps["Check compat.yml against its sources"].get("env"), "env")
-    defaults = _env_defaults("facts", "check")
+    defaults = env_defaults("facts", "check")
     for option in ("pypi", "torch_index", "action_links"):  # each source's location, one variable each
         variable = defaults[option]
         assert check_env[variable] == f"${{{{ vars.{variable} }}}}", option
     # where the wheels are published: the workflow's env, the defaults of `facts builds`
-    builds = _env_defaults("facts", "builds")
+    builds = env_defaults("facts", "builds")
     workflow_env = as_str_map(FOLLOW["env"], "env")
     for option in ("matrix", "publish_dir", "index_url"):
         assert workflow_env[builds[option]] == f"${{{{ vars.{builds[option]} }}}}", option

@@ -9,7 +9,6 @@ by dswheels' own parser, and the plan step runs for real (tests/gha/steps.py).
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 from collections.abc import Iterator
@@ -25,7 +24,7 @@ from dswheels.core.compat import load_compat
 from dswheels.core.versions import format_version
 from tests.conftest import ROOT
 from tests.gha.expressions import Status, Value, condition
-from tests.gha.invocations import RUNNER_VARIABLES, invocations, scripts
+from tests.gha.invocations import RUNNER_VARIABLES, env_defaults, invocations, scripts
 from tests.gha.model import load_workflow, tag_matches
 from tests.gha.steps import Job, StepRun
 
@@ -237,15 +236,6 @@ def test_the_default_dispatch_is_a_combination_the_rules_allow(capsys: pytest.Ca
     assert len(_plan_github(capsys, *args)) == 1
 
 
-def _ci_plan_env_defaults() -> dict[str, str]:
-    """``dswheels ci plan``'s options and the variables they fall back to (its parser, not its help)."""
-    parser = build_parser()
-    for name in ("ci", "plan"):
-        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-        parser = sub.choices[name]
-    return {dest: default.variable for dest, default in parser.get_default("env_defaults").items()}
-
-
 def test_every_dispatch_input_reaches_the_cli_through_env() -> None:
     plan_step = next(s for s in _steps("plan") if s.get("id") == "plan")
     env = as_dict(plan_step["env"])
@@ -255,7 +245,7 @@ def test_every_dispatch_input_reaches_the_cli_through_env() -> None:
         if match:
             by_input[match.group(1)] = var
     assert set(by_input) == set(_dispatch_inputs()), "every input must be handed to the plan step"
-    defaults = _ci_plan_env_defaults()
+    defaults = env_defaults("ci", "plan")
     for name, variable in by_input.items():  # each the default of the ci plan option of its name
         assert variable == f"INPUT_{name.upper()}", name
         assert defaults[name] == variable, name
@@ -514,8 +504,13 @@ def test_the_cache_policy_compiler_cache_in_build_jobs_only_keyed_per_ref() -> N
             if "cuda-toolkit" in str(as_dict(step).get("uses")):
                 assert with_["use-github-cache"] is False
                 assert with_["use-local-cache"] is False
+    build_defaults = env_defaults("build")
     for name in ("parts", "build"):
         env = as_dict(JOBS[name]["env"])
+        sccache = {variable for variable in env if variable.startswith("DSWHEELS_SCCACHE_")}
+        assert sccache == {
+            build_defaults[f"sccache_{key}"] for key in ("backend", "bucket", "endpoint", "region", "namespace")
+        }
         assert env["DSWHEELS_SCCACHE_NAMESPACE"] == "wheels-${{ github.ref_name }}"
         assert env["DSWHEELS_SCCACHE_BUCKET"] == "${{ vars.DSWHEELS_SCCACHE_BUCKET }}"
         build = next(s for s in _steps(name) if "dswheels build" in str(s.get("run", "")))
