@@ -24,7 +24,7 @@ __all__ = [
 
 
 class WorkflowError(ValueError):
-    """The workflow (or what the dry run was asked to do with it) is wrong; the message says where."""
+    """The workflow (or what a test asked of it) is wrong; the message says where."""
 
 
 class _Loader(yaml.SafeLoader):
