@@ -34,6 +34,7 @@ examples:
   dswheels plan --deepspeed 0.19.8 --torch 2.14 --cuda cu130 --python 3.12 \\
                 --platform linux_x86_64 --nvcc 13.2    # what if the builder has nvcc 13.2?
   echo "matrix=$(dswheels plan --format github --allow-empty)" >> "$GITHUB_OUTPUT"
+                                                  # (the wheels workflow runs `dswheels ci plan`)
   dswheels plan --skip-published https://OWNER.github.io/dswheels/   # only what is not published yet
   dswheels plan --skip-published site/                                # ... or not in a local index
   dswheels plan --canary --format github          # the canary job of a fork's first run"""
