@@ -53,6 +53,7 @@ class Job:
     workspace: Path
     contexts: dict[str, Value]
     extra_env: Mapping[str, str] = field(default_factory=dict)  # the machine (PATH, caches, ...)
+    runs: dict[str, StepRun] = field(default_factory=dict)  # the run: steps so far, by id (else name)
 
     def __post_init__(self) -> None:
         self.workspace.mkdir(parents=True, exist_ok=True)
@@ -72,6 +73,12 @@ class Job:
                 return step
         raise WorkflowError(f"jobs.{self.job} has no step {name!r}")
 
+    def step_contexts(self) -> dict[str, Value]:
+        """The contexts a step's expressions see: the job's, its env, the outputs of the steps before it."""
+        env: dict[str, Value] = {**self.env()}
+        steps: dict[str, Value] = {sid: {"outputs": dict(run.outputs)} for sid, run in self.runs.items()}
+        return {**self.contexts, "env": env, "steps": steps}
+
     def env(self) -> dict[str, str]:
         """The workflow's and the job's ``env:``, resolved (the ``env`` context of its steps)."""
         env: dict[str, str] = {}
@@ -82,8 +89,7 @@ class Job:
 
     def with_(self, name: str) -> dict[str, str]:
         """A ``uses:`` step's inputs, resolved."""
-        env: dict[str, Value] = {**self.env()}
-        contexts: dict[str, Value] = {**self.contexts, "env": env}
+        contexts = self.step_contexts()
         return {
             k: to_string(interpolate(v, contexts)) for k, v in as_str_map(self.step(name).get("with"), "with").items()
         }
@@ -113,7 +119,7 @@ class Job:
         """Run the ``run:`` step ``name`` as the runner would; a failing script raises."""
         step = self.step(name)
         env = self.env()
-        contexts: dict[str, Value] = {**self.contexts, "env": dict(env)}
+        contexts = self.step_contexts()
         if not condition(step.get("if"), contexts, status or Status()):  # type: ignore[arg-type]
             return StepRun(ran=False, outputs={}, summary="", stdout="")
         if "run" not in step:
@@ -138,19 +144,18 @@ class Job:
         if done.returncode != 0:
             tail = f"{done.stdout[-6000:]}\n{done.stderr[-6000:]}"
             raise AssertionError(f"jobs.{self.job} step {name!r} exited with {done.returncode}:\n{tail}")
-        return StepRun(
+        ran = StepRun(
             ran=True,
             outputs=read_file_commands(files["output"]),
             summary=files["summary"].read_text(encoding="utf-8"),
             stdout=done.stdout + done.stderr,
         )
+        self.runs[str(step.get("id") or name)] = ran
+        return ran
 
-    def outputs(self, steps: Mapping[str, StepRun]) -> dict[str, str]:
+    def outputs(self) -> dict[str, str]:
         """The job's ``outputs:`` from its steps' outputs (``steps.<id>.outputs.<name>``)."""
-        contexts: dict[str, Value] = {
-            **self.contexts,
-            "steps": {sid: {"outputs": dict(run.outputs)} for sid, run in steps.items()},
-        }
+        contexts = self.step_contexts()
         spec = as_map(self.spec.get("outputs"), f"jobs.{self.job}.outputs")
         return {key: to_string(interpolate(str(value), contexts)) for key, value in spec.items()}
 
@@ -222,14 +227,12 @@ class JobRun:
 
 def run_job(job: Job, artifacts: Artifacts, *, status: Status | None = None) -> JobRun:
     """Every step of ``job`` in order: ``run:`` steps and artifacts here, the other actions noted."""
-    done = JobRun(ran=[], skipped=[], not_here=[], steps={}, outputs={})
-    env: dict[str, Value] = {**job.env()}
-    contexts: dict[str, Value] = {**job.contexts, "env": env, "steps": {}}
+    done = JobRun(ran=[], skipped=[], not_here=[], steps=job.runs, outputs={})
     for index, value in enumerate(job.spec.get("steps") or []):  # type: ignore[arg-type]
         step = as_map(value, f"jobs.{job.job}.steps[{index}]")
         uses = str(step.get("uses", "")).split("@")[0].lower()
         name = str(step.get("name") or uses)
-        if not condition(step.get("if"), contexts, status or Status()):  # type: ignore[arg-type]
+        if not condition(step.get("if"), job.step_contexts(), status or Status()):  # type: ignore[arg-type]
             done.skipped.append(name)
         elif uses == "actions/upload-artifact":
             artifacts.upload(job, name)
@@ -242,7 +245,7 @@ def run_job(job: Job, artifacts: Artifacts, *, status: Status | None = None) -> 
         elif uses:
             raise WorkflowError(f"jobs.{job.job}: {uses} is neither run here nor listed in NOT_RUN_HERE")
         else:
-            done.steps[str(step.get("id") or name)] = job.run(name, status=status)
+            job.run(name, status=status)
             done.ran.append(name)
-    done.outputs.update(job.outputs(done.steps))
+    done.outputs.update(job.outputs())
     return done

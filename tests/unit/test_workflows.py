@@ -267,7 +267,7 @@ def _plan_job(tmp_path: Path, event: str, ref_name: str, inputs: dict[str, Value
 
 def _ran(job: Job) -> tuple[StepRun, dict[str, str], dict[str, Any]]:
     step = job.run("Plan")
-    outputs = job.outputs({"plan": step})
+    outputs = job.outputs()
     plan = json.loads((job.workspace / step.outputs["plan"]).read_text(encoding="utf-8"))
     return step, outputs, plan
 
