@@ -16,23 +16,20 @@ from dswheels.commands.common import (
     load_matrix,
     parse_nvcc_option,
 )
-from dswheels.commands.selection import COMBO_AXES, add_selection_arguments, compute_plan
+from dswheels.commands.selection import COMBO_AXES, add_selection_arguments, cells_of_plan, compute_plan
 from dswheels.core.buildenv import fit_jobs
 from dswheels.core.buildreport import CellOutcome, render_results_markdown, render_results_table
 from dswheels.core.canary import restrict_ops
 from dswheels.core.compat import Compat, load_compat
 from dswheels.core.compiler_cache import SCCACHE_BACKENDS, SccacheSettings
 from dswheels.core.config import parse_matrix
-from dswheels.core.jsondoc import parse_json
 from dswheels.core.model import PlannedCell, Platform, Python, Variant
 from dswheels.core.naming import cell_id, parse_cell_id
-from dswheels.core.plan import Combo, LocalHost, plan, select_cells
-from dswheels.core.plan_json import PlanFormatError, parse_plan
+from dswheels.core.plan import Combo, LocalHost, plan
 from dswheels.core.sources import TorchSource
 from dswheels.core.versions import VersionTuple, format_version, parse_version
 from dswheels.effects import proc
 from dswheels.effects.build import BuildOptions, CellResult, build_cell, discard_wheel
-from dswheels.effects.files import read_bounded
 from dswheels.effects.gha import in_github_actions, write_summary
 from dswheels.effects.interpreter import find_uv, probe_python
 from dswheels.effects.machine import available_memory, cpu_count
@@ -42,8 +39,6 @@ from dswheels.errors import ConfigError, EnvironmentMismatchError, VerifyError
 from dswheels.log import get_reporter
 
 __all__ = ["register", "run"]
-
-MAX_PLAN_BYTES = 256 * 1024**2  # a plan of the whole matrix is a few MB; far more is not a plan
 
 DESCRIPTION = """\
 Build DeepSpeed wheels with every planned C++/CUDA op precompiled. For each selected cell:
@@ -248,7 +243,7 @@ def _plan_cells(args: argparse.Namespace, compat: Compat) -> list[PlannedCell]:
                 "--cuda/--python/--platform/--nvcc",
                 hint="select cells of the plan with --cell or --only",
             )
-        return _cells_of_plan(args.plan, ids=cells, only=args.only)
+        return cells_of_plan(args.plan, ids=cells, only=args.only)
     if cells:
         if args.only or combo:
             raise ConfigError(
@@ -258,39 +253,6 @@ def _plan_cells(args: argparse.Namespace, compat: Compat) -> list[PlannedCell]:
     if args.only or args.python or args.platform:
         return list(compute_plan(args, compat).planned)
     return [_plan_local(args, compat)]
-
-
-def _cells_of_plan(path: Path, *, ids: Sequence[str], only: Sequence[str]) -> list[PlannedCell]:
-    """The planned cells of a plan file: all, those named by id (each must be in it), or matching ``only``."""
-    try:
-        planned = parse_plan(parse_json(read_bounded(path, limit=MAX_PLAN_BYTES), what=str(path))).planned
-    except FileNotFoundError:
-        raise ConfigError(
-            f"no plan file at {path}", hint="write one with `dswheels plan --format json > FILE`"
-        ) from None
-    except OSError as exc:
-        raise ConfigError(f"cannot read the plan file {path}: {exc.strerror}") from None
-    except ValueError as exc:  # not JSON, too large, or not the plan contract (PlanFormatError)
-        what = "is not a plan" if isinstance(exc, PlanFormatError) else "cannot be read"
-        raise ConfigError(
-            f"{path} {what}: {exc}", hint="give the file `dswheels plan --format json` wrote (docs/plan-json.md)"
-        ) from None
-    by_id = {cell_id(item.cell): item for item in planned}
-    if ids:
-        missing = [cid for cid in ids if cid not in by_id]
-        if missing:
-            raise ConfigError(
-                f"not in the plan {path} ({len(planned)} cells): {', '.join(missing)}",
-                hint="a build job builds cells of the plan its plan job wrote; plan them first",
-            )
-        picked = [by_id[cid] for cid in dict.fromkeys(ids)]
-        if only:
-            raise ConfigError("--cell and --only both select cells of the plan: give one")
-        return picked
-    if only:
-        chosen = select_cells([item.cell for item in planned], only, what=f"the plan {path}")
-        return [by_id[cell_id(cell)] for cell in chosen]
-    return list(planned)
 
 
 def plan_cell_ids(ids: Sequence[str], *, matrix: Path, nvcc: str | None, compat: Compat) -> list[PlannedCell]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -15,16 +16,22 @@ from dswheels.core.compat import Compat
 from dswheels.core.costs import load_costs
 from dswheels.core.index import published_canonical_names
 from dswheels.core.jobs import JobPlan, plan_jobs
-from dswheels.core.naming import wheel_filename
-from dswheels.core.plan import Combo, Plan, combo_from_values, plan
+from dswheels.core.jsondoc import parse_json
+from dswheels.core.model import PlannedCell
+from dswheels.core.naming import cell_id, wheel_filename
+from dswheels.core.plan import Combo, Plan, combo_from_values, plan, select_cells
+from dswheels.core.plan_json import PlanFormatError, parse_plan
+from dswheels.effects.files import read_bounded
 from dswheels.effects.index import list_published
 from dswheels.errors import ConfigError, NothingToDoError
 
 __all__ = [
     "COMBO_AXES",
+    "MAX_PLAN_BYTES",
     "add_published_arguments",
     "add_selection_arguments",
     "canary_plan",
+    "cells_of_plan",
     "compute_plan",
     "index_url_of",
     "jobs_of",
@@ -35,6 +42,7 @@ __all__ = [
 ]
 
 COMBO_AXES = ("deepspeed", "torch", "cuda", "python", "platform")
+MAX_PLAN_BYTES = 256 * 1024**2  # a plan of the whole matrix is a few MB; far more is not a plan
 
 
 def add_selection_arguments(p: argparse.ArgumentParser) -> None:
@@ -145,3 +153,36 @@ def jobs_of(result: Plan, *, group: str = "python") -> tuple[JobPlan, JobPlan | 
     jobs = plan_jobs(result.planned, model, finest=group)
     per_cell = plan_jobs(result.planned, model, finest="cell", limit=sys.maxsize) if result.planned else None
     return jobs, per_cell
+
+
+def cells_of_plan(path: Path, *, ids: Sequence[str], only: Sequence[str]) -> list[PlannedCell]:
+    """The planned cells of a plan file: all, those named by id (each must be in it), or matching ``only``."""
+    try:
+        planned = parse_plan(parse_json(read_bounded(path, limit=MAX_PLAN_BYTES), what=str(path))).planned
+    except FileNotFoundError:
+        raise ConfigError(
+            f"no plan file at {path}", hint="write one with `dswheels plan --format json > FILE`"
+        ) from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read the plan file {path}: {exc.strerror}") from None
+    except ValueError as exc:  # not JSON, too large, or not the plan contract (PlanFormatError)
+        what = "is not a plan" if isinstance(exc, PlanFormatError) else "cannot be read"
+        raise ConfigError(
+            f"{path} {what}: {exc}", hint="give the file `dswheels plan --format json` wrote (docs/plan-json.md)"
+        ) from None
+    by_id = {cell_id(item.cell): item for item in planned}
+    if ids:
+        missing = [cid for cid in ids if cid not in by_id]
+        if missing:
+            raise ConfigError(
+                f"not in the plan {path} ({len(planned)} cells): {', '.join(missing)}",
+                hint="a build job builds cells of the plan its plan job wrote; plan them first",
+            )
+        picked = [by_id[cid] for cid in dict.fromkeys(ids)]
+        if only:
+            raise ConfigError("--cell and --only both select cells of the plan: give one")
+        return picked
+    if only:
+        chosen = select_cells([item.cell for item in planned], only, what=f"the plan {path}")
+        return [by_id[cell_id(cell)] for cell in chosen]
+    return list(planned)

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from dswheels.cli import main
-from dswheels.commands.build import _cells_of_plan, _split_cells, _torch_source, plan_cell_ids
+from dswheels.commands.build import _split_cells, _torch_source, plan_cell_ids
+from dswheels.commands.selection import cells_of_plan
 from dswheels.core.compat import load_compat
 from dswheels.core.naming import cell_id
 
@@ -116,16 +117,16 @@ def _plan_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
 
 def test_a_plans_cells_are_built_as_planned(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = _plan_file(tmp_path, capsys)
-    everything = _cells_of_plan(path, ids=[], only=[])
+    everything = cells_of_plan(path, ids=[], only=[])
     data = json.loads(path.read_text(encoding="utf-8"))
     assert [cell_id(p.cell) for p in everything] == [c["id"] for c in data["cells"]]
     # exactly the plan's resolution, not a new one: an edit to the file is what gets built
     data["cells"][1]["toolchain"]["notes"] = ["edited in the plan file"]
     path.write_text(json.dumps(data), encoding="utf-8")
     wanted = data["cells"][1]["id"]
-    (picked,) = _cells_of_plan(path, ids=[wanted, wanted], only=[])
+    (picked,) = cells_of_plan(path, ids=[wanted, wanted], only=[])
     assert (cell_id(picked.cell), picked.toolchain.notes) == (wanted, ("edited in the plan file",))
-    globbed = _cells_of_plan(path, ids=[], only=["ds0.15.1-*"])
+    globbed = cells_of_plan(path, ids=[], only=["ds0.15.1-*"])
     assert [cell_id(p.cell) for p in globbed] == [c["id"] for c in data["cells"] if c["id"].startswith("ds0.15.1-")]
 
 
