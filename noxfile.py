@@ -117,12 +117,14 @@ def costs(session: nox.Session) -> None:
 MAIN_DEFAULTS = ["--torch", "2.13", "--cuda", "cpu"]
 
 
+CHAIN_TESTS = ["tests/integration/test_workflow_chain.py", "tests/integration/test_follow_chain.py"]
+
+
 @nox.session(default=False)
 def dryrun(session: nox.Session) -> None:
-    """Run the workflows here: wheels.yml for one Linux cell, and follow.yml with its sources on loopback."""
+    """Run the workflows' own steps here in job order: wheels.yml for one Linux cell, follow.yml on loopback."""
     _install(session, "test")
-    session.run("python", "-m", "tests.gha", "dryrun", *session.posargs, env={"PYTHONPATH": str(ROOT)})
-    session.run("python", "-m", "tests.gha", "follow", env={"PYTHONPATH": str(ROOT)})
+    session.run("pytest", *CHAIN_TESTS, *session.posargs, env={"PYTHONHASHSEED": "0"})
 
 
 @nox.session(default=False)

@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sequence
 
 from dswheels import __version__
 from dswheels.commands import COMMANDS
-from dswheels.commands.common import ENV_DEFAULTS, formatter
+from dswheels.commands.common import apply_env_defaults, formatter
 from dswheels.effects.gha import in_github_actions
 from dswheels.errors import DswheelsError
 from dswheels.log import GitHubReporter, Reporter, TerminalReporter, get_reporter, reset_reporter, set_reporter
@@ -85,15 +85,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    for dest, variable in getattr(args, ENV_DEFAULTS, {}).items():
-        if getattr(args, dest, None) is None and os.environ.get(variable):
-            setattr(args, dest, os.environ[variable])
     debug = args.debug or os.environ.get("DSWHEELS_DEBUG") == "1"
     # keep subprocess output and our own prints in order
     if hasattr(sys.stdout, "reconfigure"):
         sys.stdout.reconfigure(line_buffering=True)
     token = set_reporter(_default_reporter())
     try:
+        apply_env_defaults(args, os.environ)
         code: int = args.func(args)
     except DswheelsError as exc:
         sys.stdout.flush()

@@ -43,6 +43,10 @@ class Reporter(Protocol):
 
     def info(self, message: str) -> None: ...
 
+    def notice(self, title: str, message: str) -> None:
+        """Something the user should see but that is not wrong (GitHub: an annotation on the run)."""
+        ...
+
     def warning(self, message: str) -> None: ...
 
     def error(self, message: str) -> None: ...
@@ -86,6 +90,9 @@ class TerminalReporter:
 
     def info(self, message: str) -> None:
         self._write(message)
+
+    def notice(self, title: str, message: str) -> None:
+        self._write(self._style(f"note: {title}: {message}", "36"))
 
     def warning(self, message: str) -> None:
         self._write(self._style(f"warning: {message}", "33"))
@@ -140,6 +147,11 @@ class GitHubReporter:
     def info(self, message: str) -> None:
         self._write(message)
 
+    def notice(self, title: str, message: str) -> None:
+        # a property value escapes ',' and ':' too (actions/toolkit: escapeProperty)
+        prop = self._escape(title).replace(":", "%3A").replace(",", "%2C")
+        self._write(f"::notice title={prop}::{self._escape(message)}")
+
     def warning(self, message: str) -> None:
         self._write(f"::warning::{self._escape(message)}")
 
@@ -162,6 +174,9 @@ class NullReporter:
         yield
 
     def info(self, message: str) -> None:
+        pass
+
+    def notice(self, title: str, message: str) -> None:
         pass
 
     def warning(self, message: str) -> None:
@@ -193,6 +208,9 @@ class RecordingReporter:
 
     def info(self, message: str) -> None:
         self.events.append(("info", message))
+
+    def notice(self, title: str, message: str) -> None:
+        self.events.append(("notice", f"{title}: {message}"))
 
     def warning(self, message: str) -> None:
         self.events.append(("warning", message))

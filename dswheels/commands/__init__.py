@@ -5,9 +5,9 @@ Commands parse arguments, call the library, and print; they hold no logic of the
 
 from __future__ import annotations
 
-from dswheels.commands import build, doctor, facts, index, inspect, install, plan, publish, smoke, verify
+from dswheels.commands import build, ci, doctor, facts, index, inspect, install, plan, publish, smoke, verify
 
 __all__ = ["COMMANDS"]
 
 # order = the order `dswheels --help` lists them
-COMMANDS = (plan, build, verify, inspect, smoke, publish, index, doctor, install, facts)
+COMMANDS = (plan, build, verify, inspect, smoke, publish, index, doctor, install, facts, ci)

@@ -10,16 +10,18 @@ from pathlib import Path
 from dswheels.commands.common import (
     DEFAULT_MATRIX,
     Subparsers,
+    add_env_option,
     add_torch_index_argument,
     formatter,
     load_matrix,
     parse_nvcc_option,
 )
-from dswheels.commands.plan import add_selection_arguments, compute_plan
+from dswheels.commands.selection import COMBO_AXES, add_selection_arguments, cells_of_plan, compute_plan
 from dswheels.core.buildenv import fit_jobs
 from dswheels.core.buildreport import CellOutcome, render_results_markdown, render_results_table
 from dswheels.core.canary import restrict_ops
 from dswheels.core.compat import Compat, load_compat
+from dswheels.core.compiler_cache import SCCACHE_BACKENDS, SccacheSettings
 from dswheels.core.config import parse_matrix
 from dswheels.core.model import PlannedCell, Platform, Python, Variant
 from dswheels.core.naming import cell_id, parse_cell_id
@@ -47,7 +49,9 @@ compile exactly the planned ops with the plan's nvcc and arch list, check every 
 in the wheel, strip it, pin torch to the built MAJOR.MINOR, and write the wheel with its
 build manifest to OUT/<variant>/. A failed cell leaves no wheel behind.
 
-With no --cell/--only/--python/--platform, builds for this machine: this Python and OS,
+--plan FILE builds cells of a plan `dswheels plan --format json` (or `dswheels ci plan`)
+wrote, exactly as planned, without planning again: all of them, or those --cell/--only name.
+With no --plan/--cell/--only/--python/--platform, builds for this machine: this Python and OS,
 the torch installed here (or --torch/--cuda; without either, the newest torch for this
 Python with the CUDA of the toolkit found, else cpu), the newest DeepSpeed (or --deepspeed).
 
@@ -56,7 +60,7 @@ examples:
   dswheels build --deepspeed 0.19.8 --install       # ... and install the wheel here
   dswheels build --torch 2.13 --cuda cpu            # this Python, torch 2.13 CPU (in a venv)
   dswheels build --cell ds0.19.8-torch2.14-cu130-cp311-linux_x86_64
-  dswheels build --cell "$CELLS" --keep-going       # the workflow: several ids in one value
+  dswheels build --plan plan/plan.json --cell "$CELLS" --keep-going   # the workflow: the plan job's cells
   dswheels build --only 'ds0.19.8-torch2.13-cpu-*' --torch-index pip
   dswheels build --cell ds0.19.8-torch2.13-cpu-cp311-linux_x86_64 --torch-index ~/wheels"""
 
@@ -91,6 +95,12 @@ def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
         metavar="ID",
         help="a cell id to build, planned from the rules alone (repeatable; one value may hold several "
         "whitespace-separated ids)",
+    )
+    p.add_argument(
+        "--plan",
+        type=Path,
+        metavar="FILE",
+        help="build cells of this plan (`dswheels plan --format json`) as planned: all, or those --cell/--only name",
     )
     p.add_argument("--out", type=Path, default=Path("wheelhouse"), metavar="DIR", help="output (default: %(default)s)")
     p.add_argument("--keep-going", action="store_true", help="build the other cells after a failure; report all")
@@ -139,6 +149,7 @@ def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
         default="auto",
         help="ccache/sccache from PATH for C++ and nvcc (default: auto, whichever is installed)",
     )
+    _add_sccache_arguments(p)
     p.add_argument(
         "--cache-dir",
         type=Path,
@@ -164,6 +175,43 @@ def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=run)
 
 
+def _add_sccache_arguments(p: argparse.ArgumentParser) -> None:
+    """Where sccache keeps its objects (docs/costs.md); each the repository variable of its name."""
+    group = p.add_argument_group("sccache's storage (with --compiler-cache sccache)")
+    add_env_option(
+        group,
+        "--sccache-backend",
+        env="DSWHEELS_SCCACHE_BACKEND",
+        default="auto",
+        choices=SCCACHE_BACKENDS,
+        help="auto: the bucket when named, else GitHub's Actions cache when the job exposes it, else the local "
+        "disk; local: the local disk only",
+    )
+    add_env_option(group, "--sccache-bucket", env="DSWHEELS_SCCACHE_BUCKET", metavar="NAME", help="an S3 bucket")
+    add_env_option(
+        group, "--sccache-endpoint", env="DSWHEELS_SCCACHE_ENDPOINT", metavar="URL", help="an S3-compatible store"
+    )
+    add_env_option(group, "--sccache-region", env="DSWHEELS_SCCACHE_REGION", metavar="REGION", help="its region")
+    add_env_option(
+        group,
+        "--sccache-namespace",
+        env="DSWHEELS_SCCACHE_NAMESPACE",
+        default="dswheels",
+        metavar="NAME",
+        help="the key space (wheels.yml: wheels-<tag or branch>)",
+    )
+
+
+def _sccache_settings(args: argparse.Namespace) -> SccacheSettings:
+    return SccacheSettings(
+        backend=args.sccache_backend,
+        bucket=args.sccache_bucket or "",
+        endpoint=args.sccache_endpoint or "",
+        region=args.sccache_region or "",
+        namespace=args.sccache_namespace,
+    )
+
+
 def _split_cells(values: Sequence[str]) -> list[str]:
     return [cid for value in values for cid in value.split()]
 
@@ -184,10 +232,20 @@ def _torch_source(text: str | None) -> TorchSource:
 
 
 def _plan_cells(args: argparse.Namespace, compat: Compat) -> list[PlannedCell]:
-    """--cell ids; the matrix (--only, or a combination naming --python/--platform); else this machine."""
+    """--plan's cells; --cell ids; the matrix (--only, or a combination naming --python/--platform); else
+    this machine."""
     cells = _split_cells(args.cell)
+    combo = any(getattr(args, key) for key in COMBO_AXES)
+    if args.plan is not None:
+        if combo or args.nvcc:
+            raise ConfigError(
+                "--plan builds cells as the plan resolved them; it cannot be combined with --deepspeed/--torch/"
+                "--cuda/--python/--platform/--nvcc",
+                hint="select cells of the plan with --cell or --only",
+            )
+        return cells_of_plan(args.plan, ids=cells, only=args.only)
     if cells:
-        if args.only or any(getattr(args, key) for key in ("deepspeed", "torch", "cuda", "python", "platform")):
+        if args.only or combo:
             raise ConfigError(
                 "--cell names complete cells; it cannot be combined with --only or --deepspeed/--torch/..."
             )
@@ -334,6 +392,7 @@ def run(args: argparse.Namespace) -> int:
         interpreter=args.interpreter,
         torch_source=_torch_source(args.torch_index),
         compiler_cache=args.compiler_cache,
+        sccache=_sccache_settings(args),
         debug_symbols=args.debug_symbols,
         keep_work=args.keep_work,
         pypi_json=args.pypi or compat.sdist_json,

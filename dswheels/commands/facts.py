@@ -15,12 +15,13 @@ from pathlib import Path
 import yaml
 
 from dswheels.commands import follow
-from dswheels.commands.common import Subparsers, formatter
+from dswheels.commands.common import Subparsers, add_command_group, add_env_option, formatter
 from dswheels.core.compat import CompatDataError, parse_compat
 from dswheels.core.upstream.compare import check_facts
 from dswheels.core.upstream.findings import render_diff, render_json, render_markdown, render_text
 from dswheels.effects.clock import today
 from dswheels.effects.files import write_text_atomic
+from dswheels.effects.gha import write_summary
 from dswheels.effects.sources import Downloader, env_cache_dir
 from dswheels.effects.upstream import SOURCES, UpstreamOptions, read_upstream
 from dswheels.errors import ConfigError
@@ -72,13 +73,12 @@ def _shown(path: Path) -> str:
 
 
 def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
-    parser = sub.add_parser(
+    facts_sub = add_command_group(
+        sub,
         "facts",
         help="check compat.yml against its sources; follow upstream releases",
         description="Check dswheels' compatibility facts against their sources, and follow upstream.",
-        formatter_class=formatter,
     )
-    facts_sub = parser.add_subparsers(title="facts commands", metavar="COMMAND", required=True)
     p = facts_sub.add_parser(
         "check",
         help="report where compat.yml drifted from its sources",
@@ -91,10 +91,27 @@ def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
     p.add_argument("--json", type=Path, metavar="PATH", help="write the report as JSON (dswheels.facts-report/1)")
     p.add_argument("--markdown", type=Path, metavar="PATH", help="write the report as Markdown (the drift issue)")
     p.add_argument("--skip", action="append", choices=SOURCES, default=[], metavar="SOURCE", help="leave a source out")
-    p.add_argument("--pypi", default=UpstreamOptions.pypi, metavar="URL", help="PyPI JSON API, with {project}")
-    p.add_argument("--torch-index", default=UpstreamOptions.torch_index, metavar="URL", help="with {variant}")
-    p.add_argument(
+    # each source's location may come from a repository variable (mirrors; the chain test's loopback hosts)
+    add_env_option(
+        p,
+        "--pypi",
+        env="DSWHEELS_FACTS_PYPI",
+        default=UpstreamOptions.pypi,
+        metavar="URL",
+        help="PyPI JSON API, with {project}",
+    )
+    add_env_option(
+        p,
+        "--torch-index",
+        env="DSWHEELS_FACTS_TORCH_INDEX",
+        default=UpstreamOptions.torch_index,
+        metavar="URL",
+        help="PyTorch's per-variant index pages, with {variant}",
+    )
+    add_env_option(
+        p,
         "--action-links",
+        env="DSWHEELS_FACTS_ACTION_LINKS",
         default=UpstreamOptions.action_links,
         metavar="URL",
         help="the CUDA-install action's links files, with {action}, {commit} and {os}",
@@ -133,7 +150,9 @@ def run_check(args: argparse.Namespace) -> int:
     name = _shown(path)
     report = check_facts(text, upstream, today=today(), name=name)
     diff = render_diff(report, name=name)
-    sys.stdout.write(render_text(report))
+    text = render_text(report)
+    sys.stdout.write(text)
+    write_summary(f"### Facts check\n\n```\n{text}```")
     if args.json:
         write_text_atomic(args.json, render_json(report, diff=diff))
     if args.markdown:

@@ -15,7 +15,8 @@ import re
 import sys
 from pathlib import Path
 
-from dswheels.commands.common import DEFAULT_MATRIX, Subparsers, formatter, load_matrix
+from dswheels.commands.common import Subparsers, add_matrix_argument, formatter, load_matrix
+from dswheels.commands.selection import add_published_arguments, published_source, published_wheels
 from dswheels.core.compat import load_compat
 from dswheels.core.follow import (
     ISSUE_TITLE,
@@ -33,7 +34,6 @@ from dswheels.core.versions import format_version
 from dswheels.effects.gha import write_output
 from dswheels.effects.github import GitHub, api_url_from_env, token_from_env
 from dswheels.effects.github_follow import close_issue, comment, create_issue, dispatch, open_issues, runs, update_issue
-from dswheels.effects.index import list_published
 from dswheels.errors import ConfigError, PublishError
 
 __all__ = ["register"]
@@ -67,8 +67,13 @@ def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
         formatter_class=formatter,
     )
     p.add_argument("--report", type=Path, required=True, metavar="PATH", help="`dswheels facts check --json` output")
-    p.add_argument("--matrix", type=Path, default=DEFAULT_MATRIX, metavar="PATH", help="default: %(default)s")
-    p.add_argument("--published", required=True, metavar="INDEX_URL|DIR", help="the index the wheels are published to")
+    add_matrix_argument(p)
+    p.add_argument(
+        "--published",
+        metavar="INDEX_URL|DIR",
+        help="the index the wheels are published to (default: --publish-dir when set, else --index-url)",
+    )
+    add_published_arguments(p)
     p.set_defaults(func=run_builds)
     p = sub.add_parser("dispatch", help="start the wheels workflow for DeepSpeed versions", formatter_class=formatter)
     p.add_argument(
@@ -93,7 +98,8 @@ def run_builds(args: argparse.Namespace) -> int:
     placeable = list(report.at("placeable_deepspeed").strs())
     compat = load_compat()
     result = plan(load_matrix(args.matrix, compat), compat)
-    published = published_canonical_names(list_published(args.published))
+    location = args.published or published_source(args)
+    published = published_canonical_names(published_wheels(location, missing_dir_ok=not args.published))
     unpublished: dict[str, int] = {}
     for item in result.planned:
         version = format_version(item.cell.deepspeed)

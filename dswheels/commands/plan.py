@@ -4,24 +4,16 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import replace
-from pathlib import Path
 
 from dswheels import __version__
-from dswheels.commands.common import DEFAULT_MATRIX, Subparsers, formatter, load_matrix, parse_nvcc_option
-from dswheels.core.canary import pick_canary
-from dswheels.core.compat import Compat, load_compat
-from dswheels.core.costs import load_costs
-from dswheels.core.index import published_canonical_names
-from dswheels.core.jobs import plan_jobs
-from dswheels.core.naming import wheel_filename
-from dswheels.core.plan import Plan, combo_from_values, plan
+from dswheels.commands.common import Subparsers, formatter
+from dswheels.commands.selection import add_selection_arguments, canary_plan, compute_plan, jobs_of, skip_published
+from dswheels.core.compat import load_compat
+from dswheels.core.plan_json import render_json
 from dswheels.core.render_costs import render_cost_table
-from dswheels.core.render_plan import render_explain, render_github, render_json, render_table
-from dswheels.effects.index import list_published
-from dswheels.errors import ConfigError, NothingToDoError
+from dswheels.core.render_plan import render_explain, render_github, render_table
 
-__all__ = ["add_selection_arguments", "compute_plan", "register", "run", "skip_published"]
+__all__ = ["register", "run"]
 
 DESCRIPTION = """\
 Expand the build matrix into cells (one wheel each), drop what the compatibility rules
@@ -42,29 +34,10 @@ examples:
   dswheels plan --deepspeed 0.19.8 --torch 2.14 --cuda cu130 --python 3.12 \\
                 --platform linux_x86_64 --nvcc 13.2    # what if the builder has nvcc 13.2?
   echo "matrix=$(dswheels plan --format github --allow-empty)" >> "$GITHUB_OUTPUT"
+                                                  # (the wheels workflow runs `dswheels ci plan`)
   dswheels plan --skip-published https://OWNER.github.io/dswheels/   # only what is not published yet
   dswheels plan --skip-published site/                                # ... or not in a local index
   dswheels plan --canary --format github          # the canary job of a fork's first run"""
-
-
-def add_selection_arguments(p: argparse.ArgumentParser) -> None:
-    """--matrix, --only and the combination flags: shared by every command that takes cells."""
-    p.add_argument(
-        "--matrix", type=Path, default=DEFAULT_MATRIX, metavar="PATH", help="matrix file (default: %(default)s)"
-    )
-    p.add_argument(
-        "--only", action="append", default=[], metavar="ID", help="cell id or glob of the matrix (repeatable)"
-    )
-    p.add_argument("--deepspeed", metavar="X.Y.Z", help="DeepSpeed version of the combination")
-    p.add_argument("--torch", metavar="M.m", help="torch MAJOR.MINOR of the combination")
-    p.add_argument("--cuda", metavar="cuXYZ|X.Y|cpu", help="torch variant of the combination (cpu for the CPU build)")
-    p.add_argument("--python", metavar="3.X", help="Python version of the combination")
-    p.add_argument("--platform", metavar="PLAT", help="win_amd64 or linux_x86_64")
-    p.add_argument(
-        "--nvcc",
-        metavar="X.Y",
-        help="plan as if the builder had this nvcc instead of each variant's own CUDA (same major)",
-    )
 
 
 def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
@@ -120,40 +93,6 @@ def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=run)
 
 
-def compute_plan(args: argparse.Namespace, compat: Compat) -> Plan:
-    """The plan for the selection arguments of ``args`` (see :func:`add_selection_arguments`)."""
-    spec = load_matrix(args.matrix, compat)
-    combo = combo_from_values({key: getattr(args, key) for key in ("deepspeed", "torch", "cuda", "python", "platform")})
-    if combo.given and args.only:
-        raise ConfigError("--only selects cells of the matrix; it cannot be combined with --deepspeed/--torch/...")
-    return plan(spec, compat, only=args.only, combo=combo, nvcc=parse_nvcc_option(args.nvcc))
-
-
-def skip_published(result: Plan, location: str, *, allow_empty: bool) -> Plan:
-    """Drop the cells whose wheel ``location`` already lists; exit 3 when none is left (unless allowed)."""
-    published = published_canonical_names(list_published(location))
-    left = tuple(item for item in result.planned if wheel_filename(item.cell) not in published)
-    skipped = len(result.planned) - len(left)
-    sys.stderr.write(f"skipped {skipped} of {len(result.planned)} cells: their wheels are published at {location}\n")
-    if not left and not allow_empty:
-        raise NothingToDoError(
-            f"all {len(result.planned)} selected cells are already published at {location}",
-            hint="pass --allow-empty to get an empty plan (exit 0) instead",
-        )
-    return replace(result, planned=left)
-
-
-def canary_plan(result: Plan) -> Plan:
-    """The plan of the canary alone (:mod:`dswheels.core.canary`)."""
-    picked = pick_canary(result.planned)
-    if picked is None:
-        raise ConfigError(
-            "no canary: the selection plans no Windows CUDA cell that builds cpu_adam and fused_adam",
-            hint="select Windows CUDA cells (e.g. --deepspeed alone, on the shipped matrix)",
-        )
-    return replace(result, planned=(picked,), mode="canary")
-
-
 def run(args: argparse.Namespace) -> int:
     compat = load_compat()
     result = compute_plan(args, compat)
@@ -166,12 +105,10 @@ def run(args: argparse.Namespace) -> int:
     elif args.format == "json":
         sys.stdout.write(render_json(result, version=__version__))
     else:
-        model = load_costs()
-        jobs = plan_jobs(result.planned, model, finest=args.group)
+        jobs, per_cell = jobs_of(result, group=args.group)
         if args.format == "github":
             sys.stdout.write(render_github(result, jobs, stage=args.stage) + "\n")
             return 0
-        per_cell = plan_jobs(result.planned, model, finest="cell", limit=sys.maxsize) if result.planned else None
         if args.costs:
             sys.stdout.write(render_cost_table(jobs, per_cell=per_cell))
         else:

@@ -10,7 +10,7 @@ from pathlib import Path
 from dswheels import __version__
 from dswheels.commands.build import _torch_source
 from dswheels.commands.common import Subparsers, add_torch_index_argument, formatter
-from dswheels.core.compat import load_compat
+from dswheels.core.compat import Compat, load_compat
 from dswheels.core.naming import cell_id
 from dswheels.core.smoke import render_smoke_markdown, runs_for
 from dswheels.core.verify import Expected, cell_from_wheel_filename
@@ -21,10 +21,12 @@ from dswheels.effects.gha import write_summary
 from dswheels.effects.smoke import SmokeResult, run_adam_check, run_smoke
 from dswheels.effects.sources import env_cache_dir
 from dswheels.effects.verify import discard_venv, fresh_venv, read_wheel_data
-from dswheels.errors import ConfigError, EnvironmentMismatchError, SmokeError
+from dswheels.errors import ConfigError, DswheelsError, EnvironmentMismatchError, SmokeError
 from dswheels.log import get_reporter
 
-__all__ = ["register", "run"]
+__all__ = ["SMOKE_SCHEMA", "register", "run"]
+
+SMOKE_SCHEMA = "dswheels.smoke/2"  # /1 was one wheel's object; /2 lists one per wheel under "wheels"
 
 DESCRIPTION = """\
 Install the wheel into a fresh venv with its torch and train a tiny model a few steps
@@ -37,7 +39,10 @@ skipped with the reason.
 
 examples:
   dswheels smoke wheelhouse/cpu/deepspeed-0.19.8+cputorch2.13-cp311-cp311-linux_x86_64.whl --torch-index pip
-  dswheels smoke wheelhouse/cu130/*.whl --device cuda --report smoke.json     # on the GPU runner"""
+  dswheels smoke wheelhouse/*/*.whl --device cuda --report smoke.json     # on the GPU runner: every wheel
+
+With several wheels, each is smoke-tested and reported; a failing one does not stop the others,
+and the exit code is the first failure's."""
 
 
 def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
@@ -47,7 +52,7 @@ def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
         description=DESCRIPTION,
         formatter_class=formatter,
     )
-    p.add_argument("wheel", type=Path, metavar="WHEEL")
+    p.add_argument("wheels", nargs="+", type=Path, metavar="WHEEL", help="the wheels to smoke-test, one after another")
     p.add_argument(
         "--device",
         choices=("auto", "cpu", "cuda"),
@@ -64,7 +69,9 @@ def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
         metavar="X",
         help="max |DeepSpeedCPUAdam - AdamW| over 20 steps of lr 1e-3 (default: 1e-4; measured here: 5e-6)",
     )
-    p.add_argument("--report", type=Path, metavar="FILE", help="write the results as JSON")
+    p.add_argument(
+        "--report", type=Path, metavar="FILE", help=f"write the results of every wheel as JSON ({SMOKE_SCHEMA})"
+    )
     p.set_defaults(func=run)
 
 
@@ -81,7 +88,52 @@ def run(args: argparse.Namespace) -> int:
     if args.steps < 3:
         raise ConfigError("--steps must be at least 3 (the first step is warm-up)")
     compat = load_compat()
-    wheel: Path = args.wheel
+    wheels: list[Path] = args.wheels
+    entries: list[dict[str, object]] = []
+    errors: list[DswheelsError] = []
+    for wheel in wheels:
+        try:
+            entry = _smoke_one(wheel, args, compat)
+        except DswheelsError as exc:
+            if len(wheels) == 1:
+                raise
+            entries.append({"wheel": wheel.name, "ok": False, "error": exc.message})
+            errors.append(exc)
+            get_reporter().error(f"{wheel.name}: {exc.message}")
+            sys.stderr.write(exc.render() + "\n")
+            continue
+        entries.append(entry)
+        if not entry["ok"]:
+            errors.append(_failure(wheel, entry))
+    if args.report:
+        report = {"schema": SMOKE_SCHEMA, "dswheels": __version__, "ok": not errors, "wheels": entries}
+        write_text_atomic(args.report, json.dumps(report, indent=2) + "\n")
+    if len(wheels) > 1:
+        verdicts = "".join(f"  {'ok' if e['ok'] else 'FAILED':6}  {e['wheel']}\n" for e in entries)
+        sys.stdout.write(f"\nsmoke: {len(wheels) - len(errors)} of {len(wheels)} wheel(s) passed\n{verdicts}")
+    if len(errors) == 1 and len(wheels) == 1:
+        raise errors[0]
+    if errors:
+        sys.stderr.write(f"{len(errors)} of {len(wheels)} wheel(s) failed the smoke test\n")
+        return errors[0].exit_code
+    return 0
+
+
+def _failure(wheel: Path, entry: dict[str, object]) -> SmokeError:
+    runs = [r for r in entry["runs"] if isinstance(r, dict)] if isinstance(entry["runs"], list) else []
+    failed = [str(r["name"]) for r in runs if not r.get("ok")]
+    adam = entry["adam"]
+    if isinstance(adam, dict) and adam and not adam.get("ok"):
+        failed.append("DeepSpeedCPUAdam vs AdamW")
+    return SmokeError(
+        f"{len(failed)} smoke check(s) failed for {wheel.name}: {', '.join(failed)}",
+        details="\n".join(f"{r['name']}: {r.get('why') or r.get('error')}" for r in runs if not r.get("ok")),
+        hint=f"full log: {entry['log']}",
+    )
+
+
+def _smoke_one(wheel: Path, args: argparse.Namespace, compat: Compat) -> dict[str, object]:
+    """Smoke-test one wheel; its report entry (``ok`` false when a run failed)."""
     try:
         cell = cell_from_wheel_filename(wheel.name)
     except ValueError as exc:
@@ -134,32 +186,13 @@ def run(args: argparse.Namespace) -> int:
     table = render_smoke_markdown(result.runs, skipped_rows)
     sys.stdout.write(f"\n{cell_id(cell)} on {device}:\n{table}")
     write_summary(f"### dswheels smoke: {wheel.name} on {device}\n\n{table}")
-    if args.report:
-        write_text_atomic(
-            args.report,
-            json.dumps(
-                {
-                    "schema": "dswheels.smoke/1",
-                    "dswheels": __version__,
-                    "wheel": wheel.name,
-                    "cell": cell_id(cell),
-                    "device": device,
-                    "ok": result.ok,
-                    "runs": result.runs,
-                    "adam": result.adam,
-                    "skipped": [{"name": n, "why": w} for n, w in skipped_rows],
-                },
-                indent=2,
-            )
-            + "\n",
-        )
-    if not result.ok:
-        failed = [str(r["name"]) for r in result.runs if not r.get("ok")]
-        if result.adam and not result.adam.get("ok"):
-            failed.append("DeepSpeedCPUAdam vs AdamW")
-        raise SmokeError(
-            f"{len(failed)} smoke check(s) failed for {wheel.name}: {', '.join(failed)}",
-            details="\n".join(f"{r['name']}: {r.get('why') or r.get('error')}" for r in result.runs if not r.get("ok")),
-            hint=f"full log: {log}",
-        )
-    return 0
+    return {
+        "wheel": wheel.name,
+        "cell": cell_id(cell),
+        "device": device,
+        "ok": result.ok,
+        "runs": result.runs,
+        "adam": result.adam,
+        "skipped": [{"name": n, "why": w} for n, w in skipped_rows],
+        "log": str(log),
+    }

@@ -17,6 +17,7 @@ the integration tests compare this reader with ``readelf`` on real builds.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import struct
 from collections.abc import Iterable, Mapping, Sequence
@@ -177,6 +178,16 @@ class LibstdcxxRelease:
     cxxabi: VersionTuple
 
 
+def _floor_version(family: str, text: object) -> VersionTuple | None:
+    if text is None or text == "":
+        return None
+    if isinstance(text, str):
+        with contextlib.suppress(ValueError):
+            return parse_version(text)
+    msg = f"{family} is not a version: {text!r}"
+    raise ValueError(msg)
+
+
 @dataclass(frozen=True, slots=True)
 class RuntimeFloor:
     """Highest version needed per family (``None``: none needed); also used for a promised maximum.
@@ -192,6 +203,22 @@ class RuntimeFloor:
     def get(self, family: str) -> VersionTuple | None:
         value: VersionTuple | None = getattr(self, family)
         return value
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, object]) -> RuntimeFloor:
+        """Inverse of :meth:`as_json`; ``ValueError`` naming the family whose value is not a version.
+
+        >>> RuntimeFloor.from_json({"glibc": "2.35", "glibcxx": "3.4.30", "cxxabi": None})
+        RuntimeFloor(glibc=(2, 35), glibcxx=(3, 4, 30), cxxabi=None, private=())
+        """
+        values = {family: _floor_version(family, data.get(family)) for family in FAMILIES.values()}
+        private = data.get("private")
+        return cls(
+            glibc=values["glibc"],
+            glibcxx=values["glibcxx"],
+            cxxabi=values["cxxabi"],
+            private=tuple(p.strip() for p in private.split(",")) if isinstance(private, str) and private else (),
+        )
 
     def as_json(self) -> dict[str, str | None]:
         """``{"glibc": "2.34", "glibcxx": "3.4.30", "cxxabi": "1.3.9"}`` (``null`` where none is needed)."""

@@ -15,8 +15,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from dswheels.core.jsondoc import parse_json
-from dswheels.core.linux_runtime import FAMILIES, RuntimeFloor
-from dswheels.core.versions import parse_version
+from dswheels.core.linux_runtime import RuntimeFloor
+from dswheels.core.model import PlannedCell
+from dswheels.core.naming import cell_id
+from dswheels.core.plan_json import PlanFormatError, parse_planned_cell, planned_cell_json
 
 __all__ = [
     "MANIFEST_SCHEMA",
@@ -67,7 +69,7 @@ class BuiltOp:
 @dataclass(frozen=True, slots=True)
 class Manifest:
     cell_id: str
-    plan: Mapping[str, object]  # the cell exactly as `dswheels plan --format json` gives it
+    plan: PlannedCell  # the cell as planned (JSON: exactly as `dswheels plan --format json` gives it)
     wheel: FileInfo
     accelerator: str  # "cuda" | "cpu", as DeepSpeed stamped it in git_version_info_installed.py
     torch_version: str  # e.g. "2.14.1+cu130"
@@ -101,7 +103,7 @@ def render_manifest(manifest: Manifest) -> str:
     data = {
         "schema": MANIFEST_SCHEMA,
         "cell_id": manifest.cell_id,
-        "plan": dict(manifest.plan),
+        "plan": planned_cell_json(manifest.plan),
         "wheel": file(manifest.wheel),
         "debug_symbols": file(manifest.debug_symbols),
         "accelerator": manifest.accelerator,
@@ -210,9 +212,15 @@ def parse_manifest(text: str) -> Manifest:
     if wheel is None:
         raise ManifestError("manifest: wheel is missing")
     ops = root["ops"]
+    try:
+        planned = parse_planned_cell(root["plan"].data, path="plan")
+    except PlanFormatError as exc:
+        raise ManifestError(f"manifest: {exc}") from None
+    if root["cell_id"].text() != cell_id(planned.cell):
+        raise ManifestError(f"manifest: cell_id {root['cell_id'].text()!r} is not its plan's {cell_id(planned.cell)!r}")
     return Manifest(
         cell_id=root["cell_id"].text(),
-        plan=root["plan"].obj(),
+        plan=planned,
         wheel=wheel,
         debug_symbols=_file(root["debug_symbols"]),
         accelerator=root["accelerator"].text(),
@@ -250,20 +258,10 @@ def parse_manifest(text: str) -> Manifest:
 def _runtime(get: _Get) -> RuntimeFloor | None:
     if get.data is None:
         return None
-    values = {}
-    for family in FAMILIES.values():
-        text = get[family].opt_text()
-        try:
-            values[family] = parse_version(text) if text else None
-        except ValueError:
-            raise ManifestError(f"manifest: {get.path}.{family} is not a version: {text!r}") from None
-    private = get.obj().get("private")
-    return RuntimeFloor(
-        glibc=values["glibc"],
-        glibcxx=values["glibcxx"],
-        cxxabi=values["cxxabi"],
-        private=tuple(p.strip() for p in private.split(",")) if isinstance(private, str) and private else (),
-    )
+    try:
+        return RuntimeFloor.from_json(get.obj())
+    except ValueError as exc:
+        raise ManifestError(f"manifest: {get.path}.{exc}") from None
 
 
 def _producer(get: _Get) -> str:

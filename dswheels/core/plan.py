@@ -28,7 +28,7 @@ from dswheels.core.versions import VersionTuple, format_version, parse_version
 from dswheels.core.yamldoc import suggest
 from dswheels.errors import ConfigError
 
-__all__ = ["Combo", "LocalHost", "Plan", "check_cell", "combo_from_values", "plan", "resolve_cell"]
+__all__ = ["Combo", "LocalHost", "Plan", "check_cell", "combo_from_values", "plan", "resolve_cell", "select_cells"]
 
 T = TypeVar("T")
 
@@ -156,14 +156,15 @@ def _combo_cells(spec: MatrixSpec, combo: Combo) -> list[Cell]:
     return narrowed.axis_cells()
 
 
-def _select(cells: list[Cell], patterns: Sequence[str]) -> list[Cell]:
+def select_cells(cells: Sequence[Cell], patterns: Sequence[str], *, what: str = "the matrix") -> list[Cell]:
+    """The cells whose id matches one of ``patterns`` (fnmatch); a pattern that matches none is an error."""
     ids = [cell_id(c) for c in cells]
     chosen: set[int] = set()
     problems: list[str] = []
     for pattern in patterns:
         hits = [i for i, cid in enumerate(ids) if fnmatch.fnmatchcase(cid, pattern)]
         if not hits:
-            problems.append(f"--only {pattern!r} matches no cell of the matrix{suggest(pattern, ids)}")
+            problems.append(f"--only {pattern!r} matches no cell of {what}{suggest(pattern, ids)}")
         chosen.update(hits)
     if problems:
         raise ConfigError(
@@ -215,7 +216,7 @@ def plan(
         cells = spec.axis_cells()
         mode = "matrix"
     if only:
-        cells = _select(cells, only)
+        cells = select_cells(cells, only)
     results = _plan_cells(cells, compat, spec, Resolver(compat, spec, host, nvcc, flag_record))
     planned = tuple(r for r in results if isinstance(r, PlannedCell))
     dropped = tuple(r for r in results if isinstance(r, DroppedCell))

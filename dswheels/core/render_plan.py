@@ -1,8 +1,8 @@
-"""Render a :class:`~dswheels.core.plan.Plan` as a table, an explanation, JSON or GitHub jobs.
+"""Render a :class:`~dswheels.core.plan.Plan` as a table, an explanation or GitHub jobs.
 
-``--format json`` is the contract later steps and the workflows read; its shape is
-``PLAN_SCHEMA`` and documented in docs/plan-json.md. ``--format github`` renders the jobs of
-:mod:`dswheels.core.jobs` (cells grouped per compile, under 256 jobs and the 6-hour cap).
+``--format json``, the contract the build jobs read back, is :mod:`dswheels.core.plan_json`.
+``--format github`` renders the jobs of :mod:`dswheels.core.jobs` (cells grouped per compile,
+under 256 jobs and the 6-hour cap); its shape is documented in docs/plan-json.md.
 """
 
 from __future__ import annotations
@@ -12,123 +12,16 @@ from collections import Counter
 from collections.abc import Sequence
 
 from dswheels.core.jobs import Job, JobPlan
-from dswheels.core.model import DroppedCell, PlannedCell
-from dswheels.core.naming import build_string, cell_id, local_label, wheel_filename, wheel_version
+from dswheels.core.model import PlannedCell
+from dswheels.core.naming import cell_id, wheel_filename
 from dswheels.core.plan import Plan
 from dswheels.core.render_costs import render_job_summary
 from dswheels.core.versions import format_version
 
-__all__ = [
-    "GITHUB_SCHEMA",
-    "PLAN_SCHEMA",
-    "planned_cell_json",
-    "render_explain",
-    "render_github",
-    "render_json",
-    "render_table",
-]
+__all__ = ["GITHUB_SCHEMA", "render_explain", "render_github", "render_table"]
 
-PLAN_SCHEMA = "dswheels.plan/1"
 GITHUB_SCHEMA = "dswheels.github-matrix/1"
 DETAIL_LIMIT = 4  # at most this many cells: the table shows each in full
-
-
-def _cell_head(item: PlannedCell) -> dict[str, object]:
-    cell = item.cell
-    return {
-        "id": cell_id(cell),
-        "deepspeed": format_version(cell.deepspeed),
-        "torch": format_version(cell.torch),
-        "torch_version": item.torch_version,
-        "torch_index": item.torch_index,
-        "variant": cell.variant.name,
-        "cuda": cell.variant.cuda_text or None,
-        "python": str(cell.python),
-        "python_tag": cell.python.tag,
-        "platform": cell.platform.value,
-        "os": cell.platform.os,
-        "local_label": local_label(cell),
-        "build_string": build_string(cell),
-        "version": wheel_version(cell),
-        "wheel": wheel_filename(cell),
-    }
-
-
-def _cell_tail(item: PlannedCell) -> dict[str, object]:
-    """The part shared by every Python of a (deepspeed, torch, variant, platform)."""
-    tc = item.toolchain
-    return {
-        "source": {"kind": item.source.kind, "url": item.source.url or None, "sha256": item.source.sha256 or None},
-        "toolchain": {
-            "runner_image": tc.runner_image,
-            "runs_on": list(tc.runs_on),
-            "host_compiler": {
-                "kind": tc.host_compiler.kind,
-                "version": tc.host_compiler.version,
-                "why": tc.host_compiler.why,
-            },
-            "nvcc": format_version(tc.nvcc) if tc.nvcc else None,
-            "cuda_toolkit": tc.cuda_toolkit or None,
-            "torch_cuda_arch_list": tc.arch_list_text or None,
-            "skip_cuda_check": tc.skip_cuda_check,
-            "cuda_check": tc.cuda_check,
-            "nvcc_append_flags": list(tc.nvcc_flags),
-            "cpu_baseline": tc.cpu_baseline,
-            "cuda_subpackages": list(tc.cuda_subpackages),
-            "notes": list(tc.notes),
-            "linux_runtime": tc.linux_runtime.as_json() if tc.linux_runtime else None,
-        },
-        "ops": {
-            "build": [{"name": name, "env": f"DS_BUILD_{var}"} for name, var in item.ops.build],
-            "left_out": [{"name": name, "reason": reason} for name, reason in item.ops.left_out],
-        },
-        "smoke_runs_on": list(item.smoke_runs_on),
-    }
-
-
-def planned_cell_json(item: PlannedCell) -> dict[str, object]:
-    """One planned cell as the JSON contract spells it (docs/plan-json.md)."""
-    return {**_cell_head(item), **_cell_tail(item)}
-
-
-def _dropped_json(item: DroppedCell) -> dict[str, object]:
-    return {
-        "id": cell_id(item.cell),
-        "reasons": [{"rule": r.rule, "message": r.message, "fix": r.fix, "source": r.source} for r in item.reasons],
-    }
-
-
-def _json_list(items: Sequence[dict[str, object]]) -> str:
-    if not items:
-        return "[]"
-    return "[\n    " + ",\n    ".join(json.dumps(item, separators=_SEP) for item in items) + "\n  ]"
-
-
-_SEP = (", ", ": ")
-
-
-def _cells_json(planned: Sequence[PlannedCell]) -> str:
-    """Cells share toolchain and ops objects per (ds, torch, variant, platform): encode those once."""
-    if not planned:
-        return "[]"
-    tails: dict[tuple[int, int, int], str] = {}
-    lines = []
-    for item in planned:
-        key = (id(item.toolchain), id(item.ops), id(item.source))
-        tail = tails.get(key)
-        if tail is None:
-            tail = tails[key] = json.dumps(_cell_tail(item), separators=_SEP)[1:]
-        lines.append(json.dumps(_cell_head(item), separators=_SEP)[:-1] + ", " + tail)
-    return "[\n    " + ",\n    ".join(lines) + "\n  ]"
-
-
-def render_json(plan: Plan, *, version: str) -> str:
-    """The plan contract: a JSON object, one cell per line (diffable, and fast for 50k cells)."""
-    head = {"schema": PLAN_SCHEMA, "dswheels": version, "matrix": plan.matrix, "mode": plan.mode}
-    parts = [f"  {json.dumps(key)}: {json.dumps(value)}" for key, value in head.items()]
-    parts.append(f'  "cells": {_cells_json(plan.planned)}')
-    parts.append(f'  "dropped": {_json_list([_dropped_json(d) for d in plan.dropped])}')
-    return "{\n" + ",\n".join(parts) + "\n}\n"
 
 
 # --- GitHub matrix ------------------------------------------------------------------------------
@@ -168,6 +61,8 @@ def _job_json(job: Job, *, plan_mode: str) -> dict[str, object]:
         "runs_on": list(tc.runs_on),
         "smoke_runs_on": list(first.smoke_runs_on),
         "python": " ".join(str(p) for p in pythons),
+        # setup-python's python-version takes one version a line
+        "setup_python": "\n".join(str(p) for p in pythons),
         "deepspeed": format_version(cell.deepspeed),
         "torch": " ".join(format_version(t) for t in torches),
         "variant": " ".join(variants),

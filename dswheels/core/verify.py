@@ -16,7 +16,7 @@ from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from dswheels.core.binaries import ExtensionBinary
 from dswheels.core.dlls import DllFacts, DllTarget, describe_providers, judge_imports
 from dswheels.core.fatbin import GpuCode, arch_number
-from dswheels.core.linux_runtime import FAMILIES, LibstdcxxRelease, RuntimeFloor, exceeds, floor_of
+from dswheels.core.linux_runtime import LibstdcxxRelease, RuntimeFloor, exceeds, floor_of
 from dswheels.core.manifest import Manifest
 from dswheels.core.model import Cell, Platform, Python, Variant
 from dswheels.core.naming import PROJECT, local_label, wheel_filename, wheel_version
@@ -32,7 +32,6 @@ __all__ = [
     "expected_from_manifest",
     "gpu_checks",
     "judge_runtime",
-    "promise_from_plan",
     "render_checks_markdown",
     "requires_of",
     "static_checks",
@@ -113,31 +112,10 @@ def cell_from_wheel_filename(filename: str, installed: InstalledInfo | None = No
         raise ValueError(f"{filename}: {exc}") from None
 
 
-def promise_from_plan(plan: Mapping[str, object]) -> RuntimeFloor | None:
-    """``toolchain.linux_runtime`` of a planned cell's JSON (a manifest's ``plan``); None when absent.
-
-    >>> promise_from_plan({"toolchain": {"linux_runtime": {"glibc": "2.35", "glibcxx": "3.4.30", "cxxabi": "1.3.13"}}})
-    RuntimeFloor(glibc=(2, 35), glibcxx=(3, 4, 30), cxxabi=(1, 3, 13), private=())
-    """
-    toolchain = plan.get("toolchain")
-    data = toolchain.get("linux_runtime") if isinstance(toolchain, dict) else None
-    if not isinstance(data, dict):
-        return None
-    values: dict[str, tuple[int, ...] | None] = {}
-    for family in FAMILIES.values():
-        text = data.get(family)
-        values[family] = parse_version(text) if isinstance(text, str) and text else None
-    return RuntimeFloor(glibc=values["glibc"], glibcxx=values["glibcxx"], cxxabi=values["cxxabi"])
-
-
 def expected_from_manifest(manifest: Manifest, cell: Cell, *, default_runtime: RuntimeFloor | None = None) -> Expected:
     """What the manifest says the wheel is; the runtime limit is its plan's, else ``default_runtime``."""
     arch = tuple(t for t in manifest.arch_list.split(";") if t)
-    try:
-        promise = promise_from_plan(manifest.plan)
-    except ValueError as exc:
-        msg = f"the manifest's toolchain.linux_runtime is not readable: {exc}"
-        raise ValueError(msg) from None
+    promise = manifest.plan.toolchain.linux_runtime
     linux = cell.platform.os == "linux"
     return Expected(
         cell=cell,

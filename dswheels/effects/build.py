@@ -54,13 +54,12 @@ from dswheels.core.buildlog import (
 )
 from dswheels.core.buildreport import OpOutcome, op_outcomes
 from dswheels.core.compat import Compat
-from dswheels.core.compiler_cache import sccache_backend
+from dswheels.core.compiler_cache import SccacheSettings, sccache_backend
 from dswheels.core.fatbin import GpuCode, arch_number
 from dswheels.core.linux_runtime import RuntimeFloor, exceeds, floor_of
 from dswheels.core.manifest import BuiltOp, FileInfo, Manifest, manifest_name, render_manifest
 from dswheels.core.model import PlannedCell
 from dswheels.core.naming import cell_id, wheel_filename
-from dswheels.core.render_plan import planned_cell_json
 from dswheels.core.sources import TorchSource
 from dswheels.core.versions import format_version
 from dswheels.core.wheelfile import extension_for_module, torch_pin
@@ -148,6 +147,7 @@ class BuildOptions:
     interpreter: str = "auto"  # auto | current | venv
     torch_source: TorchSource = field(default_factory=lambda: TorchSource("plan"))
     compiler_cache: str = "auto"  # auto | ccache | sccache | none
+    sccache: SccacheSettings = field(default_factory=SccacheSettings)  # where sccache keeps its objects
     debug_symbols: bool = False
     keep_work: bool = False
     pypi_json: str = "https://pypi.org/pypi/deepspeed/json"
@@ -682,7 +682,7 @@ def _build(
     )
 
     if cache is not None and cache.tool == "sccache":
-        backend, where = sccache_backend(inherited, base_dir=cache.base_dir)
+        backend, where = sccache_backend(opts.sccache, inherited, base_dir=cache.base_dir)
         env.update(backend)
         if restart_sccache(cache, env, backend, log) == "local" and any("GHA" in k or "BUCKET" in k for k in backend):
             where = "local disk: the remote cache did not answer"
@@ -848,7 +848,7 @@ def _build(
         toolchain[cache.tool] = tool_version([cache.executable, "--version"], env)
     manifest = Manifest(
         cell_id=cid,
-        plan=planned_cell_json(planned),
+        plan=planned,
         wheel=FileInfo(pp.wheel.name, pp.wheel.stat().st_size, wheel_sha),
         accelerator=accelerator,
         torch_version=interp.info.torch or "",

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dswheels.core.compat import Compat, load_compat
 from dswheels.core.config import MatrixSpec, parse_matrix
 from dswheels.core.plan import check_cell, plan, resolve_cell
-from dswheels.core.render_plan import render_json
+from dswheels.core.plan_json import render_json
 from dswheels.core.versions import format_version
 from tests.bench.common import Result, best_of
 

@@ -1,1 +1,2 @@
-"""Local GitHub Actions: the dry run of the workflows, their expression language, and their linters."""
+"""The workflows as GitHub reads them: their expression language, their steps run here one at a time
+(the chain tests), their dswheels command lines, and their linters."""

@@ -9,7 +9,7 @@ operand, not a boolean), and the functions ``contains startsWith endsWith format
 toJSON fromJSON`` plus the status functions ``success always failure cancelled``.
 
 Anything else (``hashFiles``, the ``.*`` object filter) is a clear :class:`ExpressionError`,
-so a workflow that starts using it fails the dry run instead of being evaluated wrongly.
+so a workflow that starts using it fails its tests instead of being evaluated wrongly.
 
 >>> evaluate("github.ref_type == 'TAG' && inputs.x || 'none'", {"github": {"ref_type": "tag"}, "inputs": {}})
 'none'
@@ -42,7 +42,7 @@ Contexts: TypeAlias = Mapping[str, Value]
 
 
 class ExpressionError(ValueError):
-    """An expression the dry run cannot parse or evaluate (with the expression in the message)."""
+    """An expression this evaluator cannot parse or evaluate (with the expression in the message)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,7 +213,7 @@ class _Parser:
                 self.take()
                 name = self.take()
                 if name.text == "*":
-                    raise self.fail("the '.*' object filter is not supported by the dry run")
+                    raise self.fail("the '.*' object filter is not supported here")
                 if name.kind != "name":
                     raise self.fail("expected a property name")
                 node = _Index(node, _Lit(name.text))
@@ -407,7 +407,7 @@ def _call(node: _Call, contexts: Contexts, status: Status) -> Value:
             "cancelled": status.cancelled,
         }[node.name]
     if node.name not in _FUNCTIONS:
-        raise ExpressionError(f"function {node.name}() is not supported by the dry run")
+        raise ExpressionError(f"function {node.name}() is not supported here")
     low, high, fn = _FUNCTIONS[node.name]
     if not low <= len(node.args) <= high:
         raise ExpressionError(f"{node.name}() takes {low}..{high} arguments, got {len(node.args)}")

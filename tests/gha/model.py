@@ -1,22 +1,30 @@
-"""Reading a workflow file: YAML as GitHub reads it, and typed access to the parts the runner uses."""
+"""Reading a workflow file: YAML as GitHub reads it, typed access to its parts, GitHub's tag filters and
+dispatch form, and the runner's file commands (``GITHUB_OUTPUT``)."""
 
 from __future__ import annotations
 
 import fnmatch
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
 from tests.gha.expressions import Value
 
-__all__ = ["Trigger", "WorkflowError", "as_map", "as_str_map", "load_workflow", "tag_matches", "validate_inputs"]
+__all__ = [
+    "WorkflowError",
+    "as_map",
+    "as_str_map",
+    "load_workflow",
+    "read_file_commands",
+    "tag_matches",
+    "validate_inputs",
+]
 
 
 class WorkflowError(ValueError):
-    """The workflow (or what the dry run was asked to do with it) is wrong; the message says where."""
+    """The workflow (or what a test asked of it) is wrong; the message says where."""
 
 
 class _Loader(yaml.SafeLoader):
@@ -55,23 +63,6 @@ def as_str_map(value: Value, where: str) -> dict[str, str]:
             raise WorkflowError(f"{where}.{key}: expected a scalar")
         out[key] = "" if item is None else ("true" if item is True else "false" if item is False else str(item))
     return out
-
-
-@dataclass(frozen=True, kw_only=True)
-class Trigger:
-    """The event a run is for: a tag push or a workflow_dispatch with its inputs."""
-
-    event: str  # "push", "workflow_dispatch" or "schedule"
-    ref: str  # refs/tags/v0.19.8, refs/heads/main
-    inputs: Mapping[str, str] | None = None
-
-    @property
-    def ref_name(self) -> str:
-        return self.ref.removeprefix("refs/tags/").removeprefix("refs/heads/")
-
-    @property
-    def ref_type(self) -> str:
-        return "tag" if self.ref.startswith("refs/tags/") else "branch"
 
 
 def _glob_to_regex(pattern: str) -> str:
@@ -150,3 +141,33 @@ def validate_inputs(declared: dict[str, Value], given: Mapping[str, str]) -> dic
         else:
             inputs[name] = text
     return inputs
+
+
+def read_file_commands(path: Path) -> dict[str, str]:
+    """``name=value`` and ``name<<DELIM ... DELIM`` lines (GITHUB_OUTPUT, GITHUB_ENV)."""
+    values: dict[str, str] = {}
+    if not path.exists():
+        return values
+    lines = path.read_text(encoding="utf-8").splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        i += 1
+        if not line.strip():
+            continue
+        if "<<" in line and ("=" not in line or line.index("<<") < line.index("=")):
+            name, delimiter = line.split("<<", 1)
+            body: list[str] = []
+            while i < len(lines) and lines[i] != delimiter:
+                body.append(lines[i])
+                i += 1
+            if i >= len(lines):
+                raise WorkflowError(f"{path.name}: {name}<<{delimiter} is never closed")
+            i += 1
+            values[name] = "\n".join(body)
+        elif "=" in line:
+            name, value = line.split("=", 1)
+            values[name] = value
+        else:
+            raise WorkflowError(f"{path.name}: cannot read line {line!r}")
+    return values

@@ -86,7 +86,9 @@ def test_smoke_cpu_wheel(cpu_build: Built, dswheels_cache: Path, tmp_path: Path)
     )
     record_time("smoke cpu wheel (4 runs + Adam check)", time.monotonic() - start)
     assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-3000:]
-    data = json.loads(report.read_text())
+    report_data = json.loads(report.read_text())
+    assert (report_data["schema"], report_data["ok"]) == ("dswheels.smoke/2", True)
+    (data,) = report_data["wheels"]
     assert data["device"] == "cpu"
     runs = {r["name"]: r for r in data["runs"]}
     assert {r["stage"] for r in runs.values()} == {0, 1, 2, 3}

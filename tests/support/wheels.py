@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from dswheels.core.manifest import FileInfo, Manifest, render_manifest
+from tests.support.planned import planned_cell
 
 __all__ = [
     "interpreter_tag",
@@ -176,7 +177,7 @@ def write_manifest(wheel: Path, sha256: str | None = None) -> Path:
     digest = sha256 or hashlib.sha256(wheel.read_bytes()).hexdigest()
     manifest = Manifest(
         cell_id="ds0.19.8-torch2.9-cu128-cp311-linux_x86_64",
-        plan={},
+        plan=planned_cell("ds0.19.8-torch2.9-cu128-cp311-linux_x86_64"),
         wheel=FileInfo(filename=wheel.name, size=wheel.stat().st_size, sha256=digest),
         accelerator="cuda",
         torch_version="2.9.1+cu128",

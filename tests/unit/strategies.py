@@ -5,7 +5,22 @@ from __future__ import annotations
 from hypothesis import strategies as st
 
 from dswheels.core.compat import load_compat
-from dswheels.core.model import Cell, Platform, Python, Variant
+from dswheels.core.linux_runtime import RuntimeFloor
+from dswheels.core.model import (
+    Cell,
+    DroppedCell,
+    HostCompiler,
+    OpPlan,
+    PlannedCell,
+    Platform,
+    Python,
+    Reason,
+    Source,
+    SourceKind,
+    Toolchain,
+    Variant,
+)
+from dswheels.core.plan import Plan
 
 COMPAT = load_compat()
 
@@ -40,4 +55,58 @@ any_cells = st.builds(
     ),
     python=st.builds(Python, version=st.tuples(st.just(3), st.integers(8, 99)), free_threaded=st.booleans()),
     platform=platforms,
+)
+
+# planned cells and plans with arbitrary values (not what the planner makes), for the plan JSON round trip
+texts = st.text(max_size=30)
+words = st.text(st.characters(exclude_categories=["Cs"], exclude_characters=";,"), min_size=1, max_size=12)
+versions = st.lists(st.integers(0, 99), min_size=1, max_size=3).map(tuple)
+floors = st.builds(
+    RuntimeFloor,
+    glibc=st.none() | versions,
+    glibcxx=st.none() | versions,
+    cxxabi=st.none() | versions,
+    private=st.lists(words.map(str.strip).filter(bool), max_size=2).map(tuple),
+)
+toolchains = st.builds(
+    Toolchain,
+    runner_image=texts,
+    runs_on=st.lists(texts, max_size=3).map(tuple),
+    host_compiler=st.builds(HostCompiler, kind=st.sampled_from(["gcc", "msvc"]), version=texts, why=texts),
+    nvcc=st.none() | st.tuples(st.integers(10, 13), st.integers(0, 9)),
+    cuda_toolkit=texts,
+    arch_list=st.lists(words, max_size=4).map(tuple),
+    skip_cuda_check=st.booleans(),
+    cuda_check=texts,
+    nvcc_flags=st.lists(texts, max_size=3).map(tuple),
+    cpu_baseline=texts,
+    cuda_subpackages=st.lists(texts, max_size=3).map(tuple),
+    notes=st.lists(texts, max_size=3).map(tuple),
+    linux_runtime=st.none() | floors,
+)
+planned_cells = st.builds(
+    PlannedCell,
+    cell=any_cells,
+    torch_version=texts,
+    torch_index=texts,
+    toolchain=toolchains,
+    ops=st.builds(
+        OpPlan,
+        build=st.lists(st.tuples(texts, words), max_size=4).map(tuple),
+        left_out=st.lists(st.tuples(texts, texts), max_size=4).map(tuple),
+    ),
+    source=st.builds(Source, kind=st.sampled_from(list(SourceKind)), url=texts, sha256=texts),
+    smoke_runs_on=st.lists(texts, max_size=3).map(tuple),
+)
+dropped_cells = st.builds(
+    DroppedCell,
+    cell=any_cells,
+    reasons=st.lists(st.builds(Reason, rule=texts, message=texts, fix=texts, source=texts), max_size=2).map(tuple),
+)
+plans = st.builds(
+    Plan,
+    planned=st.lists(planned_cells, max_size=4).map(tuple),
+    dropped=st.lists(dropped_cells, max_size=3).map(tuple),
+    matrix=texts,
+    mode=st.sampled_from(["matrix", "combo", "canary"]),
 )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -9,6 +10,7 @@ import pytest
 
 from dswheels.cli import main
 from dswheels.commands.build import _split_cells, _torch_source, plan_cell_ids
+from dswheels.commands.selection import cells_of_plan
 from dswheels.core.compat import load_compat
 from dswheels.core.naming import cell_id
 
@@ -101,3 +103,72 @@ def test_ops_must_be_planned_for_every_cell(ops: str, message: str, capsys: pyte
 def test_prepare_only_compiles_nothing_so_it_neither_verifies_nor_installs(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["build", "--matrix", str(DATA / "matrix-cpu.yml"), "--cell", CPU, "--prepare-only", "--verify"]) == 2
     assert "--prepare-only compiles nothing" in capsys.readouterr().err
+
+
+# --- --plan: the cells of a plan, as planned ---------------------------------------------------------
+
+
+def _plan_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
+    assert main(["plan", "--format", "json", "--matrix", str(DATA / "matrix-golden.yml")]) == 0
+    path = tmp_path / "plan.json"
+    path.write_text(capsys.readouterr().out, encoding="utf-8")
+    return path
+
+
+def test_a_plans_cells_are_built_as_planned(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _plan_file(tmp_path, capsys)
+    everything = cells_of_plan(path, ids=[], only=[])
+    data = json.loads(path.read_text(encoding="utf-8"))
+    assert [cell_id(p.cell) for p in everything] == [c["id"] for c in data["cells"]]
+    # exactly the plan's resolution, not a new one: an edit to the file is what gets built
+    data["cells"][1]["toolchain"]["notes"] = ["edited in the plan file"]
+    path.write_text(json.dumps(data), encoding="utf-8")
+    wanted = data["cells"][1]["id"]
+    (picked,) = cells_of_plan(path, ids=[wanted, wanted], only=[])
+    assert (cell_id(picked.cell), picked.toolchain.notes) == (wanted, ("edited in the plan file",))
+    globbed = cells_of_plan(path, ids=[], only=["ds0.15.1-*"])
+    assert [cell_id(p.cell) for p in globbed] == [c["id"] for c in data["cells"] if c["id"].startswith("ds0.15.1-")]
+
+
+@pytest.mark.parametrize(
+    ("extra", "edit", "message"),
+    [
+        (["--deepspeed", "0.19.8"], None, "--plan builds cells as the plan resolved them"),
+        (["--nvcc", "13.0"], None, "--plan builds cells as the plan resolved them"),
+        (["--cell", CPU], None, f"not in the plan {{path}} (14 cells): {CPU}"),
+        (["--only", "ds9.*"], None, "matches no cell of the plan"),
+        (["--cell", "ds0.15.1-torch2.1-cu121-cp311-win_amd64", "--only", "*"], None, "give one"),
+        ([], '{"schema": "dswheels.manifest/3"}', "is not a plan: schema is 'dswheels.manifest/3'"),
+        ([], "{not json", "cannot be read: "),
+        ([], "", "no plan file at"),
+    ],
+)
+def test_bad_plan_input_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], edit: str | None, message: str
+) -> None:
+    path = _plan_file(tmp_path, capsys)
+    if edit == "":
+        path.unlink()
+    elif edit is not None:
+        path.write_text(edit, encoding="utf-8")
+    assert main(["build", "--plan", str(path), *extra]) == 2
+    assert message.format(path=path) in capsys.readouterr().err
+
+
+def test_smoke_takes_many_wheels_and_reports_each(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Every wheel is tried and reported; a failing one stops none of the others (no venv is made for
+    these: their names already say they are no dswheels wheels)."""
+    wheels = [tmp_path / "a-1.0-py3-none-any.whl", tmp_path / "deepspeed-0.19.8-py3-none-any.whl"]
+    report = tmp_path / "smoke.json"
+    assert main(["smoke", *map(str, wheels), "--report", str(report)]) == 2
+    captured = capsys.readouterr()
+    assert "a-1.0-py3-none-any.whl is not a deepspeed wheel" in captured.err
+    assert "deepspeed-0.19.8-py3-none-any.whl has no dswheels label" in captured.err
+    assert "2 of 2 wheel(s) failed the smoke test" in captured.err
+    assert "smoke: 0 of 2 wheel(s) passed" in captured.out
+    data = json.loads(report.read_text(encoding="utf-8"))
+    assert (data["schema"], data["ok"]) == ("dswheels.smoke/2", False)
+    assert [(w["wheel"], w["ok"]) for w in data["wheels"]] == [(w.name, False) for w in wheels]
+    # one wheel: its own error, as before
+    assert main(["smoke", str(wheels[0])]) == 2
+    assert "is not a deepspeed wheel" in capsys.readouterr().err

@@ -1,4 +1,5 @@
-"""The follow workflow's structure and the decisions its steps make (tests/gha/follow_dryrun.py runs it)."""
+"""The follow workflow's structure and the decisions its steps make (tests/integration/test_follow_chain.py
+runs its steps)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import re
 
 import pytest
 
-from dswheels.cli import main
+from dswheels.cli import build_parser
 from dswheels.core.follow import (
     ISSUE_MARKER,
     ActiveRuns,
@@ -18,6 +19,7 @@ from dswheels.core.follow import (
 )
 from tests.conftest import ROOT
 from tests.gha.expressions import Status, condition
+from tests.gha.invocations import RUNNER_VARIABLES, env_defaults, invocations, scripts
 from tests.gha.model import as_map, as_str_map, load_workflow
 
 WORKFLOWS = ROOT / ".github" / "workflows"
@@ -71,20 +73,36 @@ def test_no_expression_is_expanded_inside_a_script_and_tokens_go_through_env() -
                 assert job in ("issue", "build"), f"{job} has no business with the token"
 
 
-def test_every_dswheels_command_and_flag_it_uses_exists(capsys: pytest.CaptureFixture[str]) -> None:
-    used = []
-    for job, spec in JOBS.items():
-        for step in as_map(spec, job).get("steps") or []:  # type: ignore[union-attr]
-            script = str(as_map(step, job).get("run", "")).replace("\\\n", " ")
-            used += re.findall(r"\bdswheels (facts [a-z]+)([^\n|;>]*)", script)
-    assert {command for command, _flags in used} == {"facts check", "facts builds", "facts issue", "facts dispatch"}
-    for command, flags in used:
-        with pytest.raises(SystemExit) as info:
-            main([*command.split(), "--help"])
-        assert info.value.code == 0
-        text = capsys.readouterr().out
-        for flag in re.findall(r"(?<![\w-])(--[a-z][a-z-]*)", flags):
-            assert flag in text, f"dswheels {command} has no {flag}"
+def test_every_dswheels_command_line_parses_with_dswheels_own_parser() -> None:
+    used = set()
+    for invocation in invocations(FOLLOW):
+        used.add(" ".join(invocation.argv[:2]))
+        try:
+            build_parser().parse_args(list(invocation.argv))
+        except SystemExit as exc:
+            pytest.fail(f"{invocation.job} / {invocation.step}: dswheels {' '.join(invocation.argv)}: {exc}")
+    assert used == {"facts check", "facts builds", "facts issue", "facts dispatch"}
+
+
+def test_every_variable_a_script_reads_is_set() -> None:
+    for script in scripts(FOLLOW):
+        unset = script.reads - script.defined - RUNNER_VARIABLES
+        assert not unset, f"{script.job} / {script.step} reads {sorted(unset)}, which nothing sets"
+
+
+def test_the_repository_variables_reach_the_commands_as_their_defaults() -> None:
+    steps = {str(as_map(s, "s").get("name")): as_map(s, "s") for s in as_map(JOBS["check"], "c")["steps"]}  # type: ignore[union-attr]
+    check_env = as_str_map(steps["Check compat.yml against its sources"].get("env"), "env")
+    defaults = env_defaults("facts", "check")
+    for option in ("pypi", "torch_index", "action_links"):  # each source's location, one variable each
+        variable = defaults[option]
+        assert check_env[variable] == f"${{{{ vars.{variable} }}}}", option
+    # where the wheels are published: the workflow's env, the defaults of `facts builds`
+    builds = env_defaults("facts", "builds")
+    workflow_env = as_str_map(FOLLOW["env"], "env")
+    for option in ("matrix", "publish_dir", "index_url"):
+        assert workflow_env[builds[option]] == f"${{{{ vars.{builds[option]} }}}}", option
+    assert builds["repository"] in RUNNER_VARIABLES  # the default index: https://OWNER.github.io/NAME/
 
 
 def test_the_dispatch_names_only_inputs_the_wheels_workflow_declares() -> None:

@@ -1,4 +1,4 @@
-"""The dry run's expression evaluator against GitHub's documented semantics."""
+"""The workflow tests' expression evaluator (tests/gha/expressions.py) against GitHub's documented semantics."""
 
 from __future__ import annotations
 

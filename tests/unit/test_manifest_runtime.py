@@ -20,7 +20,8 @@ from dswheels.core.manifest import (
     render_manifest,
 )
 from dswheels.core.naming import parse_cell_id
-from dswheels.core.verify import Expected, expected_from_manifest, judge_runtime, promise_from_plan
+from dswheels.core.verify import Expected, expected_from_manifest, judge_runtime
+from tests.support.planned import planned_cell
 
 COMPAT = load_compat()
 CELL = parse_cell_id("ds0.19.8-torch2.13-cpu-cp311-linux_x86_64")
@@ -33,13 +34,14 @@ CPU_ADAM_NEEDS = {
     "libgcc_s.so.1": ("GCC_3.0",),
 }
 CPU_ADAM_FLOOR = RuntimeFloor(glibc=(2, 34), glibcxx=(3, 4, 30), cxxabi=(1, 3, 9))
-PROMISE = {"glibc": "2.35", "glibcxx": "3.4.30", "cxxabi": "1.3.13"}
+PROMISE = RuntimeFloor(glibc=(2, 35), glibcxx=(3, 4, 30), cxxabi=(1, 3, 13))
+PLANNED = planned_cell("ds0.19.8-torch2.13-cpu-cp311-linux_x86_64", linux_runtime=PROMISE)
 
 
 def _manifest(**kw: object) -> Manifest:
     base = Manifest(
         cell_id="ds0.19.8-torch2.13-cpu-cp311-linux_x86_64",
-        plan={"id": "ds0.19.8-torch2.13-cpu-cp311-linux_x86_64", "toolchain": {"linux_runtime": PROMISE}},
+        plan=PLANNED,
         wheel=FileInfo(
             filename="deepspeed-0.19.8+cputorch2.13-cp311-cp311-linux_x86_64.whl", size=10, sha256="ab" * 32
         ),
@@ -127,19 +129,54 @@ def test_bad_runtime_fields_are_errors(edit: object, words: str) -> None:
 # --- what verify expects and how it judges -------------------------------------------------------
 
 
+def _without_promise() -> Manifest:
+    return _manifest(
+        plan=dataclasses.replace(PLANNED, toolchain=dataclasses.replace(PLANNED.toolchain, linux_runtime=None))
+    )
+
+
 def test_the_promise_comes_from_the_manifests_plan_else_compat() -> None:
     expected = expected_from_manifest(_manifest(), CELL, default_runtime=RuntimeFloor(glibc=(2, 17)))
     assert expected.linux_runtime == RuntimeFloor(glibc=(2, 35), glibcxx=(3, 4, 30), cxxabi=(1, 3, 13))
     assert expected.linux_runtime_from == "the manifest's plan"
     assert expected.recorded_runtime == CPU_ADAM_FLOOR
-    older = expected_from_manifest(_manifest(plan={}), CELL, default_runtime=COMPAT.linux_runtime_floor)
+    older = expected_from_manifest(_without_promise(), CELL, default_runtime=COMPAT.linux_runtime_floor)
     assert older.linux_runtime == COMPAT.linux_runtime_floor
     assert "compat.yml" in older.linux_runtime_from
     windows = parse_cell_id("ds0.19.8-torch2.13-cpu-cp311-win_amd64")
     assert expected_from_manifest(_manifest(), windows).linux_runtime is None
-    with pytest.raises(ValueError, match="linux_runtime is not readable"):
-        expected_from_manifest(_manifest(plan={"toolchain": {"linux_runtime": {"glibc": "two"}}}), CELL)
-    assert promise_from_plan({"toolchain": {"linux_runtime": None}}) is None
+    # an unreadable promise is the manifest's error now, when it is read (it never reaches verify)
+    data = json.loads(render_manifest(_manifest()))
+    data["plan"]["toolchain"]["linux_runtime"] = {"glibc": "two"}
+    with pytest.raises(ManifestError, match=r"plan\.toolchain\.linux_runtime\.glibc is not a version: 'two'"):
+        parse_manifest(json.dumps(data))
+    data["plan"]["toolchain"]["linux_runtime"] = None
+    assert parse_manifest(json.dumps(data)).plan.toolchain.linux_runtime is None
+
+
+def test_an_older_manifest_without_a_promise_in_its_plan_is_read() -> None:
+    data = json.loads(render_manifest(_manifest()))
+    data["schema"] = "dswheels.manifest/1"
+    del data["runtime"], data["producer"], data["plan"]["toolchain"]["linux_runtime"]
+    data["plan"]["source"]["kind"] = "git-archive"  # before one source served every platform
+    old = parse_manifest(json.dumps(data))
+    assert old.plan.toolchain.linux_runtime is None
+    assert old.plan.source.kind == "archive"
+    older = expected_from_manifest(old, CELL, default_runtime=COMPAT.linux_runtime_floor)
+    assert older.linux_runtime == COMPAT.linux_runtime_floor
+
+
+def test_the_manifests_plan_is_a_typed_planned_cell_and_must_be_its_cell() -> None:
+    manifest = parse_manifest(render_manifest(_manifest()))
+    assert manifest.plan == PLANNED
+    data = json.loads(render_manifest(_manifest()))
+    data["cell_id"] = "ds0.19.8-torch2.13-cpu-cp312-linux_x86_64"
+    with pytest.raises(ManifestError, match="is not its plan's"):
+        parse_manifest(json.dumps(data))
+    data = json.loads(render_manifest(_manifest()))
+    data["plan"]["wheel"] = "deepspeed-0.19.8-py3-none-any.whl"
+    with pytest.raises(ManifestError, match=r"plan\.wheel is .* but the cell's own fields make it"):
+        parse_manifest(json.dumps(data))
 
 
 def _expected(promise: RuntimeFloor | None, recorded: RuntimeFloor | None = None) -> Expected:

@@ -1,33 +1,39 @@
 """The workflows' structure: what they read from the plan, what reaches the CLI, who may do what.
 
-These read .github/workflows/*.yml as GitHub does (YAML 1.2 booleans) and evaluate their
-expressions with the dry run's evaluator (tests/gha/expressions.py), so a condition is
-tested by what it does, not by how it is spelled.
+The logic lives in dswheels (`dswheels ci plan` decides the run; tests/unit/test_ci.py); what is
+left in wheels.yml is wiring, checked here. These read .github/workflows/*.yml as GitHub does
+(YAML 1.2 booleans) and evaluate their expressions with tests/gha/expressions.py, so a
+condition is tested by what it does, not by how it is spelled; every `dswheels` line is parsed
+by dswheels' own parser, and the plan step runs for real (tests/gha/steps.py).
 """
 
 from __future__ import annotations
 
 import json
 import re
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
-from dswheels.cli import main
+from dswheels.cli import build_parser, main
+from dswheels.commands.ci import OUTPUTS
 from dswheels.core.compat import load_compat
 from dswheels.core.versions import format_version
 from tests.conftest import ROOT
 from tests.gha.expressions import Status, Value, condition
+from tests.gha.invocations import RUNNER_VARIABLES, env_defaults, invocations, scripts
 from tests.gha.model import load_workflow, tag_matches
+from tests.gha.steps import Job, StepRun
 
 WORKFLOWS = ROOT / ".github" / "workflows"
 WHEELS = load_workflow(WORKFLOWS / "wheels.yml")
 CI = load_workflow(WORKFLOWS / "ci.yml")
 JOBS: dict[str, dict[str, Value]] = WHEELS["jobs"]  # type: ignore[assignment]
 PLAN_MATRIX = "${{ fromJSON(needs.plan.outputs.matrix) }}"
+SMOKE_MATRIX = "${{ fromJSON(needs.plan.outputs.smoke) }}"
 EXPRESSION = re.compile(r"\$\{\{(.*?)\}\}", re.DOTALL)
 
 
@@ -88,12 +94,13 @@ def test_every_matrix_key_the_workflow_reads_is_one_the_plan_writes(capsys: pyte
                 isinstance(v, str) or (isinstance(v, list) and all(isinstance(x, str) for x in v)) for v in job.values()
             ), job
     plan_jobs = [name for name, job in JOBS.items() if as_dict(job.get("strategy")).get("matrix") == PLAN_MATRIX]
-    assert plan_jobs == ["build", "smoke"]
+    assert plan_jobs == ["build"]
+    assert as_dict(JOBS["smoke"]["strategy"])["matrix"] == SMOKE_MATRIX  # the build jobs of GPU platforms
     assert as_dict(JOBS["parts"]["strategy"])["matrix"] == "${{ fromJSON(needs.plan.outputs.parts) }}"
     for job in _plan_github(capsys, "--stage", "part"):  # the shipped matrix needs no part job: none
         written |= set(job)
     read: set[str] = set()
-    for name in [*plan_jobs, "parts"]:
+    for name in [*plan_jobs, "smoke", "parts"]:
         for expression in _expressions(JOBS[name]):
             read |= set(re.findall(r"\bmatrix\.([A-Za-z_][\w-]*)", expression))
     assert read, "the build jobs read nothing from the plan?"
@@ -117,8 +124,23 @@ def test_the_plan_output_is_read_only_as_the_matrix_and_its_first_job() -> None:
         "fromJSON(needs.plan.outputs.parts)",
         "fromJSON(needs.plan.outputs.parts).include[0] != null",
     }
+    smoke = [e.strip() for e in _expressions(WHEELS) if "needs.plan.outputs.smoke" in e]
+    assert set(smoke) == {
+        "fromJSON(needs.plan.outputs.smoke)",
+        "!cancelled() && needs.build.result == 'success' && fromJSON(needs.plan.outputs.smoke).include[0] != null",
+    }
+
+
+def test_the_plan_jobs_outputs_are_what_dswheels_ci_plan_writes() -> None:
+    """Each output of the plan job is its plan step's, and `dswheels ci plan` writes every one of them."""
     outputs = as_dict(JOBS["plan"]["outputs"])
-    assert set(outputs) == {"matrix", "parts", "release"}
+    assert set(outputs) == set(OUTPUTS) - {"plan"}  # the plan file goes as an artifact (below)
+    for name, value in outputs.items():
+        assert value == f"${{{{ steps.plan.outputs.{name} }}}}", name
+    read = {m for e in _expressions(WHEELS) for m in re.findall(r"needs\.plan\.outputs\.(\w+)", e)}
+    assert read <= set(outputs), f"read but not an output of the plan job: {sorted(read - set(outputs))}"
+    plan_step = next(s for s in _steps("plan") if s.get("id") == "plan")
+    assert str(plan_step["run"]).strip() == "dswheels ci plan --out plan"
 
 
 def as_dict(value: Value) -> dict[str, Value]:
@@ -223,104 +245,111 @@ def test_every_dispatch_input_reaches_the_cli_through_env() -> None:
         if match:
             by_input[match.group(1)] = var
     assert set(by_input) == set(_dispatch_inputs()), "every input must be handed to the plan step"
-    script = str(plan_step["run"])
-    assert f'--deepspeed "${by_input["deepspeed"]}"' in script
-    for name in ("torch", "cuda", "python", "platform"):  # each given to --NAME unless it is "matrix"
-        assert f'"{name}=${by_input[name]}"' in script, name
-    assert '"--${pair%%=*}" "${pair#*=}"' in script
-    assert f'"${by_input["publish"]}" = true' in script
-    assert f'"${by_input["canary"]}" = true' in script
+    defaults = env_defaults("ci", "plan")
+    for name, variable in by_input.items():  # each the default of the ci plan option of its name
+        assert variable == f"INPUT_{name.upper()}", name
+        assert defaults[name] == variable, name
+    # the event and the repository come from the runner's own variables
+    assert {defaults["event"], defaults["ref_name"], defaults["repository"]} <= RUNNER_VARIABLES
+    assert defaults["gpu_runners"] == "DSWHEELS_GPU_RUNNERS"
+    assert env["DSWHEELS_GPU_RUNNERS"] == "${{ vars.DSWHEELS_GPU_RUNNERS }}"
 
 
-def test_the_plan_step_turns_dispatch_inputs_into_exactly_these_plan_arguments(tmp_path: Path) -> None:
-    """The step's own bash, run for real with a `dswheels` that records its arguments."""
-    plan_step = next(s for s in _steps("plan") if s.get("id") == "plan")
-    fake = tmp_path / "bin" / "dswheels"
-    fake.parent.mkdir()
-    fake.write_text('#!/bin/sh\necho "$@" >> "$RECORD"\necho "{}"\n')
-    fake.chmod(0o755)
+def _plan_job(tmp_path: Path, event: str, ref_name: str, inputs: dict[str, Value], **variables: str) -> Job:
+    contexts: dict[str, Value] = {
+        "github": {"event_name": event, "ref_name": ref_name, "repository": "octo/dswheels"},
+        "inputs": inputs,
+        # the workspace is no checkout: the matrix comes through its repository variable
+        "vars": {"DSWHEELS_MATRIX": str(ROOT / "matrix" / "matrix.yml"), **variables},
+    }
+    return Job(workflow=WHEELS, job="plan", workspace=tmp_path / event, contexts=contexts)
 
-    def run(**inputs: str) -> tuple[list[str], str]:
-        record, output = tmp_path / "record", tmp_path / "output"
-        for path in (record, output):
-            path.write_text("")
-        env = {
-            "PATH": f"{fake.parent}:/usr/bin:/bin",
-            "RECORD": str(record),
-            "GITHUB_OUTPUT": str(output),
-            "GITHUB_STEP_SUMMARY": str(tmp_path / "summary"),
-            "RUNNER_TEMP": str(tmp_path),
-            "DSWHEELS_MATRIX": "matrix/matrix.yml",
-            "DSWHEELS_INDEX_URL": "https://o.github.io/r/",
-            "DSWHEELS_PUBLISH_DIR": "",
-            "EVENT": "workflow_dispatch",
-            "TAG": "main",
-            **inputs,
-        }
-        subprocess.run(["bash", "-e", "-c", str(plan_step["run"])], env=env, check=True, cwd=tmp_path)
-        release = next(ln for ln in output.read_text().splitlines() if ln.startswith("release="))
-        return record.read_text().splitlines()[0].split(), release.removeprefix("release=")
 
-    one = {"DEEPSPEED": "0.19.8", "TORCH": "2.14", "CUDA": "cu130", "PYTHON": "3.12", "PLATFORM": "win_amd64"}
-    args, release = run(**one, CANARY="false", PUBLISH="true")
-    assert args[args.index("--deepspeed") :][:10] == [
-        "--deepspeed",
-        "0.19.8",
-        "--torch",
-        "2.14",
-        "--cuda",
-        "cu130",
-        "--python",
-        "3.12",
-        "--platform",
-        "win_amd64",
-    ]
-    assert release == "v0.19.8"
-    assert "--skip-published" in args
+def _ran(job: Job) -> tuple[StepRun, dict[str, str], dict[str, Any]]:
+    step = job.run("Plan")
+    outputs = job.outputs()
+    plan = json.loads((job.workspace / step.outputs["plan"]).read_text(encoding="utf-8"))
+    return step, outputs, plan
+
+
+def test_the_plan_step_turns_an_event_into_the_runs_jobs_release_and_plan(tmp_path: Path) -> None:
+    """The plan step as written, run for real: dispatch inputs, "matrix" axes, publish, the canary."""
+    one: dict[str, Value] = {"deepspeed": "0.19.8", "torch": "2.14", "cuda": "cu130", "python": "3.12"}
+    one["platform"] = "win_amd64"
+    published = tmp_path / "published"
+    job = _plan_job(
+        tmp_path / "one",
+        "workflow_dispatch",
+        "main",
+        {**one, "canary": False, "publish": True},
+        DSWHEELS_PUBLISH_DIR=str(published),
+    )
+    step, outputs, plan = _ran(job)
+    assert [c["id"] for c in plan["cells"]] == ["ds0.19.8-torch2.14-cu130-cp312-win_amd64"]
+    assert outputs["release"] == "v0.19.8"
+    assert outputs["publish_dir"] == str(published)
+    assert f"0 of 1 planned cells already published at {published}" in step.summary  # skip-published ran
+    assert json.loads(outputs["matrix"])["include"][0]["cells"] == "ds0.19.8-torch2.14-cu130-cp312-win_amd64"
     # every axis "matrix": what a tag push of that version plans (the follow workflow dispatches this)
-    everything = {**one, "TORCH": "matrix", "CUDA": "matrix", "PYTHON": "matrix", "PLATFORM": "matrix"}
-    args, release = run(**everything, CANARY="false", PUBLISH="true")
-    assert not {"--torch", "--cuda", "--python", "--platform"} & set(args)
-    assert args[args.index("--deepspeed") + 1] == "0.19.8"
+    everything = {**one, "torch": "matrix", "cuda": "matrix", "python": "matrix", "platform": "matrix"}
+    _, outputs, plan = _ran(_plan_job(tmp_path / "all", "workflow_dispatch", "main", {**everything, "publish": False}))
+    _, tag_outputs, tag_plan = _ran(
+        _plan_job(tmp_path / "tag", "push", "v0.19.8-2", {}, DSWHEELS_PUBLISH_DIR=str(tmp_path / "nothing-yet"))
+    )
+    assert plan["cells"] == tag_plan["cells"]
+    assert len(plan["cells"]) > 10
+    assert (outputs["release"], tag_outputs["release"]) == ("", "v0.19.8-2")
+    assert tag_outputs["index_url"] == "https://octo.github.io/dswheels/"
     # the canary is never published, whatever "publish" says
-    args, release = run(**everything, CANARY="true", PUBLISH="true")
-    assert "--canary" in args
-    assert release == ""
-    assert "--skip-published" not in args
+    step, outputs, plan = _ran(
+        _plan_job(tmp_path / "canary", "workflow_dispatch", "main", {**everything, "canary": True, "publish": True})
+    )
+    assert plan["mode"] == "canary"
+    assert outputs["release"] == ""
+    assert "published at" not in step.summary
+    (cell,) = plan["cells"]
+    assert sorted(op["name"] for op in cell["ops"]["build"]) == ["cpu_adam", "fused_adam"]  # the plan holds the two ops
+    assert json.loads(outputs["matrix"])["include"][0]["ops"] == "fused_adam cpu_adam"
 
 
-_FLAG = re.compile(r"(?<![\w-])(--[a-z][a-z-]*)")
-
-
-def _invocations() -> Iterator[tuple[str, str, set[str]]]:
-    """(job, subcommand, --flags) of every ``dswheels`` command line in wheels.yml's scripts."""
-    for job_name, job in JOBS.items():
-        for step in job.get("steps") or []:  # type: ignore[union-attr]
-            script = str(as_dict(step).get("run", "")).replace("\\\n", " ")
-            arrays: dict[str, set[str]] = {}  # bash arrays of flags: skip=(--skip-published "$X")
-            for name, body in re.findall(r"\b([a-z_]+)\+?=\(([^)]*)\)", script):
-                arrays.setdefault(name, set()).update(_FLAG.findall(body))
-            for match in re.finditer(r"\bdswheels ([a-z][a-z-]*)([^\n|;>]*)", script):
-                flags = set(_FLAG.findall(match.group(2)))
-                for name in re.findall(r"\$\{([a-z_]+)\[@\]\}", match.group(2)):
-                    flags |= arrays.get(name, set())
-                yield job_name, match.group(1), flags
-
-
-def test_every_dswheels_command_and_flag_the_workflow_uses_exists(capsys: pytest.CaptureFixture[str]) -> None:
+def test_every_dswheels_command_line_parses_with_dswheels_own_parser() -> None:
     seen = set()
-    problems = []
-    for job, command, flags in _invocations():
-        seen.add(command)
-        with pytest.raises(SystemExit) as info:
-            main([command, "--help"])
-        text = capsys.readouterr().out
-        if info.value.code != 0:
-            problems.append(f"{job}: dswheels has no command {command!r}")
-            continue
-        problems += [f"{job}: dswheels {command} has no {flag}" for flag in sorted(flags) if flag not in text]
-    assert {"plan", "build", "verify", "publish", "index", "smoke"} <= seen
-    assert not problems, "\n".join(problems)
+    for invocation in invocations(WHEELS):
+        seen.add(" ".join(invocation.argv[:2]) if invocation.argv[0] == "ci" else invocation.argv[0])
+        try:
+            build_parser().parse_args(list(invocation.argv))
+        except SystemExit as exc:  # argparse's way of saying the line is wrong
+            pytest.fail(f"{invocation.job} / {invocation.step}: dswheels {' '.join(invocation.argv)}: {exc}")
+    assert seen == {"ci plan", "build", "verify", "publish", "index", "smoke"}
+
+
+@pytest.mark.parametrize("name", ["wheels", "ci"])
+def test_every_variable_a_script_reads_is_set(name: str) -> None:
+    for script in scripts(WHEELS if name == "wheels" else CI):
+        unset = script.reads - script.defined - RUNNER_VARIABLES
+        assert not unset, f"{script.job} / {script.step} reads {sorted(unset)}, which nothing sets"
+
+
+def test_the_plan_file_reaches_every_job_that_builds() -> None:
+    upload = next(s for s in _steps("plan") if "upload-artifact" in str(s.get("uses")))
+    assert as_dict(upload["with"]) == {
+        "name": "plan",
+        "path": "${{ steps.plan.outputs.plan }}",
+        "if-no-files-found": "error",
+    }
+    for job in ("parts", "build"):
+        download = next(s for s in _steps(job) if "download-artifact" in str(s.get("uses")))
+        assert as_dict(download["with"]) == {"name": "plan", "path": "plan"}
+        build = next(s for s in _steps(job) if "dswheels build" in str(s.get("run", "")))
+        assert "--plan plan/plan.json" in str(build["run"])  # `ci plan --out plan` wrote plan/plan.json
+        assert "--matrix" not in str(build["run"])  # nothing is planned again
+
+
+def test_setup_python_gets_the_jobs_pythons_then_dswheels_own() -> None:
+    for job in ("parts", "build", "smoke"):
+        setup = next(s for s in _steps(job) if "setup-python" in str(s.get("uses")))
+        lines = str(as_dict(setup["with"])["python-version"]).splitlines()
+        assert lines == ["${{ matrix.setup_python }}", "${{ env.HOST_PYTHON }}"], job  # the last is `python`
 
 
 def test_no_expression_is_expanded_inside_a_script() -> None:
@@ -342,7 +371,7 @@ def _run_release(build: str, smoke: str, release: str = "v0.19.8") -> bool:
     results = {"build": build, "smoke": smoke, "plan": "success"}
     contexts: dict[str, Value] = {
         "needs": {
-            "plan": {"result": "success", "outputs": {"release": release, "matrix": "{}"}},
+            "plan": {"result": "success", "outputs": {"release": release, "matrix": "{}", "publish_dir": ""}},
             "build": {"result": build, "outputs": {}},
             "smoke": {"result": smoke, "outputs": {}},
         }
@@ -358,7 +387,7 @@ def _run_release(build: str, smoke: str, release: str = "v0.19.8") -> bool:
 def test_publish_runs_only_after_builds_and_smoke_passed() -> None:
     assert _needs("smoke") == {"plan", "build"}
     assert _needs("release") == {"plan", "build", "smoke"}
-    assert _needs("pages") == {"release"}
+    assert _needs("pages") == {"plan", "release"}
     assert _run_release("success", "success")
     assert _run_release("success", "skipped")  # no GPU runner: smoke is skipped, publish still runs
     assert not _run_release("success", "failure")
@@ -368,21 +397,45 @@ def test_publish_runs_only_after_builds_and_smoke_passed() -> None:
     assert not _run_release("success", "success", release="")  # a dispatch without publish
 
 
-def test_smoke_is_gated_by_the_gpu_runner_variable_with_a_visible_notice() -> None:
+def test_smoke_runs_the_plans_smoke_jobs_on_their_gpu_runners() -> None:
     gate = str(JOBS["smoke"]["if"])
-    contexts: dict[str, Value] = {"vars": {}, "needs": {"build": {"result": "success"}}}
-    assert not condition(gate, contexts, Status())
-    assert condition(gate, {**contexts, "vars": {"DSWHEELS_GPU_RUNNERS": "linux_x86_64"}}, Status())
+    none: dict[str, Value] = {
+        "needs": {"plan": {"outputs": {"smoke": '{"include":[]}'}}, "build": {"result": "success"}}
+    }
+    assert not condition(gate, none, Status())  # no GPU runner: skipped (the plan job says so, tests/unit/test_ci.py)
+    some: dict[str, Value] = {
+        "needs": {"plan": {"outputs": {"smoke": '{"include":[{"name":"x"}]}'}}, "build": {"result": "success"}}
+    }
+    assert condition(gate, some, Status())
+    # after the usually skipped parts job: its own needs decide (actions/runner#491)
+    assert condition(gate, some, Status(success=False))
     failed: dict[str, Value] = {
-        "vars": {"DSWHEELS_GPU_RUNNERS": "linux_x86_64"},
-        "needs": {"build": {"result": "failure"}},
+        "needs": {"plan": {"outputs": {"smoke": '{"include":[{"name":"x"}]}'}}, "build": {"result": "failure"}}
     }
     assert not condition(gate, failed, Status(success=False, failure=True))
-    notice = next(s for s in _steps("plan") if "::notice" in str(s.get("run", "")))
-    assert not condition(str(notice["if"]), {"vars": {"DSWHEELS_GPU_RUNNERS": "win_amd64"}}, Status())
-    assert condition(str(notice["if"]), {"vars": {}}, Status())
-    labels = "${{ contains(vars.DSWHEELS_GPU_RUNNERS, matrix.platform) && matrix.smoke_runs_on || 'ubuntu-24.04' }}"
-    assert JOBS["smoke"]["runs-on"] == labels
+    assert not condition(gate, some, Status(cancelled=True))
+    assert JOBS["smoke"]["runs-on"] == "${{ matrix.smoke_runs_on }}"
+    smoke = next(s for s in _steps("smoke") if "dswheels smoke" in str(s.get("run", "")))
+    assert str(smoke["run"]).strip() == "dswheels smoke wheelhouse/*/*.whl --device cuda"  # every wheel, one command
+    download = next(s for s in _steps("smoke") if "download-artifact" in str(s.get("uses")))
+    assert as_dict(download["with"]) == {"name": "wheels-${{ matrix.name }}", "path": "wheelhouse"}
+
+
+def test_publish_and_index_go_where_the_plan_says() -> None:
+    """One publish step and one index step run: the GitHub Release, or the publish directory."""
+    for job, words in (("release", "dswheels publish"), ("pages", "dswheels index")):
+        steps = [s for s in _steps(job) if words in str(s.get("run", ""))]
+        assert len(steps) == 2, job
+        for publish_dir, flag in (("", "--github"), ("/srv/wheels", ("--dir", "--from"))):
+            contexts: dict[str, Value] = {"needs": {"plan": {"outputs": {"publish_dir": publish_dir}}}}
+            ran = [s for s in steps if condition(str(s["if"]), contexts, Status())]
+            assert len(ran) == 1, (job, publish_dir)
+            script = str(ran[0]["run"])
+            assert any(f in script for f in ((flag,) if isinstance(flag, str) else flag)), (job, script)
+            if publish_dir:
+                assert as_dict(ran[0]["env"])["PUBLISH_DIR"] == "${{ needs.plan.outputs.publish_dir }}"
+    index_env = [as_dict(s["env"]) for s in _steps("pages") if "dswheels index" in str(s.get("run", ""))]
+    assert all(env["INDEX_URL"] == "${{ needs.plan.outputs.index_url }}" for env in index_env)
 
 
 # --- hardening -----------------------------------------------------------------------------------
@@ -451,8 +504,13 @@ def test_the_cache_policy_compiler_cache_in_build_jobs_only_keyed_per_ref() -> N
             if "cuda-toolkit" in str(as_dict(step).get("uses")):
                 assert with_["use-github-cache"] is False
                 assert with_["use-local-cache"] is False
+    build_defaults = env_defaults("build")
     for name in ("parts", "build"):
         env = as_dict(JOBS[name]["env"])
+        sccache = {variable for variable in env if variable.startswith("DSWHEELS_SCCACHE_")}
+        assert sccache == {
+            build_defaults[f"sccache_{key}"] for key in ("backend", "bucket", "endpoint", "region", "namespace")
+        }
         assert env["DSWHEELS_SCCACHE_NAMESPACE"] == "wheels-${{ github.ref_name }}"
         assert env["DSWHEELS_SCCACHE_BUCKET"] == "${{ vars.DSWHEELS_SCCACHE_BUCKET }}"
         build = next(s for s in _steps(name) if "dswheels build" in str(s.get("run", "")))
@@ -497,7 +555,13 @@ def test_one_build_step_for_both_platforms() -> None:
     assert _runs_on(build, "Windows")
     assert _runs_on(build, "Linux")
     script = str(build["run"]).replace("\\\n", " ")
-    for flag in ('--cell "$CELLS"', '--ops "$OPS"', "--keep-going", '--work-dir "$RUNNER_TEMP/w"'):
+    for flag in (
+        "--plan plan/plan.json",
+        '--cell "$CELLS"',
+        '--ops "$OPS"',
+        "--keep-going",
+        '--work-dir "$RUNNER_TEMP/w"',
+    ):
         assert flag in script
     assert "cibuildwheel" not in (WORKFLOWS / "wheels.yml").read_text(encoding="utf-8")
 

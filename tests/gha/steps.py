@@ -1,0 +1,251 @@
+"""Run a workflow's own steps here, one at a time: what the chain tests need of GitHub's runner.
+
+With the logic in dswheels, a workflow step is one command line wired to its inputs. The chain
+tests (tests/integration/test_workflow_chain.py, test_follow_chain.py) run those lines as
+written, in the order the jobs run, to prove the wiring end to end: :func:`run_step` resolves a
+step's ``env:`` (workflow, job, step) with the expression evaluator, checks its ``if:``, runs its
+``run:`` script with bash as the runner does and reads back its ``GITHUB_OUTPUT``. The jobs'
+order, their ``needs`` outputs and matrix entries are the test's to give; the artifacts that
+pass between jobs go through :class:`Artifacts`, which follows upload-artifact's and
+download-artifact's path rules for the inputs the workflows use. The ``uses:`` actions
+themselves (checkout, setup-python, the CUDA installer, ...) are not run: the structural tests
+(tests/unit/test_workflows.py) check how they are called.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import shutil
+import subprocess
+import sys
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tests.gha.expressions import Status, Value, condition, interpolate, to_string
+from tests.gha.model import WorkflowError, as_map, as_str_map, read_file_commands
+
+__all__ = ["NOT_RUN_HERE", "SETUP_STEPS", "Artifacts", "Job", "JobRun", "StepRun", "run_job"]
+
+_HOST_DROP_PREFIX = ("GITHUB_", "RUNNER_", "INPUT_", "DSWHEELS_", "ACTIONS_")
+
+
+@dataclass(frozen=True, kw_only=True)
+class StepRun:
+    ran: bool  # False: its if: was false
+    outputs: dict[str, str]
+    summary: str
+    stdout: str
+
+
+@dataclass(kw_only=True)
+class Job:
+    """One job (one matrix entry) of a workflow, run here in ``workspace`` with ``contexts``.
+
+    ``contexts`` holds ``github``, ``vars``, ``inputs``, ``needs`` and ``matrix`` as the test
+    wants them; ``github`` also gives the runner's GITHUB_* variables.
+    """
+
+    workflow: dict[str, Value]
+    job: str
+    workspace: Path
+    contexts: dict[str, Value]
+    extra_env: Mapping[str, str] = field(default_factory=dict)  # the machine (PATH, caches, ...)
+    runs: dict[str, StepRun] = field(default_factory=dict)  # the run: steps so far, by id (else name)
+
+    def __post_init__(self) -> None:
+        self.workspace.mkdir(parents=True, exist_ok=True)
+        self.temp = self.workspace.parent / f"{self.workspace.name}-temp"
+        self.temp.mkdir(exist_ok=True)
+
+    @property
+    def spec(self) -> dict[str, Value]:
+        return as_map(as_map(self.workflow["jobs"], "jobs").get(self.job), f"jobs.{self.job}")
+
+    def step(self, name: str) -> dict[str, Value]:
+        """The step named (or with the id) ``name``, or the ``uses:`` step of that action."""
+        for index, value in enumerate(self.spec.get("steps") or []):  # type: ignore[arg-type]
+            step = as_map(value, f"jobs.{self.job}.steps[{index}]")
+            uses = str(step.get("uses", "")).split("@")[0].lower()
+            if name in (step.get("name"), step.get("id")) or (uses and uses == name.lower()):
+                return step
+        raise WorkflowError(f"jobs.{self.job} has no step {name!r}")
+
+    def step_contexts(self) -> dict[str, Value]:
+        """The contexts a step's expressions see: the job's, its env, the outputs of the steps before it."""
+        env: dict[str, Value] = {**self.env()}
+        steps: dict[str, Value] = {sid: {"outputs": dict(run.outputs)} for sid, run in self.runs.items()}
+        return {**self.contexts, "env": env, "steps": steps}
+
+    def env(self) -> dict[str, str]:
+        """The workflow's and the job's ``env:``, resolved (the ``env`` context of its steps)."""
+        env: dict[str, str] = {}
+        for level in (self.workflow.get("env"), self.spec.get("env")):
+            for key, value in as_str_map(level, "env").items():
+                env[key] = to_string(interpolate(value, {**self.contexts, "env": dict(env)}))
+        return env
+
+    def with_(self, name: str) -> dict[str, str]:
+        """A ``uses:`` step's inputs, resolved."""
+        contexts = self.step_contexts()
+        return {
+            k: to_string(interpolate(v, contexts)) for k, v in as_str_map(self.step(name).get("with"), "with").items()
+        }
+
+    def _process_env(self, step_env: Mapping[str, str], files: Mapping[str, Path]) -> dict[str, str]:
+        host = {k: v for k, v in os.environ.items() if not k.startswith(_HOST_DROP_PREFIX)}
+        # this environment's console scripts (dswheels) first, as `pip install .` puts them on a runner
+        host["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), host.get("PATH", "")])
+        github = as_map(self.contexts.get("github"), "github")
+        runner = {
+            "CI": "true",
+            "GITHUB_ACTIONS": "true",
+            "GITHUB_WORKSPACE": str(self.workspace),
+            "GITHUB_EVENT_NAME": to_string(github.get("event_name")),
+            "GITHUB_REF_NAME": to_string(github.get("ref_name")),
+            "GITHUB_REPOSITORY": to_string(github.get("repository")),
+            "GITHUB_SHA": to_string(github.get("sha")),
+            "GITHUB_API_URL": to_string(github.get("api_url")),
+            "GITHUB_OUTPUT": str(files["output"]),
+            "GITHUB_STEP_SUMMARY": str(files["summary"]),
+            "RUNNER_OS": "Linux",
+            "RUNNER_TEMP": str(self.temp),
+        }
+        return {**host, **self.extra_env, **runner, **step_env}
+
+    def run(self, name: str, *, status: Status | None = None) -> StepRun:
+        """Run the ``run:`` step ``name`` as the runner would; a failing script raises."""
+        step = self.step(name)
+        env = self.env()
+        contexts = self.step_contexts()
+        if not condition(step.get("if"), contexts, status or Status()):  # type: ignore[arg-type]
+            return StepRun(ran=False, outputs={}, summary="", stdout="")
+        if "run" not in step:
+            raise WorkflowError(f"jobs.{self.job}: {name!r} is a uses: step (its action does not run here)")
+        for key, value in as_str_map(step.get("env"), "env").items():
+            env[key] = to_string(interpolate(value, contexts))
+        shell = str(step.get("shell") or as_map(as_map(self.workflow.get("defaults"), "d").get("run"), "r")["shell"])
+        if shell != "bash":
+            raise WorkflowError(f"jobs.{self.job}: {name!r} runs under {shell}, which does not run here")
+        files = {kind: self.temp / f"{kind}-{uuid.uuid4().hex[:8]}" for kind in ("output", "summary")}
+        for file in files.values():
+            file.touch()
+        script = to_string(interpolate(str(step["run"]), contexts))
+        done = subprocess.run(
+            ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script],
+            cwd=self.workspace,
+            env=self._process_env(env, files),
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if done.returncode != 0:
+            tail = f"{done.stdout[-6000:]}\n{done.stderr[-6000:]}"
+            raise AssertionError(f"jobs.{self.job} step {name!r} exited with {done.returncode}:\n{tail}")
+        ran = StepRun(
+            ran=True,
+            outputs=read_file_commands(files["output"]),
+            summary=files["summary"].read_text(encoding="utf-8"),
+            stdout=done.stdout + done.stderr,
+        )
+        self.runs[str(step.get("id") or name)] = ran
+        return ran
+
+    def outputs(self) -> dict[str, str]:
+        """The job's ``outputs:`` from its steps' outputs (``steps.<id>.outputs.<name>``)."""
+        contexts = self.step_contexts()
+        spec = as_map(self.spec.get("outputs"), f"jobs.{self.job}.outputs")
+        return {key: to_string(interpolate(str(value), contexts)) for key, value in spec.items()}
+
+
+class Artifacts:
+    """A run's artifacts: upload-artifact's ``path`` (one file or directory, the root being the
+    directory itself or the file's directory) and download-artifact's ``name`` or ``pattern``
+    with ``merge-multiple``."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def upload(self, job: Job, step: str) -> None:
+        with_ = job.with_(step)
+        path = job.workspace / with_["path"]
+        if any(c in with_["path"] for c in "*?[!\n"):
+            raise WorkflowError(f"{step}: path {with_['path']!r}: only one file or directory is modelled here")
+        target = self.root / with_["name"]
+        if target.exists():
+            raise WorkflowError(f"upload-artifact: an artifact named {with_['name']!r} already exists in this run")
+        if path.is_dir() and any(path.iterdir()):
+            shutil.copytree(path, target)
+        elif path.is_file():
+            target.mkdir(parents=True)
+            shutil.copy2(path, target / path.name)
+        elif with_.get("if-no-files-found") == "error":
+            raise AssertionError(f"upload-artifact {with_['name']}: no files at {path}")
+
+    def download(self, job: Job, step: str) -> None:
+        with_ = job.with_(step)
+        dest = job.workspace / with_.get("path", "")
+        available = sorted(p.name for p in self.root.iterdir()) if self.root.exists() else []
+        if with_.get("name"):
+            if with_["name"] not in available:
+                raise AssertionError(f"download-artifact: no artifact {with_['name']!r} (there are {available})")
+            names, merge = [with_["name"]], True
+        else:
+            names = fnmatch.filter(available, with_.get("pattern") or "*")
+            merge = with_.get("merge-multiple") == "true"
+        for name in names:
+            shutil.copytree(self.root / name, dest if merge else dest / name, dirs_exist_ok=True)
+
+
+# the actions that set up a runner or talk to GitHub: not run here (tests/unit/test_workflows.py checks their use)
+NOT_RUN_HERE = frozenset(
+    {
+        "actions/checkout",
+        "actions/setup-python",
+        "jimver/cuda-toolkit",
+        "themrmilchmann/setup-msvc-dev",
+        "mozilla-actions/sccache-action",
+        "actions/attest",
+        "actions/upload-pages-artifact",
+        "actions/deploy-pages",
+    }
+)
+# run: steps that set up the runner: the test environment already is one (dswheels installed from this tree)
+SETUP_STEPS = frozenset({"Install dswheels"})
+
+
+@dataclass(frozen=True, kw_only=True)
+class JobRun:
+    ran: list[str]
+    skipped: list[str]  # their if: was false
+    not_here: list[str]
+    steps: dict[str, StepRun]  # by id (else name): what each run: step did
+    outputs: dict[str, str]  # the job's outputs:
+
+
+def run_job(job: Job, artifacts: Artifacts, *, status: Status | None = None) -> JobRun:
+    """Every step of ``job`` in order: ``run:`` steps and artifacts here, the other actions noted."""
+    done = JobRun(ran=[], skipped=[], not_here=[], steps=job.runs, outputs={})
+    for index, value in enumerate(job.spec.get("steps") or []):  # type: ignore[arg-type]
+        step = as_map(value, f"jobs.{job.job}.steps[{index}]")
+        uses = str(step.get("uses", "")).split("@")[0].lower()
+        name = str(step.get("name") or uses)
+        if not condition(step.get("if"), job.step_contexts(), status or Status()):  # type: ignore[arg-type]
+            done.skipped.append(name)
+        elif uses == "actions/upload-artifact":
+            artifacts.upload(job, name)
+            done.ran.append(name)
+        elif uses == "actions/download-artifact":
+            artifacts.download(job, name)
+            done.ran.append(name)
+        elif uses in NOT_RUN_HERE or name in SETUP_STEPS:
+            done.not_here.append(name)
+        elif uses:
+            raise WorkflowError(f"jobs.{job.job}: {uses} is neither run here nor listed in NOT_RUN_HERE")
+        else:
+            job.run(name, status=status)
+            done.ran.append(name)
+    done.outputs.update(job.outputs())
+    return done

@@ -1,0 +1,191 @@
+"""The wheels workflow's own steps, run here in job order for one Linux cell (`nox -s dryrun`).
+
+What the unit tests cannot prove: that the lines wheels.yml runs, as written, chain into wheels a
+user installs. The plan job's `dswheels ci plan` (a dispatch of one Linux CPU cell, publish
+ticked) writes the plan; the plan file travels as the artifact it is; the build job builds its
+cells of that plan (a real DeepSpeed compile of one op) and verifies them; the wheels travel
+to the release job, which publishes them to the directory the repository variable names; the
+pages job indexes it; pip installs from the site. Then a tag push of that version plans
+nothing (its wheel is published) and every job after the plan is skipped.
+
+GitHub's runner is not emulated (tests/gha/steps.py): each job's `run:` steps run here with
+bash, their env: resolved from the contexts a runner would give; artifacts move by
+upload/download-artifact's path rules; the other actions (checkout, setup-python, the CUDA
+installer, sccache-action, attestation, Pages) are not run: tests/unit/test_workflows.py
+checks how they are called. Jobs for Windows or a GPU runner are not run here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import DATA, ROOT, require
+from tests.gha.expressions import Status, Value, condition
+from tests.gha.model import as_map, load_workflow, validate_inputs
+from tests.gha.steps import Artifacts, Job, run_job
+from tests.integration.conftest import require_compilers
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(1800)]
+
+WHEELS = load_workflow(ROOT / ".github" / "workflows" / "wheels.yml")
+JOBS = as_map(WHEELS["jobs"], "jobs")
+CELL = "ds0.19.8-torch2.13-cpu-cp311-linux_x86_64"
+VERSION = "0.19.8+cputorch2.13"
+WHEEL = f"deepspeed-{VERSION}-cp311-cp311-linux_x86_64.whl"
+PARTITION = "cpu-torch2.13"
+INPUTS = {
+    "deepspeed": "0.19.8",
+    "torch": "2.13",
+    "cuda": "cpu",
+    "python": "3.11",
+    "platform": "linux_x86_64",
+    "canary": "false",
+    "publish": "true",
+}
+
+
+def _if(job: str) -> str:
+    return str(as_map(JOBS[job], job)["if"])
+
+
+def _dispatched(tmp_path: Path, cache: Path) -> tuple[dict[str, Value], dict[str, str]]:
+    declared = as_map(as_map(as_map(WHEELS["on"], "on")["workflow_dispatch"], "wd")["inputs"], "inputs")
+    site = tmp_path / "pages" / "site"
+    variables = {
+        "DSWHEELS_MATRIX": str(DATA / "dryrun-matrix.yml"),  # one Linux CPU cell, one op: a cheap real build
+        "DSWHEELS_TORCH_INDEX": "pip",  # pip's own configuration: this machine's wheels or PyPI
+        "DSWHEELS_PUBLISH_DIR": str(tmp_path / "published"),
+        "DSWHEELS_INDEX_URL": site.as_uri() + "/",
+    }
+    contexts: dict[str, Value] = {
+        "github": {
+            "event_name": "workflow_dispatch",
+            "ref_name": "main",
+            "repository": "dswheels/dswheels",
+            "sha": "0" * 40,
+            "token": "",
+        },
+        "inputs": validate_inputs(declared, INPUTS),  # as the dispatch form hands them over
+        "vars": dict(variables),
+        "runner": {"os": "Linux"},
+    }
+    machine = {"DSWHEELS_CACHE": str(cache), "SCCACHE_DIR": str(tmp_path / "sccache")}
+    return contexts, machine
+
+
+def test_the_wheels_workflow_chain_runs_here_for_one_linux_cell(tmp_path: Path, dswheels_cache: Path) -> None:
+    require(sys.platform == "linux", "the chain stands in for the workflow's ubuntu runners")
+    require_compilers()
+    base, machine = _dispatched(tmp_path, dswheels_cache)
+    store = Artifacts(tmp_path / "artifacts")
+
+    plan = run_job(
+        Job(workflow=WHEELS, job="plan", workspace=tmp_path / "plan", contexts=base, extra_env=machine), store
+    )
+    assert plan.ran == ["Plan", "actions/upload-artifact"]
+    outputs = plan.outputs
+    assert "no GPU smoke test" in plan.steps["plan"].summary  # the smoke job is skipped visibly, not pretended
+    assert outputs["release"] == "v0.19.8"
+    needs: dict[str, Value] = {"plan": {"result": "success", "outputs": dict(outputs)}}
+
+    parts_ctx: dict[str, Value] = {**base, "needs": needs}
+    assert not condition(_if("parts"), parts_ctx, Status())  # nothing to split
+    needs["parts"] = {"result": "skipped", "outputs": {}}
+    after_parts = Status(success=False)  # a job after a skipped one: success() is false (actions/runner#491)
+    assert condition(_if("build"), {**base, "needs": needs}, after_parts)
+    (entry,) = json.loads(outputs["matrix"])["include"]
+    assert entry["cells"] == CELL
+    build = Job(
+        workflow=WHEELS,
+        job="build",
+        workspace=tmp_path / "build",
+        contexts={**base, "needs": needs, "matrix": entry},
+        extra_env=machine,
+    )
+    built = run_job(build, store)
+    assert built.ran == ["actions/download-artifact", "Build", "Verify", "actions/upload-artifact"]
+    # the Windows-only steps and the CUDA install were evaluated and skipped on this Linux leg
+    assert {"Enable long paths", "No GNU link.exe", "Re-run to finish", "CUDA toolkit (second try)"} <= set(
+        built.skipped
+    )
+    assert f"| `{CELL}` | ok |" in built.steps["build"].summary  # the job summary: the cell built
+
+    needs["build"] = {"result": "success", "outputs": {}}
+    assert not condition(_if("smoke"), {**base, "needs": needs}, after_parts)  # no GPU runner
+    needs["smoke"] = {"result": "skipped", "outputs": {}}
+    assert condition(_if("release"), {**base, "needs": needs}, after_parts)
+    release = Job(workflow=WHEELS, job="release", workspace=tmp_path / "release", contexts={**base, "needs": needs})
+    released = run_job(release, store)
+    assert released.skipped == ["Publish to the release"]  # DSWHEELS_PUBLISH_DIR: the directory instead
+    assert released.ran == ["actions/download-artifact", "Publish to the directory"]
+    needs["release"] = {"result": "success", "outputs": {}}
+    assert condition(_if("pages"), {**base, "needs": needs}, Status())
+    pages = Job(workflow=WHEELS, job="pages", workspace=tmp_path / "pages", contexts={**base, "needs": needs})
+    assert run_job(pages, store).ran == ["Index the directory"]
+
+    published = tmp_path / "published"
+    assert sorted(p.name for p in published.rglob("*.whl")) == [WHEEL]
+    assert sorted(p.name for p in published.rglob("*.manifest.json")) == [WHEEL.removesuffix(".whl") + ".manifest.json"]
+    site = pages.workspace / pages.with_("actions/upload-pages-artifact")["path"]
+    digest = hashlib.sha256(next(published.rglob(WHEEL)).read_bytes()).hexdigest()
+    text = "\n".join(p.read_text(encoding="utf-8") for p in site.rglob("index.html"))
+    assert re.search(rf"{re.escape(WHEEL.replace('+', '%2B'))}#sha256={digest}", text)
+    _pip_resolves(site / "whl" / PARTITION / "simple", tmp_path / "pip-download")
+
+    # a tag push of that version: the wheel is published, nothing is planned, nothing after the plan runs
+    tag_ctx: dict[str, Value] = {
+        **base,
+        "github": {**as_map(base["github"], "github"), "event_name": "push", "ref_name": "v0.19.8"},
+        "inputs": {},
+    }
+    tag = run_job(
+        Job(workflow=WHEELS, job="plan", workspace=tmp_path / "tag-plan", contexts=tag_ctx, extra_env=machine),
+        Artifacts(tmp_path / "tag-artifacts"),
+    )
+    tag_outputs = tag.outputs
+    assert json.loads(tag_outputs["matrix"]) == {"include": []}
+    assert f"1 of 1 planned cells already published at {published}" in tag.steps["plan"].summary
+    tag_needs: dict[str, Value] = {
+        "plan": {"result": "success", "outputs": dict(tag_outputs)},
+        "parts": {"result": "skipped", "outputs": {}},
+    }
+    assert not condition(_if("build"), {**tag_ctx, "needs": tag_needs}, after_parts)
+    tag_needs |= {"build": {"result": "skipped", "outputs": {}}, "smoke": {"result": "skipped", "outputs": {}}}
+    assert not condition(_if("release"), {**tag_ctx, "needs": tag_needs}, after_parts)
+
+
+def _pip_resolves(index: Path, dest: Path) -> None:
+    """pip, told only about the deployed partition, finds and downloads exactly the wheel."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--isolated",
+            "--no-deps",
+            "--only-binary",
+            ":all:",
+            "--index-url",
+            index.as_uri() + "/",
+            "--dest",
+            str(dest),
+            "--python-version",
+            "3.11",
+            "--platform",
+            "linux_x86_64",
+            f"deepspeed=={VERSION}",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert sorted(p.name for p in dest.glob("*.whl")) == [WHEEL]
