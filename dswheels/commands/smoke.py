@@ -15,10 +15,9 @@ from dswheels.core.naming import cell_id
 from dswheels.core.smoke import render_smoke_markdown, runs_for
 from dswheels.core.verify import Expected, cell_from_wheel_filename
 from dswheels.core.wheelfile import parse_installed_info
-from dswheels.effects import proc
 from dswheels.effects.files import write_text_atomic
 from dswheels.effects.gha import write_summary
-from dswheels.effects.smoke import SmokeResult, run_adam_check, run_smoke
+from dswheels.effects.smoke import SmokeResult, has_gpu, run_adam_check, run_smoke
 from dswheels.effects.sources import env_cache_dir
 from dswheels.effects.verify import discard_venv, fresh_venv, read_wheel_data
 from dswheels.errors import ConfigError, EnvironmentMismatchError, SmokeError
@@ -68,15 +67,6 @@ def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=run)
 
 
-_GPU_PROBE = "import torch; print('DSWHEELS-GPU', torch.cuda.is_available() and torch.cuda.device_count())"
-
-
-def _has_gpu(python: Path) -> bool:
-    out = proc.capture([str(python), "-c", _GPU_PROBE])
-    answer = proc.marked_line(out.output, "DSWHEELS-GPU ") or ""
-    return answer.split()[-1:] not in ([], ["False"], ["0"])
-
-
 def run(args: argparse.Namespace) -> int:
     if args.steps < 3:
         raise ConfigError("--steps must be at least 3 (the first step is warm-up)")
@@ -105,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         device = args.device
         if device == "auto":
-            device = "cuda" if _has_gpu(python) else "cpu"
+            device = "cuda" if has_gpu(python) else "cpu"
         if cell.variant.is_cuda and device == "cpu":
             raise EnvironmentMismatchError(
                 f"{wheel.name} is a {cell.variant.name} wheel: its ops are built for the cuda accelerator, so a "

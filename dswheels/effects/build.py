@@ -86,8 +86,11 @@ from dswheels.effects.toolchain import (
 from dswheels.effects.workdir import group_id, link_site, set_aside, settle_header_times, wipe, work_dir_for
 from dswheels.errors import BuildError, DswheelsError, EnvironmentMismatchError
 from dswheels.log import format_duration, get_reporter
+from dswheels.probes import op_sources
 
 __all__ = ["BuildOptions", "CellResult", "build_cell", "discard_wheel", "patch_tree"]
+
+OP_SOURCES_SCRIPT = Path(op_sources.__file__)
 
 # Variables an outer environment may carry that would change which ops DeepSpeed builds or how:
 # the plan decides them, so inherited values are dropped.
@@ -106,36 +109,6 @@ _SCRUB = (
     "CC",
     "CXX",
 )
-
-_OPS_PROBE = r"""
-import contextlib, io, json, os, sys
-sys.path.insert(0, os.getcwd())
-want = set(json.loads(sys.argv[1]))
-noise = io.StringIO()
-with contextlib.redirect_stdout(noise):
-    from op_builder.all_ops import ALL_OPS
-    from accelerator import get_accelerator
-    accelerator = get_accelerator()._name
-ops = {}
-for name, builder in ALL_OPS.items():
-    entry = {"var": getattr(builder, "BUILD_VAR", ""), "module": builder.absolute_name()}
-    if name in want:
-        out = io.StringIO()
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
-            try:
-                entry["sources"] = [str(s) for s in builder.sources()]
-            except Exception as exc:
-                entry["sources"] = []
-                entry["error"] = repr(exc)
-            try:
-                entry["compatible"] = bool(builder.is_compatible(verbose=True))
-            except Exception as exc:
-                entry["compatible"] = False
-                entry["error"] = repr(exc)
-        entry["messages"] = out.getvalue()[-3000:]
-    ops[name] = entry
-print("DSWHEELS-OPS " + json.dumps({"accelerator": accelerator, "ops": ops}))
-"""
 
 
 @dataclass(frozen=True)
@@ -332,28 +305,23 @@ def patch_tree(
 def _probe_ops(
     planned: PlannedCell, python: Path, src: Path, env: Mapping[str, str], log: Path
 ) -> tuple[str, list[OpSources]]:
-    wanted = [name for name, _var in planned.ops.build]
-    result = proc.run(
-        [str(python), "-c", _OPS_PROBE, json.dumps(wanted)],
+    data, result = proc.run_script(
+        python,
+        OP_SOURCES_SCRIPT,
+        [json.dumps(list(planned.ops.build_names))],
+        mark=op_sources.MARK,
         cwd=src,
         env=env,
-        capture=True,
-        stream=False,
-        echo=False,
-        heartbeat=None,
-        check=False,
         log_file=log,
         error=BuildError,
         what="DeepSpeed's op builders",
     )
-    payload = next((ln for ln in result.output.splitlines() if ln.startswith("DSWHEELS-OPS ")), None)
-    if payload is None:
+    if not isinstance(data, dict):
         raise BuildError(
             "DeepSpeed's op builders could not be loaded in the build environment",
             details="\n".join(result.tail[-25:]),
             hint=f"full log: {log}",
         )
-    data = json.loads(payload.removeprefix("DSWHEELS-OPS "))
     accelerator = str(data["accelerator"])
     ops_data: dict[str, dict[str, object]] = data["ops"]
     expected = accelerator_for(planned)
@@ -626,7 +594,7 @@ def _build(
     # torch (and the nvidia-* wheels beside it) imported through <work>/site: the same header paths
     # for every Python (dswheels/effects/workdir.py)
     site = link_site(work, Path(interp.info.torch_parent or interp.info.purelib))
-    if interp.origin.startswith("venv"):
+    if interp.origin.is_venv:
         settle_header_times(site)
     python_path = os.pathsep.join([str(site), *([inherited["PYTHONPATH"]] if inherited.get("PYTHONPATH") else [])])
     include_dirs: list[Path] = []

@@ -10,6 +10,7 @@ interrupts the child, then terminates it, then kills it.
 from __future__ import annotations
 
 import collections
+import json
 import os
 import shutil
 import signal
@@ -25,7 +26,7 @@ from dswheels.effects.clock import monotonic, utc_now
 from dswheels.errors import DswheelsError
 from dswheels.log import format_duration, get_reporter
 
-__all__ = ["RunResult", "Runner", "capture", "find_tool", "marked_line", "run"]
+__all__ = ["RunResult", "Runner", "capture", "find_tool", "marked_line", "run", "run_script"]
 
 TAIL_LINES = 60
 
@@ -245,3 +246,42 @@ def marked_line(output: str, mark: str) -> str | None:
         if line.startswith(mark):
             return line.removeprefix(mark)
     return None
+
+
+def run_script(
+    python: Path | str,
+    script: Path,
+    args: Sequence[str] = (),
+    *,
+    mark: str,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    log_file: Path | None = None,
+    heartbeat: float | None = None,
+    heartbeat_label: str = "",
+    timeout: float | None = None,
+    error: type[DswheelsError] = DswheelsError,
+    what: str = "",
+) -> tuple[object, RunResult]:
+    """Run a :mod:`dswheels.probes` script by file path in ``python``, as :func:`capture` does.
+
+    Returns its answer (the JSON after ``mark``; None when it printed none, e.g. it crashed)
+    and the run, whose ``tail`` says why.
+    """
+    result = capture(
+        [str(python), str(script), *args],
+        cwd=cwd,
+        env=env,
+        log_file=log_file,
+        heartbeat=heartbeat,
+        heartbeat_label=heartbeat_label,
+        timeout=timeout,
+        error=error,
+        what=what,
+    )
+    payload = marked_line(result.output, mark)
+    try:
+        answer = json.loads(payload) if payload is not None else None
+    except ValueError:  # a line cut short (the process was killed while writing it)
+        answer = None
+    return answer, result

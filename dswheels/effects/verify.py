@@ -10,7 +10,6 @@ fail loudly, proving each op came from the wheel.
 from __future__ import annotations
 
 import hashlib
-import json
 import shutil
 import sys
 import tempfile
@@ -24,6 +23,7 @@ from dswheels.core.dsreport import DsReport, parse_ds_report
 from dswheels.core.manifest import ManifestError, manifest_name, parse_manifest
 from dswheels.core.model import Cell
 from dswheels.core.naming import cell_id
+from dswheels.core.opload import judge_loads
 from dswheels.core.sources import TorchSource
 from dswheels.core.verify import (
     Check,
@@ -45,6 +45,7 @@ from dswheels.core.wheelfile import (
 from dswheels.effects import proc
 from dswheels.effects.binaries import read_extensions
 from dswheels.effects.interpreter import find_uv, probe_python, torch_index_args, uv_install
+from dswheels.effects.opload import jit_files, load_ops
 from dswheels.effects.wheelzip import open_wheel
 from dswheels.errors import VerifyError
 from dswheels.log import get_reporter
@@ -171,45 +172,6 @@ def static_part(data: WheelData, expected: Expected, compat: Compat) -> list[Che
 
 # --- run time ------------------------------------------------------------------------------------
 
-_LOAD = r"""
-import json, os, sys, time
-result = {"ops": {}}
-import torch
-result["torch"] = torch.__version__
-result["torch_cuda"] = torch.version.cuda
-from deepspeed.ops.op_builder import builder as _builder
-class _WouldJit(RuntimeError):
-    pass
-def _no_jit(self, *args, **kwargs):
-    raise _WouldJit(f"{self.name} would be JIT-compiled: DeepSpeed found no usable prebuilt module")
-_builder.OpBuilder.jit_load = _no_jit
-from deepspeed.accelerator import get_accelerator
-from deepspeed.git_version_info import accelerator_name, installed_ops
-from deepspeed.ops.op_builder.all_ops import ALL_OPS
-result["accelerator_runtime"] = get_accelerator()._name
-result["accelerator_wheel"] = accelerator_name
-for name in json.loads(sys.argv[1]):
-    entry = {}
-    builder = ALL_OPS.get(name)
-    if builder is None:
-        entry["error"] = "DeepSpeed has no such op here"
-    else:
-        entry["module"] = builder.absolute_name()
-        start = time.monotonic()
-        try:
-            module = builder.load()
-            entry["loaded"] = module.__name__
-            entry["file"] = getattr(module, "__file__", "") or ""
-            entry["prebuilt"] = module.__name__ == builder.absolute_name()
-        except BaseException as exc:
-            entry["error"] = f"{type(exc).__name__}: {exc}"
-        entry["seconds"] = round(time.monotonic() - start, 3)
-    result["ops"][name] = entry
-print("DSWHEELS-LOAD " + json.dumps(result))
-"""
-
-_REPORT = "from deepspeed.env_report import cli_main\ncli_main()\n"
-
 
 @dataclass
 class RuntimeResult:
@@ -322,7 +284,7 @@ def _runtime(result: RuntimeResult, python: Path, expected: Expected, *, acceler
             **({"DS_ACCELERATOR": accelerator} if accelerator else {}),
         }
         report = proc.run(
-            [str(python), "-c", _REPORT],
+            [str(python), "-m", "deepspeed.env_report"],  # what the ds_report script runs
             cwd=Path(cwd),
             env=env,
             capture=True,
@@ -352,37 +314,22 @@ def _runtime(result: RuntimeResult, python: Path, expected: Expected, *, acceler
             if shown != want_ops:
                 detail += f"; expected {', '.join(sorted(want_ops))}"
             result.checks.append(Check("ds_report", ok, detail))
-        load = proc.run(
-            [str(python), "-c", _LOAD, json.dumps(sorted(expected.ops))],
-            cwd=Path(cwd),
+        loads, run = load_ops(
+            python,
+            sorted(expected.ops),
             env=env,
-            capture=True,
-            stream=False,
-            echo=False,
-            heartbeat=60,
-            check=False,
+            extensions_dir=Path(ext_dir),
+            cwd=Path(cwd),
             log_file=log,
-            timeout=1200,
             error=VerifyError,
-            what="loading the ops",
         )
-        line = next((ln for ln in load.output.splitlines() if ln.startswith("DSWHEELS-LOAD ")), None)
-        if line is None:
-            result.checks.append(Check("load ops", ok=False, detail="the loader failed: " + " / ".join(load.tail[-8:])))
+        if loads is None or (loads.error and not loads.ops):
+            why = loads.error if loads is not None else " / ".join(run.tail[-8:])
+            result.checks.append(Check("load ops", ok=False, detail=f"the loader failed: {why}"))
         else:
-            data = json.loads(line.removeprefix("DSWHEELS-LOAD "))
-            result.loads = data
-            runtime_acc = data.get("accelerator_runtime")
-            for name, entry in sorted(data["ops"].items()):
-                if entry.get("prebuilt"):
-                    detail = f"{entry['loaded']} from the wheel in {entry['seconds']}s"
-                    result.checks.append(Check(f"load {name}", ok=True, detail=detail))
-                else:
-                    why = entry.get("error") or f"loaded {entry.get('loaded')}, not {entry.get('module')}"
-                    if runtime_acc != data.get("accelerator_wheel"):
-                        why += f" (run-time accelerator {runtime_acc}, the wheel's {data.get('accelerator_wheel')})"
-                    result.checks.append(Check(f"load {name}", ok=False, detail=why))
-        leftovers = sorted(p.name for p in Path(ext_dir).iterdir())
+            result.loads = dict(loads.raw)
+            result.checks += [Check(f"load {v.name}", v.ok, v.detail) for v in judge_loads(loads)]
+        leftovers = jit_files(Path(ext_dir))
         result.checks.append(
             Check(
                 "no JIT",

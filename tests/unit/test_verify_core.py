@@ -160,11 +160,3 @@ def test_smoke_configs_follow_the_seed_runner_shape() -> None:
     )
     assert "| zero1 | 1 | ok | 1.5000 -> 0.1000 | 800.0 | 512 MB |" in table
     assert "skipped: needs fused_adam" in table
-
-
-def test_the_scripts_run_in_other_venvs_compile() -> None:
-    """They run in the venv under test, as `python -c`: at least they must be valid Python."""
-    from dswheels.effects import smoke, verify
-
-    for name, code in (("train", smoke._TRAIN), ("adam", smoke._ADAM), ("load", verify._LOAD)):
-        compile(code, name, "exec")
