@@ -14,12 +14,13 @@ from dswheels.core.compat import load_compat
 from dswheels.core.naming import cell_id
 from dswheels.core.smoke import render_smoke_markdown, runs_for
 from dswheels.core.verify import Expected, cell_from_wheel_filename
-from dswheels.core.wheelfile import parse_installed_info
+from dswheels.core.wheelfile import WheelContentError
 from dswheels.effects.files import write_text_atomic
 from dswheels.effects.gha import write_summary
 from dswheels.effects.smoke import SmokeResult, has_gpu, run_adam_check, run_smoke
 from dswheels.effects.sources import env_cache_dir
-from dswheels.effects.verify import discard_venv, fresh_venv, read_wheel_data
+from dswheels.effects.verify import discard_venv, fresh_venv
+from dswheels.effects.wheel import read_wheel
 from dswheels.errors import ConfigError, EnvironmentMismatchError, SmokeError
 from dswheels.log import get_reporter
 
@@ -76,8 +77,10 @@ def run(args: argparse.Namespace) -> int:
         cell = cell_from_wheel_filename(wheel.name)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
-    data = read_wheel_data(wheel)
-    ops = parse_installed_info(data.installed_text).built_ops
+    try:
+        ops = read_wheel(wheel, error=SmokeError).installed.built_ops
+    except WheelContentError as exc:
+        raise SmokeError(f"{wheel.name}: {exc}") from None
     expected = Expected(cell=cell, ops=ops, source="wheel")
     reporter = get_reporter()
     cache = env_cache_dir()

@@ -15,18 +15,12 @@ from dswheels.core.model import Cell
 from dswheels.core.naming import cell_id
 from dswheels.core.sources import TorchSource
 from dswheels.core.verify import Check, Expected, cell_from_wheel_filename, render_checks_markdown
-from dswheels.core.wheelfile import WheelContentError, parse_installed_info
+from dswheels.core.wheelfile import WheelContentError
 from dswheels.effects.files import write_text_atomic
 from dswheels.effects.gha import write_summary
 from dswheels.effects.sources import env_cache_dir
-from dswheels.effects.verify import (
-    RuntimeResult,
-    WheelData,
-    load_expected,
-    read_wheel_data,
-    runtime_checks,
-    static_part,
-)
+from dswheels.effects.verify import RuntimeResult, load_expected, read_verified_wheel, runtime_checks, static_part
+from dswheels.effects.wheel import WheelContents
 from dswheels.errors import ConfigError, VerifyError
 from dswheels.log import get_reporter
 
@@ -104,14 +98,14 @@ def _torch_source(text: str | None) -> TorchSource:
     return parse(text)
 
 
-def wheel_cell(wheel: Path, data: WheelData) -> Cell:
+def wheel_cell(wheel: Path, data: WheelContents) -> Cell:
     """The cell the wheel's label names; for DeepSpeed's own wheels (no label), the one its torch_info names."""
     try:
         return cell_from_wheel_filename(wheel.name)
     except ValueError as exc:
         problem = str(exc)
     try:
-        cell = cell_from_wheel_filename(wheel.name, parse_installed_info(data.installed_text))
+        cell = cell_from_wheel_filename(wheel.name, data.installed)
     except (ValueError, WheelContentError):
         raise VerifyError(problem, hint="dswheels verifies the wheels dswheels build names") from None
     get_reporter().info(
@@ -144,7 +138,7 @@ def _print(title: str, checks: list[Check]) -> None:
 
 def verify_one(wheel: Path, args: argparse.Namespace) -> tuple[list[Check], RuntimeResult | None, Expected]:
     compat = load_compat()
-    data = read_wheel_data(wheel)
+    data = read_verified_wheel(wheel)
     cell = wheel_cell(wheel, data)
     expected = load_expected(wheel, cell, _plan_expectation(cell, args.matrix), args.manifest, compat=compat)
     checks = static_part(data, expected, compat)

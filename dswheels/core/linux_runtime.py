@@ -29,10 +29,12 @@ __all__ = [
     "ElfError",
     "LibstdcxxRelease",
     "RuntimeFloor",
+    "RuntimeJudgement",
     "defined_maximum",
     "exceeds",
     "floor_of",
     "gcc_providing",
+    "judge_runtime",
     "version_defs",
     "version_needs",
 ]
@@ -271,3 +273,31 @@ def exceeds(floor: RuntimeFloor, limit: RuntimeFloor) -> list[str]:
             problems.append(f"{prefix}_{format_version(need)} > {format_version(most)}")
     problems += [f"{name} (ties the wheel to one glibc build)" for name in floor.private]
     return problems
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimeJudgement:
+    """A need (a wheel's floor) against a limit (the promised maximum, or what a system defines)."""
+
+    need: RuntimeFloor
+    limit: RuntimeFloor
+    problems: tuple[str, ...]  # what in the need is above the limit (:func:`exceeds`)
+    unknown: tuple[str, ...]  # families the need names and the limit does not ("GLIBCXX")
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def judge_runtime(need: RuntimeFloor, limit: RuntimeFloor) -> RuntimeJudgement:
+    """The one judgement of a glibc/libstdc++ need, for ``verify`` (against the promise) and ``doctor``/``install``
+    (against the system): a family the limit leaves ``None`` is unlimited, and ``unknown`` says which.
+
+    >>> j = judge_runtime(RuntimeFloor(glibc=(2, 38), glibcxx=(3, 4, 30)), RuntimeFloor(glibc=(2, 35)))
+    >>> j.problems, j.unknown
+    (('GLIBC_2.38 > 2.35',), ('GLIBCXX',))
+    """
+    unknown = tuple(
+        prefix for prefix, family in FAMILIES.items() if need.get(family) is not None and limit.get(family) is None
+    )
+    return RuntimeJudgement(need=need, limit=limit, problems=tuple(exceeds(need, limit)), unknown=unknown)

@@ -63,13 +63,13 @@ from dswheels.core.naming import cell_id, wheel_filename
 from dswheels.core.render_plan import planned_cell_json
 from dswheels.core.sources import TorchSource
 from dswheels.core.versions import format_version
-from dswheels.core.wheelfile import extension_for_module, torch_pin
+from dswheels.core.wheelfile import check_ops, extension_for_module, torch_pin
 from dswheels.effects import proc
 from dswheels.effects.clock import monotonic, utc_now
-from dswheels.effects.files import exclusive, write_text_atomic
+from dswheels.effects.files import exclusive, sha256_file, write_text_atomic
 from dswheels.effects.interpreter import Interpreter, prepare_interpreter
 from dswheels.effects.opflags import apply_flag_patches, check_tree_flags
-from dswheels.effects.postprocess import postprocess_wheel, read_wheel, sha256_file
+from dswheels.effects.postprocess import postprocess_wheel
 from dswheels.effects.sources import Downloader, FetchedSource, extract_archive, fetch_source
 from dswheels.effects.toolchain import (
     CudaInstall,
@@ -83,6 +83,7 @@ from dswheels.effects.toolchain import (
     restart_sccache,
     tool_version,
 )
+from dswheels.effects.wheel import read_wheel
 from dswheels.effects.workdir import group_id, link_site, set_aside, settle_header_times, wipe, work_dir_for
 from dswheels.errors import BuildError, DswheelsError, EnvironmentMismatchError
 from dswheels.log import format_duration, get_reporter
@@ -711,26 +712,26 @@ def _build(
         )
 
     # every planned op must really be in the wheel
-    contents = read_wheel(built)
-    if contents.installed.accelerator_name != accelerator:
-        raise BuildError(
-            f"{cid}: the wheel says accelerator {contents.installed.accelerator_name!r}, expected {accelerator!r}"
-        )
-    missing = [op.name for op in op_sources if not contents.installed.installed_ops.get(op.name)]
-    no_file = [
-        op.name
-        for op in op_sources
-        if op.name not in missing and extension_for_module(op.module, contents.names) is None
-    ]
-    if missing or no_file:
+    contents = read_wheel(built, error=BuildError)
+    installed = contents.installed
+    if installed.accelerator_name != accelerator:
+        raise BuildError(f"{cid}: the wheel says accelerator {installed.accelerator_name!r}, expected {accelerator!r}")
+    found = check_ops(
+        [op.name for op in op_sources],
+        installed=installed,
+        modules={op.name: (op.module,) for op in op_sources},
+        names=contents.names,
+    )
+    if found.missing or found.no_file:
         details = []
-        if missing:
-            details.append(f"not in installed_ops: {', '.join(missing)} (DeepSpeed skipped them)")
-        if no_file:
-            details.append(f"no extension file in the wheel: {', '.join(no_file)}")
-        excerpt = [ln for ln in tracker.lines if any(name in ln for name in missing + no_file)][-20:]
+        if found.missing:
+            details.append(f"not in installed_ops: {', '.join(found.missing)} (DeepSpeed skipped them)")
+        if found.no_file:
+            details.append(f"no extension file in the wheel: {', '.join(found.no_file)}")
+        named = [*found.missing, *found.no_file]
+        excerpt = [ln for ln in tracker.lines if any(name in ln for name in named)][-20:]
         raise BuildError(
-            f"{cid}: planned op(s) missing from the wheel: {', '.join(missing + no_file)}",
+            f"{cid}: planned op(s) missing from the wheel: {', '.join(named)}",
             details="\n".join([*details, "log lines naming them:", *excerpt]),
             hint=f"full log: {log}",
         )

@@ -9,11 +9,9 @@ fail loudly, proving each op came from the wheel.
 
 from __future__ import annotations
 
-import hashlib
 import shutil
 import sys
 import tempfile
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,72 +23,33 @@ from dswheels.core.model import Cell
 from dswheels.core.naming import cell_id
 from dswheels.core.opload import judge_loads
 from dswheels.core.sources import TorchSource
-from dswheels.core.verify import (
-    Check,
-    Expected,
-    binary_checks,
-    expected_from_manifest,
-    gpu_checks,
-    requires_of,
-    static_checks,
-)
+from dswheels.core.verify import Check, Expected, binary_checks, expected_from_manifest, gpu_checks, static_checks
 from dswheels.core.versions import format_version
-from dswheels.core.wheelfile import (
-    EXTENSION_SUFFIXES,
-    INSTALLED_INFO,
-    WheelContentError,
-    dist_info_dir,
-    parse_installed_info,
-)
+from dswheels.core.wheelfile import WheelContentError
 from dswheels.effects import proc
 from dswheels.effects.binaries import read_extensions
 from dswheels.effects.interpreter import find_uv, probe_python, torch_index_args, uv_install
 from dswheels.effects.opload import jit_files, load_ops
-from dswheels.effects.wheelzip import open_wheel
+from dswheels.effects.wheel import WheelContents, read_wheel
 from dswheels.errors import VerifyError
 from dswheels.log import get_reporter
 
 __all__ = [
     "RuntimeResult",
-    "WheelData",
     "fresh_venv",
     "load_expected",
-    "read_wheel_data",
+    "read_verified_wheel",
     "runtime_checks",
+    "static_part",
     "tool_checks",
 ]
 
 BUILDER = "deepspeed/ops/op_builder/builder.py"
 
 
-@dataclass(frozen=True)
-class WheelData:
-    path: Path
-    names: tuple[str, ...]
-    metadata: str
-    installed_text: str
-    builder_source: str | None
-    extensions: Mapping[str, bytes]
-    sha256: str
-
-
-def read_wheel_data(path: Path) -> WheelData:
-    with open_wheel(path, VerifyError) as zf:
-        names = tuple(zf.namelist())
-        dist_info = dist_info_dir(names)
-        metadata = zf.read(f"{dist_info}/METADATA").decode("utf-8")
-        installed = zf.read(INSTALLED_INFO).decode("utf-8")
-        builder = zf.read(BUILDER).decode("utf-8") if BUILDER in names else None
-        extensions = {n: zf.read(n) for n in names if n.endswith(EXTENSION_SUFFIXES)}
-    return WheelData(
-        path=path,
-        names=names,
-        metadata=metadata,
-        installed_text=installed,
-        builder_source=builder,
-        extensions=extensions,
-        sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
-    )
+def read_verified_wheel(path: Path) -> WheelContents:
+    """The wheel with everything the static checks read: builder sources and every extension's bytes."""
+    return read_wheel(path, error=VerifyError, builders=True, extensions=True)
 
 
 def load_expected(
@@ -121,7 +80,7 @@ def load_expected(
     return cell_expected_from_plan
 
 
-def tool_checks(data: WheelData, expected: Expected, compat: Compat) -> list[Check]:
+def tool_checks(data: WheelContents, expected: Expected, compat: Compat) -> list[Check]:
     """The extensions' binaries: CPU baseline (objdump, ELF and PE), runtime needs, GPU code; -march=native traces."""
     checks: list[Check] = []
     native = [n for n, b in data.extensions.items() if b"-march=native" in b or b"-mcpu=native" in b]
@@ -153,9 +112,9 @@ def tool_checks(data: WheelData, expected: Expected, compat: Compat) -> list[Che
     return checks
 
 
-def static_part(data: WheelData, expected: Expected, compat: Compat) -> list[Check]:
+def static_part(data: WheelContents, expected: Expected, compat: Compat) -> list[Check]:
     try:
-        installed = parse_installed_info(data.installed_text)
+        installed = data.installed
     except WheelContentError as exc:
         return [Check("git_version_info_installed.py", ok=False, detail=str(exc))]
     checks = static_checks(
@@ -164,7 +123,7 @@ def static_part(data: WheelData, expected: Expected, compat: Compat) -> list[Che
         metadata=data.metadata,
         installed=installed,
         expected=expected,
-        builder_source=data.builder_source,
+        builder_source=data.builder_sources.get(BUILDER),
         sha256=data.sha256,
     )
     return checks + tool_checks(data, expected, compat)
@@ -216,9 +175,8 @@ def fresh_venv(
         uv_install(uv, python, [str(wheel)], deps_index, log_file=log)
     else:
         # keep the other torch: the wheel's pin would replace it, so install its other requirements by hand
-        with open_wheel(wheel, VerifyError) as zf:
-            metadata = zf.read(f"{dist_info_dir(zf.namelist())}/METADATA").decode("utf-8")
-        others = [str(r) for r in requires_of(metadata) if r.name != "torch" and not r.marker]
+        metadata = read_wheel(wheel, error=VerifyError).metadata
+        others = [str(r) for r in metadata.requirements if r.name != "torch" and not r.marker]
         uv_install(uv, python, others, deps_index, log_file=log)
         uv_install(uv, python, ["--no-deps", str(wheel)], [], log_file=log)
     return python

@@ -30,8 +30,7 @@ import pytest
 
 from dswheels.core.compat import load_compat
 from dswheels.core.model import Cell, Platform, Python, Variant
-from dswheels.core.naming import cell_id, partition, wheel_filename, wheel_version
-from dswheels.core.pick import cell_from_filename
+from dswheels.core.naming import cell_id, parse_wheel, partition, wheel_filename, wheel_version
 from dswheels.core.versions import format_version, parse_nvcc_version
 from tests.conftest import require
 from tests.support.deepspeed_standin import deepspeed_package
@@ -220,8 +219,7 @@ def write_index(root: Path, wheels: Sequence[Path], *, wrong_sha: bool = False) 
         links.setdefault("all", []).append(
             f'<a href="../../files/{quote(wheel.name)}#sha256={digest}">{wheel.name}</a>'
         )
-        cell = cell_from_filename(wheel.name)
-        assert cell is not None
+        cell = parse_wheel(wheel.name).cell
         links.setdefault(partition(cell), []).append(
             f'<a href="../../files/{quote(wheel.name)}#sha256={digest}">{wheel.name}</a>'
         )
