@@ -35,7 +35,8 @@ def _deepspeed(tmp_path: Path, **extra: str | bytes) -> Path:
 
 def test_what_it_reads(tmp_path: Path) -> None:
     builder = "deepspeed/ops/op_builder/builder.py"
-    wheel = _deepspeed(tmp_path, **{SO: b"\x7fELF", builder: "class OpBuilder: ...\n"})
+    members: dict[str, str | bytes] = {SO: b"\x7fELF", builder: "class OpBuilder: ...\n"}
+    wheel = _deepspeed(tmp_path, **members)
     plain = read_wheel(wheel, error=VerifyError)
     assert plain.metadata.version == "0.19.8+cputorch2.13"
     assert plain.metadata_bytes == METADATA.encode()
