@@ -24,7 +24,7 @@ from dswheels.core.config import parse_matrix
 from dswheels.core.model import PlannedCell, Platform, Python, Variant
 from dswheels.core.naming import cell_id, parse_cell_id
 from dswheels.core.plan import Combo, LocalHost, plan
-from dswheels.core.sources import TorchSource
+from dswheels.core.sources import TorchSource, TorchSourceKind
 from dswheels.core.versions import VersionTuple, format_version, parse_version
 from dswheels.effects import proc
 from dswheels.effects.build import BuildOptions, CellResult, build_cell, discard_wheel
@@ -170,17 +170,17 @@ def _split_cells(values: Sequence[str]) -> list[str]:
 
 def _torch_source(text: str | None) -> TorchSource:
     if text is None:
-        return TorchSource("plan")
+        return TorchSource(TorchSourceKind.PLAN)
     if text == "pip":
-        return TorchSource("pip")
+        return TorchSource(TorchSourceKind.PIP)
     if "://" in text and not text.startswith("file://"):
-        return TorchSource("index", text)
+        return TorchSource(TorchSourceKind.INDEX, text)
     path = Path(text.removeprefix("file://")).expanduser()
     if not path.exists():
         raise ConfigError(f"--torch-index {text}: no such directory", hint="give an index URL, a directory, or 'pip'")
     if (path / "torch").is_dir() or (path / "index.html").exists():
-        return TorchSource("index", path.resolve().as_uri())
-    return TorchSource("links", str(path.resolve()))
+        return TorchSource(TorchSourceKind.INDEX, path.resolve().as_uri())
+    return TorchSource(TorchSourceKind.LINKS, str(path.resolve()))
 
 
 def _plan_cells(args: argparse.Namespace, compat: Compat) -> list[PlannedCell]:

@@ -11,9 +11,10 @@ from dswheels import __version__
 from dswheels.commands.build import _torch_source
 from dswheels.commands.common import Subparsers, add_torch_index_argument, formatter
 from dswheels.core.compat import load_compat
+from dswheels.core.model import Accelerator
 from dswheels.core.naming import cell_id
 from dswheels.core.smoke import render_smoke_markdown, runs_for
-from dswheels.core.verify import Expected, cell_from_wheel_filename
+from dswheels.core.verify import Expected, ExpectedFrom, cell_from_wheel_filename
 from dswheels.core.wheelfile import WheelContentError
 from dswheels.effects.files import write_text_atomic
 from dswheels.effects.gha import write_summary
@@ -81,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
         ops = read_wheel(wheel, error=SmokeError).installed.built_ops
     except WheelContentError as exc:
         raise SmokeError(f"{wheel.name}: {exc}") from None
-    expected = Expected(cell=cell, ops=ops, source="wheel")
+    expected = Expected(cell=cell, ops=ops, source=ExpectedFrom.WHEEL)
     reporter = get_reporter()
     cache = env_cache_dir()
     log = cache / "smoke" / f"{wheel.name}.log"
@@ -106,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
                 hint="run smoke on the GPU runner (dswheels verify checks the wheel statically and loads its ops "
                 "with DS_ACCELERATOR=cuda without a GPU)",
             )
-        accelerator = "cuda" if device == "cuda" else "cpu"
+        accelerator = Accelerator(device)
         runs, skipped = runs_for(device, ops)
         result = SmokeResult()
         with reporter.group(f"{cell_id(cell)}: smoke on {device} ({len(runs)} runs, {args.steps} steps each)"):

@@ -11,10 +11,10 @@ from dswheels import __version__
 from dswheels.commands.build import plan_cell_ids
 from dswheels.commands.common import Subparsers, add_torch_index_argument, formatter
 from dswheels.core.compat import load_compat
-from dswheels.core.model import Cell
+from dswheels.core.model import Accelerator, Cell
 from dswheels.core.naming import cell_id
 from dswheels.core.sources import TorchSource
-from dswheels.core.verify import Check, Expected, cell_from_wheel_filename, render_checks_markdown
+from dswheels.core.verify import Check, Expected, ExpectedFrom, cell_from_wheel_filename, render_checks_markdown
 from dswheels.core.wheelfile import WheelContentError
 from dswheels.effects.files import write_text_atomic
 from dswheels.effects.gha import write_summary
@@ -123,10 +123,17 @@ def _plan_expectation(cell: Cell, matrix: Path) -> Expected | None:
         ops=planned.ops.build_names,
         cpu_baseline=planned.toolchain.cpu_baseline,
         arch_list=planned.toolchain.arch_list,
-        source="plan",
+        source=ExpectedFrom.PLAN,
         linux_runtime=planned.toolchain.linux_runtime,
         linux_runtime_from=f"the plan of {matrix}",
     )
+
+
+def _accelerator(choice: str, expected: Expected) -> Accelerator | None:
+    """``--accelerator``: auto is the wheel's; none leaves DS_ACCELERATOR unset."""
+    if choice == "auto":
+        return expected.accelerator
+    return None if choice == "none" else Accelerator(choice)
 
 
 def _print(title: str, checks: list[Check]) -> None:
@@ -145,7 +152,7 @@ def verify_one(wheel: Path, args: argparse.Namespace) -> tuple[list[Check], Runt
     _print(f"static checks (against the {expected.source}):", checks)
     runtime: RuntimeResult | None = None
     if not args.static:
-        accelerator = {"auto": expected.accelerator, "none": ""}.get(args.accelerator, args.accelerator)
+        accelerator = _accelerator(args.accelerator, expected)
         python = None
         if args.python:
             python = Path(sys.executable) if args.python == "current" else Path(args.python)

@@ -20,8 +20,19 @@ Variables the caller already set for sccache itself (``SCCACHE_*``) win.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from enum import Enum
 
-__all__ = ["sccache_backend"]
+__all__ = ["CacheTool", "sccache_backend"]
+
+
+class CacheTool(str, Enum):
+    """The compiler caches dswheels drives (``--compiler-cache``)."""
+
+    CCACHE = "ccache"  # C++ through a masquerade directory of compiler-named links, nvcc through ccache
+    SCCACHE = "sccache"  # C++ through a CXX script, nvcc through sccache
+
+    def __str__(self) -> str:
+        return self.value
 
 
 def sccache_backend(env: Mapping[str, str], *, base_dir: str) -> tuple[dict[str, str], str]:

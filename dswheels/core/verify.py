@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import Enum
 
 from dswheels.core.binaries import ExtensionBinary
 from dswheels.core.dlls import DllFacts, DllTarget, describe_providers, judge_imports
 from dswheels.core.fatbin import GpuCode, arch_number
 from dswheels.core.linux_runtime import FAMILIES, LibstdcxxRelease, RuntimeFloor, floor_of, judge_runtime
 from dswheels.core.manifest import Manifest
-from dswheels.core.model import Cell, Platform, Python, Variant
+from dswheels.core.model import Accelerator, Cell, Platform, Python, Variant
 from dswheels.core.naming import (
     WheelNameError,
     local_label,
@@ -31,6 +32,7 @@ __all__ = [
     "PORTABLE_MARK",
     "Check",
     "Expected",
+    "ExpectedFrom",
     "binary_checks",
     "cell_from_wheel_filename",
     "expected_from_manifest",
@@ -54,6 +56,17 @@ class Check:
         return {"name": self.name, "ok": self.ok, "detail": self.detail}
 
 
+class ExpectedFrom(str, Enum):
+    """Where what a wheel must contain comes from."""
+
+    MANIFEST = "manifest"  # the build manifest beside the wheel
+    PLAN = "plan"  # the matrix's plan for the wheel's cell (no manifest)
+    WHEEL = "wheel"  # the wheel's own installed_ops (smoke: nothing to compare with)
+
+    def __str__(self) -> str:
+        return self.value
+
+
 @dataclass(frozen=True, slots=True)
 class Expected:
     """What the wheel must contain: from its build manifest, or from the plan when there is none."""
@@ -63,15 +76,15 @@ class Expected:
     modules: Mapping[str, str] = field(default_factory=dict)  # op -> absolute_name() ("" unknown)
     cpu_baseline: str = ""
     arch_list: tuple[str, ...] = ()
-    source: str = "manifest"  # "manifest" | "plan"
+    source: ExpectedFrom = ExpectedFrom.MANIFEST
     wheel_sha256: str = ""  # the manifest's record of the wheel ("" from a plan)
     linux_runtime: RuntimeFloor | None = None  # the most a Linux wheel may need (None: no limit)
     linux_runtime_from: str = ""  # where that limit comes from, for messages
     recorded_runtime: RuntimeFloor | None = None  # the floor the manifest records
 
     @property
-    def accelerator(self) -> str:
-        return "cuda" if self.cell.variant.is_cuda else "cpu"
+    def accelerator(self) -> Accelerator:
+        return self.cell.variant.accelerator
 
 
 def cell_from_wheel_filename(filename: str, installed: InstalledInfo | None = None) -> Cell:
@@ -141,7 +154,7 @@ def expected_from_manifest(manifest: Manifest, cell: Cell, *, default_runtime: R
         modules={op.name: op.module for op in manifest.ops_built},
         cpu_baseline=manifest.cpu_baseline,
         arch_list=arch,
-        source="manifest",
+        source=ExpectedFrom.MANIFEST,
         wheel_sha256=manifest.wheel.sha256,
         linux_runtime=(promise or default_runtime) if linux else None,
         linux_runtime_from=(
@@ -267,8 +280,8 @@ def static_checks(
     if not accel_ok:
         detail += (
             f", but the wheel is labelled {label}: DeepSpeed loads prebuilt ops only when the run-time accelerator "
-            f"is the build's, so on {'a GPU' if expected.accelerator == 'cuda' else 'this machine'} every op would "
-            "be JIT-compiled (build with DS_ACCELERATOR=" + expected.accelerator + ")"
+            f"is the build's, so on {'a GPU' if expected.accelerator is Accelerator.CUDA else 'this machine'} every op "
+            f"would be JIT-compiled (build with DS_ACCELERATOR={expected.accelerator})"
         )
     checks.append(Check("accelerator", accel_ok, detail))
     info = installed.torch_info

@@ -31,7 +31,6 @@ from dswheels.core.buildenv import (
     BuildSetup,
     CompilerCache,
     PatchError,
-    accelerator_for,
     baseline_flag,
     build_env,
     dist_extra_config,
@@ -54,14 +53,14 @@ from dswheels.core.buildlog import (
 )
 from dswheels.core.buildreport import OpOutcome, op_outcomes
 from dswheels.core.compat import Compat
-from dswheels.core.compiler_cache import sccache_backend
+from dswheels.core.compiler_cache import CacheTool, sccache_backend
 from dswheels.core.fatbin import GpuCode, arch_number
 from dswheels.core.linux_runtime import RuntimeFloor, exceeds, floor_of
 from dswheels.core.manifest import BuiltOp, FileInfo, Manifest, manifest_name, render_manifest
 from dswheels.core.model import PlannedCell
 from dswheels.core.naming import cell_id, wheel_filename
 from dswheels.core.render_plan import planned_cell_json
-from dswheels.core.sources import TorchSource
+from dswheels.core.sources import TorchSource, TorchSourceKind
 from dswheels.core.versions import format_version
 from dswheels.core.wheelfile import check_ops, extension_for_module, torch_pin
 from dswheels.effects import proc
@@ -120,7 +119,7 @@ class BuildOptions:
     compat: Compat
     jobs: int
     interpreter: str = "auto"  # auto | current | venv
-    torch_source: TorchSource = field(default_factory=lambda: TorchSource("plan"))
+    torch_source: TorchSource = field(default_factory=lambda: TorchSource(TorchSourceKind.PLAN))
     compiler_cache: str = "auto"  # auto | ccache | sccache | none
     debug_symbols: bool = False
     keep_work: bool = False
@@ -325,7 +324,7 @@ def _probe_ops(
         )
     accelerator = str(data["accelerator"])
     ops_data: dict[str, dict[str, object]] = data["ops"]
-    expected = accelerator_for(planned)
+    expected = planned.cell.variant.accelerator
     if accelerator != expected:
         raise BuildError(
             f"DeepSpeed picked the {accelerator} accelerator, the cell needs {expected}",
@@ -366,10 +365,10 @@ def _probe_ops(
 
 
 def _cache_stats(cache: CompilerCache, env: Mapping[str, str]) -> CacheStats | None:
-    if cache.tool == "ccache":
+    if cache.tool is CacheTool.CCACHE:
         log = Path(cache.stats_log)
         if not log.exists():
-            return CacheStats(tool="ccache", hits=0, misses=0)
+            return CacheStats(tool=CacheTool.CCACHE, hits=0, misses=0)
         return parse_ccache_stats_log(log.read_text(encoding="utf-8", errors="replace"), base_dir=cache.base_dir)
     result = proc.run(
         [cache.executable, "--show-stats", "--stats-format=json"],
@@ -650,7 +649,7 @@ def _build(
         + (f", CC/CXX {compilers[0]}/{compilers[1]}" if compilers else ""),
     )
 
-    if cache is not None and cache.tool == "sccache":
+    if cache is not None and cache.tool is CacheTool.SCCACHE:
         backend, where = sccache_backend(inherited, base_dir=cache.base_dir)
         env.update(backend)
         if restart_sccache(cache, env, backend, log) == "local" and any("GHA" in k or "BUCKET" in k for k in backend):
@@ -814,7 +813,7 @@ def _build(
     if msvc is not None:
         toolchain["msvc"] = msvc.toolset
     if cache is not None:
-        toolchain[cache.tool] = tool_version([cache.executable, "--version"], env)
+        toolchain[cache.tool.value] = tool_version([cache.executable, "--version"], env)
     manifest = Manifest(
         cell_id=cid,
         plan=planned_cell_json(planned),

@@ -17,7 +17,7 @@ from enum import Enum
 from pathlib import Path
 
 from dswheels.core.model import PlannedCell, Platform
-from dswheels.core.sources import TorchSource, parse_pip_config, uv_index_args
+from dswheels.core.sources import TorchSource, TorchSourceKind, parse_pip_config, uv_index_args
 from dswheels.core.versions import format_version
 from dswheels.effects import proc
 from dswheels.errors import EnvironmentMismatchError
@@ -181,9 +181,9 @@ def _pip_config(python: str) -> dict[str, list[str]]:
 
 def torch_index_args(torch_source: TorchSource, plan_index: str) -> list[str]:
     """uv's arguments for where torch (and, in pip mode, everything else) comes from."""
-    pip_config = _pip_config(sys.executable) if torch_source.kind == "pip" else {}
+    pip_config = _pip_config(sys.executable) if torch_source.kind is TorchSourceKind.PIP else {}
     args = uv_index_args(torch_source, plan_index=plan_index, pip_config=pip_config)
-    if torch_source.kind == "pip":
+    if torch_source.kind is TorchSourceKind.PIP:
         # pip considers every configured source and takes the best version; so must uv
         args += ["--index-strategy", "unsafe-best-match"]
     return args
@@ -250,7 +250,7 @@ def prepare_interpreter(
             return Interpreter(python=python, info=info, origin=origin)
     reporter.info(f"installing torch {planned.torch_version} from {torch_source.describe()} ({origin})")
     uv_install(uv, python, [f"torch=={planned.torch_version}"], index_args, log_file=log_file)
-    build_index = index_args if torch_source.kind == "pip" else []
+    build_index = index_args if torch_source.kind is TorchSourceKind.PIP else []
     uv_install(uv, python, BUILD_REQUIREMENTS, build_index, log_file=log_file)
     info = probe_python(python)
     why = interpreter_mismatch(info, planned, foreign=foreign)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from dswheels.core.buildenv import CPU_BUILDER_FILES, PatchError, accelerator_for, patch_cpu_builder_win32
+from dswheels.core.buildenv import CPU_BUILDER_FILES, PatchError, patch_cpu_builder_win32
 from dswheels.core.flagissue import Finding
 from dswheels.core.flagjudge import judge_op, narrowed_archs, summarize
 from dswheels.core.flagrecord import load_flag_record
@@ -94,7 +94,7 @@ def check_tree_flags(
     else:
         arch_list = env.get("TORCH_CUDA_ARCH_LIST")
         contexts = (EvalContext(),) + ((EvalContext(arch_list=arch_list, isolate=True),) if arch_list else ())
-    accelerator = accelerator_for(planned) if stand_in else None
+    accelerator = planned.cell.variant.accelerator.value if stand_in else None
     job = ProbeJob(tree=str(src), accelerator=accelerator, ops=planned.ops.build_names, contexts=contexts)
     answer = run_probe(python, [job], env=env, cwd=src, log_file=log, cuda_home=env.get("CUDA_HOME"))
     if answer.jobs[0].error:

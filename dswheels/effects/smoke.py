@@ -16,6 +16,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from dswheels.core.model import Accelerator
 from dswheels.core.smoke import SmokeRun, deepspeed_config
 from dswheels.effects import proc
 from dswheels.effects.interpreter import probe_python
@@ -52,7 +53,7 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _env(accelerator: str, ext_dir: str) -> dict[str, str]:
+def _env(accelerator: Accelerator, ext_dir: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("DS_BUILD_")}
     env.update(
         {
@@ -65,13 +66,12 @@ def _env(accelerator: str, ext_dir: str) -> dict[str, str]:
             "OMP_NUM_THREADS": env.get("OMP_NUM_THREADS", "2"),
         },
     )
-    if accelerator:
-        env["DS_ACCELERATOR"] = accelerator
+    env["DS_ACCELERATOR"] = accelerator.value
     return env
 
 
 def run_smoke(
-    python: Path, runs: list[SmokeRun], *, device: str, accelerator: str, steps: int, log: Path | None
+    python: Path, runs: list[SmokeRun], *, device: str, accelerator: Accelerator, steps: int, log: Path | None
 ) -> list[dict[str, object]]:
     reporter = get_reporter()
     results: list[dict[str, object]] = []
@@ -134,7 +134,7 @@ def run_smoke(
     return results
 
 
-def run_adam_check(python: Path, *, accelerator: str, tolerance: float, log: Path | None) -> dict[str, object]:
+def run_adam_check(python: Path, *, accelerator: Accelerator, tolerance: float, log: Path | None) -> dict[str, object]:
     with tempfile.TemporaryDirectory(prefix="dsw-ext-") as ext, tempfile.TemporaryDirectory() as cwd:
         data, out = proc.run_script(
             python,

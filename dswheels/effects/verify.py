@@ -19,10 +19,10 @@ from dswheels.core.compat import Compat
 from dswheels.core.dlls import load_dll_facts
 from dswheels.core.dsreport import DsReport, parse_ds_report
 from dswheels.core.manifest import ManifestError, manifest_name, parse_manifest
-from dswheels.core.model import Cell
+from dswheels.core.model import Accelerator, Cell
 from dswheels.core.naming import cell_id
 from dswheels.core.opload import judge_loads
-from dswheels.core.sources import TorchSource
+from dswheels.core.sources import TorchSource, TorchSourceKind
 from dswheels.core.verify import Check, Expected, binary_checks, expected_from_manifest, gpu_checks, static_checks
 from dswheels.core.versions import format_version
 from dswheels.core.wheelfile import WheelContentError
@@ -170,7 +170,7 @@ def fresh_venv(
     index_args = torch_index_args(torch_source, plan_index)
     get_reporter().info(f"fresh venv {venv / 'env'}: torch {version} ({cell.variant.name}) and the wheel")
     uv_install(uv, python, [f"torch=={version}"], index_args, log_file=log)
-    deps_index = index_args if torch_source.kind == "pip" else []
+    deps_index = index_args if torch_source.kind is TorchSourceKind.PIP else []
     if torch_version is None:
         uv_install(uv, python, [str(wheel)], deps_index, log_file=log)
     else:
@@ -195,7 +195,7 @@ def runtime_checks(
     python: Path | None,
     torch_source: TorchSource,
     work_root: Path,
-    accelerator: str,
+    accelerator: Accelerator | None,
     log: Path | None,
     torch_version: str | None = None,
 ) -> RuntimeResult:
@@ -220,7 +220,9 @@ def runtime_checks(
     return result
 
 
-def _runtime(result: RuntimeResult, python: Path, expected: Expected, *, accelerator: str, log: Path | None) -> None:
+def _runtime(
+    result: RuntimeResult, python: Path, expected: Expected, *, accelerator: Accelerator | None, log: Path | None
+) -> None:
     cell = expected.cell
     info = probe_python(python)
     result.python, result.torch = info.python, info.torch or ""
@@ -239,7 +241,7 @@ def _runtime(result: RuntimeResult, python: Path, expected: Expected, *, acceler
             **_clean_env(),
             "TORCH_EXTENSIONS_DIR": ext_dir,
             # a CUDA wheel on a GPU-less host: DeepSpeed would pick the cpu accelerator and JIT everything
-            **({"DS_ACCELERATOR": accelerator} if accelerator else {}),
+            **({"DS_ACCELERATOR": accelerator.value} if accelerator else {}),
         }
         report = proc.run(
             [str(python), "-m", "deepspeed.env_report"],  # what the ds_report script runs
