@@ -25,7 +25,7 @@ from dswheels.core.model import PlannedCell, Platform, Python, Variant
 from dswheels.core.naming import cell_id, parse_cell_id
 from dswheels.core.plan import Combo, LocalHost, plan
 from dswheels.core.sources import TorchSource, TorchSourceKind
-from dswheels.core.versions import VersionTuple, format_version, parse_version
+from dswheels.core.versions import VersionTuple, format_version, parse_torch_minor, parse_version
 from dswheels.effects import proc
 from dswheels.effects.build import BuildOptions, CellResult, build_cell, discard_wheel
 from dswheels.effects.gha import in_github_actions, write_summary
@@ -230,6 +230,14 @@ def _newest_torch(compat: Compat, python: Python, os_name: str, variant: Variant
 def _plan_local(args: argparse.Namespace, compat: Compat) -> PlannedCell:
     """This machine as a cell: its Python and OS; torch and CUDA from this interpreter's torch, else from
     --torch/--cuda, else the newest torch for this Python with the CUDA of the toolkit found (or cpu)."""
+    try:
+        variant = Variant.parse(args.cuda) if args.cuda else None
+    except ValueError as exc:
+        raise ConfigError(f"--cuda: {exc}") from None
+    try:
+        torch = parse_torch_minor(args.torch) if args.torch else None
+    except ValueError as exc:
+        raise ConfigError(f"--torch: {exc}") from None
     info = probe_python(sys.executable)
     platform = Platform.from_sysconfig(info.platform)
     if platform is None:
@@ -238,11 +246,6 @@ def _plan_local(args: argparse.Namespace, compat: Compat) -> PlannedCell:
     deepspeed = parse_version(args.deepspeed) if args.deepspeed else compat.deepspeed_releases[-1]
     host_tools = detect_host()
     nvcc = parse_version(args.nvcc)[:2] if args.nvcc else host_tools.nvcc
-    try:
-        variant = Variant.parse(args.cuda) if args.cuda else None
-        torch = parse_version(args.torch)[:2] if args.torch else None
-    except ValueError as exc:
-        raise ConfigError(str(exc)) from None
     here = ""
     if info.torch is not None:
         here_torch = parse_version(".".join(info.torch.split("+")[0].split(".")[:2]))

@@ -15,6 +15,7 @@ from dswheels.core.model import Accelerator, Cell
 from dswheels.core.naming import cell_id
 from dswheels.core.sources import TorchSource
 from dswheels.core.verify import Check, Expected, ExpectedFrom, cell_from_wheel_filename, render_checks_markdown
+from dswheels.core.versions import parse_torch_release
 from dswheels.core.wheelfile import WheelContentError
 from dswheels.effects.files import write_text_atomic
 from dswheels.effects.gha import write_summary
@@ -82,14 +83,21 @@ def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
         help="DS_ACCELERATOR at run time (auto: the wheel's; none: leave it unset)",
     )
     p.add_argument(
-        "--torch",
-        dest="torch_version",
+        "--torch-version",
+        type=_torch_release,
         metavar="X.Y.Z",
-        help="install this torch into the fresh venv instead of the cell's (to see what a user with "
-        "another torch gets)",
+        help="install this exact torch release into the fresh venv instead of the cell's (to see what a user "
+        "with another torch gets)",
     )
     p.add_argument("--report", type=Path, metavar="FILE", help="write the results as JSON")
     p.set_defaults(func=run)
+
+
+def _torch_release(text: str) -> str:
+    try:
+        return parse_torch_release(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _torch_source(text: str | None) -> TorchSource:
