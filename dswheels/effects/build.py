@@ -305,17 +305,15 @@ def patch_tree(
 def _probe_ops(
     planned: PlannedCell, python: Path, src: Path, env: Mapping[str, str], log: Path
 ) -> tuple[str, list[OpSources]]:
-    data, result = proc.run_script(
-        python,
-        OP_SOURCES_SCRIPT,
-        [json.dumps(list(planned.ops.build_names))],
-        mark=op_sources.MARK,
+    result = proc.capture(
+        [str(python), str(OP_SOURCES_SCRIPT), json.dumps(list(planned.ops.build_names))],
         cwd=src,
         env=env,
         log_file=log,
         error=BuildError,
         what="DeepSpeed's op builders",
     )
+    data = proc.marked_json(result.output, op_sources.MARK)
     if not isinstance(data, dict):
         raise BuildError(
             "DeepSpeed's op builders could not be loaded in the build environment",

@@ -88,15 +88,13 @@ class Interpreter:
 
 def probe_python(python: Path | str, *, env: Mapping[str, str] | None = None, gpus: bool = False) -> PythonInfo:
     """Run :mod:`dswheels.probes.interpreter` in ``python`` (``gpus``: also count the CUDA devices torch sees)."""
-    data, result = proc.run_script(
-        python,
-        PROBE_SCRIPT,
-        [*(["--gpus"] if gpus else []), *_PROBE_MODULES],
-        mark=_probe_module.MARK,
+    result = proc.capture(
+        [str(python), str(PROBE_SCRIPT), *(["--gpus"] if gpus else []), *_PROBE_MODULES],
         env=env,
         error=EnvironmentMismatchError,
         what=f"probing {python}",
     )
+    data = proc.marked_json(result.output, _probe_module.MARK)
     if not isinstance(data, dict):
         raise EnvironmentMismatchError(
             f"cannot run the interpreter {python}",

@@ -45,11 +45,8 @@ def load_ops(
     is None when the script printed nothing (the run's tail says why).
     """
     request = {"ops": None if ops is None else list(ops), "accelerator": "wheel" if accelerator_from_wheel else None}
-    answer, result = proc.run_script(
-        python,
-        NO_JIT_SCRIPT,
-        ["load", json.dumps(request)],
-        mark=no_jit.LOAD_MARK,
+    result = proc.capture(
+        [str(python), str(NO_JIT_SCRIPT), "load", json.dumps(request)],
         cwd=cwd,
         env={**env, "TORCH_EXTENSIONS_DIR": str(extensions_dir)},
         log_file=log_file,
@@ -59,6 +56,7 @@ def load_ops(
         error=error,
         what="loading the ops",
     )
+    answer = proc.marked_json(result.output, no_jit.LOAD_MARK)
     if not isinstance(answer, dict):
         return None, result
     return parse_load(answer, jit_files(extensions_dir)), result

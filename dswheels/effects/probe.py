@@ -33,7 +33,7 @@ from dswheels.core.facts import (
 )
 from dswheels.core.linux_runtime import ElfError, defined_maximum, version_defs
 from dswheels.core.versions import format_version
-from dswheels.effects.proc import capture, find_tool, run_script
+from dswheels.effects.proc import capture, find_tool, marked_json
 from dswheels.errors import DswheelsError
 from dswheels.probes import environment as _probe_module
 
@@ -77,15 +77,13 @@ def probe_target(python: str, env: Mapping[str, str], *, light: bool = False) ->
     ``light`` reads torch's version and CUDA from ``torch/version.py`` instead of importing torch.
     """
     try:
-        data, result = run_script(
-            python,
-            PROBE_SCRIPT,
-            ["--light"] if light else [],
-            mark=_probe_module.MARK,
+        result = capture(
+            [str(python), str(PROBE_SCRIPT), *(["--light"] if light else [])],
             env=env,
             timeout=_TIMEOUT,
             what=f"the probe in {python}",
         )
+        data = marked_json(result.output, _probe_module.MARK)
     except DswheelsError as exc:
         return None, exc.message
     if isinstance(data, dict):

@@ -26,7 +26,7 @@ from dswheels.effects.clock import monotonic, utc_now
 from dswheels.errors import DswheelsError
 from dswheels.log import format_duration, get_reporter
 
-__all__ = ["RunResult", "Runner", "capture", "find_tool", "marked_line", "run", "run_script"]
+__all__ = ["RunResult", "Runner", "capture", "find_tool", "marked_json", "marked_line", "run"]
 
 TAIL_LINES = 60
 
@@ -248,40 +248,15 @@ def marked_line(output: str, mark: str) -> str | None:
     return None
 
 
-def run_script(
-    python: Path | str,
-    script: Path,
-    args: Sequence[str] = (),
-    *,
-    mark: str,
-    cwd: Path | None = None,
-    env: Mapping[str, str] | None = None,
-    log_file: Path | None = None,
-    heartbeat: float | None = None,
-    heartbeat_label: str = "",
-    timeout: float | None = None,
-    error: type[DswheelsError] = DswheelsError,
-    what: str = "",
-) -> tuple[object, RunResult]:
-    """Run a :mod:`dswheels.probes` script by file path in ``python``, as :func:`capture` does.
+def marked_json(output: str, mark: str) -> object:
+    r"""The JSON a :mod:`dswheels.probes` script printed after ``mark`` (:func:`marked_line`); None when it
+    printed none (it crashed: the run's ``tail`` says why) or the line was cut short (it was killed).
 
-    Returns its answer (the JSON after ``mark``; None when it printed none, e.g. it crashed)
-    and the run, whose ``tail`` says why.
+    >>> marked_json('Traceback ...\nDSWHEELS-X {"a": [1]}', "DSWHEELS-X ")
+    {'a': [1]}
     """
-    result = capture(
-        [str(python), str(script), *args],
-        cwd=cwd,
-        env=env,
-        log_file=log_file,
-        heartbeat=heartbeat,
-        heartbeat_label=heartbeat_label,
-        timeout=timeout,
-        error=error,
-        what=what,
-    )
-    payload = marked_line(result.output, mark)
+    payload = marked_line(output, mark)
     try:
-        answer = json.loads(payload) if payload is not None else None
-    except ValueError:  # a line cut short (the process was killed while writing it)
-        answer = None
-    return answer, result
+        return json.loads(payload) if payload is not None else None
+    except ValueError:
+        return None

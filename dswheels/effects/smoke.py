@@ -78,11 +78,8 @@ def run_smoke(
     for run in runs:
         spec = {"device": device, "config": deepspeed_config(run), "steps": steps, "hidden": 256}
         with tempfile.TemporaryDirectory(prefix="dsw-ext-") as ext, tempfile.TemporaryDirectory() as cwd:
-            data, out = proc.run_script(
-                python,
-                NO_JIT_SCRIPT,
-                ["train", json.dumps(spec)],
-                mark=no_jit.TRAIN_MARK,
+            out = proc.capture(
+                [str(python), str(NO_JIT_SCRIPT), "train", json.dumps(spec)],
                 cwd=Path(cwd),
                 env=_env(accelerator, ext),
                 heartbeat=60,
@@ -92,6 +89,7 @@ def run_smoke(
                 error=SmokeError,
                 what=f"smoke run {run.name}",
             )
+            data = proc.marked_json(out.output, no_jit.TRAIN_MARK)
             jit = list(jit_files(Path(ext)))
         result: dict[str, object] = {
             "name": run.name,
@@ -136,11 +134,8 @@ def run_smoke(
 
 def run_adam_check(python: Path, *, accelerator: Accelerator, tolerance: float, log: Path | None) -> dict[str, object]:
     with tempfile.TemporaryDirectory(prefix="dsw-ext-") as ext, tempfile.TemporaryDirectory() as cwd:
-        data, out = proc.run_script(
-            python,
-            NO_JIT_SCRIPT,
-            ["adam"],
-            mark=no_jit.ADAM_MARK,
+        out = proc.capture(
+            [str(python), str(NO_JIT_SCRIPT), "adam"],
             cwd=Path(cwd),
             env=_env(accelerator, ext),
             log_file=log,
@@ -148,6 +143,7 @@ def run_adam_check(python: Path, *, accelerator: Accelerator, tolerance: float, 
             error=SmokeError,
             what="DeepSpeedCPUAdam vs AdamW",
         )
+        data = proc.marked_json(out.output, no_jit.ADAM_MARK)
     if not isinstance(data, dict):
         return {"ok": False, "error": _exception_line(out.output) or " / ".join(out.tail[-3:])}
     diff = float(str(data["max_abs_diff"]))

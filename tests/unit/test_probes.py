@@ -260,9 +260,12 @@ def test_the_no_jit_script_names_its_modes() -> None:
 
 def test_the_op_sources_probe_reads_a_source_trees_builders(tmp_path: Path) -> None:
     tree = write_files(tmp_path / "src", source_tree())
-    data, result = proc.run_script(
-        sys.executable, OP_SOURCES_SCRIPT, ['["cpu_adam", "async_io"]'], mark=op_sources.MARK, cwd=tree, env=_env()
+    result = proc.capture(
+        [str(sys.executable), str(OP_SOURCES_SCRIPT), '["cpu_adam", "async_io"]'],
+        cwd=tree,
+        env=_env(),
     )
+    data = proc.marked_json(result.output, op_sources.MARK)
     assert data == {
         "accelerator": "cpu",
         "ops": {
@@ -286,6 +289,10 @@ def test_the_op_sources_probe_reads_a_source_trees_builders(tmp_path: Path) -> N
 
 
 def test_the_op_sources_probe_outside_a_source_tree(tmp_path: Path) -> None:
-    data, result = proc.run_script(sys.executable, OP_SOURCES_SCRIPT, ["[]"], mark=op_sources.MARK, cwd=tmp_path)
+    result = proc.capture(
+        [str(sys.executable), str(OP_SOURCES_SCRIPT), "[]"],
+        cwd=tmp_path,
+    )
+    data = proc.marked_json(result.output, op_sources.MARK)
     assert data is None
     assert "No module named 'op_builder'" in result.output
