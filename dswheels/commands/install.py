@@ -162,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
         reporter.info(f"installed deepspeed {version} (not verified: --no-verify)")
         return 0
     with reporter.group("verify: load every prebuilt op with an empty TORCH_EXTENSIONS_DIR"):
-        result = quick_verify(python, expected_version=version, env=env)
+        result = quick_verify(python, expected_version=version, accelerator=verdict.cell.variant.accelerator, env=env)
     ops = ", ".join(sorted(result.loaded)) or "none"
     reporter.info(
         f"installed deepspeed {version} into {python}: {len(result.loaded)} prebuilt ops load without JIT ({ops})",

@@ -2,7 +2,7 @@
 
 :func:`quick_verify` runs the JIT-forbidding loader ``verify`` uses (:mod:`dswheels.effects.opload`)
 in the target interpreter: every op the wheel marks as installed is loaded through DeepSpeed's
-own builder, with DeepSpeed's accelerator set to the wheel's and an empty
+own builder, with DeepSpeed's accelerator set to the cell's (what the wheel is built for) and an empty
 ``TORCH_EXTENSIONS_DIR``; the module must be the prebuilt one (``builder.absolute_name()``)
 and nothing may appear in the extensions directory (that would be a JIT compile).
 """
@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from dswheels.core.model import Accelerator
 from dswheels.core.opload import load_problems
 from dswheels.effects.opload import load_ops
 from dswheels.effects.proc import capture, find_tool, run
@@ -63,12 +64,19 @@ def install_wheel(python: str, wheel: Path, *, installer: str, env: Mapping[str,
     )
 
 
-def quick_verify(python: str, *, expected_version: str, env: Mapping[str, str]) -> VerifyResult:
-    """Load every installed op in ``python`` with an empty TORCH_EXTENSIONS_DIR; VerifyError if any fails."""
+def quick_verify(
+    python: str, *, expected_version: str, accelerator: Accelerator, env: Mapping[str, str]
+) -> VerifyResult:
+    """Load every installed op in ``python`` under the wheel's ``accelerator`` (``DS_ACCELERATOR``) with an
+    empty TORCH_EXTENSIONS_DIR; VerifyError if any fails."""
     with tempfile.TemporaryDirectory(prefix="dswheels-verify-ext-") as ext:
         try:
             report, result = load_ops(
-                python, None, env=env, extensions_dir=Path(ext), accelerator_from_wheel=True, error=VerifyError
+                python,
+                None,
+                env={**env, "DS_ACCELERATOR": accelerator.value},
+                extensions_dir=Path(ext),
+                error=VerifyError,
             )
         except DswheelsError as exc:
             raise VerifyError(f"could not run the verify step: {exc.message}") from None

@@ -32,7 +32,6 @@ def load_ops(
     *,
     env: Mapping[str, str],
     extensions_dir: Path,
-    accelerator_from_wheel: bool = False,
     cwd: Path | None = None,
     log_file: Path | None = None,
     timeout: float = 1200,
@@ -40,11 +39,11 @@ def load_ops(
 ) -> tuple[LoadReport | None, proc.RunResult]:
     """Load ``ops`` (None: every op the installed wheel marks) in ``python`` with JIT forbidden.
 
-    ``extensions_dir`` becomes ``TORCH_EXTENSIONS_DIR``; it should be empty. ``accelerator_from_wheel``
-    sets ``DS_ACCELERATOR`` to the wheel's own (``install``; ``verify`` sets it in ``env``). The report
-    is None when the script printed nothing (the run's tail says why).
+    ``extensions_dir`` becomes ``TORCH_EXTENSIONS_DIR``; it should be empty. ``env`` carries
+    ``DS_ACCELERATOR`` (or leaves it to DeepSpeed's detection). The report is None when the script
+    printed nothing (the run's tail says why).
     """
-    request = {"ops": None if ops is None else list(ops), "accelerator": "wheel" if accelerator_from_wheel else None}
+    request = {"ops": None if ops is None else list(ops)}
     result = proc.capture(
         [str(python), str(NO_JIT_SCRIPT), "load", json.dumps(request)],
         cwd=cwd,

@@ -7,12 +7,11 @@ raises :class:`WouldJitError`, so a wheel that lacks an op, or was built for ano
 accelerator, fails loudly instead of compiling for minutes and passing. The caller also runs it
 with an empty ``TORCH_EXTENSIONS_DIR`` and checks that it stays empty.
 
-``python no_jit.py load REQUEST``: ``REQUEST`` is ``{"ops": [names] | null, "accelerator":
-"wheel" | null}``; null ops: every op ``installed_ops`` marks; ``"wheel"`` sets
-``DS_ACCELERATOR`` to the one the wheel was built for (read from its
-``git_version_info_installed.py``) before DeepSpeed is imported. Prints
-:data:`LOAD_MARK` and per op the module it loaded and whether it is the prebuilt one
-(``builder.absolute_name()``), with DeepSpeed's and torch's versions and both accelerators.
+``python no_jit.py load REQUEST``: ``REQUEST`` is ``{"ops": [names] | null}``; null: every op
+``installed_ops`` marks. Prints :data:`LOAD_MARK` and per op the module it loaded and whether
+it is the prebuilt one (``builder.absolute_name()``), with DeepSpeed's and torch's versions and
+both accelerators (the caller sets ``DS_ACCELERATOR``: DeepSpeed loads a prebuilt op only under
+the accelerator it was built for).
 
 ``python no_jit.py train SPEC``: a few steps of a tiny model through ``deepspeed.initialize``
 (``SPEC``: device, DeepSpeed config, steps, hidden size); prints :data:`TRAIN_MARK` with the
@@ -24,11 +23,9 @@ Standard library only (besides the torch and DeepSpeed it tests), Python 3.10+.
 
 from __future__ import annotations
 
-import ast
 import importlib
 import importlib.util
 import json
-import os
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -60,24 +57,13 @@ def _err(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def _deepspeed_dir() -> str | None:
-    """Where ``deepspeed`` would be imported from, without importing it."""
+def _importable(package: str) -> bool:
+    """Whether ``package`` would import, without importing it."""
     try:
-        spec = importlib.util.find_spec("deepspeed")
+        spec = importlib.util.find_spec(package)
     except (ImportError, ValueError):
-        return None
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return str(next(iter(spec.submodule_search_locations)))
-
-
-def wheel_accelerator(ds_dir: str) -> str:
-    """``accelerator_name`` of ``git_version_info_installed.py``, read without importing DeepSpeed."""
-    text = (Path(ds_dir) / "git_version_info_installed.py").read_text(encoding="utf-8")
-    for node in ast.parse(text).body:
-        if isinstance(node, ast.Assign) and [getattr(t, "id", "") for t in node.targets] == ["accelerator_name"]:
-            return str(ast.literal_eval(node.value))
-    return ""
+        return False
+    return spec is not None and bool(spec.submodule_search_locations)
 
 
 def _load_one(all_ops: dict[str, Any], name: str) -> dict[str, object]:
@@ -98,17 +84,14 @@ def _load_one(all_ops: dict[str, Any], name: str) -> dict[str, object]:
     return entry
 
 
-def load(ops: Sequence[str] | None, *, accelerator: str | None) -> dict[str, object]:
+def load(ops: Sequence[str] | None) -> dict[str, object]:
     """Load ``ops`` (None: every installed op) with JIT forbidden; what happened, as :func:`main` prints it."""
     result: dict[str, object] = {"version": "", "torch": "", "torch_cuda": None, "accelerator_runtime": ""}
     result.update(accelerator_wheel="", torch_info={}, ops={}, error="")
-    ds_dir = _deepspeed_dir()
-    if ds_dir is None:
+    if not _importable("deepspeed"):
         result["error"] = f"deepspeed is not importable in {sys.executable}"
         return result
     try:
-        if accelerator == "wheel":  # the wheel's accelerator must be the one DeepSpeed picks, or load() JIT-compiles
-            os.environ["DS_ACCELERATOR"] = wheel_accelerator(ds_dir)
         torch = importlib.import_module("torch")
         result.update(torch=str(torch.__version__), torch_cuda=torch.version.cuda)
         forbid_jit()
@@ -206,7 +189,7 @@ def adam() -> dict[str, object]:
 def _load_main(args: Sequence[str]) -> tuple[str, dict[str, object]]:
     request = json.loads(args[0]) if args else {}
     ops = request.get("ops")
-    return LOAD_MARK, load(None if ops is None else [str(o) for o in ops], accelerator=request.get("accelerator"))
+    return LOAD_MARK, load(None if ops is None else [str(o) for o in ops])
 
 
 def _train_main(args: Sequence[str]) -> tuple[str, dict[str, object]]:

@@ -222,16 +222,17 @@ def test_the_loader_catches_an_op_compiled_behind_jit_loads_back(tmp_path: Path)
     ]
 
 
-def test_the_loader_takes_the_wheels_accelerator_when_asked(tmp_path: Path) -> None:
+def test_the_loader_runs_under_the_accelerator_it_is_given(tmp_path: Path) -> None:
+    """A CUDA wheel on a GPU-less host: DeepSpeed picks cpu unless DS_ACCELERATOR says cuda."""
     site = _standin(tmp_path, accelerator="cuda")
     ext = tmp_path / "ext"
     ext.mkdir()
     plain, _ = load_ops(sys.executable, [], env=_env(site), extensions_dir=ext)
     assert plain is not None
     assert (plain.accelerator_runtime, plain.accelerator_wheel) == ("cpu", "cuda")
-    own, _ = load_ops(sys.executable, [], env=_env(site), extensions_dir=ext, accelerator_from_wheel=True)
-    assert own is not None
-    assert (own.accelerator_runtime, own.accelerator_wheel) == ("cuda", "cuda")
+    told, _ = load_ops(sys.executable, [], env={**_env(site), "DS_ACCELERATOR": "cuda"}, extensions_dir=ext)
+    assert told is not None
+    assert (told.accelerator_runtime, told.accelerator_wheel) == ("cuda", "cuda")
 
 
 def test_the_loader_without_deepspeed_or_torch(tmp_path: Path) -> None:
