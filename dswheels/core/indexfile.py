@@ -21,7 +21,7 @@ from dswheels.core.naming import PROJECT, PublishedWheel, try_parse_wheel
 __all__ = ["MAX_FILENAME", "MAX_LINKS", "IndexFile", "link_problem", "parse_project_page", "project_page_url"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class IndexFile:
     """One file link of a project page.
 

@@ -274,7 +274,7 @@ def exceeds(floor: RuntimeFloor, limit: RuntimeFloor) -> list[str]:
     return problems
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class RuntimeJudgement:
     """A need (a wheel's floor) against a limit (the promised maximum, or what a system defines)."""
 

@@ -164,7 +164,7 @@ class WheelNameError(ValueError):
     """A file name that is not a DeepSpeed wheel's (or, for :func:`parse_wheel`, not a dswheels one)."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class WheelName:
     """Any DeepSpeed wheel's file name, read by ``packaging``: one tag triple."""
 
@@ -201,7 +201,7 @@ def parse_wheel_name(filename: str) -> WheelName:
     return WheelName(filename=filename, version=version, build="".join(map(str, build)), tag=tag)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class PublishedWheel:
     """A dswheels wheel filename, understood: the cell it was built for and its partition."""
 

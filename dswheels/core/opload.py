@@ -15,7 +15,7 @@ from dataclasses import dataclass
 __all__ = ["LoadReport", "OpLoad", "OpVerdict", "judge_loads", "load_problems", "parse_load"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class OpLoad:
     name: str
     module: str  # what the op's builder says the prebuilt module is (absolute_name())
@@ -26,7 +26,7 @@ class OpLoad:
     seconds: float
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class LoadReport:
     """The answer of ``no_jit.py load``, and what appeared in ``TORCH_EXTENSIONS_DIR`` meanwhile."""
 
@@ -41,7 +41,7 @@ class LoadReport:
     raw: Mapping[str, object]  # the answer as printed (verify's report keeps it)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class OpVerdict:
     name: str
     ok: bool
@@ -97,12 +97,12 @@ def judge_loads(report: LoadReport) -> tuple[OpVerdict, ...]:
     verdicts = []
     for op in report.ops:
         if op.prebuilt:
-            verdicts.append(OpVerdict(op.name, ok=True, detail=f"{op.loaded} from the wheel in {op.seconds}s"))
+            verdicts.append(OpVerdict(name=op.name, ok=True, detail=f"{op.loaded} from the wheel in {op.seconds}s"))
             continue
         why = op.error or f"loaded {op.loaded} instead of the prebuilt {op.module} (JIT-compiled)"
         if report.accelerator_runtime != report.accelerator_wheel:
             why += f" (run-time accelerator {report.accelerator_runtime}, the wheel's {report.accelerator_wheel})"
-        verdicts.append(OpVerdict(op.name, ok=False, detail=why))
+        verdicts.append(OpVerdict(name=op.name, ok=False, detail=why))
     return tuple(verdicts)
 
 

@@ -66,7 +66,7 @@ def torch_pin(torch: VersionTuple) -> str:
 _REQ_NAME_RE = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class Metadata:
     """The fields of a wheel's core metadata (``METADATA``) that dswheels reads."""
 
@@ -241,7 +241,7 @@ def extension_for_module(module: str, names: Sequence[str]) -> str | None:
     return None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class OpsInWheel:
     """The ops a wheel should hold against what it holds: ``installed_ops`` and an extension file per op."""
 

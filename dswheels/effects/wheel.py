@@ -36,7 +36,7 @@ MAX_METADATA_BYTES = 8 * 1024**2  # DeepSpeed's METADATA is ~20 KB
 _HINT = "the file is damaged or not a wheel: build or download it again"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class WheelContents:
     """What a wheel holds, as far as dswheels reads it."""
 

@@ -34,7 +34,7 @@ class PublishedRuntime:
     note: str = ""  # why runtime is None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class SystemJudgement:
     """A need (a wheel's runtime, or the promise) against this system's glibc and libstdc++.
 
