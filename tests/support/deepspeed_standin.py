@@ -21,16 +21,17 @@ import types
 
 
 class OpBuilder:
+    NAME = ""  # set by each op's builder class, as in DeepSpeed (which builds them without arguments)
+    MODULE = ""
     PREBUILT = True  # False: the prebuilt op is unusable here (another torch, another accelerator)
     COMPATIBLE = True
 
-    def __init__(self, name, module):
-        self.name = name
-        self._module = module
-        self.BUILD_VAR = "DS_BUILD_" + name.upper()
+    def __init__(self):
+        self.name = self.NAME
+        self.BUILD_VAR = "DS_BUILD_" + self.NAME.upper()
 
     def absolute_name(self):
-        return self._module
+        return self.MODULE
 
     def sources(self):
         return ["csrc/" + self.name + ".cpp"]
@@ -40,9 +41,20 @@ class OpBuilder:
             print(self.name + " requires a library this machine lacks")
         return self.COMPATIBLE
 
+    def builder(self):
+        """What setup.py compiles: torch's CppExtension with this op's flags."""
+        from torch.utils.cpp_extension import CppExtension
+
+        return CppExtension(
+            name=self.absolute_name(),
+            sources=self.sources(),
+            extra_compile_args={"cxx": ["-O3", "-std=c++17"]},
+            include_dirs=[os.path.abspath("csrc/includes")],
+        )
+
     def load(self, verbose=True):
         if self.PREBUILT:
-            return importlib.import_module(self._module)
+            return importlib.import_module(self.MODULE)
         return self.jit_load(verbose)
 
     def jit_load(self, verbose=True):
@@ -77,11 +89,16 @@ class AioBuilder(OpBuilder):
     COMPATIBLE = False
 
 
+def _op(kind, name, module):
+    """One op's builder class (CPUAdamBuilder...), instantiated as all_ops does."""
+    return type(name + "_builder", (kind,), {"NAME": name, "MODULE": module})()
+
+
 KIND = {"prebuilt": OpBuilder, "jit": JitBuilder, "stray": StrayBuilder}[__KIND__]
 ALL_OPS = {
-    "cpu_adam": KIND("cpu_adam", "deepspeed.ops.adam.cpu_adam_op"),
-    "fused_adam": KIND("fused_adam", "deepspeed.ops.adam.fused_adam_op"),
-    "async_io": AioBuilder("async_io", "deepspeed.ops.aio.async_io_op"),
+    "cpu_adam": _op(KIND, "cpu_adam", "deepspeed.ops.adam.cpu_adam_op"),
+    "fused_adam": _op(KIND, "fused_adam", "deepspeed.ops.adam.fused_adam_op"),
+    "async_io": _op(AioBuilder, "async_io", "deepspeed.ops.aio.async_io_op"),
 }
 '''
 
@@ -136,10 +153,14 @@ def source_tree(*, kind: str = "prebuilt") -> dict[str, str]:
 
 
 def torch_package(version: str, cuda: str | None = None) -> dict[str, str]:
-    """A ``torch`` that knows its version and CUDA (``torch.version``), as torch's version.py spells them."""
+    """A ``torch`` that knows its version and CUDA (``torch.version``, as torch's version.py spells them)
+    and has ``torch.utils.cpp_extension`` (what DeepSpeed's builders hand their flags to)."""
     return {
         "torch/__init__.py": "from torch import version\n__version__ = version.__version__\n",
         "torch/version.py": f"__version__ = {version!r}\ncuda = {cuda!r}\nhip = None\n",
+        "torch/utils/__init__.py": "",
+        "torch/utils/cpp_extension.py": "CUDA_HOME = None\n\n\ndef CppExtension(name, sources, **kwargs):\n"
+        "    raise RuntimeError('a stand-in: nothing compiles')\n\n\nCUDAExtension = CppExtension\n",
     }
 
 

@@ -17,10 +17,12 @@ import packaging
 import pytest
 
 import dswheels.probes
+from dswheels.core.opflags import OpFlags, ProbeJob
 from dswheels.core.opload import judge_loads, load_problems
 from dswheels.effects import proc
 from dswheels.effects.build import OP_SOURCES_SCRIPT
 from dswheels.effects.interpreter import probe_python
+from dswheels.effects.opflags import run_probe
 from dswheels.effects.opload import NO_JIT_SCRIPT, load_ops
 from dswheels.effects.probe import collect, probe_target
 from dswheels.errors import EnvironmentMismatchError
@@ -254,6 +256,35 @@ def test_the_no_jit_script_names_its_modes() -> None:
     result = proc.capture([sys.executable, str(NO_JIT_SCRIPT), "compile"])
     assert result.returncode == 2
     assert "usage: no_jit.py {load|train|adam}" in result.output
+
+
+# --- op_flags (build, plan's flag record) --------------------------------------------------------
+
+
+def test_the_op_flags_probe_records_what_the_builders_pass(tmp_path: Path) -> None:
+    site = write_files(tmp_path / "site", torch_package("2.13.0"))
+    tree = write_files(tmp_path / "src", source_tree())
+    answer = run_probe(sys.executable, [ProbeJob(tree=str(tree), ops=("cpu_adam", "async_io"))], env=_env(site))
+    assert answer.platform == sys.platform
+    (job,) = answer.jobs
+    assert (job.accelerator, job.error) == ("cpu", "")
+    flags = job.results[0].ops
+    assert flags["cpu_adam"] == OpFlags(
+        op="cpu_adam",
+        extension="CppExtension",
+        cxx=("-O3", "-std=c++17"),
+        nvcc=None,
+        include_dirs=("csrc/includes",),
+        compatible=True,
+    )
+    assert flags["async_io"].compatible is False
+    assert set(flags) == {"cpu_adam", "async_io"}
+
+
+def test_the_op_flags_probe_outside_a_source_tree(tmp_path: Path) -> None:
+    site = write_files(tmp_path / "site", torch_package("2.13.0"))
+    answer = run_probe(sys.executable, [ProbeJob(tree=str(tmp_path))], env=_env(site))
+    assert answer.jobs[0].error == "ModuleNotFoundError: No module named 'op_builder'"
 
 
 # --- op_sources (build) ------------------------------------------------------------------------
