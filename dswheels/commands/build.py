@@ -26,8 +26,8 @@ from dswheels.core.config import parse_matrix
 from dswheels.core.model import PlannedCell, Platform, Python, Variant
 from dswheels.core.naming import cell_id, parse_cell_id
 from dswheels.core.plan import Combo, LocalHost, plan
-from dswheels.core.sources import TorchSource
-from dswheels.core.versions import VersionTuple, format_version, parse_version
+from dswheels.core.sources import TorchSource, TorchSourceKind
+from dswheels.core.versions import VersionTuple, format_version, parse_torch_minor, parse_version
 from dswheels.effects import proc
 from dswheels.effects.build import BuildOptions, CellResult, build_cell, discard_wheel
 from dswheels.effects.gha import in_github_actions, write_summary
@@ -218,17 +218,17 @@ def _split_cells(values: Sequence[str]) -> list[str]:
 
 def _torch_source(text: str | None) -> TorchSource:
     if text is None:
-        return TorchSource("plan")
+        return TorchSource(TorchSourceKind.PLAN)
     if text == "pip":
-        return TorchSource("pip")
+        return TorchSource(TorchSourceKind.PIP)
     if "://" in text and not text.startswith("file://"):
-        return TorchSource("index", text)
+        return TorchSource(TorchSourceKind.INDEX, text)
     path = Path(text.removeprefix("file://")).expanduser()
     if not path.exists():
         raise ConfigError(f"--torch-index {text}: no such directory", hint="give an index URL, a directory, or 'pip'")
     if (path / "torch").is_dir() or (path / "index.html").exists():
-        return TorchSource("index", path.resolve().as_uri())
-    return TorchSource("links", str(path.resolve()))
+        return TorchSource(TorchSourceKind.INDEX, path.resolve().as_uri())
+    return TorchSource(TorchSourceKind.LINKS, str(path.resolve()))
 
 
 def _plan_cells(args: argparse.Namespace, compat: Compat) -> list[PlannedCell]:
@@ -288,6 +288,14 @@ def _newest_torch(compat: Compat, python: Python, os_name: str, variant: Variant
 def _plan_local(args: argparse.Namespace, compat: Compat) -> PlannedCell:
     """This machine as a cell: its Python and OS; torch and CUDA from this interpreter's torch, else from
     --torch/--cuda, else the newest torch for this Python with the CUDA of the toolkit found (or cpu)."""
+    try:
+        variant = Variant.parse(args.cuda) if args.cuda else None
+    except ValueError as exc:
+        raise ConfigError(f"--cuda: {exc}") from None
+    try:
+        torch = parse_torch_minor(args.torch) if args.torch else None
+    except ValueError as exc:
+        raise ConfigError(f"--torch: {exc}") from None
     info = probe_python(sys.executable)
     platform = Platform.from_sysconfig(info.platform)
     if platform is None:
@@ -296,11 +304,6 @@ def _plan_local(args: argparse.Namespace, compat: Compat) -> PlannedCell:
     deepspeed = parse_version(args.deepspeed) if args.deepspeed else compat.deepspeed_releases[-1]
     host_tools = detect_host()
     nvcc = parse_version(args.nvcc)[:2] if args.nvcc else host_tools.nvcc
-    try:
-        variant = Variant.parse(args.cuda) if args.cuda else None
-        torch = parse_version(args.torch)[:2] if args.torch else None
-    except ValueError as exc:
-        raise ConfigError(str(exc)) from None
     here = ""
     if info.torch is not None:
         here_torch = parse_version(".".join(info.torch.split("+")[0].split(".")[:2]))

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from dswheels.commands.common import Subparsers, formatter
 from dswheels.core.compat import load_compat
-from dswheels.core.index import IndexFile, apply_yanked, parse_yanked, render_site
+from dswheels.core.index import apply_yanked, parse_yanked, render_site
+from dswheels.core.indexfile import IndexFile
 from dswheels.core.sources import torch_index_problem
 from dswheels.effects.clock import monotonic
 from dswheels.effects.files import read_bounded
@@ -133,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
         raise PublishError(str(exc)) from None
     with reporter.group(f"write {args.out}"):
         write_site(args.out, pages, wheels=wheels)
-    partitions = sorted({f.wheel.partition for f in files})
+    partitions = sorted({f.published.partition for f in files})
     shown = ", ".join(partitions[:6]) + (f", ... ({len(partitions) - 6} more)" if len(partitions) > 6 else "")
     summary = (
         f"wrote {args.out}: {len(files)} wheels in {len(partitions)} partitions ({shown or 'none'})"

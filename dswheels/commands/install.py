@@ -12,10 +12,10 @@ from dswheels.commands.common import Subparsers, formatter
 from dswheels.commands.doctor import add_target_arguments, parse_deepspeed
 from dswheels.core.compat import Compat, load_compat
 from dswheels.core.doctor import IndexView, diagnose
-from dswheels.core.doctor.checks_linux_runtime import describe_system, fix_for, judge_runtime, need_words
+from dswheels.core.doctor.checks_linux_runtime import describe_system, fix_for, judge_system, need_words
 from dswheels.core.facts import LinuxRuntime
+from dswheels.core.indexfile import IndexFile
 from dswheels.core.naming import wheel_version
-from dswheels.core.pick import IndexFile
 from dswheels.effects.index_read import check_followable, download_wheel, read_index, read_manifest
 from dswheels.effects.install import choose_installer, install_argv, install_wheel, quick_verify
 from dswheels.effects.probe import collect, current_environment
@@ -79,14 +79,14 @@ def check_runtime(lr: LinuxRuntime, wheel: IndexFile, compat: Compat) -> None:
             f"notice: no glibc/libstdc++ check for {wheel.filename}: {published.note} ({published.manifest_url}); "
             "installing anyway",
         )
-        promise = judge_runtime(lr, compat.linux_runtime_floor, "the published Linux wheels")
+        promise = judge_system(lr, compat.linux_runtime_floor, "the published Linux wheels")
         if promise.problems:
             reporter.warning(
                 f"{promise.needs} {need_words(promise.need, compat.libstdcxx)} and this system has {system}: "
                 "its ops may fail to load (`dswheels doctor` says more)",
             )
         return
-    judgement = judge_runtime(lr, published.runtime, f"the wheel {wheel.filename}")
+    judgement = judge_system(lr, published.runtime, f"the wheel {wheel.filename}")
     need = published.runtime.describe(compat.libstdcxx)
     if judgement.problems:
         raise EnvironmentMismatchError(
@@ -162,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
         reporter.info(f"installed deepspeed {version} (not verified: --no-verify)")
         return 0
     with reporter.group("verify: load every prebuilt op with an empty TORCH_EXTENSIONS_DIR"):
-        result = quick_verify(python, expected_version=version, env=env)
+        result = quick_verify(python, expected_version=version, accelerator=verdict.cell.variant.accelerator, env=env)
     ops = ", ".join(sorted(result.loaded)) or "none"
     reporter.info(
         f"installed deepspeed {version} into {python}: {len(result.loaded)} prebuilt ops load without JIT ({ops})",

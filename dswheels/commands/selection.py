@@ -52,7 +52,9 @@ def add_selection_arguments(p: argparse.ArgumentParser) -> None:
         "--only", action="append", default=[], metavar="ID", help="cell id or glob of the matrix (repeatable)"
     )
     p.add_argument("--deepspeed", metavar="X.Y.Z", help="DeepSpeed version of the combination")
-    p.add_argument("--torch", metavar="M.m", help="torch MAJOR.MINOR of the combination")
+    p.add_argument(
+        "--torch", metavar="M.m", help="torch MAJOR.MINOR of the combination, as in the label (2.14, not 2.14.1)"
+    )
     p.add_argument("--cuda", metavar="cuXYZ|X.Y|cpu", help="torch variant of the combination (cpu for the CPU build)")
     p.add_argument("--python", metavar="3.X", help="Python version of the combination")
     p.add_argument("--platform", metavar="PLAT", help="win_amd64 or linux_x86_64")

@@ -11,16 +11,17 @@ from dswheels import __version__
 from dswheels.commands.build import _torch_source
 from dswheels.commands.common import Subparsers, add_torch_index_argument, formatter
 from dswheels.core.compat import Compat, load_compat
+from dswheels.core.model import Accelerator
 from dswheels.core.naming import cell_id
 from dswheels.core.smoke import render_smoke_markdown, runs_for
-from dswheels.core.verify import Expected, cell_from_wheel_filename
-from dswheels.core.wheelfile import parse_installed_info
-from dswheels.effects import proc
+from dswheels.core.verify import Expected, ExpectedFrom, cell_from_wheel_filename
+from dswheels.core.wheelfile import WheelContentError
 from dswheels.effects.files import write_text_atomic
 from dswheels.effects.gha import write_summary
-from dswheels.effects.smoke import SmokeResult, run_adam_check, run_smoke
+from dswheels.effects.smoke import SmokeResult, has_gpu, run_adam_check, run_smoke
 from dswheels.effects.sources import env_cache_dir
-from dswheels.effects.verify import discard_venv, fresh_venv, read_wheel_data
+from dswheels.effects.verify import discard_venv, fresh_venv
+from dswheels.effects.wheel import read_wheel
 from dswheels.errors import ConfigError, DswheelsError, EnvironmentMismatchError, SmokeError
 from dswheels.log import get_reporter
 
@@ -73,15 +74,6 @@ def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
         "--report", type=Path, metavar="FILE", help=f"write the results of every wheel as JSON ({SMOKE_SCHEMA})"
     )
     p.set_defaults(func=run)
-
-
-_GPU_PROBE = "import torch; print('DSWHEELS-GPU', torch.cuda.is_available() and torch.cuda.device_count())"
-
-
-def _has_gpu(python: Path) -> bool:
-    out = proc.capture([str(python), "-c", _GPU_PROBE])
-    answer = proc.marked_line(out.output, "DSWHEELS-GPU ") or ""
-    return answer.split()[-1:] not in ([], ["False"], ["0"])
 
 
 def run(args: argparse.Namespace) -> int:
@@ -138,9 +130,11 @@ def _smoke_one(wheel: Path, args: argparse.Namespace, compat: Compat) -> dict[st
         cell = cell_from_wheel_filename(wheel.name)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
-    data = read_wheel_data(wheel)
-    ops = parse_installed_info(data.installed_text).built_ops
-    expected = Expected(cell=cell, ops=ops, source="wheel")
+    try:
+        ops = read_wheel(wheel, error=SmokeError).installed.built_ops
+    except WheelContentError as exc:
+        raise SmokeError(f"{wheel.name}: {exc}") from None
+    expected = Expected(cell=cell, ops=ops, source=ExpectedFrom.WHEEL)
     reporter = get_reporter()
     cache = env_cache_dir()
     log = cache / "smoke" / f"{wheel.name}.log"
@@ -157,7 +151,7 @@ def _smoke_one(wheel: Path, args: argparse.Namespace, compat: Compat) -> dict[st
     try:
         device = args.device
         if device == "auto":
-            device = "cuda" if _has_gpu(python) else "cpu"
+            device = "cuda" if has_gpu(python) else "cpu"
         if cell.variant.is_cuda and device == "cpu":
             raise EnvironmentMismatchError(
                 f"{wheel.name} is a {cell.variant.name} wheel: its ops are built for the cuda accelerator, so a "
@@ -165,7 +159,7 @@ def _smoke_one(wheel: Path, args: argparse.Namespace, compat: Compat) -> dict[st
                 hint="run smoke on the GPU runner (dswheels verify checks the wheel statically and loads its ops "
                 "with DS_ACCELERATOR=cuda without a GPU)",
             )
-        accelerator = "cuda" if device == "cuda" else "cpu"
+        accelerator = Accelerator(device)
         runs, skipped = runs_for(device, ops)
         result = SmokeResult()
         with reporter.group(f"{cell_id(cell)}: smoke on {device} ({len(runs)} runs, {args.steps} steps each)"):

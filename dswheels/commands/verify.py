@@ -11,22 +11,17 @@ from dswheels import __version__
 from dswheels.commands.build import plan_cell_ids
 from dswheels.commands.common import Subparsers, add_torch_index_argument, formatter
 from dswheels.core.compat import load_compat
-from dswheels.core.model import Cell
+from dswheels.core.model import Accelerator, Cell
 from dswheels.core.naming import cell_id
 from dswheels.core.sources import TorchSource
-from dswheels.core.verify import Check, Expected, cell_from_wheel_filename, render_checks_markdown
-from dswheels.core.wheelfile import WheelContentError, parse_installed_info
+from dswheels.core.verify import Check, Expected, ExpectedFrom, cell_from_wheel_filename, render_checks_markdown
+from dswheels.core.versions import parse_torch_release
+from dswheels.core.wheelfile import WheelContentError
 from dswheels.effects.files import write_text_atomic
 from dswheels.effects.gha import write_summary
 from dswheels.effects.sources import env_cache_dir
-from dswheels.effects.verify import (
-    RuntimeResult,
-    WheelData,
-    load_expected,
-    read_wheel_data,
-    runtime_checks,
-    static_part,
-)
+from dswheels.effects.verify import RuntimeResult, load_expected, read_verified_wheel, runtime_checks, static_part
+from dswheels.effects.wheel import WheelContents
 from dswheels.errors import ConfigError, VerifyError
 from dswheels.log import get_reporter
 
@@ -88,14 +83,21 @@ def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
         help="DS_ACCELERATOR at run time (auto: the wheel's; none: leave it unset)",
     )
     p.add_argument(
-        "--torch",
-        dest="torch_version",
+        "--torch-version",
+        type=_torch_release,
         metavar="X.Y.Z",
-        help="install this torch into the fresh venv instead of the cell's (to see what a user with "
-        "another torch gets)",
+        help="install this exact torch release into the fresh venv instead of the cell's (to see what a user "
+        "with another torch gets)",
     )
     p.add_argument("--report", type=Path, metavar="FILE", help="write the results as JSON")
     p.set_defaults(func=run)
+
+
+def _torch_release(text: str) -> str:
+    try:
+        return parse_torch_release(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _torch_source(text: str | None) -> TorchSource:
@@ -104,14 +106,14 @@ def _torch_source(text: str | None) -> TorchSource:
     return parse(text)
 
 
-def wheel_cell(wheel: Path, data: WheelData) -> Cell:
+def wheel_cell(wheel: Path, data: WheelContents) -> Cell:
     """The cell the wheel's label names; for DeepSpeed's own wheels (no label), the one its torch_info names."""
     try:
         return cell_from_wheel_filename(wheel.name)
     except ValueError as exc:
         problem = str(exc)
     try:
-        cell = cell_from_wheel_filename(wheel.name, parse_installed_info(data.installed_text))
+        cell = cell_from_wheel_filename(wheel.name, data.installed)
     except (ValueError, WheelContentError):
         raise VerifyError(problem, hint="dswheels verifies the wheels dswheels build names") from None
     get_reporter().info(
@@ -129,10 +131,17 @@ def _plan_expectation(cell: Cell, matrix: Path) -> Expected | None:
         ops=planned.ops.build_names,
         cpu_baseline=planned.toolchain.cpu_baseline,
         arch_list=planned.toolchain.arch_list,
-        source="plan",
+        source=ExpectedFrom.PLAN,
         linux_runtime=planned.toolchain.linux_runtime,
         linux_runtime_from=f"the plan of {matrix}",
     )
+
+
+def _accelerator(choice: str, expected: Expected) -> Accelerator | None:
+    """``--accelerator``: auto is the wheel's; none leaves DS_ACCELERATOR unset."""
+    if choice == "auto":
+        return expected.accelerator
+    return None if choice == "none" else Accelerator(choice)
 
 
 def _print(title: str, checks: list[Check]) -> None:
@@ -144,14 +153,14 @@ def _print(title: str, checks: list[Check]) -> None:
 
 def verify_one(wheel: Path, args: argparse.Namespace) -> tuple[list[Check], RuntimeResult | None, Expected]:
     compat = load_compat()
-    data = read_wheel_data(wheel)
+    data = read_verified_wheel(wheel)
     cell = wheel_cell(wheel, data)
     expected = load_expected(wheel, cell, _plan_expectation(cell, args.matrix), args.manifest, compat=compat)
     checks = static_part(data, expected, compat)
     _print(f"static checks (against the {expected.source}):", checks)
     runtime: RuntimeResult | None = None
     if not args.static:
-        accelerator = {"auto": expected.accelerator, "none": ""}.get(args.accelerator, args.accelerator)
+        accelerator = _accelerator(args.accelerator, expected)
         python = None
         if args.python:
             python = Path(sys.executable) if args.python == "current" else Path(args.python)

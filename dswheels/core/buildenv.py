@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from dswheels.core.compat import CpuBaseline
+from dswheels.core.compiler_cache import CacheTool
 from dswheels.core.model import PlannedCell
 from dswheels.core.naming import build_string
 
@@ -27,7 +28,6 @@ __all__ = [
     "CompilerCache",
     "Parallelism",
     "PatchError",
-    "accelerator_for",
     "baseline_flag",
     "build_env",
     "dist_extra_config",
@@ -74,7 +74,7 @@ class PatchError(ValueError):
 class CompilerCache:
     """A compiler cache the builder found: ``ccache`` (C++ via a masquerade dir) or ``sccache`` (C++ via ``CXX``)."""
 
-    tool: str  # "ccache" | "sccache"
+    tool: CacheTool
     executable: str  # absolute path of the tool
     masquerade_dir: str  # directory of compiler-named links to ccache, put first on PATH ("" for sccache)
     stats_log: str  # ccache's per-build stats log ("" for sccache)
@@ -129,11 +129,6 @@ def first_on_path(path: str, sep: str, has_it: Callable[[str], bool]) -> str | N
     return next((d for d in path.split(sep) if d and has_it(d)), None)
 
 
-def accelerator_for(planned: PlannedCell) -> str:
-    """``cuda`` for CUDA variants, ``cpu`` for the cpu variant (never left to auto-detection)."""
-    return "cuda" if planned.cell.variant.is_cuda else "cpu"
-
-
 def baseline_flag(baseline: CpuBaseline, os: str) -> str:
     """The compiler flag that replaces ``-march=native``: GCC's ``-march=...`` or MSVC's ``/arch:...``."""
     return baseline.msvc if os == "windows" else baseline.gcc
@@ -161,7 +156,7 @@ def build_env(planned: PlannedCell, setup: BuildSetup) -> dict[str, str]:
         "DS_BUILD_OPS": "0",
         **{f"DS_BUILD_{var}": "1" for _name, var in planned.ops.build},
         # GPU-less builders would otherwise detect the cpu accelerator and build CPU variants of the ops
-        "DS_ACCELERATOR": accelerator_for(planned),
+        "DS_ACCELERATOR": planned.cell.variant.accelerator.value,
         "DS_BUILD_STRING": build_string(planned.cell),
         # ninja compiles an op's sources in parallel (setup.py turns it off unless this is set)
         "DS_ENABLE_NINJA": "1",
@@ -218,7 +213,7 @@ def _cache_env(setup: BuildSetup) -> dict[str, str]:
     cache = setup.cache
     assert cache is not None  # noqa: S101 - checked by the caller
     env: dict[str, str] = {}
-    if cache.tool == "ccache":
+    if cache.tool is CacheTool.CCACHE:
         # paths below the work directory are hashed relative to it, and the cwd is not hashed
         env["CCACHE_BASEDIR"] = cache.base_dir
         env["CCACHE_NOHASHDIR"] = "1"

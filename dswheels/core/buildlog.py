@@ -10,6 +10,8 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from dswheels.core.compiler_cache import CacheTool
+
 __all__ = [
     "CacheStats",
     "OpSources",
@@ -99,7 +101,7 @@ def failing_ops(lines: Sequence[str], ops: Sequence[OpSources], started: Sequenc
 
 @dataclass(frozen=True, slots=True)
 class CacheStats:
-    tool: str
+    tool: CacheTool
     hits: int
     misses: int
     uncacheable: int = 0
@@ -112,7 +114,7 @@ class CacheStats:
     def as_json(self) -> dict[str, object]:
         rate = self.hit_rate
         return {
-            "tool": self.tool,
+            "tool": self.tool.value,
             "hits": self.hits,
             "misses": self.misses,
             "uncacheable": self.uncacheable,
@@ -135,7 +137,7 @@ def parse_ccache_stats_log(text: str, *, base_dir: str) -> CacheStats:
     >>> log = "# /tmp/x/test.c\ncache_miss\n# ../../csrc/adam/cpu_adam.cpp\ndirect_cache_hit\n" \
     ...       "# /w/csrc/a.cu\ncache_miss\n# build/a.o\ncalled_for_link\n"
     >>> parse_ccache_stats_log(log, base_dir="/w")
-    CacheStats(tool='ccache', hits=1, misses=1, uncacheable=1)
+    CacheStats(tool=<CacheTool.CCACHE: 'ccache'>, hits=1, misses=1, uncacheable=1)
     """
     hits = misses = uncacheable = 0
     base = base_dir.rstrip("/\\") + "/"
@@ -162,7 +164,7 @@ def parse_ccache_stats_log(text: str, *, base_dir: str) -> CacheStats:
             "multiple_source_files",
         ):
             uncacheable += 1
-    return CacheStats(tool="ccache", hits=hits, misses=misses, uncacheable=uncacheable)
+    return CacheStats(tool=CacheTool.CCACHE, hits=hits, misses=misses, uncacheable=uncacheable)
 
 
 def parse_sccache_stats(data: Mapping[str, object], before: Mapping[str, object] | None = None) -> CacheStats:
@@ -179,7 +181,7 @@ def parse_sccache_stats(data: Mapping[str, object], before: Mapping[str, object]
         return value if isinstance(value, int) else 0
 
     return CacheStats(
-        tool="sccache",
+        tool=CacheTool.SCCACHE,
         hits=total(data, "cache_hits") - total(before, "cache_hits"),
         misses=total(data, "cache_misses") - total(before, "cache_misses"),
         uncacheable=total(data, "non_cacheable_compilations") - total(before, "non_cacheable_compilations"),

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from enum import Enum
 
 from dswheels.core.duration import format_duration
 
 __all__ = [
     "CellOutcome",
     "OpOutcome",
+    "OpStatus",
     "cache_total",
     "op_outcomes",
     "render_results_markdown",
@@ -17,10 +19,22 @@ __all__ = [
 ]
 
 
+class OpStatus(str, Enum):
+    """What became of an op in a compile."""
+
+    OK = "ok"
+    FAILED = "failed"
+    INTERRUPTED = "interrupted"  # started, not finished (another op's failure stopped the build)
+    NOT_STARTED = "not started"
+
+    def __str__(self) -> str:
+        return self.value
+
+
 @dataclass(frozen=True, slots=True)
 class OpOutcome:
     name: str
-    status: str  # "ok" | "failed" | "interrupted" (started, not finished) | "not started"
+    status: OpStatus
     seconds: float | None = None
 
 
@@ -29,20 +43,20 @@ def op_outcomes(
 ) -> tuple[OpOutcome, ...]:
     """Each op's fate in a compile, from ``(name, module)`` pairs and what the build log showed.
 
-    >>> [o.status for o in op_outcomes([("a", "m.a"), ("b", "m.b"), ("c", "m.c")], done={"m.a": 3.0},
+    >>> [o.status.value for o in op_outcomes([("a", "m.a"), ("b", "m.b"), ("c", "m.c")], done={"m.a": 3.0},
     ...  started=["m.a", "m.b"], blamed=["b"])]
     ['ok', 'failed', 'not started']
     """
     out = []
     for name, module in ops:
         if module in done:
-            out.append(OpOutcome(name, "ok", done[module]))
+            out.append(OpOutcome(name, OpStatus.OK, done[module]))
         elif name in blamed:
-            out.append(OpOutcome(name, "failed"))
+            out.append(OpOutcome(name, OpStatus.FAILED))
         elif module in started:
-            out.append(OpOutcome(name, "interrupted"))
+            out.append(OpOutcome(name, OpStatus.INTERRUPTED))
         else:
-            out.append(OpOutcome(name, "not started"))
+            out.append(OpOutcome(name, OpStatus.NOT_STARTED))
     return tuple(out)
 
 
@@ -134,7 +148,7 @@ def _failure_markdown(r: CellOutcome) -> list[str]:
     if r.op_outcomes:
         lines += ["", "| op | outcome |", "|---|---|"]
         for op in r.op_outcomes:
-            status = f"**{op.status}**" if op.status == "failed" else op.status
+            status = f"**{op.status}**" if op.status is OpStatus.FAILED else op.status.value
             lines.append(f"| {op.name} | {status}{f' ({format_duration(op.seconds)})' if op.seconds else ''} |")
     if r.error_lines:
         lines += ["", "<details open><summary>first compiler errors</summary>", "", "```"]

@@ -14,7 +14,7 @@ from importlib import resources
 import yaml
 
 from dswheels.core.linux_runtime import LibstdcxxRelease, RuntimeFloor, gcc_providing
-from dswheels.core.model import Cell, Python, Variant
+from dswheels.core.model import Accelerator, Cell, Python, Variant
 from dswheels.core.untyped import Untyped
 from dswheels.core.versions import Range, VersionTuple, format_version, parse_range, parse_version
 
@@ -34,7 +34,6 @@ __all__ = [
 ]
 
 OSES = ("linux", "windows")
-ACCELERATORS = ("cuda", "cpu")
 
 
 class CompatDataError(ValueError):
@@ -207,7 +206,7 @@ class Workaround:
 class OpInfo:
     name: str
     var: str
-    accelerator: str
+    accelerator: Accelerator
     versions: Range
     platforms: frozenset[str]  # where it can be compiled at all
     ship: frozenset[str]  # where "ops: all" builds it
@@ -313,7 +312,7 @@ class Compat:
                 best = (gcc_min, why)
         return best
 
-    def ops_for(self, deepspeed: VersionTuple, accelerator: str) -> tuple[OpInfo, ...]:
+    def ops_for(self, deepspeed: VersionTuple, accelerator: Accelerator) -> tuple[OpInfo, ...]:
         return tuple(op for op in self.ops if op.accelerator == accelerator and deepspeed in op.versions)
 
     @cached_property
@@ -350,10 +349,12 @@ def _per_os(reader: _Reader) -> Mapping[str, tuple[str, ...]]:
 
 def _parse_ops(reader: _Reader) -> tuple[OpInfo, ...]:
     ops: list[OpInfo] = []
-    for accelerator, table in reader.items():
-        if accelerator not in ACCELERATORS:
-            msg = f"compat.yml: {table.path}: unknown accelerator {accelerator!r}"
-            raise CompatDataError(msg)
+    for key, table in reader.items():
+        try:
+            accelerator = Accelerator(key)
+        except ValueError:
+            msg = f"compat.yml: {table.path}: unknown accelerator {key!r}"
+            raise CompatDataError(msg) from None
         for name, entry in table.items():
             ship = frozenset(entry["ship"].strs()) if entry.opt("ship") else frozenset()
             platforms = frozenset(p.strs()) if (p := entry.opt("platforms")) else frozenset(OSES)

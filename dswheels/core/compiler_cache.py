@@ -22,10 +22,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from enum import Enum
 
-__all__ = ["SCCACHE_BACKENDS", "SccacheSettings", "sccache_backend"]
+__all__ = ["SCCACHE_BACKENDS", "CacheTool", "SccacheSettings", "sccache_backend"]
 
 SCCACHE_BACKENDS = ("auto", "local")  # auto: a bucket when named, else GitHub's cache when exposed, else disk
+
+
+class CacheTool(str, Enum):
+    """The compiler caches dswheels drives (``--compiler-cache``)."""
+
+    CCACHE = "ccache"  # C++ through a masquerade directory of compiler-named links, nvcc through ccache
+    SCCACHE = "sccache"  # C++ through a CXX script, nvcc through sccache
+
+    def __str__(self) -> str:
+        return self.value
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -23,18 +23,16 @@ from __future__ import annotations
 
 import fnmatch
 import html
-import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from urllib.parse import quote, unquote, urljoin, urlsplit, urlunsplit
 
-from packaging.metadata import parse_email
-from packaging.utils import parse_wheel_filename
 from packaging.version import Version
 
-from dswheels.core.model import Cell, Platform, Python, Variant
-from dswheels.core.naming import PROJECT, partition, wheel_filename
+from dswheels.core.indexfile import IndexFile
+from dswheels.core.model import Platform, Python, Variant
+from dswheels.core.naming import PROJECT, canonical_filename
 from dswheels.core.sources import torch_index_url
 from dswheels.core.versions import format_version, parse_version
 
@@ -43,17 +41,11 @@ __all__ = [
     "GITHUB_ASSET_LIMIT",
     "GITHUB_ASSET_MAX_BYTES",
     "MARKER",
-    "IndexFile",
-    "Metadata",
-    "PublishedWheel",
     "YankRule",
     "apply_yanked",
-    "canonical_filename",
     "file_href",
     "install_command",
     "metadata_name",
-    "parse_metadata",
-    "parse_wheel",
     "parse_yanked",
     "partition_url",
     "published_canonical_names",
@@ -66,11 +58,6 @@ GITHUB_ASSET_LIMIT = 1000  # assets per release
 GITHUB_ASSET_MAX_BYTES = 2 * 1024**3 - 1  # "each file ... must be under 2 GiB"
 REPOSITORY_VERSION = "1.0"  # PEP 629
 FILES_DIR = "files"  # where a self-contained site keeps its wheels
-# A wheel name goes into paths, URLs, HTML and HTTP headers: the build tag (PEP 427: starts with
-# a digit) may hold only what needs no escaping anywhere, and the whole name, with the longest
-# suffix dswheels adds (".manifest.json" in place of ".whl", a temporary prefix), fits in 255 bytes.
-MAX_WHEEL_NAME = 160
-_BUILD_TAG_RE = re.compile(r"^[0-9]+[a-z0-9_.]*$")
 
 
 def metadata_name(filename: str) -> str:
@@ -78,143 +65,7 @@ def metadata_name(filename: str) -> str:
     return f"{filename}.metadata"
 
 
-# --- wheels ---------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class PublishedWheel:
-    """A dswheels wheel filename, understood: the cell it was built for and its partition."""
-
-    filename: str
-    cell: Cell
-    version: Version
-    build: str  # the optional build tag ("" when absent): a re-spin of the same cell
-
-    @property
-    def partition(self) -> str:
-        return partition(self.cell)
-
-    @property
-    def canonical(self) -> str:
-        """The name ``dswheels build`` gives the cell (no build tag)."""
-        return wheel_filename(self.cell)
-
-
-def parse_wheel(filename: str) -> PublishedWheel:
-    """Read a dswheels wheel filename with ``packaging``; ``ValueError`` says what is off.
-
-    >>> w = parse_wheel("deepspeed-0.19.8+cu128torch2.9-cp312-cp312-win_amd64.whl")
-    >>> w.partition, w.cell.python.tag, w.build
-    ('cu128-torch2.9', 'cp312', '')
-    """
-    if len(filename.encode("utf-8", "surrogatepass")) > MAX_WHEEL_NAME:
-        msg = (
-            f"{filename[:60]}...: a name of {len(filename)} characters; a dswheels wheel's name is at most "
-            f"{MAX_WHEEL_NAME} (file systems allow 255 bytes, and its .metadata and manifest add to it)"
-        )
-        raise ValueError(msg)
-    try:
-        name, version, build, tags = parse_wheel_filename(filename)
-    except ValueError as exc:  # packaging's InvalidWheelFilename is a ValueError
-        msg = f"{filename}: not a wheel filename ({exc})"
-        raise ValueError(msg) from None
-    if name != PROJECT:
-        msg = f"{filename}: a {name} wheel, not {PROJECT}"
-        raise ValueError(msg)
-    label = version.local or ""
-    variant_text, sep, torch_text = label.partition("torch")
-    if not sep:
-        msg = f"{filename}: the version has no '+<variant>torch<M.m>' label (e.g. 0.19.8+cu128torch2.9)"
-        raise ValueError(msg)
-    if len(tags) != 1:
-        msg = f"{filename}: a dswheels wheel has exactly one tag triple, not {len(tags)}"
-        raise ValueError(msg)
-    if build and not _BUILD_TAG_RE.match(f"{build[0]}{build[1]}"):
-        msg = f"{filename}: the build tag {build[0]}{build[1]!s} is not digits followed by [a-z0-9_.]"
-        raise ValueError(msg)
-    (tag,) = tags
-    try:
-        variant = Variant.parse(variant_text)
-        torch = parse_version(torch_text)
-        python = Python.parse(tag.abi)
-        platform = Platform(tag.platform)
-    except ValueError as exc:
-        msg = f"{filename}: {exc}"
-        raise ValueError(msg) from None
-    if len(torch) != 2 or len(version.release) != 3 or version.is_prerelease or version.is_postrelease:
-        msg = f"{filename}: expected <X.Y.Z>+<variant>torch<M.m>, got {version}"
-        raise ValueError(msg)
-    cell = Cell(deepspeed=version.release, torch=torch, variant=variant, python=python, platform=platform)
-    wheel = PublishedWheel(filename=filename, cell=cell, version=version, build="".join(map(str, build)))
-    expected = wheel.canonical
-    if build:
-        parts = expected.split("-")
-        expected = "-".join([*parts[:2], wheel.build, *parts[2:]])
-    if filename != expected:
-        msg = f"{filename}: not in the form dswheels names it ({expected})"
-        raise ValueError(msg)
-    return wheel
-
-
-def canonical_filename(filename: str) -> str | None:
-    """The build-tag-free name of a published dswheels wheel; ``None`` for any other file."""
-    try:
-        return parse_wheel(filename).canonical
-    except ValueError:
-        return None
-
-
-@dataclass(frozen=True, slots=True)
-class Metadata:
-    name: str
-    version: str
-    requires_python: str | None
-    requires_dist: tuple[str, ...]
-    summary: str
-    metadata_version: str
-
-
-def parse_metadata(data: bytes) -> Metadata:
-    """The fields the index and the upload protocol need from a wheel's METADATA."""
-    raw, _unparsed = parse_email(data)
-    name = raw.get("name")
-    version = raw.get("version")
-    if not name or not version:
-        msg = "METADATA has no Name or no Version"
-        raise ValueError(msg)
-    return Metadata(
-        name=name,
-        version=version,
-        requires_python=raw.get("requires_python") or None,
-        requires_dist=tuple(raw.get("requires_dist") or ()),
-        summary=raw.get("summary") or "",
-        metadata_version=raw.get("metadata_version") or "2.1",
-    )
-
-
 # --- the published set ----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class IndexFile:
-    """One published wheel as the index shows it.
-
-    ``url`` is absolute (a GitHub release asset) or relative to the site root
-    (``files/<name>`` in a self-contained site). The metadata file is always at
-    ``url + ".metadata"`` (PEP 658).
-    """
-
-    wheel: PublishedWheel
-    url: str
-    sha256: str
-    size: int
-    requires_python: str | None = None
-    metadata_sha256: str | None = None
-    yanked: str | None = None  # the reason ("" = yanked without one)
-
-    @property
-    def filename(self) -> str:
-        return self.wheel.filename
 
 
 @dataclass(frozen=True, slots=True)
@@ -402,7 +253,7 @@ def _root_page(title: str) -> str:
 
 
 def _sort_key(item: IndexFile) -> tuple[Version, str]:
-    return (item.wheel.version, item.filename)
+    return (item.published.version, item.filename)
 
 
 def _partition_key(part: str) -> tuple[tuple[int, ...], bool, tuple[int, ...]]:
@@ -431,8 +282,8 @@ def _coverage(files: Sequence[IndexFile]) -> list[str]:
     pythons: set[Python] = set()
     platforms: set[str] = set()
     for item in files:
-        cell = item.wheel.cell
-        slot = by_ds[format_version(cell.deepspeed)][item.wheel.partition][cell.python.tag]
+        cell = item.published.cell
+        slot = by_ds[format_version(cell.deepspeed)][item.published.partition][cell.python.tag]
         current = slot.get(cell.platform.value)
         if current is None or _prefer(item, current):
             slot[cell.platform.value] = item
@@ -457,8 +308,8 @@ def _coverage(files: Sequence[IndexFile]) -> list[str]:
 
 
 def _mark(item: IndexFile, *, page: str) -> str:
-    label = "windows" if item.wheel.cell.platform is Platform.WIN_AMD64 else "linux"
-    tip = f"{item.filename} ({item.size / 1e6:.1f} MB)"
+    label = "windows" if item.published.cell.platform is Platform.WIN_AMD64 else "linux"
+    tip = f"{item.filename} ({(item.size or 0) / 1e6:.1f} MB)"
     cls = ""
     if item.yanked is not None:
         cls = ' class="yanked"'
@@ -472,7 +323,7 @@ def _install(files: Sequence[IndexFile], *, site_url: str, torch_index: str, par
     body: list[str] = []
     by_partition: dict[str, list[IndexFile]] = defaultdict(list)
     for item in files:
-        by_partition[item.wheel.partition].append(item)
+        by_partition[item.published.partition].append(item)
     for part in partitions:
         body.append(f'<h3 id="{html.escape(part)}">{html.escape(part)}</h3>')
         newest = _newest(by_partition[part])
@@ -482,7 +333,7 @@ def _install(files: Sequence[IndexFile], *, site_url: str, torch_index: str, par
         index = torch_index_url(torch_index, part.partition("-torch")[0])
         lines = [
             install_command(
-                tool=tool, version=str(newest.wheel.version), site_url=site_url, part=part, torch_index=index
+                tool=tool, version=str(newest.published.version), site_url=site_url, part=part, torch_index=index
             )
             for tool in ("pip", "uv")
         ]
@@ -537,7 +388,7 @@ def _home_page(
 
 def _prefer(new: IndexFile, old: IndexFile) -> bool:
     """Which of two files of one cell the coverage table shows: not yanked, then the newest re-spin."""
-    return (new.yanked is None, new.wheel.build.zfill(8)) > (old.yanked is None, old.wheel.build.zfill(8))
+    return (new.yanked is None, new.published.build.zfill(8)) > (old.yanked is None, old.published.build.zfill(8))
 
 
 def render_site(
@@ -558,7 +409,7 @@ def render_site(
     anchors = [_Anchor.of(item) for item in ordered]
     by_partition: dict[str, list[_Anchor]] = defaultdict(list)
     for item, anchor in zip(ordered, anchors, strict=True):
-        by_partition[item.wheel.partition].append(anchor)
+        by_partition[item.published.partition].append(anchor)
     partitions = sorted(by_partition, key=_partition_key)
     pages: dict[str, str] = {
         MARKER: "Generated by `dswheels index`, which rewrites this directory on every run.\n",

@@ -12,15 +12,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from packaging.utils import InvalidWheelFilename, parse_wheel_filename
-
 from dswheels.core.binaries import ExtensionBinary
 from dswheels.core.dlls import DllFacts, DllTarget, DllVerdict, judge_imports
 from dswheels.core.isa import IsaReport
 from dswheels.core.linux_runtime import LibstdcxxRelease, floor_of
-from dswheels.core.naming import PROJECT
-from dswheels.core.verify import cell_from_wheel_filename, requires_of
-from dswheels.core.wheelfile import InstalledInfo, builder_modules, extension_for_module
+from dswheels.core.naming import WheelNameError, parse_wheel_name
+from dswheels.core.verify import cell_from_wheel_filename
+from dswheels.core.wheelfile import InstalledInfo, Metadata, builder_modules, check_ops, extension_for_module
 
 __all__ = [
     "SCHEMA",
@@ -74,6 +72,7 @@ class Inspection:
     torch_requirements: tuple[str, ...]  # Requires-Dist torch... without an extra marker
     accelerator: str
     installed_ops: tuple[str, ...]
+    without_extension: tuple[str, ...]  # installed ops whose extension file is not in the wheel (or not found)
     torch_info: Mapping[str, object]
     target: str  # what the DLLs are judged against ("torch 2.6 (CUDA 12)"), "" on Linux
     extensions: tuple[ExtensionReport, ...]
@@ -118,10 +117,10 @@ def isa_level(isa: IsaReport) -> str:
     return "x86-64-v3"
 
 
-def _op_of_extensions(names: Sequence[str], builder_sources: Mapping[str, str]) -> dict[str, str]:
+def _op_of_extensions(names: Sequence[str], op_modules: Mapping[str, Sequence[str]]) -> dict[str, str]:
     """Extension member -> op name, through the builders' ``absolute_name()``."""
     found: dict[str, str] = {}
-    for op, modules in builder_modules(builder_sources).items():
+    for op, modules in op_modules.items():
         for module in modules:
             member = extension_for_module(module, names)
             if member is not None:
@@ -132,7 +131,7 @@ def _op_of_extensions(names: Sequence[str], builder_sources: Mapping[str, str]) 
 def inspect_wheel(
     *,
     filename: str,
-    metadata: str,
+    metadata: Metadata,
     installed: InstalledInfo,
     names: Sequence[str],
     builder_sources: Mapping[str, str],
@@ -143,12 +142,10 @@ def inspect_wheel(
 ) -> Inspection:
     """Describe a DeepSpeed wheel. ``toolkit_sm``: CUDA ``X.Y`` -> the SASS archs its nvcc can emit (compat.yml)."""
     try:
-        name, version, _build, tags = parse_wheel_filename(filename)
-    except InvalidWheelFilename as exc:
-        raise NotDeepSpeedError(f"not a wheel filename: {exc}") from None
-    if name != PROJECT:
-        raise NotDeepSpeedError(f"{filename} is a wheel of {name}, not of {PROJECT}")
-    tag = next(iter(tags))
+        name = parse_wheel_name(filename)
+    except WheelNameError as exc:
+        raise NotDeepSpeedError(str(exc)) from None
+    version, tag = name.version, name.tag
     try:
         cell = cell_from_wheel_filename(filename, installed)
     except ValueError:
@@ -159,7 +156,9 @@ def inspect_wheel(
         torch=cell.torch if cell else None,
         cuda_major=int(cell.variant.cuda_text.split(".")[0]) if cell and cell.variant.is_cuda else None,
     )
-    ops = _op_of_extensions(names, builder_sources)
+    modules = builder_modules(builder_sources)
+    ops = _op_of_extensions(names, modules)
+    found = check_ops(installed.built_ops, installed=installed, modules=modules, names=names)
     reports = []
     for member, binary in sorted(binaries.items()):
         dlls = (
@@ -168,7 +167,7 @@ def inspect_wheel(
         runtime = floor_of([binary.version_needs]).describe(libstdcxx) if binary.format == "elf" else ""
         reports.append(ExtensionReport(op=ops.get(member, ""), binary=binary, dlls=dlls, runtime=runtime))
     torch_reqs = tuple(
-        str(r) for r in requires_of(metadata) if r.name == "torch" and "extra" not in str(r.marker or "")
+        str(r) for r in metadata.requirements if r.name == "torch" and "extra" not in str(r.marker or "")
     )
     inspection = Inspection(
         filename=filename,
@@ -179,6 +178,7 @@ def inspect_wheel(
         torch_requirements=torch_reqs,
         accelerator=installed.accelerator_name,
         installed_ops=installed.built_ops,
+        without_extension=tuple(op for op in installed.built_ops if op in {*found.no_file, *found.unknown}),
         torch_info=installed.torch_info,
         target=target.torch_words if any(r.binary.format == "pe" for r in reports) else "",
         extensions=tuple(reports),
@@ -197,10 +197,10 @@ def _warnings(i: Inspection, *, cuda: str, toolkit_sm: Mapping[str, frozenset[in
             f"another torch than {i.torch_info.get('version', 'the one it was built with')}, and DeepSpeed then "
             "refuses every prebuilt op and JIT-compiles them"
         )
-    with_file = {r.op for r in i.extensions if r.op}
-    missing = [op for op in i.installed_ops if op not in with_file]
-    if missing and i.extensions:
-        warnings.append(f"installed_ops lists {', '.join(missing)}, but the wheel has no extension for them")
+    if i.without_extension and i.extensions:
+        warnings.append(
+            f"installed_ops lists {', '.join(i.without_extension)}, but the wheel has no extension for them"
+        )
     gpu = [r for r in i.extensions if r.binary.gpu is not None]
     no_ptx = [r for r in gpu if r.binary.gpu is not None and not r.binary.gpu.ptx]
     if no_ptx:

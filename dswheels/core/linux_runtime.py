@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import re
 import struct
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from dswheels.core.versions import VersionTuple, format_version, parse_version
@@ -30,10 +30,12 @@ __all__ = [
     "ElfError",
     "LibstdcxxRelease",
     "RuntimeFloor",
+    "RuntimeJudgement",
     "defined_maximum",
     "exceeds",
     "floor_of",
     "gcc_providing",
+    "judge_runtime",
     "version_defs",
     "version_needs",
 ]
@@ -78,6 +80,29 @@ def _section_headers(data: bytes) -> list[tuple[int, ...]] | None:
     return [_SHDR.unpack_from(data, shoff + i * shentsize) for i in range(shnum)]
 
 
+def _chain(
+    data: bytes, headers: list[tuple[int, ...]], sh_type: int, record: struct.Struct, where: str
+) -> Iterator[tuple[int, tuple[int, ...], int, int]]:
+    """Every record of the ``sh_type`` sections (``.gnu.version_r``/``_d``): its offset, its fields, the
+    string table's offset and the section's end. The records chain by their last field (the offset
+    to the next; 0 ends the chain), at most the section's ``sh_info`` of them."""
+    for _name, section_type, _flags, _addr, offset, size, link, count, _align, _entsize in headers:
+        if section_type != sh_type:
+            continue
+        if link >= len(headers) or offset + size > len(data):
+            raise ElfError(f"{where} points outside the file")
+        strtab = headers[link][4]
+        entry = offset
+        for _ in range(count):
+            if entry + record.size > offset + size:
+                raise ElfError(f"{where} entry runs past its section")
+            fields = record.unpack_from(data, entry)
+            yield entry, fields, strtab, offset + size
+            if fields[-1] == 0:
+                break
+            entry += fields[-1]
+
+
 def version_needs(data: bytes) -> dict[str, tuple[str, ...]] | None:
     """Library -> the symbol versions an ELF64 little-endian object needs from it.
 
@@ -91,30 +116,18 @@ def version_needs(data: bytes) -> dict[str, tuple[str, ...]] | None:
     if headers is None:
         return None
     needs: dict[str, list[str]] = {}
-    for _name, sh_type, _flags, _addr, offset, size, link, count, _align, _entsize in headers:
-        if sh_type != SHT_GNU_VERNEED:
-            continue
-        if link >= len(headers) or offset + size > len(data):
-            raise ElfError(".gnu.version_r points outside the file")
-        strtab = headers[link][4]
-        entry = offset
-        for _ in range(count):
-            if entry + _VERNEED.size > offset + size:
-                raise ElfError(".gnu.version_r entry runs past its section")
-            _version, cnt, file_name, aux_offset, next_offset = _VERNEED.unpack_from(data, entry)
-            names = needs.setdefault(_cstr(data, strtab + file_name), [])
-            aux = entry + aux_offset
-            for _ in range(cnt):
-                if aux + _VERNAUX.size > offset + size:
-                    raise ElfError(".gnu.version_r version record runs past its section")
-                _hash, _vflags, _other, name, aux_next = _VERNAUX.unpack_from(data, aux)
-                names.append(_cstr(data, strtab + name))
-                if aux_next == 0:
-                    break
-                aux += aux_next
-            if next_offset == 0:
+    for entry, fields, strtab, end in _chain(data, headers, SHT_GNU_VERNEED, _VERNEED, ".gnu.version_r"):
+        _version, cnt, file_name, aux_offset, _next = fields
+        names = needs.setdefault(_cstr(data, strtab + file_name), [])
+        aux = entry + aux_offset
+        for _ in range(cnt):
+            if aux + _VERNAUX.size > end:
+                raise ElfError(".gnu.version_r version record runs past its section")
+            _hash, _vflags, _other, name, aux_next = _VERNAUX.unpack_from(data, aux)
+            names.append(_cstr(data, strtab + name))
+            if aux_next == 0:
                 break
-            entry += next_offset
+            aux += aux_next
     return {lib: tuple(names) for lib, names in needs.items()}
 
 
@@ -135,27 +148,15 @@ def version_defs(data: bytes) -> tuple[str, ...] | None:
     if headers is None:
         return None
     names: list[str] = []
-    for _name, sh_type, _flags, _addr, offset, size, link, count, _align, _entsize in headers:
-        if sh_type != SHT_GNU_VERDEF:
-            continue
-        if link >= len(headers) or offset + size > len(data):
-            raise ElfError(".gnu.version_d points outside the file")
-        strtab = headers[link][4]
-        entry = offset
-        for _ in range(count):
-            if entry + _VERDEF.size > offset + size:
-                raise ElfError(".gnu.version_d entry runs past its section")
-            _version, vd_flags, _ndx, cnt, _hash, aux_offset, next_offset = _VERDEF.unpack_from(data, entry)
-            if cnt:
-                aux = entry + aux_offset
-                if aux + _VERDAUX.size > offset + size:
-                    raise ElfError(".gnu.version_d name record runs past its section")
-                name, _aux_next = _VERDAUX.unpack_from(data, aux)
-                if not vd_flags & VER_FLG_BASE:
-                    names.append(_cstr(data, strtab + name))
-            if next_offset == 0:
-                break
-            entry += next_offset
+    for entry, fields, strtab, end in _chain(data, headers, SHT_GNU_VERDEF, _VERDEF, ".gnu.version_d"):
+        _version, vd_flags, _ndx, cnt, _hash, aux_offset, _next = fields
+        if cnt:
+            aux = entry + aux_offset
+            if aux + _VERDAUX.size > end:
+                raise ElfError(".gnu.version_d name record runs past its section")
+            name, _aux_next = _VERDAUX.unpack_from(data, aux)
+            if not vd_flags & VER_FLG_BASE:
+                names.append(_cstr(data, strtab + name))
     return tuple(names)
 
 
@@ -298,3 +299,31 @@ def exceeds(floor: RuntimeFloor, limit: RuntimeFloor) -> list[str]:
             problems.append(f"{prefix}_{format_version(need)} > {format_version(most)}")
     problems += [f"{name} (ties the wheel to one glibc build)" for name in floor.private]
     return problems
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RuntimeJudgement:
+    """A need (a wheel's floor) against a limit (the promised maximum, or what a system defines)."""
+
+    need: RuntimeFloor
+    limit: RuntimeFloor
+    problems: tuple[str, ...]  # what in the need is above the limit (:func:`exceeds`)
+    unknown: tuple[str, ...]  # families the need names and the limit does not ("GLIBCXX")
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def judge_runtime(need: RuntimeFloor, limit: RuntimeFloor) -> RuntimeJudgement:
+    """The one judgement of a glibc/libstdc++ need, for ``verify`` (against the promise) and ``doctor``/``install``
+    (against the system): a family the limit leaves ``None`` is unlimited, and ``unknown`` says which.
+
+    >>> j = judge_runtime(RuntimeFloor(glibc=(2, 38), glibcxx=(3, 4, 30)), RuntimeFloor(glibc=(2, 35)))
+    >>> j.problems, j.unknown
+    (('GLIBC_2.38 > 2.35',), ('GLIBCXX',))
+    """
+    unknown = tuple(
+        prefix for prefix, family in FAMILIES.items() if need.get(family) is not None and limit.get(family) is None
+    )
+    return RuntimeJudgement(need=need, limit=limit, problems=tuple(exceeds(need, limit)), unknown=unknown)

@@ -14,6 +14,7 @@ from dswheels.core.linux_runtime import RuntimeFloor
 from dswheels.core.versions import VersionTuple, format_version, parse_version
 
 __all__ = [
+    "Accelerator",
     "Cell",
     "DroppedCell",
     "HostCompiler",
@@ -59,6 +60,16 @@ class Platform(str, Enum):
         return cls(tag) if tag else None
 
 
+class Accelerator(str, Enum):
+    """DeepSpeed's accelerator (``DS_ACCELERATOR``): a wheel's prebuilt ops load only under the one it was built for."""
+
+    CUDA = "cuda"
+    CPU = "cpu"
+
+    def __str__(self) -> str:
+        return self.value
+
+
 _VARIANT_RE = re.compile(r"^cu(\d{2,3})$")
 
 
@@ -98,6 +109,11 @@ class Variant:
     @property
     def cuda_text(self) -> str:
         return format_version(self.cuda) if self.cuda else ""
+
+    @property
+    def accelerator(self) -> Accelerator:
+        """What the variant's wheels are built for: ``cuda``, or ``cpu`` (never left to DeepSpeed's auto-detection)."""
+        return Accelerator.CUDA if self.is_cuda else Accelerator.CPU
 
     def __str__(self) -> str:
         return self.name

@@ -24,7 +24,7 @@ from dswheels.core.naming import cell_id
 from dswheels.core.resolve_toolchain import LocalHost, Resolver
 from dswheels.core.rules import Judge, check_cell
 from dswheels.core.sources import torch_index_url
-from dswheels.core.versions import VersionTuple, format_version, parse_version
+from dswheels.core.versions import VersionTuple, format_version, parse_torch_minor, parse_version
 from dswheels.core.yamldoc import suggest
 from dswheels.errors import ConfigError
 
@@ -254,14 +254,12 @@ def combo_from_values(values: Mapping[str, str | None]) -> Combo:
             return None
 
     ds = parse("deepspeed", parse_version)
-    torch = parse("torch", parse_version)
+    torch = parse("torch", parse_torch_minor)
     variant = parse("cuda", Variant.parse)
     py = parse("python", Python.parse)
     platform = parse("platform", parse_platform)
     if ds is not None and len(ds) != 3:
         problems.append(f"--deepspeed: give X.Y.Z (e.g. '0.19.8'), not {values['deepspeed']!r}")
-    if torch is not None and len(torch) != 2:
-        problems.append(f"--torch: give MAJOR.MINOR (e.g. {format_version(torch[:2])!r}), not {values['torch']!r}")
     if problems:
         raise ConfigError("bad combination flags", details="\n".join(problems))
     return Combo(deepspeed=ds, torch=torch, variant=variant, python=py, platform=platform)

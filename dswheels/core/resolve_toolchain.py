@@ -15,7 +15,7 @@ from dswheels.core.config import MatrixSpec, PlatformRunners
 from dswheels.core.flagplan import screen_ops
 from dswheels.core.flagrecord import FlagRecord, load_flag_record
 from dswheels.core.linux_runtime import RuntimeFloor
-from dswheels.core.model import Cell, HostCompiler, OpPlan, Platform, Reason, Toolchain, Variant
+from dswheels.core.model import Accelerator, Cell, HostCompiler, OpPlan, Platform, Reason, Toolchain, Variant
 from dswheels.core.versions import VersionTuple, format_version, parse_version
 
 __all__ = ["LocalHost", "Resolver"]
@@ -236,7 +236,7 @@ class Resolver:
             )
         return self._screened[key]
 
-    def ops_for(self, deepspeed: VersionTuple, accelerator: str) -> tuple[OpInfo, ...]:
+    def ops_for(self, deepspeed: VersionTuple, accelerator: Accelerator) -> tuple[OpInfo, ...]:
         key = (deepspeed, accelerator)
         if key not in self._ops:
             self._ops[key] = self.compat.ops_for(deepspeed, accelerator)
@@ -383,9 +383,7 @@ class Resolver:
                 if workaround.note:
                     notes.append(workaround.note)
 
-        ops = _resolve_ops(
-            cell, arch_list, self.ops_for(cell.deepspeed, "cuda" if cell.variant.is_cuda else "cpu"), spec.ops
-        )
+        ops = _resolve_ops(cell, arch_list, self.ops_for(cell.deepspeed, cell.variant.accelerator), spec.ops)
         # the ops whose recorded flags a compiler of the platform would reject cannot be built
         ops, flag_notes, rejected = self.screen(cell, ops, ";".join(arch_list), tuple(nvcc_flags))
         if rejected is not None:
@@ -395,7 +393,7 @@ class Resolver:
             return Reason(
                 rule="ops",
                 message=f"no op to build for DeepSpeed {format_version(cell.deepspeed)} on {cell.platform.os} "
-                f"({'cuda' if cell.variant.is_cuda else 'cpu'} accelerator)",
+                f"({cell.variant.accelerator} accelerator)",
                 fix="check the matrix's ops list",
                 source="compat.yml ops",
             )

@@ -14,11 +14,13 @@ import shlex
 import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from enum import Enum
 from urllib.parse import urljoin, urlsplit
 
 __all__ = [
     "SdistInfo",
     "TorchSource",
+    "TorchSourceKind",
     "parse_pip_config",
     "sdist_from_pypi_json",
     "torch_index_problem",
@@ -78,20 +80,31 @@ def sdist_from_pypi_json(data: object, *, version: str, json_url: str) -> SdistI
 # --- where torch comes from -----------------------------------------------------------------
 
 
+class TorchSourceKind(str, Enum):
+    """Where torch comes from (``--torch-index``)."""
+
+    PLAN = "plan"  # each cell's index as the plan says (download.pytorch.org/whl/<variant>)
+    INDEX = "index"  # a PEP 503 index URL
+    LINKS = "links"  # a local wheel directory or find-links page
+    PIP = "pip"  # the indexes pip itself is configured with
+
+    def __str__(self) -> str:
+        return self.value
+
+
 @dataclass(frozen=True, slots=True)
 class TorchSource:
-    """``index``: a PEP 503 index URL (per cell: the plan's, or --torch-index); ``links``: a local
-    wheel directory or find-links page; ``pip``: the indexes pip itself is configured with."""
+    """Where torch comes from, and the URL or directory for ``index`` and ``links``."""
 
-    kind: str  # "plan" | "index" | "links" | "pip"
+    kind: TorchSourceKind
     location: str = ""
 
     def describe(self) -> str:
         return {
-            "plan": "the plan's index",
-            "index": f"index {self.location}",
-            "links": f"wheels in {self.location}",
-            "pip": "pip's configured indexes",
+            TorchSourceKind.PLAN: "the plan's index",
+            TorchSourceKind.INDEX: f"index {self.location}",
+            TorchSourceKind.LINKS: f"wheels in {self.location}",
+            TorchSourceKind.PIP: "pip's configured indexes",
         }[self.kind]
 
 
@@ -128,16 +141,17 @@ def uv_index_args(source: TorchSource, *, plan_index: str, pip_config: Mapping[s
     An index is added *before* PyPI (uv's first-index strategy takes torch from it, anything
     it lacks from PyPI), so both a full mirror and a torch-only one work.
 
-    >>> uv_index_args(TorchSource("plan"), plan_index="https://download.pytorch.org/whl/cu130", pip_config={})
+    >>> plan = TorchSource(TorchSourceKind.PLAN)
+    >>> uv_index_args(plan, plan_index="https://download.pytorch.org/whl/cu130", pip_config={})
     ['--index', 'https://download.pytorch.org/whl/cu130']
-    >>> uv_index_args(TorchSource("pip"), plan_index="", pip_config={"find-links": ["/opt/wheels"]})
+    >>> uv_index_args(TorchSource(TorchSourceKind.PIP), plan_index="", pip_config={"find-links": ["/opt/wheels"]})
     ['--find-links', '/opt/wheels']
     """
-    if source.kind == "plan":
+    if source.kind is TorchSourceKind.PLAN:
         return ["--index", plan_index]
-    if source.kind == "index":
+    if source.kind is TorchSourceKind.INDEX:
         return ["--index", source.location]
-    if source.kind == "links":
+    if source.kind is TorchSourceKind.LINKS:
         return ["--find-links", source.location]
     args: list[str] = []
     if pip_config.get("no-index"):

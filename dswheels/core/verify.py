@@ -9,31 +9,36 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+from enum import Enum
 
 from dswheels.core.binaries import ExtensionBinary
 from dswheels.core.dlls import DllFacts, DllTarget, describe_providers, judge_imports
 from dswheels.core.fatbin import GpuCode, arch_number
-from dswheels.core.linux_runtime import LibstdcxxRelease, RuntimeFloor, exceeds, floor_of
+from dswheels.core.linux_runtime import LibstdcxxRelease, RuntimeFloor, floor_of, judge_runtime
 from dswheels.core.manifest import Manifest
-from dswheels.core.model import Cell, Platform, Python, Variant
-from dswheels.core.naming import PROJECT, local_label, wheel_filename, wheel_version
+from dswheels.core.model import Accelerator, Cell, Platform, Python, Variant
+from dswheels.core.naming import (
+    WheelNameError,
+    local_label,
+    parse_wheel,
+    parse_wheel_name,
+    wheel_filename,
+    wheel_version,
+)
 from dswheels.core.versions import format_version, parse_version
-from dswheels.core.wheelfile import EXTENSION_SUFFIXES, InstalledInfo, extension_for_module, torch_pin
+from dswheels.core.wheelfile import InstalledInfo, Metadata, check_ops, torch_pin
 
 __all__ = [
     "PORTABLE_MARK",
     "Check",
     "Expected",
+    "ExpectedFrom",
     "binary_checks",
     "cell_from_wheel_filename",
     "expected_from_manifest",
     "gpu_checks",
-    "judge_runtime",
+    "linux_runtime_checks",
     "render_checks_markdown",
-    "requires_of",
     "static_checks",
 ]
 
@@ -50,6 +55,17 @@ class Check:
         return {"name": self.name, "ok": self.ok, "detail": self.detail}
 
 
+class ExpectedFrom(str, Enum):
+    """Where what a wheel must contain comes from."""
+
+    MANIFEST = "manifest"  # the build manifest beside the wheel
+    PLAN = "plan"  # the matrix's plan for the wheel's cell (no manifest)
+    WHEEL = "wheel"  # the wheel's own installed_ops (smoke: nothing to compare with)
+
+    def __str__(self) -> str:
+        return self.value
+
+
 @dataclass(frozen=True, slots=True)
 class Expected:
     """What the wheel must contain: from its build manifest, or from the plan when there is none."""
@@ -59,23 +75,23 @@ class Expected:
     modules: Mapping[str, str] = field(default_factory=dict)  # op -> absolute_name() ("" unknown)
     cpu_baseline: str = ""
     arch_list: tuple[str, ...] = ()
-    source: str = "manifest"  # "manifest" | "plan"
+    source: ExpectedFrom = ExpectedFrom.MANIFEST
     wheel_sha256: str = ""  # the manifest's record of the wheel ("" from a plan)
     linux_runtime: RuntimeFloor | None = None  # the most a Linux wheel may need (None: no limit)
     linux_runtime_from: str = ""  # where that limit comes from, for messages
     recorded_runtime: RuntimeFloor | None = None  # the floor the manifest records
 
     @property
-    def accelerator(self) -> str:
-        return "cuda" if self.cell.variant.is_cuda else "cpu"
+    def accelerator(self) -> Accelerator:
+        return self.cell.variant.accelerator
 
 
 def cell_from_wheel_filename(filename: str, installed: InstalledInfo | None = None) -> Cell:
-    """The cell a wheel's name says it is (its local label ``<variant>torch<M.m>``).
+    """The cell a wheel's name says it is (its local label ``<variant>torch<M.m>``, read by :func:`parse_wheel`).
 
     A DeepSpeed wheel without the label (DeepSpeed's own, from PyPI) is taken for the cell its
     ``torch_info`` names when ``installed`` is given: torch M.m and CUDA X.Y as DeepSpeed's
-    setup.py stamped them.
+    setup.py stamped them. ``WheelNameError`` (a ValueError) says why there is none.
 
     >>> from dswheels.core.naming import cell_id
     >>> cell_id(cell_from_wheel_filename("deepspeed-0.19.8+cu130torch2.14-cp311-cp311-linux_x86_64.whl"))
@@ -84,32 +100,25 @@ def cell_from_wheel_filename(filename: str, installed: InstalledInfo | None = No
     >>> cell_id(cell_from_wheel_filename("deepspeed-0.16.5-cp311-cp311-win_amd64.whl", info))
     'ds0.16.5-torch2.6-cu124-cp311-win_amd64'
     """
-    try:
-        name, version, _build, tags = parse_wheel_filename(filename)
-    except InvalidWheelFilename as exc:
-        raise ValueError(f"not a wheel filename: {exc}") from None
-    if name != PROJECT:
-        raise ValueError(f"{filename} is not a {PROJECT} wheel")
-    label = version.local
-    if label and "torch" in label:
-        variant_text, _, torch_text = label.partition("torch")
-    elif installed is not None and installed.torch_info.get("version"):
-        cuda = str(installed.torch_info.get("cuda_version") or "0.0")
-        torch_text = str(installed.torch_info["version"])
-        variant_text = "cpu" if installed.accelerator_name != "cuda" or cuda == "0.0" else cuda
-    else:
-        raise ValueError(f"{filename} has no dswheels label (+<variant>torch<M.m>) in its version")
-    tag = next(iter(tags))
+    name = parse_wheel_name(filename)
+    if name.label:
+        return parse_wheel(filename).cell
+    if installed is None or not installed.torch_info.get("version"):
+        msg = f"{filename} has no dswheels label (+<variant>torch<M.m>) in its version"
+        raise WheelNameError(msg)
+    cuda = str(installed.torch_info.get("cuda_version") or "0.0")
+    variant = "cpu" if installed.accelerator_name != "cuda" or cuda == "0.0" else cuda
     try:
         return Cell(
-            deepspeed=parse_version(version.base_version),
-            torch=parse_version(torch_text)[:2],
-            variant=Variant.parse(variant_text),
-            python=Python.parse(tag.abi),
-            platform=Platform(tag.platform),
+            deepspeed=parse_version(name.version.base_version),
+            torch=parse_version(str(installed.torch_info["version"]))[:2],
+            variant=Variant.parse(variant),
+            python=Python.parse(name.tag.abi),
+            platform=Platform(name.tag.platform),
         )
     except ValueError as exc:
-        raise ValueError(f"{filename}: {exc}") from None
+        msg = f"{filename}: {exc}"
+        raise WheelNameError(msg) from None
 
 
 def expected_from_manifest(manifest: Manifest, cell: Cell, *, default_runtime: RuntimeFloor | None = None) -> Expected:
@@ -123,7 +132,7 @@ def expected_from_manifest(manifest: Manifest, cell: Cell, *, default_runtime: R
         modules={op.name: op.module for op in manifest.ops_built},
         cpu_baseline=manifest.cpu_baseline,
         arch_list=arch,
-        source="manifest",
+        source=ExpectedFrom.MANIFEST,
         wheel_sha256=manifest.wheel.sha256,
         linux_runtime=(promise or default_runtime) if linux else None,
         linux_runtime_from=(
@@ -141,7 +150,7 @@ def binary_checks(
 ) -> list[Check]:
     """What the extensions need when they load: glibc/libstdc++ versions (ELF), DLLs (PE)."""
     elf = {m: b.version_needs for m, b in binaries.items() if b.format == "elf"}
-    checks = judge_runtime(elf, expected, libstdcxx)
+    checks = linux_runtime_checks(elf, expected, libstdcxx)
     cell = expected.cell
     target = DllTarget(
         python=cell.python,
@@ -159,7 +168,7 @@ def binary_checks(
     return checks
 
 
-def judge_runtime(
+def linux_runtime_checks(
     needs: Mapping[str, Mapping[str, Sequence[str]]], expected: Expected, libstdcxx: Sequence[LibstdcxxRelease]
 ) -> list[Check]:
     """The wheel's glibc/libstdc++ floor against the promised maximum, and against the manifest's record.
@@ -170,22 +179,22 @@ def judge_runtime(
         return []
     floor = floor_of(needs.values())
     promised = expected.linux_runtime or RuntimeFloor()
-    above = exceeds(floor, promised)
+    judgement = judge_runtime(floor, promised)
     detail = f"needs {floor.describe(libstdcxx)}"
     if expected.linux_runtime is not None:
         detail += f"; promised at most {promised.describe(libstdcxx)} ({expected.linux_runtime_from or 'the plan'})"
-    if above:
+    if judgement.problems:
         culprits = [
             f"{name.rsplit('/', 1)[-1]} needs {', '.join(bad)}"
             for name, per_lib in sorted(needs.items())
-            if (bad := exceeds(floor_of([per_lib]), promised))
+            if (bad := judge_runtime(floor_of([per_lib]), promised).problems)
         ]
         detail += (
             f". Above the promise: {'; '.join(culprits)}. Where only the promised versions exist the op fails "
             "to load (version `...' not found): build on an older image (runners in the matrix), or raise "
             "linux_runtime if the narrower reach is intended"
         )
-    checks = [Check("linux runtime", not above, detail)]
+    checks = [Check("linux runtime", judgement.ok, detail)]
     recorded = expected.recorded_runtime
     if recorded is not None and recorded != floor:
         checks.append(
@@ -199,33 +208,11 @@ def judge_runtime(
     return checks
 
 
-def requires_of(metadata: str) -> list[Requirement]:
-    """The ``Requires-Dist`` of a METADATA text (unparsable lines skipped)."""
-    head = metadata.partition("\n\n")[0]
-    found = []
-    for line in head.splitlines():
-        key, _, value = line.partition(":")
-        if key.strip().lower() == "requires-dist":
-            try:
-                found.append(Requirement(value.strip()))
-            except InvalidRequirement:
-                continue
-    return found
-
-
-def _metadata_field(metadata: str, key: str) -> str:
-    for line in metadata.partition("\n\n")[0].splitlines():
-        name, _, value = line.partition(":")
-        if name.strip().lower() == key.lower():
-            return value.strip()
-    return ""
-
-
 def static_checks(
     *,
     filename: str,
     names: Sequence[str],
-    metadata: str,
+    metadata: Metadata,
     installed: InstalledInfo,
     expected: Expected,
     builder_source: str | None,
@@ -250,7 +237,7 @@ def static_checks(
     checks.append(
         Check("filename", filename == want_name, f"{filename}" + ("" if filename == want_name else f" != {want_name}")),
     )
-    version = _metadata_field(metadata, "Version")
+    version = metadata.version
     checks.append(
         Check(
             "version label",
@@ -258,7 +245,7 @@ def static_checks(
             f"METADATA {version}, git_version_info {installed.version}, expected {wheel_version(cell)}",
         ),
     )
-    torch_reqs = [str(r) for r in requires_of(metadata) if r.name == "torch"]
+    torch_reqs = [str(r) for r in metadata.requirements if r.name == "torch"]
     checks.append(
         Check(
             "torch pin",
@@ -271,8 +258,8 @@ def static_checks(
     if not accel_ok:
         detail += (
             f", but the wheel is labelled {label}: DeepSpeed loads prebuilt ops only when the run-time accelerator "
-            f"is the build's, so on {'a GPU' if expected.accelerator == 'cuda' else 'this machine'} every op would "
-            "be JIT-compiled (build with DS_ACCELERATOR=" + expected.accelerator + ")"
+            f"is the build's, so on {'a GPU' if expected.accelerator is Accelerator.CUDA else 'this machine'} every op "
+            f"would be JIT-compiled (build with DS_ACCELERATOR={expected.accelerator})"
         )
     checks.append(Check("accelerator", accel_ok, detail))
     info = installed.torch_info
@@ -287,28 +274,23 @@ def static_checks(
             f"{format_version(cell.torch)}, CUDA {want_cuda}",
         ),
     )
-    built = set(installed.built_ops)
-    want = set(expected.ops)
-    missing, extra = sorted(want - built), sorted(built - want)
-    parts = [f"installed_ops: {', '.join(sorted(built)) or 'none'}"]
-    if missing:
-        parts.append(f"short of the {expected.source}'s list by {', '.join(missing)}")
-    if extra:
-        parts.append(f"not in the {expected.source}'s list: {', '.join(extra)}")
-    checks.append(Check("installed ops", not missing and not extra, "; ".join(parts)))
-    extensions = [n for n in names if n.endswith(EXTENSION_SUFFIXES) and n.startswith("deepspeed/")]
-    problems = []
-    for op in sorted(built):
-        module = expected.modules.get(op, "")
-        if module and extension_for_module(module, names) is None:
-            problems.append(f"{op}: no {module} extension")
-    if len(extensions) != len(built):
-        problems.append(f"{len(extensions)} extension files for {len(built)} installed ops")
+    modules = {op: (module,) for op, module in expected.modules.items() if module}
+    ops = check_ops(expected.ops, installed=installed, modules=modules, names=names)
+    parts = [f"installed_ops: {', '.join(sorted(ops.installed)) or 'none'}"]
+    if ops.missing:
+        parts.append(f"short of the {expected.source}'s list by {', '.join(sorted(ops.missing))}")
+    if ops.extra:
+        parts.append(f"not in the {expected.source}'s list: {', '.join(ops.extra)}")
+    checks.append(Check("installed ops", not ops.missing and not ops.extra, "; ".join(parts)))
+    problems = ops.describe_no_file(modules)
+    if len(ops.extensions) != len(ops.installed):
+        problems.append(f"{len(ops.extensions)} extension files for {len(ops.installed)} installed ops")
     checks.append(
         Check(
             "extensions",
             not problems,
-            "; ".join(problems) or f"one extension per op ({len(extensions)}): " + ", ".join(sorted(extensions)),
+            "; ".join(problems)
+            or f"one extension per op ({len(ops.extensions)}): " + ", ".join(sorted(ops.extensions)),
         ),
     )
     if builder_source is not None:

@@ -14,7 +14,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 
-__all__ = ["Range", "VersionTuple", "format_version", "parse_nvcc_version", "parse_range", "parse_version"]
+__all__ = [
+    "Range",
+    "VersionTuple",
+    "format_version",
+    "parse_nvcc_version",
+    "parse_range",
+    "parse_torch_minor",
+    "parse_torch_release",
+    "parse_version",
+]
 
 VersionTuple = tuple[int, ...]
 
@@ -44,6 +53,54 @@ def parse_version(text: str) -> VersionTuple:
         msg = f"not a plain dotted version: {text!r}"
         raise ValueError(msg)
     return tuple(int(part) for part in text.split("."))
+
+
+def _dotted(text: str) -> VersionTuple:
+    try:
+        return parse_version(text)
+    except ValueError:
+        return ()
+
+
+def parse_torch_minor(text: str) -> VersionTuple:
+    """torch's MAJOR.MINOR: what a wheel is built for (``--torch`` of plan and build).
+
+    >>> parse_torch_minor("2.14")
+    (2, 14)
+    >>> parse_torch_minor("2.14.1")
+    Traceback (most recent call last):
+    ValueError: give MAJOR.MINOR (e.g. '2.14'), not '2.14.1': a wheel is built for a torch minor (verify's \
+--torch-version takes an exact release)
+    """
+    version = _dotted(text)
+    if len(version) == 2:
+        return version
+    if len(version) > 2:
+        msg = (
+            f"give MAJOR.MINOR (e.g. {format_version(version[:2])!r}), not {text!r}: a wheel is built for a torch "
+            "minor (verify's --torch-version takes an exact release)"
+        )
+    else:
+        msg = f"give MAJOR.MINOR (e.g. '2.14'), not {text!r}"
+    raise ValueError(msg)
+
+
+def parse_torch_release(text: str) -> str:
+    """An exact torch release ``X.Y.Z``, what pip installs (``verify --torch-version``).
+
+    >>> parse_torch_release("2.14.1")
+    '2.14.1'
+    >>> parse_torch_release("2.14")
+    Traceback (most recent call last):
+    ValueError: give an exact torch release X.Y.Z (e.g. '2.14.1'), not '2.14': pip installs a release, not a minor
+    """
+    version = _dotted(text)
+    if len(version) == 3:
+        return format_version(version)
+    msg = f"give an exact torch release X.Y.Z (e.g. '2.14.1'), not {text!r}"
+    if len(version) == 2:
+        msg += ": pip installs a release, not a minor"
+    raise ValueError(msg)
 
 
 @cache

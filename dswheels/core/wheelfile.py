@@ -1,9 +1,11 @@
 """Pure reading and rewriting of what is inside a DeepSpeed wheel.
 
-The effectful side (:mod:`dswheels.effects.postprocess`) opens the zip; everything that
-decides *what* the bytes become lives here: the torch pin in ``METADATA``, the ``RECORD``
-lines, the op list DeepSpeed stamped into ``git_version_info_installed.py``, and which file
-of the wheel is an op's extension.
+The effectful side (:mod:`dswheels.effects.wheel` reads, :mod:`dswheels.effects.postprocess`
+rewrites) opens the zip; everything that decides *what* the bytes mean or become lives here:
+``METADATA`` (:func:`parse_metadata`, the one reader; :func:`pin_requirement`, the torch pin),
+the ``RECORD`` lines, the op list DeepSpeed stamped into ``git_version_info_installed.py``,
+which file of the wheel is an op's extension, and whether the ops a wheel should have are in
+it (:func:`check_ops`).
 """
 
 from __future__ import annotations
@@ -17,17 +19,26 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from packaging.metadata import parse_email
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+
 from dswheels.core.versions import VersionTuple, format_version
 
 __all__ = [
+    "EXTENSION_SUFFIXES",
     "INSTALLED_INFO",
     "OP_BUILDER_DIR",
     "InstalledInfo",
+    "Metadata",
+    "OpsInWheel",
     "WheelContentError",
     "builder_modules",
+    "check_ops",
     "dist_info_dir",
     "extension_for_module",
     "parse_installed_info",
+    "parse_metadata",
     "pin_requirement",
     "record_hash",
     "render_record",
@@ -55,8 +66,51 @@ def torch_pin(torch: VersionTuple) -> str:
 _REQ_NAME_RE = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 
 
-def _canonical(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Metadata:
+    """The fields of a wheel's core metadata (``METADATA``) that dswheels reads."""
+
+    name: str
+    version: str
+    requires_python: str | None
+    requires_dist: tuple[str, ...]
+    summary: str
+    metadata_version: str
+
+    @property
+    def requirements(self) -> tuple[Requirement, ...]:
+        """``Requires-Dist``, parsed (a line ``packaging`` cannot read is left out)."""
+        found = []
+        for text in self.requires_dist:
+            try:
+                found.append(Requirement(text))
+            except InvalidRequirement:  # noqa: PERF203 - a few lines; each bad one is skipped
+                continue
+        return tuple(found)
+
+
+def parse_metadata(data: bytes | str) -> Metadata:
+    """A wheel's ``METADATA`` (its headers, read by ``packaging``); ValueError without Name or Version.
+
+    >>> md = parse_metadata("Metadata-Version: 2.1\\nName: deepspeed\\nVersion: 0.19.8+cputorch2.13\\n"
+    ...                     "Requires-Dist: torch==2.13.*\\nRequires-Dist: tqdm\\n\\nThe description")
+    >>> md.version, [str(r) for r in md.requirements if r.name == "torch"]
+    ('0.19.8+cputorch2.13', ['torch==2.13.*'])
+    """
+    raw, _unparsed = parse_email(data)
+    name = raw.get("name")
+    version = raw.get("version")
+    if not name or not version:
+        msg = "METADATA has no Name or no Version"
+        raise ValueError(msg)
+    return Metadata(
+        name=name,
+        version=version,
+        requires_python=raw.get("requires_python") or None,
+        requires_dist=tuple(raw.get("requires_dist") or ()),
+        summary=raw.get("summary") or "",
+        metadata_version=raw.get("metadata_version") or "2.1",
+    )
 
 
 def pin_requirement(metadata: str, *, project: str, requirement: str) -> str:
@@ -77,7 +131,7 @@ def pin_requirement(metadata: str, *, project: str, requirement: str) -> str:
     """
     head, sep, body = metadata.partition("\n\n")
     lines = head.split("\n")
-    want = _canonical(project)
+    want = canonicalize_name(project)
     out: list[str] = []
     replaced = False
     last_requires = -1
@@ -85,7 +139,7 @@ def pin_requirement(metadata: str, *, project: str, requirement: str) -> str:
         key, colon, value = line.partition(":")
         if colon and key.strip().lower() == "requires-dist":
             match = _REQ_NAME_RE.match(value)
-            if match and _canonical(match.group(1)) == want:
+            if match and canonicalize_name(match.group(1)) == want:
                 _req, semi, marker = value.partition(";")
                 if not replaced:
                     out.append(f"Requires-Dist: {requirement}" + (f"; {marker.strip()}" if semi else ""))
@@ -185,6 +239,56 @@ def extension_for_module(module: str, names: Sequence[str]) -> str | None:
         if directory == folder and filename.endswith(EXTENSION_SUFFIXES) and filename.split(".", 1)[0] == leaf:
             return name
     return None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class OpsInWheel:
+    """The ops a wheel should hold against what it holds: ``installed_ops`` and an extension file per op."""
+
+    installed: tuple[str, ...]  # the ops installed_ops marks built, in its order
+    missing: tuple[str, ...]  # expected, not marked built (DeepSpeed skipped them)
+    extra: tuple[str, ...]  # marked built, not expected
+    no_file: tuple[str, ...]  # marked built, their module known, and no extension file for it
+    unknown: tuple[str, ...]  # marked built, no module known to look for
+    extensions: tuple[str, ...]  # the extension files under deepspeed/
+
+    def describe_no_file(self, modules: Mapping[str, Sequence[str]]) -> list[str]:
+        """``cpu_adam: no deepspeed.ops.adam.cpu_adam_op extension``, per op without its file."""
+        return [f"{op}: no {' or '.join(modules[op])} extension" for op in self.no_file]
+
+
+def check_ops(
+    expected: Iterable[str], *, installed: InstalledInfo, modules: Mapping[str, Sequence[str]], names: Sequence[str]
+) -> OpsInWheel:
+    """Whether the ``expected`` ops are in the wheel: marked built by DeepSpeed, each with its extension file.
+
+    ``modules``: op -> the module(s) its extension imports as (``absolute_name()``: from the build,
+    the manifest, or the builders' sources); an op without one is ``unknown``, not judged.
+
+    >>> info = parse_installed_info("installed_ops={'cpu_adam': 1, 'fused_adam': 1, 'x': 0}")
+    >>> modules = {"cpu_adam": ["deepspeed.ops.adam.cpu_adam_op"], "fused_adam": ["deepspeed.ops.adam.fused_adam_op"]}
+    >>> found = check_ops(["cpu_adam", "cpu_lion"], installed=info, modules=modules,
+    ...                   names=["deepspeed/ops/adam/cpu_adam_op.so"])
+    >>> found.missing, found.extra, found.no_file
+    (('cpu_lion',), ('fused_adam',), ('fused_adam',))
+    """
+    built = installed.built_ops
+    wanted = list(dict.fromkeys(expected))
+    no_file, unknown = [], []
+    for op in built:
+        candidates = modules.get(op) or ()
+        if not candidates:
+            unknown.append(op)
+        elif all(extension_for_module(m, names) is None for m in candidates):
+            no_file.append(op)
+    return OpsInWheel(
+        installed=built,
+        missing=tuple(op for op in wanted if op not in built),
+        extra=tuple(sorted(set(built) - set(wanted))),
+        no_file=tuple(no_file),
+        unknown=tuple(unknown),
+        extensions=tuple(n for n in names if n.endswith(EXTENSION_SUFFIXES) and n.startswith("deepspeed/")),
+    )
 
 
 def _absolute_name(func: ast.FunctionDef, name: str) -> str | None:

@@ -31,7 +31,6 @@ from dswheels.core.buildenv import (
     BuildSetup,
     CompilerCache,
     PatchError,
-    accelerator_for,
     baseline_flag,
     build_env,
     dist_extra_config,
@@ -54,21 +53,21 @@ from dswheels.core.buildlog import (
 )
 from dswheels.core.buildreport import OpOutcome, op_outcomes
 from dswheels.core.compat import Compat
-from dswheels.core.compiler_cache import SccacheSettings, sccache_backend
+from dswheels.core.compiler_cache import CacheTool, SccacheSettings, sccache_backend
 from dswheels.core.fatbin import GpuCode, arch_number
 from dswheels.core.linux_runtime import RuntimeFloor, exceeds, floor_of
 from dswheels.core.manifest import BuiltOp, FileInfo, Manifest, manifest_name, render_manifest
 from dswheels.core.model import PlannedCell
 from dswheels.core.naming import cell_id, wheel_filename
-from dswheels.core.sources import TorchSource
+from dswheels.core.sources import TorchSource, TorchSourceKind
 from dswheels.core.versions import format_version
-from dswheels.core.wheelfile import extension_for_module, torch_pin
+from dswheels.core.wheelfile import check_ops, extension_for_module, torch_pin
 from dswheels.effects import proc
 from dswheels.effects.clock import monotonic, utc_now
-from dswheels.effects.files import exclusive, write_text_atomic
+from dswheels.effects.files import exclusive, sha256_file, write_text_atomic
 from dswheels.effects.interpreter import Interpreter, prepare_interpreter
 from dswheels.effects.opflags import apply_flag_patches, check_tree_flags
-from dswheels.effects.postprocess import postprocess_wheel, read_wheel, sha256_file
+from dswheels.effects.postprocess import postprocess_wheel
 from dswheels.effects.sources import Downloader, FetchedSource, extract_archive, fetch_source
 from dswheels.effects.toolchain import (
     CudaInstall,
@@ -82,11 +81,15 @@ from dswheels.effects.toolchain import (
     restart_sccache,
     tool_version,
 )
+from dswheels.effects.wheel import read_wheel
 from dswheels.effects.workdir import group_id, link_site, set_aside, settle_header_times, wipe, work_dir_for
 from dswheels.errors import BuildError, DswheelsError, EnvironmentMismatchError
 from dswheels.log import format_duration, get_reporter
+from dswheels.probes import op_sources
 
 __all__ = ["BuildOptions", "CellResult", "build_cell", "discard_wheel", "patch_tree"]
+
+OP_SOURCES_SCRIPT = Path(op_sources.__file__)
 
 # Variables an outer environment may carry that would change which ops DeepSpeed builds or how:
 # the plan decides them, so inherited values are dropped.
@@ -106,36 +109,6 @@ _SCRUB = (
     "CXX",
 )
 
-_OPS_PROBE = r"""
-import contextlib, io, json, os, sys
-sys.path.insert(0, os.getcwd())
-want = set(json.loads(sys.argv[1]))
-noise = io.StringIO()
-with contextlib.redirect_stdout(noise):
-    from op_builder.all_ops import ALL_OPS
-    from accelerator import get_accelerator
-    accelerator = get_accelerator()._name
-ops = {}
-for name, builder in ALL_OPS.items():
-    entry = {"var": getattr(builder, "BUILD_VAR", ""), "module": builder.absolute_name()}
-    if name in want:
-        out = io.StringIO()
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
-            try:
-                entry["sources"] = [str(s) for s in builder.sources()]
-            except Exception as exc:
-                entry["sources"] = []
-                entry["error"] = repr(exc)
-            try:
-                entry["compatible"] = bool(builder.is_compatible(verbose=True))
-            except Exception as exc:
-                entry["compatible"] = False
-                entry["error"] = repr(exc)
-        entry["messages"] = out.getvalue()[-3000:]
-    ops[name] = entry
-print("DSWHEELS-OPS " + json.dumps({"accelerator": accelerator, "ops": ops}))
-"""
-
 
 @dataclass(frozen=True)
 class BuildOptions:
@@ -145,7 +118,7 @@ class BuildOptions:
     compat: Compat
     jobs: int
     interpreter: str = "auto"  # auto | current | venv
-    torch_source: TorchSource = field(default_factory=lambda: TorchSource("plan"))
+    torch_source: TorchSource = field(default_factory=lambda: TorchSource(TorchSourceKind.PLAN))
     compiler_cache: str = "auto"  # auto | ccache | sccache | none
     sccache: SccacheSettings = field(default_factory=SccacheSettings)  # where sccache keeps its objects
     debug_symbols: bool = False
@@ -332,31 +305,24 @@ def patch_tree(
 def _probe_ops(
     planned: PlannedCell, python: Path, src: Path, env: Mapping[str, str], log: Path
 ) -> tuple[str, list[OpSources]]:
-    wanted = [name for name, _var in planned.ops.build]
-    result = proc.run(
-        [str(python), "-c", _OPS_PROBE, json.dumps(wanted)],
+    result = proc.capture(
+        [str(python), str(OP_SOURCES_SCRIPT), json.dumps(list(planned.ops.build_names))],
         cwd=src,
         env=env,
-        capture=True,
-        stream=False,
-        echo=False,
-        heartbeat=None,
-        check=False,
         log_file=log,
         error=BuildError,
         what="DeepSpeed's op builders",
     )
-    payload = next((ln for ln in result.output.splitlines() if ln.startswith("DSWHEELS-OPS ")), None)
-    if payload is None:
+    data = proc.marked_json(result.output, op_sources.MARK)
+    if not isinstance(data, dict):
         raise BuildError(
             "DeepSpeed's op builders could not be loaded in the build environment",
             details="\n".join(result.tail[-25:]),
             hint=f"full log: {log}",
         )
-    data = json.loads(payload.removeprefix("DSWHEELS-OPS "))
     accelerator = str(data["accelerator"])
     ops_data: dict[str, dict[str, object]] = data["ops"]
-    expected = accelerator_for(planned)
+    expected = planned.cell.variant.accelerator
     if accelerator != expected:
         raise BuildError(
             f"DeepSpeed picked the {accelerator} accelerator, the cell needs {expected}",
@@ -397,10 +363,10 @@ def _probe_ops(
 
 
 def _cache_stats(cache: CompilerCache, env: Mapping[str, str]) -> CacheStats | None:
-    if cache.tool == "ccache":
+    if cache.tool is CacheTool.CCACHE:
         log = Path(cache.stats_log)
         if not log.exists():
-            return CacheStats(tool="ccache", hits=0, misses=0)
+            return CacheStats(tool=CacheTool.CCACHE, hits=0, misses=0)
         return parse_ccache_stats_log(log.read_text(encoding="utf-8", errors="replace"), base_dir=cache.base_dir)
     result = proc.run(
         [cache.executable, "--show-stats", "--stats-format=json"],
@@ -626,7 +592,7 @@ def _build(
     # torch (and the nvidia-* wheels beside it) imported through <work>/site: the same header paths
     # for every Python (dswheels/effects/workdir.py)
     site = link_site(work, Path(interp.info.torch_parent or interp.info.purelib))
-    if interp.origin.startswith("venv"):
+    if interp.origin.is_venv:
         settle_header_times(site)
     python_path = os.pathsep.join([str(site), *([inherited["PYTHONPATH"]] if inherited.get("PYTHONPATH") else [])])
     include_dirs: list[Path] = []
@@ -681,7 +647,7 @@ def _build(
         + (f", CC/CXX {compilers[0]}/{compilers[1]}" if compilers else ""),
     )
 
-    if cache is not None and cache.tool == "sccache":
+    if cache is not None and cache.tool is CacheTool.SCCACHE:
         backend, where = sccache_backend(opts.sccache, inherited, base_dir=cache.base_dir)
         env.update(backend)
         if restart_sccache(cache, env, backend, log) == "local" and any("GHA" in k or "BUCKET" in k for k in backend):
@@ -743,26 +709,26 @@ def _build(
         )
 
     # every planned op must really be in the wheel
-    contents = read_wheel(built)
-    if contents.installed.accelerator_name != accelerator:
-        raise BuildError(
-            f"{cid}: the wheel says accelerator {contents.installed.accelerator_name!r}, expected {accelerator!r}"
-        )
-    missing = [op.name for op in op_sources if not contents.installed.installed_ops.get(op.name)]
-    no_file = [
-        op.name
-        for op in op_sources
-        if op.name not in missing and extension_for_module(op.module, contents.names) is None
-    ]
-    if missing or no_file:
+    contents = read_wheel(built, error=BuildError)
+    installed = contents.installed
+    if installed.accelerator_name != accelerator:
+        raise BuildError(f"{cid}: the wheel says accelerator {installed.accelerator_name!r}, expected {accelerator!r}")
+    found = check_ops(
+        [op.name for op in op_sources],
+        installed=installed,
+        modules={op.name: (op.module,) for op in op_sources},
+        names=contents.names,
+    )
+    if found.missing or found.no_file:
         details = []
-        if missing:
-            details.append(f"not in installed_ops: {', '.join(missing)} (DeepSpeed skipped them)")
-        if no_file:
-            details.append(f"no extension file in the wheel: {', '.join(no_file)}")
-        excerpt = [ln for ln in tracker.lines if any(name in ln for name in missing + no_file)][-20:]
+        if found.missing:
+            details.append(f"not in installed_ops: {', '.join(found.missing)} (DeepSpeed skipped them)")
+        if found.no_file:
+            details.append(f"no extension file in the wheel: {', '.join(found.no_file)}")
+        named = [*found.missing, *found.no_file]
+        excerpt = [ln for ln in tracker.lines if any(name in ln for name in named)][-20:]
         raise BuildError(
-            f"{cid}: planned op(s) missing from the wheel: {', '.join(missing + no_file)}",
+            f"{cid}: planned op(s) missing from the wheel: {', '.join(named)}",
             details="\n".join([*details, "log lines naming them:", *excerpt]),
             hint=f"full log: {log}",
         )
@@ -845,7 +811,7 @@ def _build(
     if msvc is not None:
         toolchain["msvc"] = msvc.toolset
     if cache is not None:
-        toolchain[cache.tool] = tool_version([cache.executable, "--version"], env)
+        toolchain[cache.tool.value] = tool_version([cache.executable, "--version"], env)
     manifest = Manifest(
         cell_id=cid,
         plan=planned,

@@ -7,6 +7,7 @@
   silently replace each other.
 * :func:`exclusive` serialises the runs that write one directory (an advisory lock file);
   inside it, :func:`sweep` removes what a run killed mid-write left behind.
+* :func:`sha256_file` is the one digest of a file on disk (wheels, sources, manifests).
 * Files and folders meant to be served get the mode the user's umask gives new files
   (0644/0755 under the usual 022), not ``mkstemp``/``mkdtemp``'s private 0600/0700.
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import os
 import secrets
 import shutil
@@ -32,6 +34,7 @@ __all__ = [
     "public_mode",
     "read_bounded",
     "replace_dir",
+    "sha256_file",
     "staging_dir",
     "sweep",
     "temp_file",
@@ -262,3 +265,12 @@ def read_bounded(path: Path, *, limit: int = MAX_INPUT_BYTES) -> bytes:
         msg = f"{path} is larger than {limit >> 20} MiB: not a file dswheels reads"
         raise ValueError(msg)
     return data
+
+
+def sha256_file(path: Path) -> str:
+    """The hex sha256 of a file, read a MiB at a time (wheels reach gigabytes)."""
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        while chunk := fh.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()

@@ -15,10 +15,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from dswheels.core.compat import Compat
-from dswheels.core.model import PlannedCell, Python, Variant
+from dswheels.core.model import Accelerator, PlannedCell, Python, Variant
 from dswheels.core.nvccflags import NvccOptions, parse_nvcc_help
 from dswheels.core.opflags import EvalContext, OpFlags, ProbeJob
-from dswheels.core.sources import TorchSource, sdist_from_pypi_json
+from dswheels.core.sources import TorchSource, TorchSourceKind, sdist_from_pypi_json
 from dswheels.core.versions import format_version, parse_version
 from dswheels.effects import proc
 from dswheels.effects.build import patch_tree
@@ -41,7 +41,6 @@ __all__ = [
 
 # platform as the builders see it -> the OS of dswheels' cells
 PLATFORMS = {"win32": "windows", "linux": "linux"}
-ACCELERATORS = ("cuda", "cpu")
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,9 +61,9 @@ class RecordContext:
             "nvcc_threads": self.nvcc_threads,
         }
 
-    def contexts(self, platform: str, accelerator: str) -> tuple[EvalContext, ...]:
+    def contexts(self, platform: str, accelerator: Accelerator) -> tuple[EvalContext, ...]:
         """One per arch list for the CUDA accelerator; one for the CPU accelerator (no CUDA)."""
-        if accelerator != "cuda":
+        if accelerator is not Accelerator.CUDA:
             return (EvalContext(platform=platform, torch=self.torch, isolate=True),)
         return tuple(
             EvalContext(platform=platform, cuda=self.cuda, torch=self.torch, arch_list=arch, isolate=True)
@@ -124,7 +123,7 @@ def record_interpreter(planned: Sequence[PlannedCell], *, venv_root: Path, log_f
     if cell is None:
         raise EnvironmentMismatchError(f"the plan has no torch 2.13 cpu cell for Python {python} on Linux")
     return prepare_interpreter(
-        cell, mode="auto", torch_source=TorchSource("pip"), venv_root=venv_root, log_file=log_file
+        cell, mode="auto", torch_source=TorchSource(TorchSourceKind.PIP), venv_root=venv_root, log_file=log_file
     )
 
 
@@ -194,13 +193,13 @@ def evaluate_releases(
                 try:
                     unpack_patched(sdists[version], tree, planned, compat)
                 except BuildError as exc:
-                    for accelerator in ACCELERATORS:
+                    for accelerator in Accelerator:
                         recording.not_recorded[f"{version} {platform} {accelerator}"] = exc.message
                     continue
-                for accelerator in ACCELERATORS:
+                for accelerator in Accelerator:
                     contexts = context.contexts(platform, accelerator)
-                    jobs.append(ProbeJob(tree=str(tree), accelerator=accelerator, ops=None, contexts=contexts))
-                    keys.append((version, platform, accelerator))
+                    jobs.append(ProbeJob(tree=str(tree), accelerator=accelerator.value, ops=None, contexts=contexts))
+                    keys.append((version, platform, accelerator.value))
         if jobs:
             answer = run_probe(python, jobs, env=probe_env, log_file=log_file, error=DswheelsError)
             for key, job in zip(keys, answer.jobs, strict=True):

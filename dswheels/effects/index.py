@@ -13,8 +13,6 @@ import json
 import os
 import re
 import shutil
-import zipfile
-import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -22,20 +20,13 @@ from urllib.parse import urlsplit
 from urllib.request import url2pathname
 
 import requests
+from packaging.utils import canonicalize_name
 
-from dswheels.core.index import (
-    FILES_DIR,
-    MARKER,
-    IndexFile,
-    PublishedWheel,
-    metadata_name,
-    parse_metadata,
-    parse_wheel,
-)
+from dswheels.core.index import FILES_DIR, MARKER, metadata_name
+from dswheels.core.indexfile import IndexFile, parse_project_page, project_page_url
 from dswheels.core.jsondoc import parse_json
 from dswheels.core.manifest import ManifestError, manifest_name, parse_manifest
-from dswheels.core.naming import PROJECT
-from dswheels.core.pick import parse_project_page, project_page_url
+from dswheels.core.naming import PROJECT, PublishedWheel, WheelNameError, parse_wheel
 from dswheels.effects.files import (
     TEMP_PREFIX,
     exclusive,
@@ -47,6 +38,7 @@ from dswheels.effects.files import (
     write_text_atomic,
 )
 from dswheels.effects.http import MAX_PAGE_BYTES, read_limited
+from dswheels.effects.wheel import read_wheel
 from dswheels.errors import ConfigError, PublishError, SourceError
 from dswheels.log import get_reporter
 
@@ -56,25 +48,14 @@ __all__ = [
     "LocalWheel",
     "list_published",
     "load_ledger",
-    "read_wheel",
+    "local_wheel",
     "scan_directory",
-    "sha256_file",
     "update_ledger",
     "write_site",
 ]
 
-_CHUNK = 1024 * 1024
-MAX_METADATA_BYTES = 8 * 1024**2  # DeepSpeed's METADATA is ~20 KB
 MAX_LEDGER_BYTES = 256 * 1024**2  # ~300 bytes per wheel
 _SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        while chunk := fh.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,45 +72,19 @@ class LocalWheel:
     metadata_path: Path | None = None  # the published <wheel>.metadata it was read from, if any
 
 
-def _metadata_member(archive: zipfile.ZipFile, filename: str) -> str:
-    """The wheel's own ``<name>-<version>.dist-info/METADATA`` (the filename's first two fields)."""
-    prefix = "-".join(filename.split("-")[:2]) + ".dist-info/"
-    candidates = [n for n in archive.namelist() if n.endswith(".dist-info/METADATA") and n.count("/") == 1]
-    exact = [n for n in candidates if n == prefix + "METADATA"]
-    if exact:
-        return exact[0]
-    if len(candidates) == 1:
-        return candidates[0]
-    msg = f"no {prefix}METADATA in the wheel (found {candidates or 'none'})"
-    raise ValueError(msg)
-
-
-def _read_metadata(archive: zipfile.ZipFile, filename: str) -> bytes:
-    member = _metadata_member(archive, filename)
-    if archive.getinfo(member).file_size > MAX_METADATA_BYTES:
-        msg = f"its {member} is larger than {MAX_METADATA_BYTES >> 20} MiB"
-        raise ValueError(msg)
-    return archive.read(member)
-
-
-def read_wheel(path: Path) -> LocalWheel:
+def local_wheel(path: Path) -> LocalWheel:
     """Hash a wheel and read its METADATA from the wheel itself; ``PublishError`` if it is not a
     dswheels wheel. (A ``<wheel>.metadata`` beside it is never believed: it may describe another wheel.)"""
     try:
         wheel = parse_wheel(path.name)
-    except ValueError as exc:
+    except WheelNameError as exc:
         raise PublishError(
             f"not a dswheels wheel: {exc}",
             hint="only wheels built by `dswheels build` can be published (their names carry the torch build)",
         ) from None
-    try:
-        size = path.stat().st_size
-        with zipfile.ZipFile(path) as archive:
-            metadata = _read_metadata(archive, path.name)
-        meta = parse_metadata(metadata)
-    except (OSError, zipfile.BadZipFile, ValueError, KeyError, EOFError, zlib.error) as exc:
-        raise PublishError(f"{path}: cannot read the wheel: {exc}", hint="rebuild it with `dswheels build`") from None
-    if meta.name.lower().replace("_", "-") != PROJECT or meta.version != str(wheel.version):
+    contents = read_wheel(path, error=PublishError, built_by_deepspeed=False)
+    meta = contents.metadata
+    if canonicalize_name(meta.name) != PROJECT or meta.version != str(wheel.version):
         raise PublishError(
             f"{path.name}: its METADATA says {meta.name} {meta.version}, its name says {PROJECT} {wheel.version}",
             hint="a renamed wheel would install under a version nobody asked for; rebuild it",
@@ -137,10 +92,10 @@ def read_wheel(path: Path) -> LocalWheel:
     return LocalWheel(
         path=path,
         wheel=wheel,
-        sha256=sha256_file(path),
-        size=size,
-        metadata=metadata,
-        metadata_sha256=hashlib.sha256(metadata).hexdigest(),
+        sha256=contents.sha256,
+        size=contents.size,
+        metadata=contents.metadata_bytes,
+        metadata_sha256=hashlib.sha256(contents.metadata_bytes).hexdigest(),
         requires_python=meta.requires_python,
     )
 
@@ -254,15 +209,15 @@ def scan_directory(directory: Path) -> list[LocalWheel]:
         path = directory / entry.name
         stat = entry.stat()
         known = _from_ledger(path, stat.st_size, stat.st_mtime_ns, ledger.get(entry.name))
-        wheels.append(known or read_wheel(path))
+        wheels.append(known or local_wheel(path))
     return wheels
 
 
 def local_index_files(wheels: Sequence[LocalWheel]) -> list[IndexFile]:
     """Index entries for a self-contained site: the files go to ``files/`` inside it."""
     return [
-        IndexFile(
-            wheel=w.wheel,
+        IndexFile.of_wheel(
+            w.wheel,
             url=f"{FILES_DIR}/{w.wheel.filename}",
             sha256=w.sha256,
             size=w.size,

@@ -8,24 +8,26 @@ machine, not once per venv or per test session.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shutil
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
 
 from dswheels.core.model import PlannedCell, Platform
-from dswheels.core.sources import TorchSource, parse_pip_config, uv_index_args
+from dswheels.core.sources import TorchSource, TorchSourceKind, parse_pip_config, uv_index_args
 from dswheels.core.versions import format_version
 from dswheels.effects import proc
 from dswheels.errors import EnvironmentMismatchError
 from dswheels.log import get_reporter
+from dswheels.probes import interpreter as _probe_module
 
 __all__ = [
     "BUILD_REQUIREMENTS",
     "Interpreter",
+    "Origin",
     "PythonInfo",
     "find_uv",
     "interpreter_mismatch",
@@ -38,28 +40,7 @@ __all__ = [
 # What DeepSpeed's setup.py needs next to torch when built without isolation.
 BUILD_REQUIREMENTS = ("setuptools>=69", "wheel", "build>=1.2", "ninja", "packaging", "numpy")
 _PROBE_MODULES = ("setuptools", "wheel", "build", "ninja", "packaging", "numpy")
-
-_PROBE = r"""
-import json, os, platform, sys, sysconfig, importlib
-info = {"python": platform.python_version(), "executable": sys.executable,
-        "platform": sysconfig.get_platform(), "gil_disabled": bool(sysconfig.get_config_var("Py_GIL_DISABLED")),
-        "scripts": sysconfig.get_path("scripts"), "purelib": sysconfig.get_path("purelib"),
-        "cflags": sysconfig.get_config_var("CFLAGS") or "",
-        "torch": None, "torch_cuda": None, "modules": {}}
-try:
-    import torch
-    info["torch"] = torch.__version__
-    info["torch_cuda"] = torch.version.cuda
-    info["torch_parent"] = os.path.dirname(os.path.dirname(torch.__file__))
-except Exception as exc:
-    info["torch_error"] = repr(exc)
-for name in MODULES:
-    try:
-        info["modules"][name] = getattr(importlib.import_module(name), "__version__", "?")
-    except Exception:
-        info["modules"][name] = None
-print("DSWHEELS-PROBE " + json.dumps(info))
-"""
+PROBE_SCRIPT = Path(_probe_module.__file__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,29 +56,51 @@ class PythonInfo:
     torch_cuda: str | None  # "13.0"
     modules: Mapping[str, str | None] = field(default_factory=dict)
     torch_parent: str = ""  # the directory torch is imported from (site-packages)
+    torch_error: str = ""  # why torch did not import ("" when it did, or is absent)
+    cuda_devices: int | None = None  # the CUDA devices torch sees (None: not asked)
 
     @property
     def missing_build_modules(self) -> tuple[str, ...]:
         return tuple(name for name in _PROBE_MODULES if not self.modules.get(name))
 
 
+class Origin(str, Enum):
+    """Where the build interpreter came from."""
+
+    CURRENT = "current"  # the one dswheels runs in
+    NEW_VENV = "venv (new)"
+    REUSED_VENV = "venv (reused)"
+
+    def __str__(self) -> str:
+        return self.value
+
+    @property
+    def is_venv(self) -> bool:
+        return self is not Origin.CURRENT
+
+
 @dataclass(frozen=True, slots=True)
 class Interpreter:
     python: Path
     info: PythonInfo
-    origin: str  # "current" | "venv (new)" | "venv (reused)"
+    origin: Origin
 
 
-def probe_python(python: Path | str, *, env: Mapping[str, str] | None = None) -> PythonInfo:
-    code = _PROBE.replace("MODULES", repr(_PROBE_MODULES))
-    result = proc.capture([str(python), "-c", code], env=env, error=EnvironmentMismatchError, what=f"probing {python}")
-    payload = proc.marked_line(result.output, "DSWHEELS-PROBE ")
-    if payload is None:
+def probe_python(python: Path | str, *, env: Mapping[str, str] | None = None, gpus: bool = False) -> PythonInfo:
+    """Run :mod:`dswheels.probes.interpreter` in ``python`` (``gpus``: also count the CUDA devices torch sees)."""
+    result = proc.capture(
+        [str(python), str(PROBE_SCRIPT), *(["--gpus"] if gpus else []), *_PROBE_MODULES],
+        env=env,
+        error=EnvironmentMismatchError,
+        what=f"probing {python}",
+    )
+    data = proc.marked_json(result.output, _probe_module.MARK)
+    if not isinstance(data, dict):
         raise EnvironmentMismatchError(
             f"cannot run the interpreter {python}",
             details="\n".join(result.tail[-10:]),
         )
-    data = json.loads(payload)
+    devices = data.get("cuda_devices")
     return PythonInfo(
         python=data["python"],
         executable=data["executable"],
@@ -110,6 +113,8 @@ def probe_python(python: Path | str, *, env: Mapping[str, str] | None = None) ->
         torch_cuda=data["torch_cuda"],
         modules=data["modules"],
         torch_parent=data.get("torch_parent") or "",
+        torch_error=data.get("torch_error") or "",
+        cuda_devices=devices if isinstance(devices, int) else None,
     )
 
 
@@ -174,9 +179,9 @@ def _pip_config(python: str) -> dict[str, list[str]]:
 
 def torch_index_args(torch_source: TorchSource, plan_index: str) -> list[str]:
     """uv's arguments for where torch (and, in pip mode, everything else) comes from."""
-    pip_config = _pip_config(sys.executable) if torch_source.kind == "pip" else {}
+    pip_config = _pip_config(sys.executable) if torch_source.kind is TorchSourceKind.PIP else {}
     args = uv_index_args(torch_source, plan_index=plan_index, pip_config=pip_config)
-    if torch_source.kind == "pip":
+    if torch_source.kind is TorchSourceKind.PIP:
         # pip considers every configured source and takes the best version; so must uv
         args += ["--index-strategy", "unsafe-best-match"]
     return args
@@ -213,7 +218,7 @@ def prepare_interpreter(
                 uv_install(uv, current, BUILD_REQUIREMENTS, [], log_file=log_file)
                 info = probe_python(current)
             reporter.info(f"interpreter: this one ({current}, torch {info.torch})")
-            return Interpreter(python=current, info=info, origin="current")
+            return Interpreter(python=current, info=info, origin=Origin.CURRENT)
         if mode == "current":
             raise EnvironmentMismatchError(
                 f"this interpreter cannot build the cell: {why}",
@@ -224,9 +229,9 @@ def prepare_interpreter(
     index_args = torch_index_args(torch_source, planned.torch_index)
     venv = venv_root / _venv_key(planned, index_args)
     python = venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
-    origin = "venv (reused)"
+    origin = Origin.REUSED_VENV
     if not python.exists():
-        origin = "venv (new)"
+        origin = Origin.NEW_VENV
         shutil.rmtree(venv, ignore_errors=True)
         proc.run(
             [uv, "venv", "--python", str(planned.cell.python), str(venv)],
@@ -243,7 +248,7 @@ def prepare_interpreter(
             return Interpreter(python=python, info=info, origin=origin)
     reporter.info(f"installing torch {planned.torch_version} from {torch_source.describe()} ({origin})")
     uv_install(uv, python, [f"torch=={planned.torch_version}"], index_args, log_file=log_file)
-    build_index = index_args if torch_source.kind == "pip" else []
+    build_index = index_args if torch_source.kind is TorchSourceKind.PIP else []
     uv_install(uv, python, BUILD_REQUIREMENTS, build_index, log_file=log_file)
     info = probe_python(python)
     why = interpreter_mismatch(info, planned, foreign=foreign)

@@ -17,7 +17,6 @@ from dswheels.core.buildenv import (
     BUILDER_FILES,
     CPU_BUILDER_FILES,
     PatchError,
-    accelerator_for,
     patch_arch_list_leak,
     patch_cpu_builder_win32,
 )
@@ -101,7 +100,7 @@ def check_tree_flags(
     else:
         arch_list = env.get("TORCH_CUDA_ARCH_LIST")
         contexts = (EvalContext(),) + ((EvalContext(arch_list=arch_list, isolate=True),) if arch_list else ())
-    accelerator = accelerator_for(planned) if stand_in else None
+    accelerator = planned.cell.variant.accelerator.value if stand_in else None
     job = ProbeJob(tree=str(src), accelerator=accelerator, ops=planned.ops.build_names, contexts=contexts)
     answer = run_probe(python, [job], env=env, cwd=src, log_file=log, cuda_home=env.get("CUDA_HOME"))
     if answer.jobs[0].error:

@@ -6,7 +6,6 @@ later step would publish it until the whole wheel checks out (see :mod:`dswheels
 
 from __future__ import annotations
 
-import hashlib
 import io
 import tarfile
 import tempfile
@@ -19,38 +18,12 @@ from dswheels.core.binaries import ExtensionBinary
 from dswheels.core.fatbin import GpuCode
 from dswheels.core.isa import IsaReport
 from dswheels.core.versions import VersionTuple
-from dswheels.core.wheelfile import (
-    EXTENSION_SUFFIXES,
-    INSTALLED_INFO,
-    InstalledInfo,
-    dist_info_dir,
-    parse_installed_info,
-    pin_requirement,
-    render_record,
-    torch_pin,
-)
+from dswheels.core.wheelfile import EXTENSION_SUFFIXES, dist_info_dir, pin_requirement, render_record, torch_pin
 from dswheels.effects import proc
 from dswheels.effects.binaries import read_extension_binary
-from dswheels.effects.wheelzip import open_wheel
 from dswheels.errors import BuildError
 
-__all__ = ["Postprocessed", "WheelContents", "postprocess_wheel", "read_wheel", "sha256_file"]
-
-
-@dataclass(frozen=True, slots=True)
-class WheelContents:
-    names: tuple[str, ...]
-    installed: InstalledInfo
-    metadata: str
-
-
-def read_wheel(path: Path) -> WheelContents:
-    with open_wheel(path, BuildError) as zf:
-        names = tuple(zf.namelist())
-        dist_info = dist_info_dir(names)
-        metadata = zf.read(f"{dist_info}/METADATA").decode("utf-8")
-        installed = parse_installed_info(zf.read(INSTALLED_INFO).decode("utf-8"))
-    return WheelContents(names=names, installed=installed, metadata=metadata)
+__all__ = ["Postprocessed", "postprocess_wheel"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,14 +36,6 @@ class Postprocessed:
     debug_archive: Path | None
     stripped_bytes: int  # how much stripping saved
     binaries: Mapping[str, ExtensionBinary]  # extension member -> all of the above, and a PE's DLL imports
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _strip(data: bytes, name: str, *, tmp: Path, keep_debug: bool, log_file: Path | None) -> tuple[bytes, bytes | None]:

@@ -7,8 +7,7 @@ probe sees here is what tests replay from recordings.
 
 The torch/DeepSpeed part runs *in the target interpreter* (``--python``), because that is the
 environment DeepSpeed will live in: its torch, its site-packages, its CUDA_HOME as torch
-computes it. DeepSpeed itself is not imported (that can take seconds and print warnings);
-its build info is read from ``git_version_info_installed.py``.
+computes it (:mod:`dswheels.probes.environment`, run there by file path).
 """
 
 from __future__ import annotations
@@ -34,10 +33,11 @@ from dswheels.core.facts import (
 )
 from dswheels.core.linux_runtime import ElfError, defined_maximum, version_defs
 from dswheels.core.versions import format_version
-from dswheels.effects.proc import capture, find_tool, marked_line
+from dswheels.effects.proc import capture, find_tool, marked_json
 from dswheels.errors import DswheelsError
+from dswheels.probes import environment as _probe_module
 
-__all__ = ["ENV_KEYS", "TARGET_SCRIPT", "collect", "current_environment", "probe_target"]
+__all__ = ["ENV_KEYS", "PROBE_SCRIPT", "collect", "current_environment", "probe_target"]
 
 # Variables that change what torch/DeepSpeed builds or loads (reported verbatim).
 ENV_KEYS = (
@@ -56,201 +56,9 @@ ENV_KEYS = (
     "VSCMD_ARG_TGT_ARCH",
     "VCToolsVersion",
 )
-_MARK = "DSWHEELS-PROBE-JSON:"
 _TIMEOUT = 180.0
 
-# Runs in the target interpreter (any CPython >= 3.8): prints one JSON line after _MARK.
-TARGET_SCRIPT = r"""
-import sys
-if sys.path and sys.path[0] in ("", "."):
-    del sys.path[0]  # never import from the current directory (e.g. a pytorch checkout)
-import ast, importlib.util, json, os, platform, sysconfig
-
-def err(exc):
-    return "%s: %s" % (type(exc).__name__, exc)
-
-def literals(path):
-    # module-level NAME = <literal> and NAME: T = <literal>, without importing the module
-    with open(path, encoding="utf-8") as fh:
-        tree = ast.parse(fh.read())
-    values = {}
-    for node in tree.body:
-        target, value = None, None
-        if isinstance(node, ast.Assign) and len(node.targets) == 1:
-            target, value = node.targets[0], node.value
-        elif isinstance(node, ast.AnnAssign) and node.value is not None:
-            target, value = node.target, node.value
-        if isinstance(target, ast.Name):
-            try:
-                values[target.id] = ast.literal_eval(value)
-            except ValueError:
-                pass
-    return values
-
-LIGHT = "--light" in sys.argv
-
-out = {}
-out["python"] = {
-    "executable": sys.executable,
-    "version": platform.python_version(),
-    "implementation": sys.implementation.name,
-    "free_threaded": bool(sysconfig.get_config_var("Py_GIL_DISABLED")),
-    "bits": 64 if sys.maxsize > 2**32 else 32,
-    "platform": sysconfig.get_platform(),
-    "prefix": sys.prefix,
-    "base_prefix": getattr(sys, "base_prefix", sys.prefix),
-    "conda": os.path.isdir(os.path.join(sys.prefix, "conda-meta")),
-}
-out["scripts"] = sysconfig.get_paths().get("scripts", "")
-
-out["torch"] = None
-torch_spec = importlib.util.find_spec("torch")
-if torch_spec is None:
-    out["torch_error"] = "not installed"
-elif LIGHT:
-    # what install needs (version and CUDA), read from torch/version.py: no slow import
-    try:
-        v = literals(os.path.join(list(torch_spec.submodule_search_locations)[0], "version.py"))
-        out["torch"] = {
-            "version": str(v["__version__"]), "cuda": v.get("cuda"), "hip": v.get("hip"),
-            "cuda_available": False, "devices": [], "arch_list": [], "cuda_home": None,
-            "cuda_home_error": "not probed",
-        }
-        out["torch_error"] = ""
-    except Exception as exc:
-        out["torch_error"] = "cannot read torch/version.py: " + err(exc)
-else:
-    try:
-        import torch
-        t = {
-            "version": str(torch.__version__),
-            "cuda": torch.version.cuda,
-            "hip": getattr(torch.version, "hip", None),
-            "cuda_available": False,
-            "devices": [],
-            "arch_list": [],
-            "cuda_home": None,
-            "cuda_home_error": "",
-        }
-        try:
-            t["cuda_available"] = bool(torch.cuda.is_available())
-            if t["cuda_available"]:
-                for i in range(torch.cuda.device_count()):
-                    props = torch.cuda.get_device_properties(i)
-                    t["devices"].append({
-                        "name": props.name,
-                        "capability": "%d.%d" % (props.major, props.minor),
-                        "memory_mib": int(props.total_memory // (1024 * 1024)),
-                    })
-                t["arch_list"] = list(torch.cuda.get_arch_list())
-        except Exception as exc:
-            t["cuda_home_error"] = "cuda query failed: " + err(exc)
-        try:
-            from torch.utils import cpp_extension
-            t["cuda_home"] = cpp_extension.CUDA_HOME
-        except Exception as exc:
-            t["cuda_home_error"] = err(exc)
-        out["torch"] = t
-        out["torch_error"] = ""
-    except BaseException as exc:
-        out["torch_error"] = err(exc)
-
-out["deepspeed"] = None
-try:
-    spec = importlib.util.find_spec("deepspeed")
-except Exception:
-    spec = None
-if spec is not None and spec.submodule_search_locations:
-    ds = {"version": "", "installed_ops": {}, "accelerator": "", "torch_version": "", "cuda_version": "", "error": ""}
-    try:
-        from importlib import metadata
-        ds["version"] = metadata.version("deepspeed")
-    except Exception as exc:
-        ds["error"] = "no distribution metadata: " + err(exc)
-    path = os.path.join(list(spec.submodule_search_locations)[0], "git_version_info_installed.py")
-    try:
-        values = literals(path)
-        ds["installed_ops"] = {str(k): bool(v) for k, v in dict(values.get("installed_ops", {})).items()}
-        ds["accelerator"] = str(values.get("accelerator_name", ""))
-        info = dict(values.get("torch_info", {}))
-        ds["torch_version"] = str(info.get("version", ""))
-        ds["cuda_version"] = str(info.get("cuda_version", ""))
-        if not ds["version"]:
-            ds["version"] = str(values.get("version", ""))
-    except OSError:
-        ds["error"] = "no git_version_info_installed.py: this DeepSpeed was installed without its build step"
-    except Exception as exc:
-        ds["error"] = err(exc)
-    out["deepspeed"] = ds
-
-out["linux_runtime"] = None
-if sys.platform.startswith("linux"):
-    # glibc, and the libstdc++.so.6 this process maps: after `import torch` (above) the one
-    # torch loaded; in --light mode the one dlopen finds for this interpreter
-    lr = {"glibc": "", "libstdcxx": "", "how": "", "error": ""}
-    try:
-        lr["glibc"] = os.confstr("CS_GNU_LIBC_VERSION") or ""
-    except (AttributeError, ValueError, OSError):
-        pass
-    if not lr["glibc"]:
-        name, version = platform.libc_ver()
-        if name == "glibc" and version:
-            lr["glibc"] = "glibc " + version
-
-    def mapped_libstdcxx():
-        try:
-            with open("/proc/self/maps", encoding="utf-8", errors="replace") as fh:
-                for line in fh:
-                    fields = line.split(None, 5)
-                    if len(fields) == 6 and os.path.basename(fields[5].strip()).startswith("libstdc++.so"):
-                        return fields[5].strip()
-        except OSError:
-            pass
-        return ""
-
-    lr["libstdcxx"] = mapped_libstdcxx()
-    if lr["libstdcxx"]:
-        lr["how"] = "loaded by torch" if "torch" in sys.modules else "loaded by this Python"
-    else:
-        try:
-            import ctypes
-            ctypes.CDLL("libstdc++.so.6")
-            lr["libstdcxx"] = mapped_libstdcxx()
-            lr["how"] = "dlopen(libstdc++.so.6)"
-        except OSError as exc:
-            lr["error"] = "cannot load libstdc++.so.6: " + err(exc)
-    if not lr["libstdcxx"]:
-        try:
-            import ctypes.util
-            lr["libstdcxx"] = ctypes.util.find_library("stdc++") or ""
-            lr["how"] = "ctypes.util.find_library"
-        except Exception as exc:
-            lr["error"] = lr["error"] or err(exc)
-    out["linux_runtime"] = lr
-
-headers = ("cuda_runtime.h", "cublas_v2.h", "cusparse.h", "cusolverDn.h", "curand.h")
-found = {}
-try:
-    import site
-    roots = list(site.getsitepackages()) if hasattr(site, "getsitepackages") else []
-    user = site.getusersitepackages() if hasattr(site, "getusersitepackages") else None
-    if isinstance(user, str):
-        roots.append(user)
-    roots.append(sysconfig.get_paths().get("purelib", ""))
-    for root in roots:
-        nv = os.path.join(root, "nvidia")
-        if not root or not os.path.isdir(nv):
-            continue
-        for name in sorted(os.listdir(nv)):
-            inc = os.path.join(nv, name, "include")
-            present = [h for h in headers if os.path.isfile(os.path.join(inc, h))]
-            if present:
-                found[inc] = present
-except Exception:
-    pass
-out["pip_cuda_headers"] = found
-sys.stdout.write("\n__MARK__" + json.dumps(out) + "\n")
-""".replace("__MARK__", _MARK)
+PROBE_SCRIPT = Path(_probe_module.__file__)
 
 
 def current_environment() -> dict[str, str]:
@@ -264,23 +72,22 @@ def _os_name() -> str:
 
 
 def probe_target(python: str, env: Mapping[str, str], *, light: bool = False) -> tuple[dict[str, object] | None, str]:
-    """Run :data:`TARGET_SCRIPT` in ``python``: its parsed JSON, or None and why not.
+    """Run :mod:`dswheels.probes.environment` in ``python``: its parsed JSON, or None and why not.
 
     ``light`` reads torch's version and CUDA from ``torch/version.py`` instead of importing torch.
     """
     try:
         result = capture(
-            [python, "-c", TARGET_SCRIPT, *(["--light"] if light else [])],
+            [str(python), str(PROBE_SCRIPT), *(["--light"] if light else [])],
             env=env,
             timeout=_TIMEOUT,
             what=f"the probe in {python}",
         )
+        data = marked_json(result.output, _probe_module.MARK)
     except DswheelsError as exc:
         return None, exc.message
-    payload = marked_line(result.output, _MARK)
-    if payload is not None:
-        data = json.loads(payload)
-        return (data, "") if isinstance(data, dict) else (None, "the probe printed no object")
+    if isinstance(data, dict):
+        return data, ""
     tail = "\n".join(result.tail[-8:])
     return None, f"{python} exited with {result.returncode}: {tail}"
 

@@ -10,6 +10,7 @@ interrupts the child, then terminates it, then kills it.
 from __future__ import annotations
 
 import collections
+import json
 import os
 import shutil
 import signal
@@ -25,7 +26,7 @@ from dswheels.effects.clock import monotonic, utc_now
 from dswheels.errors import DswheelsError
 from dswheels.log import format_duration, get_reporter
 
-__all__ = ["RunResult", "Runner", "capture", "find_tool", "marked_line", "run"]
+__all__ = ["RunResult", "Runner", "capture", "find_tool", "marked_json", "marked_line", "run"]
 
 TAIL_LINES = 60
 
@@ -245,3 +246,17 @@ def marked_line(output: str, mark: str) -> str | None:
         if line.startswith(mark):
             return line.removeprefix(mark)
     return None
+
+
+def marked_json(output: str, mark: str) -> object:
+    r"""The JSON a :mod:`dswheels.probes` script printed after ``mark`` (:func:`marked_line`); None when it
+    printed none (it crashed: the run's ``tail`` says why) or the line was cut short (it was killed).
+
+    >>> marked_json('Traceback ...\nDSWHEELS-X {"a": [1]}', "DSWHEELS-X ")
+    {'a': [1]}
+    """
+    payload = marked_line(output, mark)
+    try:
+        return json.loads(payload) if payload is not None else None
+    except ValueError:
+        return None

@@ -26,21 +26,15 @@ from urllib.parse import urljoin
 
 import requests
 
-from dswheels.core.index import (
-    GITHUB_ASSET_LIMIT,
-    GITHUB_ASSET_MAX_BYTES,
-    IndexFile,
-    metadata_name,
-    parse_metadata,
-    parse_wheel,
-)
+from dswheels.core.index import GITHUB_ASSET_LIMIT, GITHUB_ASSET_MAX_BYTES, metadata_name
+from dswheels.core.indexfile import IndexFile, parse_project_page
 from dswheels.core.manifest import ManifestError, manifest_name, parse_manifest
-from dswheels.core.naming import PROJECT
-from dswheels.core.pick import parse_project_page
-from dswheels.effects.files import exclusive, place_new, read_bounded, sweep, temp_file
+from dswheels.core.naming import PROJECT, parse_wheel
+from dswheels.core.wheelfile import parse_metadata
+from dswheels.effects.files import exclusive, place_new, read_bounded, sha256_file, sweep, temp_file
 from dswheels.effects.github import JSON, GitHub, GitHubAPIError
 from dswheels.effects.http import MAX_PAGE_BYTES, read_limited
-from dswheels.effects.index import LocalWheel, read_wheel, sha256_file, update_ledger
+from dswheels.effects.index import LocalWheel, local_wheel, update_ledger
 from dswheels.errors import ConfigError, PublishError
 from dswheels.log import get_reporter
 
@@ -116,7 +110,7 @@ def collect_wheels(paths: Sequence[Path]) -> list[LocalWheel]:
         if path.name in names and names[path.name].resolve() != path.resolve():
             raise ConfigError(f"{path.name} is given twice: {names[path.name]} and {path}")
         names[path.name] = path
-    return [read_wheel(p) for p in names.values()]
+    return [local_wheel(p) for p in names.values()]
 
 
 def outgoing_files(wheel: LocalWheel) -> list[Outgoing]:
@@ -379,8 +373,8 @@ def github_index_files(gh: GitHub) -> tuple[list[IndexFile], list[str]]:
             data = gh.download_asset(meta_asset, limit=1024 * 1024)
             metadata_sha256 = hashlib.sha256(data).hexdigest()
             requires_python = parse_metadata(data).requires_python
-        return IndexFile(
-            wheel=wheel,
+        return IndexFile.of_wheel(
+            wheel,
             url=str(asset["browser_download_url"]),
             sha256=gh.asset_sha256(asset),
             size=int(asset.get("size", 0)),

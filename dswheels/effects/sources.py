@@ -26,7 +26,7 @@ from dswheels.core.jsondoc import parse_json
 from dswheels.core.model import PlannedCell, SourceKind
 from dswheels.core.sources import SdistInfo, sdist_from_pypi_json
 from dswheels.core.versions import format_version
-from dswheels.effects.files import exclusive, temp_file
+from dswheels.effects.files import exclusive, sha256_file, temp_file
 from dswheels.effects.http import check_redirects, read_limited
 from dswheels.effects.unpack import extract_archive
 from dswheels.errors import SourceError
@@ -42,7 +42,6 @@ __all__ = [
     "fetch_source",
 ]
 
-CHUNK = 1 << 20
 MAX_DOWNLOAD_BYTES = 4 * 1024**3  # a source archive is ~10 MB: an endless response stops here
 MAX_JSON_BYTES = 64 * 1024**2  # PyPI's JSON for deepspeed is a few MB
 STREAM_CHUNK = 1 << 16  # small: what arrived before a connection breaks is kept for resuming
@@ -105,7 +104,7 @@ class Downloader:
 
     def cached(self, sha256: str) -> Path | None:
         path = self.cache_dir / "sha256" / sha256
-        if path.is_file() and _sha256_file(path) == sha256:
+        if path.is_file() and sha256_file(path) == sha256:
             return path
         return None
 
@@ -146,7 +145,7 @@ class Downloader:
             if not resumable:
                 partial.unlink(missing_ok=True)
             resumed = self._download(url, partial, size=size, resumable=resumable)
-            if resumed and sha256 is not None and _sha256_file(partial) != sha256:
+            if resumed and sha256 is not None and sha256_file(partial) != sha256:
                 # its parts may come from two versions of the file: once more from the first byte
                 get_reporter().warning(f"the resumed download of {url} does not match its pin: downloading it again")
                 partial.unlink()
@@ -215,7 +214,7 @@ class Downloader:
     def _store(self, path: Path, *, url: str, sha256: str | None, size: int | None, copy: bool) -> tuple[Path, str]:
         if not path.is_file():
             raise SourceError(f"{url}: no such file")
-        actual = _sha256_file(path)
+        actual = sha256_file(path)
         if sha256 is not None and actual != sha256:
             if not copy:
                 path.unlink()  # a corrupt or substituted download must not be resumed
@@ -258,14 +257,6 @@ def _expected_total(response: requests.Response, start: int) -> int | None:
     if length.isdigit() and "Content-Encoding" not in response.headers:
         return start + int(length)
     return None
-
-
-def _sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(CHUNK), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def fetch_source(planned: PlannedCell, *, downloader: Downloader, pypi_json: str) -> FetchedSource:

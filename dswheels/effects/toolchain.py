@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dswheels.core.buildenv import CUDA_LIBRARY_HEADERS, CompilerCache, first_on_path, msvc_bin_dir
+from dswheels.core.compiler_cache import CacheTool
 from dswheels.core.model import PlannedCell
 from dswheels.core.versions import VersionTuple, format_version, parse_nvcc_version
 from dswheels.effects import proc
@@ -259,13 +260,13 @@ def find_compiler_cache(
     """ccache (preferred) or sccache from PATH; ``choice`` is auto|ccache|sccache|none."""
     if choice == "none":
         return None
-    names = ("ccache", "sccache") if choice == "auto" else (choice,)
-    for name in names:
-        exe = proc.find_tool(name, env)
+    tools = tuple(CacheTool) if choice == "auto" else (CacheTool(choice),)
+    for name in tools:
+        exe = proc.find_tool(name.value, env)
         if exe is None:
             continue
         exe = str(Path(exe).resolve())
-        if name == "sccache":
+        if name is CacheTool.SCCACHE:
             return CompilerCache(
                 tool=name,
                 executable=exe,

@@ -32,16 +32,11 @@ from dswheels.core.model import Variant
 from dswheels.core.upstream.compare_deepspeed import boundary_versions, rule_checks
 from dswheels.core.upstream.cuda_action import ACTION, cuda_action_seen, find_action_pin
 from dswheels.core.upstream.deepspeed_source import read_deepspeed_source, wanted_member
-from dswheels.core.upstream.pypi import (
-    deepspeed_releases,
-    linux_wheel,
-    parse_cuda_pin,
-    parse_metadata,
-    torch_minors,
-)
+from dswheels.core.upstream.pypi import deepspeed_releases, linux_wheel, parse_cuda_pin, torch_minors
 from dswheels.core.upstream.seen import CudaActionSeen, DeepSpeedRelease, DeepSpeedSourceSeen, TorchMinorSeen, Upstream
 from dswheels.core.upstream.torch_index import torch_index_seen
 from dswheels.core.versions import VersionTuple, format_version
+from dswheels.core.wheelfile import parse_metadata
 from dswheels.effects.sources import Downloader
 from dswheels.effects.wheel_metadata import read_wheel_metadata
 from dswheels.errors import SourceError
@@ -114,7 +109,11 @@ def _pins(
         if wheel is None:
             continue
         text = read_wheel_metadata(downloader.session, wheel[1])
-        pin = parse_cuda_pin(parse_metadata(text)[1])
+        try:
+            requires = parse_metadata(text).requires_dist
+        except ValueError as exc:
+            raise SourceError(f"the METADATA of {wheel[1]}: {exc}") from None
+        pin = parse_cuda_pin(requires)
         if pin is not None:
             seen[minor] = replace(item, cuda_pin=pin[0], cuda_pin_exact=pin[1], pin_from=f"METADATA of {wheel[0]}")
     return seen

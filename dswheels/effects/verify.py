@@ -9,12 +9,9 @@ fail loudly, proving each op came from the wheel.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import shutil
 import sys
 import tempfile
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,74 +19,37 @@ from dswheels.core.compat import Compat
 from dswheels.core.dlls import load_dll_facts
 from dswheels.core.dsreport import DsReport, parse_ds_report
 from dswheels.core.manifest import ManifestError, manifest_name, parse_manifest
-from dswheels.core.model import Cell
+from dswheels.core.model import Accelerator, Cell
 from dswheels.core.naming import cell_id
-from dswheels.core.sources import TorchSource
-from dswheels.core.verify import (
-    Check,
-    Expected,
-    binary_checks,
-    expected_from_manifest,
-    gpu_checks,
-    requires_of,
-    static_checks,
-)
+from dswheels.core.opload import judge_loads
+from dswheels.core.sources import TorchSource, TorchSourceKind
+from dswheels.core.verify import Check, Expected, binary_checks, expected_from_manifest, gpu_checks, static_checks
 from dswheels.core.versions import format_version
-from dswheels.core.wheelfile import (
-    EXTENSION_SUFFIXES,
-    INSTALLED_INFO,
-    WheelContentError,
-    dist_info_dir,
-    parse_installed_info,
-)
+from dswheels.core.wheelfile import WheelContentError
 from dswheels.effects import proc
 from dswheels.effects.binaries import read_extensions
 from dswheels.effects.interpreter import find_uv, probe_python, torch_index_args, uv_install
-from dswheels.effects.wheelzip import open_wheel
+from dswheels.effects.opload import jit_files, load_ops
+from dswheels.effects.wheel import WheelContents, read_wheel
 from dswheels.errors import VerifyError
 from dswheels.log import get_reporter
 
 __all__ = [
     "RuntimeResult",
-    "WheelData",
     "fresh_venv",
     "load_expected",
-    "read_wheel_data",
+    "read_verified_wheel",
     "runtime_checks",
+    "static_part",
     "tool_checks",
 ]
 
 BUILDER = "deepspeed/ops/op_builder/builder.py"
 
 
-@dataclass(frozen=True)
-class WheelData:
-    path: Path
-    names: tuple[str, ...]
-    metadata: str
-    installed_text: str
-    builder_source: str | None
-    extensions: Mapping[str, bytes]
-    sha256: str
-
-
-def read_wheel_data(path: Path) -> WheelData:
-    with open_wheel(path, VerifyError) as zf:
-        names = tuple(zf.namelist())
-        dist_info = dist_info_dir(names)
-        metadata = zf.read(f"{dist_info}/METADATA").decode("utf-8")
-        installed = zf.read(INSTALLED_INFO).decode("utf-8")
-        builder = zf.read(BUILDER).decode("utf-8") if BUILDER in names else None
-        extensions = {n: zf.read(n) for n in names if n.endswith(EXTENSION_SUFFIXES)}
-    return WheelData(
-        path=path,
-        names=names,
-        metadata=metadata,
-        installed_text=installed,
-        builder_source=builder,
-        extensions=extensions,
-        sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
-    )
+def read_verified_wheel(path: Path) -> WheelContents:
+    """The wheel with everything the static checks read: builder sources and every extension's bytes."""
+    return read_wheel(path, error=VerifyError, builders=True, extensions=True)
 
 
 def load_expected(
@@ -120,7 +80,7 @@ def load_expected(
     return cell_expected_from_plan
 
 
-def tool_checks(data: WheelData, expected: Expected, compat: Compat) -> list[Check]:
+def tool_checks(data: WheelContents, expected: Expected, compat: Compat) -> list[Check]:
     """The extensions' binaries: CPU baseline (objdump, ELF and PE), runtime needs, GPU code; -march=native traces."""
     checks: list[Check] = []
     native = [n for n, b in data.extensions.items() if b"-march=native" in b or b"-mcpu=native" in b]
@@ -152,9 +112,9 @@ def tool_checks(data: WheelData, expected: Expected, compat: Compat) -> list[Che
     return checks
 
 
-def static_part(data: WheelData, expected: Expected, compat: Compat) -> list[Check]:
+def static_part(data: WheelContents, expected: Expected, compat: Compat) -> list[Check]:
     try:
-        installed = parse_installed_info(data.installed_text)
+        installed = data.installed
     except WheelContentError as exc:
         return [Check("git_version_info_installed.py", ok=False, detail=str(exc))]
     checks = static_checks(
@@ -163,52 +123,13 @@ def static_part(data: WheelData, expected: Expected, compat: Compat) -> list[Che
         metadata=data.metadata,
         installed=installed,
         expected=expected,
-        builder_source=data.builder_source,
+        builder_source=data.builder_sources.get(BUILDER),
         sha256=data.sha256,
     )
     return checks + tool_checks(data, expected, compat)
 
 
 # --- run time ------------------------------------------------------------------------------------
-
-_LOAD = r"""
-import json, os, sys, time
-result = {"ops": {}}
-import torch
-result["torch"] = torch.__version__
-result["torch_cuda"] = torch.version.cuda
-from deepspeed.ops.op_builder import builder as _builder
-class _WouldJit(RuntimeError):
-    pass
-def _no_jit(self, *args, **kwargs):
-    raise _WouldJit(f"{self.name} would be JIT-compiled: DeepSpeed found no usable prebuilt module")
-_builder.OpBuilder.jit_load = _no_jit
-from deepspeed.accelerator import get_accelerator
-from deepspeed.git_version_info import accelerator_name, installed_ops
-from deepspeed.ops.op_builder.all_ops import ALL_OPS
-result["accelerator_runtime"] = get_accelerator()._name
-result["accelerator_wheel"] = accelerator_name
-for name in json.loads(sys.argv[1]):
-    entry = {}
-    builder = ALL_OPS.get(name)
-    if builder is None:
-        entry["error"] = "DeepSpeed has no such op here"
-    else:
-        entry["module"] = builder.absolute_name()
-        start = time.monotonic()
-        try:
-            module = builder.load()
-            entry["loaded"] = module.__name__
-            entry["file"] = getattr(module, "__file__", "") or ""
-            entry["prebuilt"] = module.__name__ == builder.absolute_name()
-        except BaseException as exc:
-            entry["error"] = f"{type(exc).__name__}: {exc}"
-        entry["seconds"] = round(time.monotonic() - start, 3)
-    result["ops"][name] = entry
-print("DSWHEELS-LOAD " + json.dumps(result))
-"""
-
-_REPORT = "from deepspeed.env_report import cli_main\ncli_main()\n"
 
 
 @dataclass
@@ -249,14 +170,13 @@ def fresh_venv(
     index_args = torch_index_args(torch_source, plan_index)
     get_reporter().info(f"fresh venv {venv / 'env'}: torch {version} ({cell.variant.name}) and the wheel")
     uv_install(uv, python, [f"torch=={version}"], index_args, log_file=log)
-    deps_index = index_args if torch_source.kind == "pip" else []
+    deps_index = index_args if torch_source.kind is TorchSourceKind.PIP else []
     if torch_version is None:
         uv_install(uv, python, [str(wheel)], deps_index, log_file=log)
     else:
         # keep the other torch: the wheel's pin would replace it, so install its other requirements by hand
-        with open_wheel(wheel, VerifyError) as zf:
-            metadata = zf.read(f"{dist_info_dir(zf.namelist())}/METADATA").decode("utf-8")
-        others = [str(r) for r in requires_of(metadata) if r.name != "torch" and not r.marker]
+        metadata = read_wheel(wheel, error=VerifyError).metadata
+        others = [str(r) for r in metadata.requirements if r.name != "torch" and not r.marker]
         uv_install(uv, python, others, deps_index, log_file=log)
         uv_install(uv, python, ["--no-deps", str(wheel)], [], log_file=log)
     return python
@@ -275,7 +195,7 @@ def runtime_checks(
     python: Path | None,
     torch_source: TorchSource,
     work_root: Path,
-    accelerator: str,
+    accelerator: Accelerator | None,
     log: Path | None,
     torch_version: str | None = None,
 ) -> RuntimeResult:
@@ -300,7 +220,9 @@ def runtime_checks(
     return result
 
 
-def _runtime(result: RuntimeResult, python: Path, expected: Expected, *, accelerator: str, log: Path | None) -> None:
+def _runtime(
+    result: RuntimeResult, python: Path, expected: Expected, *, accelerator: Accelerator | None, log: Path | None
+) -> None:
     cell = expected.cell
     info = probe_python(python)
     result.python, result.torch = info.python, info.torch or ""
@@ -319,10 +241,10 @@ def _runtime(result: RuntimeResult, python: Path, expected: Expected, *, acceler
             **_clean_env(),
             "TORCH_EXTENSIONS_DIR": ext_dir,
             # a CUDA wheel on a GPU-less host: DeepSpeed would pick the cpu accelerator and JIT everything
-            **({"DS_ACCELERATOR": accelerator} if accelerator else {}),
+            **({"DS_ACCELERATOR": accelerator.value} if accelerator else {}),
         }
         report = proc.run(
-            [str(python), "-c", _REPORT],
+            [str(python), "-m", "deepspeed.env_report"],  # what the ds_report script runs
             cwd=Path(cwd),
             env=env,
             capture=True,
@@ -352,37 +274,22 @@ def _runtime(result: RuntimeResult, python: Path, expected: Expected, *, acceler
             if shown != want_ops:
                 detail += f"; expected {', '.join(sorted(want_ops))}"
             result.checks.append(Check("ds_report", ok, detail))
-        load = proc.run(
-            [str(python), "-c", _LOAD, json.dumps(sorted(expected.ops))],
-            cwd=Path(cwd),
+        loads, run = load_ops(
+            python,
+            sorted(expected.ops),
             env=env,
-            capture=True,
-            stream=False,
-            echo=False,
-            heartbeat=60,
-            check=False,
+            extensions_dir=Path(ext_dir),
+            cwd=Path(cwd),
             log_file=log,
-            timeout=1200,
             error=VerifyError,
-            what="loading the ops",
         )
-        line = next((ln for ln in load.output.splitlines() if ln.startswith("DSWHEELS-LOAD ")), None)
-        if line is None:
-            result.checks.append(Check("load ops", ok=False, detail="the loader failed: " + " / ".join(load.tail[-8:])))
+        if loads is None or (loads.error and not loads.ops):
+            why = loads.error if loads is not None else " / ".join(run.tail[-8:])
+            result.checks.append(Check("load ops", ok=False, detail=f"the loader failed: {why}"))
         else:
-            data = json.loads(line.removeprefix("DSWHEELS-LOAD "))
-            result.loads = data
-            runtime_acc = data.get("accelerator_runtime")
-            for name, entry in sorted(data["ops"].items()):
-                if entry.get("prebuilt"):
-                    detail = f"{entry['loaded']} from the wheel in {entry['seconds']}s"
-                    result.checks.append(Check(f"load {name}", ok=True, detail=detail))
-                else:
-                    why = entry.get("error") or f"loaded {entry.get('loaded')}, not {entry.get('module')}"
-                    if runtime_acc != data.get("accelerator_wheel"):
-                        why += f" (run-time accelerator {runtime_acc}, the wheel's {data.get('accelerator_wheel')})"
-                    result.checks.append(Check(f"load {name}", ok=False, detail=why))
-        leftovers = sorted(p.name for p in Path(ext_dir).iterdir())
+            result.loads = dict(loads.raw)
+            result.checks += [Check(f"load {v.name}", v.ok, v.detail) for v in judge_loads(loads)]
+        leftovers = jit_files(Path(ext_dir))
         result.checks.append(
             Check(
                 "no JIT",

@@ -5,8 +5,9 @@ one with PyPI's torch 2.14.1 (CUDA 13.0, several GB; uv's cache makes a second r
 this machine's real CUDA 13.0 toolkit. install picks from a PEP 503 index the test writes and
 serves from 127.0.0.1, installs with pip and verifies. Its wheels are small but real
 (valid zip, dist-info, RECORD), named by core.naming.wheel_filename, and carry a miniature
-``deepspeed`` package laid out like a real one (git_version_info, ops.op_builder.all_ops with
-builders whose load() imports the "prebuilt" module), so the verify step runs its real code.
+``deepspeed`` package laid out like a real one (tests/support/deepspeed_standin.py:
+git_version_info, an OpBuilder whose load() imports the "prebuilt" module or calls jit_load,
+all_ops, accelerator), so the verify step runs its real code.
 """
 
 from __future__ import annotations
@@ -29,10 +30,10 @@ import pytest
 
 from dswheels.core.compat import load_compat
 from dswheels.core.model import Cell, Platform, Python, Variant
-from dswheels.core.naming import cell_id, partition, wheel_filename, wheel_version
-from dswheels.core.pick import cell_from_filename
+from dswheels.core.naming import cell_id, parse_wheel, partition, wheel_filename, wheel_version
 from dswheels.core.versions import format_version, parse_nvcc_version
 from tests.conftest import require
+from tests.support.deepspeed_standin import deepspeed_package
 from tests.support.servers import StaticServer
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
@@ -182,69 +183,14 @@ def _record_line(name: str, data: bytes) -> str:
     return f"{name},sha256={digest},{len(data)}"
 
 
-ALL_OPS = '''"""Stand-in for deepspeed/ops/op_builder/all_ops.py: ALL_OPS maps op name -> builder."""
-import importlib
-import os
-import types
-
-
-class Builder:
-    def __init__(self, name, module):
-        self.name = name
-        self._module = module
-
-    def absolute_name(self):
-        return self._module
-
-    def load(self):
-        return importlib.import_module(self._module)
-
-
-class JitBuilder(Builder):
-    """What DeepSpeed does when the prebuilt op is unusable: compile into TORCH_EXTENSIONS_DIR."""
-
-    def load(self):
-        where = os.path.join(os.environ["TORCH_EXTENSIONS_DIR"], self.name)
-        os.makedirs(where, exist_ok=True)
-        with open(os.path.join(where, self.name + ".so"), "w") as fh:
-            fh.write("compiled just in time")
-        return types.ModuleType(self.name)
-
-
-KIND = Builder if __KIND__ == "prebuilt" else JitBuilder
-ALL_OPS = {
-    "cpu_adam": KIND("cpu_adam", "deepspeed.ops.adam.cpu_adam_op"),
-    "fused_adam": KIND("fused_adam", "deepspeed.ops.adam.fused_adam_op"),
-    "async_io": KIND("async_io", "deepspeed.ops.aio.async_io_op"),
-}
-'''
-
-
 def build_wheel(out: Path, cell: Cell, *, kind: str = "prebuilt") -> Path:
     """A real, installable wheel for ``cell`` holding a miniature deepspeed package."""
     version = wheel_version(cell)
     torch_minor = format_version(cell.torch)
     accelerator = "cuda" if cell.variant.is_cuda else "cpu"
-    info = (
-        f"version={version!r}\ngit_hash='0000000'\ngit_branch='HEAD'\n"
-        "installed_ops={'async_io': False, 'cpu_adam': 1, 'fused_adam': 1}\n"
-        f"accelerator_name={accelerator!r}\n"
-        f"torch_info={{'version': {torch_minor!r}, 'bf16_support': False, "
-        f"'cuda_version': {cell.variant.cuda_text or '0.0'!r}, 'nccl_version': '0.0', 'hip_version': '0.0'}}\n"
+    files = deepspeed_package(
+        version=version, accelerator=accelerator, torch_minor=torch_minor, cuda=cell.variant.cuda_text, kind=kind
     )
-    files = {
-        "deepspeed/__init__.py": '"""A stand-in for DeepSpeed made by dswheels\' tests."""\n'
-        "from deepspeed.git_version_info import version as __version__\n",
-        "deepspeed/git_version_info.py": "from .git_version_info_installed import (  # noqa\n"
-        "    accelerator_name, git_branch, git_hash, installed_ops, torch_info, version)\n",
-        "deepspeed/git_version_info_installed.py": info,
-        "deepspeed/ops/__init__.py": "",
-        "deepspeed/ops/op_builder/__init__.py": "",
-        "deepspeed/ops/op_builder/all_ops.py": ALL_OPS.replace("__KIND__", repr(kind)),
-        "deepspeed/ops/adam/__init__.py": "",
-        "deepspeed/ops/adam/cpu_adam_op.py": '"""stand-in for the compiled cpu_adam extension"""\n',
-        "deepspeed/ops/adam/fused_adam_op.py": '"""stand-in for the compiled fused_adam extension"""\n',
-    }
     dist_info = f"deepspeed-{version}.dist-info"
     tag = f"{cell.python.interpreter_tag}-{cell.python.tag}-{cell.platform.value}"
     files[f"{dist_info}/METADATA"] = (
@@ -273,8 +219,7 @@ def write_index(root: Path, wheels: Sequence[Path], *, wrong_sha: bool = False) 
         links.setdefault("all", []).append(
             f'<a href="../../files/{quote(wheel.name)}#sha256={digest}">{wheel.name}</a>'
         )
-        cell = cell_from_filename(wheel.name)
-        assert cell is not None
+        cell = parse_wheel(wheel.name).cell
         links.setdefault(partition(cell), []).append(
             f'<a href="../../files/{quote(wheel.name)}#sha256={digest}">{wheel.name}</a>'
         )
@@ -327,11 +272,11 @@ def clean_python(install_python: Path) -> Path:
 
 
 def _index(
-    served: tuple[Path, str], name: str, cells: Sequence[Cell], *, jit: bool = False, wrong_sha: bool = False
+    served: tuple[Path, str], name: str, cells: Sequence[Cell], *, kind: str = "prebuilt", wrong_sha: bool = False
 ) -> str:
-    """Write an index for ``cells`` under the served directory; its base URL."""
+    """Write an index for ``cells`` (built as ``kind``: prebuilt, jit, stray) under the served directory; its URL."""
     root, base = served
-    wheels = [build_wheel(root / f"{name}-build", cell, kind="jit" if jit else "prebuilt") for cell in cells]
+    wheels = [build_wheel(root / f"{name}-build", cell, kind=kind) for cell in cells]
     write_index(root / name, wheels, wrong_sha=wrong_sha)
     return f"{base}/{name}"
 
@@ -405,7 +350,18 @@ def test_install_without_a_fitting_wheel_names_the_nearest(served: tuple[Path, s
 
 
 def test_install_catches_a_wheel_that_jit_compiles(served: tuple[Path, str], clean_python: Path) -> None:
-    index = _index(served, "jit", [_cell((2, 13), "cpu")], jit=True)
+    """The verify step forbids DeepSpeed's jit_load: an op it would compile fails at once, nothing is built."""
+    index = _index(served, "jit", [_cell((2, 13), "cpu")], kind="jit")
+    done = _install(clean_python, index)
+    assert done.returncode == 6, done.stdout + done.stderr
+    assert "verify failed: the installed wheel does not load its prebuilt ops" in done.stderr
+    assert "cpu_adam: load() raised WouldJitError: cpu_adam would be JIT-compiled" in done.stderr
+    assert "TORCH_EXTENSIONS_DIR is not empty" not in done.stderr
+
+
+def test_install_catches_an_op_compiled_behind_jit_loads_back(served: tuple[Path, str], clean_python: Path) -> None:
+    """An op that compiles without jit_load is still caught: not the prebuilt module, and files where none may be."""
+    index = _index(served, "stray", [_cell((2, 13), "cpu")], kind="stray")
     done = _install(clean_python, index)
     assert done.returncode == 6, done.stdout + done.stderr
     assert "verify failed: the installed wheel does not load its prebuilt ops" in done.stderr

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from dswheels.core.index import IndexFile, parse_wheel, render_site
+from dswheels.core.index import render_site
+from dswheels.core.indexfile import IndexFile
 from dswheels.core.model import Cell, Platform, Python, Variant
-from dswheels.core.naming import wheel_filename
+from dswheels.core.naming import parse_wheel, wheel_filename
 from dswheels.effects.index import write_site
 from tests.conftest import ROOT, require
 
@@ -50,6 +51,7 @@ def _realistic_files() -> list[IndexFile]:
                         name = wheel_filename(cell)
                         files.append(
                             IndexFile(
+                                filename=name,
                                 wheel=parse_wheel(name),
                                 url=f"https://github.com/octo/dswheels/releases/download/v1/{name}",
                                 sha256=hashlib.sha256(name.encode()).hexdigest(),
@@ -112,11 +114,11 @@ def test_the_index_page_renders_in_headless_chromium(tmp_path: Path) -> None:
     dom = subprocess.run([*common, "--dump-dom", page], capture_output=True, text=True, timeout=120, check=False)
     assert dom.returncode == 0, dom.stderr
     rendered = dom.stdout
-    partitions = {f.wheel.partition for f in files}
+    partitions = {f.published.partition for f in files}
     assert rendered.count("<pre><code>") == len(partitions)  # one pair of install lines per partition
     assert rendered.count("<table>") == 2  # one coverage table per DeepSpeed version
     filled = rendered.count('<td class="have">')
-    cells = {(f.wheel.cell.deepspeed, f.wheel.partition, f.wheel.cell.python) for f in files}
+    cells = {(f.published.cell.deepspeed, f.published.partition, f.published.cell.python) for f in files}
     assert filled == len(cells)
     assert rendered.count('class="yanked"') >= 1
     (artifacts_dir() / "index-page.html").write_text(rendered, encoding="utf-8")

@@ -73,7 +73,7 @@ def test_bad_inputs_exit_2(tmp_path: Path) -> None:
     _bad(text, "is not a wheel (a .whl file)")
     odd = tmp_path / "not-a-wheel-name.whl"
     odd.write_bytes(b"x")
-    _bad(odd, "is not a valid wheel name")
+    _bad(odd, "not-a-wheel-name.whl: not a wheel filename")
     corrupt = tmp_path / "deepspeed-0.16.5-cp311-cp311-win_amd64.whl"
     corrupt.write_bytes(b"PK\x03\x04 this is no zip archive")
     _bad(corrupt, "deepspeed-0.16.5-cp311-cp311-win_amd64.whl: File is not a zip file")

@@ -186,7 +186,7 @@ def test_cpu_accelerator_labelled_cuda_fails(cpu_build: Built, dswheels_cache: P
 
 def test_wheel_for_another_torch_minor_fails(cpu_build: Built, dswheels_cache: Path) -> None:
     """The CPU wheel (torch 2.13) in an environment with torch 2.14: DeepSpeed refuses its ops."""
-    code, out, err, seconds = _verify(dswheels_cache, str(cpu_build.wheel), "--torch", "2.14.1")
+    code, out, err, seconds = _verify(dswheels_cache, str(cpu_build.wheel), "--torch-version", "2.14.1")
     record_time("verify with another torch minor", seconds)
     assert code == 6, out + err
     assert "runtime torch: the environment has torch 2.14.1" in err

@@ -13,6 +13,7 @@ from dswheels.commands.build import _split_cells, _torch_source, plan_cell_ids
 from dswheels.commands.selection import cells_of_plan
 from dswheels.core.compat import load_compat
 from dswheels.core.naming import cell_id
+from dswheels.core.sources import TorchSourceKind
 
 DATA = Path(__file__).parent.parent / "data"
 CPU = "ds0.19.8-torch2.13-cpu-cp311-linux_x86_64"
@@ -52,8 +53,8 @@ def test_bad_input_exits_2(argv: list[str], message: str, capsys: pytest.Capture
 
 
 def test_torch_sources(tmp_path: Path) -> None:
-    assert _torch_source(None).kind == "plan"
-    assert _torch_source("pip").kind == "pip"
+    assert _torch_source(None).kind is TorchSourceKind.PLAN
+    assert _torch_source("pip").kind is TorchSourceKind.PIP
     assert _torch_source("https://mirror.example/whl/cu130").location == "https://mirror.example/whl/cu130"
     links = _torch_source(str(tmp_path))
     assert (links.kind, links.location) == ("links", str(tmp_path.resolve()))

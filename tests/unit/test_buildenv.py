@@ -17,6 +17,7 @@ from dswheels.core.buildenv import (
     patch_portable_cpu,
 )
 from dswheels.core.compat import load_compat
+from dswheels.core.compiler_cache import CacheTool
 from dswheels.core.config import parse_matrix
 from dswheels.core.model import PlannedCell
 from dswheels.core.naming import parse_cell_id
@@ -125,7 +126,11 @@ def test_windows_env() -> None:
 
 def test_ccache_masquerade_and_nvcc() -> None:
     cache = CompilerCache(
-        tool="ccache", executable="/usr/bin/ccache", masquerade_dir="/w/ccache-bin", stats_log="/w/s.log", base_dir="/w"
+        tool=CacheTool.CCACHE,
+        executable="/usr/bin/ccache",
+        masquerade_dir="/w/ccache-bin",
+        stats_log="/w/s.log",
+        base_dir="/w",
     )
     env = build_env(_planned(CUDA_ID), _setup(cache=cache))
     assert env["PATH"] == "/w/ccache-bin:/venv/bin:/usr/bin"
@@ -137,7 +142,7 @@ def test_ccache_masquerade_and_nvcc() -> None:
 
 def test_sccache_takes_cxx_and_nvcc_and_leaves_path_alone() -> None:
     cache = CompilerCache(
-        tool="sccache",
+        tool=CacheTool.SCCACHE,
         executable="/bin/sccache",
         masquerade_dir="",
         stats_log="",
@@ -163,7 +168,7 @@ def test_the_build_imports_torch_through_the_work_dir() -> None:
 
 def test_paths_with_spaces_are_quoted_for_ninja() -> None:
     cache = CompilerCache(
-        tool="sccache", executable=r"C:\Tools\sccache.exe", masquerade_dir="", stats_log="", base_dir="w"
+        tool=CacheTool.SCCACHE, executable=r"C:\Tools\sccache.exe", masquerade_dir="", stats_log="", base_dir="w"
     )
     env = build_env(
         _planned("ds0.19.8-torch2.14-cu130-cp311-win_amd64", "windows"),

@@ -121,6 +121,34 @@ def test_bad_flags_exit_2_with_the_reason(capsys: pytest.CaptureFixture[str], ar
     assert words in err
 
 
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["plan", "--torch", "2.14.1"], "--torch: give MAJOR.MINOR (e.g. '2.14'), not '2.14.1'"),
+        (["build", "--torch", "2.14.1", "--cuda", "cpu"], "--torch: give MAJOR.MINOR (e.g. '2.14'), not '2.14.1'"),
+        (["build", "--torch", "two", "--cuda", "cpu"], "--torch: give MAJOR.MINOR (e.g. '2.14'), not 'two'"),
+    ],
+)
+def test_torch_is_the_minor_a_wheel_is_built_for(
+    capsys: pytest.CaptureFixture[str], args: list[str], words: str
+) -> None:
+    """plan/build --torch: MAJOR.MINOR only; a release is refused with the expected form, never truncated."""
+    code, _out, err = run(capsys, *args)
+    assert code == 2, err
+    assert words in err
+
+
+@pytest.mark.parametrize(
+    ("value", "words"),
+    [("2.14", "give an exact torch release X.Y.Z (e.g. '2.14.1'), not '2.14'"), ("2.14.1.0", "not '2.14.1.0'")],
+)
+def test_verify_torch_version_is_an_exact_release(capsys: pytest.CaptureFixture[str], value: str, words: str) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["verify", "x.whl", "--torch-version", value])
+    assert info.value.code == 2
+    assert words in capsys.readouterr().err
+
+
 def test_github_format_is_a_fromjson_matrix(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "plan", "--format", "github", "--only", "ds0.19.8-torch2.14-cu130-cp312-*")
     assert code == 0

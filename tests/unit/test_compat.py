@@ -8,6 +8,7 @@ import pytest
 import yaml
 
 from dswheels.core.compat import OSES, CompatDataError, load_compat, parse_compat
+from dswheels.core.model import Accelerator
 from dswheels.core.versions import format_version
 
 COMPAT = load_compat()
@@ -73,12 +74,12 @@ def test_every_op_is_shipped_or_explained_everywhere() -> None:
 
 
 def test_ops_of_the_newest_release() -> None:
-    cuda = {op.name for op in COMPAT.ops_for((0, 19, 8), "cuda")}
-    cpu = {op.name for op in COMPAT.ops_for((0, 19, 8), "cpu")}
+    cuda = {op.name for op in COMPAT.ops_for((0, 19, 8), Accelerator.CUDA)}
+    cpu = {op.name for op in COMPAT.ops_for((0, 19, 8), Accelerator.CPU)}
     assert "sparse_attn" not in cuda  # removed in 0.19.7
     assert {"fused_adam", "cpu_adam", "pin_memory", "utils", "dc"} <= cuda
     assert {"cpu_adam", "cpu_adagrad", "cpu_lion", "deepspeed_shm_comm"} <= cpu
-    assert "utils" not in {op.name for op in COMPAT.ops_for((0, 17, 0), "cuda")}
+    assert "utils" not in {op.name for op in COMPAT.ops_for((0, 17, 0), Accelerator.CUDA)}
 
 
 def test_the_mismatch_whitelist_by_version() -> None:

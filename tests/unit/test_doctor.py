@@ -23,10 +23,10 @@ from dswheels.core.facts import (
     parse_nvidia_smi,
     parse_vswhere,
 )
+from dswheels.core.indexfile import IndexFile
 from dswheels.core.linux_runtime import RuntimeFloor
 from dswheels.core.model import Platform, Python, Variant
-from dswheels.core.naming import cell_id, wheel_filename
-from dswheels.core.pick import IndexFile, cell_from_filename
+from dswheels.core.naming import cell_id, try_parse_wheel, wheel_filename
 from dswheels.core.plan import Combo, plan
 from dswheels.core.render_doctor import DOCTOR_SCHEMA, facts_from_data, facts_to_data, render_json, render_text
 from dswheels.core.versions import format_version, parse_nvcc_version, parse_version
@@ -483,9 +483,7 @@ def _file(name: str) -> IndexFile:
         filename=name,
         url=f"https://example.org/files/{name}",
         sha256="0" * 64,
-        requires_python="",
-        yanked=False,
-        cell=cell_from_filename(name),
+        wheel=try_parse_wheel(name),
     )
 
 

@@ -17,19 +17,17 @@ from pypi_simple import IndexPage, ProjectPage, RepositoryPage
 
 from dswheels.core.index import (
     MARKER,
-    IndexFile,
     apply_yanked,
     file_href,
     install_command,
-    parse_wheel,
     parse_yanked,
     partition_url,
     render_site,
 )
+from dswheels.core.indexfile import IndexFile, parse_project_page
 from dswheels.core.manifest import manifest_name
 from dswheels.core.model import Cell, Platform, Python, Variant
-from dswheels.core.naming import partition, wheel_filename
-from dswheels.core.pick import parse_project_page
+from dswheels.core.naming import parse_wheel, partition, wheel_filename
 from dswheels.effects.index import list_published, local_index_files, scan_directory, write_site
 from dswheels.errors import ConfigError, PublishError
 from tests.conftest import ROOT
@@ -61,7 +59,7 @@ def test_a_build_tag_respin_is_the_same_cell() -> None:
     ("name", "why"),
     [
         ("deepspeed-0.19.8-cp312-cp312-win_amd64.whl", "no '+<variant>torch<M.m>' label"),
-        ("torch-2.9.1+cu128-cp312-cp312-win_amd64.whl", "a torch wheel"),
+        ("torch-2.9.1+cu128-cp312-cp312-win_amd64.whl", "a wheel of torch"),
         ("deepspeed-0.19.8+cu128torch2.9-cp312-cp312-macosx_11_0_arm64.whl", "macosx_11_0_arm64"),
         ("deepspeed-0.19.8+rocm6torch2.9-cp312-cp312-linux_x86_64.whl", "not a torch variant"),
         ("deepspeed-0.19.8+cu128torch2.9-py3-none-any.whl", "not a Python version"),
@@ -95,6 +93,7 @@ def _entry(cell: Cell, *, requires_python: str | None = ">=3.9", yanked: str | N
     name = wheel_filename(cell)
     digest = hashlib.sha256(name.encode()).hexdigest()
     return IndexFile(
+        filename=name,
         wheel=parse_wheel(name),
         url=f"files/{name}",
         sha256=digest,
@@ -130,7 +129,7 @@ def _pages(entries: list[IndexFile]) -> dict[str, str]:
 
 def test_the_site_has_the_documented_layout(entries: list[IndexFile]) -> None:
     pages = _pages(entries)
-    partitions = sorted({e.wheel.partition for e in entries})
+    partitions = sorted({e.published.partition for e in entries})
     expected = {MARKER, ".nojekyll", "index.html", "simple/index.html", "simple/deepspeed/index.html"}
     for part in partitions:
         expected |= {
@@ -158,7 +157,7 @@ def test_every_page_parses_with_pypi_simple_and_carries_every_attribute(entries:
     pages = _pages(entries)
     by_name = {e.filename: e for e in entries}
     project_pages = [p for p in pages if p.endswith("deepspeed/index.html") or re.fullmatch(r"whl/[^/]+/index.html", p)]
-    assert len(project_pages) == 1 + 2 * len({e.wheel.partition for e in entries})
+    assert len(project_pages) == 1 + 2 * len({e.published.partition for e in entries})
     for path in project_pages:
         page = ProjectPage.from_html("deepspeed", pages[path], base_url=_page_url(path))
         assert page.repository_version == "1.0"
@@ -166,7 +165,7 @@ def test_every_page_parses_with_pypi_simple_and_carries_every_attribute(entries:
         part = path.split("/")[1] if path.startswith("whl/") else None
         for package in page.packages:
             entry = by_name[package.filename]
-            assert part is None or entry.wheel.partition == part, f"{package.filename} leaked into {path}"
+            assert part is None or entry.published.partition == part, f"{package.filename} leaked into {path}"
             assert package.url == SITE + "files/" + package.filename.replace("+", "%2B")
             assert package.digests == {"sha256": entry.sha256}
             assert package.has_metadata
@@ -175,11 +174,11 @@ def test_every_page_parses_with_pypi_simple_and_carries_every_attribute(entries:
             assert package.requires_python == entry.requires_python
             assert package.is_yanked == (entry.yanked is not None)
             assert package.yanked_reason == entry.yanked
-            assert package.version == str(entry.wheel.version)
+            assert package.version == str(entry.published.version)
             assert package.package_type == "wheel"
         # the reader `dswheels install` and `plan --skip-published` use agrees with pypi-simple
         ours = parse_project_page(pages[path], _page_url(path))
-        assert [(f.filename, f.url, f.sha256, f.requires_python or None, f.yanked) for f in ours] == [
+        assert [(f.filename, f.url, f.sha256, f.requires_python, f.is_yanked) for f in ours] == [
             (p.filename, p.url, p.digests["sha256"], p.requires_python, p.is_yanked) for p in page.packages
         ]
     for path in ("simple/index.html", *(p for p in pages if p.endswith("/simple/index.html"))):
@@ -223,15 +222,16 @@ def test_the_home_page_shows_coverage_and_one_install_line_per_partition(entries
     assert cpu_row is not None
     assert "windows" not in cpu_row.group(0)
     assert "linux" in cpu_row.group(0)
-    for part in sorted({e.wheel.partition for e in entries}):
+    for part in sorted({e.published.partition for e in entries}):
         newest = max(
-            (e for e in entries if e.wheel.partition == part and e.yanked is None), key=lambda e: e.wheel.version
+            (e for e in entries if e.published.partition == part and e.yanked is None),
+            key=lambda e: e.published.version,
         )
         variant = part.split("-torch")[0]
         for tool in ("pip", "uv"):
             line = install_command(
                 tool=tool,
-                version=str(newest.wheel.version),
+                version=str(newest.published.version),
                 site_url=SITE,
                 part=part,
                 torch_index=TORCH_INDEX.format(variant=variant),
@@ -379,7 +379,7 @@ def test_a_renamed_wheel_is_refused(tmp_path: Path) -> None:
     with pytest.raises(PublishError, match=re.escape("its METADATA says deepspeed 0.19.8+cu128torch2.9")):
         scan_directory(tmp_path / "w")
     renamed.write_bytes(b"not a zip")
-    with pytest.raises(PublishError, match="cannot read the wheel"):
+    with pytest.raises(PublishError, match="File is not a zip file"):
         scan_directory(tmp_path / "w")
 
 

@@ -8,7 +8,7 @@ from dswheels.core.binaries import read_extension
 from dswheels.core.compat import load_compat
 from dswheels.core.dlls import load_dll_facts
 from dswheels.core.inspect import Inspection, NotDeepSpeedError, inspect_wheel, render_inspection
-from dswheels.core.wheelfile import parse_installed_info
+from dswheels.core.wheelfile import parse_installed_info, parse_metadata
 from tests.conftest import DATA
 
 PYD = "deepspeed/ops/adam/fused_adam_op.cp311-win_amd64.pyd"
@@ -31,7 +31,7 @@ def _inspect(filename: str, member: str, data: bytes, *, metadata: str = METADAT
     compat = load_compat()
     return inspect_wheel(
         filename=filename,
-        metadata=metadata,
+        metadata=parse_metadata(metadata),
         installed=parse_installed_info(INSTALLED),
         names=(member, "deepspeed/ops/op_builder/fused_adam.py"),
         builder_sources={"deepspeed/ops/op_builder/fused_adam.py": BUILDER},

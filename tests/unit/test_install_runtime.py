@@ -14,9 +14,10 @@ import pytest
 from dswheels.commands.install import check_runtime
 from dswheels.core.compat import load_compat
 from dswheels.core.facts import LinuxRuntime
+from dswheels.core.indexfile import IndexFile
 from dswheels.core.linux_runtime import RuntimeFloor
 from dswheels.core.manifest import manifest_name, render_manifest
-from dswheels.core.pick import IndexFile, cell_from_filename
+from dswheels.core.naming import parse_wheel
 from dswheels.effects.index_read import read_manifest
 from dswheels.errors import EnvironmentMismatchError
 from tests.unit.test_manifest_runtime import _manifest
@@ -44,9 +45,7 @@ def _published(
         filename=WHEEL,
         url=(files / WHEEL).as_uri().replace("+", "%2B"),
         sha256=sha256,
-        requires_python="",
-        yanked=False,
-        cell=cell_from_filename(WHEEL),
+        wheel=parse_wheel(WHEEL),
     )
 
 

@@ -20,7 +20,7 @@ from dswheels.core.manifest import (
     render_manifest,
 )
 from dswheels.core.naming import parse_cell_id
-from dswheels.core.verify import Expected, expected_from_manifest, judge_runtime
+from dswheels.core.verify import Expected, expected_from_manifest, linux_runtime_checks
 from tests.support.planned import planned_cell
 
 COMPAT = load_compat()
@@ -192,7 +192,7 @@ def _expected(promise: RuntimeFloor | None, recorded: RuntimeFloor | None = None
 
 
 def test_a_wheel_at_the_promise_passes() -> None:
-    checks = judge_runtime(
+    checks = linux_runtime_checks(
         {SO: CPU_ADAM_NEEDS}, _expected(COMPAT.linux_runtime_floor, CPU_ADAM_FLOOR), COMPAT.libstdcxx
     )
     assert [(c.name, c.ok) for c in checks] == [("linux runtime", True)]
@@ -204,7 +204,7 @@ def test_a_wheel_above_the_promise_fails_naming_the_extension_and_the_fix() -> N
     promise = COMPAT.runtime_floor(glibc=(2, 31), glibcxx=(3, 4, 28))  # Ubuntu 20.04
     other = "deepspeed/ops/lion/cpu_lion_op.cpython-311-x86_64-linux-gnu.so"
     needs: dict[str, dict[str, tuple[str, ...]]] = {SO: CPU_ADAM_NEEDS, other: {"libc.so.6": ("GLIBC_2.2.5",)}}
-    [check] = judge_runtime(needs, _expected(promise), COMPAT.libstdcxx)
+    [check] = linux_runtime_checks(needs, _expected(promise), COMPAT.libstdcxx)
     assert not check.ok
     assert (
         "cpu_adam_op.cpython-311-x86_64-linux-gnu.so needs GLIBC_2.34 > 2.31, GLIBCXX_3.4.30 > 3.4.28" in check.detail
@@ -217,14 +217,14 @@ def test_a_wheel_above_the_promise_fails_naming_the_extension_and_the_fix() -> N
 
 def test_a_manifest_recording_another_floor_fails() -> None:
     wrong = RuntimeFloor(glibc=(2, 17), glibcxx=(3, 4, 21), cxxabi=(1, 3, 9))
-    checks = {c.name: c for c in judge_runtime({SO: CPU_ADAM_NEEDS}, _expected(None, wrong), COMPAT.libstdcxx)}
+    checks = {c.name: c for c in linux_runtime_checks({SO: CPU_ADAM_NEEDS}, _expected(None, wrong), COMPAT.libstdcxx)}
     assert checks["linux runtime"].ok  # no promise: nothing to exceed
     assert not checks["manifest runtime"].ok
     assert "the manifest records glibc 2.17" in checks["manifest runtime"].detail
 
 
 def test_no_elf_extension_no_runtime_check() -> None:
-    assert judge_runtime({}, _expected(COMPAT.linux_runtime_floor), COMPAT.libstdcxx) == []
+    assert linux_runtime_checks({}, _expected(COMPAT.linux_runtime_floor), COMPAT.libstdcxx) == []
 
 
 def test_docs_manifest_md_documents_exactly_the_keys_written() -> None:

@@ -7,9 +7,10 @@ import itertools
 import pytest
 from packaging.utils import parse_wheel_filename
 
+from dswheels.core.indexfile import IndexFile, parse_project_page
 from dswheels.core.model import Cell, Platform, Python, Variant
-from dswheels.core.naming import wheel_filename
-from dswheels.core.pick import IndexFile, Wanted, cell_from_filename, nearest, parse_project_page, pick_wheel
+from dswheels.core.naming import try_parse_wheel, wheel_filename
+from dswheels.core.pick import Wanted, nearest, pick_wheel
 
 CELLS = [
     Cell(deepspeed=ds, torch=torch, variant=Variant.parse(v), python=Python.parse(py), platform=pl)
@@ -24,8 +25,10 @@ CELLS = [
 
 
 @pytest.mark.parametrize("cell", CELLS[::7])
-def test_cell_from_filename_inverts_wheel_filename(cell: Cell) -> None:
-    assert cell_from_filename(wheel_filename(cell)) == cell
+def test_the_wheel_name_parser_inverts_wheel_filename(cell: Cell) -> None:
+    wheel = try_parse_wheel(wheel_filename(cell))
+    assert wheel is not None
+    assert wheel.cell == cell
 
 
 @pytest.mark.parametrize(
@@ -41,7 +44,8 @@ def test_cell_from_filename_inverts_wheel_filename(cell: Cell) -> None:
     ],
 )
 def test_foreign_files_have_no_cell(name: str) -> None:
-    assert cell_from_filename(name) is None
+    assert try_parse_wheel(name) is None
+    assert IndexFile(filename=name, url=name, wheel=try_parse_wheel(name)).cell is None
 
 
 PAGE = (
@@ -74,7 +78,8 @@ def test_parse_project_page() -> None:
     assert first.sha256 == "ab12" * 16
     assert first.url_with_hash.endswith(".whl#sha256=" + "ab12" * 16)
     assert first.requires_python == ">=3.9"
-    assert yanked.yanked
+    assert yanked.is_yanked
+    assert yanked.yanked == "broken"
     assert sdist.cell is None
     assert sdist.url_with_hash == sdist.url
     # the yanked 0.19.7 is never picked, even when asked for
@@ -97,10 +102,7 @@ def test_page_with_base_href() -> None:
 
 
 def _files(*names: str) -> tuple[IndexFile, ...]:
-    return tuple(
-        IndexFile(filename=n, url=n, sha256="", requires_python="", yanked=False, cell=cell_from_filename(n))
-        for n in names
-    )
+    return tuple(IndexFile(filename=n, url=n, wheel=try_parse_wheel(n)) for n in names)
 
 
 WANT = Wanted(torch=(2, 13), variant=Variant.parse("cpu"), python=Python.parse("3.11"), platform=Platform.LINUX_X86_64)

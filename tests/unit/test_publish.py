@@ -11,7 +11,7 @@ import pytest
 import requests
 
 from dswheels.cli import main
-from dswheels.effects.index import sha256_file
+from dswheels.effects.files import sha256_file
 from dswheels.effects.publish import _multipart, collect_wheels, publish_dir, upload_credentials
 from dswheels.errors import ConfigError, PublishError
 from tests.support.wheels import write_deepspeed_wheel, write_manifest
@@ -149,13 +149,13 @@ def test_the_index_trusts_the_ledger_only_for_untouched_wheels(tmp_path: Path, m
     ledger = effects_index.load_ledger(published)
     assert sorted(ledger) == sorted(p.name for p in (tmp_path / "dist").iterdir())
     read: list[str] = []
-    original = effects_index.read_wheel
+    original = effects_index.local_wheel
 
-    def spy(path: Path, **kwargs: bool) -> effects_index.LocalWheel:
+    def spy(path: Path) -> effects_index.LocalWheel:
         read.append(path.name)
-        return original(path, **kwargs)
+        return original(path)
 
-    monkeypatch.setattr(effects_index, "read_wheel", spy)
+    monkeypatch.setattr(effects_index, "local_wheel", spy)
     first = effects_index.scan_directory(published)
     assert read == []  # every fact came from the ledger
     touched = published / first[0].wheel.filename

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from dswheels.core.sources import TorchSource, parse_pip_config, sdist_from_pypi_json, uv_index_args
+from dswheels.core.sources import TorchSource, TorchSourceKind, parse_pip_config, sdist_from_pypi_json, uv_index_args
 
 SHA = "9e491abd0827ea5c389dd702e15e11e13d83d904bac4a20d6c2a4cb37207a9af"
 # the shape of https://pypi.org/pypi/deepspeed/json as a mirror serves it (relative file URLs)
@@ -67,7 +67,7 @@ def test_pip_config_of_this_kind_of_machine() -> None:
         "extra-index-url": ["file:///opt/pypi/simple", "file:///opt/pypi-more/simple"],
         "index-url": ["https://mirror.example/simple"],
     }
-    assert uv_index_args(TorchSource("pip"), plan_index="", pip_config=config) == [
+    assert uv_index_args(TorchSource(TorchSourceKind.PIP), plan_index="", pip_config=config) == [
         "--default-index",
         "https://mirror.example/simple",
         "--index",
@@ -81,8 +81,14 @@ def test_pip_config_of_this_kind_of_machine() -> None:
 
 def test_torch_sources() -> None:
     plan_index = "https://download.pytorch.org/whl/cu130"
-    assert uv_index_args(TorchSource("plan"), plan_index=plan_index, pip_config={}) == ["--index", plan_index]
-    mirror = TorchSource("index", "http://127.0.0.1:8000/simple")
+    assert uv_index_args(TorchSource(TorchSourceKind.PLAN), plan_index=plan_index, pip_config={}) == [
+        "--index",
+        plan_index,
+    ]
+    mirror = TorchSource(TorchSourceKind.INDEX, "http://127.0.0.1:8000/simple")
     assert uv_index_args(mirror, plan_index=plan_index, pip_config={}) == ["--index", "http://127.0.0.1:8000/simple"]
-    assert uv_index_args(TorchSource("links", "/w"), plan_index=plan_index, pip_config={}) == ["--find-links", "/w"]
-    assert "pip" in TorchSource("pip").describe()
+    assert uv_index_args(TorchSource(TorchSourceKind.LINKS, "/w"), plan_index=plan_index, pip_config={}) == [
+        "--find-links",
+        "/w",
+    ]
+    assert "pip" in TorchSource(TorchSourceKind.PIP).describe()

@@ -11,7 +11,7 @@ from dswheels.core.fatbin import GpuCode
 from dswheels.core.naming import parse_cell_id
 from dswheels.core.smoke import deepspeed_config, render_smoke_markdown, runs_for
 from dswheels.core.verify import PORTABLE_MARK, Check, Expected, cell_from_wheel_filename, gpu_checks, static_checks
-from dswheels.core.wheelfile import parse_installed_info
+from dswheels.core.wheelfile import parse_installed_info, parse_metadata
 
 DATA = Path(__file__).parent.parent / "data"
 CPU = "deepspeed-0.19.8+cputorch2.13-cp311-cp311-linux_x86_64.whl"
@@ -39,7 +39,7 @@ def _checks(**kw: object) -> dict[str, Check]:
     args: dict[str, object] = {
         "filename": CPU,
         "names": ["deepspeed/__init__.py", SO],
-        "metadata": METADATA,
+        "metadata": parse_metadata(METADATA),
         "installed": parse_installed_info(INFO),
         "expected": _expected(),
         "builder_source": f"    def cpu_arch(self):\n        return '-march=x86-64-v2'  {PORTABLE_MARK} ...\n",
@@ -82,7 +82,7 @@ def test_cpu_accelerator_labelled_cuda() -> None:
 
 def test_torch_pin_and_extension_count() -> None:
     loose = METADATA.replace("torch==2.13.*", "torch>=2.0.0")
-    assert not _checks(metadata=loose)["torch pin"].ok
+    assert not _checks(metadata=parse_metadata(loose))["torch pin"].ok
     extra = _checks(
         names=["deepspeed/__init__.py", SO, "deepspeed/ops/lion/cpu_lion_op.cpython-311-x86_64-linux-gnu.so"]
     )
@@ -97,7 +97,7 @@ def test_torch_pin_and_extension_count() -> None:
 def test_cell_from_wheel_filename_errors() -> None:
     with pytest.raises(ValueError, match="no dswheels label"):
         cell_from_wheel_filename("deepspeed-0.19.8-cp311-cp311-linux_x86_64.whl")
-    with pytest.raises(ValueError, match="not a deepspeed wheel"):
+    with pytest.raises(ValueError, match="is a wheel of torch, not of deepspeed"):
         cell_from_wheel_filename("torch-2.13.0+cpu-cp311-cp311-linux_x86_64.whl")
 
 
@@ -160,11 +160,3 @@ def test_smoke_configs_follow_the_seed_runner_shape() -> None:
     )
     assert "| zero1 | 1 | ok | 1.5000 -> 0.1000 | 800.0 | 512 MB |" in table
     assert "skipped: needs fused_adam" in table
-
-
-def test_the_scripts_run_in_other_venvs_compile() -> None:
-    """They run in the venv under test, as `python -c`: at least they must be valid Python."""
-    from dswheels.effects import smoke, verify
-
-    for name, code in (("train", smoke._TRAIN), ("adam", smoke._ADAM), ("load", verify._LOAD)):
-        compile(code, name, "exec")

@@ -18,10 +18,10 @@ from dswheels.core.compat import Compat
 from dswheels.core.doctor.environment import Env
 from dswheels.core.doctor.report import Check, Status
 from dswheels.core.facts import LinuxRuntime
-from dswheels.core.linux_runtime import LibstdcxxRelease, RuntimeFloor, exceeds, gcc_providing
+from dswheels.core.linux_runtime import LibstdcxxRelease, RuntimeFloor, RuntimeJudgement, gcc_providing, judge_runtime
 from dswheels.core.versions import format_version, parse_version
 
-__all__ = ["PublishedRuntime", "RuntimeJudgement", "check_linux_runtime", "judge_runtime", "system_runtime"]
+__all__ = ["PublishedRuntime", "SystemJudgement", "check_linux_runtime", "judge_system", "system_runtime"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,15 +34,34 @@ class PublishedRuntime:
     note: str = ""  # why runtime is None
 
 
-@dataclass(frozen=True, slots=True)
-class RuntimeJudgement:
-    """A need (a wheel's runtime, or the promise) against this system's glibc and libstdc++."""
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SystemJudgement:
+    """A need (a wheel's runtime, or the promise) against this system's glibc and libstdc++.
 
-    need: RuntimeFloor
+    The comparison is :func:`dswheels.core.linux_runtime.judge_runtime`, the one ``verify`` makes
+    against the promise; the limit here is what the system defines (a family it could not read is
+    None, so ``unknown``).
+    """
+
+    judgement: RuntimeJudgement
     need_from: str  # "the published Linux wheels" / "the published wheel deepspeed-...whl (its build manifest)"
-    have: RuntimeFloor  # what the system defines (a family it could not read is None)
-    problems: tuple[str, ...]  # "GLIBCXX_3.4.30 > 3.4.29", one per family above what the system has
-    unknown: tuple[str, ...]  # families the need names that could not be read here
+
+    @property
+    def need(self) -> RuntimeFloor:
+        return self.judgement.need
+
+    @property
+    def have(self) -> RuntimeFloor:
+        return self.judgement.limit
+
+    @property
+    def problems(self) -> tuple[str, ...]:
+        """``GLIBCXX_3.4.30 > 3.4.29``, one per family above what the system has."""
+        return self.judgement.problems
+
+    @property
+    def unknown(self) -> tuple[str, ...]:
+        return self.judgement.unknown
 
     @property
     def needs(self) -> str:
@@ -76,12 +95,11 @@ def system_runtime(lr: LinuxRuntime) -> RuntimeFloor:
     return RuntimeFloor(glibc=_version(lr.glibc), glibcxx=_version(lr.glibcxx), cxxabi=_version(lr.cxxabi))
 
 
-def judge_runtime(lr: LinuxRuntime, need: RuntimeFloor, need_from: str) -> RuntimeJudgement:
-    have = system_runtime(lr)
-    problems = exceeds(RuntimeFloor(glibc=need.glibc, glibcxx=need.glibcxx, cxxabi=need.cxxabi), have)
-    names = {"glibc": "glibc", "glibcxx": "GLIBCXX", "cxxabi": "CXXABI"}
-    unknown = tuple(names[family] for family in names if need.get(family) is not None and have.get(family) is None)
-    return RuntimeJudgement(need=need, need_from=need_from, have=have, problems=tuple(problems), unknown=unknown)
+def judge_system(lr: LinuxRuntime, need: RuntimeFloor, need_from: str) -> SystemJudgement:
+    """``need`` against what this system defines (``GLIBC_PRIVATE`` needs are not judged here: no system
+    but the builder's has them, and ``verify`` already fails such a wheel)."""
+    versions = RuntimeFloor(glibc=need.glibc, glibcxx=need.glibcxx, cxxabi=need.cxxabi)
+    return SystemJudgement(judgement=judge_runtime(versions, system_runtime(lr)), need_from=need_from)
 
 
 def describe_system(lr: LinuxRuntime) -> str:
@@ -110,7 +128,7 @@ def need_words(need: RuntimeFloor, libstdcxx: Sequence[LibstdcxxRelease]) -> str
     return " and ".join(parts) or "no versioned glibc or libstdc++ symbol"
 
 
-def fix_for(judgement: RuntimeJudgement) -> str:
+def fix_for(judgement: SystemJudgement) -> str:
     """What to do when the system is below the need: a local build always works; conda only for libstdc++."""
     glibc_short = any(p.startswith("GLIBC_") for p in judgement.problems)
     build = "build locally with `dswheels build` (a wheel built here needs only this system's runtime)"
@@ -173,8 +191,8 @@ def check_linux_runtime(env: Env, published: PublishedRuntime | None = None) -> 
     ]
 
 
-def judge(lr: LinuxRuntime, compat: Compat, published: PublishedRuntime | None) -> RuntimeJudgement:
+def judge(lr: LinuxRuntime, compat: Compat, published: PublishedRuntime | None) -> SystemJudgement:
     """Against the published wheel's manifest when it has ``runtime``, else against the promise."""
     if published is not None and published.runtime is not None:
-        return judge_runtime(lr, published.runtime, f"the published wheel {published.filename} (its build manifest)")
-    return judge_runtime(lr, compat.linux_runtime_floor, "the published Linux wheels")
+        return judge_system(lr, published.runtime, f"the published wheel {published.filename} (its build manifest)")
+    return judge_system(lr, compat.linux_runtime_floor, "the published Linux wheels")

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+from dswheels.core.indexfile import IndexFile
 from dswheels.core.model import Cell, Reason, Toolchain
 from dswheels.core.naming import cell_id
-from dswheels.core.pick import IndexFile
 
 __all__ = ["Check", "IndexView", "LocalBuild", "Report", "Status", "Verdict"]
 

@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from dswheels.core.compat import Compat, Rule
+from dswheels.core.model import Accelerator
 from dswheels.core.upstream.context import Context
 from dswheels.core.upstream.findings import Kind
 from dswheels.core.upstream.seen import DeepSpeedRelease, DeepSpeedSourceSeen
@@ -105,7 +106,7 @@ def _compare_ops(ctx: Context, source: DeepSpeedSourceSeen, troubled: set[Versio
     text = format_version(source.version)
     where = f"DeepSpeed {text} sdist (op_builder/)"
     for accelerator, ops in source.ops.items():
-        expected = {op.name: op for op in ctx.compat.ops_for(source.version, accelerator)}
+        expected = {op.name: op for op in ctx.compat.ops_for(source.version, Accelerator(accelerator))}
         known = {op.name: op for op in ctx.compat.ops if op.accelerator == accelerator}
         for name, var in sorted(ops.items()):
             if name in expected:

@@ -3,13 +3,12 @@
 The project document lists every release with its files (name, digests, size, upload
 time, Requires-Python) and, under ``info``, the newest release's metadata; what a torch
 wheel requires (the CUDA toolkit it pins) comes from there for the newest release and from
-the wheel's METADATA for the others (:func:`parse_metadata`).
+the wheel's METADATA for the others (:func:`dswheels.core.wheelfile.parse_metadata`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from email.parser import HeaderParser
 from urllib.parse import urljoin
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -24,7 +23,6 @@ __all__ = [
     "CudaPin",
     "deepspeed_releases",
     "parse_cuda_pin",
-    "parse_metadata",
     "torch_minors",
     "wheel_platform",
 ]
@@ -126,12 +124,6 @@ def parse_cuda_pin(requires_dist: Iterable[str]) -> CudaPin | None:
         if name.startswith("nvidia-cuda-runtime") and runtime is None:
             runtime = ".".join(pins[0].split(".")[:2]), False
     return runtime
-
-
-def parse_metadata(text: str) -> tuple[str, tuple[str, ...]]:
-    """``(Requires-Python, Requires-Dist lines)`` of a wheel's METADATA."""
-    message = HeaderParser().parsestr(text, headersonly=True)
-    return message.get("Requires-Python", ""), tuple(message.get_all("Requires-Dist") or ())
 
 
 def torch_minors(data: object) -> dict[VersionTuple, TorchMinorSeen]:

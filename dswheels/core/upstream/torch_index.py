@@ -11,8 +11,8 @@ from collections.abc import Mapping
 
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
+from dswheels.core.indexfile import parse_project_page
 from dswheels.core.model import Python
-from dswheels.core.pick import parse_project_page
 from dswheels.core.upstream.pypi import wheel_platform
 from dswheels.core.upstream.seen import TorchIndexSeen
 from dswheels.core.versions import VersionTuple, format_version, parse_version
@@ -26,7 +26,7 @@ def read_variant_page(html: str, page_url: str) -> tuple[Table, dict[VersionTupl
     """The Pythons per (minor, os) of each minor's newest final patch on one variant's page."""
     seen: dict[VersionTuple, dict[VersionTuple, set[tuple[Python, str]]]] = {}
     for file in parse_project_page(html, page_url):
-        if not file.filename.endswith(".whl") or file.yanked:
+        if not file.filename.endswith(".whl") or file.is_yanked:
             continue
         try:
             _name, version, _build, _tags = parse_wheel_filename(file.filename)
