@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from urllib.parse import urljoin
 
 from dswheels.commands.common import Subparsers, formatter
 from dswheels.core.compat import load_compat
-from dswheels.core.index import IndexFile, apply_yanked, parse_yanked, render_site
+from dswheels.core.index import IndexFile, apply_yanked, install_lines, parse_yanked, render_site
+from dswheels.core.locations import LOCAL_SITE_URL, PUBLISHED, SITE, serve_command
 from dswheels.core.sources import torch_index_problem
 from dswheels.effects.clock import monotonic
 from dswheels.effects.files import read_bounded
@@ -31,15 +33,17 @@ line of each partition. The layout is docs/index-layout.md.
 The published set is either a directory (what `dswheels publish --dir` fills; the site
 then carries the wheels in files/ and is self-contained) or every published release of a
 GitHub repository (the site links the release assets; deploy it to GitHub Pages).
+The install lines name the site where it will be served: --site-url; by default, for a
+directory, this machine's http://127.0.0.1:8000/, as the command printed at the end serves
+it (python3 -m http.server --bind 127.0.0.1 --directory site 8000).
 The new pages replace the old ones only once they are all written: a failed run leaves
 the previous site whole.
 
 examples:
-  dswheels index                                      # published/ -> site/
-  dswheels index --from published --out site --site-url https://OWNER.github.io/dswheels/
+  dswheels index                                      # published/ -> site/, for http://127.0.0.1:8000/
+  python3 -m http.server --bind 127.0.0.1 --directory site 8000     # then the install line it printed
+  dswheels index --from published --out site --site-url https://wheels.example.org/
   GITHUB_TOKEN=... dswheels index --github OWNER/dswheels --out site --yanked yanked.txt
-  python -m http.server -d site 8000                  # then: pip install ... --extra-index-url
-                                                      #   http://localhost:8000/whl/<partition>/simple/
 
 yanked file: one '<filename or glob> <reason>' per line ('#' comments); installers skip a
 yanked wheel unless it is pinned exactly."""
@@ -57,19 +61,17 @@ def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
         "--from",
         dest="source",
         type=Path,
-        default=Path("published"),
+        default=PUBLISHED,
         metavar="DIR",
-        help="directory of published wheels (default: %(default)s)",
+        help="directory of published wheels (default: %(default)s, where `dswheels publish` copies them)",
     )
     source.add_argument("--github", metavar="OWNER/REPO", help="index the published releases of this repository")
-    p.add_argument(
-        "--out", type=Path, default=Path("site"), metavar="DIR", help="site directory (default: %(default)s)"
-    )
+    p.add_argument("--out", type=Path, default=SITE, metavar="DIR", help="site directory (default: %(default)s)")
     p.add_argument(
         "--site-url",
         metavar="URL",
         help="where the site will be served, for the install lines (default: https://OWNER.github.io/REPO/ "
-        "with --github, else the file:// URL of --out)",
+        f"with --github, else {LOCAL_SITE_URL}, where the serve command printed at the end serves --out)",
     )
     p.add_argument(
         "--torch-index",
@@ -87,8 +89,7 @@ def _site_url(args: argparse.Namespace) -> str:
     if args.github:
         owner, _sep, name = str(args.github).partition("/")
         return f"https://{owner.lower()}.github.io/{name}/"
-    out: Path = args.out
-    return out.resolve().as_uri() + "/"
+    return LOCAL_SITE_URL
 
 
 def _yank(files: list[IndexFile], path: Path | None) -> list[IndexFile]:
@@ -127,8 +128,9 @@ def run(args: argparse.Namespace) -> int:
             where = str(args.source)
         reporter.info(f"{len(files)} wheels in {where}")
     files = _yank(files, args.yanked)
+    site_url = _site_url(args)
     try:
-        pages = render_site(files, site_url=_site_url(args), torch_index=torch_index, title=args.title)
+        pages = render_site(files, site_url=site_url, torch_index=torch_index, title=args.title)
     except ValueError as exc:
         raise PublishError(str(exc)) from None
     with reporter.group(f"write {args.out}"):
@@ -139,6 +141,22 @@ def run(args: argparse.Namespace) -> int:
         f"wrote {args.out}: {len(files)} wheels in {len(partitions)} partitions ({shown or 'none'})"
         f" in {format_duration(monotonic() - start)}"
     )
-    sys.stdout.write(summary + "\n")
+    sys.stdout.write(summary + "\n" + _where_to_install(args.out, site_url, files, torch_index))
     write_summary(f"### dswheels index\n\n{summary}\n")
     return 0
+
+
+MAX_LINES_SHOWN = 3  # partitions whose install line is printed; the page has them all
+
+
+def _where_to_install(out: Path, site_url: str, files: list[IndexFile], torch_index: str) -> str:
+    """How the site is used: the command that serves it here and its install lines, or where it is deployed."""
+    page = urljoin(site_url, "index.html#install")
+    serve = serve_command(out, site_url, python="python" if sys.platform == "win32" else "python3")
+    if serve is None:
+        return f"deploy {out} to {site_url}: the install lines are on {page}\n"
+    lines = [pair[0] for _part, pair in install_lines(files, site_url=site_url, torch_index=torch_index) if pair]
+    text = f"serve it: {serve}\nthen install, in the environment that will use DeepSpeed (every line: {page}):\n"
+    if 0 < len(lines) <= MAX_LINES_SHOWN:
+        text += "".join(f"  {line}\n" for line in lines)
+    return text

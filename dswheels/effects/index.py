@@ -33,6 +33,7 @@ from dswheels.core.index import (
     parse_wheel,
 )
 from dswheels.core.jsondoc import parse_json
+from dswheels.core.locations import PUBLISHED
 from dswheels.core.manifest import ManifestError, manifest_name, parse_manifest
 from dswheels.core.naming import PROJECT
 from dswheels.core.pick import parse_project_page, project_page_url
@@ -244,7 +245,8 @@ def scan_directory(directory: Path) -> list[LocalWheel]:
     if not directory.is_dir():
         raise ConfigError(
             f"no directory {directory}",
-            hint="give the directory `dswheels publish` copied the wheels to (default: published/)",
+            hint=f"publish first (`dswheels publish` copies what `dswheels build` wrote to {PUBLISHED}/), "
+            "or give the directory it copied the wheels to (--from DIR)",
         )
     ledger = load_ledger(directory)
     with os.scandir(directory) as listing:
