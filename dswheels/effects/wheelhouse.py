@@ -32,7 +32,7 @@ def is_wheel_file(path: Path) -> bool:
 def _wheels_in(directory: Path) -> list[Path]:
     def listing() -> list[Path]:
         entries = sorted(directory.iterdir())
-        subdirs = [sub for sub in entries if sub.is_dir() and not sub.is_symlink()]
+        subdirs = [sub for sub in entries if sub.is_dir()]
         return entries + [p for sub in subdirs for p in sorted(sub.iterdir())]
 
     try:
