@@ -23,7 +23,7 @@ from dswheels.log import format_duration, get_reporter
 
 __all__ = ["register", "run"]
 
-DESCRIPTION = """\
+DESCRIPTION = f"""\
 Write the static index of every published wheel: PEP 503 pages with sha256 hashes,
 Requires-Python and PEP 658 metadata, one partition per torch build (e.g. cu128-torch2.9)
 usable as a --find-links page (whl/<partition>/) and as an index (whl/<partition>/simple/),
@@ -34,14 +34,14 @@ The published set is either a directory (what `dswheels publish --dir` fills; th
 then carries the wheels in files/ and is self-contained) or every published release of a
 GitHub repository (the site links the release assets; deploy it to GitHub Pages).
 The install lines name the site where it will be served: --site-url; by default, for a
-directory, this machine's http://127.0.0.1:8000/, as the command printed at the end serves
-it (python3 -m http.server --bind 127.0.0.1 --directory site 8000).
+directory, this machine's {LOCAL_SITE_URL}, as the command printed at the end serves
+it ({serve_command(SITE, LOCAL_SITE_URL)}).
 The new pages replace the old ones only once they are all written: a failed run leaves
 the previous site whole.
 
 examples:
-  dswheels index                                      # published/ -> site/, for http://127.0.0.1:8000/
-  python3 -m http.server --bind 127.0.0.1 --directory site 8000     # then the install line it printed
+  dswheels index                                      # {PUBLISHED}/ -> {SITE}/, for {LOCAL_SITE_URL}
+  {serve_command(SITE, LOCAL_SITE_URL)}     # then the install line it printed
   dswheels index --from published --out site --site-url https://wheels.example.org/
   GITHUB_TOKEN=... dswheels index --github OWNER/dswheels --out site --yanked yanked.txt
 

@@ -24,15 +24,15 @@ from dswheels.log import get_reporter
 
 __all__ = ["register", "run"]
 
-DESCRIPTION = """\
+DESCRIPTION = f"""\
 Publish wheels (and, beside each, its METADATA as <wheel>.metadata and its build manifest)
 to one of three places. With no WHEEL|DIR: the wheels `dswheels build` wrote
-(wheelhouse/<variant>/*.whl); a directory stands for the wheels in it and one level down.
+({WHEELHOUSE}/<variant>/*.whl); a directory stands for the wheels in it and one level down.
 Published files are immutable: a file already there with the same bytes is skipped, so
 re-running a tag publishes nothing new; the same name with other bytes is an error and
 nothing is changed.
 
-  --dir DIR        a local directory (default: published/, where `dswheels index` reads)
+  --dir DIR        a local directory (default: {PUBLISHED}/, where `dswheels index` reads)
   --github REPO    a GitHub Release for --tag: created as a draft, uploaded to, checked,
                    then published. A draft left by an interrupted run is resumed. Needs
                    GITHUB_TOKEN (or GH_TOKEN) with contents: write; GITHUB_API_URL is
@@ -44,7 +44,7 @@ nothing is changed.
                    (default: <URL>/simple/, pypiserver's layout).
 
 examples:
-  dswheels publish                                         # wheelhouse/ -> published/
+  dswheels publish                                         # {WHEELHOUSE}/ -> {PUBLISHED}/
   dswheels publish wheelhouse/ --github OWNER/dswheels --tag v0.19.8
   dswheels publish dist/*.whl --repository-url http://localhost:8080/
   dswheels publish dist/ --repository-url https://devpi.example/alice/wheels/ \\

@@ -34,7 +34,7 @@ from dswheels.log import get_reporter
 
 __all__ = ["register", "run"]
 
-DESCRIPTION = """\
+DESCRIPTION = f"""\
 Check a DeepSpeed wheel against its build manifest (beside it) or, without one, the plan
 (--matrix). Static checks need only the wheel: its name and local label, the torch pin in
 METADATA, the accelerator, torch and CUDA DeepSpeed stamped into it, installed_ops equal to
@@ -53,7 +53,7 @@ A CUDA wheel is checked with DS_ACCELERATOR=cuda (a GPU-less host would otherwis
 cpu accelerator and JIT-compile every op); --accelerator none shows what a user without the
 variable gets.
 
-With no WHEEL|DIR: the wheels `dswheels build` wrote (wheelhouse/<variant>/*.whl); a
+With no WHEEL|DIR: the wheels `dswheels build` wrote ({WHEELHOUSE}/<variant>/*.whl); a
 directory stands for the wheels in it and one level down.
 
 examples:
