@@ -156,7 +156,9 @@ def _where_to_install(out: Path, site_url: str, files: list[IndexFile], torch_in
     if serve is None:
         return f"deploy {out} to {site_url}: the install lines are on {page}\n"
     lines = [pair[0] for _part, pair in install_lines(files, site_url=site_url, torch_index=torch_index) if pair]
-    text = f"serve it: {serve}\nthen install, in the environment that will use DeepSpeed (every line: {page}):\n"
-    if 0 < len(lines) <= MAX_LINES_SHOWN:
-        text += "".join(f"  {line}\n" for line in lines)
+    text = f"serve it: {serve}\nthen install, in the environment that will use DeepSpeed, with its partition's line "
+    if not 0 < len(lines) <= MAX_LINES_SHOWN:
+        return text + f"on {page}\n"
+    text += f"(all on {page}):\n"
+    text += "".join(f"  {line}\n" for line in lines)
     return text

@@ -110,3 +110,13 @@ def test_a_site_for_elsewhere_says_where_to_deploy_it(clone: Path, capsys: pytes
         "deploy site to https://wheels.example.org/: the install lines are on https://wheels.example.org/index.html#install"
     )
     assert "serve it" not in out
+
+
+def test_many_partitions_point_to_the_page(clone: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for variant, torch in (("cpu", "2.13"), ("cu130", "2.14"), ("cu126", "2.14"), ("cpu", "2.14")):
+        write_deepspeed_wheel(clone / "wheelhouse" / variant, variant=variant, torch=torch)
+    assert main(["publish"]) == 0
+    assert main(["index"]) == 0
+    out = capsys.readouterr().out
+    assert out.endswith("with its partition's line on http://127.0.0.1:8000/index.html#install\n"), out
+    assert "pip install" not in out
