@@ -34,6 +34,7 @@ __all__ = [
     "first_on_path",
     "fit_jobs",
     "msvc_bin_dir",
+    "patch_arch_list_leak",
     "patch_cpu_builder_win32",
     "patch_debug_flags",
     "patch_parallel_extensions",
@@ -333,6 +334,52 @@ def patch_cpu_builder_win32(text: str, *, filename: str = "op_builder/cpu/builde
         )
     text = _IMPORT_OS_RE.sub("import os\nimport sys\n", text, count=1)
     return _CPU_CXX_RE.sub(lambda m: m.group(0).replace("        args", _CPU_WIN32_BRANCH + "        args", 1), text)
+
+
+# DeepSpeed >= 0.19.0, OpBuilder.compute_capability_args(): after filter_ccs() it writes the op's
+# own (possibly narrowed) arch list back into the process environment, which the next op reads.
+_ARCH_ENV_RE = re.compile(
+    r'^(?P<indent>[ ]+)os\.environ\["TORCH_CUDA_ARCH_LIST"\] = (?P<value>arch_list|";"\.join\(arch_tokens\))\n',
+    re.MULTILINE,
+)
+
+
+def patch_arch_list_leak(text: str, *, filename: str = "op_builder/builder.py") -> tuple[str, int]:
+    r"""Keep one op's filtered arch list from narrowing every op built after it; (text, patches made).
+
+    From 0.19.0 ``compute_capability_args()`` sets ``TORCH_CUDA_ARCH_LIST`` to the archs that
+    survived the op's ``filter_ccs()`` (transformer_inference drops those below 6.0), "so PyTorch
+    does not re-add archs". That matters only for JIT builds, where torch derives the -gencode
+    flags from the variable; ahead of time the builder passes its own -gencode flags and torch
+    adds none (cpp_extension ``_get_cuda_arch_flags`` returns [] when a flag names an arch). But
+    setup.py builds the ops one after another in one process, so every op after the first
+    filtering one loses the filtered archs: a cu126 wheel (arch list from 5.0) would carry no
+    sm_50 code in ops that support it. The assignment is kept for JIT builds only.
+
+    >>> src = "        ccs = self.filter_ccs(ccs)\n        arch_list = 'x'\n" \
+    ...       "        os.environ[\"TORCH_CUDA_ARCH_LIST\"] = arch_list\n"
+    >>> out, count = patch_arch_list_leak(src)
+    >>> count, "        if self.jit_mode:  # dswheels:" in out
+    (1, True)
+    >>> patch_arch_list_leak("nothing to see\n")
+    ('nothing to see\n', 0)
+    """
+    found = _ARCH_ENV_RE.findall(text)
+    if not found:
+        return text, 0  # DeepSpeed < 0.19.0 leaves the environment alone
+    if len(found) != 1:
+        raise PatchError(
+            f"{filename}: expected one write of TORCH_CUDA_ARCH_LIST after filter_ccs(), found {len(found)}"
+        )
+
+    def guarded(match: re.Match[str]) -> str:
+        indent, value = match["indent"], match["value"]
+        return (
+            f"{indent}if self.jit_mode:  {_MARK} ahead-of-time builds pass -gencode; later ops keep every arch\n"
+            f'{indent}    os.environ["TORCH_CUDA_ARCH_LIST"] = {value}\n'
+        )
+
+    return _ARCH_ENV_RE.sub(guarded, text, count=1), 1
 
 
 _DEBUG_FLAG_RE = re.compile(r"""(['"])-g\1""")

@@ -10,10 +10,17 @@ flag a compiler would stop at fails the build before the compile, naming op, fla
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from dswheels.core.buildenv import CPU_BUILDER_FILES, PatchError, accelerator_for, patch_cpu_builder_win32
+from dswheels.core.buildenv import (
+    BUILDER_FILES,
+    CPU_BUILDER_FILES,
+    PatchError,
+    accelerator_for,
+    patch_arch_list_leak,
+    patch_cpu_builder_win32,
+)
 from dswheels.core.flagissue import Finding
 from dswheels.core.flagjudge import judge_op, narrowed_archs, summarize
 from dswheels.core.flagrecord import load_flag_record
@@ -130,29 +137,59 @@ def check_tree_flags(
 
 
 def apply_flag_patches(src: Path, planned: PlannedCell) -> list[str]:
-    """The source patches that make DeepSpeed's flags acceptable to the cell's compilers; notes for the manifest.
+    """The source patches that make DeepSpeed's flags what the cell needs; notes for the manifest.
 
-    Windows: ``CPUOpBuilder.cxx_args()`` gets a win32 branch (cl stops at its ``-Wno-reorder``).
+    CUDA cells: one op's filtered arch list no longer narrows the ops built after it (0.19.0+,
+    :func:`~dswheels.core.buildenv.patch_arch_list_leak`). Windows: ``CPUOpBuilder.cxx_args()``
+    gets a win32 branch (cl stops at its ``-Wno-reorder``).
     """
-    if planned.cell.platform.os != "windows":
-        return []
+    notes: list[str] = []
+    if planned.cell.variant.is_cuda:
+        notes += _patch_files(
+            src,
+            BUILDER_FILES,
+            lambda text, rel: patch_arch_list_leak(text, filename=rel),
+            planned=planned,
+            note="OpBuilder.compute_capability_args() sets TORCH_CUDA_ARCH_LIST for JIT builds only "
+            "(one op's filtered archs narrowed every later op)",
+            hint="the TORCH_CUDA_ARCH_LIST patch (dswheels/core/buildenv.py patch_arch_list_leak) needs updating",
+        )
+    if planned.cell.platform.os == "windows":
+        notes += _patch_files(
+            src,
+            CPU_BUILDER_FILES,
+            lambda text, rel: (patch_cpu_builder_win32(text, filename=rel), 1),
+            planned=planned,
+            note="CPUOpBuilder.cxx_args() on win32 -> ['-O2', cpu_arch, simd] (cl rejects -Wno-reorder)",
+            hint="this DeepSpeed's op_builder/cpu/builder.py differs from 0.14.3-0.19.8; the win32 cxx_args patch "
+            "(dswheels/core/buildenv.py patch_cpu_builder_win32) needs updating",
+        )
+    return notes
+
+
+def _patch_files(
+    src: Path,
+    files: Sequence[str],
+    patch: Callable[[str, str], tuple[str, int]],
+    *,
+    planned: PlannedCell,
+    note: str,
+    hint: str,
+) -> list[str]:
     notes: list[str] = []
     seen: set[Path] = set()
-    for rel in CPU_BUILDER_FILES:
+    for rel in files:
         path = src / rel
         if not path.exists() or path.resolve() in seen:
             continue
         seen.add(path.resolve())
         try:
-            path.write_text(patch_cpu_builder_win32(path.read_text(encoding="utf-8"), filename=rel), encoding="utf-8")
+            text, count = patch(path.read_text(encoding="utf-8"), rel)
         except PatchError as exc:
             raise BuildError(
-                f"cannot make DeepSpeed {format_version(planned.cell.deepspeed)}'s CPU op flags acceptable to cl: "
-                f"{exc}",
-                hint="this DeepSpeed's op_builder/cpu/builder.py differs from 0.14.3-0.19.8; the win32 cxx_args patch "
-                "(dswheels/core/buildenv.py patch_cpu_builder_win32) needs updating",
+                f"cannot patch DeepSpeed {format_version(planned.cell.deepspeed)}'s {rel}: {exc}", hint=hint
             ) from None
-        notes.append(
-            f"patched {rel}: CPUOpBuilder.cxx_args() on win32 -> ['-O2', cpu_arch, simd] (cl rejects -Wno-reorder)"
-        )
+        if count:
+            path.write_text(text, encoding="utf-8")
+            notes.append(f"patched {rel}: {note}")
     return notes

@@ -48,7 +48,7 @@ from dswheels.effects.flagrecorder import (
     unpack_patched,
 )
 from dswheels.effects.opflags import run_probe
-from dswheels.effects.sources import Downloader
+from dswheels.effects.sources import Downloader, extract_archive
 from dswheels.errors import DswheelsError
 from tests.conftest import ROOT, require
 from tests.integration.conftest import CUDA_HOME, record_time
@@ -309,20 +309,31 @@ def test_the_gcc_model_agrees_with_gcc(tmp_path: Path) -> None:
     assert unmodelled == [], "DeepSpeed passes flags the gcc model does not know: teach dswheels/core/gccflags.py"
 
 
-def test_an_earlier_ops_filter_narrows_the_archs_of_later_ops(sources: Sources) -> None:
-    """DeepSpeed >= 0.19.1: builder() leaves its own filtered TORCH_CUDA_ARCH_LIST for the ops after it."""
+def test_an_earlier_ops_filter_narrows_later_ops_unless_patched(sources: Sources, tmp_path: Path) -> None:
+    """DeepSpeed >= 0.19.0: builder() leaves its own filtered TORCH_CUDA_ARCH_LIST for the ops after it.
+
+    Unpatched, every op built after transformer_inference (filter_ccs: >= 6.0) loses sm_50 from a
+    cu126 arch list; dswheels' patch (patch_arch_list_leak) keeps the write for JIT builds only.
+    """
     [cell] = [c for c in _cells("linux")[0] if cell_id(c.cell) == "ds0.19.8-torch2.13-cu126-cp311-linux_x86_64"]
     arch = cell.toolchain.arch_list_text
     assert arch.startswith("5.0;")
-    contexts = tuple(
-        EvalContext(platform="linux", cuda="12.6", torch="2.13", arch_list=arch, isolate=isolate)
-        for isolate in (False, True)
-    )
-    job = ProbeJob(
-        tree=str(sources.trees[("0.19.8", "linux")]), accelerator="cuda", ops=cell.ops.build_names, contexts=contexts
-    )
-    [result] = run_probe(sources.python, [job], env={"PATH": "/usr/bin:/bin"}).jobs
-    narrowed = narrowed_archs(result.results[0].ops, result.results[1].ops)
-    assert narrowed
-    assert all("compute_50 lost" in line for line in narrowed)
-    assert not [line for line in narrowed if line.startswith(("fused_adam", "transformer_inference"))]
+    for version in ("0.19.7", "0.19.8"):
+        raw = tmp_path / f"raw-{version}"
+        extract_archive(sources.sdists[version], raw)  # DeepSpeed as released, no dswheels patch
+        contexts = tuple(
+            EvalContext(platform="linux", cuda="12.6", torch="2.13", arch_list=arch, isolate=isolate)
+            for isolate in (False, True)
+        )
+        jobs = [
+            ProbeJob(tree=str(tree), accelerator="cuda", ops=cell.ops.build_names, contexts=contexts)
+            for tree in (raw, sources.trees[(version, "linux")])
+        ]
+        unpatched, patched = run_probe(sources.python, jobs, env={"PATH": "/usr/bin:/bin"}).jobs
+        narrowed = narrowed_archs(unpatched.results[0].ops, unpatched.results[1].ops)
+        assert narrowed, version
+        assert all("compute_50 lost" in line for line in narrowed)
+        assert not [line for line in narrowed if line.startswith(("fused_adam", "transformer_inference"))]
+        assert narrowed_archs(patched.results[0].ops, patched.results[1].ops) == [], version
+        # and the patched ops get exactly what each gets built alone
+        assert patched.results[0].ops == patched.results[1].ops
