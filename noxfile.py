@@ -7,15 +7,20 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
+import time
 from pathlib import Path
 
 import nox
+
+ROOT = Path(__file__).parent
+sys.path.insert(0, str(ROOT))  # the default locations are the package's (a pure module: no dependencies)
+from dswheels.core.locations import LOCAL_SITE_URL, PUBLISHED, SITE, WHEELHOUSE, serve_command  # noqa: E402
 
 nox.needs_version = ">=2025.2.9"
 nox.options.default_venv_backend = "uv|virtualenv"
 nox.options.sessions = ["tests"]
 
-ROOT = Path(__file__).parent
 PYPROJECT = nox.project.load_toml("pyproject.toml")
 CONSTRAINTS = ROOT / "requirements" / "constraints.txt"
 
@@ -136,18 +141,30 @@ def record_upstream(session: nox.Session) -> None:
 
 @nox.session(default=False)
 def main(session: nox.Session) -> None:
-    """The README's main job: build, verify, publish and index a real wheel for this machine (site/)."""
+    """The README's main job: build, verify, publish and index a real wheel for this machine (wheelhouse/ -> site/)."""
     _install(session)
     args = session.posargs or MAIN_DEFAULTS
-    tmp = Path(session.create_tmp())
-    wheelhouse, published = tmp / "wheelhouse", tmp / "published"
-    for folder in (wheelhouse, published):
-        shutil.rmtree(folder, ignore_errors=True)
-    session.run("dswheels", "build", "--torch-index", "pip", "--verify", "--out", str(wheelhouse), *args)
-    wheels = sorted(str(p) for p in wheelhouse.glob("*/*.whl"))
-    session.run("dswheels", "publish", "--dir", str(published), *wheels)
-    session.run("dswheels", "index", "--from", str(published), "--out", str(ROOT / "site"))
-    session.log(f"index: {ROOT / 'site' / 'index.html'} (serve it: python -m http.server -d site 8000)")
+    session.chdir(ROOT)
+    # The commands run with no path flags, so they chain through the default locations as they do
+    # for a person after this job. published/ is rewritten from wheelhouse/: a rebuilt wheel has the
+    # last run's name with other bytes, and `dswheels publish` never replaces a published file.
+    session.log(f"emptying {PUBLISHED}/: this job publishes what {WHEELHOUSE}/ holds into it")
+    shutil.rmtree(ROOT / PUBLISHED, ignore_errors=True)
+    started = time.time()
+    session.run("dswheels", "build", "--torch-index", "pip", "--verify", *args)
+    session.run("dswheels", "publish")
+    session.run("dswheels", "index")
+    wheels = (ROOT / WHEELHOUSE).glob("*/*.whl")
+    built = sorted(p.relative_to(ROOT).as_posix() for p in wheels if p.stat().st_mtime >= started)
+    activate = (Path(session.bin) / "activate").relative_to(ROOT).as_posix()
+    for wheel in built:
+        session.log(f"the wheel: {wheel} (verified; its build manifest beside it)")
+    session.log(f"published into {PUBLISHED}/; the index of it: {SITE}/index.html, for {LOCAL_SITE_URL}")
+    session.log(f"next, with the dswheels of this job (. {activate}; or pip install -e . in your own venv):")
+    for wheel in built:
+        if Path(wheel).parent.name == "cpu":
+            session.log(f"  dswheels smoke {wheel} --torch-index pip   # train a tiny model with its ops")
+    session.log(f"  {serve_command(SITE, LOCAL_SITE_URL)}   # serve the index; install with the line printed above")
 
 
 @nox.session(default=False)

@@ -23,6 +23,7 @@ from dswheels.core.canary import restrict_ops
 from dswheels.core.compat import Compat, load_compat
 from dswheels.core.compiler_cache import SCCACHE_BACKENDS, SccacheSettings
 from dswheels.core.config import parse_matrix
+from dswheels.core.locations import WHEELHOUSE
 from dswheels.core.model import PlannedCell, Platform, Python, Variant
 from dswheels.core.naming import cell_id, parse_cell_id
 from dswheels.core.plan import Combo, LocalHost, plan
@@ -102,7 +103,13 @@ def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
         metavar="FILE",
         help="build cells of this plan (`dswheels plan --format json`) as planned: all, or those --cell/--only name",
     )
-    p.add_argument("--out", type=Path, default=Path("wheelhouse"), metavar="DIR", help="output (default: %(default)s)")
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=WHEELHOUSE,
+        metavar="DIR",
+        help="output: DIR/<variant>/ (default: %(default)s, where `dswheels verify` and `dswheels publish` look)",
+    )
     p.add_argument("--keep-going", action="store_true", help="build the other cells after a failure; report all")
     p.add_argument(
         "--ops",

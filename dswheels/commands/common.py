@@ -10,6 +10,7 @@ from typing import Any
 
 from dswheels.core.compat import Compat
 from dswheels.core.config import MatrixSpec, parse_matrix
+from dswheels.core.locations import MATRIX
 from dswheels.core.versions import VersionTuple, parse_version
 from dswheels.effects.files import read_bounded
 from dswheels.errors import ConfigError
@@ -30,7 +31,7 @@ __all__ = [
     "parse_nvcc_option",
 ]
 
-DEFAULT_MATRIX = Path("matrix") / "matrix.yml"
+DEFAULT_MATRIX = MATRIX  # the name the commands know it by (dswheels.core.locations defines every default)
 MAX_MATRIX_BYTES = 1024**2  # a matrix is a few KB; YAML that large is a mistake (or an attack)
 
 Subparsers = argparse._SubParsersAction  # noqa: SLF001 - argparse exposes no public name for it

@@ -5,11 +5,13 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from urllib.parse import urljoin
 
 from dswheels.commands.common import Subparsers, formatter
 from dswheels.core.compat import load_compat
-from dswheels.core.index import apply_yanked, parse_yanked, render_site
+from dswheels.core.index import apply_yanked, install_lines, parse_yanked, render_site
 from dswheels.core.indexfile import IndexFile
+from dswheels.core.locations import LOCAL_SITE_URL, PUBLISHED, SITE, serve_command
 from dswheels.core.sources import torch_index_problem
 from dswheels.effects.clock import monotonic
 from dswheels.effects.files import read_bounded
@@ -22,7 +24,7 @@ from dswheels.log import format_duration, get_reporter
 
 __all__ = ["register", "run"]
 
-DESCRIPTION = """\
+DESCRIPTION = f"""\
 Write the static index of every published wheel: PEP 503 pages with sha256 hashes,
 Requires-Python and PEP 658 metadata, one partition per torch build (e.g. cu128-torch2.9)
 usable as a --find-links page (whl/<partition>/) and as an index (whl/<partition>/simple/),
@@ -32,15 +34,17 @@ line of each partition. The layout is docs/index-layout.md.
 The published set is either a directory (what `dswheels publish --dir` fills; the site
 then carries the wheels in files/ and is self-contained) or every published release of a
 GitHub repository (the site links the release assets; deploy it to GitHub Pages).
+The install lines name the site where it will be served: --site-url; by default, for a
+directory, this machine's {LOCAL_SITE_URL}, as the command printed at the end serves
+it ({serve_command(SITE, LOCAL_SITE_URL)}).
 The new pages replace the old ones only once they are all written: a failed run leaves
 the previous site whole.
 
 examples:
-  dswheels index                                      # published/ -> site/
-  dswheels index --from published --out site --site-url https://OWNER.github.io/dswheels/
+  dswheels index                                      # {PUBLISHED}/ -> {SITE}/, for {LOCAL_SITE_URL}
+  {serve_command(SITE, LOCAL_SITE_URL)}     # then the install line it printed
+  dswheels index --from published --out site --site-url https://wheels.example.org/
   GITHUB_TOKEN=... dswheels index --github OWNER/dswheels --out site --yanked yanked.txt
-  python -m http.server -d site 8000                  # then: pip install ... --extra-index-url
-                                                      #   http://localhost:8000/whl/<partition>/simple/
 
 yanked file: one '<filename or glob> <reason>' per line ('#' comments); installers skip a
 yanked wheel unless it is pinned exactly."""
@@ -58,19 +62,17 @@ def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
         "--from",
         dest="source",
         type=Path,
-        default=Path("published"),
+        default=PUBLISHED,
         metavar="DIR",
-        help="directory of published wheels (default: %(default)s)",
+        help="directory of published wheels (default: %(default)s, where `dswheels publish` copies them)",
     )
     source.add_argument("--github", metavar="OWNER/REPO", help="index the published releases of this repository")
-    p.add_argument(
-        "--out", type=Path, default=Path("site"), metavar="DIR", help="site directory (default: %(default)s)"
-    )
+    p.add_argument("--out", type=Path, default=SITE, metavar="DIR", help="site directory (default: %(default)s)")
     p.add_argument(
         "--site-url",
         metavar="URL",
         help="where the site will be served, for the install lines (default: https://OWNER.github.io/REPO/ "
-        "with --github, else the file:// URL of --out)",
+        f"with --github, else {LOCAL_SITE_URL}, where the serve command printed at the end serves --out)",
     )
     p.add_argument(
         "--torch-index",
@@ -88,8 +90,7 @@ def _site_url(args: argparse.Namespace) -> str:
     if args.github:
         owner, _sep, name = str(args.github).partition("/")
         return f"https://{owner.lower()}.github.io/{name}/"
-    out: Path = args.out
-    return out.resolve().as_uri() + "/"
+    return LOCAL_SITE_URL
 
 
 def _yank(files: list[IndexFile], path: Path | None) -> list[IndexFile]:
@@ -128,8 +129,9 @@ def run(args: argparse.Namespace) -> int:
             where = str(args.source)
         reporter.info(f"{len(files)} wheels in {where}")
     files = _yank(files, args.yanked)
+    site_url = _site_url(args)
     try:
-        pages = render_site(files, site_url=_site_url(args), torch_index=torch_index, title=args.title)
+        pages = render_site(files, site_url=site_url, torch_index=torch_index, title=args.title)
     except ValueError as exc:
         raise PublishError(str(exc)) from None
     with reporter.group(f"write {args.out}"):
@@ -140,6 +142,24 @@ def run(args: argparse.Namespace) -> int:
         f"wrote {args.out}: {len(files)} wheels in {len(partitions)} partitions ({shown or 'none'})"
         f" in {format_duration(monotonic() - start)}"
     )
-    sys.stdout.write(summary + "\n")
+    sys.stdout.write(summary + "\n" + _where_to_install(args.out, site_url, files, torch_index))
     write_summary(f"### dswheels index\n\n{summary}\n")
     return 0
+
+
+MAX_LINES_SHOWN = 3  # partitions whose install line is printed; the page has them all
+
+
+def _where_to_install(out: Path, site_url: str, files: list[IndexFile], torch_index: str) -> str:
+    """How the site is used: the command that serves it here and its install lines, or where it is deployed."""
+    page = urljoin(site_url, "index.html#install")
+    serve = serve_command(out, site_url, python="python" if sys.platform == "win32" else "python3")
+    if serve is None:
+        return f"deploy {out} to {site_url}: the install lines are on {page}\n"
+    lines = [pair[0] for _part, pair in install_lines(files, site_url=site_url, torch_index=torch_index) if pair]
+    text = f"serve it: {serve}\nthen install, in the environment that will use DeepSpeed, with its partition's line "
+    if not 0 < len(lines) <= MAX_LINES_SHOWN:
+        return text + f"on {page}\n"
+    text += f"(all on {page}):\n"
+    text += "".join(f"  {line}\n" for line in lines)
+    return text

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path
 
 from dswheels.commands.common import Subparsers, formatter
+from dswheels.core.locations import PUBLISHED, SITE, WHEELHOUSE
 from dswheels.effects.gha import write_summary
 from dswheels.effects.github import GitHub, api_url_from_env, token_from_env
 from dswheels.effects.publish import (
@@ -22,13 +24,15 @@ from dswheels.log import get_reporter
 
 __all__ = ["register", "run"]
 
-DESCRIPTION = """\
+DESCRIPTION = f"""\
 Publish wheels (and, beside each, its METADATA as <wheel>.metadata and its build manifest)
-to one of three places. Published files are immutable: a file already there with the same
-bytes is skipped, so re-running a tag publishes nothing new; the same name with other bytes
-is an error and nothing is changed.
+to one of three places. With no WHEEL|DIR: the wheels `dswheels build` wrote
+({WHEELHOUSE}/<variant>/*.whl); a directory stands for the wheels in it and one level down.
+Published files are immutable: a file already there with the same bytes is skipped, so
+re-running a tag publishes nothing new; the same name with other bytes is an error and
+nothing is changed.
 
-  --dir DIR        a local directory (default: published/); `dswheels index` reads it
+  --dir DIR        a local directory (default: {PUBLISHED}/, where `dswheels index` reads)
   --github REPO    a GitHub Release for --tag: created as a draft, uploaded to, checked,
                    then published. A draft left by an interrupted run is resumed. Needs
                    GITHUB_TOKEN (or GH_TOKEN) with contents: write; GITHUB_API_URL is
@@ -40,8 +44,8 @@ is an error and nothing is changed.
                    (default: <URL>/simple/, pypiserver's layout).
 
 examples:
-  dswheels publish dist/                                   # into published/
-  dswheels publish dist/ --github OWNER/dswheels --tag v2026.11.23
+  dswheels publish                                         # {WHEELHOUSE}/ -> {PUBLISHED}/
+  dswheels publish wheelhouse/ --github OWNER/dswheels --tag v0.19.8
   dswheels publish dist/*.whl --repository-url http://localhost:8080/
   dswheels publish dist/ --repository-url https://devpi.example/alice/wheels/ \\
                    --simple-url https://devpi.example/alice/wheels/+simple/"""
@@ -55,10 +59,16 @@ def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
         formatter_class=formatter,
     )
     p.add_argument(
-        "paths", nargs="*", type=Path, metavar="WHEEL|DIR", help="wheels, or directories of wheels (default: dist)"
+        "paths",
+        nargs="*",
+        type=Path,
+        metavar="WHEEL|DIR",
+        help=f"wheels, or directories of wheels (default: {WHEELHOUSE}/, what `dswheels build` wrote)",
     )
     target = p.add_mutually_exclusive_group()
-    target.add_argument("--dir", type=Path, metavar="DIR", help="publish into this directory (the default: published)")
+    target.add_argument(
+        "--dir", type=Path, metavar="DIR", help=f"publish into this directory (the default: {PUBLISHED}/)"
+    )
     target.add_argument("--github", metavar="OWNER/REPO", help="publish to a GitHub Release of this repository")
     target.add_argument("--repository-url", metavar="URL", help="upload to this PEP 503 server's upload URL")
     p.add_argument("--tag", help="with --github: the release tag (e.g. the tag this workflow runs for)")
@@ -75,6 +85,17 @@ def _report(result: PublishResult) -> str:
     return "\n".join([*lines, summary]) + "\n"
 
 
+def _next(args: argparse.Namespace) -> str:
+    """What reads this publish: `dswheels index` (a server with an upload API serves its own index)."""
+    if args.repository_url:
+        return ""
+    if args.github:
+        return f"next: dswheels index --github {args.github}   (writes {SITE}/ for GitHub Pages)\n"
+    if args.dir in (None, PUBLISHED):
+        return f"next: dswheels index   (reads {PUBLISHED}/, writes {SITE}/)\n"
+    return f"next: dswheels index --from {shlex.quote(str(args.dir))}   (writes {SITE}/)\n"
+
+
 def run(args: argparse.Namespace) -> int:
     if args.tag and not args.github:
         raise ConfigError("--tag goes with --github")
@@ -82,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError("--github needs --tag: the release to publish to", hint='e.g. --tag "$GITHUB_REF_NAME"')
     if args.simple_url and not args.repository_url:
         raise ConfigError("--simple-url goes with --repository-url")
-    wheels = collect_wheels(args.paths or [Path("dist")])
+    wheels = collect_wheels(args.paths)
     reporter = get_reporter()
     with reporter.group(f"publish {len(wheels)} wheel(s)"):
         if args.github:
@@ -101,8 +122,8 @@ def run(args: argparse.Namespace) -> int:
                 wheels, args.repository_url, simple_url=args.simple_url, username=username, password=password
             )
         else:
-            result = publish_dir(wheels, args.dir or Path("published"))
+            result = publish_dir(wheels, args.dir or PUBLISHED)
     text = _report(result)
-    sys.stdout.write(text)
+    sys.stdout.write(text + _next(args))
     write_summary("### dswheels publish\n\n```\n" + text + "```")
     return 0

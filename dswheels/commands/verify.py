@@ -11,6 +11,7 @@ from dswheels import __version__
 from dswheels.commands.build import plan_cell_ids
 from dswheels.commands.common import Subparsers, add_torch_index_argument, formatter
 from dswheels.core.compat import load_compat
+from dswheels.core.locations import MATRIX, WHEELHOUSE
 from dswheels.core.model import Accelerator, Cell
 from dswheels.core.naming import cell_id
 from dswheels.core.sources import TorchSource
@@ -22,12 +23,13 @@ from dswheels.effects.gha import write_summary
 from dswheels.effects.sources import env_cache_dir
 from dswheels.effects.verify import RuntimeResult, load_expected, read_verified_wheel, runtime_checks, static_part
 from dswheels.effects.wheel import WheelContents
+from dswheels.effects.wheelhouse import find_wheels
 from dswheels.errors import ConfigError, VerifyError
 from dswheels.log import get_reporter
 
 __all__ = ["register", "run"]
 
-DESCRIPTION = """\
+DESCRIPTION = f"""\
 Check a DeepSpeed wheel against its build manifest (beside it) or, without one, the plan
 (--matrix). Static checks need only the wheel: its name and local label, the torch pin in
 METADATA, the accelerator, torch and CUDA DeepSpeed stamped into it, installed_ops equal to
@@ -46,9 +48,13 @@ A CUDA wheel is checked with DS_ACCELERATOR=cuda (a GPU-less host would otherwis
 cpu accelerator and JIT-compile every op); --accelerator none shows what a user without the
 variable gets.
 
+With no WHEEL|DIR: the wheels `dswheels build` wrote ({WHEELHOUSE}/<variant>/*.whl); a
+directory stands for the wheels in it and one level down.
+
 examples:
+  dswheels verify                                      # what dswheels build wrote
   dswheels verify wheelhouse/cpu/deepspeed-0.19.8+cputorch2.13-cp311-cp311-linux_x86_64.whl
-  dswheels verify wheelhouse/*/*.whl --torch-index pip --report verify.json
+  dswheels verify wheelhouse/ --torch-index pip --report verify.json
   dswheels verify some.whl --static                    # no install
   dswheels verify some.whl --python current            # in this environment (its torch), no venv"""
 
@@ -60,12 +66,18 @@ def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
         description=DESCRIPTION,
         formatter_class=formatter,
     )
-    p.add_argument("wheels", nargs="+", type=Path, metavar="WHEEL")
+    p.add_argument(
+        "wheels",
+        nargs="*",
+        type=Path,
+        metavar="WHEEL|DIR",
+        help=f"wheels, or directories of wheels (default: {WHEELHOUSE}/, what `dswheels build` wrote)",
+    )
     p.add_argument("--manifest", type=Path, metavar="FILE", help="the build manifest (default: beside the wheel)")
     p.add_argument(
         "--matrix",
         type=Path,
-        default=Path("matrix") / "matrix.yml",
+        default=MATRIX,
         metavar="PATH",
         help="plan to compare with when a wheel has no manifest (default: %(default)s)",
     )
@@ -187,12 +199,15 @@ def verify_one(wheel: Path, args: argparse.Namespace) -> tuple[list[Check], Runt
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.manifest is not None and len(args.wheels) != 1:
+    wheels = find_wheels(args.wheels)
+    if args.manifest is not None and len(wheels) != 1:
         raise ConfigError("--manifest goes with exactly one wheel")
+    if not args.wheels:
+        get_reporter().info(f"{len(wheels)} wheel(s) in {WHEELHOUSE}/, what `dswheels build` wrote")
     reports = []
     failures: list[str] = []
     markdown = ["### dswheels verify", ""]
-    for wheel in args.wheels:
+    for wheel in wheels:
         static, runtime, expected = verify_one(wheel, args)
         all_checks = static + (runtime.checks if runtime else [])
         failed = [c for c in all_checks if not c.ok]
@@ -225,9 +240,9 @@ def run(args: argparse.Namespace) -> int:
     write_summary("\n".join(markdown))
     if failures:
         raise VerifyError(
-            f"{len(failures)} of {len(args.wheels)} wheel(s) failed verification",
+            f"{len(failures)} of {len(wheels)} wheel(s) failed verification",
             details="\n".join(failures),
             hint="do not publish these wheels; the checks above say what is wrong",
         )
-    sys.stdout.write(f"verified {len(args.wheels)} wheel(s)\n")
+    sys.stdout.write(f"verified {len(wheels)} wheel(s)\n")
     return 0

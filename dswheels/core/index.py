@@ -45,6 +45,7 @@ __all__ = [
     "apply_yanked",
     "file_href",
     "install_command",
+    "install_lines",
     "metadata_name",
     "parse_yanked",
     "partition_url",
@@ -318,25 +319,39 @@ def _mark(item: IndexFile, *, page: str) -> str:
     return f'<a{cls} href="{html.escape(href)}" title="{html.escape(tip)}">{label}</a>'
 
 
-def _install(files: Sequence[IndexFile], *, site_url: str, torch_index: str, partitions: Sequence[str]) -> list[str]:
-    """Per partition: the pip and uv lines for its newest DeepSpeed (see :func:`install_command`)."""
-    body: list[str] = []
+def install_lines(
+    files: Sequence[IndexFile], *, site_url: str, torch_index: str
+) -> list[tuple[str, tuple[str, str] | None]]:
+    """Per partition, newest torch first: the pip and uv lines for its newest DeepSpeed (see
+    :func:`install_command`), or None when every wheel of the partition is yanked."""
     by_partition: dict[str, list[IndexFile]] = defaultdict(list)
     for item in files:
         by_partition[item.published.partition].append(item)
-    for part in partitions:
-        body.append(f'<h3 id="{html.escape(part)}">{html.escape(part)}</h3>')
+    lines: list[tuple[str, tuple[str, str] | None]] = []
+    for part in sorted(by_partition, key=_partition_key):
         newest = _newest(by_partition[part])
         if newest is None:
-            body.append("<p>Every wheel of this partition is yanked.</p>")
+            lines.append((part, None))
             continue
         index = torch_index_url(torch_index, part.partition("-torch")[0])
-        lines = [
+        pip, uv = (
             install_command(
                 tool=tool, version=str(newest.published.version), site_url=site_url, part=part, torch_index=index
             )
             for tool in ("pip", "uv")
-        ]
+        )
+        lines.append((part, (pip, uv)))
+    return lines
+
+
+def _install(files: Sequence[IndexFile], *, site_url: str, torch_index: str) -> list[str]:
+    """The install section of the human page: each partition's lines."""
+    body: list[str] = []
+    for part, lines in install_lines(files, site_url=site_url, torch_index=torch_index):
+        body.append(f'<h3 id="{html.escape(part)}">{html.escape(part)}</h3>')
+        if lines is None:
+            body.append("<p>Every wheel of this partition is yanked.</p>")
+            continue
         body.append(f"<pre><code>{html.escape(lines[0])}\n{html.escape(lines[1])}</code></pre>")
         body.append(
             f'<p class="note">Index: <code>{html.escape(partition_url(site_url, part))}</code> &middot; '
@@ -380,7 +395,7 @@ def _home_page(
         *_coverage(files),
         '<h2 id="install">Install</h2>',
         install_note,
-        *_install(files, site_url=site_url, torch_index=torch_index, partitions=partitions),
+        *_install(files, site_url=site_url, torch_index=torch_index),
     ]
     head = f'<meta name="viewport" content="width=device-width, initial-scale=1">\n<style>\n{_CSS}</style>'
     return _page(title, body, head=head)

@@ -25,6 +25,7 @@ from packaging.utils import canonicalize_name
 from dswheels.core.index import FILES_DIR, MARKER, metadata_name
 from dswheels.core.indexfile import IndexFile, parse_project_page, project_page_url
 from dswheels.core.jsondoc import parse_json
+from dswheels.core.locations import PUBLISHED
 from dswheels.core.manifest import ManifestError, manifest_name, parse_manifest
 from dswheels.core.naming import PROJECT, PublishedWheel, WheelNameError, parse_wheel
 from dswheels.effects.files import (
@@ -199,7 +200,8 @@ def scan_directory(directory: Path) -> list[LocalWheel]:
     if not directory.is_dir():
         raise ConfigError(
             f"no directory {directory}",
-            hint="give the directory `dswheels publish` copied the wheels to (default: published/)",
+            hint=f"publish first (`dswheels publish` copies what `dswheels build` wrote to {PUBLISHED}/), "
+            "or give the directory it copied the wheels to (--from DIR)",
         )
     ledger = load_ledger(directory)
     with os.scandir(directory) as listing:

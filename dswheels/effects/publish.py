@@ -35,6 +35,7 @@ from dswheels.effects.files import exclusive, place_new, read_bounded, sha256_fi
 from dswheels.effects.github import JSON, GitHub, GitHubAPIError
 from dswheels.effects.http import MAX_PAGE_BYTES, read_limited
 from dswheels.effects.index import LocalWheel, local_wheel, update_ledger
+from dswheels.effects.wheelhouse import find_wheels, is_wheel_file
 from dswheels.errors import ConfigError, PublishError
 from dswheels.log import get_reporter
 
@@ -79,25 +80,13 @@ class PublishResult:
     present: list[str] = field(default_factory=list)  # already published with the same bytes
 
 
-def _wheels_in(path: Path) -> list[Path]:
-    try:
-        if path.is_dir():
-            return sorted(p for p in path.iterdir() if p.name.endswith(".whl") and p.is_file())
-        if path.is_file() and path.name.endswith(".whl"):
-            return [path]
-    except OSError as exc:  # e.g. a name longer than the file system allows
-        raise ConfigError(f"{str(path)[:200]}: {exc.strerror}") from None
-    raise ConfigError(f"{path}: no such wheel or directory")
-
-
 def collect_wheels(paths: Sequence[Path]) -> list[LocalWheel]:
-    """Wheels named directly, or every ``*.whl`` in the directories given."""
-    found = [wheel for path in paths for wheel in _wheels_in(path)]
-    if not found:
-        raise ConfigError(
-            f"no wheels in {', '.join(map(str, paths))}",
-            hint="build some first (`dswheels build`), or name the directory that holds them",
-        )
+    """Wheels named directly, or every ``*.whl`` in the directories given (and one level down, as
+    `dswheels build` writes them); no paths: what `dswheels build` wrote (``wheelhouse/``)."""
+    found = find_wheels(paths)
+    for path in found:
+        if not is_wheel_file(path):
+            raise ConfigError(f"{path}: no such wheel or directory")
     names: dict[str, Path] = {}
     for path in found:
         try:

@@ -30,6 +30,7 @@ from pathlib import Path
 import pytest
 import requests
 
+from dswheels.core.locations import WHEELHOUSE
 from tests.conftest import DATA, ROOT, require
 from tests.support.servers import LoopbackServer
 
@@ -43,7 +44,7 @@ _TIMES: dict[str, float] = {}
 
 @dataclass(frozen=True)
 class Built:
-    """A wheel built by the real CLI: where it is and what the command printed."""
+    """A wheel built by the real CLI: where it is, how it was asked for, and what the command printed."""
 
     cell: str
     wheel: Path
@@ -53,6 +54,8 @@ class Built:
     seconds: float
     stdout: str
     stderr: str
+    argv: tuple[str, ...]  # after ``dswheels``
+    cwd: Path  # where it ran: ``out`` is the default wheelhouse/ there
 
 
 def dswheels(
@@ -104,24 +107,15 @@ def dswheels_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("dswheels-cache")
 
 
-def _build(cache: Path, out: Path, matrix: str, cell: str, *extra: str, env: dict[str, str] | None = None) -> Built:
+def _build(cache: Path, cwd: Path, matrix: str, cell: str, *extra: str, env: dict[str, str] | None = None) -> Built:
+    """``dswheels build`` run in ``cwd`` with no --out, as a person runs it: the wheel lands in cwd/wheelhouse/."""
     start = time.monotonic()
-    result = dswheels(
-        "build",
-        "--matrix",
-        str(DATA / matrix),
-        "--cell",
-        cell,
-        "--torch-index",
-        "pip",
-        "--out",
-        str(out),
-        *extra,
-        env=build_env(cache, **(env or {})),
-    )
+    argv = ("build", "--matrix", str(DATA / matrix), "--cell", cell, "--torch-index", "pip", *extra)
+    result = dswheels(*argv, env=build_env(cache, **(env or {})), cwd=cwd)
     seconds = time.monotonic() - start
     _TIMES[f"{cell} {' '.join(extra)}".strip()] = seconds
     assert result.returncode == 0, f"dswheels build {cell} failed:\n{result.stdout[-6000:]}\n{result.stderr[-6000:]}"
+    out = cwd / WHEELHOUSE
     variant = cell.split("-")[2]
     wheels = sorted((out / variant).glob("*.whl"))
     assert len(wheels) == 1, sorted(out.rglob("*"))
@@ -136,6 +130,8 @@ def _build(cache: Path, out: Path, matrix: str, cell: str, *extra: str, env: dic
         seconds=seconds,
         stdout=result.stdout,
         stderr=result.stderr,
+        argv=argv,
+        cwd=cwd,
     )
 
 
@@ -143,7 +139,7 @@ def _build(cache: Path, out: Path, matrix: str, cell: str, *extra: str, env: dic
 def cpu_build(dswheels_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Built:
     """The CPU reference wheel (torch 2.13 CPU, cpu_adam), built once per session."""
     require_compilers()
-    return _build(dswheels_cache, tmp_path_factory.mktemp("wheelhouse-cpu"), "matrix-cpu.yml", CPU_CELL)
+    return _build(dswheels_cache, tmp_path_factory.mktemp("clone-cpu"), "matrix-cpu.yml", CPU_CELL)
 
 
 @pytest.fixture(scope="session")
@@ -156,9 +152,9 @@ def cuda_ccache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def cuda_build(dswheels_cache: Path, cuda_ccache: Path, tmp_path_factory: pytest.TempPathFactory) -> Built:
     """The CUDA reference wheel (torch 2.14 cu130, fused_adam for 7.5;8.0+PTX), built once per session."""
     require_cuda()
-    out = tmp_path_factory.mktemp("wheelhouse-cuda")
+    cwd = tmp_path_factory.mktemp("clone-cuda")
     env = {"CCACHE_DIR": str(cuda_ccache)} if shutil.which("ccache") else None
-    return _build(dswheels_cache, out, "matrix-cuda.yml", CUDA_CELL, env=env)
+    return _build(dswheels_cache, cwd, "matrix-cuda.yml", CUDA_CELL, env=env)
 
 
 # --- loopback HTTP servers -----------------------------------------------------------------------

@@ -14,6 +14,7 @@ import pytest
 
 from dswheels.core.wheelfile import dist_info_dir, render_record
 from tests.integration.conftest import Built, build_env, dswheels, record_time
+from tests.support.readme import README_CACHE, README_CWD, check_example
 
 pytestmark = pytest.mark.integration
 
@@ -25,10 +26,16 @@ def _verify(cache: Path, *args: str) -> tuple[int, str, str, float]:
 
 
 def test_verify_cpu_wheel(cpu_build: Built, dswheels_cache: Path, tmp_path: Path) -> None:
+    """The README's example: no wheel named, so the one build wrote (wheelhouse/) is verified."""
     report = tmp_path / "verify.json"
-    code, out, err, seconds = _verify(dswheels_cache, str(cpu_build.wheel), "--report", str(report))
-    record_time("verify cpu wheel (static + fresh venv)", seconds)
+    argv = ("verify", "--torch-index", "pip", "--report", str(report))
+    start = time.monotonic()
+    result = dswheels(*argv, env=build_env(dswheels_cache), cwd=cpu_build.cwd)
+    code, out, err = result.returncode, result.stdout, result.stderr
+    record_time("verify cpu wheel (static + fresh venv)", time.monotonic() - start)
     assert code == 0, out + err
+    places = {str(cpu_build.cwd): README_CWD, str(tmp_path): README_CWD, str(dswheels_cache): README_CACHE}
+    check_example("verify", argv=argv, output=out + err, places=places)
     data = json.loads(report.read_text())["wheels"][0]
     assert data["ok"] is True
     assert data["expected_from"] == "manifest"
@@ -73,19 +80,12 @@ def test_verify_cuda_wheel_without_gpu(cuda_build: Built, dswheels_cache: Path) 
 def test_smoke_cpu_wheel(cpu_build: Built, dswheels_cache: Path, tmp_path: Path) -> None:
     report = tmp_path / "smoke.json"
     start = time.monotonic()
-    result = dswheels(
-        "smoke",
-        str(cpu_build.wheel),
-        "--torch-index",
-        "pip",
-        "--steps",
-        "12",
-        "--report",
-        str(report),
-        env=build_env(dswheels_cache),
-    )
+    argv = ("smoke", str(cpu_build.wheel), "--torch-index", "pip", "--steps", "12", "--report", str(report))
+    result = dswheels(*argv, env=build_env(dswheels_cache), cwd=cpu_build.cwd)
     record_time("smoke cpu wheel (4 runs + Adam check)", time.monotonic() - start)
     assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-3000:]
+    places = {str(cpu_build.cwd): README_CWD, str(tmp_path): README_CWD, str(dswheels_cache): README_CACHE}
+    check_example("smoke-cpu", argv=argv, output=result.stdout + result.stderr, places=places)
     report_data = json.loads(report.read_text())
     assert (report_data["schema"], report_data["ok"]) == ("dswheels.smoke/2", True)
     (data,) = report_data["wheels"]
