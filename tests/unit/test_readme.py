@@ -91,7 +91,7 @@ def test_the_gpu_smoke_example_is_the_table_smoke_prints() -> None:
     example = examples()["smoke-gpu"]
     args = build_parser().parse_args(example.argv[1:])
     assert args.device == "cuda"
-    cell = cell_id(cell_from_wheel_filename(Path(args.wheel).name))
+    cell = cell_id(cell_from_wheel_filename(Path(args.wheels[0]).name))
     start = example.output.index(f"{cell} on cuda:")
     table = example.output[start + 1 :]
     rows = [_ROW.match(line) for line in table[2:]]
