@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import shutil
@@ -12,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from dswheels.core.manifest import parse_manifest, render_manifest
+from dswheels.core.naming import parse_cell_id
 from dswheels.core.wheelfile import dist_info_dir, render_record
 from tests.integration.conftest import Built, build_env, dswheels, record_time
 from tests.support.readme import README_CACHE, README_CWD, check_example
@@ -132,10 +135,15 @@ def _rewrite(src: Path, dest: Path, edit: Callable[[str, bytes], tuple[str, byte
     return dest
 
 
-def _manifest_for(built: Built, wheel: Path, **changes: object) -> None:
+def _manifest_for(built: Built, wheel: Path, *, cell_id: str | None = None, **changes: object) -> None:
+    """The built wheel's manifest for ``wheel``; ``cell_id``: claiming another cell (its plan's cell too)."""
     import hashlib
 
-    data = json.loads(built.manifest.read_text())
+    manifest = parse_manifest(built.manifest.read_text())
+    if cell_id is not None:
+        plan = dataclasses.replace(manifest.plan, cell=parse_cell_id(cell_id))
+        manifest = dataclasses.replace(manifest, cell_id=cell_id, plan=plan)
+    data = json.loads(render_manifest(manifest))
     data["wheel"] = {
         "filename": wheel.name,
         "size": wheel.stat().st_size,
