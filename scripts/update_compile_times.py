@@ -2,7 +2,7 @@
 
 Each manifest records every op's translation units with their compile seconds (ninja's log).
 Builds whose compiler cache served anything are left out: a unit from the cache measures a lookup,
-not a compile. Every op found gets the median of its builds (dswheels.core.costs.refit_op); the
+not a compile. Every op found gets the median of its builds (dswheels.core.workflow.costs.refit_op); the
 other ops keep their lines. Run it on the manifests of a release's wheelhouse (the workflow's
 artifacts) to fit the model to the runners that built it.
 """
@@ -13,8 +13,8 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from dswheels.core.costs import OpSample, refit_op, replace_op_lines
-from dswheels.core.manifest import parse_manifest
+from dswheels.core.wheel.manifest import parse_manifest
+from dswheels.core.workflow.costs import OpSample, refit_op, replace_op_lines
 
 DATA = Path(__file__).resolve().parents[1] / "dswheels" / "compile_times.yml"
 

@@ -17,8 +17,8 @@ from pathlib import Path
 
 from dswheels.commands.common import load_matrix
 from dswheels.core.compat import load_compat
-from dswheels.core.flagrecord import EMPTY_RECORD, FLAGS_FILE, load_flag_record, render_flag_record
-from dswheels.core.plan import plan
+from dswheels.core.flags.record import EMPTY_RECORD, FLAGS_FILE, load_flag_record, render_flag_record
+from dswheels.core.plan.planner import plan
 from dswheels.core.versions import format_version
 from dswheels.effects.files import write_text_atomic
 from dswheels.effects.flagrecorder import (

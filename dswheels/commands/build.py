@@ -17,18 +17,18 @@ from dswheels.commands.common import (
     parse_nvcc_option,
 )
 from dswheels.commands.selection import COMBO_AXES, add_selection_arguments, cells_of_plan, compute_plan
-from dswheels.core.buildenv import fit_jobs
-from dswheels.core.buildreport import CellOutcome, render_results_markdown, render_results_table
-from dswheels.core.canary import restrict_ops
+from dswheels.core.building.compiler_cache import SCCACHE_BACKENDS, SccacheSettings
+from dswheels.core.building.env import fit_jobs
+from dswheels.core.building.report import CellOutcome, render_results_markdown, render_results_table
 from dswheels.core.compat import Compat, load_compat
-from dswheels.core.compiler_cache import SCCACHE_BACKENDS, SccacheSettings
-from dswheels.core.config import parse_matrix
 from dswheels.core.locations import WHEELHOUSE
+from dswheels.core.matrix.parse import parse_matrix
 from dswheels.core.model import PlannedCell, Platform, Python, Variant
 from dswheels.core.naming import cell_id, parse_cell_id
-from dswheels.core.plan import Combo, LocalHost, plan
+from dswheels.core.plan.planner import Combo, LocalHost, plan
 from dswheels.core.sources import TorchSource, TorchSourceKind
 from dswheels.core.versions import VersionTuple, format_version, parse_torch_minor, parse_version
+from dswheels.core.workflow.canary import restrict_ops
 from dswheels.effects import proc
 from dswheels.effects.build import BuildOptions, CellResult, build_cell, discard_wheel
 from dswheels.effects.gha import in_github_actions, write_summary

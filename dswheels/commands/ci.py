@@ -30,7 +30,12 @@ from dswheels.commands.selection import (
     published_source,
     skip_published,
 )
-from dswheels.core.ci import (
+from dswheels.core.compat import load_compat
+from dswheels.core.model import Platform
+from dswheels.core.plan.contract import render_json
+from dswheels.core.plan.planner import Plan, combo_from_values
+from dswheels.core.plan.render import render_github, render_table
+from dswheels.core.workflow.event import (
     AXES,
     DispatchInputs,
     Event,
@@ -40,13 +45,8 @@ from dswheels.core.ci import (
     parse_gpu_platforms,
     platforms_text,
 )
-from dswheels.core.compat import load_compat
-from dswheels.core.jobs import JobPlan
-from dswheels.core.model import Platform
-from dswheels.core.plan import Plan, combo_from_values
-from dswheels.core.plan_json import render_json
-from dswheels.core.render_costs import render_cost_table
-from dswheels.core.render_plan import render_github, render_table
+from dswheels.core.workflow.jobs import JobPlan
+from dswheels.core.workflow.render_costs import render_cost_table
 from dswheels.effects.files import write_text_atomic
 from dswheels.effects.gha import write_output, write_summary
 from dswheels.errors import ConfigError

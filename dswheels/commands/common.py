@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from dswheels.core.compat import Compat
-from dswheels.core.config import MatrixSpec, parse_matrix
 from dswheels.core.locations import MATRIX
+from dswheels.core.matrix.parse import MatrixSpec, parse_matrix
 from dswheels.core.versions import VersionTuple, parse_version
 from dswheels.effects.files import read_bounded
 from dswheels.errors import ConfigError

@@ -10,9 +10,9 @@ from dswheels import __version__
 from dswheels.commands.common import Subparsers, formatter
 from dswheels.core.compat import load_compat
 from dswheels.core.doctor import IndexView, Report, Status, diagnose
-from dswheels.core.facts import Facts
+from dswheels.core.doctor.facts import Facts
+from dswheels.core.doctor.render import FactsError, facts_from_data, render_json, render_text
 from dswheels.core.jsondoc import parse_json
-from dswheels.core.render_doctor import FactsError, facts_from_data, render_json, render_text
 from dswheels.core.versions import VersionTuple, parse_version
 from dswheels.effects.files import MAX_INPUT_BYTES, read_bounded
 from dswheels.effects.index_read import read_index, read_manifest

@@ -18,7 +18,12 @@ from pathlib import Path
 from dswheels.commands.common import Subparsers, add_matrix_argument, formatter, load_matrix
 from dswheels.commands.selection import add_published_arguments, published_source, published_wheels
 from dswheels.core.compat import load_compat
-from dswheels.core.follow import (
+from dswheels.core.index.site import published_canonical_names
+from dswheels.core.naming import wheel_filename
+from dswheels.core.plan.planner import plan
+from dswheels.core.untyped import Untyped
+from dswheels.core.versions import format_version
+from dswheels.core.workflow.follow import (
     ISSUE_TITLE,
     active_versions,
     builds_to_start,
@@ -26,11 +31,6 @@ from dswheels.core.follow import (
     issue_action,
     issue_body,
 )
-from dswheels.core.index import published_canonical_names
-from dswheels.core.naming import wheel_filename
-from dswheels.core.plan import plan
-from dswheels.core.untyped import Untyped
-from dswheels.core.versions import format_version
 from dswheels.effects.gha import write_output
 from dswheels.effects.github import GitHub, api_url_from_env, token_from_env
 from dswheels.effects.github_follow import close_issue, comment, create_issue, dispatch, open_issues, runs, update_issue

@@ -9,8 +9,8 @@ from urllib.parse import urljoin
 
 from dswheels.commands.common import Subparsers, formatter
 from dswheels.core.compat import load_compat
-from dswheels.core.index import apply_yanked, install_lines, parse_yanked, render_site
-from dswheels.core.indexfile import IndexFile
+from dswheels.core.index.files import IndexFile
+from dswheels.core.index.site import apply_yanked, install_lines, parse_yanked, render_site
 from dswheels.core.locations import LOCAL_SITE_URL, PUBLISHED, SITE, serve_command
 from dswheels.core.sources import torch_index_problem
 from dswheels.effects.clock import monotonic

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from dswheels.commands.common import Subparsers, formatter
 from dswheels.core.compat import load_compat
-from dswheels.core.inspect import SCHEMA, render_inspection
+from dswheels.core.wheel.inspect import SCHEMA, render_inspection
 from dswheels.effects.inspect import inspect_path
 
 __all__ = ["register", "run"]

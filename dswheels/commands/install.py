@@ -13,8 +13,8 @@ from dswheels.commands.doctor import add_target_arguments, parse_deepspeed
 from dswheels.core.compat import Compat, load_compat
 from dswheels.core.doctor import IndexView, diagnose
 from dswheels.core.doctor.checks_linux_runtime import describe_system, fix_for, judge_system, need_words
-from dswheels.core.facts import LinuxRuntime
-from dswheels.core.indexfile import IndexFile
+from dswheels.core.doctor.facts import LinuxRuntime
+from dswheels.core.index.files import IndexFile
 from dswheels.core.naming import wheel_version
 from dswheels.effects.index_read import check_followable, download_wheel, read_index, read_manifest
 from dswheels.effects.install import choose_installer, install_argv, install_wheel, quick_verify

@@ -9,9 +9,9 @@ from dswheels import __version__
 from dswheels.commands.common import Subparsers, formatter
 from dswheels.commands.selection import add_selection_arguments, canary_plan, compute_plan, jobs_of, skip_published
 from dswheels.core.compat import load_compat
-from dswheels.core.plan_json import render_json
-from dswheels.core.render_costs import render_cost_table
-from dswheels.core.render_plan import render_explain, render_github, render_table
+from dswheels.core.plan.contract import render_json
+from dswheels.core.plan.render import render_explain, render_github, render_table
+from dswheels.core.workflow.render_costs import render_cost_table
 
 __all__ = ["register", "run"]
 

@@ -10,17 +10,17 @@ from dataclasses import replace
 from pathlib import Path
 
 from dswheels.commands.common import add_env_option, add_matrix_argument, load_matrix, parse_nvcc_option
-from dswheels.core.canary import pick_canary
-from dswheels.core.ci import EventError, default_index_url, skip_published_source
 from dswheels.core.compat import Compat
-from dswheels.core.costs import load_costs
-from dswheels.core.index import published_canonical_names
-from dswheels.core.jobs import JobPlan, plan_jobs
+from dswheels.core.index.site import published_canonical_names
 from dswheels.core.jsondoc import parse_json
 from dswheels.core.model import PlannedCell
 from dswheels.core.naming import cell_id, wheel_filename
-from dswheels.core.plan import Combo, Plan, combo_from_values, plan, select_cells
-from dswheels.core.plan_json import PlanFormatError, parse_plan
+from dswheels.core.plan.contract import PlanFormatError, parse_plan
+from dswheels.core.plan.planner import Combo, Plan, combo_from_values, plan, select_cells
+from dswheels.core.workflow.canary import pick_canary
+from dswheels.core.workflow.costs import load_costs
+from dswheels.core.workflow.event import EventError, default_index_url, skip_published_source
+from dswheels.core.workflow.jobs import JobPlan, plan_jobs
 from dswheels.effects.files import read_bounded
 from dswheels.effects.index import list_published
 from dswheels.errors import ConfigError, NothingToDoError
@@ -138,7 +138,7 @@ def skip_published(result: Plan, location: str, *, allow_empty: bool, missing_di
 
 
 def canary_plan(result: Plan) -> Plan:
-    """The plan of the canary alone (:mod:`dswheels.core.canary`)."""
+    """The plan of the canary alone (:mod:`dswheels.core.workflow.canary`)."""
     picked = pick_canary(result.planned)
     if picked is None:
         raise ConfigError(

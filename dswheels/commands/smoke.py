@@ -13,9 +13,9 @@ from dswheels.commands.common import Subparsers, add_torch_index_argument, forma
 from dswheels.core.compat import Compat, load_compat
 from dswheels.core.model import Accelerator
 from dswheels.core.naming import cell_id
-from dswheels.core.smoke import render_smoke_markdown, runs_for
-from dswheels.core.verify import Expected, ExpectedFrom, cell_from_wheel_filename
-from dswheels.core.wheelfile import WheelContentError
+from dswheels.core.wheel.contents import WheelContentError
+from dswheels.core.wheel.smoke import render_smoke_markdown, runs_for
+from dswheels.core.wheel.verify import Expected, ExpectedFrom, cell_from_wheel_filename
 from dswheels.effects.files import write_text_atomic
 from dswheels.effects.gha import write_summary
 from dswheels.effects.smoke import SmokeResult, has_gpu, run_adam_check, run_smoke

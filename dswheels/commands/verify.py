@@ -15,9 +15,9 @@ from dswheels.core.locations import MATRIX, WHEELHOUSE
 from dswheels.core.model import Accelerator, Cell
 from dswheels.core.naming import cell_id
 from dswheels.core.sources import TorchSource
-from dswheels.core.verify import Check, Expected, ExpectedFrom, cell_from_wheel_filename, render_checks_markdown
 from dswheels.core.versions import parse_torch_release
-from dswheels.core.wheelfile import WheelContentError
+from dswheels.core.wheel.contents import WheelContentError
+from dswheels.core.wheel.verify import Check, Expected, ExpectedFrom, cell_from_wheel_filename, render_checks_markdown
 from dswheels.effects.files import write_text_atomic
 from dswheels.effects.gha import write_summary
 from dswheels.effects.sources import env_cache_dir

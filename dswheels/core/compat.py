@@ -13,7 +13,7 @@ from importlib import resources
 
 import yaml
 
-from dswheels.core.linux_runtime import LibstdcxxRelease, RuntimeFloor, gcc_providing
+from dswheels.core.binaries.linux_runtime import LibstdcxxRelease, RuntimeFloor, gcc_providing
 from dswheels.core.model import Accelerator, Cell, Python, Variant
 from dswheels.core.untyped import Untyped
 from dswheels.core.versions import Range, VersionTuple, format_version, parse_range, parse_version

@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 from enum import Enum
 
-from dswheels.core.linux_runtime import RuntimeFloor
+from dswheels.core.binaries.linux_runtime import RuntimeFloor
 from dswheels.core.versions import VersionTuple, format_version, parse_version
 
 __all__ = [

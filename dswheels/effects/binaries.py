@@ -1,9 +1,9 @@
-"""Read every extension of a wheel, ELF or PE, into :class:`~dswheels.core.binaries.ExtensionBinary`.
+"""Read every extension of a wheel, ELF or PE, into :class:`~dswheels.core.binaries.extension.ExtensionBinary`.
 
-The bytes are read in :mod:`dswheels.core.binaries`; what needs a tool happens here: the
+The bytes are read in :mod:`dswheels.core.binaries.extension`; what needs a tool happens here: the
 CPU instruction level comes from binutils' ``objdump -d``, which disassembles ELF and PE
 (``pei-x86-64``) alike, so Linux and Windows extensions are judged by the same scan
-(:mod:`dswheels.core.isa`). Without objdump the ISA is left out (``isa is None``) and the
+(:mod:`dswheels.core.binaries.isa`). Without objdump the ISA is left out (``isa is None``) and the
 caller decides whether that is acceptable.
 
 Build post-processing, ``verify`` and ``inspect`` all call :func:`read_extensions` (or
@@ -16,8 +16,8 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from dswheels.core.binaries import BinaryError, ExtensionBinary, read_extension
-from dswheels.core.isa import IsaReport, scan_disassembly
+from dswheels.core.binaries.extension import BinaryError, ExtensionBinary, read_extension
+from dswheels.core.binaries.isa import IsaReport, scan_disassembly
 from dswheels.effects import proc
 from dswheels.errors import DswheelsError
 

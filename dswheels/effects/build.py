@@ -25,7 +25,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dswheels import __version__
-from dswheels.core.buildenv import (
+from dswheels.core.binaries.fatbin import GpuCode, arch_number
+from dswheels.core.binaries.linux_runtime import RuntimeFloor, exceeds, floor_of
+from dswheels.core.building.compiler_cache import CacheTool, SccacheSettings, sccache_backend
+from dswheels.core.building.env import (
     BUILDER_FILES,
     DEBUG_FLAG_FILES,
     BuildSetup,
@@ -40,7 +43,7 @@ from dswheels.core.buildenv import (
     patch_torch_requirement,
     split_parallelism,
 )
-from dswheels.core.buildlog import (
+from dswheels.core.building.log import (
     CacheStats,
     OpSources,
     extension_started,
@@ -51,17 +54,14 @@ from dswheels.core.buildlog import (
     parse_sccache_stats,
     unit_seconds,
 )
-from dswheels.core.buildreport import OpOutcome, op_outcomes
+from dswheels.core.building.report import OpOutcome, op_outcomes
 from dswheels.core.compat import Compat
-from dswheels.core.compiler_cache import CacheTool, SccacheSettings, sccache_backend
-from dswheels.core.fatbin import GpuCode, arch_number
-from dswheels.core.linux_runtime import RuntimeFloor, exceeds, floor_of
-from dswheels.core.manifest import BuiltOp, FileInfo, Manifest, manifest_name, render_manifest
 from dswheels.core.model import PlannedCell
 from dswheels.core.naming import cell_id, wheel_filename
 from dswheels.core.sources import TorchSource, TorchSourceKind
 from dswheels.core.versions import format_version
-from dswheels.core.wheelfile import check_ops, extension_for_module, torch_pin
+from dswheels.core.wheel.contents import check_ops, extension_for_module, torch_pin
+from dswheels.core.wheel.manifest import BuiltOp, FileInfo, Manifest, manifest_name, render_manifest
 from dswheels.effects import proc
 from dswheels.effects.clock import monotonic, utc_now
 from dswheels.effects.files import exclusive, sha256_file, write_text_atomic

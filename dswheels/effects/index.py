@@ -1,6 +1,6 @@
 """Reading the published set (a directory of wheels, or GitHub release assets) and writing the site.
 
-The pages come from :func:`dswheels.core.index.render_site`; this module supplies the facts
+The pages come from :func:`dswheels.core.index.site.render_site`; this module supplies the facts
 they show (sha256, size, METADATA of every wheel) and writes the site so that a failed run
 leaves the previous one whole: the pages go into a staging directory beside the target,
 which replaces it only once complete (see :func:`write_site`).
@@ -22,12 +22,12 @@ from urllib.request import url2pathname
 import requests
 from packaging.utils import canonicalize_name
 
-from dswheels.core.index import FILES_DIR, MARKER, metadata_name
-from dswheels.core.indexfile import IndexFile, parse_project_page, project_page_url
+from dswheels.core.index.files import IndexFile, parse_project_page, project_page_url
+from dswheels.core.index.site import FILES_DIR, MARKER, metadata_name
 from dswheels.core.jsondoc import parse_json
 from dswheels.core.locations import PUBLISHED
-from dswheels.core.manifest import ManifestError, manifest_name, parse_manifest
 from dswheels.core.naming import PROJECT, PublishedWheel, WheelNameError, parse_wheel
+from dswheels.core.wheel.manifest import ManifestError, manifest_name, parse_manifest
 from dswheels.effects.files import (
     TEMP_PREFIX,
     exclusive,

@@ -12,8 +12,8 @@ from urllib.parse import quote, unquote, urlsplit
 import requests
 
 from dswheels.core.doctor import PublishedRuntime
-from dswheels.core.indexfile import IndexFile, parse_project_page, project_page_url
-from dswheels.core.manifest import ManifestError, manifest_name, parse_manifest
+from dswheels.core.index.files import IndexFile, parse_project_page, project_page_url
+from dswheels.core.wheel.manifest import ManifestError, manifest_name, parse_manifest
 from dswheels.effects.files import read_bounded
 from dswheels.effects.http import MAX_PAGE_BYTES, check_redirects, read_limited
 from dswheels.errors import SourceError

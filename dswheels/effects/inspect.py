@@ -1,6 +1,6 @@
 """Read DeepSpeed wheels for ``dswheels inspect``: members, builder sources and every extension's binary.
 
-What the bytes mean is decided in :mod:`dswheels.core.inspect`; this module opens the
+What the bytes mean is decided in :mod:`dswheels.core.wheel.inspect`; this module opens the
 files, runs objdump (through :mod:`dswheels.effects.binaries`) and turns every way a path can
 fail to be a DeepSpeed wheel into one :class:`~dswheels.errors.ConfigError` (exit 2).
 """
@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from dswheels.core.binaries.dlls import load_dll_facts
 from dswheels.core.compat import Compat
-from dswheels.core.dlls import load_dll_facts
-from dswheels.core.inspect import Inspection, NotDeepSpeedError, inspect_wheel
 from dswheels.core.naming import WheelNameError, parse_wheel_name
 from dswheels.core.versions import format_version
-from dswheels.core.wheelfile import WheelContentError
+from dswheels.core.wheel.contents import WheelContentError
+from dswheels.core.wheel.inspect import Inspection, NotDeepSpeedError, inspect_wheel
 from dswheels.effects.binaries import read_extensions
 from dswheels.effects.wheel import read_wheel
 from dswheels.errors import ConfigError

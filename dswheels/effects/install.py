@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dswheels.core.model import Accelerator
-from dswheels.core.opload import load_problems
+from dswheels.core.wheel.opload import load_problems
 from dswheels.effects.opload import load_ops
 from dswheels.effects.proc import capture, find_tool, run
 from dswheels.errors import DswheelsError, EnvironmentMismatchError, VerifyError

@@ -3,7 +3,7 @@
 :func:`run_probe` runs :mod:`dswheels.probes.op_flags` (by file path, in the interpreter that
 has the cell's torch) over one or more source trees. :func:`check_tree_flags` is the build's
 check: the planned ops of the tree it is about to compile, on the real platform with the real
-toolkit, judged for the platform's compilers (:func:`dswheels.core.flagjudge.judge_op`); a
+toolkit, judged for the platform's compilers (:func:`dswheels.core.flags.judge.judge_op`); a
 flag a compiler would stop at fails the build before the compile, naming op, flag and version.
 :func:`apply_flag_patches` applies the source patches that make such flags acceptable.
 """
@@ -13,18 +13,18 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from dswheels.core.buildenv import (
+from dswheels.core.building.env import (
     BUILDER_FILES,
     CPU_BUILDER_FILES,
     PatchError,
     patch_arch_list_leak,
     patch_cpu_builder_win32,
 )
-from dswheels.core.flagissue import Finding
-from dswheels.core.flagjudge import judge_op, narrowed_archs, summarize
-from dswheels.core.flagrecord import load_flag_record
+from dswheels.core.flags.issue import Finding
+from dswheels.core.flags.judge import judge_op, narrowed_archs, summarize
+from dswheels.core.flags.op_flags import MARK, EvalContext, ProbeAnswer, ProbeJob, parse_probe, probe_request
+from dswheels.core.flags.record import load_flag_record
 from dswheels.core.model import PlannedCell
-from dswheels.core.opflags import MARK, EvalContext, ProbeAnswer, ProbeJob, parse_probe, probe_request
 from dswheels.core.versions import format_version
 from dswheels.effects import proc
 from dswheels.errors import BuildError, DswheelsError
@@ -124,7 +124,7 @@ def check_tree_flags(
             f"{'/'.join(dict.fromkeys(f.tool for f in fatal))} compile on {planned.cell.platform.value}",
             details="\n".join(f.describe() for f in fatal),
             hint="nothing was compiled; leave the op(s) out of the matrix's ops list, or teach dswheels' source "
-            f"patches this DeepSpeed (dswheels/core/buildenv.py); full log: {log}",
+            f"patches this DeepSpeed (dswheels/core/building/env.py); full log: {log}",
         )
     reporter = get_reporter()
     for line in summarize(findings):
@@ -139,7 +139,7 @@ def apply_flag_patches(src: Path, planned: PlannedCell) -> list[str]:
     """The source patches that make DeepSpeed's flags what the cell needs; notes for the manifest.
 
     CUDA cells: one op's filtered arch list no longer narrows the ops built after it (0.19.0+,
-    :func:`~dswheels.core.buildenv.patch_arch_list_leak`). Windows: ``CPUOpBuilder.cxx_args()``
+    :func:`~dswheels.core.building.env.patch_arch_list_leak`). Windows: ``CPUOpBuilder.cxx_args()``
     gets a win32 branch (cl stops at its ``-Wno-reorder``).
     """
     notes: list[str] = []
@@ -151,7 +151,7 @@ def apply_flag_patches(src: Path, planned: PlannedCell) -> list[str]:
             planned=planned,
             note="OpBuilder.compute_capability_args() sets TORCH_CUDA_ARCH_LIST for JIT builds only "
             "(one op's filtered archs narrowed every later op)",
-            hint="the TORCH_CUDA_ARCH_LIST patch (dswheels/core/buildenv.py patch_arch_list_leak) needs updating",
+            hint="the TORCH_CUDA_ARCH_LIST patch (dswheels/core/building/env.py patch_arch_list_leak) needs updating",
         )
     if planned.cell.platform.os == "windows":
         notes += _patch_files(
@@ -161,7 +161,7 @@ def apply_flag_patches(src: Path, planned: PlannedCell) -> list[str]:
             planned=planned,
             note="CPUOpBuilder.cxx_args() on win32 -> ['-O2', cpu_arch, simd] (cl rejects -Wno-reorder)",
             hint="this DeepSpeed's op_builder/cpu/builder.py differs from 0.14.3-0.19.8; the win32 cxx_args patch "
-            "(dswheels/core/buildenv.py patch_cpu_builder_win32) needs updating",
+            "(dswheels/core/building/env.py patch_cpu_builder_win32) needs updating",
         )
     return notes
 

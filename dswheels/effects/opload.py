@@ -11,7 +11,7 @@ import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from dswheels.core.opload import LoadReport, parse_load
+from dswheels.core.wheel.opload import LoadReport, parse_load
 from dswheels.effects import proc
 from dswheels.errors import DswheelsError
 from dswheels.probes import no_jit

@@ -14,11 +14,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from dswheels.core.binaries import ExtensionBinary
-from dswheels.core.fatbin import GpuCode
-from dswheels.core.isa import IsaReport
+from dswheels.core.binaries.extension import ExtensionBinary
+from dswheels.core.binaries.fatbin import GpuCode
+from dswheels.core.binaries.isa import IsaReport
 from dswheels.core.versions import VersionTuple
-from dswheels.core.wheelfile import EXTENSION_SUFFIXES, dist_info_dir, pin_requirement, render_record, torch_pin
+from dswheels.core.wheel.contents import EXTENSION_SUFFIXES, dist_info_dir, pin_requirement, render_record, torch_pin
 from dswheels.effects import proc
 from dswheels.effects.binaries import read_extension_binary
 from dswheels.errors import BuildError

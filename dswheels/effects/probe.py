@@ -1,4 +1,4 @@
-"""Collect the :class:`~dswheels.core.facts.Facts` of this machine and a target interpreter.
+"""Collect the :class:`~dswheels.core.doctor.facts.Facts` of this machine and a target interpreter.
 
 Every probe tolerates absence: a missing tool, an interpreter that will not start, torch that
 does not import, a registry key that is not there -- each becomes a fact ("not found", the
@@ -20,7 +20,8 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from dswheels.core.facts import (
+from dswheels.core.binaries.linux_runtime import ElfError, defined_maximum, version_defs
+from dswheels.core.doctor.facts import (
     DeepSpeedFacts,
     Facts,
     Gpu,
@@ -31,7 +32,6 @@ from dswheels.core.facts import (
     VisualStudio,
     toolkit_probe_paths,
 )
-from dswheels.core.linux_runtime import ElfError, defined_maximum, version_defs
 from dswheels.core.versions import format_version
 from dswheels.effects.proc import capture, find_tool, marked_json
 from dswheels.errors import DswheelsError

@@ -26,11 +26,11 @@ from urllib.parse import urljoin
 
 import requests
 
-from dswheels.core.index import GITHUB_ASSET_LIMIT, GITHUB_ASSET_MAX_BYTES, metadata_name
-from dswheels.core.indexfile import IndexFile, parse_project_page
-from dswheels.core.manifest import ManifestError, manifest_name, parse_manifest
+from dswheels.core.index.files import IndexFile, parse_project_page
+from dswheels.core.index.site import GITHUB_ASSET_LIMIT, GITHUB_ASSET_MAX_BYTES, metadata_name
 from dswheels.core.naming import PROJECT, parse_wheel
-from dswheels.core.wheelfile import parse_metadata
+from dswheels.core.wheel.contents import parse_metadata
+from dswheels.core.wheel.manifest import ManifestError, manifest_name, parse_manifest
 from dswheels.effects.files import exclusive, place_new, read_bounded, sha256_file, sweep, temp_file
 from dswheels.effects.github import JSON, GitHub, GitHubAPIError
 from dswheels.effects.http import MAX_PAGE_BYTES, read_limited

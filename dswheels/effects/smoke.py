@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dswheels.core.model import Accelerator
-from dswheels.core.smoke import SmokeRun, deepspeed_config
+from dswheels.core.wheel.smoke import SmokeRun, deepspeed_config
 from dswheels.effects import proc
 from dswheels.effects.interpreter import probe_python
 from dswheels.effects.opload import NO_JIT_SCRIPT, jit_files

@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from dswheels.core.buildenv import CUDA_LIBRARY_HEADERS, CompilerCache, first_on_path, msvc_bin_dir
-from dswheels.core.compiler_cache import CacheTool
+from dswheels.core.building.compiler_cache import CacheTool
+from dswheels.core.building.env import CUDA_LIBRARY_HEADERS, CompilerCache, first_on_path, msvc_bin_dir
 from dswheels.core.model import PlannedCell
 from dswheels.core.versions import VersionTuple, format_version, parse_nvcc_version
 from dswheels.effects import proc

@@ -36,7 +36,7 @@ from dswheels.core.upstream.pypi import deepspeed_releases, linux_wheel, parse_c
 from dswheels.core.upstream.seen import CudaActionSeen, DeepSpeedRelease, DeepSpeedSourceSeen, TorchMinorSeen, Upstream
 from dswheels.core.upstream.torch_index import torch_index_seen
 from dswheels.core.versions import VersionTuple, format_version
-from dswheels.core.wheelfile import parse_metadata
+from dswheels.core.wheel.contents import parse_metadata
 from dswheels.effects.sources import Downloader
 from dswheels.effects.wheel_metadata import read_wheel_metadata
 from dswheels.errors import SourceError

@@ -15,17 +15,17 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from dswheels.core.binaries.dlls import load_dll_facts
 from dswheels.core.compat import Compat
-from dswheels.core.dlls import load_dll_facts
-from dswheels.core.dsreport import DsReport, parse_ds_report
-from dswheels.core.manifest import ManifestError, manifest_name, parse_manifest
 from dswheels.core.model import Accelerator, Cell
 from dswheels.core.naming import cell_id
-from dswheels.core.opload import judge_loads
 from dswheels.core.sources import TorchSource, TorchSourceKind
-from dswheels.core.verify import Check, Expected, binary_checks, expected_from_manifest, gpu_checks, static_checks
 from dswheels.core.versions import format_version
-from dswheels.core.wheelfile import WheelContentError
+from dswheels.core.wheel.contents import WheelContentError
+from dswheels.core.wheel.dsreport import DsReport, parse_ds_report
+from dswheels.core.wheel.manifest import ManifestError, manifest_name, parse_manifest
+from dswheels.core.wheel.opload import judge_loads
+from dswheels.core.wheel.verify import Check, Expected, binary_checks, expected_from_manifest, gpu_checks, static_checks
 from dswheels.effects import proc
 from dswheels.effects.binaries import read_extensions
 from dswheels.effects.interpreter import find_uv, probe_python, torch_index_args, uv_install

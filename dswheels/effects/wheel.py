@@ -1,7 +1,7 @@
 """Read a wheel file: the one reader of its names, METADATA, DeepSpeed's build info, sources and binaries.
 
 Build post-processing, verify, inspect, smoke, index and publish all read wheels here; what the
-bytes mean is :mod:`dswheels.core.wheelfile`'s to say. Whatever can be wrong with the file (it
+bytes mean is :mod:`dswheels.core.wheel.contents`'s to say. Whatever can be wrong with the file (it
 is missing, not a zip, damaged, lacks a member DeepSpeed writes, or its METADATA is unreadable
 or absurdly large) becomes the caller's error type with one wording: ``BuildError`` on the
 builder, ``VerifyError`` in verify, ``ConfigError`` for a path a user gave ``inspect``,
@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dswheels.core.wheelfile import (
+from dswheels.core.wheel.contents import (
     EXTENSION_SUFFIXES,
     INSTALLED_INFO,
     OP_BUILDER_DIR,

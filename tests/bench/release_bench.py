@@ -30,11 +30,11 @@ import zipfile
 from pathlib import Path
 
 from dswheels.commands.common import load_matrix
+from dswheels.core.binaries.fatbin import fatbin_section
 from dswheels.core.compat import load_compat
-from dswheels.core.costs import load_costs
-from dswheels.core.fatbin import fatbin_section
-from dswheels.core.jobs import plan_jobs
-from dswheels.core.plan import plan
+from dswheels.core.plan.planner import plan
+from dswheels.core.workflow.costs import load_costs
+from dswheels.core.workflow.jobs import plan_jobs
 from tests.bench.common import Result
 from tests.support.pythons import python_on_path
 

@@ -14,12 +14,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from dswheels.core.compat import load_compat
-from dswheels.core.config import parse_matrix
-from dswheels.core.index import parse_yanked
-from dswheels.core.indexfile import link_problem, parse_project_page
-from dswheels.core.manifest import ManifestError, parse_manifest
+from dswheels.core.index.files import link_problem, parse_project_page
+from dswheels.core.index.site import parse_yanked
+from dswheels.core.matrix.parse import parse_matrix
 from dswheels.core.naming import parse_wheel
 from dswheels.core.sources import torch_index_problem
+from dswheels.core.wheel.manifest import ManifestError, parse_manifest
 from dswheels.effects.unpack import extract_archive
 from dswheels.errors import ConfigError, SourceError
 

@@ -20,11 +20,11 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 
+from dswheels.core.binaries.fatbin import gpu_code
+from dswheels.core.binaries.isa import scan_disassembly
 from dswheels.core.compat import load_compat
-from dswheels.core.fatbin import gpu_code
-from dswheels.core.isa import scan_disassembly
-from dswheels.core.manifest import parse_manifest
-from dswheels.core.wheelfile import parse_installed_info
+from dswheels.core.wheel.contents import parse_installed_info
+from dswheels.core.wheel.manifest import parse_manifest
 from dswheels.effects.sources import Downloader
 from dswheels.errors import SourceError
 from tests.conftest import DATA, require

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from dswheels.cli import main
-from dswheels.core.index import GITHUB_ASSET_MAX_BYTES
+from dswheels.core.index.site import GITHUB_ASSET_MAX_BYTES
 from dswheels.effects.github import GitHub, GitHubAPIError, Retry
 from dswheels.effects.index import LocalWheel
 from dswheels.effects.publish import Outgoing, check_github_limits, collect_wheels, github_index_files, publish_github

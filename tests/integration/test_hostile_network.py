@@ -21,7 +21,7 @@ from urllib.parse import unquote
 import pytest
 
 from dswheels.cli import main
-from dswheels.core.render_doctor import DOCTOR_SCHEMA
+from dswheels.core.doctor.render import DOCTOR_SCHEMA
 from dswheels.effects.index_read import download_wheel, read_index
 from dswheels.effects.sources import Downloader
 from dswheels.errors import PublishError, SourceError

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from dswheels.core.index import render_site
-from dswheels.core.indexfile import IndexFile
+from dswheels.core.index.files import IndexFile
+from dswheels.core.index.site import render_site
 from dswheels.core.model import Cell, Platform, Python, Variant
 from dswheels.core.naming import parse_wheel, wheel_filename
 from dswheels.effects.index import write_site

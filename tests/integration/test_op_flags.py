@@ -24,18 +24,18 @@ from pathlib import Path
 
 import pytest
 
-from dswheels.core.buildenv import CPU_BUILDER_FILES, patch_debug_flags
+from dswheels.core.building.env import CPU_BUILDER_FILES, patch_debug_flags
 from dswheels.core.compat import load_compat
-from dswheels.core.config import parse_matrix
-from dswheels.core.flagissue import Finding
-from dswheels.core.flagjudge import judge_op, narrowed_archs, summarize
-from dswheels.core.flagrecord import EMPTY_RECORD, load_flag_record
-from dswheels.core.gccflags import judge_gcc
+from dswheels.core.flags.gcc import judge_gcc
+from dswheels.core.flags.issue import Finding
+from dswheels.core.flags.judge import judge_op, narrowed_archs, summarize
+from dswheels.core.flags.nvcc import judge_nvcc
+from dswheels.core.flags.op_flags import EvalContext, OpFlags, ProbeJob
+from dswheels.core.flags.record import EMPTY_RECORD, load_flag_record
+from dswheels.core.matrix.parse import parse_matrix
 from dswheels.core.model import DroppedCell, PlannedCell, Platform
 from dswheels.core.naming import cell_id
-from dswheels.core.nvccflags import judge_nvcc
-from dswheels.core.opflags import EvalContext, OpFlags, ProbeJob
-from dswheels.core.plan import Combo, plan
+from dswheels.core.plan.planner import Combo, plan
 from dswheels.core.versions import format_version, parse_version
 from dswheels.effects.flagrecorder import (
     RecordContext,
@@ -306,7 +306,7 @@ def test_the_gcc_model_agrees_with_gcc(tmp_path: Path) -> None:
         if (not [i for i in issues if i.fatal]) != _gcc_accepts(flags, tmp_path):
             disagree.append(flags)
     assert disagree == []
-    assert unmodelled == [], "DeepSpeed passes flags the gcc model does not know: teach dswheels/core/gccflags.py"
+    assert unmodelled == [], "DeepSpeed passes flags the gcc model does not know: teach dswheels/core/flags/gcc.py"
 
 
 def test_an_earlier_ops_filter_narrows_later_ops_unless_patched(sources: Sources, tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from dswheels.core.compat import load_compat
-from dswheels.core.wheelfile import render_record
+from dswheels.core.wheel.contents import render_record
 from dswheels.effects.postprocess import postprocess_wheel
 from dswheels.errors import BuildError
 from tests.conftest import DATA, require

@@ -23,10 +23,10 @@ from pathlib import Path
 
 import pytest
 
+from dswheels.core.binaries.linux_runtime import defined_maximum, version_defs
 from dswheels.core.compat import load_compat
-from dswheels.core.linux_runtime import defined_maximum, version_defs
-from dswheels.core.manifest import manifest_name, parse_manifest
 from dswheels.core.versions import format_version, parse_version
+from dswheels.core.wheel.manifest import manifest_name, parse_manifest
 from dswheels.effects.probe import collect
 from tests.conftest import require
 from tests.integration.conftest import Built, record_time

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from dswheels.core.binaries.linux_runtime import RuntimeFloor
 from dswheels.core.compat import load_compat
-from dswheels.core.config import parse_matrix
-from dswheels.core.linux_runtime import RuntimeFloor
+from dswheels.core.matrix.parse import parse_matrix
 from dswheels.core.model import PlannedCell
 from dswheels.core.naming import parse_cell_id
-from dswheels.core.plan import resolve_cell
+from dswheels.core.plan.planner import resolve_cell
 
 __all__ = ["planned_cell"]
 

@@ -22,7 +22,7 @@ import zipfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from dswheels.core.manifest import FileInfo, Manifest, render_manifest
+from dswheels.core.wheel.manifest import FileInfo, Manifest, render_manifest
 from tests.support.planned import planned_cell
 
 __all__ = [

@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from dswheels.core.facts import Facts
-from dswheels.core.render_doctor import facts_from_data
+from dswheels.core.doctor.facts import Facts
+from dswheels.core.doctor.render import facts_from_data
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 MACHINES = DATA / "machines"

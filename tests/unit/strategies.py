@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
+from dswheels.core.binaries.linux_runtime import RuntimeFloor
 from dswheels.core.compat import load_compat
-from dswheels.core.linux_runtime import RuntimeFloor
 from dswheels.core.model import (
     Cell,
     DroppedCell,
@@ -20,7 +20,7 @@ from dswheels.core.model import (
     Toolchain,
     Variant,
 )
-from dswheels.core.plan import Plan
+from dswheels.core.plan.planner import Plan
 
 COMPAT = load_compat()
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from dswheels.core.buildenv import (
+from dswheels.core.building.compiler_cache import CacheTool
+from dswheels.core.building.env import (
     BuildSetup,
     CompilerCache,
     PatchError,
@@ -17,11 +18,10 @@ from dswheels.core.buildenv import (
     patch_portable_cpu,
 )
 from dswheels.core.compat import load_compat
-from dswheels.core.compiler_cache import CacheTool
-from dswheels.core.config import parse_matrix
+from dswheels.core.matrix.parse import parse_matrix
 from dswheels.core.model import PlannedCell
 from dswheels.core.naming import parse_cell_id
-from dswheels.core.plan import Combo, plan
+from dswheels.core.plan.planner import Combo, plan
 from dswheels.core.versions import parse_nvcc_version
 
 DATA = Path(__file__).parent.parent / "data"

@@ -12,7 +12,8 @@ import pytest
 from dswheels.cli import main
 from dswheels.commands.ci import OUTPUTS
 from dswheels.commands.common import add_env_flag, add_env_option, apply_env_defaults
-from dswheels.core.ci import (
+from dswheels.core.model import Platform
+from dswheels.core.workflow.event import (
     DispatchInputs,
     Event,
     EventError,
@@ -21,7 +22,6 @@ from dswheels.core.ci import (
     parse_gpu_platforms,
     parse_release_tag,
 )
-from dswheels.core.model import Platform
 from dswheels.errors import ConfigError
 from tests.conftest import ROOT
 from tests.gha.model import read_file_commands

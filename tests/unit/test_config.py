@@ -9,7 +9,7 @@ import pytest
 
 from dswheels.cli import main
 from dswheels.core.compat import load_compat
-from dswheels.core.config import parse_matrix
+from dswheels.core.matrix.parse import parse_matrix
 from dswheels.errors import ConfigError
 
 COMPAT = load_compat()

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from dswheels.core.compat import load_compat
-from dswheels.core.costs import OpCost, OpSample, load_costs, parse_costs, refit_op, replace_op_lines
+from dswheels.core.workflow.costs import OpCost, OpSample, load_costs, parse_costs, refit_op, replace_op_lines
 from dswheels.errors import ConfigError
 from tests.conftest import ROOT
 

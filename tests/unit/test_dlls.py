@@ -5,11 +5,18 @@ from __future__ import annotations
 import pytest
 import yaml
 
+from dswheels.core.binaries.dlls import (
+    DllTarget,
+    describe_providers,
+    judge_dll,
+    judge_imports,
+    load_dll_facts,
+    parse_dll_facts,
+)
 from dswheels.core.compat import load_compat
-from dswheels.core.config import parse_matrix
-from dswheels.core.dlls import DllTarget, describe_providers, judge_dll, judge_imports, load_dll_facts, parse_dll_facts
+from dswheels.core.matrix.parse import parse_matrix
 from dswheels.core.model import Python
-from dswheels.core.plan import plan
+from dswheels.core.plan.planner import plan
 from tests.conftest import ROOT
 
 FACTS = load_dll_facts()

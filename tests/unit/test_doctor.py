@@ -10,10 +10,10 @@ import pytest
 
 from dswheels.cli import main
 from dswheels.commands.common import load_matrix
+from dswheels.core.binaries.linux_runtime import RuntimeFloor
 from dswheels.core.compat import Compat, load_compat
-from dswheels.core.config import MatrixSpec
 from dswheels.core.doctor import Check, IndexView, PublishedRuntime, Report, Status, diagnose
-from dswheels.core.facts import (
+from dswheels.core.doctor.facts import (
     DeepSpeedFacts,
     Facts,
     LinuxRuntime,
@@ -23,12 +23,12 @@ from dswheels.core.facts import (
     parse_nvidia_smi,
     parse_vswhere,
 )
-from dswheels.core.indexfile import IndexFile
-from dswheels.core.linux_runtime import RuntimeFloor
+from dswheels.core.doctor.render import DOCTOR_SCHEMA, facts_from_data, facts_to_data, render_json, render_text
+from dswheels.core.index.files import IndexFile
+from dswheels.core.matrix.parse import MatrixSpec
 from dswheels.core.model import Platform, Python, Variant
 from dswheels.core.naming import cell_id, try_parse_wheel, wheel_filename
-from dswheels.core.plan import Combo, plan
-from dswheels.core.render_doctor import DOCTOR_SCHEMA, facts_from_data, facts_to_data, render_json, render_text
+from dswheels.core.plan.planner import Combo, plan
 from dswheels.core.versions import format_version, parse_nvcc_version, parse_version
 from tests.conftest import ROOT
 from tests.unit.machines import DATA, load_machine, machine_data, machine_names, nvcc_text

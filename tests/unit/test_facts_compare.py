@@ -18,8 +18,8 @@ from dswheels.core.upstream.compare import check_facts, inferred_entries
 from dswheels.core.upstream.cuda_action import find_action_pin, table_versions
 from dswheels.core.upstream.findings import Kind, Report, render_diff, render_json, render_markdown, render_text
 from dswheels.core.upstream.pypi import parse_cuda_pin
+from dswheels.core.upstream.yaml_edit import Edit, apply_edits
 from dswheels.core.versions import format_version
-from dswheels.core.yaml_edit import Edit, apply_edits
 from tests.conftest import ROOT
 from tests.support.upstream import RECORDED, recorded_upstream
 

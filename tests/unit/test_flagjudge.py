@@ -1,7 +1,7 @@
 """The compiler models, rule by rule, each with where the rule comes from.
 
 cl/link: Microsoft's option pages and the compilers' reported messages (sources in
-dswheels/core/msvcflags.py; no cl runs here). nvcc and g++: the same verdicts are checked
+dswheels/core/flags/msvc.py; no cl runs here). nvcc and g++: the same verdicts are checked
 against the real nvcc 13.0 and gcc 12 in tests/integration/test_op_flags.py.
 """
 
@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import pytest
 
-from dswheels.core.flagissue import Finding, FlagIssue
-from dswheels.core.flagjudge import judge_op, summarize
-from dswheels.core.flagrecord import load_flag_record
-from dswheels.core.gccflags import judge_gcc
-from dswheels.core.msvcflags import judge_cl, judge_link
-from dswheels.core.nvccflags import judge_nvcc
-from dswheels.core.opflags import OpFlags
+from dswheels.core.flags.gcc import judge_gcc
+from dswheels.core.flags.issue import Finding, FlagIssue
+from dswheels.core.flags.judge import judge_op, summarize
+from dswheels.core.flags.msvc import judge_cl, judge_link
+from dswheels.core.flags.nvcc import judge_nvcc
+from dswheels.core.flags.op_flags import OpFlags
+from dswheels.core.flags.record import load_flag_record
 
 NVCC = load_flag_record().nvcc  # the option table recorded from nvcc 13.0's --help
 

@@ -10,15 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from dswheels.core.buildenv import PatchError, patch_cpu_builder_win32, patch_debug_flags
+from dswheels.core.building.env import PatchError, patch_cpu_builder_win32, patch_debug_flags
 from dswheels.core.compat import load_compat
-from dswheels.core.config import parse_matrix
-from dswheels.core.flagplan import screen_ops
-from dswheels.core.flagrecord import FlagRecord, load_flag_record, parse_flag_record, render_flag_record
+from dswheels.core.flags.op_flags import OpFlags
+from dswheels.core.flags.record import FlagRecord, load_flag_record, parse_flag_record, render_flag_record
+from dswheels.core.flags.screen import screen_ops
+from dswheels.core.matrix.parse import parse_matrix
 from dswheels.core.model import OpPlan
 from dswheels.core.naming import cell_id, parse_cell_id
-from dswheels.core.opflags import OpFlags
-from dswheels.core.plan import plan
+from dswheels.core.plan.planner import plan
 from dswheels.core.versions import format_version
 
 ROOT = Path(__file__).parent.parent.parent

@@ -24,11 +24,11 @@ from hypothesis import strategies as st
 
 from dswheels.cli import main
 from dswheels.core.compat import load_compat
-from dswheels.core.config import parse_matrix
-from dswheels.core.index import render_site
+from dswheels.core.index.site import render_site
+from dswheels.core.matrix.parse import parse_matrix
 from dswheels.core.model import Platform, Python, Variant
 from dswheels.core.naming import cell_id
-from dswheels.core.plan import Combo, plan
+from dswheels.core.plan.planner import Combo, plan
 from dswheels.effects.index import local_index_files, scan_directory, write_site
 from dswheels.effects.publish import collect_wheels, publish_dir
 from dswheels.errors import ConfigError, PublishError
@@ -239,6 +239,6 @@ def test_one_expansion(exclude: list[dict[str, str]], include: list[dict[str, st
     if "variant" in combo and (combo.get("torch") != "2.14"):
         return  # --cuda replaces the variants of every torch (names combinations the matrix lacks; documented)
     whole = [c for c in spec.axis_cells() if wanted.matches(c)]
-    from dswheels.core.plan import _combo_cells
+    from dswheels.core.plan.planner import _combo_cells
 
     assert sorted(map(cell_id, _combo_cells(spec, wanted))) == sorted(map(cell_id, whole))

@@ -22,13 +22,13 @@ from hypothesis import strategies as st
 
 from dswheels.cli import main
 from dswheels.core.compat import load_compat
-from dswheels.core.config import parse_matrix
-from dswheels.core.index import parse_yanked
-from dswheels.core.indexfile import parse_project_page
-from dswheels.core.manifest import ManifestError, parse_manifest
+from dswheels.core.doctor.render import FactsError, facts_from_data
+from dswheels.core.index.files import parse_project_page
+from dswheels.core.index.site import parse_yanked
+from dswheels.core.matrix.parse import parse_matrix
 from dswheels.core.naming import parse_wheel
-from dswheels.core.render_doctor import FactsError, facts_from_data
 from dswheels.core.sources import sdist_from_pypi_json
+from dswheels.core.wheel.manifest import ManifestError, parse_manifest
 from dswheels.effects.index import load_ledger
 from dswheels.errors import ConfigError
 from tests.conftest import DATA
@@ -268,7 +268,7 @@ def test_index_pages_yield_only_followable_links_or_say_why(
 ) -> None:
     from html import escape
 
-    from dswheels.core.indexfile import link_problem
+    from dswheels.core.index.files import link_problem
 
     head = f'<base href="{escape(base)}">' if base is not None else ""
     body = "".join(
@@ -369,7 +369,7 @@ def test_yanked_file(text: str) -> None:
 )
 def test_wheel_metadata(data: bytes) -> None:
     """A wheel's METADATA (or a release's .metadata asset): its fields, or ValueError."""
-    from dswheels.core.wheelfile import parse_metadata
+    from dswheels.core.wheel.contents import parse_metadata
 
     error_of(lambda: parse_metadata(data), ValueError)
 

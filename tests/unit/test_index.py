@@ -15,7 +15,8 @@ import pytest
 from hypothesis import given
 from pypi_simple import IndexPage, ProjectPage, RepositoryPage
 
-from dswheels.core.index import (
+from dswheels.core.index.files import IndexFile, parse_project_page
+from dswheels.core.index.site import (
     MARKER,
     apply_yanked,
     file_href,
@@ -24,10 +25,9 @@ from dswheels.core.index import (
     partition_url,
     render_site,
 )
-from dswheels.core.indexfile import IndexFile, parse_project_page
-from dswheels.core.manifest import manifest_name
 from dswheels.core.model import Cell, Platform, Python, Variant
 from dswheels.core.naming import parse_wheel, partition, wheel_filename
+from dswheels.core.wheel.manifest import manifest_name
 from dswheels.effects.index import list_published, local_index_files, scan_directory, write_site
 from dswheels.errors import ConfigError, PublishError
 from tests.conftest import ROOT

@@ -7,13 +7,13 @@ import dataclasses
 import pytest
 
 from dswheels.core.compat import load_compat
-from dswheels.core.config import parse_matrix
-from dswheels.core.costs import OpCost, estimate_job, load_costs
-from dswheels.core.jobs import JobPlan, plan_jobs
+from dswheels.core.matrix.parse import parse_matrix
 from dswheels.core.model import PlannedCell
 from dswheels.core.naming import cell_id
-from dswheels.core.plan import plan
-from dswheels.core.render_costs import render_job_summary
+from dswheels.core.plan.planner import plan
+from dswheels.core.workflow.costs import OpCost, estimate_job, load_costs
+from dswheels.core.workflow.jobs import JobPlan, plan_jobs
+from dswheels.core.workflow.render_costs import render_job_summary
 from dswheels.errors import ConfigError
 
 COMPAT = load_compat()

@@ -14,8 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from dswheels.core.compat import CompatDataError, load_compat, parse_compat
-from dswheels.core.linux_runtime import (
+from dswheels.core.binaries.linux_runtime import (
     SHT_GNU_VERDEF,
     SHT_GNU_VERNEED,
     ElfError,
@@ -28,6 +27,7 @@ from dswheels.core.linux_runtime import (
     version_defs,
     version_needs,
 )
+from dswheels.core.compat import CompatDataError, load_compat, parse_compat
 from tests.conftest import DATA
 
 COMPAT = load_compat()

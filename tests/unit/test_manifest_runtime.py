@@ -8,9 +8,10 @@ import re
 
 import pytest
 
+from dswheels.core.binaries.linux_runtime import RuntimeFloor
 from dswheels.core.compat import load_compat
-from dswheels.core.linux_runtime import RuntimeFloor
-from dswheels.core.manifest import (
+from dswheels.core.naming import parse_cell_id
+from dswheels.core.wheel.manifest import (
     MANIFEST_SCHEMA,
     BuiltOp,
     FileInfo,
@@ -19,8 +20,7 @@ from dswheels.core.manifest import (
     parse_manifest,
     render_manifest,
 )
-from dswheels.core.naming import parse_cell_id
-from dswheels.core.verify import Expected, expected_from_manifest, linux_runtime_checks
+from dswheels.core.wheel.verify import Expected, expected_from_manifest, linux_runtime_checks
 from tests.support.planned import planned_cell
 
 COMPAT = load_compat()

@@ -8,12 +8,12 @@ import pytest
 
 from dswheels.cli import main
 from dswheels.core.compat import load_compat
-from dswheels.core.config import MatrixSpec, parse_matrix
-from dswheels.core.costs import load_costs
-from dswheels.core.jobs import plan_jobs
-from dswheels.core.plan import plan
-from dswheels.core.render_plan import render_table
+from dswheels.core.matrix.parse import MatrixSpec, parse_matrix
+from dswheels.core.plan.planner import plan
+from dswheels.core.plan.render import render_table
 from dswheels.core.versions import format_version
+from dswheels.core.workflow.costs import load_costs
+from dswheels.core.workflow.jobs import plan_jobs
 from dswheels.errors import ConfigError
 from tests.conftest import ROOT
 

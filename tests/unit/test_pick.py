@@ -7,10 +7,10 @@ import itertools
 import pytest
 from packaging.utils import parse_wheel_filename
 
-from dswheels.core.indexfile import IndexFile, parse_project_page
+from dswheels.core.index.files import IndexFile, parse_project_page
+from dswheels.core.index.pick import Wanted, nearest, pick_wheel
 from dswheels.core.model import Cell, Platform, Python, Variant
 from dswheels.core.naming import try_parse_wheel, wheel_filename
-from dswheels.core.pick import Wanted, nearest, pick_wheel
 
 CELLS = [
     Cell(deepspeed=ds, torch=torch, variant=Variant.parse(v), python=Python.parse(py), platform=pl)

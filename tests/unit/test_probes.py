@@ -17,8 +17,8 @@ import packaging
 import pytest
 
 import dswheels.probes
-from dswheels.core.opflags import OpFlags, ProbeJob
-from dswheels.core.opload import judge_loads, load_problems
+from dswheels.core.flags.op_flags import OpFlags, ProbeJob
+from dswheels.core.wheel.opload import judge_loads, load_problems
 from dswheels.effects import proc
 from dswheels.effects.build import OP_SOURCES_SCRIPT
 from dswheels.effects.interpreter import probe_python

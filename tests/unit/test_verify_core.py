@@ -6,12 +6,19 @@ from pathlib import Path
 
 import pytest
 
-from dswheels.core.dsreport import parse_ds_report
-from dswheels.core.fatbin import GpuCode
+from dswheels.core.binaries.fatbin import GpuCode
 from dswheels.core.naming import parse_cell_id
-from dswheels.core.smoke import deepspeed_config, render_smoke_markdown, runs_for
-from dswheels.core.verify import PORTABLE_MARK, Check, Expected, cell_from_wheel_filename, gpu_checks, static_checks
-from dswheels.core.wheelfile import parse_installed_info, parse_metadata
+from dswheels.core.wheel.contents import parse_installed_info, parse_metadata
+from dswheels.core.wheel.dsreport import parse_ds_report
+from dswheels.core.wheel.smoke import deepspeed_config, render_smoke_markdown, runs_for
+from dswheels.core.wheel.verify import (
+    PORTABLE_MARK,
+    Check,
+    Expected,
+    cell_from_wheel_filename,
+    gpu_checks,
+    static_checks,
+)
 
 DATA = Path(__file__).parent.parent / "data"
 CPU = "deepspeed-0.19.8+cputorch2.13-cp311-cp311-linux_x86_64.whl"

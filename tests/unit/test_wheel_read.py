@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from dswheels.core.wheelfile import INSTALLED_INFO, WheelContentError
+from dswheels.core.wheel.contents import INSTALLED_INFO, WheelContentError
 from dswheels.effects.wheel import MAX_METADATA_BYTES, read_wheel
 from dswheels.errors import BuildError, ConfigError, PublishError, VerifyError
 

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from dswheels.core.buildenv import GIB, fit_jobs, msvc_bin_dir, split_parallelism
-from dswheels.core.canary import CANARY_OPS, pick_canary, restrict_ops
+from dswheels.core.building.env import GIB, fit_jobs, msvc_bin_dir, split_parallelism
 from dswheels.core.compat import load_compat
-from dswheels.core.config import parse_matrix
+from dswheels.core.matrix.parse import parse_matrix
 from dswheels.core.model import PlannedCell, Platform, SourceKind
 from dswheels.core.naming import cell_id, parse_cell_id
-from dswheels.core.plan import Combo, plan
+from dswheels.core.plan.planner import Combo, plan
+from dswheels.core.workflow.canary import CANARY_OPS, pick_canary, restrict_ops
 from dswheels.effects.build import _add_windows_files
 from dswheels.effects.toolchain import MsvcEnv, check_msvc_link
 from dswheels.errors import EnvironmentMismatchError

@@ -1,11 +1,11 @@
 """``dswheels doctor``: judge a machine from collected facts, and say what to fix.
 
-Pure: :mod:`dswheels.effects.probe` collects :class:`~dswheels.core.facts.Facts` (raw tool output included, so
+Pure: :mod:`dswheels.effects.probe` collects :class:`~dswheels.core.doctor.facts.Facts` (raw tool output included, so
 tests feed recordings from real machines); :func:`diagnose` turns them into checks
 (OK / WARN / FAIL, each with a concrete fix) and a :class:`Verdict`: the cell this environment
 is, whether a published wheel fits, and whether a local build would work. The local-build
-judgement is the planner's own (:func:`dswheels.core.plan.resolve_cell` with a
-:class:`~dswheels.core.plan.LocalHost`), so doctor and ``dswheels plan`` never disagree.
+judgement is the planner's own (:func:`dswheels.core.plan.planner.resolve_cell` with a
+:class:`~dswheels.core.plan.planner.LocalHost`), so doctor and ``dswheels plan`` never disagree.
 
 The parts: :mod:`.environment` (the facts parsed once), ``checks_*`` (one module per area:
 runtime, cuda, build tools, deepspeed), :mod:`.fixes` (toolkit fixes several checks give),
@@ -22,10 +22,10 @@ from dswheels.core.doctor.checks_deepspeed import check_deepspeed, check_index
 from dswheels.core.doctor.checks_linux_runtime import PublishedRuntime, check_linux_runtime
 from dswheels.core.doctor.checks_runtime import check_gpu, check_platform, check_python, check_torch
 from dswheels.core.doctor.environment import derive_env, env_kind
+from dswheels.core.doctor.facts import Facts
 from dswheels.core.doctor.guidance import cuda_home_guidance
 from dswheels.core.doctor.report import Check, IndexView, LocalBuild, Report, Status, Verdict
 from dswheels.core.doctor.verdict import make_verdict
-from dswheels.core.facts import Facts
 from dswheels.core.versions import VersionTuple
 
 __all__ = [

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from dswheels.core.doctor.environment import Env, gcc_major
+from dswheels.core.doctor.facts import toolset_minor
 from dswheels.core.doctor.report import Check, Status
-from dswheels.core.facts import toolset_minor
 
 __all__ = ["check_compiler", "check_long_paths", "check_ninja"]
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import dataclasses
 
 from dswheels.core.doctor.environment import Env, best_toolkit
+from dswheels.core.doctor.facts import DEV_LIBRARIES, lib_paths
 from dswheels.core.doctor.fixes import dev_packages_fix, install_toolkit_fix, pip_include_for, set_cuda_home_fix
 from dswheels.core.doctor.report import Check, Status
-from dswheels.core.facts import DEV_LIBRARIES, lib_paths
 from dswheels.core.versions import format_version
 
 __all__ = ["check_cuda_home", "check_toolkits"]

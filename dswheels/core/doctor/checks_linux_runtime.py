@@ -4,7 +4,7 @@ A Linux wheel's extensions need symbol versions of glibc and libstdc++ (their ma
 ``runtime``; compat.yml ``linux_runtime_floor`` is the most any published wheel may need).
 The dynamic loader refuses an extension whose need the system lacks, and only when an op
 loads (``version `GLIBCXX_3.4.30' not found``), long after ``pip install``. This compares
-the need with what the target process really loads (:class:`~dswheels.core.facts.LinuxRuntime`)
+the need with what the target process really loads (:class:`~dswheels.core.doctor.facts.LinuxRuntime`)
 before anything is installed; ``dswheels install`` refuses with the same judgement.
 """
 
@@ -14,11 +14,17 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from dswheels.core.binaries.linux_runtime import (
+    LibstdcxxRelease,
+    RuntimeFloor,
+    RuntimeJudgement,
+    gcc_providing,
+    judge_runtime,
+)
 from dswheels.core.compat import Compat
 from dswheels.core.doctor.environment import Env
+from dswheels.core.doctor.facts import LinuxRuntime
 from dswheels.core.doctor.report import Check, Status
-from dswheels.core.facts import LinuxRuntime
-from dswheels.core.linux_runtime import LibstdcxxRelease, RuntimeFloor, RuntimeJudgement, gcc_providing, judge_runtime
 from dswheels.core.versions import format_version, parse_version
 
 __all__ = ["PublishedRuntime", "SystemJudgement", "check_linux_runtime", "judge_system", "system_runtime"]
@@ -38,7 +44,7 @@ class PublishedRuntime:
 class SystemJudgement:
     """A need (a wheel's runtime, or the promise) against this system's glibc and libstdc++.
 
-    The comparison is :func:`dswheels.core.linux_runtime.judge_runtime`, the one ``verify`` makes
+    The comparison is :func:`dswheels.core.binaries.linux_runtime.judge_runtime`, the one ``verify`` makes
     against the promise; the limit here is what the system defines (a family it could not read is
     None, so ``unknown``).
     """

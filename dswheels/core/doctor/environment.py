@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from packaging.version import InvalidVersion, Version
 
 from dswheels.core.compat import Compat
-from dswheels.core.facts import Facts, Gpu, ToolkitView, VsInstall, parse_nvidia_smi, parse_vswhere, toolkit_view
+from dswheels.core.doctor.facts import Facts, Gpu, ToolkitView, VsInstall, parse_nvidia_smi, parse_vswhere, toolkit_view
 from dswheels.core.model import Platform, Python, Variant
 from dswheels.core.versions import VersionTuple, parse_version
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from dswheels.core.doctor.environment import Env, env_kind
-from dswheels.core.facts import DevLibrary, ToolkitView
+from dswheels.core.doctor.facts import DevLibrary, ToolkitView
 from dswheels.core.versions import format_version
 
 __all__ = ["dev_packages_fix", "install_toolkit_fix", "pip_include_for", "set_cuda_home_fix"]

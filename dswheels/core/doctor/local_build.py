@@ -1,6 +1,6 @@
 """Would a local build work here, and with what to set or install.
 
-Judged by the planner itself (:func:`dswheels.core.plan.resolve_cell` with this machine as the
+Judged by the planner itself (:func:`dswheels.core.plan.planner.resolve_cell` with this machine as the
 builder), so doctor and ``dswheels plan`` never disagree; its fixes are then reworded for a
 user's machine instead of a matrix and runner images.
 """
@@ -8,13 +8,13 @@ user's machine instead of a matrix and runner images.
 from __future__ import annotations
 
 from dswheels.core.compat import Compat
-from dswheels.core.config import MatrixSpec
 from dswheels.core.doctor.environment import Env, best_toolkit, gcc_major
+from dswheels.core.doctor.facts import DevLibrary, lib_paths, ops_linking, toolset_minor
 from dswheels.core.doctor.fixes import dev_packages_fix, install_toolkit_fix, pip_include_for
 from dswheels.core.doctor.report import LocalBuild, Status
-from dswheels.core.facts import DevLibrary, lib_paths, ops_linking, toolset_minor
+from dswheels.core.matrix.parse import MatrixSpec
 from dswheels.core.model import Cell, DroppedCell, Reason
-from dswheels.core.plan import LocalHost, resolve_cell
+from dswheels.core.plan.planner import LocalHost, resolve_cell
 from dswheels.core.versions import VersionTuple, format_version
 
 __all__ = ["judge_local_build"]

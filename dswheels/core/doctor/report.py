@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from dswheels.core.indexfile import IndexFile
+from dswheels.core.index.files import IndexFile
 from dswheels.core.model import Cell, Reason, Toolchain
 from dswheels.core.naming import cell_id
 

@@ -9,10 +9,10 @@ from packaging.version import InvalidVersion, Version
 from dswheels.core.doctor.environment import Env
 from dswheels.core.doctor.local_build import judge_local_build
 from dswheels.core.doctor.report import IndexView, LocalBuild, Status, Verdict
-from dswheels.core.indexfile import IndexFile
+from dswheels.core.index.files import IndexFile
+from dswheels.core.index.pick import Wanted, nearest, pick_wheel
 from dswheels.core.model import Cell
-from dswheels.core.pick import Wanted, nearest, pick_wheel
-from dswheels.core.plan import check_cell
+from dswheels.core.plan.planner import check_cell
 from dswheels.core.versions import VersionTuple
 
 __all__ = ["make_verdict"]

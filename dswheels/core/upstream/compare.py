@@ -18,8 +18,8 @@ from dswheels.core.upstream.compare_torch import compare_torch
 from dswheels.core.upstream.context import Context, PathT
 from dswheels.core.upstream.findings import Finding, Kind, Report
 from dswheels.core.upstream.seen import Upstream
+from dswheels.core.upstream.yaml_edit import Edit, EditError, apply_edits, parse_spans, render_scalar
 from dswheels.core.versions import parse_version
-from dswheels.core.yaml_edit import Edit, EditError, apply_edits, parse_spans, render_scalar
 
 __all__ = ["check_facts", "inferred_entries"]
 

@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from dswheels.core.upstream.context import Context
 from dswheels.core.upstream.findings import Kind
 from dswheels.core.upstream.seen import OSES, CudaActionSeen, TorchMinorSeen
+from dswheels.core.upstream.yaml_edit import Edit, render_scalar
 from dswheels.core.versions import VersionTuple, format_version, parse_version
-from dswheels.core.yaml_edit import Edit, render_scalar
 
 __all__ = ["compare_cuda", "exact_pins"]
 

@@ -10,8 +10,8 @@ from dswheels.core.model import Accelerator
 from dswheels.core.upstream.context import Context
 from dswheels.core.upstream.findings import Kind
 from dswheels.core.upstream.seen import DeepSpeedRelease, DeepSpeedSourceSeen
+from dswheels.core.upstream.yaml_edit import Edit, render_scalar
 from dswheels.core.versions import VersionTuple, format_version, parse_version
-from dswheels.core.yaml_edit import Edit, render_scalar
 
 __all__ = ["RuleCheck", "boundary_versions", "compare_releases", "compare_sources", "rule_checks"]
 

@@ -9,8 +9,8 @@ from dswheels.core.model import Python, Variant
 from dswheels.core.upstream.context import Context, PathT
 from dswheels.core.upstream.findings import Kind
 from dswheels.core.upstream.seen import OSES, TorchIndexSeen, TorchMinorSeen
+from dswheels.core.upstream.yaml_edit import Edit, render_flow, render_scalar
 from dswheels.core.versions import VersionTuple, format_version
-from dswheels.core.yaml_edit import Edit, render_flow, render_scalar
 
 __all__ = ["compare_torch", "python_order", "variant_for_pin"]
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from dswheels.core.compat import Compat
 from dswheels.core.upstream.findings import Finding, Kind
-from dswheels.core.yaml_edit import Edit, Span, render_flow, render_scalar
+from dswheels.core.upstream.yaml_edit import Edit, Span, render_flow, render_scalar
 
 __all__ = ["Context", "PathT"]
 
@@ -18,7 +18,7 @@ PathT = tuple[str | int, ...]
 class Context:
     compat: Compat
     raw: Mapping[str, object]  # yaml.safe_load of compat.yml
-    spans: Span  # its nodes with their positions (dswheels.core.yaml_edit)
+    spans: Span  # its nodes with their positions (dswheels.core.upstream.yaml_edit)
     today: str
     findings: list[Finding] = field(default_factory=list)
     settled: set[PathT] = field(default_factory=set)  # inferred entries a finding already settled

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 
-from dswheels.core.yaml_edit import Edit
+from dswheels.core.upstream.yaml_edit import Edit
 
 __all__ = ["REPORT_SCHEMA", "Finding", "Kind", "Report", "render_diff", "render_json", "render_markdown", "render_text"]
 

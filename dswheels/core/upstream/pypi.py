@@ -3,7 +3,7 @@
 The project document lists every release with its files (name, digests, size, upload
 time, Requires-Python) and, under ``info``, the newest release's metadata; what a torch
 wheel requires (the CUDA toolkit it pins) comes from there for the newest release and from
-the wheel's METADATA for the others (:func:`dswheels.core.wheelfile.parse_metadata`).
+the wheel's METADATA for the others (:func:`dswheels.core.wheel.contents.parse_metadata`).
 """
 
 from __future__ import annotations

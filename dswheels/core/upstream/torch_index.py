@@ -11,7 +11,7 @@ from collections.abc import Mapping
 
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
-from dswheels.core.indexfile import parse_project_page
+from dswheels.core.index.files import parse_project_page
 from dswheels.core.model import Python
 from dswheels.core.upstream.pypi import wheel_platform
 from dswheels.core.upstream.seen import TorchIndexSeen

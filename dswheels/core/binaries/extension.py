@@ -1,0 +1,72 @@
+"""What an extension's bytes say, whatever the format: ELF (``.so``) or PE (``.pyd``).
+
+One typed record per extension file: its GPU code (:mod:`dswheels.core.binaries.fatbin`), what it
+needs from the system at load time (the glibc/libstdc++ symbol versions of an ELF file,
+:mod:`dswheels.core.binaries.linux_runtime`; the DLLs of a PE file, :mod:`dswheels.core.binaries.pe`) and, once
+disassembled, its CPU instruction level (:mod:`dswheels.core.binaries.isa`, filled in by
+:mod:`dswheels.effects.binaries`, which runs ``objdump``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+
+from dswheels.core.binaries.fatbin import GpuCode, gpu_code
+from dswheels.core.binaries.isa import IsaReport
+from dswheels.core.binaries.linux_runtime import ElfError, version_needs
+from dswheels.core.binaries.pe import PeError, read_pe
+
+__all__ = ["BinaryError", "ExtensionBinary", "read_extension"]
+
+
+class BinaryError(ValueError):
+    """An extension file that claims a format (ELF, PE) but cannot be read as it."""
+
+
+@dataclass(frozen=True, slots=True)
+class ExtensionBinary:
+    member: str  # path inside the wheel
+    format: str  # "elf" | "pe" | "unknown"
+    size: int
+    machine: str = ""  # "x86-64" (PE); "" where not read
+    gpu: GpuCode | None = None  # None: no device code
+    version_needs: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # ELF: library -> symbol versions
+    dll_imports: tuple[str, ...] = ()  # PE: DLLs loaded with the extension
+    delay_imports: tuple[str, ...] = ()  # PE: DLLs loaded on first use
+    isa: IsaReport | None = None  # None: not disassembled
+
+    @property
+    def name(self) -> str:
+        """The file name without its folder."""
+        return self.member.rsplit("/", 1)[-1]
+
+    def with_isa(self, isa: IsaReport) -> ExtensionBinary:
+        return replace(self, isa=isa)
+
+
+def read_extension(member: str, data: bytes) -> ExtensionBinary:
+    """Read one extension's bytes; raises :class:`BinaryError` for a broken ELF or PE file.
+
+    >>> read_extension("x/y.so", b"plain text").format
+    'unknown'
+    """
+    try:
+        needs = version_needs(data)
+        image = read_pe(data) if needs is None else None
+        gpu = gpu_code(data)
+    except (ElfError, PeError) as exc:
+        raise BinaryError(f"{member}: {exc}") from None
+    if needs is not None:
+        return ExtensionBinary(member=member, format="elf", size=len(data), gpu=gpu, version_needs=needs)
+    if image is not None:
+        return ExtensionBinary(
+            member=member,
+            format="pe",
+            size=len(data),
+            machine=image.machine_name,
+            gpu=gpu,
+            dll_imports=image.imports,
+            delay_imports=image.delay_imports,
+        )
+    return ExtensionBinary(member=member, format="unknown", size=len(data))

@@ -1,0 +1,449 @@
+"""The release index as pure functions: which wheel goes where, and every page's text.
+
+The layout (docs/index-layout.md) is one static site::
+
+    index.html                              the page a person reads: coverage and install lines
+    simple/index.html                       PEP 503 root of every published wheel
+    simple/deepspeed/index.html
+    whl/<partition>/index.html              one partition as a --find-links page
+    whl/<partition>/simple/index.html       ... and as a PEP 503 index
+    whl/<partition>/simple/deepspeed/index.html
+
+A partition (``cu128-torch2.9``, :func:`dswheels.core.naming.partition`) holds the wheels
+of one torch variant and MAJOR.MINOR: installers pick the highest local version label
+among the candidates they see, so a user must only ever see wheels for their own torch.
+
+Every link carries ``#sha256=``, ``data-requires-python`` (when declared),
+``data-core-metadata`` (PEP 658/714: the wheel's METADATA at ``<href>.metadata``) and
+``data-yanked`` where yanked; hrefs percent-encode ``+`` (uv sends an href verbatim and
+S3-style hosts read a raw ``+`` as a space). Output depends only on the input files.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import html
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from urllib.parse import quote, unquote, urljoin, urlsplit, urlunsplit
+
+from packaging.version import Version
+
+from dswheels.core.index.files import IndexFile
+from dswheels.core.model import Platform, Python, Variant
+from dswheels.core.naming import PROJECT, canonical_filename
+from dswheels.core.sources import torch_index_url
+from dswheels.core.versions import format_version, parse_version
+
+__all__ = [
+    "FILES_DIR",
+    "GITHUB_ASSET_LIMIT",
+    "GITHUB_ASSET_MAX_BYTES",
+    "MARKER",
+    "YankRule",
+    "apply_yanked",
+    "file_href",
+    "install_command",
+    "install_lines",
+    "metadata_name",
+    "parse_yanked",
+    "partition_url",
+    "published_canonical_names",
+    "render_site",
+    "site_paths",
+]
+
+MARKER = ".dswheels-index"  # written at the site root; `dswheels index` only ever replaces a tree that has it
+GITHUB_ASSET_LIMIT = 1000  # assets per release
+GITHUB_ASSET_MAX_BYTES = 2 * 1024**3 - 1  # "each file ... must be under 2 GiB"
+REPOSITORY_VERSION = "1.0"  # PEP 629
+FILES_DIR = "files"  # where a self-contained site keeps its wheels
+
+
+def metadata_name(filename: str) -> str:
+    """PEP 658: the core metadata of ``X.whl`` is served at ``X.whl.metadata``."""
+    return f"{filename}.metadata"
+
+
+# --- the published set ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class YankRule:
+    pattern: str  # a filename or glob
+    reason: str
+    line: int
+
+
+def parse_yanked(text: str, source: str = "yanked") -> tuple[YankRule, ...]:
+    """``<filename or glob> <reason...>`` per line; ``#`` starts a comment.
+
+    >>> parse_yanked("deepspeed-0.19.7+cu128* crashes in FusedAdam (#123)")[0].reason
+    'crashes in FusedAdam (#123)'
+    """
+    rules: list[YankRule] = []
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        pattern, _sep, reason = line.partition(" ")
+        if not pattern.endswith((".whl", "*")):
+            msg = f"{source}:{number}: {pattern!r} names no wheel (give a filename or a glob ending in '*' or '.whl')"
+            raise ValueError(msg)
+        rules.append(YankRule(pattern=pattern, reason=reason.strip(), line=number))
+    return tuple(rules)
+
+
+def apply_yanked(files: Sequence[IndexFile], rules: Sequence[YankRule]) -> tuple[list[IndexFile], list[YankRule]]:
+    """Mark yanked files (the first matching rule gives the reason); also return the rules that matched nothing."""
+    used: set[int] = set()
+    result: list[IndexFile] = []
+    for item in files:
+        hit = next((i for i, rule in enumerate(rules) if fnmatch.fnmatchcase(item.filename, rule.pattern)), None)
+        if hit is not None:
+            used.add(hit)
+            item = replace(item, yanked=rules[hit].reason)  # noqa: PLW2901
+        result.append(item)
+    return result, [rule for i, rule in enumerate(rules) if i not in used]
+
+
+# --- URLs -----------------------------------------------------------------------------------------
+
+
+def _encode_path(path: str) -> str:
+    """Percent-encode a URL path once (``+`` -> ``%2B``), leaving ``/`` alone.
+
+    >>> _encode_path("files/deepspeed-0.19.8+cu128torch2.9-cp312-cp312-win_amd64.whl")
+    'files/deepspeed-0.19.8%2Bcu128torch2.9-cp312-cp312-win_amd64.whl'
+    """
+    return quote(unquote(path), safe="/")
+
+
+def _is_absolute(url: str) -> bool:
+    return bool(urlsplit(url).scheme)
+
+
+def file_href(url: str, *, page: str) -> str:
+    """The href from ``page`` (a site-relative file path) to a file at ``url``.
+
+    ``url`` is absolute, or relative to the site root (``files/<name>``, never with ``..``).
+
+    >>> file_href("files/a+b.whl", page="whl/cpu-torch2.9/simple/deepspeed/index.html")
+    '../../../../files/a%2Bb.whl'
+    >>> file_href("https://github.com/o/r/releases/download/v1/a+b.whl", page="simple/deepspeed/index.html")
+    'https://github.com/o/r/releases/download/v1/a%2Bb.whl'
+    """
+    return ("" if _is_absolute(url) else "../" * page.count("/")) + _encoded(url)
+
+
+def _encoded(url: str) -> str:
+    if _is_absolute(url):
+        parts = urlsplit(url)
+        return urlunsplit((parts.scheme, parts.netloc, _encode_path(parts.path), parts.query, ""))
+    return _encode_path(url)
+
+
+def _site_base(site_url: str) -> str:
+    return site_url if site_url.endswith("/") else site_url + "/"
+
+
+def partition_url(site_url: str, part: str) -> str:
+    """The ``--extra-index-url`` of a partition: ``<site>/whl/<partition>/simple/``."""
+    return urljoin(_site_base(site_url), f"whl/{part}/simple/")
+
+
+def install_command(*, tool: str, version: str, site_url: str, part: str, torch_index: str) -> str:
+    """The install line that cannot go wrong (README, "Install"; docs/index-layout.md).
+
+    The exact local version (``==0.19.8+cu128torch2.9``) matches our wheel only: PyPI
+    cannot hold local versions, so pip (which merges every index and would take PyPI's
+    newer sdist and compile it) and uv alike can only pick this partition's wheel, for
+    this torch minor; with no wheel for the user's Python or platform they stop with
+    "no matching distribution" instead of compiling. The partition's index comes first
+    (uv takes a package from the first index that has it), then PyTorch's index for the
+    variant, so a torch the wheel pins (``torch==M.m.*``) comes in the matching CUDA build.
+
+    >>> line = install_command(tool="pip", version="0.19.8+cu128torch2.9", site_url="https://h/ds/",
+    ...                        part="cu128-torch2.9", torch_index="https://t/whl/cu128")
+    >>> print(line.replace(" --", "\\n  --"))
+    pip install "deepspeed==0.19.8+cu128torch2.9"
+      --extra-index-url https://h/ds/whl/cu128-torch2.9/simple/
+      --extra-index-url https://t/whl/cu128
+    """
+    program = {"pip": "pip install", "uv": "uv pip install"}[tool]
+    return (
+        f'{program} "{PROJECT}=={version}" --extra-index-url {partition_url(site_url, part)}'
+        f" --extra-index-url {torch_index}"
+    )
+
+
+# --- pages ----------------------------------------------------------------------------------------
+
+_CSS = """\
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:2rem auto;max-width:72rem;
+padding:0 1rem;color:#1f2328;line-height:1.45}
+h1{font-size:1.6rem}h2{font-size:1.25rem;margin-top:2rem;border-bottom:1px solid #d0d7de}
+h3{font-size:1.05rem;margin-bottom:.3rem}
+table{border-collapse:collapse;margin:.5rem 0 1rem}th,td{border:1px solid #d0d7de;padding:.25rem .55rem;
+text-align:center}th{background:#f6f8fa}td.row{text-align:left;font-family:ui-monospace,monospace}
+td.have{background:#dafbe1}td.none{color:#8c959f}a{color:#0969da}
+pre{background:#f6f8fa;border:1px solid #d0d7de;padding:.6rem;overflow-x:auto;white-space:pre-wrap;
+word-break:break-all}code{font-family:ui-monospace,monospace}
+.yanked{text-decoration:line-through;color:#cf222e}.note{color:#59636e;font-size:.9rem}
+"""
+
+
+def _page(title: str, body: Sequence[str], *, head: str = "") -> str:
+    return "\n".join(
+        [
+            "<!DOCTYPE html>",
+            '<html lang="en">',
+            "<head>",
+            '<meta charset="utf-8">',
+            f'<meta name="pypi:repository-version" content="{REPOSITORY_VERSION}">',
+            *([head] if head else []),
+            f"<title>{html.escape(title)}</title>",
+            "</head>",
+            "<body>",
+            *body,
+            "</body>",
+            "</html>",
+            "",
+        ]
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Anchor:
+    """A file's link, prepared once and placed on several pages (only the ``../`` prefix differs)."""
+
+    absolute: bool  # the same href on every page
+    target: str  # encoded URL + #sha256=, HTML-escaped
+    tail: str  # the attributes after href, and the text
+
+    @classmethod
+    def of(cls, item: IndexFile) -> _Anchor:
+        attrs = []
+        if item.requires_python:
+            attrs.append(f' data-requires-python="{html.escape(item.requires_python)}"')
+        if item.metadata_sha256:
+            value = f"sha256={item.metadata_sha256}"
+            # PEP 714: data-core-metadata; the old name too, for pip < 23.2 which reads only that
+            attrs.append(f' data-core-metadata="{value}" data-dist-info-metadata="{value}"')
+        if item.yanked is not None:
+            attrs.append(f' data-yanked="{html.escape(item.yanked)}"')
+        return cls(
+            absolute=_is_absolute(item.url),
+            target=html.escape(f"{_encoded(item.url)}#sha256={item.sha256}"),
+            tail=f"{''.join(attrs)}>{html.escape(item.filename)}</a><br>",
+        )
+
+    def html(self, depth: int) -> str:
+        prefix = "" if self.absolute else "../" * depth
+        return f'<a href="{prefix}{self.target}"{self.tail}'
+
+
+def _project_page(anchors: Sequence[_Anchor], *, page: str, title: str) -> str:
+    depth = page.count("/")
+    return _page(title, [f"<h1>{html.escape(title)}</h1>", *(a.html(depth) for a in anchors)])
+
+
+def _root_page(title: str) -> str:
+    return _page(title, [f'<a href="{PROJECT}/">{PROJECT}</a><br>'])
+
+
+def _sort_key(item: IndexFile) -> tuple[Version, str]:
+    return (item.published.version, item.filename)
+
+
+def _partition_key(part: str) -> tuple[tuple[int, ...], bool, tuple[int, ...]]:
+    """Newest torch first, then CUDA variants newest first, cpu last."""
+    variant, _sep, torch = part.partition("-torch")
+    cuda = Variant.parse(variant).cuda
+    return (tuple(-x for x in parse_version(torch)), cuda is None, tuple(-x for x in cuda or ()))
+
+
+def site_paths(part: str) -> tuple[str, str, str]:
+    """The three pages of a partition: find-links page, index root, project page."""
+    return (f"whl/{part}/index.html", f"whl/{part}/simple/index.html", f"whl/{part}/simple/{PROJECT}/index.html")
+
+
+def _newest(files: Iterable[IndexFile]) -> IndexFile | None:
+    live = [f for f in files if f.yanked is None]
+    return max(live, key=_sort_key, default=None)
+
+
+def _coverage(files: Sequence[IndexFile]) -> list[str]:
+    """One table per DeepSpeed version: partitions x Pythons, each cell linking the wheel per platform."""
+    page = "index.html"
+    by_ds: dict[str, dict[str, dict[str, dict[str, IndexFile]]]] = defaultdict(
+        lambda: defaultdict(lambda: defaultdict(dict))
+    )
+    pythons: set[Python] = set()
+    platforms: set[str] = set()
+    for item in files:
+        cell = item.published.cell
+        slot = by_ds[format_version(cell.deepspeed)][item.published.partition][cell.python.tag]
+        current = slot.get(cell.platform.value)
+        if current is None or _prefer(item, current):
+            slot[cell.platform.value] = item
+        pythons.add(cell.python)
+        platforms.add(cell.platform.value)
+    py_cols = sorted(pythons)
+    body: list[str] = []
+    for ds in sorted(by_ds, key=parse_version, reverse=True):
+        body.append(f'<h3 id="deepspeed-{html.escape(ds)}">DeepSpeed {html.escape(ds)}</h3>')
+        body.append("<table>")
+        head = "".join(f"<th>{html.escape(str(py))}</th>" for py in py_cols)
+        body.append(f"<tr><th>partition</th>{head}</tr>")
+        for part in sorted(by_ds[ds], key=_partition_key):
+            row = [f'<td class="row"><a href="#{html.escape(part)}">{html.escape(part)}</a></td>']
+            for py in py_cols:
+                slot = by_ds[ds][part].get(py.tag, {})
+                marks = [_mark(slot[plat], page=page) for plat in sorted(platforms) if plat in slot]
+                row.append(f'<td class="have">{" ".join(marks)}</td>' if marks else '<td class="none">&ndash;</td>')
+            body.append(f"<tr>{''.join(row)}</tr>")
+        body.append("</table>")
+    return body
+
+
+def _mark(item: IndexFile, *, page: str) -> str:
+    label = "windows" if item.published.cell.platform is Platform.WIN_AMD64 else "linux"
+    tip = f"{item.filename} ({(item.size or 0) / 1e6:.1f} MB)"
+    cls = ""
+    if item.yanked is not None:
+        cls = ' class="yanked"'
+        tip += f", yanked: {item.yanked}" if item.yanked else ", yanked"
+    href = file_href(item.url, page=page)
+    return f'<a{cls} href="{html.escape(href)}" title="{html.escape(tip)}">{label}</a>'
+
+
+def install_lines(
+    files: Sequence[IndexFile], *, site_url: str, torch_index: str
+) -> list[tuple[str, tuple[str, str] | None]]:
+    """Per partition, newest torch first: the pip and uv lines for its newest DeepSpeed (see
+    :func:`install_command`), or None when every wheel of the partition is yanked."""
+    by_partition: dict[str, list[IndexFile]] = defaultdict(list)
+    for item in files:
+        by_partition[item.published.partition].append(item)
+    lines: list[tuple[str, tuple[str, str] | None]] = []
+    for part in sorted(by_partition, key=_partition_key):
+        newest = _newest(by_partition[part])
+        if newest is None:
+            lines.append((part, None))
+            continue
+        index = torch_index_url(torch_index, part.partition("-torch")[0])
+        pip, uv = (
+            install_command(
+                tool=tool, version=str(newest.published.version), site_url=site_url, part=part, torch_index=index
+            )
+            for tool in ("pip", "uv")
+        )
+        lines.append((part, (pip, uv)))
+    return lines
+
+
+def _install(files: Sequence[IndexFile], *, site_url: str, torch_index: str) -> list[str]:
+    """The install section of the human page: each partition's lines."""
+    body: list[str] = []
+    for part, lines in install_lines(files, site_url=site_url, torch_index=torch_index):
+        body.append(f'<h3 id="{html.escape(part)}">{html.escape(part)}</h3>')
+        if lines is None:
+            body.append("<p>Every wheel of this partition is yanked.</p>")
+            continue
+        body.append(f"<pre><code>{html.escape(lines[0])}\n{html.escape(lines[1])}</code></pre>")
+        body.append(
+            f'<p class="note">Index: <code>{html.escape(partition_url(site_url, part))}</code> &middot; '
+            f'find-links page: <a href="whl/{html.escape(part)}/">whl/{html.escape(part)}/</a>.</p>'
+        )
+    return body
+
+
+def _home_page(
+    files: Sequence[IndexFile], *, title: str, site_url: str, torch_index: str, partitions: Sequence[str]
+) -> str:
+    intro = (
+        "<p>DeepSpeed wheels with every C++/CUDA op precompiled. A wheel works only with the torch "
+        "MAJOR.MINOR and the CUDA (or CPU) build it was made for, so the wheels are published in one "
+        "partition per torch build. Find your partition: "
+        '<code>python -c "import torch; print(torch.__version__)"</code> prints e.g. '
+        "<code>2.9.1+cu128</code>, which is partition <code>cu128-torch2.9</code>. Then copy its install "
+        'line from <a href="#install">Install</a>.</p>'
+    )
+    machine = (
+        f'<p class="note">{len(files)} wheels in {len(partitions)} partitions. For installers: '
+        '<a href="simple/">simple/</a> (PEP 503, all wheels), <code>whl/&lt;partition&gt;/simple/</code> '
+        "(an index per partition) and <code>whl/&lt;partition&gt;/</code> (its --find-links page).</p>"
+    )
+    coverage_note = (
+        '<p>What exists. A mark links to the wheel (hover for its name and size); <span class="yanked">struck</span> '
+        "means yanked: installers skip it unless it is pinned.</p>"
+    )
+    install_note = (
+        "<p>Each line pins the exact version, <code>+label</code> included: only this partition's wheel has it, so "
+        "neither pip nor uv can pick a wheel for another torch or compile a newer DeepSpeed from PyPI, and a "
+        "Python or platform without a wheel fails at once instead of building. Lines show the newest DeepSpeed of "
+        "the partition; for another, change the version before the <code>+</code>.</p>"
+    )
+    body = [
+        f"<h1>{html.escape(title)}</h1>",
+        intro,
+        machine,
+        "<h2>Coverage</h2>",
+        coverage_note,
+        *_coverage(files),
+        '<h2 id="install">Install</h2>',
+        install_note,
+        *_install(files, site_url=site_url, torch_index=torch_index),
+    ]
+    head = f'<meta name="viewport" content="width=device-width, initial-scale=1">\n<style>\n{_CSS}</style>'
+    return _page(title, body, head=head)
+
+
+def _prefer(new: IndexFile, old: IndexFile) -> bool:
+    """Which of two files of one cell the coverage table shows: not yanked, then the newest re-spin."""
+    return (new.yanked is None, new.published.build.zfill(8)) > (old.yanked is None, old.published.build.zfill(8))
+
+
+def render_site(
+    files: Sequence[IndexFile], *, site_url: str, torch_index: str, title: str = "DeepSpeed wheels"
+) -> dict[str, str]:
+    """Every page of the site: path relative to the site root -> HTML.
+
+    ``torch_index`` is a template with ``{variant}`` (PyTorch's index for the variant).
+    Raises ``ValueError`` for two files with one name.
+    """
+    seen: dict[str, IndexFile] = {}
+    for item in files:
+        if item.filename in seen:
+            msg = f"{item.filename} is published twice ({seen[item.filename].url} and {item.url})"
+            raise ValueError(msg)
+        seen[item.filename] = item
+    ordered = sorted(files, key=_sort_key)
+    anchors = [_Anchor.of(item) for item in ordered]
+    by_partition: dict[str, list[_Anchor]] = defaultdict(list)
+    for item, anchor in zip(ordered, anchors, strict=True):
+        by_partition[item.published.partition].append(anchor)
+    partitions = sorted(by_partition, key=_partition_key)
+    pages: dict[str, str] = {
+        MARKER: "Generated by `dswheels index`, which rewrites this directory on every run.\n",
+        ".nojekyll": "",
+        "simple/index.html": _root_page("Simple index"),
+    }
+    project_page = f"simple/{PROJECT}/index.html"
+    pages[project_page] = _project_page(anchors, page=project_page, title=f"Links for {PROJECT}")
+    for part in partitions:
+        find_links, root, project = site_paths(part)
+        pages[find_links] = _project_page(by_partition[part], page=find_links, title=f"{PROJECT} wheels for {part}")
+        pages[root] = _root_page(f"Simple index: {part}")
+        pages[project] = _project_page(by_partition[part], page=project, title=f"Links for {PROJECT} ({part})")
+    pages["index.html"] = _home_page(
+        ordered, title=title, site_url=site_url, torch_index=torch_index, partitions=partitions
+    )
+    return pages
+
+
+def published_canonical_names(filenames: Iterable[str]) -> frozenset[str]:
+    """Canonical dswheels names among ``filenames`` (foreign files ignored)."""
+    return frozenset(name for f in filenames if (name := canonical_filename(f)) is not None)

@@ -1,0 +1,6 @@
+"""The GitHub workflows' decisions: what a run builds, its jobs and their cost, following upstream.
+
+:mod:`.event` decides from a run's event (wheels.yml), :mod:`.jobs` groups cells into jobs
+under GitHub's limits, :mod:`.costs` estimates runner time (:mod:`.render_costs` shows it),
+:mod:`.canary` picks the cheapest Windows cell, and :mod:`.follow` decides for follow.yml.
+"""
