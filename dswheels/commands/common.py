@@ -10,7 +10,8 @@ from typing import Any
 
 from dswheels.core.compat import Compat
 from dswheels.core.locations import MATRIX
-from dswheels.core.matrix.parse import MatrixSpec, parse_matrix
+from dswheels.core.matrix.parse import parse_matrix
+from dswheels.core.matrix.spec import MatrixSpec
 from dswheels.core.versions import VersionTuple, parse_version
 from dswheels.effects.files import read_bounded
 from dswheels.errors import ConfigError

@@ -8,7 +8,8 @@ differ only in Python), as a straightforward loop over `check_cell` + `resolve_c
 from __future__ import annotations
 
 from dswheels.core.compat import Compat, load_compat
-from dswheels.core.matrix.parse import MatrixSpec, parse_matrix
+from dswheels.core.matrix.parse import parse_matrix
+from dswheels.core.matrix.spec import MatrixSpec
 from dswheels.core.plan.contract import render_json
 from dswheels.core.plan.planner import check_cell, plan, resolve_cell
 from dswheels.core.versions import format_version

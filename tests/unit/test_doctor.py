@@ -25,7 +25,7 @@ from dswheels.core.doctor.facts import (
 )
 from dswheels.core.doctor.render import DOCTOR_SCHEMA, facts_from_data, facts_to_data, render_json, render_text
 from dswheels.core.index.files import IndexFile
-from dswheels.core.matrix.parse import MatrixSpec
+from dswheels.core.matrix.spec import MatrixSpec
 from dswheels.core.model import Platform, Python, Variant
 from dswheels.core.naming import cell_id, try_parse_wheel, wheel_filename
 from dswheels.core.plan.planner import Combo, plan

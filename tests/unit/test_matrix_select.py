@@ -8,7 +8,8 @@ import pytest
 
 from dswheels.cli import main
 from dswheels.core.compat import load_compat
-from dswheels.core.matrix.parse import MatrixSpec, parse_matrix
+from dswheels.core.matrix.parse import parse_matrix
+from dswheels.core.matrix.spec import MatrixSpec
 from dswheels.core.plan.planner import plan
 from dswheels.core.plan.render import render_table
 from dswheels.core.versions import format_version

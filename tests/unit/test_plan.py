@@ -10,7 +10,8 @@ from hypothesis import given, settings
 
 from dswheels.commands.common import load_matrix
 from dswheels.core.compat import Compat, RunnerImage, load_compat
-from dswheels.core.matrix.parse import MatrixSpec, parse_matrix
+from dswheels.core.matrix.parse import parse_matrix
+from dswheels.core.matrix.spec import MatrixSpec
 from dswheels.core.model import Cell, DroppedCell, PlannedCell, Source, SourceKind, Variant
 from dswheels.core.naming import cell_id, parse_cell_id
 from dswheels.core.plan.planner import Combo, check_cell, plan, resolve_cell

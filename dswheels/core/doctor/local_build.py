@@ -12,7 +12,7 @@ from dswheels.core.doctor.environment import Env, best_toolkit, gcc_major
 from dswheels.core.doctor.facts import DevLibrary, lib_paths, ops_linking, toolset_minor
 from dswheels.core.doctor.fixes import dev_packages_fix, install_toolkit_fix, pip_include_for
 from dswheels.core.doctor.report import LocalBuild, Status
-from dswheels.core.matrix.parse import MatrixSpec
+from dswheels.core.matrix.spec import MatrixSpec
 from dswheels.core.model import Cell, DroppedCell, Reason
 from dswheels.core.plan.planner import LocalHost, resolve_cell
 from dswheels.core.versions import VersionTuple, format_version

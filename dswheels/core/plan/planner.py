@@ -18,7 +18,7 @@ from typing import TypeVar
 
 from dswheels.core.compat import Compat
 from dswheels.core.flags.record import FlagRecord
-from dswheels.core.matrix.parse import MatrixSpec, cell_values, parse_platform
+from dswheels.core.matrix.spec import MatrixSpec, cell_values, parse_platform
 from dswheels.core.matrix.yamldoc import suggest
 from dswheels.core.model import Cell, DroppedCell, PlannedCell, Platform, Python, Reason, Source, SourceKind, Variant
 from dswheels.core.naming import cell_id

@@ -14,7 +14,7 @@ from dswheels.core.binaries.linux_runtime import RuntimeFloor
 from dswheels.core.compat import Compat, CudaToolkit, OpInfo, RunnerImage, TorchRelease, describe_versions
 from dswheels.core.flags.record import FlagRecord, load_flag_record
 from dswheels.core.flags.screen import screen_ops
-from dswheels.core.matrix.parse import MatrixSpec, PlatformRunners
+from dswheels.core.matrix.spec import MatrixSpec, PlatformRunners
 from dswheels.core.model import Accelerator, Cell, HostCompiler, OpPlan, Platform, Reason, Toolchain, Variant
 from dswheels.core.versions import VersionTuple, format_version, parse_version
 

@@ -1,0 +1,126 @@
+"""All of compat.yml, typed (:class:`Compat`), and the lookups the planner makes in it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+
+from dswheels.core.binaries.linux_runtime import LibstdcxxRelease, RuntimeFloor, gcc_providing
+from dswheels.core.compat._entries import (
+    ArchListRow,
+    CpuBaseline,
+    CudaToolkit,
+    MismatchRow,
+    OpInfo,
+    Rule,
+    RunnerImage,
+    TorchRelease,
+    Workaround,
+)
+from dswheels.core.model import Accelerator
+from dswheels.core.versions import Range, VersionTuple, format_version
+
+__all__ = ["Compat", "describe_versions"]
+
+
+@dataclass(frozen=True)
+class Compat:
+    """All of compat.yml, typed. Lookups used per cell are cached by the planner."""
+
+    collected: str
+    sources: Mapping[str, str]
+    torch: Mapping[VersionTuple, TorchRelease]
+    torch_pypi_linux_variant: Mapping[VersionTuple, str]
+    torch_index: str
+    arch_tokens_rows: tuple[tuple[Range, tuple[str, ...]], ...]
+    arch_lists: tuple[ArchListRow, ...]
+    cuda: Mapping[VersionTuple, CudaToolkit]
+    subpackages_windows: tuple[tuple[Range, tuple[str, ...]], ...]
+    torch_gcc_limits: tuple[tuple[Range, Range, int, str], ...]
+    torch_gcc_min: tuple[tuple[Range, int, str, str], ...]  # torch range, oldest GCC major, why, source
+    libstdcxx: tuple[LibstdcxxRelease, ...]
+    linux_runtime_floor: RuntimeFloor  # what Linux wheels promise to need at most
+    linux_runtime_systems: str  # the systems that promise means, in words
+    linux_runtime_source: str
+    stl_floors: tuple[tuple[VersionTuple, VersionTuple, str], ...]
+    runner_images: Mapping[str, RunnerImage]
+    cpu_baselines: Mapping[str, CpuBaseline]
+    deepspeed_releases: tuple[VersionTuple, ...]
+    sdist_json: str
+    windows_files: Mapping[str, str]  # path in the source tree -> text (what the sdist leaves out)
+    mismatch_rows: tuple[MismatchRow, ...]
+    rules: tuple[Rule, ...]
+    workarounds: tuple[Workaround, ...]
+    ops: tuple[OpInfo, ...]
+
+    @cached_property
+    def torch_minors(self) -> tuple[VersionTuple, ...]:
+        return tuple(sorted(self.torch))
+
+    def arch_tokens(self, torch: VersionTuple) -> frozenset[str]:
+        tokens: set[str] = set()
+        for rng, add in self.arch_tokens_rows:
+            if torch in rng:
+                tokens.update(add)
+        return frozenset(tokens)
+
+    def torch_arch_list(self, torch: VersionTuple, variant: str) -> ArchListRow | None:
+        for row in self.arch_lists:
+            if row.variant == variant and torch in row.torch:
+                return row
+        return None
+
+    def mismatch_ok(self, deepspeed: VersionTuple, major: int) -> frozenset[VersionTuple]:
+        for row in self.mismatch_rows:
+            if deepspeed in row.deepspeed:
+                return row.lists.get(major, frozenset())
+        return frozenset()
+
+    def subpackages_for(self, cuda: VersionTuple) -> tuple[str, ...]:
+        packages: list[str] = []
+        for rng, names in self.subpackages_windows:
+            if cuda in rng:
+                packages.extend(names)
+        return tuple(packages)
+
+    def stl_floor(self, toolset: VersionTuple) -> tuple[VersionTuple, str] | None:
+        """The lowest CUDA the STL of ``toolset`` accepts, if it has such a gate."""
+        floor: tuple[VersionTuple, str] | None = None
+        for from_toolset, min_cuda, source in self.stl_floors:
+            if toolset >= from_toolset:
+                floor = (min_cuda, source)
+        return floor
+
+    def runtime_floor(self, *, glibc: VersionTuple, glibcxx: VersionTuple) -> RuntimeFloor:
+        """A promised floor; CXXABI is that of the libstdc++ defining ``glibcxx`` (``ValueError``: unknown)."""
+        release = next((r for r in self.libstdcxx if r.glibcxx == glibcxx), None)
+        if release is None:
+            known = ", ".join(format_version(r.glibcxx) for r in self.libstdcxx)
+            msg = f"GLIBCXX {format_version(glibcxx)} is no GCC release's newest version (known: {known})"
+            raise ValueError(msg)
+        return RuntimeFloor(glibc=glibc, glibcxx=glibcxx, cxxabi=release.cxxabi)
+
+    def gcc_for_glibcxx(self, glibcxx: VersionTuple) -> str:
+        """``"12.1"``: the first GCC whose libstdc++ has ``GLIBCXX_<glibcxx>`` ("" if newer than the table)."""
+        return gcc_providing(glibcxx, self.libstdcxx)
+
+    def gcc_min(self, torch: VersionTuple) -> tuple[int, str]:
+        """The oldest GCC major torch's headers accept, and why (0, "" when unconstrained)."""
+        best = (0, "")
+        for rng, gcc_min, why, _source in self.torch_gcc_min:
+            if torch in rng and gcc_min > best[0]:
+                best = (gcc_min, why)
+        return best
+
+    def ops_for(self, deepspeed: VersionTuple, accelerator: Accelerator) -> tuple[OpInfo, ...]:
+        return tuple(op for op in self.ops if op.accelerator == accelerator and deepspeed in op.versions)
+
+    @cached_property
+    def op_names(self) -> frozenset[str]:
+        return frozenset(op.name for op in self.ops)
+
+
+def describe_versions(versions: Sequence[VersionTuple]) -> str:
+    """``2.9, 2.10, 2.11`` for messages."""
+    return ", ".join(format_version(v) for v in versions)
