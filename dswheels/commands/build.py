@@ -18,7 +18,7 @@ from dswheels.commands.common import (
 )
 from dswheels.commands.selection import COMBO_AXES, add_selection_arguments, cells_of_plan, compute_plan
 from dswheels.core.building.compiler_cache import SCCACHE_BACKENDS, SccacheSettings
-from dswheels.core.building.env import fit_jobs
+from dswheels.core.building.parallelism import fit_jobs
 from dswheels.core.building.report import CellOutcome, render_results_markdown, render_results_table
 from dswheels.core.compat import Compat, load_compat
 from dswheels.core.locations import WHEELHOUSE

@@ -28,21 +28,7 @@ from dswheels import __version__
 from dswheels.core.binaries.fatbin import GpuCode, arch_number
 from dswheels.core.binaries.linux_runtime import RuntimeFloor, exceeds, floor_of
 from dswheels.core.building.compiler_cache import CacheTool, SccacheSettings, sccache_backend
-from dswheels.core.building.env import (
-    BUILDER_FILES,
-    DEBUG_FLAG_FILES,
-    BuildSetup,
-    CompilerCache,
-    PatchError,
-    baseline_flag,
-    build_env,
-    dist_extra_config,
-    patch_debug_flags,
-    patch_parallel_extensions,
-    patch_portable_cpu,
-    patch_torch_requirement,
-    split_parallelism,
-)
+from dswheels.core.building.env import BuildSetup, CompilerCache, baseline_flag, build_env, dist_extra_config
 from dswheels.core.building.log import (
     CacheStats,
     OpSources,
@@ -53,6 +39,16 @@ from dswheels.core.building.log import (
     parse_ninja_log,
     parse_sccache_stats,
     unit_seconds,
+)
+from dswheels.core.building.parallelism import split_parallelism
+from dswheels.core.building.patches import (
+    BUILDER_FILES,
+    DEBUG_FLAG_FILES,
+    PatchError,
+    patch_debug_flags,
+    patch_parallel_extensions,
+    patch_portable_cpu,
+    patch_torch_requirement,
 )
 from dswheels.core.building.report import OpOutcome, op_outcomes
 from dswheels.core.compat import Compat

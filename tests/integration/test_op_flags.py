@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from dswheels.core.building.env import CPU_BUILDER_FILES, patch_debug_flags
+from dswheels.core.building.patches import CPU_BUILDER_FILES, patch_debug_flags
 from dswheels.core.compat import load_compat
 from dswheels.core.flags.gcc import judge_gcc
 from dswheels.core.flags.issue import Finding

@@ -8,15 +8,8 @@ from pathlib import Path
 import pytest
 
 from dswheels.core.building.compiler_cache import CacheTool
-from dswheels.core.building.env import (
-    BuildSetup,
-    CompilerCache,
-    PatchError,
-    build_env,
-    dist_extra_config,
-    patch_debug_flags,
-    patch_portable_cpu,
-)
+from dswheels.core.building.env import BuildSetup, CompilerCache, build_env, dist_extra_config
+from dswheels.core.building.patches import PatchError, patch_debug_flags, patch_portable_cpu
 from dswheels.core.compat import load_compat
 from dswheels.core.matrix.parse import parse_matrix
 from dswheels.core.model import PlannedCell

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from dswheels.core.building.env import PatchError, patch_cpu_builder_win32, patch_debug_flags
+from dswheels.core.building.patches import PatchError, patch_cpu_builder_win32, patch_debug_flags
 from dswheels.core.compat import load_compat
 from dswheels.core.flags.op_flags import OpFlags
 from dswheels.core.flags.record import FlagRecord, load_flag_record, parse_flag_record, render_flag_record

@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 
 from dswheels.core.binaries.fatbin import GpuCode
+from dswheels.core.building.patches import PORTABLE_MARK
 from dswheels.core.naming import parse_cell_id
 from dswheels.core.wheel.contents import parse_installed_info, parse_metadata
 from dswheels.core.wheel.dsreport import parse_ds_report
 from dswheels.core.wheel.smoke import deepspeed_config, render_smoke_markdown, runs_for
 from dswheels.core.wheel.verify import (
-    PORTABLE_MARK,
     Check,
     Expected,
     cell_from_wheel_filename,

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from dswheels.core.building.env import GIB, fit_jobs, msvc_bin_dir, split_parallelism
+from dswheels.core.building.env import msvc_bin_dir
+from dswheels.core.building.parallelism import GIB, fit_jobs, split_parallelism
 from dswheels.core.compat import load_compat
 from dswheels.core.matrix.parse import parse_matrix
 from dswheels.core.model import PlannedCell, Platform, SourceKind

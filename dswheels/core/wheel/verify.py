@@ -15,6 +15,7 @@ from dswheels.core.binaries.dlls import DllFacts, DllTarget, describe_providers,
 from dswheels.core.binaries.extension import ExtensionBinary
 from dswheels.core.binaries.fatbin import GpuCode, arch_number
 from dswheels.core.binaries.linux_runtime import LibstdcxxRelease, RuntimeFloor, floor_of, judge_runtime
+from dswheels.core.building.patches import PORTABLE_MARK
 from dswheels.core.model import Accelerator, Cell, Platform, Python, Variant
 from dswheels.core.naming import (
     WheelNameError,
@@ -29,7 +30,6 @@ from dswheels.core.wheel.contents import InstalledInfo, Metadata, check_ops, tor
 from dswheels.core.wheel.manifest import Manifest
 
 __all__ = [
-    "PORTABLE_MARK",
     "Check",
     "Expected",
     "ExpectedFrom",
@@ -41,8 +41,6 @@ __all__ = [
     "render_checks_markdown",
     "static_checks",
 ]
-
-PORTABLE_MARK = "# dswheels: portable CPU baseline"
 
 
 @dataclass(frozen=True, slots=True)
