@@ -10,7 +10,9 @@ from urllib.parse import urljoin
 from dswheels.commands.common import Subparsers, formatter
 from dswheels.core.compat import load_compat
 from dswheels.core.index.files import IndexFile
-from dswheels.core.index.site import apply_yanked, install_lines, parse_yanked, render_site
+from dswheels.core.index.links import install_lines
+from dswheels.core.index.site import render_site
+from dswheels.core.index.yank import apply_yanked, parse_yanked
 from dswheels.core.locations import LOCAL_SITE_URL, PUBLISHED, SITE, serve_command
 from dswheels.core.sources import torch_index_problem
 from dswheels.effects.clock import monotonic

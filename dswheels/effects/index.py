@@ -23,7 +23,8 @@ import requests
 from packaging.utils import canonicalize_name
 
 from dswheels.core.index.files import IndexFile, parse_project_page, project_page_url
-from dswheels.core.index.site import FILES_DIR, MARKER, metadata_name
+from dswheels.core.index.links import metadata_name
+from dswheels.core.index.site import FILES_DIR, MARKER
 from dswheels.core.jsondoc import parse_json
 from dswheels.core.locations import PUBLISHED
 from dswheels.core.naming import PROJECT, PublishedWheel, WheelNameError, parse_wheel

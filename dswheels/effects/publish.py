@@ -27,7 +27,8 @@ from urllib.parse import urljoin
 import requests
 
 from dswheels.core.index.files import IndexFile, parse_project_page
-from dswheels.core.index.site import GITHUB_ASSET_LIMIT, GITHUB_ASSET_MAX_BYTES, metadata_name
+from dswheels.core.index.links import metadata_name
+from dswheels.core.index.site import GITHUB_ASSET_LIMIT, GITHUB_ASSET_MAX_BYTES
 from dswheels.core.naming import PROJECT, parse_wheel
 from dswheels.core.wheel.contents import parse_metadata
 from dswheels.core.wheel.manifest import ManifestError, manifest_name, parse_manifest

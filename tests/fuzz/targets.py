@@ -15,7 +15,7 @@ from pathlib import Path
 
 from dswheels.core.compat import load_compat
 from dswheels.core.index.files import link_problem, parse_project_page
-from dswheels.core.index.site import parse_yanked
+from dswheels.core.index.yank import parse_yanked
 from dswheels.core.matrix.parse import parse_matrix
 from dswheels.core.naming import parse_wheel
 from dswheels.core.sources import torch_index_problem

@@ -28,7 +28,7 @@ import requests
 from pypi_simple import IndexPage, ProjectPage, PyPISimple
 
 from dswheels.cli import main
-from dswheels.core.index.site import install_command
+from dswheels.core.index.links import install_command
 from dswheels.core.naming import PROJECT
 from tests.support.installers import Installer
 from tests.support.servers import StaticServer

@@ -24,7 +24,7 @@ from dswheels.cli import main
 from dswheels.core.compat import load_compat
 from dswheels.core.doctor.render import FactsError, facts_from_data
 from dswheels.core.index.files import parse_project_page
-from dswheels.core.index.site import parse_yanked
+from dswheels.core.index.yank import parse_yanked
 from dswheels.core.matrix.parse import parse_matrix
 from dswheels.core.naming import parse_wheel
 from dswheels.core.sources import sdist_from_pypi_json

@@ -16,15 +16,9 @@ from hypothesis import given
 from pypi_simple import IndexPage, ProjectPage, RepositoryPage
 
 from dswheels.core.index.files import IndexFile, parse_project_page
-from dswheels.core.index.site import (
-    MARKER,
-    apply_yanked,
-    file_href,
-    install_command,
-    parse_yanked,
-    partition_url,
-    render_site,
-)
+from dswheels.core.index.links import file_href, install_command, partition_url
+from dswheels.core.index.site import MARKER, render_site
+from dswheels.core.index.yank import apply_yanked, parse_yanked
 from dswheels.core.model import Cell, Platform, Python, Variant
 from dswheels.core.naming import parse_wheel, partition, wheel_filename
 from dswheels.core.wheel.manifest import manifest_name

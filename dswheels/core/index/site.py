@@ -17,23 +17,30 @@ Every link carries ``#sha256=``, ``data-requires-python`` (when declared),
 ``data-core-metadata`` (PEP 658/714: the wheel's METADATA at ``<href>.metadata``) and
 ``data-yanked`` where yanked; hrefs percent-encode ``+`` (uv sends an href verbatim and
 S3-style hosts read a raw ``+`` as a space). Output depends only on the input files.
+
+URLs and install lines are :mod:`dswheels.core.index.links`, yanking
+:mod:`dswheels.core.index.yank`.
 """
 
 from __future__ import annotations
 
-import fnmatch
 import html
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
-from urllib.parse import quote, unquote, urljoin, urlsplit, urlunsplit
-
-from packaging.version import Version
+from dataclasses import dataclass
 
 from dswheels.core.index.files import IndexFile
-from dswheels.core.model import Platform, Python, Variant
+from dswheels.core.index.links import (
+    file_href,
+    install_lines,
+    is_absolute,
+    partition_order,
+    partition_url,
+    release_order,
+    url_encoded,
+)
+from dswheels.core.model import Platform, Python
 from dswheels.core.naming import PROJECT, canonical_filename
-from dswheels.core.sources import torch_index_url
 from dswheels.core.versions import format_version, parse_version
 
 __all__ = [
@@ -41,14 +48,6 @@ __all__ = [
     "GITHUB_ASSET_LIMIT",
     "GITHUB_ASSET_MAX_BYTES",
     "MARKER",
-    "YankRule",
-    "apply_yanked",
-    "file_href",
-    "install_command",
-    "install_lines",
-    "metadata_name",
-    "parse_yanked",
-    "partition_url",
     "published_canonical_names",
     "render_site",
     "site_paths",
@@ -59,123 +58,6 @@ GITHUB_ASSET_LIMIT = 1000  # assets per release
 GITHUB_ASSET_MAX_BYTES = 2 * 1024**3 - 1  # "each file ... must be under 2 GiB"
 REPOSITORY_VERSION = "1.0"  # PEP 629
 FILES_DIR = "files"  # where a self-contained site keeps its wheels
-
-
-def metadata_name(filename: str) -> str:
-    """PEP 658: the core metadata of ``X.whl`` is served at ``X.whl.metadata``."""
-    return f"{filename}.metadata"
-
-
-# --- the published set ----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class YankRule:
-    pattern: str  # a filename or glob
-    reason: str
-    line: int
-
-
-def parse_yanked(text: str, source: str = "yanked") -> tuple[YankRule, ...]:
-    """``<filename or glob> <reason...>`` per line; ``#`` starts a comment.
-
-    >>> parse_yanked("deepspeed-0.19.7+cu128* crashes in FusedAdam (#123)")[0].reason
-    'crashes in FusedAdam (#123)'
-    """
-    rules: list[YankRule] = []
-    for number, raw in enumerate(text.splitlines(), start=1):
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        pattern, _sep, reason = line.partition(" ")
-        if not pattern.endswith((".whl", "*")):
-            msg = f"{source}:{number}: {pattern!r} names no wheel (give a filename or a glob ending in '*' or '.whl')"
-            raise ValueError(msg)
-        rules.append(YankRule(pattern=pattern, reason=reason.strip(), line=number))
-    return tuple(rules)
-
-
-def apply_yanked(files: Sequence[IndexFile], rules: Sequence[YankRule]) -> tuple[list[IndexFile], list[YankRule]]:
-    """Mark yanked files (the first matching rule gives the reason); also return the rules that matched nothing."""
-    used: set[int] = set()
-    result: list[IndexFile] = []
-    for item in files:
-        hit = next((i for i, rule in enumerate(rules) if fnmatch.fnmatchcase(item.filename, rule.pattern)), None)
-        if hit is not None:
-            used.add(hit)
-            item = replace(item, yanked=rules[hit].reason)  # noqa: PLW2901
-        result.append(item)
-    return result, [rule for i, rule in enumerate(rules) if i not in used]
-
-
-# --- URLs -----------------------------------------------------------------------------------------
-
-
-def _encode_path(path: str) -> str:
-    """Percent-encode a URL path once (``+`` -> ``%2B``), leaving ``/`` alone.
-
-    >>> _encode_path("files/deepspeed-0.19.8+cu128torch2.9-cp312-cp312-win_amd64.whl")
-    'files/deepspeed-0.19.8%2Bcu128torch2.9-cp312-cp312-win_amd64.whl'
-    """
-    return quote(unquote(path), safe="/")
-
-
-def _is_absolute(url: str) -> bool:
-    return bool(urlsplit(url).scheme)
-
-
-def file_href(url: str, *, page: str) -> str:
-    """The href from ``page`` (a site-relative file path) to a file at ``url``.
-
-    ``url`` is absolute, or relative to the site root (``files/<name>``, never with ``..``).
-
-    >>> file_href("files/a+b.whl", page="whl/cpu-torch2.9/simple/deepspeed/index.html")
-    '../../../../files/a%2Bb.whl'
-    >>> file_href("https://github.com/o/r/releases/download/v1/a+b.whl", page="simple/deepspeed/index.html")
-    'https://github.com/o/r/releases/download/v1/a%2Bb.whl'
-    """
-    return ("" if _is_absolute(url) else "../" * page.count("/")) + _encoded(url)
-
-
-def _encoded(url: str) -> str:
-    if _is_absolute(url):
-        parts = urlsplit(url)
-        return urlunsplit((parts.scheme, parts.netloc, _encode_path(parts.path), parts.query, ""))
-    return _encode_path(url)
-
-
-def _site_base(site_url: str) -> str:
-    return site_url if site_url.endswith("/") else site_url + "/"
-
-
-def partition_url(site_url: str, part: str) -> str:
-    """The ``--extra-index-url`` of a partition: ``<site>/whl/<partition>/simple/``."""
-    return urljoin(_site_base(site_url), f"whl/{part}/simple/")
-
-
-def install_command(*, tool: str, version: str, site_url: str, part: str, torch_index: str) -> str:
-    """The install line that cannot go wrong (README, "Install"; docs/index-layout.md).
-
-    The exact local version (``==0.19.8+cu128torch2.9``) matches our wheel only: PyPI
-    cannot hold local versions, so pip (which merges every index and would take PyPI's
-    newer sdist and compile it) and uv alike can only pick this partition's wheel, for
-    this torch minor; with no wheel for the user's Python or platform they stop with
-    "no matching distribution" instead of compiling. The partition's index comes first
-    (uv takes a package from the first index that has it), then PyTorch's index for the
-    variant, so a torch the wheel pins (``torch==M.m.*``) comes in the matching CUDA build.
-
-    >>> line = install_command(tool="pip", version="0.19.8+cu128torch2.9", site_url="https://h/ds/",
-    ...                        part="cu128-torch2.9", torch_index="https://t/whl/cu128")
-    >>> print(line.replace(" --", "\\n  --"))
-    pip install "deepspeed==0.19.8+cu128torch2.9"
-      --extra-index-url https://h/ds/whl/cu128-torch2.9/simple/
-      --extra-index-url https://t/whl/cu128
-    """
-    program = {"pip": "pip install", "uv": "uv pip install"}[tool]
-    return (
-        f'{program} "{PROJECT}=={version}" --extra-index-url {partition_url(site_url, part)}'
-        f" --extra-index-url {torch_index}"
-    )
 
 
 # --- pages ----------------------------------------------------------------------------------------
@@ -234,8 +116,8 @@ class _Anchor:
         if item.yanked is not None:
             attrs.append(f' data-yanked="{html.escape(item.yanked)}"')
         return cls(
-            absolute=_is_absolute(item.url),
-            target=html.escape(f"{_encoded(item.url)}#sha256={item.sha256}"),
+            absolute=is_absolute(item.url),
+            target=html.escape(f"{url_encoded(item.url)}#sha256={item.sha256}"),
             tail=f"{''.join(attrs)}>{html.escape(item.filename)}</a><br>",
         )
 
@@ -253,25 +135,9 @@ def _root_page(title: str) -> str:
     return _page(title, [f'<a href="{PROJECT}/">{PROJECT}</a><br>'])
 
 
-def _sort_key(item: IndexFile) -> tuple[Version, str]:
-    return (item.published.version, item.filename)
-
-
-def _partition_key(part: str) -> tuple[tuple[int, ...], bool, tuple[int, ...]]:
-    """Newest torch first, then CUDA variants newest first, cpu last."""
-    variant, _sep, torch = part.partition("-torch")
-    cuda = Variant.parse(variant).cuda
-    return (tuple(-x for x in parse_version(torch)), cuda is None, tuple(-x for x in cuda or ()))
-
-
 def site_paths(part: str) -> tuple[str, str, str]:
     """The three pages of a partition: find-links page, index root, project page."""
     return (f"whl/{part}/index.html", f"whl/{part}/simple/index.html", f"whl/{part}/simple/{PROJECT}/index.html")
-
-
-def _newest(files: Iterable[IndexFile]) -> IndexFile | None:
-    live = [f for f in files if f.yanked is None]
-    return max(live, key=_sort_key, default=None)
 
 
 def _coverage(files: Sequence[IndexFile]) -> list[str]:
@@ -297,7 +163,7 @@ def _coverage(files: Sequence[IndexFile]) -> list[str]:
         body.append("<table>")
         head = "".join(f"<th>{html.escape(str(py))}</th>" for py in py_cols)
         body.append(f"<tr><th>partition</th>{head}</tr>")
-        for part in sorted(by_ds[ds], key=_partition_key):
+        for part in sorted(by_ds[ds], key=partition_order):
             row = [f'<td class="row"><a href="#{html.escape(part)}">{html.escape(part)}</a></td>']
             for py in py_cols:
                 slot = by_ds[ds][part].get(py.tag, {})
@@ -317,31 +183,6 @@ def _mark(item: IndexFile, *, page: str) -> str:
         tip += f", yanked: {item.yanked}" if item.yanked else ", yanked"
     href = file_href(item.url, page=page)
     return f'<a{cls} href="{html.escape(href)}" title="{html.escape(tip)}">{label}</a>'
-
-
-def install_lines(
-    files: Sequence[IndexFile], *, site_url: str, torch_index: str
-) -> list[tuple[str, tuple[str, str] | None]]:
-    """Per partition, newest torch first: the pip and uv lines for its newest DeepSpeed (see
-    :func:`install_command`), or None when every wheel of the partition is yanked."""
-    by_partition: dict[str, list[IndexFile]] = defaultdict(list)
-    for item in files:
-        by_partition[item.published.partition].append(item)
-    lines: list[tuple[str, tuple[str, str] | None]] = []
-    for part in sorted(by_partition, key=_partition_key):
-        newest = _newest(by_partition[part])
-        if newest is None:
-            lines.append((part, None))
-            continue
-        index = torch_index_url(torch_index, part.partition("-torch")[0])
-        pip, uv = (
-            install_command(
-                tool=tool, version=str(newest.published.version), site_url=site_url, part=part, torch_index=index
-            )
-            for tool in ("pip", "uv")
-        )
-        lines.append((part, (pip, uv)))
-    return lines
 
 
 def _install(files: Sequence[IndexFile], *, site_url: str, torch_index: str) -> list[str]:
@@ -420,12 +261,12 @@ def render_site(
             msg = f"{item.filename} is published twice ({seen[item.filename].url} and {item.url})"
             raise ValueError(msg)
         seen[item.filename] = item
-    ordered = sorted(files, key=_sort_key)
+    ordered = sorted(files, key=release_order)
     anchors = [_Anchor.of(item) for item in ordered]
     by_partition: dict[str, list[_Anchor]] = defaultdict(list)
     for item, anchor in zip(ordered, anchors, strict=True):
         by_partition[item.published.partition].append(anchor)
-    partitions = sorted(by_partition, key=_partition_key)
+    partitions = sorted(by_partition, key=partition_order)
     pages: dict[str, str] = {
         MARKER: "Generated by `dswheels index`, which rewrites this directory on every run.\n",
         ".nojekyll": "",
