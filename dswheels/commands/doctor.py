@@ -11,7 +11,8 @@ from dswheels.commands.common import Subparsers, formatter
 from dswheels.core.compat import load_compat
 from dswheels.core.doctor import IndexView, Report, Status, diagnose
 from dswheels.core.doctor.facts import Facts
-from dswheels.core.doctor.render import FactsError, facts_from_data, render_json, render_text
+from dswheels.core.doctor.facts_json import FactsError, facts_from_data
+from dswheels.core.doctor.render import render_json, render_text
 from dswheels.core.jsondoc import parse_json
 from dswheels.core.versions import VersionTuple, parse_version
 from dswheels.effects.files import MAX_INPUT_BYTES, read_bounded

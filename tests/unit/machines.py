@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 from dswheels.core.doctor.facts import Facts
-from dswheels.core.doctor.render import facts_from_data
+from dswheels.core.doctor.facts_json import facts_from_data
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 MACHINES = DATA / "machines"

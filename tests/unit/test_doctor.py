@@ -23,7 +23,8 @@ from dswheels.core.doctor.facts import (
     parse_nvidia_smi,
     parse_vswhere,
 )
-from dswheels.core.doctor.render import DOCTOR_SCHEMA, facts_from_data, facts_to_data, render_json, render_text
+from dswheels.core.doctor.facts_json import facts_from_data, facts_to_data
+from dswheels.core.doctor.render import DOCTOR_SCHEMA, render_json, render_text
 from dswheels.core.index.files import IndexFile
 from dswheels.core.matrix.spec import MatrixSpec
 from dswheels.core.model import Platform, Python, Variant

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from dswheels.cli import main
 from dswheels.core.compat import load_compat
-from dswheels.core.doctor.render import FactsError, facts_from_data
+from dswheels.core.doctor.facts_json import FactsError, facts_from_data
 from dswheels.core.index.files import parse_project_page
 from dswheels.core.index.yank import parse_yanked
 from dswheels.core.matrix.parse import parse_matrix

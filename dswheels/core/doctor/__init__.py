@@ -7,10 +7,12 @@ is, whether a published wheel fits, and whether a local build would work. The lo
 judgement is the planner's own (:func:`dswheels.core.plan.planner.resolve_cell` with a
 :class:`~dswheels.core.plan.planner.LocalHost`), so doctor and ``dswheels plan`` never disagree.
 
-The parts: :mod:`.environment` (the facts parsed once), ``checks_*`` (one module per area:
-runtime, cuda, build tools, deepspeed), :mod:`.fixes` (toolkit fixes several checks give),
-:mod:`.local_build` and :mod:`.verdict`, :mod:`.guidance` (where to set CUDA_HOME) and
-:mod:`.report` (the result types).
+The parts: :mod:`.facts` (what is collected, and parsers of raw tool output),
+:mod:`.facts_json` (the facts as JSON, both ways), :mod:`.environment` (the facts parsed
+once), ``checks_*`` (one module per area: runtime, cuda, build tools, deepspeed),
+:mod:`.fixes` (toolkit fixes several checks give), :mod:`.local_build` and :mod:`.verdict`,
+:mod:`.guidance` (where to set CUDA_HOME), :mod:`.report` (the result types) and
+:mod:`.render` (the report as text or JSON).
 """
 
 from __future__ import annotations

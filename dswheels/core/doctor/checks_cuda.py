@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from dswheels.core.doctor.environment import Env, best_toolkit
-from dswheels.core.doctor.facts import DEV_LIBRARIES, lib_paths
+from dswheels.core.doctor.facts import DEV_LIBRARIES, ToolkitView, lib_paths
 from dswheels.core.doctor.fixes import dev_packages_fix, install_toolkit_fix, pip_include_for, set_cuda_home_fix
 from dswheels.core.doctor.report import Check, Status
 from dswheels.core.versions import format_version
@@ -77,89 +77,82 @@ def check_toolkits(env: Env) -> list[Check]:
 
 
 def _toolkit_checks(env: Env) -> list[Check]:
-    facts = env.facts
-    cuda_torch = env.variant is not None and env.variant.is_cuda
     if not env.views:
-        looked = (
-            "CUDA_HOME, CUDA_PATH, CUDA_PATH_V*, nvcc on PATH, C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA"
-            if facts.os == "windows"
-            else "CUDA_HOME, CUDA_PATH, nvcc on PATH, /usr/local/cuda*, /opt/cuda, $CONDA_PREFIX"
+        return [_no_toolkit_check(env)]
+    return [_toolkit_check(env, view) for view in env.views]
+
+
+def _no_toolkit_check(env: Env) -> Check:
+    cuda_torch = env.variant is not None and env.variant.is_cuda
+    looked = (
+        "CUDA_HOME, CUDA_PATH, CUDA_PATH_V*, nvcc on PATH, C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA"
+        if env.facts.os == "windows"
+        else "CUDA_HOME, CUDA_PATH, nvcc on PATH, /usr/local/cuda*, /opt/cuda, $CONDA_PREFIX"
+    )
+    return Check(
+        "toolkit",
+        Status.WARN if cuda_torch else Status.OK,
+        "no CUDA toolkit found",
+        detail=f"looked at {looked}. Prebuilt wheels do not need one; local builds and JIT-compiled ops do",
+        fix=install_toolkit_fix(env) if cuda_torch else "",
+    )
+
+
+def _toolkit_check(env: Env, view: ToolkitView) -> Check:
+    """One toolkit found: is it one (nvcc, a release, include/), and does it hold what ops build with."""
+    via = ", ".join(view.toolkit.found_via)
+    title = f"{view.label()} [{via}]"
+    if not view.has_nvcc:
+        return Check("toolkit", Status.WARN, title, detail="no bin/nvcc: not a toolkit (runtime only?)", fix="")
+    if view.nvcc is None:
+        return Check(
+            "toolkit",
+            Status.WARN,
+            title,
+            detail="nvcc --version did not print a release: "
+            + (view.toolkit.nvcc_output.strip().splitlines() or ["(no output)"])[-1],
+            fix="reinstall the toolkit",
         )
-        return [
-            Check(
-                "toolkit",
-                Status.WARN if cuda_torch else Status.OK,
-                "no CUDA toolkit found",
-                detail=f"looked at {looked}. Prebuilt wheels do not need one; local builds and JIT-compiled ops do",
-                fix=install_toolkit_fix(env) if cuda_torch else "",
-            ),
-        ]
-    checks: list[Check] = []
-    for view in env.views:
-        via = ", ".join(view.toolkit.found_via)
-        title = f"{view.label()} [{via}]"
-        if not view.has_nvcc:
-            checks.append(
-                Check("toolkit", Status.WARN, title, detail="no bin/nvcc: not a toolkit (runtime only?)", fix=""),
-            )
-            continue
-        if view.nvcc is None:
-            checks.append(
-                Check(
-                    "toolkit",
-                    Status.WARN,
-                    title,
-                    detail="nvcc --version did not print a release: "
-                    + (view.toolkit.nvcc_output.strip().splitlines() or ["(no output)"])[-1],
-                    fix="reinstall the toolkit",
-                ),
-            )
-            continue
-        runtime = DEV_LIBRARIES[0]
-        if runtime in view.missing_headers:
-            best = best_toolkit(env)
-            checks.append(
-                Check(
-                    "toolkit",
-                    Status.WARN,
-                    f"{view.root} has bin/nvcc (CUDA {format_version(view.nvcc)}) but no include/: not a toolkit root "
-                    f"[{via}]",
-                    detail="its nvcc is a wrapper script or a link into a toolkit elsewhere; torch takes this "
-                    "directory for CUDA_HOME when CUDA_HOME and CUDA_PATH are unset",
-                    fix=set_cuda_home_fix(env, best.root) if best else "set CUDA_HOME to the real toolkit root",
-                ),
-            )
-            continue
-        problems: list[str] = []
-        fixes: list[str] = []
-        if view.missing_headers:
-            names = ", ".join(f"{lib.name} ({lib.header})" for lib in view.missing_headers)
-            problems.append(f"missing headers: {names}")
-            pip = pip_include_for(env, view.missing_headers)
-            if pip:
-                fixes.append(f"CUDA_INC_PATH={pip} adds the headers torch's pip CUDA packages ship")
+    if DEV_LIBRARIES[0] in view.missing_headers:
+        best = best_toolkit(env)
+        return Check(
+            "toolkit",
+            Status.WARN,
+            f"{view.root} has bin/nvcc (CUDA {format_version(view.nvcc)}) but no include/: not a toolkit root [{via}]",
+            detail="its nvcc is a wrapper script or a link into a toolkit elsewhere; torch takes this "
+            "directory for CUDA_HOME when CUDA_HOME and CUDA_PATH are unset",
+            fix=set_cuda_home_fix(env, best.root) if best else "set CUDA_HOME to the real toolkit root",
+        )
+    problems, fixes = _missing_files(env, view)
+    if problems:
+        return Check(
+            "toolkit",
+            Status.WARN,
+            title,
+            detail="; ".join(problems),
+            fix="; or ".join(dict.fromkeys(f for f in fixes if f)),
+        )
+    return Check("toolkit", Status.OK, title, detail="nvcc and the cuBLAS/cuSPARSE/cuSOLVER/cuRAND dev files")
+
+
+def _missing_files(env: Env, view: ToolkitView) -> tuple[list[str], list[str]]:
+    """What a toolkit lacks of the headers and link libraries ops build with, and the fixes."""
+    problems: list[str] = []
+    fixes: list[str] = []
+    if view.missing_headers:
+        names = ", ".join(f"{lib.name} ({lib.header})" for lib in view.missing_headers)
+        problems.append(f"missing headers: {names}")
+        pip = pip_include_for(env, view.missing_headers)
+        if pip:
+            fixes.append(f"CUDA_INC_PATH={pip} adds the headers torch's pip CUDA packages ship")
+        fixes.append(dev_packages_fix(env, view))
+    if view.targets_only_headers and not view.missing_headers:
+        include = f"{view.root}/targets/x86_64-linux/include"
+        problems.append("headers only under targets/x86_64-linux/include (conda layout)")
+        fixes.append(f"CUDA_INC_PATH={include}")
+    if view.missing_libs:
+        names = ", ".join(f"{lib.name} ({lib_paths(env.facts.os, lib.link)[0]})" for lib in view.missing_libs)
+        problems.append(f"missing link libraries: {names}: the ops that link them fail to build")
+        if not view.missing_headers:
             fixes.append(dev_packages_fix(env, view))
-        if view.targets_only_headers and not view.missing_headers:
-            include = f"{view.root}/targets/x86_64-linux/include"
-            problems.append("headers only under targets/x86_64-linux/include (conda layout)")
-            fixes.append(f"CUDA_INC_PATH={include}")
-        if view.missing_libs:
-            names = ", ".join(f"{lib.name} ({lib_paths(facts.os, lib.link)[0]})" for lib in view.missing_libs)
-            problems.append(f"missing link libraries: {names}: the ops that link them fail to build")
-            if not view.missing_headers:
-                fixes.append(dev_packages_fix(env, view))
-        if problems:
-            checks.append(
-                Check(
-                    "toolkit",
-                    Status.WARN,
-                    title,
-                    detail="; ".join(problems),
-                    fix="; or ".join(dict.fromkeys(f for f in fixes if f)),
-                ),
-            )
-        else:
-            checks.append(
-                Check("toolkit", Status.OK, title, detail="nvcc and the cuBLAS/cuSPARSE/cuSOLVER/cuRAND dev files")
-            )
-    return checks
+    return problems, fixes

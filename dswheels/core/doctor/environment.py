@@ -14,7 +14,17 @@ from dataclasses import dataclass, field
 from packaging.version import InvalidVersion, Version
 
 from dswheels.core.compat import Compat
-from dswheels.core.doctor.facts import Facts, Gpu, ToolkitView, VsInstall, parse_nvidia_smi, parse_vswhere, toolkit_view
+from dswheels.core.doctor.facts import (
+    Facts,
+    Gpu,
+    PythonFacts,
+    ToolkitView,
+    TorchFacts,
+    VsInstall,
+    parse_nvidia_smi,
+    parse_vswhere,
+    toolkit_view,
+)
 from dswheels.core.model import Platform, Python, Variant
 from dswheels.core.versions import VersionTuple, parse_version
 
@@ -71,29 +81,11 @@ class Env:
 def derive_env(facts: Facts, compat: Compat) -> Env:
     """Parse and resolve the facts once: every check, the verdict and the guidance read the result."""
     env = Env(facts=facts, compat=compat)
-    py = facts.python
-    if py is not None:
-        env.platform = Platform.from_sysconfig(py.platform)
-        try:
-            major, minor = parse_version(py.version)[:2]
-            env.python = Python(version=(major, minor), free_threaded=py.free_threaded)
-        except ValueError:
-            env.problems["python"] = f"cannot read the Python version {py.version!r}"
+    if facts.python is not None:
+        _read_python(env, facts.python)
     torch = facts.torch
     if torch is not None:
-        try:
-            env.torch_minor = Version(torch.version).release[:2]
-        except InvalidVersion:
-            env.problems["torch"] = f"cannot read the torch version {torch.version!r}"
-        if torch.hip:
-            env.problems["torch"] = f"this is a ROCm build of torch (HIP {torch.hip}); dswheels builds for CUDA and CPU"
-        elif torch.cuda:
-            try:
-                env.variant = Variant.parse(torch.cuda)
-            except ValueError:
-                env.problems["torch"] = f"cannot read torch.version.cuda {torch.cuda!r}"
-        else:
-            env.variant = Variant(name="cpu", cuda=None)
+        _read_torch(env, torch)
     if facts.nvidia_smi:
         env.gpus, env.driver = parse_nvidia_smi(facts.nvidia_smi)
     if not env.gpus and torch is not None and torch.devices:
@@ -104,6 +96,32 @@ def derive_env(facts: Facts, compat: Compat) -> Env:
     if facts.visual_studio is not None:
         env.vs = parse_vswhere(facts.visual_studio)
     return env
+
+
+def _read_python(env: Env, py: PythonFacts) -> None:
+    env.platform = Platform.from_sysconfig(py.platform)
+    try:
+        major, minor = parse_version(py.version)[:2]
+        env.python = Python(version=(major, minor), free_threaded=py.free_threaded)
+    except ValueError:
+        env.problems["python"] = f"cannot read the Python version {py.version!r}"
+
+
+def _read_torch(env: Env, torch: TorchFacts) -> None:
+    """torch's MAJOR.MINOR and its variant (cpu or cuXYZ); a ROCm torch is a problem, not a variant."""
+    try:
+        env.torch_minor = Version(torch.version).release[:2]
+    except InvalidVersion:
+        env.problems["torch"] = f"cannot read the torch version {torch.version!r}"
+    if torch.hip:
+        env.problems["torch"] = f"this is a ROCm build of torch (HIP {torch.hip}); dswheels builds for CUDA and CPU"
+    elif torch.cuda:
+        try:
+            env.variant = Variant.parse(torch.cuda)
+        except ValueError:
+            env.problems["torch"] = f"cannot read torch.version.cuda {torch.cuda!r}"
+    else:
+        env.variant = Variant(name="cpu", cuda=None)
 
 
 def _torch_cuda_home(facts: Facts) -> tuple[str | None, str]:

@@ -7,13 +7,15 @@ user's machine instead of a matrix and runner images.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from dswheels.core.compat import Compat
 from dswheels.core.doctor.environment import Env, best_toolkit, gcc_major
 from dswheels.core.doctor.facts import DevLibrary, lib_paths, ops_linking, toolset_minor
 from dswheels.core.doctor.fixes import dev_packages_fix, install_toolkit_fix, pip_include_for
 from dswheels.core.doctor.report import LocalBuild, Status
 from dswheels.core.matrix.spec import MatrixSpec
-from dswheels.core.model import Cell, DroppedCell, Reason
+from dswheels.core.model import Cell, DroppedCell, PlannedCell, Reason
 from dswheels.core.plan.planner import LocalHost, resolve_cell
 from dswheels.core.versions import VersionTuple, format_version
 
@@ -67,99 +69,116 @@ def _local_fix(reason: Reason, cell: Cell, nvcc: VersionTuple | None, env: Env) 
     return reason.fix or "see `dswheels plan --explain`"
 
 
+@dataclass
+class _Steps:
+    """What a local build needs, gathered in the order a person would act on it."""
+
+    blockers: list[str] = field(default_factory=list)
+    workarounds: list[str] = field(default_factory=list)
+    variables: list[tuple[str, str]] = field(default_factory=list)
+
+
 def judge_local_build(env: Env, cell: Cell) -> LocalBuild:
-    compat, facts = env.compat, env.facts
     os = cell.platform.os
-    blockers: list[str] = []
-    workarounds: list[str] = []
-    variables: list[tuple[str, str]] = []
-    nvcc: VersionTuple | None = None
-    missing_libs: tuple[DevLibrary, ...] = ()
-    if cell.variant.cuda is not None:
-        best = best_toolkit(env)
-        usable = [v for v in env.views if v.is_toolkit and v.nvcc]
-        if best is None and usable:
-            # a toolkit of another CUDA major: the planner says why it cannot build (nvcc-major)
-            home = env.cuda_home_view
-            nvcc = (home if home in usable else usable[0]).nvcc
-        elif best is None:
-            blockers.append(
-                f"no CUDA toolkit found: torch CUDA {cell.variant.cuda_text} needs one; {install_toolkit_fix(env)}",
-            )
-        else:
-            nvcc = best.nvcc
-            home = env.cuda_home_view
-            if home is None or home.root != best.root:
-                where = env.cuda_home or "None"
-                workarounds.append(f"set CUDA_HOME={best.root} (torch would use {where})")
-            variables.append(("CUDA_HOME", best.root))
-            if best.missing_headers:
-                pip = pip_include_for(env, best.missing_headers)
-                names = ", ".join(lib.header for lib in best.missing_headers)
-                if pip:
-                    workarounds.append(f"set CUDA_INC_PATH={pip}: {best.root} lacks {names}")
-                    variables.append(("CUDA_INC_PATH", pip))
-                else:
-                    blockers.append(f"{best.root} lacks {names}: {dev_packages_fix(env, best)}")
-            elif best.targets_only_headers:
-                include = f"{best.root}/targets/x86_64-linux/include"
-                workarounds.append(f"set CUDA_INC_PATH={include}")
-                variables.append(("CUDA_INC_PATH", include))
-            missing_libs = best.missing_libs
-    msvc: tuple[str, ...] = ()
-    if os == "windows":
-        # vcvarsall's default toolset of the newest installation first (the planner prefers it)
-        ordered = [toolset_minor(install.default) for install in env.vs if install.default]
-        ordered.extend(toolset for install in env.vs for toolset in install.majors())
-        msvc = tuple(dict.fromkeys(ordered))
-    host = LocalHost(os=os, gcc=gcc_major(facts) if os == "linux" else "", msvc=msvc, nvcc=nvcc)
-    resolved = resolve_cell(cell, compat, _local_spec(cell, compat), host=host)
+    steps = _Steps()
+    nvcc, missing_libs = _toolkit_steps(env, cell, steps) if cell.variant.cuda is not None else (None, ())
+    msvc = _msvc_toolsets(env) if os == "windows" else ()
+    host = LocalHost(os=os, gcc=gcc_major(env.facts) if os == "linux" else "", msvc=msvc, nvcc=nvcc)
+    resolved = resolve_cell(cell, env.compat, _local_spec(cell, env.compat), host=host)
     if isinstance(resolved, DroppedCell):
-        blockers.extend(
+        steps.blockers.extend(
             f"[{reason.rule}] {reason.message} -- {_local_fix(reason, cell, nvcc, env)}" for reason in resolved.reasons
         )
-        return LocalBuild(status=Status.FAIL, blockers=tuple(blockers), workarounds=tuple(workarounds))
-    toolchain = resolved.toolchain
+        return LocalBuild(status=Status.FAIL, blockers=tuple(steps.blockers), workarounds=tuple(steps.workarounds))
+    _build_steps(env, resolved, msvc=msvc, missing_libs=missing_libs, steps=steps)
+    status = Status.FAIL if steps.blockers else Status.WARN if steps.workarounds else Status.OK
+    return LocalBuild(
+        status=status,
+        blockers=tuple(steps.blockers),
+        workarounds=tuple(steps.workarounds),
+        environment=tuple(steps.variables),
+        toolchain=resolved.toolchain,
+        ops=resolved.ops.build_names,
+        left_out=resolved.ops.left_out,
+    )
+
+
+def _toolkit_steps(env: Env, cell: Cell, steps: _Steps) -> tuple[VersionTuple | None, tuple[DevLibrary, ...]]:
+    """The toolkit a CUDA cell builds with here (its nvcc, and the dev libraries it lacks), and how to point at it."""
+    best = best_toolkit(env)
+    usable = [v for v in env.views if v.is_toolkit and v.nvcc]
+    if best is None and usable:
+        # a toolkit of another CUDA major: the planner says why it cannot build (nvcc-major)
+        home = env.cuda_home_view
+        return (home if home in usable else usable[0]).nvcc, ()
+    if best is None:
+        steps.blockers.append(
+            f"no CUDA toolkit found: torch CUDA {cell.variant.cuda_text} needs one; {install_toolkit_fix(env)}",
+        )
+        return None, ()
+    home = env.cuda_home_view
+    if home is None or home.root != best.root:
+        where = env.cuda_home or "None"
+        steps.workarounds.append(f"set CUDA_HOME={best.root} (torch would use {where})")
+    steps.variables.append(("CUDA_HOME", best.root))
+    if best.missing_headers:
+        pip = pip_include_for(env, best.missing_headers)
+        names = ", ".join(lib.header for lib in best.missing_headers)
+        if pip:
+            steps.workarounds.append(f"set CUDA_INC_PATH={pip}: {best.root} lacks {names}")
+            steps.variables.append(("CUDA_INC_PATH", pip))
+        else:
+            steps.blockers.append(f"{best.root} lacks {names}: {dev_packages_fix(env, best)}")
+    elif best.targets_only_headers:
+        include = f"{best.root}/targets/x86_64-linux/include"
+        steps.workarounds.append(f"set CUDA_INC_PATH={include}")
+        steps.variables.append(("CUDA_INC_PATH", include))
+    return best.nvcc, best.missing_libs
+
+
+def _msvc_toolsets(env: Env) -> tuple[str, ...]:
+    """vcvarsall's default toolset of the newest installation first (the planner prefers it), then the rest."""
+    ordered = [toolset_minor(install.default) for install in env.vs if install.default]
+    ordered.extend(toolset for install in env.vs for toolset in install.majors())
+    return tuple(dict.fromkeys(ordered))
+
+
+def _build_steps(
+    env: Env, resolved: PlannedCell, *, msvc: tuple[str, ...], missing_libs: tuple[DevLibrary, ...], steps: _Steps
+) -> None:
+    """What the planned toolchain asks of this machine: libraries, the toolset, escape flags, the variables."""
+    cell, toolchain = resolved.cell, resolved.toolchain
+    os = cell.platform.os
     compiler = toolchain.host_compiler
     for lib in missing_libs:
         hit = ops_linking(lib, os, resolved.ops.build_names)
         if hit:
-            workarounds.append(
+            steps.workarounds.append(
                 f"the toolkit lacks {lib_paths(os, lib.link)[0]}: {', '.join(hit)} would fail to link; install the "
                 f"{lib.name} dev files or leave those ops out (DS_BUILD_<OP>=0)",
             )
     if os == "windows":
         default = msvc[0] if msvc else ""
         if compiler.version != default:
-            workarounds.append(
+            steps.workarounds.append(
                 f"use MSVC {compiler.version}: call vcvarsall.bat x64 -vcvars_ver={compiler.version} ({compiler.why})",
             )
-        variables.append(("DISTUTILS_USE_SDK", "1"))
+        steps.variables.append(("DISTUTILS_USE_SDK", "1"))
     escape = [f for f in toolchain.nvcc_flags if f == "-D_ALLOW_COMPILER_AND_STL_VERSION_MISMATCH"]
     if escape:
-        workarounds.append(
+        steps.workarounds.append(
             f"{compiler.why}: the build passes -allow-unsupported-compiler and {escape[0]}; installing an MSVC "
             "toolset this nvcc supports is safer (Visual Studio Installer > Individual components > "
             "'MSVC v143 - VS 2022 C++ x64/x86 build tools (v14.39-17.9)' or v142)",
         )
     if toolchain.skip_cuda_check:
-        workarounds.append(toolchain.cuda_check)
-        variables.append(("DS_SKIP_CUDA_CHECK", "1"))
+        steps.workarounds.append(toolchain.cuda_check)
+        steps.variables.append(("DS_SKIP_CUDA_CHECK", "1"))
     if cell.variant.is_cuda:
         if not env.gpus:
-            variables.append(("DS_ACCELERATOR", "cuda"))
-        variables.append(("TORCH_CUDA_ARCH_LIST", toolchain.arch_list_text))
+            steps.variables.append(("DS_ACCELERATOR", "cuda"))
+        steps.variables.append(("TORCH_CUDA_ARCH_LIST", toolchain.arch_list_text))
     if toolchain.nvcc_flags:
-        variables.append(("NVCC_APPEND_FLAGS", " ".join(toolchain.nvcc_flags)))
-    variables.append(("DS_BUILD_OPS", "0"))
-    variables.extend((f"DS_BUILD_{var}", "1") for _name, var in resolved.ops.build)
-    status = Status.FAIL if blockers else Status.WARN if workarounds else Status.OK
-    return LocalBuild(
-        status=status,
-        blockers=tuple(blockers),
-        workarounds=tuple(workarounds),
-        environment=tuple(variables),
-        toolchain=toolchain,
-        ops=resolved.ops.build_names,
-        left_out=resolved.ops.left_out,
-    )
+        steps.variables.append(("NVCC_APPEND_FLAGS", " ".join(toolchain.nvcc_flags)))
+    steps.variables.append(("DS_BUILD_OPS", "0"))
+    steps.variables.extend((f"DS_BUILD_{var}", "1") for _name, var in resolved.ops.build)
