@@ -1,7 +1,7 @@
 """``dswheels doctor``: judge a machine from collected facts, and say what to fix.
 
-Pure: :mod:`dswheels.effects.probe` collects :class:`~dswheels.core.doctor.facts.Facts` (raw tool output included, so
-tests feed recordings from real machines); :func:`diagnose` turns them into checks
+Pure: :mod:`dswheels.effects.probe` collects :class:`~dswheels.core.doctor.facts.Facts` (raw
+tool output included, so tests feed recordings from real machines); :func:`diagnose` turns them into checks
 (OK / WARN / FAIL, each with a concrete fix) and a :class:`Verdict`: the cell this environment
 is, whether a published wheel fits, and whether a local build would work. The local-build
 judgement is the planner's own (:func:`dswheels.core.plan.planner.resolve_cell` with a
