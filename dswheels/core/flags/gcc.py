@@ -135,31 +135,31 @@ def judge_gcc(flags: Sequence[str], *, link: bool = False) -> tuple[FlagIssue, .
             continue
         if not flag:
             continue
-        if not flag.startswith("-"):
-            if not link:
-                issues.append(_fatal(flag, "not an option: gcc takes it for an input file, and a compile stops"))
-            continue
-        name = flag[1:]
-        if name in _EXACT:
-            continue
-        if name.startswith(_ATTACHED) and len(name) >= 1 and name[0] in _ATTACHED:
-            if len(name) == 1:
-                if name in ("D", "U"):
-                    issues.append(_fatal(flag, f"macro name missing after '-{name}'"))
-                else:
-                    expect_value = True
-            continue
-        value_option = next((o for o in _LONG_VALUE if name == o or (o.endswith("=") and name.startswith(o))), None)
-        if value_option is not None:
-            if value_option in ("std=", "-std="):
-                issue = _judge_family(flag, name.lstrip("-"))
-                if issue is not None:
-                    issues.append(issue)
-            expect_value = not value_option.endswith("=") and name == value_option
-            continue
-        if name.startswith(("isystem", "include")):
-            continue  # the value attached: -isystem/path
-        issue = _judge_family(flag, name)
+        issue, expect_value = _judge_word(flag, link=link)
         if issue is not None:
             issues.append(issue)
     return tuple(issues)
+
+
+def _judge_word(flag: str, *, link: bool) -> tuple[FlagIssue | None, bool]:
+    """One word of the command line: its issue (None when fine), and whether the next word is its value."""
+    if not flag.startswith("-"):
+        if link:
+            return None, False
+        return _fatal(flag, "not an option: gcc takes it for an input file, and a compile stops"), False
+    name = flag[1:]
+    if name in _EXACT:
+        return None, False
+    if name.startswith(_ATTACHED) and len(name) >= 1 and name[0] in _ATTACHED:
+        if len(name) > 1:
+            return None, False
+        if name in ("D", "U"):
+            return _fatal(flag, f"macro name missing after '-{name}'"), False
+        return None, True
+    value_option = next((o for o in _LONG_VALUE if name == o or (o.endswith("=") and name.startswith(o))), None)
+    if value_option is not None:
+        issue = _judge_family(flag, name.lstrip("-")) if value_option in ("std=", "-std=") else None
+        return issue, not value_option.endswith("=") and name == value_option
+    if name.startswith(("isystem", "include")):
+        return None, False  # the value attached: -isystem/path
+    return _judge_family(flag, name), False

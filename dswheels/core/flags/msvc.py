@@ -141,41 +141,37 @@ def _unknown(flag: str, why: str = "cl ignores an option it does not know") -> F
     )
 
 
+def _stop(flag: str, code: str, why: str, source: str) -> FlagIssue:
+    """An error cl stops at (the compile fails)."""
+    return FlagIssue(flag=flag, fatal=True, code=code, why=why, source=source)
+
+
 def _judge_cl_option(flag: str) -> FlagIssue | None:
     name = flag[1:]
     if name.startswith("W"):
         if _W_OK.fullmatch(name):
             return None
-        return FlagIssue(
-            flag=flag,
-            fatal=True,
-            code="D8021",
-            why=f"invalid numeric argument '/{name}': /W takes a warning level (0-4, all, X, v, L), and cl stops",
-            source=_W_SOURCE,
-        )
+        why = f"invalid numeric argument '/{name}': /W takes a warning level (0-4, all, X, v, L), and cl stops"
+        return _stop(flag, "D8021", why, _W_SOURCE)
     if name.startswith("w"):
         return None if _W_LOWER_OK.fullmatch(name) else _unknown(flag)
     if name in _CL_EXACT:
         return None
     if name.startswith("O"):
         return None if _O_FLAGS.fullmatch(name[1:]) else _unknown(flag)
-    for prefix in _CL_PREFIX_ORDER:
-        if name.startswith(prefix):
-            value = name[len(prefix) :]
-            if _CL_PREFIXES[prefix] and not value:
-                return FlagIssue(
-                    flag=flag,
-                    fatal=True,
-                    code="D8004",
-                    why=f"'/{prefix}' requires an argument, and cl stops",
-                    source=_D8004_SOURCE,
-                )
-            if prefix == "std:" and value not in _STD:
-                return _unknown(flag, f"/std:{value} is not a language standard cl knows")
-            if prefix == "arch:" and value not in _ARCH_X64:
-                return _unknown(flag, f"/arch:{value} is not an x64 instruction set cl knows")
-            return None
-    return _unknown(flag)
+    prefix = next((p for p in _CL_PREFIX_ORDER if name.startswith(p)), None)
+    return _unknown(flag) if prefix is None else _judge_cl_value(flag, prefix, name[len(prefix) :])
+
+
+def _judge_cl_value(flag: str, prefix: str, value: str) -> FlagIssue | None:
+    """An option that takes a value (``/Zc:...``, ``/DX``): a required one missing stops cl."""
+    if _CL_PREFIXES[prefix] and not value:
+        return _stop(flag, "D8004", f"'/{prefix}' requires an argument, and cl stops", _D8004_SOURCE)
+    if prefix == "std:" and value not in _STD:
+        return _unknown(flag, f"/std:{value} is not a language standard cl knows")
+    if prefix == "arch:" and value not in _ARCH_X64:
+        return _unknown(flag, f"/arch:{value} is not an x64 instruction set cl knows")
+    return None
 
 
 def judge_cl(flags: Sequence[str]) -> tuple[FlagIssue, ...]:
