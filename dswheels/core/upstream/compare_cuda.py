@@ -38,77 +38,104 @@ def compare_cuda(
     pins: Mapping[VersionTuple, tuple[VersionTuple, str]],
 ) -> None:
     for minor, toolkit in sorted(ctx.compat.cuda.items()):
-        key = format_version(minor)
-        path = ("cuda", key, "install")
-        install = parse_version(toolkit.install)
         pin, pinned_by = pins.get(minor, (None, ""))
-        pin_text = format_version(pin) if pin else ""
         if action is None:
-            if pin and pin > install:
-                ctx.add(
-                    Kind.DISAGREES,
-                    f"cuda.{key}.install",
-                    f"torch {pinned_by} pins cuda-toolkit {pin_text}; compat.yml installs {toolkit.install}",
-                    "PyPI torch metadata",
-                    person="whether the CUDA-install action can install it was not checked (its source was not "
-                    "read): check it before raising `install`",
-                )
-            continue
-        where = _action_name(action)
-        cannot = [os for os in OSES if install not in action.installable[os]]
-        both = sorted(set(action.installable["linux"]) & set(action.installable["windows"]))
-        best = max((v for v in both if v[:2] == minor), default=None)
-        if pin is not None and _installable(action, pin):
-            best = pin
-        if cannot:
-            message = f"{where} cannot install {toolkit.install} on {' or '.join(cannot)}"
-            if best is not None:
-                ctx.add(
-                    Kind.DISAGREES,
-                    f"cuda.{key}.install",
-                    f"{message}; it can install {format_version(best)}",
-                    "the action's version tables",
-                    edits=[Edit("set", path, render_scalar(format_version(best)))],
-                )
-            else:
-                ctx.add(
-                    Kind.DISAGREES,
-                    f"cuda.{key}.install",
-                    f"{message}, nor any other CUDA {key} release on both",
-                    "the action's version tables",
-                    person=f"bump the action's pin in .github/workflows/wheels.yml to a release whose tables list "
-                    f"CUDA {key}, or leave {key} out of the matrix (no variant or `toolkits:` may use it)",
-                )
-            continue
-        if pin is not None and pin > install:
-            if _installable(action, pin):
-                ctx.add(
-                    Kind.DISAGREES,
-                    f"cuda.{key}.install",
-                    f"torch {pinned_by} pins cuda-toolkit {pin_text}; compat.yml installs {toolkit.install}",
-                    "PyPI torch metadata; the action's version tables",
-                    edits=[Edit("set", path, render_scalar(pin_text))],
-                )
-            else:
-                newest = format_version(max(v for v in both if v[:2] == minor))
-                ctx.add(
-                    Kind.DISAGREES,
-                    f"cuda.{key}.install",
-                    f"torch {pinned_by} pins cuda-toolkit {pin_text}; compat.yml installs {toolkit.install}, and "
-                    f"{where} knows CUDA {key} only up to {newest}",
-                    "PyPI torch metadata; the action's version tables",
-                    person=f"bump the action's pin in .github/workflows/wheels.yml to a release that lists "
-                    f"{pin_text}; then `dswheels facts check --write` raises `install`",
-                )
-    newest_known = max(ctx.compat.cuda)
+            _compare_pin(ctx, minor, toolkit.install, pin, pinned_by)
+        else:
+            _compare_installable(ctx, action, minor, install_text=toolkit.install, pin=pin, pinned_by=pinned_by)
     if action is not None:
-        everywhere = set(action.installable["linux"]) & set(action.installable["windows"])
-        for minor in sorted({v[:2] for v in everywhere if v[:2] > newest_known}):
+        _new_toolkits(ctx, action)
+
+
+def _compare_pin(
+    ctx: Context, minor: VersionTuple, install_text: str, pin: VersionTuple | None, pinned_by: str
+) -> None:
+    """The action was not read: only torch's pin speaks, and raising ``install`` is left to a person."""
+    key = format_version(minor)
+    if pin and pin > parse_version(install_text):
+        ctx.add(
+            Kind.DISAGREES,
+            f"cuda.{key}.install",
+            f"torch {pinned_by} pins cuda-toolkit {format_version(pin)}; compat.yml installs {install_text}",
+            "PyPI torch metadata",
+            person="whether the CUDA-install action can install it was not checked (its source was not "
+            "read): check it before raising `install`",
+        )
+
+
+def _compare_installable(
+    ctx: Context,
+    action: CudaActionSeen,
+    minor: VersionTuple,
+    *,
+    install_text: str,
+    pin: VersionTuple | None,
+    pinned_by: str,
+) -> None:
+    """``install`` against what the pinned action can install on both OSes, and torch's pin."""
+    key = format_version(minor)
+    path = ("cuda", key, "install")
+    install = parse_version(install_text)
+    where = _action_name(action)
+    cannot = [os for os in OSES if install not in action.installable[os]]
+    both = sorted(set(action.installable["linux"]) & set(action.installable["windows"]))
+    best = max((v for v in both if v[:2] == minor), default=None)
+    if pin is not None and _installable(action, pin):
+        best = pin
+    if cannot:
+        message = f"{where} cannot install {install_text} on {' or '.join(cannot)}"
+        if best is not None:
             ctx.add(
-                Kind.NEW,
-                f"cuda.{format_version(minor)}",
-                f"{_action_name(action)} can install CUDA {format_version(minor)}; compat.yml has no entry for it",
+                Kind.DISAGREES,
+                f"cuda.{key}.install",
+                f"{message}; it can install {format_version(best)}",
                 "the action's version tables",
-                person="a toolkit entry needs facts no source here reads: its sm list (ptxas --help), the MSVC "
-                "window and newest GCC (crt/host_config.h)",
+                edits=[Edit("set", path, render_scalar(format_version(best)))],
             )
+        else:
+            ctx.add(
+                Kind.DISAGREES,
+                f"cuda.{key}.install",
+                f"{message}, nor any other CUDA {key} release on both",
+                "the action's version tables",
+                person=f"bump the action's pin in .github/workflows/wheels.yml to a release whose tables list "
+                f"CUDA {key}, or leave {key} out of the matrix (no variant or `toolkits:` may use it)",
+            )
+        return
+    if pin is None or pin <= install:
+        return
+    pin_text = format_version(pin)
+    if _installable(action, pin):
+        ctx.add(
+            Kind.DISAGREES,
+            f"cuda.{key}.install",
+            f"torch {pinned_by} pins cuda-toolkit {pin_text}; compat.yml installs {install_text}",
+            "PyPI torch metadata; the action's version tables",
+            edits=[Edit("set", path, render_scalar(pin_text))],
+        )
+        return
+    newest = format_version(max(v for v in both if v[:2] == minor))
+    ctx.add(
+        Kind.DISAGREES,
+        f"cuda.{key}.install",
+        f"torch {pinned_by} pins cuda-toolkit {pin_text}; compat.yml installs {install_text}, and "
+        f"{where} knows CUDA {key} only up to {newest}",
+        "PyPI torch metadata; the action's version tables",
+        person=f"bump the action's pin in .github/workflows/wheels.yml to a release that lists "
+        f"{pin_text}; then `dswheels facts check --write` raises `install`",
+    )
+
+
+def _new_toolkits(ctx: Context, action: CudaActionSeen) -> None:
+    """CUDA minors the action can install that compat.yml has no entry for."""
+    newest_known = max(ctx.compat.cuda)
+    everywhere = set(action.installable["linux"]) & set(action.installable["windows"])
+    for minor in sorted({v[:2] for v in everywhere if v[:2] > newest_known}):
+        ctx.add(
+            Kind.NEW,
+            f"cuda.{format_version(minor)}",
+            f"{_action_name(action)} can install CUDA {format_version(minor)}; compat.yml has no entry for it",
+            "the action's version tables",
+            person="a toolkit entry needs facts no source here reads: its sm list (ptxas --help), the MSVC "
+            "window and newest GCC (crt/host_config.h)",
+        )

@@ -248,6 +248,41 @@ def read_deepspeed_source(
 ) -> DeepSpeedSourceSeen:
     """``files``: path below the sdist's top directory -> text, for every :func:`wanted_member`."""
     notes: list[str] = []
+    top, cpu = _op_builders(files, notes)
+    cuda_names = _names(files.get("accelerator/cuda_accelerator.py", ""))
+    cpu_names = _names(files.get("accelerator/cpu_accelerator.py", ""))
+    cuda_ops = {b.name: b.var for b in top}
+    cuda_ops.update({b.name: b.var for b in cpu if b.cls in cuda_names})  # host optimizers (0.19.8)
+    listed = [b for b in cpu if b.cls in cpu_names] or cpu
+    builder_text = files.get("op_builder/builder.py")
+    mismatch: dict[int, tuple[VersionTuple, ...]] | None = None
+    nvcc_std: dict[VersionTuple, int] = {}
+    host_std: dict[VersionTuple, int] = {}
+    if builder_text is None:
+        notes.append("op_builder/builder.py is missing")
+    else:
+        tree = ast.parse(builder_text)
+        mismatch = _mismatch(tree)
+        nvcc_std, host_std = _language_standards(tree, cuda_versions=cuda_versions, torch_versions=torch_versions)
+        if not nvcc_std:
+            notes.append("the nvcc -std of CUDAOpBuilder.nvcc_args could not be evaluated")
+        if not host_std:
+            notes.append("the host -std of CUDAOpBuilder.cxx_args could not be evaluated")
+    if mismatch is None:
+        notes.append("no cuda_minor_mismatch_ok in op_builder/builder.py")
+    return DeepSpeedSourceSeen(
+        version=version,
+        ops={"cuda": cuda_ops, "cpu": {b.name: b.var for b in listed}},
+        not_win32=frozenset(b.name for b in [*top, *cpu] if b.not_win32),
+        mismatch_ok=mismatch,
+        nvcc_std=nvcc_std,
+        host_std=host_std,
+        notes=tuple(f"DeepSpeed {format_version(version)}: {n}" for n in notes),
+    )
+
+
+def _op_builders(files: Mapping[str, str], notes: list[str]) -> tuple[list[_Builder], list[_Builder]]:
+    """The builders of ``op_builder/*.py`` and of ``op_builder/cpu/*.py`` (with the top-level ones it re-exports)."""
     top: list[_Builder] = []
     cpu: list[_Builder] = []
     reexported: set[str] = set()
@@ -264,39 +299,22 @@ def read_deepspeed_source(
         if len(parts) == 3:  # op_builder/cpu/pin_memory.py re-exports the top-level builder
             reexported.update(_imported(text))
     cpu += [b for b in top if b.cls in reexported and b not in cpu]
-    cuda_names = _names(files.get("accelerator/cuda_accelerator.py", ""))
-    cpu_names = _names(files.get("accelerator/cpu_accelerator.py", ""))
-    cuda_ops = {b.name: b.var for b in top}
-    cuda_ops.update({b.name: b.var for b in cpu if b.cls in cuda_names})  # host optimizers (0.19.8)
-    listed = [b for b in cpu if b.cls in cpu_names] or cpu
-    builder_text = files.get("op_builder/builder.py")
-    mismatch, nvcc_std, host_std = None, {}, {}
-    if builder_text is None:
-        notes.append("op_builder/builder.py is missing")
-    else:
-        tree = ast.parse(builder_text)
-        mismatch = _mismatch(tree)
-        nvcc, cxx = _method(tree, "CUDAOpBuilder", "nvcc_args"), _method(tree, "CUDAOpBuilder", "cxx_args")
-        for cuda in cuda_versions:
-            env = {**_CUDA_BUILD, "cuda_major": cuda[0], "cuda_minor": cuda[1]}
-            if (std := _flag_std(nvcc, env, "std_lib")) is not None:
-                nvcc_std[cuda] = std
-        for torch in torch_versions:
-            env = {**_CUDA_BUILD, "TORCH_MAJOR": torch[0], "TORCH_MINOR": torch[1]}
-            if (std := _flag_std(cxx, env, "")) is not None:
-                host_std[torch] = std
-        if not nvcc_std:
-            notes.append("the nvcc -std of CUDAOpBuilder.nvcc_args could not be evaluated")
-        if not host_std:
-            notes.append("the host -std of CUDAOpBuilder.cxx_args could not be evaluated")
-    if mismatch is None:
-        notes.append("no cuda_minor_mismatch_ok in op_builder/builder.py")
-    return DeepSpeedSourceSeen(
-        version=version,
-        ops={"cuda": cuda_ops, "cpu": {b.name: b.var for b in listed}},
-        not_win32=frozenset(b.name for b in [*top, *cpu] if b.not_win32),
-        mismatch_ok=mismatch,
-        nvcc_std=nvcc_std,
-        host_std=host_std,
-        notes=tuple(f"DeepSpeed {format_version(version)}: {n}" for n in notes),
-    )
+    return top, cpu
+
+
+def _language_standards(
+    tree: ast.Module, *, cuda_versions: Iterable[VersionTuple], torch_versions: Iterable[VersionTuple]
+) -> tuple[dict[VersionTuple, int], dict[VersionTuple, int]]:
+    """The ``-std`` CUDAOpBuilder gives nvcc per CUDA version, and the host compiler per torch version."""
+    nvcc, cxx = _method(tree, "CUDAOpBuilder", "nvcc_args"), _method(tree, "CUDAOpBuilder", "cxx_args")
+    nvcc_std: dict[VersionTuple, int] = {}
+    host_std: dict[VersionTuple, int] = {}
+    for cuda in cuda_versions:
+        env = {**_CUDA_BUILD, "cuda_major": cuda[0], "cuda_minor": cuda[1]}
+        if (std := _flag_std(nvcc, env, "std_lib")) is not None:
+            nvcc_std[cuda] = std
+    for torch in torch_versions:
+        env = {**_CUDA_BUILD, "TORCH_MAJOR": torch[0], "TORCH_MINOR": torch[1]}
+        if (std := _flag_std(cxx, env, "")) is not None:
+            host_std[torch] = std
+    return nvcc_std, host_std

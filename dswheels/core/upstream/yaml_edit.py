@@ -51,54 +51,66 @@ class Span:
 
 def parse_spans(text: str) -> Span:
     """The document's root node with the source span of every node below it."""
-    stack: list[Span] = []
-    pending_key: list[Span | None] = []  # per open mapping: the key waiting for its value
-    root: Span | None = None
-
-    def attach(node: Span) -> None:
-        nonlocal root
-        if not stack:
-            root = node
-            return
-        parent = stack[-1]
-        if parent.kind == "seq":
-            parent.items.append(node)
-        elif pending_key[-1] is None:
-            if node.kind != "scalar":
-                raise EditError("mapping keys must be plain scalars")
-            pending_key[-1] = node
-        else:
-            key = pending_key[-1]
-            parent.keys.append((key.value, key, node))
-            pending_key[-1] = None
-
+    tree = _SpanTree(text)
     for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        tree.read(event)
+    if tree.root is None:
+        raise EditError("the document is empty")
+    return tree.root
+
+
+class _SpanTree:
+    """Builds the :class:`Span` tree from PyYAML's parser events, one event at a time."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.root: Span | None = None
+        self.stack: list[Span] = []
+        self.pending_key: list[Span | None] = []  # per open mapping: the key waiting for its value
+
+    def read(self, event: yaml.Event) -> None:
         if event.start_mark is None or event.end_mark is None:  # pragma: no cover - the parser always marks
-            continue
+            return
         start, end = event.start_mark.index, event.end_mark.index
         if isinstance(event, yaml.ScalarEvent):
-            while event.style in ("|", ">") and text[end - 2 : end] == "\n\n":
+            while event.style in ("|", ">") and self.text[end - 2 : end] == "\n\n":
                 end -= 1  # a block scalar's span takes the blank lines after it: leave them out
-            attach(Span("scalar", start, end, flow=True, anchor=event.anchor, value=event.value))
+            self.attach(Span("scalar", start, end, flow=True, anchor=event.anchor, value=event.value))
         elif isinstance(event, yaml.AliasEvent):
-            attach(Span("alias", start, end, flow=True, alias=event.anchor))
+            self.attach(Span("alias", start, end, flow=True, alias=event.anchor))
         elif isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
             kind = "map" if isinstance(event, yaml.MappingStartEvent) else "seq"
             node = Span(kind, start, end, flow=bool(event.flow_style), anchor=event.anchor)
-            attach(node)
-            stack.append(node)
-            pending_key.append(None)
+            self.attach(node)
+            self.stack.append(node)
+            self.pending_key.append(None)
         elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
-            node = stack.pop()
-            pending_key.pop()
-            if node.flow:
-                node.end = end
-            else:  # a block collection ends where its last child ends
-                children = [v for _n, _k, v in node.keys] or node.items
-                node.end = children[-1].end if children else node.start
-    if root is None:
-        raise EditError("the document is empty")
-    return root
+            self.close(end)
+
+    def attach(self, node: Span) -> None:
+        if not self.stack:
+            self.root = node
+            return
+        parent = self.stack[-1]
+        if parent.kind == "seq":
+            parent.items.append(node)
+        elif self.pending_key[-1] is None:
+            if node.kind != "scalar":
+                raise EditError("mapping keys must be plain scalars")
+            self.pending_key[-1] = node
+        else:
+            key = self.pending_key[-1]
+            parent.keys.append((key.value, key, node))
+            self.pending_key[-1] = None
+
+    def close(self, end: int) -> None:
+        node = self.stack.pop()
+        self.pending_key.pop()
+        if node.flow:
+            node.end = end
+        else:  # a block collection ends where its last child ends
+            children = [v for _n, _k, v in node.keys] or node.items
+            node.end = children[-1].end if children else node.start
 
 
 def render_scalar(value: str) -> str:
@@ -273,7 +285,11 @@ def apply_edits(text: str, edits: Sequence[Edit]) -> str:
             splices += _append(root, edit)
         else:
             raise EditError(f"unknown edit {edit.op!r}")
-    # identical splices are made once; insertions at one place are joined in that order
+    return _splice(text, splices)
+
+
+def _splice(text: str, splices: Sequence[Splice]) -> str:
+    """Make every splice; identical ones once, insertions at one place joined in order, overlaps refused."""
     merged: dict[tuple[int, int], str] = {}
     for start, end, new in dict.fromkeys(splices):
         key = (start, end)
