@@ -9,7 +9,8 @@ operand, not a boolean), and the functions ``contains startsWith endsWith format
 toJSON fromJSON`` plus the status functions ``success always failure cancelled``.
 
 Anything else (``hashFiles``, the ``.*`` object filter) is a clear :class:`ExpressionError`,
-so a workflow that starts using it fails its tests instead of being evaluated wrongly.
+so a workflow that starts using it fails its tests instead of being evaluated wrongly. The text
+is read by :mod:`tests.gha.expression_syntax`; this module evaluates it.
 
 >>> evaluate("github.ref_type == 'TAG' && inputs.x || 'none'", {"github": {"ref_type": "tag"}, "inputs": {}})
 'none'
@@ -26,6 +27,20 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeAlias
 
+from tests.gha.expression_syntax import (
+    Binary,
+    Call,
+    Ctx,
+    ExpressionError,
+    Index,
+    Lit,
+    Node,
+    Not,
+    Parser,
+    Value,
+    tokenize,
+)
+
 __all__ = [
     "ExpressionError",
     "Status",
@@ -37,12 +52,7 @@ __all__ = [
     "truthy",
 ]
 
-Value: TypeAlias = "bool | int | float | str | list[Value] | dict[str, Value] | None"
 Contexts: TypeAlias = Mapping[str, Value]
-
-
-class ExpressionError(ValueError):
-    """An expression this evaluator cannot parse or evaluate (with the expression in the message)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,185 +62,6 @@ class Status:
     success: bool = True
     failure: bool = False
     cancelled: bool = False
-
-
-# --- tokens ---------------------------------------------------------------------------------------
-
-_TOKEN = re.compile(
-    r"""
-    (?P<ws>\s+)
-  | (?P<string>'(?:[^']|'')*')
-  | (?P<number>-?(?:0x[0-9a-fA-F]+|(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?))
-  | (?P<op>==|!=|<=|>=|&&|\|\||[<>!()\[\].,*])
-  | (?P<name>[A-Za-z_][A-Za-z0-9_-]*)
-    """,
-    re.VERBOSE,
-)
-
-
-@dataclass(frozen=True, slots=True)
-class _Token:
-    kind: str  # string number op name end
-    text: str
-    pos: int
-
-
-def _tokenize(text: str) -> list[_Token]:
-    tokens: list[_Token] = []
-    pos = 0
-    while pos < len(text):
-        match = _TOKEN.match(text, pos)
-        if match is None:
-            raise ExpressionError(f"unexpected character {text[pos]!r} at {pos} in: {text}")
-        kind = match.lastgroup
-        assert kind is not None
-        if kind != "ws":
-            tokens.append(_Token(kind, match.group(), pos))
-        pos = match.end()
-    tokens.append(_Token("end", "", len(text)))
-    return tokens
-
-
-# --- syntax tree ----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class _Lit:
-    value: Value
-
-
-@dataclass(frozen=True, slots=True)
-class _Ctx:
-    name: str
-
-
-@dataclass(frozen=True, slots=True)
-class _Index:
-    obj: Node
-    key: Node  # ``a.b`` is ``a['b']``
-
-
-@dataclass(frozen=True, slots=True)
-class _Not:
-    operand: Node
-
-
-@dataclass(frozen=True, slots=True)
-class _Binary:
-    op: str
-    left: Node
-    right: Node
-
-
-@dataclass(frozen=True, slots=True)
-class _Call:
-    name: str  # lower-case
-    args: tuple[Node, ...]
-
-
-Node: TypeAlias = "_Lit | _Ctx | _Index | _Not | _Binary | _Call"
-
-_BINARY = {"||": 1, "&&": 2, "==": 3, "!=": 3, "<": 4, "<=": 4, ">": 4, ">=": 4}
-
-
-class _Parser:
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.tokens = _tokenize(text)
-        self.i = 0
-
-    def fail(self, what: str) -> ExpressionError:
-        token = self.tokens[self.i]
-        return ExpressionError(f"{what} at {token.pos} in: {self.text}")
-
-    def peek(self) -> _Token:
-        return self.tokens[self.i]
-
-    def take(self, text: str | None = None) -> _Token:
-        token = self.tokens[self.i]
-        if text is not None and token.text != text:
-            raise self.fail(f"expected {text!r}, found {token.text or 'the end'!r}")
-        self.i += 1
-        return token
-
-    def parse(self) -> Node:
-        node = self.binary(1)
-        if self.peek().kind != "end":
-            raise self.fail(f"unexpected {self.peek().text!r}")
-        return node
-
-    def binary(self, level: int) -> Node:
-        left = self.unary()
-        while True:
-            token = self.peek()
-            prec = _BINARY.get(token.text) if token.kind == "op" else None
-            if prec is None or prec < level:
-                return left
-            self.take()
-            right = self.binary(prec + 1)
-            left = _Binary(token.text, left, right)
-
-    def unary(self) -> Node:
-        if self.peek().text == "!":
-            self.take()
-            return _Not(self.unary())
-        return self.postfix(self.primary())
-
-    def primary(self) -> Node:
-        token = self.take()
-        if token.kind == "string":
-            return _Lit(token.text[1:-1].replace("''", "'"))
-        if token.kind == "number":
-            return _Lit(_number(token.text))
-        if token.text == "(":
-            node = self.binary(1)
-            self.take(")")
-            return node
-        if token.kind == "name":
-            lowered = token.text.lower()
-            if lowered in ("true", "false"):
-                return _Lit(lowered == "true")
-            if lowered == "null":
-                return _Lit(None)
-            if self.peek().text == "(":
-                self.take("(")
-                args: list[Node] = []
-                if self.peek().text != ")":
-                    args.append(self.binary(1))
-                    while self.peek().text == ",":
-                        self.take(",")
-                        args.append(self.binary(1))
-                self.take(")")
-                return _Call(lowered, tuple(args))
-            return _Ctx(token.text)
-        self.i -= 1
-        raise self.fail(f"unexpected {token.text or 'end'!r}")
-
-    def postfix(self, node: Node) -> Node:
-        while True:
-            token = self.peek()
-            if token.text == ".":
-                self.take()
-                name = self.take()
-                if name.text == "*":
-                    raise self.fail("the '.*' object filter is not supported here")
-                if name.kind != "name":
-                    raise self.fail("expected a property name")
-                node = _Index(node, _Lit(name.text))
-            elif token.text == "[":
-                self.take()
-                key = self.binary(1)
-                self.take("]")
-                node = _Index(node, key)
-            else:
-                return node
-
-
-def _number(text: str) -> int | float:
-    if text.lower().lstrip("-").startswith("0x"):
-        return int(text, 16)
-    value = float(text)
-    return int(value) if value.is_integer() and "." not in text and "e" not in text.lower() else value
 
 
 # --- semantics ------------------------------------------------------------------------------------
@@ -396,7 +227,7 @@ _FUNCTIONS: dict[str, tuple[int, int, Callable[[Sequence[Value]], Value]]] = {
 _STATUS = ("success", "always", "failure", "cancelled")
 
 
-def _call(node: _Call, contexts: Contexts, status: Status) -> Value:
+def _call(node: Call, contexts: Contexts, status: Status) -> Value:
     if node.name in _STATUS:
         if node.args:
             raise ExpressionError(f"{node.name}() takes no arguments")
@@ -416,39 +247,48 @@ def _call(node: _Call, contexts: Contexts, status: Status) -> Value:
 
 def _eval(node: Node, contexts: Contexts, status: Status) -> Value:
     match node:
-        case _Lit(value):
+        case Lit(value):
             return value
-        case _Ctx(name):
-            for key, value in contexts.items():
-                if key.casefold() == name.casefold():
-                    return value
-            raise ExpressionError(f"unknown context {name!r} (available here: {', '.join(sorted(contexts))})")
-        case _Index(obj, key):
+        case Ctx(name):
+            return _context(name, contexts)
+        case Index(obj, key):
             return _lookup(_eval(obj, contexts, status), _eval(key, contexts, status))
-        case _Not(operand):
+        case Not(operand):
             return not truthy(_eval(operand, contexts, status))
-        case _Binary("&&", left, right):
-            value = _eval(left, contexts, status)
-            return _eval(right, contexts, status) if truthy(value) else value
-        case _Binary("||", left, right):
-            value = _eval(left, contexts, status)
-            return value if truthy(value) else _eval(right, contexts, status)
-        case _Binary(op, left, right):
-            a, b = _eval(left, contexts, status), _eval(right, contexts, status)
-            if op == "==":
-                return _equal(a, b)
-            if op == "!=":
-                return not _equal(a, b)
-            return _compare(op, a, b)
-        case _Call():
+        case Binary(op, left, right):
+            return _binary(op, left, right, contexts, status)
+        case Call():
             return _call(node, contexts, status)
     raise ExpressionError(f"internal: unknown node {node!r}")  # pragma: no cover
+
+
+def _context(name: str, contexts: Contexts) -> Value:
+    """A context by name; GitHub's names are case-insensitive."""
+    for key, value in contexts.items():
+        if key.casefold() == name.casefold():
+            return value
+    raise ExpressionError(f"unknown context {name!r} (available here: {', '.join(sorted(contexts))})")
+
+
+def _binary(op: str, left: Node, right: Node, contexts: Contexts, status: Status) -> Value:
+    """``&&`` and ``||`` short-circuit and give an operand's value; the comparisons give a bool."""
+    value = _eval(left, contexts, status)
+    if op == "&&":
+        return _eval(right, contexts, status) if truthy(value) else value
+    if op == "||":
+        return value if truthy(value) else _eval(right, contexts, status)
+    other = _eval(right, contexts, status)
+    if op == "==":
+        return _equal(value, other)
+    if op == "!=":
+        return not _equal(value, other)
+    return _compare(op, value, other)
 
 
 def evaluate(text: str, contexts: Contexts, status: Status | None = None) -> Value:
     """The value of one expression (the text between ``${{`` and ``}}``)."""
     try:
-        return _eval(_Parser(text).parse(), contexts, status or Status())
+        return _eval(Parser(text).parse(), contexts, status or Status())
     except ExpressionError as exc:
         if text in str(exc):
             raise
@@ -471,7 +311,7 @@ def interpolate(text: str, contexts: Contexts, status: Status | None = None) -> 
 
 
 def _uses_status_function(text: str) -> bool:
-    return any(t.kind == "name" and t.text.lower() in _STATUS for t in _tokenize(text))
+    return any(t.kind == "name" and t.text.lower() in _STATUS for t in tokenize(text))
 
 
 def condition(text: str | bool | None, contexts: Contexts, status: Status) -> bool:

@@ -110,37 +110,44 @@ def validate_inputs(declared: dict[str, Value], given: Mapping[str, str]) -> dic
     inputs: dict[str, Value] = {}
     for name, spec_value in declared.items():
         spec = as_map(spec_value, f"on.workflow_dispatch.inputs.{name}")
-        kind = str(spec.get("type", "string"))
-        if name in given:
-            text = given[name]
-        elif spec.get("default") is not None:
-            default = spec["default"]
-            text = ("true" if default else "false") if isinstance(default, bool) else str(default)
-        elif spec.get("required") is True:
-            raise WorkflowError(f"workflow_dispatch input {name!r} is required")
-        else:
-            text = ""
-        if kind == "boolean":
-            if text not in ("true", "false", ""):
-                raise WorkflowError(f"workflow_dispatch input {name!r} is a boolean, got {text!r}")
-            inputs[name] = text == "true"
-        elif kind == "choice":
-            options = [str(o) for o in spec.get("options") or []]  # type: ignore[union-attr]
-            if text not in options:
-                close = fnmatch.filter(options, f"{text}*")[:5]
-                raise WorkflowError(
-                    f"workflow_dispatch input {name!r}: {text!r} is not one of its options"
-                    + (f" (did you mean {', '.join(close)}?)" if close else "")
-                )
-            inputs[name] = text
-        elif kind == "number":
-            try:
-                inputs[name] = float(text) if "." in text else int(text)
-            except ValueError:
-                raise WorkflowError(f"workflow_dispatch input {name!r} is a number, got {text!r}") from None
-        else:
-            inputs[name] = text
+        inputs[name] = _typed_input(name, spec, _input_text(name, spec, given))
     return inputs
+
+
+def _input_text(name: str, spec: Mapping[str, Value], given: Mapping[str, str]) -> str:
+    """What the form holds for an input: the value given, else its default ("" when optional)."""
+    if name in given:
+        return given[name]
+    if spec.get("default") is not None:
+        default = spec["default"]
+        return ("true" if default else "false") if isinstance(default, bool) else str(default)
+    if spec.get("required") is True:
+        raise WorkflowError(f"workflow_dispatch input {name!r} is required")
+    return ""
+
+
+def _typed_input(name: str, spec: Mapping[str, Value], text: str) -> Value:
+    """The value of an input as its ``type`` makes it (boolean, choice, number or string)."""
+    kind = str(spec.get("type", "string"))
+    if kind == "boolean":
+        if text not in ("true", "false", ""):
+            raise WorkflowError(f"workflow_dispatch input {name!r} is a boolean, got {text!r}")
+        return text == "true"
+    if kind == "choice":
+        options = [str(o) for o in spec.get("options") or []]  # type: ignore[union-attr]
+        if text not in options:
+            close = fnmatch.filter(options, f"{text}*")[:5]
+            raise WorkflowError(
+                f"workflow_dispatch input {name!r}: {text!r} is not one of its options"
+                + (f" (did you mean {', '.join(close)}?)" if close else "")
+            )
+        return text
+    if kind == "number":
+        try:
+            return float(text) if "." in text else int(text)
+        except ValueError:
+            raise WorkflowError(f"workflow_dispatch input {name!r} is a number, got {text!r}") from None
+    return text
 
 
 def read_file_commands(path: Path) -> dict[str, str]:

@@ -131,15 +131,23 @@ def test_the_wheels_workflow_chain_runs_here_for_one_linux_cell(tmp_path: Path, 
     assert run_job(pages, store).ran == ["Index the directory"]
 
     published = tmp_path / "published"
+    _check_published(published, pages.workspace / pages.with_("actions/upload-pages-artifact")["path"], tmp_path)
+    _check_tag_push(tmp_path, base, machine, published)
+
+
+def _check_published(published: Path, site: Path, tmp_path: Path) -> None:
+    """The release job published the one wheel with its manifest; the site links it and pip finds it."""
     assert sorted(p.name for p in published.rglob("*.whl")) == [WHEEL]
     assert sorted(p.name for p in published.rglob("*.manifest.json")) == [WHEEL.removesuffix(".whl") + ".manifest.json"]
-    site = pages.workspace / pages.with_("actions/upload-pages-artifact")["path"]
     digest = hashlib.sha256(next(published.rglob(WHEEL)).read_bytes()).hexdigest()
     text = "\n".join(p.read_text(encoding="utf-8") for p in site.rglob("index.html"))
     assert re.search(rf"{re.escape(WHEEL.replace('+', '%2B'))}#sha256={digest}", text)
     _pip_resolves(site / "whl" / PARTITION / "simple", tmp_path / "pip-download")
 
-    # a tag push of that version: the wheel is published, nothing is planned, nothing after the plan runs
+
+def _check_tag_push(tmp_path: Path, base: dict[str, Value], machine: dict[str, str], published: Path) -> None:
+    """A tag push of that version: the wheel is published, nothing is planned, nothing after the plan runs."""
+    after_parts = Status(success=False)  # a job after a skipped one: success() is false (actions/runner#491)
     tag_ctx: dict[str, Value] = {
         **base,
         "github": {**as_map(base["github"], "github"), "event_name": "push", "ref_name": "v0.19.8"},

@@ -23,7 +23,7 @@ import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import parse_qs, urlsplit
 
 import yaml
@@ -96,143 +96,153 @@ def _declared_inputs(path: Path) -> dict[str, Any] | None:
     return dict(dispatch.get("inputs") or {}) if isinstance(dispatch, dict) else {}
 
 
-def _handler(state: _State) -> type[BaseHTTPRequestHandler]:
-    prefix = f"/repos/{state.repo}"
-    routes = [
-        ("GET", re.compile(r"/issues"), "list_issues"),
-        ("POST", re.compile(r"/issues"), "create_issue"),
-        ("PATCH", re.compile(r"/issues/(?P<number>\d+)"), "update_issue"),
-        ("POST", re.compile(r"/issues/(?P<number>\d+)/comments"), "create_comment"),
-        ("GET", re.compile(r"/actions/workflows/(?P<workflow>[^/]+)/runs"), "list_runs"),
-        ("POST", re.compile(r"/actions/workflows/(?P<workflow>[^/]+)/dispatches"), "create_dispatch"),
-    ]
+_ROUTES = [
+    ("GET", re.compile(r"/issues"), "list_issues"),
+    ("POST", re.compile(r"/issues"), "create_issue"),
+    ("PATCH", re.compile(r"/issues/(?P<number>\d+)"), "update_issue"),
+    ("POST", re.compile(r"/issues/(?P<number>\d+)/comments"), "create_comment"),
+    ("GET", re.compile(r"/actions/workflows/(?P<workflow>[^/]+)/runs"), "list_runs"),
+    ("POST", re.compile(r"/actions/workflows/(?P<workflow>[^/]+)/dispatches"), "create_dispatch"),
+]
 
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the stdlib's signature
-            pass
 
-        def _send(self, status: int, body: Any = None, headers: dict[str, str] | None = None) -> None:
-            data = b"" if body is None else json.dumps(body).encode()
-            self.send_response(status)
-            for key, value in (headers or {}).items():
-                self.send_header(key, value)
-            if body is not None:
-                self.send_header("Content-Type", "application/json; charset=utf-8")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-            with state.lock:
-                state.log.append((self.command, self.path, status))
+class _Handler(BaseHTTPRequestHandler):
+    """The follow workflow's endpoints; :func:`_handler` binds a subclass to one repository's ``state``."""
 
-        def _json(self) -> dict[str, Any]:
-            length = int(self.headers.get("Content-Length") or 0)
-            data = json.loads(self.rfile.read(length) or b"{}")
-            return data if isinstance(data, dict) else {}
+    state: ClassVar[_State]
 
-        def _route(self) -> None:
-            url = urlsplit(self.path)
-            if not self.headers.get("Authorization", "").startswith("Bearer "):
-                self._send(
-                    401, {"message": "Requires authentication", "documentation_url": "https://docs.github.com/rest"}
-                )
-                return
-            if url.path.startswith(prefix):
-                rest = url.path[len(prefix) :]
-                for method, pattern, name in routes:
-                    match = pattern.fullmatch(rest)
-                    if method == self.command and match:
-                        query = {k: v[-1] for k, v in parse_qs(url.query).items()}
-                        getattr(self, name)(query, **match.groupdict())
-                        return
-            self._send(404, {"message": "Not Found", "documentation_url": "https://docs.github.com/rest"})
+    @property
+    def prefix(self) -> str:
+        return f"/repos/{self.state.repo}"
 
-        do_GET = do_POST = do_PATCH = _route  # noqa: N815 - http.server's method names
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the stdlib's signature
+        pass
 
-        def list_issues(self, query: dict[str, str]) -> None:
-            wanted = query.get("state", "open")
-            items = [i for i in reversed(state.issues) if wanted in ("all", i["state"])]
-            per_page = min(int(query.get("per_page", 30)), 100)
-            page = int(query.get("page", 1))
-            chunk = items[(page - 1) * per_page : page * per_page]
-            headers = {}
-            if page * per_page < len(items):
-                base = f"http://{self.headers['Host']}{prefix}/issues"
-                headers["Link"] = f'<{base}?state={wanted}&per_page={per_page}&page={page + 1}>; rel="next"'
-            self._send(200, chunk, headers)
+    def _send(self, status: int, body: Any = None, headers: dict[str, str] | None = None) -> None:
+        data = b"" if body is None else json.dumps(body).encode()
+        self.send_response(status)
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
+        if body is not None:
+            self.send_header("Content-Type", "application/json; charset=utf-8")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+        with self.state.lock:
+            self.state.log.append((self.command, self.path, status))
 
-        def create_issue(self, _query: dict[str, str]) -> None:
-            body = self._json()
-            if not body.get("title"):
-                self._send(
-                    422,
-                    {
-                        "message": "Validation Failed",
-                        "errors": [{"resource": "Issue", "code": "missing_field", "field": "title"}],
-                    },
-                )
-                return
-            with state.lock:
-                number = len(state.issues) + 1
-                issue = {
-                    "id": next(state.ids),
-                    "number": number,
-                    "title": body["title"],
-                    "body": body.get("body") or "",
-                    "state": "open",
-                    "state_reason": None,
-                    "labels": [],
-                    "user": {"login": "github-actions[bot]", "type": "Bot"},
-                    "html_url": f"https://github.com/{state.repo}/issues/{number}",
-                    "created_at": _TIME,
-                    "updated_at": _TIME,
-                }
-                state.issues.append(issue)
-            self._send(201, issue)
+    def _json(self) -> dict[str, Any]:
+        length = int(self.headers.get("Content-Length") or 0)
+        data = json.loads(self.rfile.read(length) or b"{}")
+        return data if isinstance(data, dict) else {}
 
-        def _issue(self, number: str) -> dict[str, Any] | None:
-            return next((i for i in state.issues if i["number"] == int(number)), None)
+    def _route(self) -> None:
+        url = urlsplit(self.path)
+        if not self.headers.get("Authorization", "").startswith("Bearer "):
+            self._send(401, {"message": "Requires authentication", "documentation_url": "https://docs.github.com/rest"})
+            return
+        if url.path.startswith(self.prefix):
+            rest = url.path[len(self.prefix) :]
+            for method, pattern, name in _ROUTES:
+                match = pattern.fullmatch(rest)
+                if method == self.command and match:
+                    query = {k: v[-1] for k, v in parse_qs(url.query).items()}
+                    getattr(self, name)(query, **match.groupdict())
+                    return
+        self._send(404, {"message": "Not Found", "documentation_url": "https://docs.github.com/rest"})
 
-        def update_issue(self, _query: dict[str, str], *, number: str) -> None:
-            issue = self._issue(number)
-            if issue is None:
-                self._send(404, {"message": "Not Found"})
-                return
-            with state.lock:
-                issue.update({k: v for k, v in self._json().items() if k in ("title", "body", "state", "state_reason")})
-            self._send(200, issue)
+    do_GET = do_POST = do_PATCH = _route  # noqa: N815 - http.server's method names
 
-        def create_comment(self, _query: dict[str, str], *, number: str) -> None:
-            if self._issue(number) is None:
-                self._send(404, {"message": "Not Found"})
-                return
-            text = str(self._json().get("body") or "")
-            with state.lock:
-                state.comments.append((int(number), text))
-            self._send(201, {"id": next(state.ids), "body": text})
+    def list_issues(self, query: dict[str, str]) -> None:
+        wanted = query.get("state", "open")
+        items = [i for i in reversed(self.state.issues) if wanted in ("all", i["state"])]
+        per_page = min(int(query.get("per_page", 30)), 100)
+        page = int(query.get("page", 1))
+        chunk = items[(page - 1) * per_page : page * per_page]
+        headers = {}
+        if page * per_page < len(items):
+            base = f"http://{self.headers['Host']}{self.prefix}/issues"
+            headers["Link"] = f'<{base}?state={wanted}&per_page={per_page}&page={page + 1}>; rel="next"'
+        self._send(200, chunk, headers)
 
-        def list_runs(self, query: dict[str, str], *, workflow: str) -> None:
-            if _declared_inputs(state.workflows / workflow) is None:
-                self._send(404, {"message": "Not Found"})
-                return
-            items = [r for r in state.runs.get(workflow, []) if query.get("status") in (None, r["status"])]
-            self._send(200, {"total_count": len(items), "workflow_runs": list(reversed(items))})
+    def create_issue(self, _query: dict[str, str]) -> None:
+        body = self._json()
+        if not body.get("title"):
+            self._send(
+                422,
+                {
+                    "message": "Validation Failed",
+                    "errors": [{"resource": "Issue", "code": "missing_field", "field": "title"}],
+                },
+            )
+            return
+        with self.state.lock:
+            number = len(self.state.issues) + 1
+            issue = {
+                "id": next(self.state.ids),
+                "number": number,
+                "title": body["title"],
+                "body": body.get("body") or "",
+                "state": "open",
+                "state_reason": None,
+                "labels": [],
+                "user": {"login": "github-actions[bot]", "type": "Bot"},
+                "html_url": f"https://github.com/{self.state.repo}/issues/{number}",
+                "created_at": _TIME,
+                "updated_at": _TIME,
+            }
+            self.state.issues.append(issue)
+        self._send(201, issue)
 
-        def create_dispatch(self, _query: dict[str, str], *, workflow: str) -> None:
-            declared = _declared_inputs(state.workflows / workflow)
-            if declared is None:
-                self._send(404, {"message": "Not Found"})
-                return
-            body = self._json()
-            inputs = {str(k): str(v) for k, v in (body.get("inputs") or {}).items()}
-            unexpected = sorted(set(inputs) - set(declared))
-            if not body.get("ref") or unexpected:
-                message = f"Unexpected inputs provided: {json.dumps(unexpected)}" if unexpected else "ref is required"
-                self._send(422, {"message": message})
-                return
-            with state.lock:
-                state.dispatches.append(Dispatch(workflow, str(body["ref"]), inputs))
-                runs = state.runs.setdefault(workflow, [])
-                runs.append(_run(next(state.ids), workflow, "queued", workflow.removesuffix(".yml")))
-            self._send(204)
+    def _issue(self, number: str) -> dict[str, Any] | None:
+        return next((i for i in self.state.issues if i["number"] == int(number)), None)
+
+    def update_issue(self, _query: dict[str, str], *, number: str) -> None:
+        issue = self._issue(number)
+        if issue is None:
+            self._send(404, {"message": "Not Found"})
+            return
+        with self.state.lock:
+            issue.update({k: v for k, v in self._json().items() if k in ("title", "body", "state", "state_reason")})
+        self._send(200, issue)
+
+    def create_comment(self, _query: dict[str, str], *, number: str) -> None:
+        if self._issue(number) is None:
+            self._send(404, {"message": "Not Found"})
+            return
+        text = str(self._json().get("body") or "")
+        with self.state.lock:
+            self.state.comments.append((int(number), text))
+        self._send(201, {"id": next(self.state.ids), "body": text})
+
+    def list_runs(self, query: dict[str, str], *, workflow: str) -> None:
+        if _declared_inputs(self.state.workflows / workflow) is None:
+            self._send(404, {"message": "Not Found"})
+            return
+        items = [r for r in self.state.runs.get(workflow, []) if query.get("status") in (None, r["status"])]
+        self._send(200, {"total_count": len(items), "workflow_runs": list(reversed(items))})
+
+    def create_dispatch(self, _query: dict[str, str], *, workflow: str) -> None:
+        declared = _declared_inputs(self.state.workflows / workflow)
+        if declared is None:
+            self._send(404, {"message": "Not Found"})
+            return
+        body = self._json()
+        inputs = {str(k): str(v) for k, v in (body.get("inputs") or {}).items()}
+        unexpected = sorted(set(inputs) - set(declared))
+        if not body.get("ref") or unexpected:
+            message = f"Unexpected inputs provided: {json.dumps(unexpected)}" if unexpected else "ref is required"
+            self._send(422, {"message": message})
+            return
+        with self.state.lock:
+            self.state.dispatches.append(Dispatch(workflow, str(body["ref"]), inputs))
+            runs = self.state.runs.setdefault(workflow, [])
+            runs.append(_run(next(self.state.ids), workflow, "queued", workflow.removesuffix(".yml")))
+        self._send(204)
+
+
+def _handler(repository: _State) -> type[BaseHTTPRequestHandler]:
+    class Handler(_Handler):
+        state = repository
 
     return Handler
