@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from enum import Enum
 from urllib.parse import urljoin, urlsplit
 
+from dswheels.core.digests import is_sha256
+
 __all__ = [
     "SdistInfo",
     "TorchSource",
@@ -28,7 +30,6 @@ __all__ = [
     "uv_index_args",
 ]
 
-_SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
 _UNSAFE_URL = re.compile(r"[^A-Za-z0-9._~:/@%+=,-]")
 
 
@@ -63,7 +64,7 @@ def sdist_from_pypi_json(data: object, *, version: str, json_url: str) -> SdistI
         digests = entry.get("digests")
         sha = digests.get("sha256") if isinstance(digests, dict) else None
         url, filename, size = entry.get("url"), entry.get("filename"), entry.get("size")
-        if not isinstance(url, str) or not isinstance(sha, str) or not _SHA256_RE.match(sha):
+        if not isinstance(url, str) or not isinstance(sha, str) or not is_sha256(sha):
             raise ValueError(f"PyPI JSON: the sdist entry of {version} lacks a url or a sha256 digest")
         absolute = urljoin(json_url, url)
         if urlsplit(absolute).scheme not in ("http", "https") and urlsplit(json_url).scheme in ("http", "https"):

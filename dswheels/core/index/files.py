@@ -8,13 +8,13 @@ what is read can be compared field by field. Pure: the caller fetches the page.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from urllib.parse import unquote, urldefrag, urljoin, urlsplit
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
+from dswheels.core.digests import is_sha256
 from dswheels.core.model import Cell
 from dswheels.core.naming import PROJECT, PublishedWheel, try_parse_wheel
 
@@ -126,7 +126,6 @@ class _LinkParser(HTMLParser):
             self._open = None
 
 
-_SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
 MAX_FILENAME = 255  # bytes: what file systems allow for one name
 MAX_LINKS = 200_000
 
@@ -214,7 +213,7 @@ def parse_project_page(html: str, page_url: str) -> tuple[IndexFile, ...]:
         if name is None:
             name, problem = "", problem or f"the URL names no usable file ({url[:200]})"
         algorithm, _sep, digest = fragment.partition("=")
-        sha256 = digest.lower() if algorithm.lower() == "sha256" and _SHA256_RE.match(digest.lower()) else ""
+        sha256 = digest.lower() if algorithm.lower() == "sha256" and is_sha256(digest.lower()) else ""
         files.append(
             IndexFile(
                 filename=name,

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from dswheels.core.compat import Compat
+from dswheels.core.digests import is_sha256
 from dswheels.core.matrix.build_keys import parse_arch_lists, parse_linux_runtime, parse_runners, parse_toolkits
 from dswheels.core.matrix.checker import Checker
 from dswheels.core.matrix.selectors import ALL, all_variants, deepspeed_newest, torch_newest
@@ -182,7 +183,7 @@ def _parse_source(check: Checker, node: Node) -> SourceOverride | None:
         check.problems.add(node, "a source override needs 'sha256' (the archive's SHA-256, 64 hex digits)")
         return None
     sha = check.scalar(sha_node, "sha256") or ""
-    if sha and (len(sha) != 64 or any(c not in "0123456789abcdef" for c in sha.lower())):
+    if sha and not is_sha256(sha.lower()):
         check.problems.add(sha_node, f"sha256 must be 64 hex digits, got {sha!r}")
         return None
     url = (check.scalar(url_node, "url") or "") if url_node else ""

@@ -6,9 +6,9 @@ Each broken rule is a :class:`~dswheels.core.model.Reason` with what would work 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-from dswheels.core.compat import Compat, Rule, describe_versions
+from dswheels.core.compat import Compat, Rule, TorchRelease, describe_versions
 from dswheels.core.model import Cell, Reason
 from dswheels.core.versions import VersionTuple, format_version
 
@@ -100,13 +100,11 @@ class Judge:
         release = self.compat.torch[cell.torch]
         if cell.python in release.python[os]:
             return None
-        minors = self.compat.torch_minors
-        others = [m for m in minors if cell.python in self.compat.torch[m].python[os]]
         fix = f"torch {format_version(cell.torch)} on {cell.platform.value} has Python " + ", ".join(
             str(p) for p in release.python[os]
         )
-        if others:
-            fix += f"; Python {cell.python} wheels exist for torch {_fmt_minors(others, minors)}"
+        if others := self._minors_with(lambda r: cell.python in r.python[os]):
+            fix += f"; Python {cell.python} wheels exist for torch {others}"
         return Reason(
             rule="torch-python",
             message=f"torch {format_version(cell.torch)} has no Python {cell.python} wheel for {cell.platform.value}",
@@ -120,17 +118,20 @@ class Judge:
         variants = release.variants_for(os)
         if cell.variant in variants:
             return None
-        minors = self.compat.torch_minors
-        others = [m for m in minors if cell.variant in self.compat.torch[m].variants_for(os)]
         fix = f"torch {format_version(cell.torch)} on {os} has " + ", ".join(v.name for v in variants)
-        if others:
-            fix += f"; {cell.variant.name} exists for torch {_fmt_minors(others, minors)}"
+        if others := self._minors_with(lambda r: cell.variant in r.variants_for(os)):
+            fix += f"; {cell.variant.name} exists for torch {others}"
         return Reason(
             rule="torch-variant",
             message=f"torch {format_version(cell.torch)} has no {cell.variant.name} build for {cell.platform.value}",
             fix=fix,
             source=release.source,
         )
+
+    def _minors_with(self, has: Callable[[TorchRelease], bool]) -> str:
+        """The torch minors whose release ``has`` what a cell asked for, runs collapsed ("" when none)."""
+        minors = self.compat.torch_minors
+        return _fmt_minors([m for m in minors if has(self.compat.torch[m])], minors)
 
     @staticmethod
     def _check_rules(cell: Cell, rules: tuple[Rule, ...]) -> tuple[Reason, ...]:

@@ -27,95 +27,43 @@ class SmokeRun:
     needs: tuple[str, ...]  # prebuilt ops the run uses
 
 
-def _cpu_runs() -> list[SmokeRun]:
-    return [
-        SmokeRun("zero0-torch-adamw", 0, offload=False, bf16=False, micro_batch=8, grad_accum=1, fused=False, needs=()),
-        SmokeRun(
-            "zero1-offload-cpuadam",
-            1,
-            offload=True,
-            bf16=False,
-            micro_batch=8,
-            grad_accum=1,
-            fused=False,
-            needs=("cpu_adam",),
-        ),
-        SmokeRun(
-            "zero2-offload-cpuadam-ga2",
-            2,
-            offload=True,
-            bf16=False,
-            micro_batch=4,
-            grad_accum=2,
-            fused=False,
-            needs=("cpu_adam",),
-        ),
-        SmokeRun(
-            "zero3-offload-cpuadam",
-            3,
-            offload=True,
-            bf16=False,
-            micro_batch=8,
-            grad_accum=1,
-            fused=False,
-            needs=("cpu_adam",),
-        ),
-    ]
+# What a run's optimizer asks of the wheel: (offload_optimizer, FusedAdam, the prebuilt ops it uses).
+_OPTIMIZERS: dict[str, tuple[bool, bool, tuple[str, ...]]] = {
+    "torch-adamw": (False, False, ()),  # torch's AdamW: no DeepSpeed op
+    "cpuadam": (True, False, ("cpu_adam",)),  # offloaded to the CPU: DeepSpeedCPUAdam
+    "fusedadam": (False, True, ("fused_adam",)),  # on the GPU: FusedAdam
+}
 
 
-def _gpu_runs() -> list[SmokeRun]:
-    return [
-        SmokeRun(
-            "gpu-zero0-fusedadam-bf16",
-            0,
-            offload=False,
-            bf16=True,
-            micro_batch=16,
-            grad_accum=1,
-            fused=True,
-            needs=("fused_adam",),
-        ),
-        SmokeRun(
-            "gpu-zero1-fusedadam-bf16",
-            1,
-            offload=False,
-            bf16=True,
-            micro_batch=16,
-            grad_accum=1,
-            fused=True,
-            needs=("fused_adam",),
-        ),
-        SmokeRun(
-            "gpu-zero2-fusedadam-bf16-ga2",
-            2,
-            offload=False,
-            bf16=True,
-            micro_batch=8,
-            grad_accum=2,
-            fused=True,
-            needs=("fused_adam",),
-        ),
-        SmokeRun(
-            "gpu-zero3-fusedadam-bf16",
-            3,
-            offload=False,
-            bf16=True,
-            micro_batch=16,
-            grad_accum=1,
-            fused=True,
-            needs=("fused_adam",),
-        ),
-        SmokeRun(
-            "gpu-zero2-offload-cpuadam-bf16",
-            2,
-            offload=True,
-            bf16=True,
-            micro_batch=16,
-            grad_accum=1,
-            fused=False,
-            needs=("cpu_adam",),
-        ),
-    ]
+def _run(
+    name: str, stage: int, optimizer: str, *, micro_batch: int, grad_accum: int = 1, bf16: bool = False
+) -> SmokeRun:
+    offload, fused, needs = _OPTIMIZERS[optimizer]
+    return SmokeRun(
+        name,
+        stage,
+        offload=offload,
+        bf16=bf16,
+        micro_batch=micro_batch,
+        grad_accum=grad_accum,
+        fused=fused,
+        needs=needs,
+    )
+
+
+_CPU_RUNS = (
+    _run("zero0-torch-adamw", 0, "torch-adamw", micro_batch=8),
+    _run("zero1-offload-cpuadam", 1, "cpuadam", micro_batch=8),
+    _run("zero2-offload-cpuadam-ga2", 2, "cpuadam", micro_batch=4, grad_accum=2),
+    _run("zero3-offload-cpuadam", 3, "cpuadam", micro_batch=8),
+)
+_GPU_RUNS = (
+    _run("gpu-zero0-fusedadam-bf16", 0, "fusedadam", micro_batch=16, bf16=True),
+    _run("gpu-zero1-fusedadam-bf16", 1, "fusedadam", micro_batch=16, bf16=True),
+    _run("gpu-zero2-fusedadam-bf16-ga2", 2, "fusedadam", micro_batch=8, grad_accum=2, bf16=True),
+    _run("gpu-zero3-fusedadam-bf16", 3, "fusedadam", micro_batch=16, bf16=True),
+    _run("gpu-zero2-offload-cpuadam-bf16", 2, "cpuadam", micro_batch=16, bf16=True),
+)
 
 
 def runs_for(device: str, ops: Sequence[str]) -> tuple[list[SmokeRun], list[tuple[SmokeRun, str]]]:
@@ -127,7 +75,7 @@ def runs_for(device: str, ops: Sequence[str]) -> tuple[list[SmokeRun], list[tupl
     >>> [s.name for s, _ in runs_for("cuda", ["fused_adam"])[1]]
     ['zero1-offload-cpuadam', 'zero2-offload-cpuadam-ga2', 'zero3-offload-cpuadam', 'gpu-zero2-offload-cpuadam-bf16']
     """
-    candidates = _cpu_runs() + (_gpu_runs() if device == "cuda" else [])
+    candidates = [*_CPU_RUNS, *(_GPU_RUNS if device == "cuda" else ())]
     chosen: list[SmokeRun] = []
     skipped: list[tuple[SmokeRun, str]] = []
     have = set(ops)
