@@ -7,7 +7,8 @@ from importlib import resources
 import pytest
 import yaml
 
-from dswheels.core.compat import OSES, CompatDataError, load_compat, parse_compat
+from dswheels.core.compat import CompatDataError, load_compat, parse_compat
+from dswheels.core.compat.entries import OSES
 from dswheels.core.model import Accelerator
 from dswheels.core.versions import format_version
 

@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 
 from dswheels.commands.common import load_matrix
-from dswheels.core.compat import Compat, RunnerImage, load_compat
+from dswheels.core.compat import Compat, load_compat
+from dswheels.core.compat.entries import RunnerImage
 from dswheels.core.matrix.parse import parse_matrix
 from dswheels.core.matrix.spec import MatrixSpec
 from dswheels.core.model import Cell, DroppedCell, PlannedCell, Source, SourceKind, Variant

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from dswheels.core.building.compiler_cache import CacheTool
-from dswheels.core.compat import CpuBaseline
+from dswheels.core.compat.entries import CpuBaseline
 from dswheels.core.model import PlannedCell
 from dswheels.core.naming import build_string
 

@@ -3,44 +3,14 @@
 The file is package data and part of this project, so a malformed entry is a bug: loading
 fails loudly (``CompatDataError``) and a unit test loads it on every run.
 
-Import from here: :mod:`._entries` holds one type per kind of entry (a torch release, a
-CUDA toolkit, a rule, ...), :mod:`._table` the whole file typed (:class:`Compat`) and its
-lookups, :mod:`._read` the reading of the YAML into them.
+:mod:`.entries` holds one type per kind of entry (a torch release, a CUDA toolkit, a rule,
+...) and the whole file typed (:class:`Compat`) with its lookups; :mod:`.read` reads the YAML
+into them. What the commands and effects use is importable from here.
 """
 
 from __future__ import annotations
 
-from dswheels.core.compat._entries import (
-    OSES,
-    ArchListRow,
-    Condition,
-    CpuBaseline,
-    CudaToolkit,
-    MismatchRow,
-    OpInfo,
-    Rule,
-    RunnerImage,
-    TorchRelease,
-    Workaround,
-)
-from dswheels.core.compat._read import CompatDataError, load_compat, parse_compat
-from dswheels.core.compat._table import Compat, describe_versions
+from dswheels.core.compat.entries import Compat, describe_versions
+from dswheels.core.compat.read import CompatDataError, load_compat, parse_compat
 
-__all__ = [
-    "OSES",
-    "ArchListRow",
-    "Compat",
-    "CompatDataError",
-    "Condition",
-    "CpuBaseline",
-    "CudaToolkit",
-    "MismatchRow",
-    "OpInfo",
-    "Rule",
-    "RunnerImage",
-    "TorchRelease",
-    "Workaround",
-    "describe_versions",
-    "load_compat",
-    "parse_compat",
-]
+__all__ = ["Compat", "CompatDataError", "describe_versions", "load_compat", "parse_compat"]

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dswheels.core.compat import Compat, CudaToolkit, describe_versions
+from dswheels.core.compat import Compat, describe_versions
+from dswheels.core.compat.entries import CudaToolkit
 from dswheels.core.model import Cell, Reason
 from dswheels.core.versions import VersionTuple, format_version, parse_version
 

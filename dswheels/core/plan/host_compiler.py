@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from dswheels.core.binaries.linux_runtime import RuntimeFloor
-from dswheels.core.compat import Compat, CudaToolkit, RunnerImage, TorchRelease
+from dswheels.core.compat import Compat
+from dswheels.core.compat.entries import CudaToolkit, RunnerImage, TorchRelease
 from dswheels.core.model import Cell, HostCompiler
 from dswheels.core.versions import format_version, parse_version
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from dswheels.core.compat import Compat, Rule, TorchRelease, describe_versions
+from dswheels.core.compat import Compat, describe_versions
+from dswheels.core.compat.entries import Rule, TorchRelease
 from dswheels.core.model import Cell, Reason
 from dswheels.core.versions import VersionTuple, format_version
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from dswheels.core.binaries.linux_runtime import RuntimeFloor
-from dswheels.core.compat import Compat, CudaToolkit, OpInfo, RunnerImage, TorchRelease
+from dswheels.core.compat import Compat
+from dswheels.core.compat.entries import CudaToolkit, OpInfo, RunnerImage, TorchRelease
 from dswheels.core.flags.record import FlagRecord, load_flag_record
 from dswheels.core.flags.screen import screen_ops
 from dswheels.core.matrix.spec import MatrixSpec

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from dswheels.core.compat import Compat, Rule
+from dswheels.core.compat import Compat
+from dswheels.core.compat.entries import Rule
 from dswheels.core.model import Accelerator
 from dswheels.core.upstream.context import Context
 from dswheels.core.upstream.findings import Kind

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from dswheels.core.compat import TorchRelease
+from dswheels.core.compat.entries import TorchRelease
 from dswheels.core.model import Python, Variant
 from dswheels.core.upstream.context import Context, PathT
 from dswheels.core.upstream.findings import Kind

@@ -9,9 +9,10 @@ from importlib import resources
 import yaml
 
 from dswheels.core.binaries.linux_runtime import LibstdcxxRelease, RuntimeFloor
-from dswheels.core.compat._entries import (
+from dswheels.core.compat.entries import (
     OSES,
     ArchListRow,
+    Compat,
     Condition,
     CpuBaseline,
     CudaToolkit,
@@ -22,7 +23,6 @@ from dswheels.core.compat._entries import (
     TorchRelease,
     Workaround,
 )
-from dswheels.core.compat._table import Compat
 from dswheels.core.model import Accelerator, Python, Variant
 from dswheels.core.untyped import Untyped
 from dswheels.core.versions import Range, VersionTuple, parse_range, parse_version
