@@ -8,7 +8,7 @@ suggestion) before one :class:`~dswheels.errors.ConfigError` reports them all. T
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TypeVar
 
 from dswheels.core.compat import Compat
@@ -223,14 +223,19 @@ def _parse_torch(check: Checker, node: Node | None) -> list[tuple[VersionTuple, 
     return result
 
 
+def _cell_entries(check: Checker, node: Node, what: str, *, entry: str) -> Iterator[Node]:
+    """The entries of ``include``/``exclude``: mappings over the five axes (unknown keys reported)."""
+    for item in check.seq(node, what, allow_empty=True):
+        if check.is_map(item, entry):
+            check.keys(item, CELL_KEYS, what=entry)
+            yield item
+
+
 def _parse_include(check: Checker, node: Node | None) -> list[Cell]:
     if node is None:
         return []
     cells: list[Cell] = []
-    for item in check.seq(node, "include", allow_empty=True):
-        if not check.is_map(item, "an include entry"):
-            continue
-        check.keys(item, CELL_KEYS, what="an include entry")
+    for item in _cell_entries(check, node, "include", entry="an include entry"):
         missing = [key for key in CELL_KEYS if item.get(key) is None]
         if missing:
             check.problems.add(item, f"an include entry names one cell: missing {', '.join(missing)}")
@@ -249,10 +254,7 @@ def _parse_exclude(check: Checker, node: Node | None) -> list[CellPattern]:
     if node is None:
         return []
     patterns: list[CellPattern] = []
-    for item in check.seq(node, "exclude", allow_empty=True):
-        if not check.is_map(item, "an exclude entry"):
-            continue
-        check.keys(item, CELL_KEYS, what="an exclude entry")
+    for item in _cell_entries(check, node, "exclude", entry="an exclude entry"):
         fields: list[tuple[str, tuple[str, ...]]] = []
         for name, _key, value in item.keys:
             if name in CELL_KEYS:
