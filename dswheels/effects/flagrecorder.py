@@ -1,7 +1,7 @@
 """Evaluate the op flags of DeepSpeed's PyPI sdists as dswheels patches them: ``nox -s update_flags`` and the tests.
 
 For each release: the sdist from PyPI (sha256 from its JSON API), unpacked once per OS and
-patched by :func:`dswheels.effects.build.patch_tree` exactly as a cell of that OS is patched,
+patched by :func:`dswheels.effects.source_tree.patch_tree` exactly as a cell of that OS is patched,
 then every op's builder evaluated by the probe with ``win32``/``linux`` stood in for, for the
 CUDA and the CPU accelerator. The probe runs once per batch of trees (torch is imported once).
 """
@@ -21,9 +21,9 @@ from dswheels.core.opflags import EvalContext, OpFlags, ProbeJob
 from dswheels.core.sources import TorchSource, TorchSourceKind, sdist_from_pypi_json
 from dswheels.core.versions import format_version, parse_version
 from dswheels.effects import proc
-from dswheels.effects.build import patch_tree
 from dswheels.effects.interpreter import Interpreter, prepare_interpreter
 from dswheels.effects.opflags import run_probe
+from dswheels.effects.source_tree import patch_tree
 from dswheels.effects.sources import Downloader, extract_archive
 from dswheels.errors import BuildError, DswheelsError, EnvironmentMismatchError
 

@@ -21,6 +21,7 @@ from dswheels.core.versions import VersionTuple
 from dswheels.core.wheelfile import EXTENSION_SUFFIXES, dist_info_dir, pin_requirement, render_record, torch_pin
 from dswheels.effects import proc
 from dswheels.effects.binaries import read_extension_binary
+from dswheels.effects.wheelhouse import debug_archive_name
 from dswheels.errors import BuildError
 
 __all__ = ["Postprocessed", "postprocess_wheel"]
@@ -144,7 +145,7 @@ def postprocess_wheel(
         tmp_wheel.replace(out)
         debug_archive: Path | None = None
         if debug_files:
-            debug_archive = staging / (wheel.name.removesuffix(".whl") + ".debug.tar.gz")
+            debug_archive = staging / debug_archive_name(wheel.name)
             with tarfile.open(debug_archive, "w:gz") as tar:
                 for member_name, data in sorted(debug_files.items()):
                     entry = tarfile.TarInfo(member_name)
