@@ -17,7 +17,7 @@ from pathlib import Path
 from dswheels.core.compat import Compat
 from dswheels.core.model import Accelerator, PlannedCell, Python, Variant
 from dswheels.core.nvccflags import NvccOptions, parse_nvcc_help
-from dswheels.core.opflags import EvalContext, OpFlags, ProbeJob
+from dswheels.core.opflags import EvalContext, OpFlags, ProbeAnswer, ProbeJob
 from dswheels.core.sources import TorchSource, TorchSourceKind, sdist_from_pypi_json
 from dswheels.core.versions import format_version, parse_version
 from dswheels.effects import proc
@@ -183,13 +183,8 @@ def evaluate_releases(
         keys: list[tuple[str, str, str]] = []  # (version, platform, accelerator) of each job
         for version in chunk:
             for platform, os_name in PLATFORMS.items():
-                template = templates[os_name]
-                planned = replace(
-                    template,
-                    cell=replace(template.cell, deepspeed=parse_version(version)),
-                    toolchain=replace(template.toolchain, cpu_baseline=context.cpu_baseline),
-                )
                 tree = work / f"{version}-{os_name}"
+                planned = _release_cell(templates[os_name], version, context)
                 try:
                     unpack_patched(sdists[version], tree, planned, compat)
                 except BuildError as exc:
@@ -201,16 +196,29 @@ def evaluate_releases(
                     jobs.append(ProbeJob(tree=str(tree), accelerator=accelerator.value, ops=None, contexts=contexts))
                     keys.append((version, platform, accelerator.value))
         if jobs:
-            answer = run_probe(python, jobs, env=probe_env, log_file=log_file, error=DswheelsError)
-            for key, job in zip(keys, answer.jobs, strict=True):
-                if job.error:
-                    recording.not_recorded[" ".join(key)] = f"DeepSpeed's op builders cannot be imported: {job.error}"
-                for result in job.results:
-                    recording.results[(key[0], key[1], key[2], result.context.arch_list or "")] = result.ops
+            _record(run_probe(python, jobs, env=probe_env, log_file=log_file, error=DswheelsError), keys, recording)
         for version in chunk:
             for os_name in PLATFORMS.values():
                 shutil.rmtree(work / f"{version}-{os_name}", ignore_errors=True)
     return recording
+
+
+def _release_cell(template: PlannedCell, version: str, context: RecordContext) -> PlannedCell:
+    """``template`` with the release ``version`` and the recording's CPU baseline put in."""
+    return replace(
+        template,
+        cell=replace(template.cell, deepspeed=parse_version(version)),
+        toolchain=replace(template.toolchain, cpu_baseline=context.cpu_baseline),
+    )
+
+
+def _record(answer: ProbeAnswer, keys: Sequence[tuple[str, str, str]], recording: Recording) -> None:
+    """The probe's answer for each job (``keys``: its version, platform and accelerator) into ``recording``."""
+    for key, job in zip(keys, answer.jobs, strict=True):
+        if job.error:
+            recording.not_recorded[" ".join(key)] = f"DeepSpeed's op builders cannot be imported: {job.error}"
+        for result in job.results:
+            recording.results[(key[0], key[1], key[2], result.context.arch_list or "")] = result.ops
 
 
 def read_nvcc_options(nvcc: str) -> NvccOptions:
