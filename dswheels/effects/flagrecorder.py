@@ -1,7 +1,7 @@
 """Evaluate the op flags of DeepSpeed's PyPI sdists as dswheels patches them: ``nox -s update_flags`` and the tests.
 
 For each release: the sdist from PyPI (sha256 from its JSON API), unpacked once per OS and
-patched by :func:`dswheels.effects.build.patch_tree` exactly as a cell of that OS is patched,
+patched by :func:`dswheels.effects.source_tree.patch_tree` exactly as a cell of that OS is patched,
 then every op's builder evaluated by the probe with ``win32``/``linux`` stood in for, for the
 CUDA and the CPU accelerator. The probe runs once per batch of trees (torch is imported once).
 """
@@ -15,15 +15,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from dswheels.core.compat import Compat
-from dswheels.core.flags.nvcc import NvccOptions, parse_nvcc_help
-from dswheels.core.flags.op_flags import EvalContext, OpFlags, ProbeJob
 from dswheels.core.model import Accelerator, PlannedCell, Python, Variant
+from dswheels.core.flags.nvcc import NvccOptions, parse_nvcc_help
+from dswheels.core.flags.op_flags import EvalContext, OpFlags, ProbeAnswer, ProbeJob
 from dswheels.core.sources import TorchSource, TorchSourceKind, sdist_from_pypi_json
 from dswheels.core.versions import format_version, parse_version
 from dswheels.effects import proc
-from dswheels.effects.build import patch_tree
 from dswheels.effects.interpreter import Interpreter, prepare_interpreter
 from dswheels.effects.opflags import run_probe
+from dswheels.effects.source_tree import patch_tree
 from dswheels.effects.sources import Downloader, extract_archive
 from dswheels.errors import BuildError, DswheelsError, EnvironmentMismatchError
 
@@ -183,13 +183,8 @@ def evaluate_releases(
         keys: list[tuple[str, str, str]] = []  # (version, platform, accelerator) of each job
         for version in chunk:
             for platform, os_name in PLATFORMS.items():
-                template = templates[os_name]
-                planned = replace(
-                    template,
-                    cell=replace(template.cell, deepspeed=parse_version(version)),
-                    toolchain=replace(template.toolchain, cpu_baseline=context.cpu_baseline),
-                )
                 tree = work / f"{version}-{os_name}"
+                planned = _release_cell(templates[os_name], version, context)
                 try:
                     unpack_patched(sdists[version], tree, planned, compat)
                 except BuildError as exc:
@@ -201,16 +196,29 @@ def evaluate_releases(
                     jobs.append(ProbeJob(tree=str(tree), accelerator=accelerator.value, ops=None, contexts=contexts))
                     keys.append((version, platform, accelerator.value))
         if jobs:
-            answer = run_probe(python, jobs, env=probe_env, log_file=log_file, error=DswheelsError)
-            for key, job in zip(keys, answer.jobs, strict=True):
-                if job.error:
-                    recording.not_recorded[" ".join(key)] = f"DeepSpeed's op builders cannot be imported: {job.error}"
-                for result in job.results:
-                    recording.results[(key[0], key[1], key[2], result.context.arch_list or "")] = result.ops
+            _record(run_probe(python, jobs, env=probe_env, log_file=log_file, error=DswheelsError), keys, recording)
         for version in chunk:
             for os_name in PLATFORMS.values():
                 shutil.rmtree(work / f"{version}-{os_name}", ignore_errors=True)
     return recording
+
+
+def _release_cell(template: PlannedCell, version: str, context: RecordContext) -> PlannedCell:
+    """``template`` with the release ``version`` and the recording's CPU baseline put in."""
+    return replace(
+        template,
+        cell=replace(template.cell, deepspeed=parse_version(version)),
+        toolchain=replace(template.toolchain, cpu_baseline=context.cpu_baseline),
+    )
+
+
+def _record(answer: ProbeAnswer, keys: Sequence[tuple[str, str, str]], recording: Recording) -> None:
+    """The probe's answer for each job (``keys``: its version, platform and accelerator) into ``recording``."""
+    for key, job in zip(keys, answer.jobs, strict=True):
+        if job.error:
+            recording.not_recorded[" ".join(key)] = f"DeepSpeed's op builders cannot be imported: {job.error}"
+        for result in job.results:
+            recording.results[(key[0], key[1], key[2], result.context.arch_list or "")] = result.ops
 
 
 def read_nvcc_options(nvcc: str) -> NvccOptions:

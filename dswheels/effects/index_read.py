@@ -165,23 +165,9 @@ def read_manifest(file: IndexFile) -> PublishedRuntime:
     url = _manifest_url(file)
     if file.problem:
         return PublishedRuntime(file.filename, url, None, f"not read: {file.problem}")
-    local = _local_page(url)
-    try:
-        if local is not None:
-            text = read_bounded(local, limit=MAX_MANIFEST_BYTES).decode("utf-8")
-        else:
-            with requests.get(url, timeout=_TIMEOUT, stream=True) as response:
-                if response.status_code == 404:
-                    return PublishedRuntime(file.filename, url, None, _NO_MANIFEST)
-                if not response.ok:
-                    return PublishedRuntime(file.filename, url, None, f"HTTP {response.status_code} for {url}")
-                check_redirects(url, response, error=SourceError)
-                body = read_limited(response, limit=MAX_MANIFEST_BYTES, what=url, error=SourceError)
-            text = body.decode("utf-8")
-    except FileNotFoundError:
-        return PublishedRuntime(file.filename, url, None, _NO_MANIFEST)
-    except (OSError, ValueError, requests.RequestException, SourceError) as exc:
-        return PublishedRuntime(file.filename, url, None, f"cannot read {url}: {exc}")
+    text, why_not = _manifest_text(url)
+    if text is None:
+        return PublishedRuntime(file.filename, url, None, why_not)
     try:
         manifest = parse_manifest(text)
     except ManifestError as exc:
@@ -191,3 +177,23 @@ def read_manifest(file: IndexFile) -> PublishedRuntime:
     if manifest.runtime is None:
         return PublishedRuntime(file.filename, url, None, "its build manifest predates `runtime` (or is for Windows)")
     return PublishedRuntime(file.filename, url, manifest.runtime)
+
+
+def _manifest_text(url: str) -> tuple[str | None, str]:
+    """The text at ``url`` (a file or HTTP(S)), or None and why it could not be read."""
+    local = _local_page(url)
+    try:
+        if local is not None:
+            return read_bounded(local, limit=MAX_MANIFEST_BYTES).decode("utf-8"), ""
+        with requests.get(url, timeout=_TIMEOUT, stream=True) as response:
+            if response.status_code == 404:
+                return None, _NO_MANIFEST
+            if not response.ok:
+                return None, f"HTTP {response.status_code} for {url}"
+            check_redirects(url, response, error=SourceError)
+            body = read_limited(response, limit=MAX_MANIFEST_BYTES, what=url, error=SourceError)
+        return body.decode("utf-8"), ""
+    except FileNotFoundError:
+        return None, _NO_MANIFEST
+    except (OSError, ValueError, requests.RequestException, SourceError) as exc:
+        return None, f"cannot read {url}: {exc}"

@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 
-from dswheels.core.model import PlannedCell, Platform
+from dswheels.core.model import Cell, PlannedCell, Platform, Python
 from dswheels.core.sources import TorchSource, TorchSourceKind, parse_pip_config, uv_index_args
 from dswheels.core.versions import format_version
 from dswheels.effects import proc
-from dswheels.errors import EnvironmentMismatchError
+from dswheels.errors import DswheelsError, EnvironmentMismatchError
 from dswheels.log import get_reporter
 from dswheels.probes import interpreter as _probe_module
 
@@ -35,6 +35,7 @@ __all__ = [
     "probe_python",
     "torch_index_args",
     "uv_install",
+    "uv_venv",
 ]
 
 # What DeepSpeed's setup.py needs next to torch when built without isolation.
@@ -135,15 +136,18 @@ def interpreter_mismatch(info: PythonInfo, planned: PlannedCell, *, foreign: boo
     torch_minor = ".".join(info.torch.split("+")[0].split(".")[:2])
     if torch_minor != format_version(cell.torch):
         return f"torch {info.torch}, the cell needs torch {format_version(cell.torch)}"
-    if foreign:
-        return None
+    return None if foreign else _cuda_mismatch(info.torch, info.torch_cuda, cell)
+
+
+def _cuda_mismatch(torch: str, torch_cuda: str | None, cell: Cell) -> str | None:
+    """Why torch ``torch`` (built with CUDA ``torch_cuda``, None: a CPU build) is not the cell's variant."""
     if cell.variant.is_cuda:
-        if info.torch_cuda is None:
-            return f"torch {info.torch} is a CPU build, the cell needs CUDA {cell.variant.cuda_text}"
-        if ".".join(info.torch_cuda.split(".")[:2]) != cell.variant.cuda_text:
-            return f"torch {info.torch} is built with CUDA {info.torch_cuda}, the cell needs {cell.variant.cuda_text}"
-    elif info.torch_cuda is not None:
-        return f"torch {info.torch} is a CUDA {info.torch_cuda} build, the cell is the cpu variant"
+        if torch_cuda is None:
+            return f"torch {torch} is a CPU build, the cell needs CUDA {cell.variant.cuda_text}"
+        if ".".join(torch_cuda.split(".")[:2]) != cell.variant.cuda_text:
+            return f"torch {torch} is built with CUDA {torch_cuda}, the cell needs {cell.variant.cuda_text}"
+    elif torch_cuda is not None:
+        return f"torch {torch} is a CUDA {torch_cuda} build, the cell is the cpu variant"
     return None
 
 
@@ -233,13 +237,7 @@ def prepare_interpreter(
     if not python.exists():
         origin = Origin.NEW_VENV
         shutil.rmtree(venv, ignore_errors=True)
-        proc.run(
-            [uv, "venv", "--python", str(planned.cell.python), str(venv)],
-            log_file=log_file,
-            stream=False,
-            error=EnvironmentMismatchError,
-            what=f"creating a Python {planned.cell.python} venv",
-        )
+        uv_venv(uv, planned.cell.python, venv, log_file=log_file, error=EnvironmentMismatchError)
     else:
         info = probe_python(python)
         exact = (info.torch or "").split("+")[0] == planned.torch_version
@@ -259,6 +257,17 @@ def prepare_interpreter(
             f"{planned.torch_version} {planned.cell.variant.name}; choose another with --torch-index",
         )
     return Interpreter(python=python, info=info, origin=origin)
+
+
+def uv_venv(uv: str, python: Python, venv: Path, *, log_file: Path | None, error: type[DswheelsError]) -> None:
+    """A new venv at ``venv`` with ``python`` (uv finds or downloads the interpreter)."""
+    proc.run(
+        [uv, "venv", "--python", str(python), str(venv)],
+        log_file=log_file,
+        stream=False,
+        error=error,
+        what=f"creating a Python {python} venv",
+    )
 
 
 def uv_install(

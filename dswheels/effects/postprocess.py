@@ -11,7 +11,7 @@ import tarfile
 import tempfile
 import zipfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from dswheels.core.binaries.extension import ExtensionBinary
@@ -21,6 +21,7 @@ from dswheels.core.versions import VersionTuple
 from dswheels.core.wheel.contents import EXTENSION_SUFFIXES, dist_info_dir, pin_requirement, render_record, torch_pin
 from dswheels.effects import proc
 from dswheels.effects.binaries import read_extension_binary
+from dswheels.effects.wheelhouse import debug_archive_name
 from dswheels.errors import BuildError
 
 __all__ = ["Postprocessed", "postprocess_wheel"]
@@ -70,6 +71,25 @@ def _strip(data: bytes, name: str, *, tmp: Path, keep_debug: bool, log_file: Pat
     return so.read_bytes(), debug
 
 
+@dataclass
+class _Extensions:
+    """What rewriting the extensions found: member name -> size after stripping, binary, debug info."""
+
+    sizes: dict[str, int] = field(default_factory=dict)
+    binaries: dict[str, ExtensionBinary] = field(default_factory=dict)
+    debug_files: dict[str, bytes] = field(default_factory=dict)  # <member>.debug -> its debug info
+    saved: int = 0  # bytes stripping saved
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Tools:
+    strip: bool  # strip ELF extensions (Linux wheels)
+    keep_debug: bool  # and keep their debug info in a separate archive
+    objdump: str | None  # reads ELF and PE: the CPU baseline scan
+    forbidden_registers: Sequence[str]
+    log_file: Path | None
+
+
 def postprocess_wheel(
     wheel: Path,
     *,
@@ -83,21 +103,20 @@ def postprocess_wheel(
     """Write the finished wheel (same filename) into ``staging``."""
     staging.mkdir(parents=True, exist_ok=True)
     out = staging / wheel.name
-    sizes: dict[str, int] = {}
-    isa: dict[str, IsaReport] = {}
-    gpu: dict[str, GpuCode] = {}
-    needs: dict[str, dict[str, tuple[str, ...]]] = {}
-    debug_files: dict[str, bytes] = {}
-    saved = 0
     can_strip = linux and proc.find_tool("strip") is not None and proc.find_tool("objcopy") is not None
-    objdump = proc.find_tool("objdump")  # reads ELF and PE: Windows extensions are scanned too
-    binaries: dict[str, ExtensionBinary] = {}
     if linux and not can_strip:
         raise BuildError("strip/objcopy (binutils) are needed to post-process Linux wheels", hint="install binutils")
+    tools = _Tools(
+        strip=can_strip,
+        keep_debug=keep_debug,
+        objdump=proc.find_tool("objdump"),  # reads ELF and PE: Windows extensions are scanned too
+        forbidden_registers=forbidden_registers,
+        log_file=log_file,
+    )
+    found = _Extensions()
     with tempfile.TemporaryDirectory(prefix="dsw-pp-") as tmp_name, zipfile.ZipFile(wheel) as src:
         tmp = Path(tmp_name)
-        names = src.namelist()
-        dist_info = dist_info_dir(names)
+        dist_info = dist_info_dir(src.namelist())
         record_path = f"{dist_info}/RECORD"
         members: list[tuple[zipfile.ZipInfo, bytes]] = []
         for info in src.infolist():
@@ -105,62 +124,71 @@ def postprocess_wheel(
                 continue
             data = src.read(info)
             if info.filename.endswith(EXTENSION_SUFFIXES):
-                if can_strip:
-                    stripped, debug = _strip(data, info.filename, tmp=tmp, keep_debug=keep_debug, log_file=log_file)
-                    saved += len(data) - len(stripped)
-                    data = stripped
-                    if debug is not None:
-                        debug_files[info.filename + ".debug"] = debug
-                sizes[info.filename] = len(data)
-                binary = read_extension_binary(
-                    info.filename,
-                    data,
-                    tmp=tmp,
-                    forbidden_registers=forbidden_registers,
-                    objdump=objdump,
-                    error=BuildError,
-                )
-                binaries[info.filename] = binary
-                if binary.isa is not None:
-                    isa[info.filename] = binary.isa
-                if binary.gpu is not None:
-                    gpu[info.filename] = binary.gpu
-                if binary.format == "elf":
-                    needs[info.filename] = dict(binary.version_needs)
+                data = _extension(info.filename, data, tmp=tmp, tools=tools, found=found)
             elif info.filename == f"{dist_info}/METADATA":
                 text = data.decode("utf-8")
                 data = pin_requirement(text, project="torch", requirement=torch_pin(torch)).encode("utf-8")
             members.append((info, data))
-        record = render_record(((i.filename, d) for i, d in members), record_path=record_path).encode("utf-8")
-        tmp_wheel = tmp / wheel.name
-        with zipfile.ZipFile(tmp_wheel, "w", compression=zipfile.ZIP_DEFLATED) as dst:
-            for info, data in members:
-                _write_member(dst, info, data)
-            record_info = zipfile.ZipInfo(
-                record_path, date_time=members[-1][0].date_time if members else (1980, 1, 1, 0, 0, 0)
-            )
-            record_info.external_attr = 0o644 << 16
-            _write_member(dst, record_info, record)
-        tmp_wheel.replace(out)
-        debug_archive: Path | None = None
-        if debug_files:
-            debug_archive = staging / (wheel.name.removesuffix(".whl") + ".debug.tar.gz")
-            with tarfile.open(debug_archive, "w:gz") as tar:
-                for member_name, data in sorted(debug_files.items()):
-                    entry = tarfile.TarInfo(member_name)
-                    entry.size = len(data)
-                    entry.mode = 0o644
-                    tar.addfile(entry, io.BytesIO(data))
+        _repack(tmp / wheel.name, members, record_path=record_path)
+        (tmp / wheel.name).replace(out)
+        debug_archive = _debug_archive(staging / debug_archive_name(wheel.name), found.debug_files)
+    binaries = found.binaries
     return Postprocessed(
         wheel=out,
-        sizes=sizes,
-        isa=isa,
-        gpu=gpu,
-        needs=needs,
+        sizes=found.sizes,
+        isa={name: b.isa for name, b in binaries.items() if b.isa is not None},
+        gpu={name: b.gpu for name, b in binaries.items() if b.gpu is not None},
+        needs={name: dict(b.version_needs) for name, b in binaries.items() if b.format == "elf"},
         debug_archive=debug_archive,
-        stripped_bytes=saved,
+        stripped_bytes=found.saved,
         binaries=binaries,
     )
+
+
+def _extension(name: str, data: bytes, *, tmp: Path, tools: _Tools, found: _Extensions) -> bytes:
+    """An extension member: stripped (its debug info kept aside) and read; returns its new bytes."""
+    if tools.strip:
+        stripped, debug = _strip(data, name, tmp=tmp, keep_debug=tools.keep_debug, log_file=tools.log_file)
+        found.saved += len(data) - len(stripped)
+        data = stripped
+        if debug is not None:
+            found.debug_files[name + ".debug"] = debug
+    found.sizes[name] = len(data)
+    found.binaries[name] = read_extension_binary(
+        name,
+        data,
+        tmp=tmp,
+        forbidden_registers=tools.forbidden_registers,
+        objdump=tools.objdump,
+        error=BuildError,
+    )
+    return data
+
+
+def _repack(target: Path, members: Sequence[tuple[zipfile.ZipInfo, bytes]], *, record_path: str) -> None:
+    """Write the wheel's members, then a RECORD with every member's new hash and size."""
+    record = render_record(((i.filename, d) for i, d in members), record_path=record_path).encode("utf-8")
+    with zipfile.ZipFile(target, "w", compression=zipfile.ZIP_DEFLATED) as dst:
+        for info, data in members:
+            _write_member(dst, info, data)
+        record_info = zipfile.ZipInfo(
+            record_path, date_time=members[-1][0].date_time if members else (1980, 1, 1, 0, 0, 0)
+        )
+        record_info.external_attr = 0o644 << 16
+        _write_member(dst, record_info, record)
+
+
+def _debug_archive(archive: Path, debug_files: Mapping[str, bytes]) -> Path | None:
+    """The extensions' debug info as ``archive`` (a .tar.gz); None when there is none."""
+    if not debug_files:
+        return None
+    with tarfile.open(archive, "w:gz") as tar:
+        for member_name, data in sorted(debug_files.items()):
+            entry = tarfile.TarInfo(member_name)
+            entry.size = len(data)
+            entry.mode = 0o644
+            tar.addfile(entry, io.BytesIO(data))
+    return archive
 
 
 def _write_member(dst: zipfile.ZipFile, info: zipfile.ZipInfo, data: bytes) -> None:

@@ -66,6 +66,100 @@ def _stop(process: subprocess.Popen[str]) -> None:
             continue
 
 
+def _resolve(program: str, env: Mapping[str, str] | None, error: type[DswheelsError]) -> str:
+    """``program`` as a path: given with a folder, or found on the PATH the child will see."""
+    resolved = program if Path(program).parent != Path() else find_tool(program, env)
+    if resolved is None:
+        raise error(
+            f"{program} is not installed or not on PATH",
+            hint=f"install {program} (or put it on PATH) and run again",
+        )
+    return resolved
+
+
+def _open_log(log_file: Path | None, args: Sequence[str]) -> IO[str] | None:
+    """The log file opened for appending, starting with the command line."""
+    if log_file is None:
+        return None
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    log = log_file.open("a", encoding="utf-8", errors="replace")
+    log.write(f"+ {' '.join(args)}\n")
+    log.flush()
+    return log
+
+
+class _Pump:
+    """Reads the child's output (in a thread): keeps its tail (all of it with ``capture``), tees the log, streams."""
+
+    def __init__(
+        self,
+        *,
+        capture: bool,
+        log: IO[str] | None,
+        timestamps: bool,
+        stream: bool,
+        on_line: Callable[[str], None] | None,
+    ) -> None:
+        self.capture = capture
+        self.log = log
+        self.timestamps = timestamps
+        self.stream = stream
+        self.on_line = on_line
+        self.reporter = get_reporter()  # the reader thread does not see the context's reporter
+        self.tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
+        self.captured: list[str] = []
+        self.last_output = monotonic()
+
+    def __call__(self, stdout: IO[str]) -> None:
+        for raw in stdout:
+            line = raw.rstrip("\r\n")
+            self.last_output = monotonic()
+            self.tail.append(line)
+            if self.capture:
+                self.captured.append(line)
+            if self.log is not None:
+                self.log.write((f"[{utc_now():%H:%M:%S}] " if self.timestamps else "") + line + "\n")
+            if self.stream:
+                self.reporter.output(line)
+            if self.on_line is not None:
+                self.on_line(line)
+
+
+def _wait(
+    process: subprocess.Popen[str],
+    reader: threading.Thread,
+    pump: _Pump,
+    *,
+    start: float,
+    timeout: float | None,
+    heartbeat: float | None,
+    label: str,
+) -> tuple[int, bool]:
+    """The exit code, and whether the child was stopped for running past ``timeout``.
+
+    While it runs: a heartbeat line after every ``heartbeat`` seconds without output. Ctrl-C stops it.
+    """
+    timed_out = False
+    try:
+        while reader.is_alive():
+            reader.join(timeout=1.0)
+            now = monotonic()
+            if timeout is not None and now - start > timeout:
+                timed_out = True
+                _stop(process)
+                break
+            if heartbeat is not None and now - pump.last_output >= heartbeat:
+                quiet = format_duration(now - pump.last_output)
+                pump.reporter.info(f"... still running {label} ({format_duration(now - start)}, quiet {quiet})")
+                pump.last_output = now
+        returncode = process.wait()
+        reader.join(timeout=5)
+    except KeyboardInterrupt:
+        _stop(process)
+        raise
+    return returncode, timed_out
+
+
 def run(
     argv: Sequence[str | os.PathLike[str]],
     *,
@@ -93,27 +187,13 @@ def run(
     ``timestamps`` prefixes each line of the log file with the wall-clock time.
     """
     args = [os.fspath(a) for a in argv]
-    reporter = get_reporter()
     program = args[0]
-    resolved = program if Path(program).parent != Path() else find_tool(program, env)
-    if resolved is None:
-        raise error(
-            f"{program} is not installed or not on PATH",
-            hint=f"install {program} (or put it on PATH) and run again",
-        )
-    args[0] = resolved
+    args[0] = _resolve(program, env, error)
     label = what or Path(program).name
     if echo:
-        reporter.command([program, *args[1:]])
-    log: IO[str] | None = None
-    if log_file is not None:
-        log_file.parent.mkdir(parents=True, exist_ok=True)
-        log = log_file.open("a", encoding="utf-8", errors="replace")
-        log.write(f"+ {' '.join(args)}\n")
-        log.flush()
-    tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
-    captured: list[str] = []
-    last_output = [monotonic()]
+        get_reporter().command([program, *args[1:]])
+    log = _open_log(log_file, args)
+    pump = _Pump(capture=capture, log=log, timestamps=timestamps, stream=stream, on_line=on_line)
     start = monotonic()
     try:
         process = subprocess.Popen(
@@ -132,71 +212,34 @@ def run(
         if log is not None:
             log.close()
         raise error(f"could not start {label}: {exc}") from exc
-
-    def pump() -> None:
-        assert process.stdout is not None  # noqa: S101 - set by stdout=PIPE
-        for raw in process.stdout:
-            line = raw.rstrip("\r\n")
-            last_output[0] = monotonic()
-            tail.append(line)
-            if capture:
-                captured.append(line)
-            if log is not None:
-                log.write((f"[{utc_now():%H:%M:%S}] " if timestamps else "") + line + "\n")
-            if stream:
-                reporter.output(line)
-            if on_line is not None:
-                on_line(line)
-
-    reader = threading.Thread(target=pump, daemon=True)
+    assert process.stdout is not None  # noqa: S101 - set by stdout=PIPE
+    reader = threading.Thread(target=pump, args=(process.stdout,), daemon=True)
     reader.start()
-    timed_out = False
     try:
-        while reader.is_alive():
-            reader.join(timeout=1.0)
-            now = monotonic()
-            if timeout is not None and now - start > timeout:
-                timed_out = True
-                _stop(process)
-                break
-            if heartbeat is not None and now - last_output[0] >= heartbeat:
-                quiet = format_duration(now - last_output[0])
-                reporter.info(
-                    f"... still running {heartbeat_label or label} ({format_duration(now - start)}, quiet {quiet})"
-                )
-                last_output[0] = now
-        returncode = process.wait()
-        reader.join(timeout=5)
-    except KeyboardInterrupt:
-        _stop(process)
-        raise
+        returncode, timed_out = _wait(
+            process, reader, pump, start=start, timeout=timeout, heartbeat=heartbeat, label=heartbeat_label or label
+        )
     finally:
         if log is not None:
             log.close()
-        if process.stdout is not None and not reader.is_alive():
+        if not reader.is_alive():
             process.stdout.close()  # the reader is done with it (an unclosed pipe is a ResourceWarning)
-    duration = monotonic() - start
-    result = RunResult(
-        argv=tuple(args),
-        returncode=returncode,
-        duration=duration,
-        tail=tuple(tail),
-        output="\n".join(captured),
-        log_path=log_file,
-    )
+    tail = tuple(pump.tail)
+    hint = f"full log: {log_file}" if log_file else None
     if timed_out:
         raise error(
-            f"{label} did not finish within {format_duration(timeout or 0)}",
-            details="\n".join(list(tail)[-30:]),
-            hint=f"full log: {log_file}" if log_file else None,
+            f"{label} did not finish within {format_duration(timeout or 0)}", details="\n".join(tail[-30:]), hint=hint
         )
     if check and returncode != 0:
-        raise error(
-            f"{label} failed (exit code {returncode})",
-            details="\n".join(list(tail)[-40:]),
-            hint=f"full log: {log_file}" if log_file else None,
-        )
-    return result
+        raise error(f"{label} failed (exit code {returncode})", details="\n".join(tail[-40:]), hint=hint)
+    return RunResult(
+        argv=tuple(args),
+        returncode=returncode,
+        duration=monotonic() - start,
+        tail=tail,
+        output="\n".join(pump.captured),
+        log_path=log_file,
+    )
 
 
 def capture(

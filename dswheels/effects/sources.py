@@ -1,7 +1,7 @@
 """Fetch DeepSpeed sources: verified, cached by content, resumable, retried with backoff.
 
 Every build uses the PyPI sdist, checked against the sha256 PyPI's JSON API gives (a Windows
-build then adds the few files the sdist leaves out: ``patch_tree`` in effects/build.py). A
+build then adds the few files the sdist leaves out: ``patch_tree`` in effects/source_tree.py). A
 matrix ``source`` override names another archive and must pin its sha256. Downloads land in
 ``<cache>/sources/sha256/<hex>`` so the same bytes are fetched once.
 """
@@ -166,41 +166,13 @@ class Downloader:
             headers = {"Range": f"bytes={have}-"} if have else {}
             try:
                 with self.session.get(url, headers=headers, stream=True, timeout=TIMEOUT) as response:
-                    check_redirects(url, response, error=SourceError)
-                    if response.status_code == 416 and have:  # already complete (or stale): restart
-                        partial.unlink()
-                        continue
-                    if response.status_code not in (200, 206):
-                        raise SourceError(
-                            f"downloading {url} failed: HTTP {response.status_code}",
-                            hint="check the URL; for a GitHub archive, that the tag exists",
-                        )
-                    start = _range_start(response) if response.status_code == 206 else 0
-                    if start not in (0, have):  # not the part that was asked for: start over
-                        partial.unlink(missing_ok=True)
+                    start = _resume_point(url, response, partial, have=have)
+                    if start is None:
                         continue
                     if start:
                         reporter.info(f"resuming {url} at {have} bytes")
                         resumed = True
-                    expected = _expected_total(response, start)
-                    if size is not None and expected is not None and expected != size:
-                        raise SourceError(
-                            f"{url} is {expected} bytes; its index said {size}",
-                            hint="the server serves another file than the one listed: do not build from it",
-                        )
-                    with partial.open("ab" if start else "wb") as fh:
-                        written = start
-                        for chunk in response.iter_content(STREAM_CHUNK):
-                            written += len(chunk)
-                            if written > MAX_DOWNLOAD_BYTES or (size is not None and written > size):
-                                partial.unlink()
-                                raise SourceError(
-                                    f"{url} sent more than {size or MAX_DOWNLOAD_BYTES} bytes",
-                                    hint="the server serves another file than the one listed: do not build from it",
-                                )
-                            fh.write(chunk)
-                    if expected is not None and written != expected:
-                        raise requests.ConnectionError(f"the response ended after {written} of {expected} bytes")
+                    _write_body(url, response, partial, start=start, size=size)
                     return resumed
             except requests.RequestException as exc:
                 if attempt > self.retries:
@@ -237,6 +209,47 @@ class Downloader:
         else:
             path.replace(target)
         return target, actual
+
+
+def _resume_point(url: str, response: requests.Response, partial: Path, *, have: int) -> int | None:
+    """Where the answer's body goes in ``partial`` (0: from the start); None: ``partial`` is removed, ask again."""
+    check_redirects(url, response, error=SourceError)
+    if response.status_code == 416 and have:  # already complete (or stale): restart
+        partial.unlink()
+        return None
+    if response.status_code not in (200, 206):
+        raise SourceError(
+            f"downloading {url} failed: HTTP {response.status_code}",
+            hint="check the URL; for a GitHub archive, that the tag exists",
+        )
+    start = _range_start(response) if response.status_code == 206 else 0
+    if start not in (0, have):  # not the part that was asked for: start over
+        partial.unlink(missing_ok=True)
+        return None
+    return start
+
+
+def _write_body(url: str, response: requests.Response, partial: Path, *, start: int, size: int | None) -> None:
+    """Append the answer's body to ``partial`` at ``start``, bounded; ConnectionError when it ends early."""
+    expected = _expected_total(response, start)
+    if size is not None and expected is not None and expected != size:
+        raise SourceError(
+            f"{url} is {expected} bytes; its index said {size}",
+            hint="the server serves another file than the one listed: do not build from it",
+        )
+    with partial.open("ab" if start else "wb") as fh:
+        written = start
+        for chunk in response.iter_content(STREAM_CHUNK):
+            written += len(chunk)
+            if written > MAX_DOWNLOAD_BYTES or (size is not None and written > size):
+                partial.unlink()
+                raise SourceError(
+                    f"{url} sent more than {size or MAX_DOWNLOAD_BYTES} bytes",
+                    hint="the server serves another file than the one listed: do not build from it",
+                )
+            fh.write(chunk)
+    if expected is not None and written != expected:
+        raise requests.ConnectionError(f"the response ended after {written} of {expected} bytes")
 
 
 def _range_start(response: requests.Response) -> int | None:

@@ -1,18 +1,19 @@
-"""Find the build machine's tools: the CUDA toolkit the plan names, compilers, ninja, a compiler cache."""
+"""Find the build machine's tools: the CUDA toolkit the plan names, compilers, MSVC, ninja.
+
+The compiler cache (ccache, sccache) is :mod:`dswheels.effects.compiler_cache`.
+"""
 
 from __future__ import annotations
 
 import os
 import re
-import shlex
 import shutil
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from dswheels.core.building.compiler_cache import CacheTool
-from dswheels.core.building.env import CUDA_LIBRARY_HEADERS, CompilerCache, first_on_path, msvc_bin_dir
+from dswheels.core.building.env import CUDA_LIBRARY_HEADERS, first_on_path, msvc_bin_dir
 from dswheels.core.model import PlannedCell
 from dswheels.core.versions import VersionTuple, format_version, parse_nvcc_version
 from dswheels.effects import proc
@@ -27,9 +28,9 @@ __all__ = [
     "check_msvc_link",
     "cuda_header_dirs",
     "detect_host",
-    "find_compiler_cache",
     "find_cuda",
     "gcc_major",
+    "host_os",
     "pick_compilers",
     "tool_version",
 ]
@@ -215,10 +216,15 @@ def check_msvc_link(path: str, msvc: MsvcEnv, *, sep: str = os.pathsep) -> None:
     )
 
 
+def host_os() -> str:
+    """``windows`` or ``linux``: the OS this machine builds for (a cell's ``platform.os``)."""
+    return "windows" if sys.platform == "win32" else "linux"
+
+
 def detect_host(env: Mapping[str, str] | None = None) -> HostTools:
     """This machine's compilers and nvcc (CUDA_HOME/CUDA_PATH first, then the usual places)."""
     env = dict(os.environ) if env is None else env
-    os_name = "windows" if sys.platform == "win32" else "linux"
+    os_name = host_os()
     msvc: tuple[str, ...] = ()
     if os_name == "windows" and (tools := env.get("VCToolsVersion")):
         msvc = (".".join(tools.split(".")[:2]),)
@@ -231,116 +237,3 @@ def detect_host(env: Mapping[str, str] | None = None) -> HostTools:
             if nvcc_version is not None:
                 break
     return HostTools(os=os_name, gcc=gcc, msvc=msvc, nvcc=nvcc_version)
-
-
-def _sccache_cxx(sccache: str, work_dir: Path, compilers: tuple[str, str] | None, env: Mapping[str, str]) -> str:
-    """A script that runs the C++ compiler through sccache (Linux), for ``CXX``; "" on Windows or without one.
-
-    Not compiler-named links on PATH, as for ccache: nvcc, which sccache's server runs, looks for its
-    host compiler on PATH, and sccache started from inside its own server refuses to act as the
-    compiler ("Compiler not supported: unexpected argument '-E'", measured with sccache 0.16). So only
-    ninja's C++ rule (torch reads ``CXX``) goes through sccache; nvcc's host compiler stays the real one.
-    """
-    if sys.platform == "win32":  # torch's ninja rule runs cl itself
-        return ""
-    real = proc.find_tool(compilers[1] if compilers else env.get("CXX") or "c++", env)
-    if real is None:
-        return ""
-    script = work_dir / "sccache-bin" / "c++"
-    script.parent.mkdir(parents=True, exist_ok=True)
-    run = f'exec {shlex.quote(sccache)} {shlex.quote(real)} "$@"'
-    script.write_text(f"#!/bin/sh\n# dswheels: the C++ compiler through sccache\n{run}\n", encoding="utf-8")
-    script.chmod(0o755)
-    return str(script)
-
-
-def find_compiler_cache(
-    choice: str, *, env: Mapping[str, str], work_dir: Path, compilers: tuple[str, str] | None
-) -> CompilerCache | None:
-    """ccache (preferred) or sccache from PATH; ``choice`` is auto|ccache|sccache|none."""
-    if choice == "none":
-        return None
-    tools = tuple(CacheTool) if choice == "auto" else (CacheTool(choice),)
-    for name in tools:
-        exe = proc.find_tool(name.value, env)
-        if exe is None:
-            continue
-        exe = str(Path(exe).resolve())
-        if name is CacheTool.SCCACHE:
-            return CompilerCache(
-                tool=name,
-                executable=exe,
-                masquerade_dir="",
-                stats_log="",
-                base_dir=str(work_dir),
-                cxx=_sccache_cxx(exe, work_dir, compilers, env),
-            )
-        masquerade = ""
-        if sys.platform != "win32":
-            # compiler-named links to ccache, first on PATH: c++/g++ (and CC/CXX's names) go through it
-            link_dir = work_dir / "ccache-bin"
-            link_dir.mkdir(parents=True, exist_ok=True)
-            for compiler in {"cc", "c++", "gcc", "g++", *(compilers or ())}:
-                link = link_dir / compiler
-                if not link.exists():
-                    link.symlink_to(exe)
-            masquerade = str(link_dir)
-        return CompilerCache(
-            tool=name,
-            executable=exe,
-            masquerade_dir=masquerade,
-            stats_log=str(work_dir / "ccache-stats.log"),
-            base_dir=str(work_dir),
-        )
-    if choice != "auto":
-        raise EnvironmentMismatchError(
-            f"--compiler-cache {choice}: {choice} is not on PATH", hint=f"install {choice} or use --compiler-cache auto"
-        )
-    return None
-
-
-def restart_sccache(cache: CompilerCache, env: Mapping[str, str], backend: Mapping[str, str], log_file: Path) -> str:
-    """Start sccache's server for one build: its base directory, its backend, statistics from zero.
-
-    The server reads its configuration when it starts, so an earlier one (another work directory)
-    is stopped first. A remote backend that does not answer is no reason to fail a build: then the
-    server starts on the local disk, with a warning. Returns which backend it uses.
-    """
-    run_env = {**env, **backend}
-
-    def start(with_env: Mapping[str, str]) -> bool:
-        proc.run(
-            [cache.executable, "--stop-server"],
-            env=with_env,
-            capture=True,
-            stream=False,
-            echo=False,
-            heartbeat=None,
-            check=False,
-            log_file=log_file,
-        )
-        started = proc.run(
-            [cache.executable, "--start-server"],
-            env=with_env,
-            capture=True,
-            stream=False,
-            heartbeat=None,
-            check=False,
-            log_file=log_file,
-            timeout=120,
-        )
-        return started.returncode == 0
-
-    if start(run_env):
-        return "remote" if any(k in backend for k in ("SCCACHE_BUCKET", "SCCACHE_GHA_ENABLED")) else "local"
-    remote = {
-        k
-        for k in backend
-        if k.startswith(("SCCACHE_BUCKET", "SCCACHE_S3", "SCCACHE_GHA", "SCCACHE_ENDPOINT", "SCCACHE_REGION"))
-    }
-    if remote and start({k: v for k, v in run_env.items() if k not in remote}):
-        get_reporter().warning("sccache's remote cache did not answer: compiling with its local disk cache only")
-        return "local"
-    raise EnvironmentMismatchError(
-        "sccache's server does not start", hint=f"see {log_file}; build without it: --compiler-cache none"
-    )

@@ -20,13 +20,13 @@ import struct
 import tarfile
 import zipfile
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from dswheels.core.archive import ArchiveMemberError, link_parts, member_parts, resolve_member
+from dswheels.core.archive import ArchiveMemberError, Parts, link_parts, member_parts, resolve_member
 from dswheels.effects.files import replace_dir, staging_dir
 from dswheels.errors import SourceError
 
@@ -35,8 +35,6 @@ __all__ = ["MAX_MEMBERS", "MAX_UNPACKED_BYTES", "extract_archive"]
 MAX_MEMBERS = 100_000  # DeepSpeed's sdist has ~1,600
 MAX_UNPACKED_BYTES = 2 * 1024**3  # its tree is ~11 MB: a bomb stops here, not at a full disk
 _CHUNK = 1 << 20
-
-Parts = tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,26 +119,36 @@ def _judge(members: list[_Member], archive: Path) -> None:
     kinds: dict[Parts, str] = {}
     folded: dict[str, Parts] = {}
     for member in members:
-        name = "/".join(member.parts)
-        earlier = kinds.get(member.parts)
-        if earlier is not None and not (earlier == member.kind == "dir"):
-            raise _fail(archive, f"{name!r} appears twice; which one wins differs between unpackers")
-        kinds[member.parts] = member.kind
-        key = name.casefold()
-        if folded.setdefault(key, member.parts) != member.parts:
-            raise _fail(archive, f"{name!r} and {'/'.join(folded[key])!r} are one name on Windows and macOS")
-        # a member below a link would be written through it once the link exists
-        for depth in range(1, len(member.parts)):
-            if member.parts[:depth] in links:
-                raise _fail(archive, f"{name!r} lies below the link {'/'.join(member.parts[:depth])!r}")
-        if member.kind == "symlink":
-            link_parts(member.link)  # the text itself: not absolute, no drive, no backslash
-            if resolve_member(member.parts, links) is None:
-                raise _fail(archive, f"the link {name!r} -> {member.link!r} resolves outside the tree")
+        _judge_name(member, kinds, folded, archive)
+        _judge_place(member, links, archive)
     files = {m.parts for m in members if m.kind == "file"}
     for member in members:
         if member.kind == "hardlink" and tuple(member.link.split("/")) not in files:
             raise _fail(archive, f"the hard link {'/'.join(member.parts)!r} -> {member.link!r} is not to a file of it")
+
+
+def _judge_name(member: _Member, kinds: dict[Parts, str], folded: dict[str, Parts], archive: Path) -> None:
+    """A name given once (folders aside), and not one name with another on a case-insensitive file system."""
+    name = "/".join(member.parts)
+    earlier = kinds.get(member.parts)
+    if earlier is not None and not (earlier == member.kind == "dir"):
+        raise _fail(archive, f"{name!r} appears twice; which one wins differs between unpackers")
+    kinds[member.parts] = member.kind
+    key = name.casefold()
+    if folded.setdefault(key, member.parts) != member.parts:
+        raise _fail(archive, f"{name!r} and {'/'.join(folded[key])!r} are one name on Windows and macOS")
+
+
+def _judge_place(member: _Member, links: Mapping[Parts, str], archive: Path) -> None:
+    """Not below a link (it would be written through it), and a link that stays inside the tree."""
+    name = "/".join(member.parts)
+    for depth in range(1, len(member.parts)):
+        if member.parts[:depth] in links:
+            raise _fail(archive, f"{name!r} lies below the link {'/'.join(member.parts[:depth])!r}")
+    if member.kind == "symlink":
+        link_parts(member.link)  # the text itself: not absolute, no drive, no backslash
+        if resolve_member(member.parts, links) is None:
+            raise _fail(archive, f"the link {name!r} -> {member.link!r} resolves outside the tree")
 
 
 def _inside(path: Path, root: Path) -> bool:

@@ -28,7 +28,7 @@ from dswheels.core.wheel.opload import judge_loads
 from dswheels.core.wheel.verify import Check, Expected, binary_checks, expected_from_manifest, gpu_checks, static_checks
 from dswheels.effects import proc
 from dswheels.effects.binaries import read_extensions
-from dswheels.effects.interpreter import find_uv, probe_python, torch_index_args, uv_install
+from dswheels.effects.interpreter import find_uv, probe_python, torch_index_args, uv_install, uv_venv
 from dswheels.effects.opload import jit_files, load_ops
 from dswheels.effects.wheel import WheelContents, read_wheel
 from dswheels.errors import VerifyError
@@ -157,13 +157,7 @@ def fresh_venv(
     cell = expected.cell
     root.mkdir(parents=True, exist_ok=True)
     venv = Path(tempfile.mkdtemp(prefix="venv-", dir=root))
-    proc.run(
-        [uv, "venv", "--python", str(cell.python), str(venv / "env")],
-        log_file=log,
-        stream=False,
-        error=VerifyError,
-        what=f"creating a Python {cell.python} venv",
-    )
+    uv_venv(uv, cell.python, venv / "env", log_file=log, error=VerifyError)
     python = venv / "env" / ("Scripts/python.exe" if sys.platform == "win32" else "bin/python")
     version = torch_version or compat.torch[cell.torch].latest
     plan_index = compat.torch_index.format(variant=cell.variant.name)
@@ -243,15 +237,10 @@ def _runtime(
             # a CUDA wheel on a GPU-less host: DeepSpeed would pick the cpu accelerator and JIT everything
             **({"DS_ACCELERATOR": accelerator.value} if accelerator else {}),
         }
-        report = proc.run(
+        report = proc.capture(
             [str(python), "-m", "deepspeed.env_report"],  # what the ds_report script runs
             cwd=Path(cwd),
             env=env,
-            capture=True,
-            stream=False,
-            echo=False,
-            heartbeat=None,
-            check=False,
             log_file=log,
             timeout=600,
             error=VerifyError,

@@ -1,20 +1,76 @@
-"""Finding wheels on disk: those a command is given, and what ``dswheels build`` wrote when it is given none.
+"""The wheelhouse: what ``dswheels build`` writes, and finding wheels on disk.
 
 ``dswheels build`` writes ``OUT/<variant>/<wheel>`` (default OUT: ``wheelhouse/``,
-:mod:`dswheels.core.locations`), so a directory stands for the wheels in it and in its
-subdirectories one level down: ``wheelhouse/``, ``wheelhouse/cpu/`` and a flat ``dist/``
-all work.
+:mod:`dswheels.core.locations`) with its build manifest (``<wheel>.manifest.json``) and, with
+debug symbols kept, ``<wheel stem>.debug.tar.gz`` beside it (:func:`place_wheel`); a failed
+build leaves none of the three (:func:`discard_wheel`). A directory stands for the wheels in it
+and in its subdirectories one level down: ``wheelhouse/``, ``wheelhouse/cpu/`` and a flat
+``dist/`` all work (:func:`find_wheels`).
 """
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from dswheels.core.locations import WHEELHOUSE
+from dswheels.core.wheel.manifest import Manifest, manifest_name, render_manifest
+from dswheels.effects.files import write_text_atomic
 from dswheels.errors import ConfigError
+from dswheels.log import get_reporter
 
-__all__ = ["find_wheels", "is_wheel_file"]
+__all__ = [
+    "debug_archive_name",
+    "discard_wheel",
+    "find_wheels",
+    "is_wheel_file",
+    "place_wheel",
+    "remove_stale",
+]
+
+
+def debug_archive_name(wheel_name: str) -> str:
+    """The debug symbols a build kept for a wheel (``--debug-symbols``): ``<wheel stem>.debug.tar.gz``."""
+    return wheel_name.removesuffix(".whl") + ".debug.tar.gz"
+
+
+def _with_sidecars(wheel: Path) -> tuple[Path, Path, Path]:
+    """The wheel, its manifest and its debug archive: what a build leaves in ``OUT/<variant>/``."""
+    return wheel, wheel.with_name(manifest_name(wheel.name)), wheel.with_name(debug_archive_name(wheel.name))
+
+
+def place_wheel(out_variant: Path, wheel: Path, *, debug_archive: Path | None, manifest: Manifest) -> tuple[Path, Path]:
+    """Copy a finished wheel (and its debug archive) into ``out_variant`` and write its manifest beside it.
+
+    The wheel gets its name in one rename; a manifest is never left beside a wheel it does not
+    describe. Returns the wheel's and the manifest's paths.
+    """
+    out_variant.mkdir(parents=True, exist_ok=True)
+    final, manifest_path, _debug = _with_sidecars(out_variant / wheel.name)
+    if manifest_path.exists():
+        manifest_path.unlink()  # never a manifest beside a wheel it does not describe
+    tmp = out_variant / f".{wheel.name}.partial"
+    shutil.copyfile(wheel, tmp)
+    tmp.replace(final)
+    if debug_archive is not None:
+        shutil.copyfile(debug_archive, out_variant / debug_archive.name)
+    write_text_atomic(manifest_path, render_manifest(manifest))
+    return final, manifest_path
+
+
+def discard_wheel(wheel: Path) -> None:
+    """Remove a wheel and what was written beside it (manifest, debug symbols)."""
+    for path in _with_sidecars(wheel):
+        path.unlink(missing_ok=True)
+
+
+def remove_stale(wheel: Path) -> None:
+    """After a failed build: remove a wheel of the same name (and its sidecars) an earlier build left, saying so."""
+    for path in _with_sidecars(wheel):
+        if path.exists():
+            path.unlink()
+            get_reporter().warning(f"removed {path}: it is not the result of this build")
 
 
 def _checked(test: Callable[[], bool], path: Path) -> bool:

@@ -5,7 +5,7 @@ directory (``setup.py``'s view: ``op_builder`` and ``accelerator`` imported from
 :data:`MARK` and a JSON object: the accelerator DeepSpeed picks, and for every op of
 ``ALL_OPS`` its ``BUILD_VAR`` and prebuilt module (``absolute_name()``); for each op named in
 ``OPS_JSON`` also its ``sources()``, ``is_compatible(verbose=True)`` and what that printed
-(the reason an op would be skipped silently). The build (:mod:`dswheels.effects.build`)
+(the reason an op would be skipped silently). The build (:mod:`dswheels.effects.opsources`)
 checks these against the plan before it compiles anything.
 
 Standard library only, Python 3.10+: it runs in the build interpreter, where dswheels is not

@@ -89,7 +89,7 @@ def test_a_writer_that_wins_between_check_and_write_is_never_replaced(
             target.write_bytes(theirs.read_bytes())
         return real_copy(src, dst)
 
-    monkeypatch.setattr("dswheels.effects.publish.shutil.copyfile", copy_after_the_other_writer)
+    monkeypatch.setattr("dswheels.effects.publish.directory.shutil.copyfile", copy_after_the_other_writer)
     with pytest.raises(PublishError, match="already published"):
         publish_dir(collect_wheels([ours]), published)
     assert (published / ours.name).read_bytes() == theirs.read_bytes()

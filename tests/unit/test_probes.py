@@ -20,10 +20,10 @@ import dswheels.probes
 from dswheels.core.flags.op_flags import OpFlags, ProbeJob
 from dswheels.core.wheel.opload import judge_loads, load_problems
 from dswheels.effects import proc
-from dswheels.effects.build import OP_SOURCES_SCRIPT
 from dswheels.effects.interpreter import probe_python
 from dswheels.effects.opflags import run_probe
 from dswheels.effects.opload import NO_JIT_SCRIPT, load_ops
+from dswheels.effects.opsources import OP_SOURCES_SCRIPT
 from dswheels.effects.probe import collect, probe_target
 from dswheels.errors import EnvironmentMismatchError
 from dswheels.probes import environment, interpreter, no_jit, op_sources

@@ -12,7 +12,8 @@ import requests
 
 from dswheels.cli import main
 from dswheels.effects.files import sha256_file
-from dswheels.effects.publish import _multipart, collect_wheels, publish_dir, upload_credentials
+from dswheels.effects.publish import collect_wheels, publish_dir, upload_credentials
+from dswheels.effects.publish.upload_server import _multipart
 from dswheels.errors import ConfigError, PublishError
 from tests.support.wheels import write_deepspeed_wheel, write_manifest
 

@@ -12,13 +12,13 @@ import pytest
 
 from dswheels.core.building.env import msvc_bin_dir
 from dswheels.core.building.parallelism import GIB, fit_jobs, split_parallelism
+from dswheels.core.workflow.canary import CANARY_OPS, pick_canary, restrict_ops
 from dswheels.core.compat import load_compat
 from dswheels.core.matrix.parse import parse_matrix
 from dswheels.core.model import PlannedCell, Platform, SourceKind
 from dswheels.core.naming import cell_id, parse_cell_id
 from dswheels.core.plan.planner import Combo, plan
-from dswheels.core.workflow.canary import CANARY_OPS, pick_canary, restrict_ops
-from dswheels.effects.build import _add_windows_files
+from dswheels.effects.source_tree import add_windows_files
 from dswheels.effects.toolchain import MsvcEnv, check_msvc_link
 from dswheels.errors import EnvironmentMismatchError
 from tests.conftest import ROOT
@@ -54,7 +54,7 @@ def test_the_files_win32_needs_are_byte_for_byte_deepspeeds(tmp_path: Path) -> N
     assert files["MANIFEST_win.in"].splitlines()[-3:] == ["prune csrc", "prune op_builder", "prune accelerator"]
     (tmp_path / "bin").mkdir()
     (tmp_path / "bin" / "ds_report.bat").write_bytes(b"kept\r\n")  # a git archive already has it
-    notes = _add_windows_files(tmp_path, files)
+    notes = add_windows_files(tmp_path, files)
     assert [n.split(" ", 2)[1] for n in notes] == ["MANIFEST_win.in", "bin/deepspeed.bat"]
     assert (tmp_path / "bin" / "deepspeed.bat").read_bytes() == files["bin/deepspeed.bat"].encode()
     assert (tmp_path / "bin" / "ds_report.bat").read_bytes() == b"kept\r\n"

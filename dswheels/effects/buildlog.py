@@ -1,0 +1,41 @@
+"""The build log of one cell: a header, then every tool's output with dswheels' own notes between.
+
+The tools' lines are appended by :func:`dswheels.effects.proc.run`; what they say is read by
+:mod:`dswheels.core.building.log`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from dswheels import __version__
+from dswheels.core.model import PlannedCell
+from dswheels.core.naming import cell_id, wheel_filename
+from dswheels.core.versions import format_version
+from dswheels.effects.clock import utc_now
+
+__all__ = ["log_note", "write_log_header"]
+
+
+def write_log_header(log: Path, planned: PlannedCell) -> None:
+    """Start (or continue) ``log`` with what this build of ``planned`` is meant to produce."""
+    tc = planned.toolchain
+    lines = [
+        f"wheel {wheel_filename(planned.cell)}",
+        f"ops to build: {', '.join(planned.ops.build_names)}",
+        (
+            f"arch list: {tc.arch_list_text or '-'}; nvcc {format_version(tc.nvcc) if tc.nvcc else '-'}; "
+            f"cpu baseline {tc.cpu_baseline}"
+        ),
+    ]
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("a", encoding="utf-8") as fh:
+        fh.write(f"# dswheels {__version__} build of {cell_id(planned.cell)}, started {utc_now():%Y-%m-%dT%H:%M:%SZ}\n")
+        for line in lines:
+            fh.write(f"# {line}\n")
+
+
+def log_note(log: Path, text: str) -> None:
+    """A line of dswheels' own between the tools' output (a patch made, the environment set, the outcome)."""
+    with log.open("a", encoding="utf-8") as fh:
+        fh.write(f"[{utc_now():%H:%M:%S}] dswheels: {text}\n")

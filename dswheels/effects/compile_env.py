@@ -1,0 +1,207 @@
+"""The tools a cell compiles with, checked before anything runs, and the environment it compiles in.
+
+:func:`check_toolchain` comes first, before the source is downloaded: the plan's nvcc and, on
+Windows, the active MSVC. A cell of another OS is only prepared here (``--prepare-only``), so its
+tools are not looked for. :func:`compile_environment` comes once the interpreter is ready: PATH
+(the interpreter's scripts, whose ninja torch finds, then MSVC's tools), ``<work>/site`` first on
+PYTHONPATH (the same header paths for every Python: :mod:`dswheels.effects.workdir`), the CUDA
+header directories, the compilers, the compiler cache, and the variables
+:func:`dswheels.core.buildenv.build_env` decides. Inherited variables that would change which
+ops DeepSpeed builds, or how, are dropped first: the plan decides them (:func:`inherited_env`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from dswheels.core.building.env import BuildSetup, CompilerCache, build_env, dist_extra_config
+from dswheels.core.building.parallelism import Parallelism
+from dswheels.core.building.compiler_cache import CacheTool, SccacheSettings
+from dswheels.core.model import PlannedCell
+from dswheels.core.naming import cell_id
+from dswheels.core.versions import format_version
+from dswheels.effects.buildlog import log_note
+from dswheels.effects.compiler_cache import find_compiler_cache, start_sccache
+from dswheels.effects.interpreter import Interpreter
+from dswheels.effects.toolchain import (
+    CudaInstall,
+    MsvcEnv,
+    check_msvc,
+    check_msvc_link,
+    cuda_header_dirs,
+    find_cuda,
+    host_os,
+    pick_compilers,
+)
+from dswheels.effects.workdir import link_site, settle_header_times
+from dswheels.errors import EnvironmentMismatchError
+from dswheels.log import get_reporter
+
+__all__ = ["BuildTools", "CompileEnv", "check_toolchain", "compile_environment", "inherited_env"]
+
+# Variables an outer environment may carry that would change which ops DeepSpeed builds or how:
+# the plan decides them, so inherited values are dropped.
+_SCRUB_PREFIXES = ("DS_BUILD_",)
+_SCRUB = (
+    "DS_ACCELERATOR",
+    "DS_SKIP_CUDA_CHECK",
+    "DS_ENABLE_NINJA",
+    "DS_NVCC_THREADS",
+    "TORCH_CUDA_ARCH_LIST",
+    "NVCC_APPEND_FLAGS",
+    "PYTORCH_NVCC",
+    "CCACHE_STATSLOG",
+    "DIST_EXTRA_CONFIG",
+    "MAX_JOBS",
+    "CC",
+    "CXX",
+)
+
+
+def inherited_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """``environ`` without the variables the plan decides."""
+    return {k: v for k, v in environ.items() if k not in _SCRUB and not k.startswith(_SCRUB_PREFIXES)}
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class BuildTools:
+    foreign: bool  # the cell is for another OS: only its source is prepared here
+    cuda: CudaInstall | None  # the plan's toolkit (CUDA variants built here)
+    msvc: MsvcEnv | None  # the active MSVC (Windows)
+
+
+def check_toolchain(planned: PlannedCell, inherited: Mapping[str, str], *, prepare_only: bool) -> BuildTools:
+    """The plan's nvcc (and MSVC) on this machine, checked before anything is downloaded, installed or compiled."""
+    reporter = get_reporter()
+    here = host_os()
+    if planned.cell.platform.os != here:
+        if not prepare_only:
+            raise EnvironmentMismatchError(
+                f"{cell_id(planned.cell)} is built on {planned.cell.platform.os.capitalize()}, and this machine "
+                f"runs {here.capitalize()}",
+                hint="build it on such a machine (wheels.yml does, on GitHub's runners); --prepare-only fetches, "
+                "checks and patches its source here without compiling",
+            )
+        reporter.info(f"preparing a {planned.cell.platform.value} cell here: its toolchain is not checked")
+        return BuildTools(foreign=True, cuda=None, msvc=None)
+    cuda: CudaInstall | None = None
+    if planned.cell.variant.is_cuda:
+        tc = planned.toolchain
+        assert tc.nvcc is not None  # noqa: S101 - the plan gives CUDA variants an nvcc
+        cuda = find_cuda(tc.nvcc, inherited)
+        reporter.info(f"nvcc {format_version(cuda.version)} at {cuda.home} (the plan's {format_version(tc.nvcc)})")
+    msvc = check_msvc(planned, inherited) if here == "windows" else None
+    return BuildTools(foreign=False, cuda=cuda, msvc=msvc)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CompileEnv:
+    env: Mapping[str, str]  # everything the compile sees
+    set_by_dswheels: Mapping[str, str]  # what dswheels set in it (the log and the manifest say which)
+    outer_path: str  # the PATH dswheels was started with
+    cuda: CudaInstall | None
+    msvc: MsvcEnv | None
+    compilers: tuple[str, str] | None  # (CC, CXX) when the plan's GCC is not the default compiler
+    cache: CompilerCache | None
+
+
+def compile_environment(
+    planned: PlannedCell,
+    *,
+    interp: Interpreter,
+    work: Path,
+    inherited: Mapping[str, str],
+    tools: BuildTools,
+    parallelism: Parallelism,
+    compiler_cache: str,
+    sccache: SccacheSettings,
+    debug_symbols: bool,
+    log: Path,
+) -> CompileEnv:
+    """The environment the compile runs in; noted in the log, and sccache's server started when it is used."""
+    cuda, msvc = tools.cuda, tools.msvc
+    outer_path = inherited.get("PATH", "")
+    # the interpreter's scripts first (its ninja is the one torch finds), then MSVC's own tools
+    path = os.pathsep.join([interp.info.scripts, *([msvc.bin_dir] if msvc else []), outer_path])
+    # torch (and the nvidia-* wheels beside it) imported through <work>/site: the same header paths
+    # for every Python (dswheels/effects/workdir.py)
+    site = link_site(work, Path(interp.info.torch_parent or interp.info.purelib))
+    if interp.origin.is_venv:
+        settle_header_times(site)
+    python_path = os.pathsep.join([str(site), *([inherited["PYTHONPATH"]] if inherited.get("PYTHONPATH") else [])])
+    include_dirs = _header_dirs(planned, cuda, site)
+    compilers = pick_compilers(planned, inherited)
+    cache = find_compiler_cache(compiler_cache, env=inherited, work_dir=work, compilers=compilers)
+    setup = BuildSetup(
+        os=planned.cell.platform.os,
+        path=path,
+        path_sep=os.pathsep,
+        jobs=parallelism.ninja_jobs,
+        nvcc_threads=parallelism.nvcc_threads,
+        cuda_home=str(cuda.home) if cuda else None,
+        nvcc=str(cuda.nvcc) if cuda else None,
+        cache=cache,
+        compilers=compilers,
+        extra_config=_extra_config(work, parallelism.at_once),
+        include_dirs=tuple(str(d) for d in include_dirs),
+        include_var_value=inherited.get("INCLUDE" if planned.cell.platform.os == "windows" else "CPATH", ""),
+        debug_symbols=debug_symbols,
+        # setuptools replaces Python's CFLAGS with $CFLAGS (84 does) or appends it (older): start from
+        # what it would use anyway, so only -g0 is added
+        cflags_value=inherited.get("CFLAGS") or interp.info.cflags,
+        python_path=python_path,
+    )
+    dswheels_env = build_env(planned, setup)
+    dswheels_env.setdefault("PATH", path)
+    env = {**inherited, **dswheels_env}
+    if msvc is not None:
+        check_msvc_link(env["PATH"], msvc)
+    log_note(log, "environment set by dswheels:\n" + "\n".join(f"  {k}={v}" for k, v in sorted(dswheels_env.items())))
+    get_reporter().info(
+        f"building {len(planned.ops.build)} op(s), {parallelism.describe()}"
+        + (f", {cache.tool}" if cache else ", no compiler cache")
+        + (f", CC/CXX {compilers[0]}/{compilers[1]}" if compilers else ""),
+    )
+    if cache is not None and cache.tool is CacheTool.SCCACHE:
+        env.update(start_sccache(cache, sccache, inherited=inherited, env=env, log=log))
+    return CompileEnv(
+        env=env,
+        set_by_dswheels=dswheels_env,
+        outer_path=outer_path,
+        cuda=cuda,
+        msvc=msvc,
+        compilers=compilers,
+        cache=cache,
+    )
+
+
+def _header_dirs(planned: PlannedCell, cuda: CudaInstall | None, site: Path) -> list[Path]:
+    """CUDA library headers torch's headers include and the toolkit lacks: from the nvidia-* wheels torch runs with."""
+    if cuda is None:
+        return []
+    include_dirs, taken, absent = cuda_header_dirs(cuda.home, site)
+    if absent:
+        subpackages = ", ".join(planned.toolchain.cuda_subpackages) or "listed in compat.yml"
+        raise EnvironmentMismatchError(
+            f"the CUDA toolkit at {cuda.home} lacks {', '.join(absent)}, which torch's CUDA headers include",
+            hint="install the toolkit's library development packages (cublas, cusparse, cusolver, curand: "
+            f"the plan's Windows sub-packages are {subpackages})",
+        )
+    if taken:
+        get_reporter().info(
+            f"the toolkit at {cuda.home} lacks {', '.join(taken)}: using the headers of the nvidia-* wheels "
+            f"torch runs with ({', '.join(str(d) for d in include_dirs)})",
+        )
+    return include_dirs
+
+
+def _extra_config(work: Path, at_once: int) -> str | None:
+    """A ``DIST_EXTRA_CONFIG`` file: setuptools builds ``at_once`` extensions in parallel (None: one at a time)."""
+    if at_once <= 1:
+        return None
+    config_file = work / "dswheels-setup.cfg"
+    config_file.write_text(dist_extra_config(at_once), encoding="utf-8")
+    return str(config_file)

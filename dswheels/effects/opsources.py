@@ -1,0 +1,95 @@
+"""Ask DeepSpeed's own op builders, in the build interpreter, what the cell's planned ops are.
+
+:mod:`dswheels.probes.op_sources` runs there by file path, in the patched tree: the accelerator
+DeepSpeed picks, and for every planned op its ``DS_BUILD_*`` switch, extension module, sources
+and whether DeepSpeed would build it here. A planned op that is missing, switched by another
+variable, empty or incompatible fails the build before anything compiles (DeepSpeed would skip it
+silently), and so does a compiler flag of theirs the platform's compilers reject
+(:func:`dswheels.effects.opflags.check_tree_flags`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from dswheels.core.building.log import OpSources
+from dswheels.core.model import PlannedCell
+from dswheels.core.versions import format_version
+from dswheels.effects import proc
+from dswheels.effects.opflags import check_tree_flags
+from dswheels.errors import BuildError
+from dswheels.probes import op_sources
+
+__all__ = ["OP_SOURCES_SCRIPT", "probe_ops"]
+
+OP_SOURCES_SCRIPT = Path(op_sources.__file__)
+
+
+def probe_ops(
+    planned: PlannedCell, python: Path, src: Path, env: Mapping[str, str], log: Path
+) -> tuple[str, list[OpSources]]:
+    """The accelerator DeepSpeed picked, and each planned op as its builder describes it (raises BuildError)."""
+    result = proc.capture(
+        [str(python), str(OP_SOURCES_SCRIPT), json.dumps(list(planned.ops.build_names))],
+        cwd=src,
+        env=env,
+        log_file=log,
+        error=BuildError,
+        what="DeepSpeed's op builders",
+    )
+    data = proc.marked_json(result.output, op_sources.MARK)
+    if not isinstance(data, dict):
+        raise BuildError(
+            "DeepSpeed's op builders could not be loaded in the build environment",
+            details="\n".join(result.tail[-25:]),
+            hint=f"full log: {log}",
+        )
+    accelerator = str(data["accelerator"])
+    ops_data: dict[str, dict[str, object]] = data["ops"]
+    expected = planned.cell.variant.accelerator
+    if accelerator != expected:
+        raise BuildError(
+            f"DeepSpeed picked the {accelerator} accelerator, the cell needs {expected}",
+            hint="DS_ACCELERATOR is set by dswheels; check that torch in the build interpreter is the cell's",
+        )
+    problems: list[str] = []
+    found: list[OpSources] = []
+    for name, var in planned.ops.build:
+        entry = ops_data.get(name)
+        if entry is None:
+            problems.append(
+                f"{name}: DeepSpeed {format_version(planned.cell.deepspeed)} has no such op "
+                f"for the {accelerator} accelerator (it has {', '.join(sorted(ops_data))})"
+            )
+            continue
+        raw_sources = entry.get("sources")
+        sources = [str(s) for s in raw_sources] if isinstance(raw_sources, list) else []
+        problems += _problems(name, var, entry, sources)
+        found.append(OpSources(name=name, var=f"DS_BUILD_{var}", module=str(entry["module"]), sources=tuple(sources)))
+    if problems:
+        raise BuildError(
+            f"{len(problems)} planned op(s) cannot be built: " + ", ".join(p.split(":", 1)[0] for p in problems),
+            details="\n".join(problems),
+            hint=f"install what they need on the builder, or leave them out of the matrix's ops; full log: {log}",
+        )
+    # the flags each op's builder hands cl/g++/nvcc, judged before anything compiles (raises BuildError)
+    check_tree_flags(planned, python, src, env, log)
+    return accelerator, found
+
+
+def _problems(name: str, var: str, entry: Mapping[str, object], sources: Sequence[str]) -> list[str]:
+    """Why the builder's answer for the planned op ``name`` (switched by ``DS_BUILD_<var>``) cannot be built."""
+    problems: list[str] = []
+    if entry.get("var") != f"DS_BUILD_{var}":
+        problems.append(f"{name}: its switch is {entry.get('var')}, the plan says DS_BUILD_{var}")
+    messages = str(entry.get("messages", "")).strip()
+    if entry.get("error"):
+        problems.append(f"{name}: {entry['error']}")
+    elif not sources:
+        problems.append(f"{name}: has no sources (an empty extension breaks ninja builds)")
+    elif not entry.get("compatible"):
+        why = messages.splitlines()[-1] if messages else "its is_compatible() is False"
+        problems.append(f"{name}: DeepSpeed says it cannot be built here and would skip it silently: {why}")
+    return problems

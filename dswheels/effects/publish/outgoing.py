@@ -1,0 +1,157 @@
+"""What goes out per wheel, and the rule every destination keeps: a published file never changes.
+
+Per wheel: the wheel, its METADATA as ``<wheel>.metadata`` (PEP 658: the index links it so
+installers resolve without downloading wheels) and, when ``dswheels build`` left one beside the
+wheel, its build manifest (``<wheel>.manifest.json``), checked to describe the wheel's bytes.
+:func:`sort_out` is the rule: a name that is already published with the same bytes is skipped,
+with other bytes it is an error, reported for every such file before anything is written.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, TypeVar
+
+from dswheels.core.index.links import metadata_name
+from dswheels.core.wheel.manifest import ManifestError, manifest_name, parse_manifest
+from dswheels.core.naming import parse_wheel
+from dswheels.effects.files import read_bounded, sha256_file
+from dswheels.effects.index import LocalWheel, local_wheel
+from dswheels.effects.wheelhouse import find_wheels, is_wheel_file
+from dswheels.errors import ConfigError, PublishError
+
+__all__ = [
+    "Outgoing",
+    "PublishResult",
+    "collect_wheels",
+    "conflict_error",
+    "conflict_line",
+    "outgoing_files",
+    "sort_out",
+]
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Outgoing:
+    """One file to publish: a wheel on disk, or bytes (its .metadata)."""
+
+    name: str
+    size: int
+    sha256: str
+    path: Path | None = None
+    data: bytes | None = None
+
+    def source(self) -> Path | bytes:
+        if self.path is not None:
+            return self.path
+        assert self.data is not None  # noqa: S101 - one of the two is always set
+        return self.data
+
+    def open(self) -> IO[bytes]:
+        return self.path.open("rb") if self.path is not None else io.BytesIO(self.data or b"")
+
+
+@dataclass
+class PublishResult:
+    where: str
+    uploaded: list[str] = field(default_factory=list)
+    present: list[str] = field(default_factory=list)  # already published with the same bytes
+
+
+def collect_wheels(paths: Sequence[Path]) -> list[LocalWheel]:
+    """Wheels named directly, or every ``*.whl`` in the directories given (and one level down, as
+    `dswheels build` writes them); no paths: what `dswheels build` wrote (``wheelhouse/``)."""
+    found = find_wheels(paths)
+    for path in found:
+        if not is_wheel_file(path):
+            raise ConfigError(f"{path}: no such wheel or directory")
+    names: dict[str, Path] = {}
+    for path in found:
+        try:
+            parse_wheel(path.name)
+        except ValueError as exc:
+            raise ConfigError(
+                f"not a dswheels wheel: {exc}",
+                hint="only wheels built by `dswheels build` can be published (their names carry the torch build)",
+            ) from None
+        if path.name in names and names[path.name].resolve() != path.resolve():
+            raise ConfigError(f"{path.name} is given twice: {names[path.name]} and {path}")
+        names[path.name] = path
+    return [local_wheel(p) for p in names.values()]
+
+
+def outgoing_files(wheel: LocalWheel) -> list[Outgoing]:
+    """The wheel, its .metadata, and its build manifest when there is one (checked against the wheel)."""
+    files = [
+        Outgoing(name=wheel.wheel.filename, size=wheel.size, sha256=wheel.sha256, path=wheel.path),
+        Outgoing(
+            name=metadata_name(wheel.wheel.filename),
+            size=len(wheel.metadata),
+            sha256=wheel.metadata_sha256,
+            data=wheel.metadata,
+        ),
+    ]
+    manifest = wheel.path.with_name(manifest_name(wheel.wheel.filename))
+    if manifest.is_file():
+        try:
+            recorded = parse_manifest(read_bounded(manifest).decode("utf-8")).wheel
+        except (ManifestError, OSError, ValueError) as exc:
+            raise PublishError(f"{manifest}: {exc}", hint="rebuild the wheel, or remove the stray manifest") from None
+        if (recorded.filename, recorded.sha256) != (wheel.wheel.filename, wheel.sha256):
+            raise PublishError(
+                f"{manifest.name} describes other bytes than {wheel.wheel.filename} "
+                f"(manifest sha256 {recorded.sha256[:12]}..., wheel {wheel.sha256[:12]}...)",
+                hint="the wheel changed after it was built: rebuild it, never edit a built wheel",
+            )
+        files.append(
+            Outgoing(name=manifest.name, size=manifest.stat().st_size, sha256=sha256_file(manifest), path=manifest)
+        )
+    return files
+
+
+def conflict_line(name: str, published: str, new: str) -> str:
+    """How a published file differs from the one about to be published (their sha256s)."""
+    return f"{name}: published {published[:16]}..., new {new[:16]}..."
+
+
+def conflict_error(conflicts: Sequence[str], where: str) -> PublishError:
+    return PublishError(
+        f"{len(conflicts)} file(s) are already published at {where} with other bytes; nothing was changed",
+        details="\n".join(conflicts),
+        hint="published files are immutable: give the re-spun wheel a build tag "
+        "(deepspeed-X+label-1-cpXY-...) or a new version instead of replacing it",
+    )
+
+
+def sort_out(
+    items: Sequence[T],
+    *,
+    key: Callable[[T], tuple[str, str]],
+    published: Callable[[str], str | None],
+    result: PublishResult,
+    where: str,
+) -> list[T]:
+    """The items still to publish; those already at ``where`` with the same bytes go to ``result.present``.
+
+    ``key`` gives an item's (name, sha256), ``published`` the sha256 of what ``where`` holds under a
+    name (None: nothing). Any name published with other bytes raises, listing every such name.
+    """
+    todo: list[T] = []
+    conflicts: list[str] = []
+    for item in items:
+        name, sha256 = key(item)
+        have = published(name)
+        if have is None:
+            todo.append(item)
+        elif have == sha256:
+            result.present.append(name)
+        else:
+            conflicts.append(conflict_line(name, have, sha256))
+    if conflicts:
+        raise conflict_error(conflicts, where)
+    return todo

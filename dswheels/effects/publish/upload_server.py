@@ -1,0 +1,269 @@
+"""Publishing to a PEP 503 upload server (pypiserver, devpi, Artifactory, ...): what ``twine upload`` does.
+
+The "legacy" upload API that PyPI and every PEP 503 server speak: one multipart/form-data POST
+per wheel, streamed from disk, with the fields twine sends. The server's simple page is read
+before (files already there are skipped or, with other bytes, refused) and after (every
+upload must be listed with our bytes; a 409 means another run uploaded the name meanwhile).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import uuid
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import IO
+from urllib.parse import urljoin
+
+import requests
+
+from dswheels.core.index.files import parse_project_page
+from dswheels.core.naming import PROJECT
+from dswheels.core.wheel.contents import parse_metadata
+from dswheels.effects.http import MAX_PAGE_BYTES, read_limited
+from dswheels.effects.index import LocalWheel
+from dswheels.effects.publish.outgoing import PublishResult, sort_out
+from dswheels.errors import PublishError
+from dswheels.log import get_reporter
+
+__all__ = ["publish_upload", "upload_credentials"]
+
+
+class _MultipartBody(io.RawIOBase):
+    """multipart/form-data streamed from disk: the legacy upload API without reading the wheel into memory."""
+
+    def __init__(self, parts: Sequence[IO[bytes]], size: int) -> None:
+        super().__init__()
+        self._parts = list(parts)
+        self._size = size
+        self._position = 0
+
+    # __len__ and tell() let requests send a Content-Length instead of a chunked body,
+    # which some upload servers cannot parse
+    def __len__(self) -> int:
+        return self._size
+
+    def tell(self) -> int:
+        return self._position
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
+        while self._parts:
+            data = self._parts[0].read(len(buffer))
+            if data:
+                buffer[: len(data)] = data
+                self._position += len(data)
+                return len(data)
+            self._parts.pop(0).close()
+        return 0
+
+
+def _form_fields(wheel: LocalWheel) -> list[tuple[str, str]]:
+    """The fields twine sends for a wheel (the "legacy" upload API that PyPI and every PEP 503 server speak)."""
+    meta = parse_metadata(wheel.metadata)
+    fields = [
+        (":action", "file_upload"),
+        ("protocol_version", "1"),
+        ("metadata_version", meta.metadata_version),
+        ("name", meta.name),
+        ("version", meta.version),
+        ("filetype", "bdist_wheel"),
+        ("pyversion", wheel.wheel.cell.python.interpreter_tag),
+        ("summary", meta.summary),
+        ("sha256_digest", wheel.sha256),
+        ("blake2_256_digest", _blake2(wheel.path)),
+    ]
+    if meta.requires_python:
+        fields.append(("requires_python", meta.requires_python))
+    fields.extend(("requires_dist", req) for req in meta.requires_dist)
+    return fields
+
+
+def _blake2(path: Path) -> str:
+    digest = hashlib.blake2b(digest_size=32)
+    with path.open("rb") as fh:
+        while chunk := fh.read(1024 * 1024):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _quoted(value: str) -> str:
+    """A quoted-string parameter of a multipart header, escaped as browsers do (RFC 7578 4.2:
+    ``"``, CR and LF percent-encoded), so no value can end the header or start another.
+
+    >>> _quoted('a"b\\r\\nc')
+    'a%22b%0D%0Ac'
+    """
+    return value.replace('"', "%22").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _multipart(wheel: LocalWheel) -> tuple[_MultipartBody, str, int]:
+    boundary = uuid.uuid4().hex
+    head = io.BytesIO()
+    for name, value in _form_fields(wheel):
+        head.write(f'--{boundary}\r\nContent-Disposition: form-data; name="{_quoted(name)}"\r\n\r\n'.encode())
+        head.write(value.encode("utf-8") + b"\r\n")
+    head.write(
+        f'--{boundary}\r\nContent-Disposition: form-data; name="content"; '
+        f'filename="{_quoted(wheel.wheel.filename)}"\r\n'
+        "Content-Type: application/octet-stream\r\n\r\n".encode()
+    )
+    tail = f"\r\n--{boundary}--\r\n".encode()
+    size = head.tell() + wheel.size + len(tail)
+    head.seek(0)
+    body = _MultipartBody([head, wheel.path.open("rb"), io.BytesIO(tail)], size)
+    return body, f"multipart/form-data; boundary={boundary}", size
+
+
+def upload_credentials(env: Mapping[str, str] | None = None) -> tuple[str | None, str | None]:
+    """``DSWHEELS_UPLOAD_USERNAME``/``_PASSWORD``, else twine's ``TWINE_USERNAME``/``_PASSWORD``."""
+    env = os.environ if env is None else env
+    username = env.get("DSWHEELS_UPLOAD_USERNAME") or env.get("TWINE_USERNAME")
+    password = env.get("DSWHEELS_UPLOAD_PASSWORD") or env.get("TWINE_PASSWORD")
+    return username, password
+
+
+def _server_files(session: requests.Session, simple_url: str, timeout: float) -> dict[str, tuple[str, str]]:
+    """filename -> (url, sha256 from the link's fragment or "") of what the server already has."""
+    url = urljoin(simple_url if simple_url.endswith("/") else simple_url + "/", f"{PROJECT}/")
+    try:
+        response = session.get(url, timeout=timeout, allow_redirects=False, stream=True)
+    except requests.RequestException as exc:
+        raise PublishError(f"cannot read {url}: {exc}") from None
+    with response:
+        # 404, or pypiserver's redirect to its PyPI fallback: the project is not there yet
+        if response.status_code == 404 or 300 <= response.status_code < 400:
+            return {}
+        if response.status_code != 200:
+            raise PublishError(f"cannot read {url}: HTTP {response.status_code}", hint="check --simple-url")
+        body = read_limited(response, limit=MAX_PAGE_BYTES, what=url, error=PublishError)
+    try:
+        files = parse_project_page(body.decode("utf-8", "replace"), url)
+    except ValueError as exc:
+        raise PublishError(str(exc), hint="check --simple-url") from None
+    return {f.filename: (f.url, f.sha256) for f in files if not f.problem}
+
+
+def _stream_sha256(session: requests.Session, url: str, timeout: float) -> str:
+    digest = hashlib.sha256()
+    with session.get(url, timeout=timeout, stream=True) as response:
+        response.raise_for_status()
+        for chunk in response.iter_content(1024 * 1024):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def publish_upload(
+    wheels: Sequence[LocalWheel],
+    repository_url: str,
+    *,
+    simple_url: str | None = None,
+    username: str | None = None,
+    password: str | None = None,
+    session: requests.Session | None = None,
+    timeout: float = 600,
+) -> PublishResult:
+    """Upload to a PEP 503 server through the upload API (what ``twine upload`` does).
+
+    ``simple_url`` (default ``<repository_url>/simple/``, pypiserver's layout) is read first
+    so that files already there are skipped or, with other bytes, refused.
+    """
+    http = session or requests.Session()
+    if username is not None or password is not None:
+        http.auth = (username or "", password or "")
+    simple = simple_url or urljoin(repository_url if repository_url.endswith("/") else repository_url + "/", "simple/")
+    result = PublishResult(where=repository_url)
+    existing = _server_files(http, simple, timeout)
+
+    def published(name: str) -> str | None:
+        if name not in existing:
+            return None
+        url, sha256 = existing[name]
+        return sha256 or _stream_sha256(http, url, timeout)  # a server that gives no hash
+
+    todo = sort_out(
+        wheels,
+        key=lambda wheel: (wheel.wheel.filename, wheel.sha256),
+        published=published,
+        result=result,
+        where=repository_url,
+    )
+    reporter = get_reporter()
+    raced: list[str] = []
+    for number, wheel in enumerate(todo, start=1):
+        name = wheel.wheel.filename
+        reporter.info(f"[{number}/{len(todo)}] uploading {name} ({wheel.size / 1e6:.1f} MB) to {repository_url}")
+        if _post(http, repository_url, wheel, timeout):
+            result.uploaded.append(name)
+        else:  # it arrived meanwhile (another run): the check below judges the bytes
+            raced.append(name)
+    _check_listed(http, simple, todo, raced=raced, result=result, repository_url=repository_url, timeout=timeout)
+    return result
+
+
+def _post(http: requests.Session, repository_url: str, wheel: LocalWheel, timeout: float) -> bool:
+    """Upload one wheel; False when the server already has its name (HTTP 409), PublishError on a refusal."""
+    name = wheel.wheel.filename
+    body, content_type, _size = _multipart(wheel)
+    try:
+        response = http.post(
+            repository_url,
+            data=body,
+            headers={"Content-Type": content_type},
+            timeout=timeout,
+            allow_redirects=False,
+        )
+    except requests.RequestException as exc:
+        raise PublishError(f"uploading {name} to {repository_url} failed: {exc}") from None
+    finally:
+        body.close()
+    if response.status_code == 409:
+        return False
+    if response.status_code not in (200, 201):
+        hint = (
+            "check the credentials (DSWHEELS_UPLOAD_USERNAME/PASSWORD)" if response.status_code in (401, 403) else None
+        )
+        raise PublishError(
+            f"{repository_url} refused {name}: HTTP {response.status_code} {response.reason}",
+            details=response.text[:500],
+            hint=hint,
+        )
+    return True
+
+
+def _check_listed(
+    http: requests.Session,
+    simple: str,
+    todo: Sequence[LocalWheel],
+    *,
+    raced: Sequence[str],
+    result: PublishResult,
+    repository_url: str,
+    timeout: float,
+) -> None:
+    """After uploading: the simple page lists every wheel of ``todo`` with our bytes (``raced``: answered 409)."""
+    after = _server_files(http, simple, timeout)
+    wrong: list[str] = []
+    for wheel in todo:
+        name = wheel.wheel.filename
+        if name not in after:
+            wrong.append(f"{name}: missing")
+            continue
+        url, published = after[name]
+        if name in raced and not published:  # another run's upload won: only its bytes can tell
+            published = _stream_sha256(http, url, timeout)
+        if published and published != wheel.sha256:
+            wrong.append(f"{name}: published {published[:16]}..., ours {wheel.sha256[:16]}...")
+        elif name in raced:
+            result.present.append(name)
+    if wrong:
+        raise PublishError(
+            f"after uploading, {simple} lacks or holds other bytes for {len(wrong)} file(s)",
+            details="\n".join(wrong),
+            hint=f"another run may have published the same name with other bytes (published files are immutable: "
+            f"re-spin with a build tag); else check that --simple-url is where {repository_url} serves its index",
+        )
