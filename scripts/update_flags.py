@@ -15,7 +15,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-from dswheels.commands.common import load_matrix
 from dswheels.core.compat import load_compat
 from dswheels.core.flags.record import EMPTY_RECORD, FLAGS_FILE, load_flag_record, render_flag_record
 from dswheels.core.plan.planner import plan
@@ -29,6 +28,7 @@ from dswheels.effects.flagrecorder import (
     record_interpreter,
     templates,
 )
+from dswheels.effects.matrix_file import load_matrix
 from dswheels.effects.sources import Downloader, env_cache_dir
 from dswheels.errors import DswheelsError
 

@@ -9,32 +9,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import replace
 from pathlib import Path
 
-from dswheels import __version__
-from dswheels.commands.common import (
-    Subparsers,
-    add_command_group,
-    add_env_flag,
-    add_env_option,
-    add_matrix_argument,
-    formatter,
-)
-from dswheels.commands.selection import (
-    add_published_arguments,
-    canary_plan,
-    index_url_of,
-    jobs_of,
-    plan_selection,
-    published_source,
-    skip_published,
-)
-from dswheels.core.compat import load_compat
-from dswheels.core.model import Platform
-from dswheels.core.plan.contract import render_json
-from dswheels.core.plan.planner import Plan, combo_from_values
-from dswheels.core.plan.render import render_github, render_table
+from dswheels.commands.common import Subparsers, add_command, add_env_flag, add_env_option
+from dswheels.commands.flags import add_matrix_argument, add_published_arguments, published_at
+from dswheels.core.plan.render import render_table
 from dswheels.core.workflow.event import (
     AXES,
     DispatchInputs,
@@ -43,14 +22,11 @@ from dswheels.core.workflow.event import (
     RunIntent,
     intent_for,
     parse_gpu_platforms,
-    platforms_text,
 )
-from dswheels.core.workflow.jobs import JobPlan
 from dswheels.core.workflow.render_costs import render_cost_table
-from dswheels.effects.files import write_text_atomic
 from dswheels.effects.gha import write_output, write_summary
+from dswheels.effects.steps.ci import OUTPUTS, CiPlanOptions, CiRun, plan_ci_run
 from dswheels.errors import ConfigError
-from dswheels.log import get_reporter
 
 __all__ = ["OUTPUTS", "register"]
 
@@ -80,21 +56,11 @@ examples:
   dswheels ci plan --event workflow_dispatch --deepspeed 0.19.8 --torch 2.14 --cuda cu130 \\
                    --python 3.12 --platform win_amd64 --canary"""
 
-OUTPUTS = ("matrix", "parts", "smoke", "release", "plan", "publish_dir", "index_url")
 
-
-def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
-    ci_sub = add_command_group(
-        sub,
-        "ci",
-        help="what a CI run builds and publishes (the wheels workflow's plan job)",
-        description="The steps of the wheels workflow that decide; `dswheels ci plan --help`.",
-    )
-    p = ci_sub.add_parser(
-        "plan",
-        help="the run's jobs, release and plan file, from the event",
-        description=DESCRIPTION,
-        formatter_class=formatter,
+def register(ci_sub: Subparsers[argparse.ArgumentParser]) -> None:
+    """``dswheels ci plan``, on the ``ci`` group (:data:`dswheels.commands.COMMANDS`)."""
+    p = add_command(
+        ci_sub, "plan", help="the run's jobs, release and plan file, from the event", description=DESCRIPTION
     )
     add_env_option(
         p,
@@ -139,73 +105,29 @@ def _intent(args: argparse.Namespace) -> RunIntent:
     return intent_for(event, ref_name=args.ref_name or "", inputs=inputs)
 
 
-def _skip_published(result: Plan, args: argparse.Namespace) -> tuple[Plan, str]:
-    """Leave out what is published; (the plan, what the summary says about it)."""
-    source = published_source(args)
-    left = skip_published(result, source, allow_empty=True, missing_dir_ok=True)
-    skipped = len(result.planned) - len(left.planned)
-    return left, f"{skipped} of {len(result.planned)} planned cells already published at {source}"
-
-
-def _smoke_jobs(jobs: JobPlan, gpu: frozenset[Platform]) -> JobPlan:
-    return replace(jobs, jobs=tuple(j for j in jobs.builds if j.cells[0].cell.platform in gpu))
-
-
-def _smoke_notes(result: Plan, gpu: frozenset[Platform]) -> list[str]:
-    reporter = get_reporter()
-    title = "GPU smoke test skipped"
-    if not gpu:
-        text = (
-            "no GPU smoke test: set the repository variable DSWHEELS_GPU_RUNNERS to the platforms that have a "
-            "self-hosted GPU runner (README: Set up a self-hosted GPU runner)"
-        )
-        reporter.notice(title, text)
-        return [text]
-    lacking = {item.cell.platform for item in result.planned} - gpu
-    if not lacking:
-        return [f"GPU smoke test on {platforms_text(gpu)}"]
-    text = f"no GPU runner for {platforms_text(lacking)} in DSWHEELS_GPU_RUNNERS: those wheels are not smoke-tested"
-    reporter.notice(title, text)
-    return [text]
-
-
-def _describe(intent: RunIntent) -> str:
-    axes = " ".join(f"{axis}={value or 'matrix'}" for axis, value in intent.selection.items())
-    what = f"{axes}{' (canary)' if intent.canary else ''}"
-    return f"{what}; {'publishes to the release ' + intent.release if intent.publishes else 'publishes nothing'}"
-
-
-def run_plan(args: argparse.Namespace) -> int:
+def _options(args: argparse.Namespace) -> CiPlanOptions:
     try:
         intent = _intent(args)
         gpu = parse_gpu_platforms(args.gpu_runners or "")
     except EventError as exc:
         raise ConfigError(str(exc)) from None
-    compat = load_compat()
-    result = plan_selection(args.matrix, compat, only=[], combo=combo_from_values(intent.selection))
-    if intent.canary:
-        result = canary_plan(result)
-    notes = [_describe(intent)]
-    if intent.publishes:
-        result, published = _skip_published(result, args)
-        notes.append(published)
-    jobs, per_cell = jobs_of(result)
-    plan_file = args.out / "plan.json"
-    write_text_atomic(plan_file, render_json(result, version=__version__))
-    notes += _smoke_notes(result, gpu)
-    outputs = {
-        "matrix": render_github(result, jobs, stage="build"),
-        "parts": render_github(result, jobs, stage="part"),
-        "smoke": render_github(result, _smoke_jobs(jobs, gpu), stage="build"),
-        "release": intent.release,
-        "plan": plan_file.as_posix(),
-        "publish_dir": args.publish_dir or "",
-        "index_url": index_url_of(args),
-    }
-    report = render_table(result, jobs, per_cell=per_cell) + "\n" + render_cost_table(jobs, per_cell=per_cell)
-    sys.stdout.write("\n".join(notes) + "\n\n" + report)
-    written = [write_output(name, value) for name, value in outputs.items()]
-    if not all(written):  # not in GitHub Actions: show what the workflow would get
-        sys.stdout.write("\n" + "".join(f"{name}={value}\n" for name, value in outputs.items()))
-    write_summary("### Plan\n\n" + "\n\n".join(notes) + "\n\n```\n" + report + "```")
+    return CiPlanOptions(intent=intent, gpu=gpu, matrix=args.matrix, published=published_at(args), out=args.out)
+
+
+def run_plan(args: argparse.Namespace) -> int:
+    result = plan_ci_run(_options(args))
+    if result.skipped is not None:
+        sys.stderr.write(result.skipped.line + "\n")
+    _render(result)
     return 0
+
+
+def _render(result: CiRun) -> None:
+    report = render_table(result.plan, result.jobs, per_cell=result.per_cell)
+    report += "\n" + render_cost_table(result.jobs, per_cell=result.per_cell)
+    notes = "\n".join(result.notes)
+    sys.stdout.write(notes + "\n\n" + report)
+    written = [write_output(name, value) for name, value in result.outputs.items()]
+    if not all(written):  # not in GitHub Actions: show what the workflow would get
+        sys.stdout.write("\n" + "".join(f"{name}={value}\n" for name, value in result.outputs.items()))
+    write_summary("### Plan\n\n" + "\n\n".join(result.notes) + "\n\n```\n" + report + "```")

@@ -1,45 +1,46 @@
-"""Helpers shared by the subcommands: help formatting, option values and loading the matrix."""
+"""The parser plumbing every command shares: help formatting, registering a command, and options
+whose default comes from the environment. The shared flags themselves are in :mod:`dswheels.commands.flags`."""
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from dswheels.core.compat import Compat
-from dswheels.core.locations import MATRIX
-from dswheels.core.matrix.parse import parse_matrix
-from dswheels.core.matrix.spec import MatrixSpec
-from dswheels.core.versions import VersionTuple, parse_version
-from dswheels.effects.files import read_bounded
 from dswheels.errors import ConfigError
 
 __all__ = [
-    "DEFAULT_MATRIX",
     "ENV_DEFAULTS",
+    "CommandGroup",
+    "Container",
+    "Registers",
     "Subparsers",
+    "add_command",
     "add_command_group",
     "add_env_flag",
     "add_env_option",
-    "add_matrix_argument",
-    "add_torch_index_argument",
     "apply_env_defaults",
     "formatter",
-    "load_matrix",
     "parse_bool",
-    "parse_nvcc_option",
 ]
-
-DEFAULT_MATRIX = MATRIX  # the name the commands know it by (dswheels.core.locations defines every default)
-MAX_MATRIX_BYTES = 1024**2  # a matrix is a few KB; YAML that large is a mistake (or an attack)
 
 Subparsers = argparse._SubParsersAction  # noqa: SLF001 - argparse exposes no public name for it
 
 
 def formatter(prog: str) -> argparse.HelpFormatter:
     return argparse.RawDescriptionHelpFormatter(prog, max_help_position=32)
+
+
+def add_command(
+    sub: Subparsers[argparse.ArgumentParser],
+    name: str,
+    *,
+    help: str,  # noqa: A002 - argparse's own name for it
+    description: str | None = None,
+) -> argparse.ArgumentParser:
+    """``dswheels NAME``: its parser, with the help formatting every command uses."""
+    return sub.add_parser(name, help=help, description=description, formatter_class=formatter)
 
 
 def add_command_group(
@@ -50,39 +51,29 @@ def add_command_group(
     description: str,
 ) -> Subparsers[argparse.ArgumentParser]:
     """``dswheels NAME COMMAND``: a command whose subcommands are registered on what this returns."""
-    parser = sub.add_parser(name, help=help, description=description, formatter_class=formatter)
+    parser = add_command(sub, name, help=help, description=description)
     return parser.add_subparsers(title=f"{name} commands", metavar="COMMAND", required=True)
 
 
-def parse_nvcc_option(text: str | None) -> VersionTuple | None:
-    """``--nvcc X.Y`` as (X, Y); None when not given."""
-    if text is None:
-        return None
-    try:
-        return parse_version(text)[:2]
-    except ValueError as exc:
-        raise ConfigError(f"--nvcc: {exc}") from None
+class Registers(Protocol):
+    """A command module (or a group of them): it adds its parser(s) to ``sub``."""
+
+    def register(self, sub: Subparsers[argparse.ArgumentParser], /) -> None: ...
 
 
-def load_matrix(path: Path, compat: Compat) -> MatrixSpec:
-    """Read and validate a matrix file."""
-    try:
-        text = read_bounded(path, limit=MAX_MATRIX_BYTES).decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ConfigError(
-            f"the matrix file {path} is not UTF-8 text ({exc.reason} at byte {exc.start})",
-            hint="save it as UTF-8",
-        ) from None
-    except ValueError as exc:
-        raise ConfigError(str(exc), hint="pass the matrix file (a few KB of YAML) with --matrix") from None
-    except FileNotFoundError:
-        raise ConfigError(
-            f"no matrix file at {path}",
-            hint=f"run from the repository root (it has {DEFAULT_MATRIX}) or pass --matrix PATH",
-        ) from None
-    except OSError as exc:
-        raise ConfigError(f"cannot read the matrix file {path}: {exc.strerror}") from None
-    return parse_matrix(text, str(path), compat)
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CommandGroup:
+    """``dswheels NAME COMMAND``: the commands of ``members`` under one name."""
+
+    name: str
+    help: str
+    description: str
+    members: tuple[Registers, ...]
+
+    def register(self, sub: Subparsers[argparse.ArgumentParser]) -> None:
+        group = add_command_group(sub, self.name, help=self.help, description=self.description)
+        for member in self.members:
+            member.register(group)
 
 
 # Options a workflow may set through the environment (README: repository variables). Each is
@@ -170,29 +161,3 @@ def apply_env_defaults(args: argparse.Namespace, env: Mapping[str, str]) -> None
             setattr(args, dest, default.parse(text))
         except (ValueError, argparse.ArgumentTypeError) as exc:
             raise ConfigError(f"${default.variable}={text!r}: {exc}") from None
-
-
-def add_torch_index_argument(p: argparse.ArgumentParser, *, what: str) -> None:
-    """``--torch-index URL|DIR|pip`` with one meaning everywhere; ``DSWHEELS_TORCH_INDEX`` is its default."""
-    add_env_option(
-        p,
-        "--torch-index",
-        env="DSWHEELS_TORCH_INDEX",
-        metavar="URL|DIR|pip",
-        help=f"where {what} gets torch: an index URL, a directory of wheels, or 'pip' for the indexes pip is "
-        "configured with; unset: the plan's https://download.pytorch.org/whl/<variant>",
-    )
-
-
-def add_matrix_argument(p: argparse.ArgumentParser) -> None:
-    """``--matrix PATH``, the matrix file; ``DSWHEELS_MATRIX`` (the repository variable) is its default."""
-    add_env_option(
-        p,
-        "--matrix",
-        env="DSWHEELS_MATRIX",
-        default=DEFAULT_MATRIX,
-        parse=Path,
-        type=Path,
-        metavar="PATH",
-        help="matrix file",
-    )

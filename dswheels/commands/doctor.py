@@ -7,21 +7,14 @@ import sys
 from pathlib import Path
 
 from dswheels import __version__
-from dswheels.commands.common import Subparsers, formatter
-from dswheels.core.compat import load_compat
-from dswheels.core.doctor import IndexView, Report, Status, diagnose
-from dswheels.core.doctor.facts import Facts
-from dswheels.core.doctor.facts_json import FactsError, facts_from_data
+from dswheels.commands.common import Subparsers, add_command
+from dswheels.commands.flags import add_target_arguments, parse_deepspeed, parse_interpreter
+from dswheels.core.doctor import Status
 from dswheels.core.doctor.render import render_json, render_text
-from dswheels.core.jsondoc import parse_json
-from dswheels.core.versions import VersionTuple, parse_version
-from dswheels.effects.files import MAX_INPUT_BYTES, read_bounded
-from dswheels.effects.index_read import read_index, read_manifest
-from dswheels.effects.probe import collect, current_environment
-from dswheels.errors import ConfigError, DswheelsError
-from dswheels.log import TerminalReporter, get_reporter, reset_reporter, set_reporter
+from dswheels.effects.steps.doctor import DoctorOptions, examine
+from dswheels.log import TerminalReporter, reset_reporter, set_reporter
 
-__all__ = ["add_target_arguments", "index_view", "register", "run"]
+__all__ = ["register", "run"]
 
 DESCRIPTION = """\
 Inspect the environment that will use DeepSpeed and report each check as OK, WARN or FAIL,
@@ -48,32 +41,12 @@ examples:
   dswheels doctor --facts doctor.json           # judge someone else's machine again"""
 
 
-def add_target_arguments(p: argparse.ArgumentParser) -> None:
-    """--python, --index and --deepspeed: shared with `dswheels install`."""
-    p.add_argument(
-        "--python",
-        metavar="PATH",
-        help="interpreter of the environment to inspect (default: the one running dswheels)",
-    )
-    p.add_argument(
-        "--index",
-        metavar="URL",
-        help="published index: its base URL or directory, as in docs/index-layout.md (default: $DSWHEELS_INDEX)",
-    )
-    p.add_argument(
-        "--deepspeed",
-        metavar="X.Y.Z",
-        help="DeepSpeed version to judge (default: the newest published for this environment, "
-        "else the installed one, else the newest the rules allow)",
-    )
-
-
 def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "doctor",
         help="check this machine (torch, CUDA, GPU, compilers) and say which wheel fits",
         description=DESCRIPTION,
-        formatter_class=formatter,
     )
     add_target_arguments(p)
     p.add_argument("--json", action="store_true", help="print the report and the collected facts as JSON")
@@ -86,80 +59,27 @@ def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=run)
 
 
-def parse_deepspeed(text: str | None) -> VersionTuple | None:
-    if text is None:
-        return None
-    try:
-        version = parse_version(text)
-    except ValueError as exc:
-        raise ConfigError(f"--deepspeed: {exc}") from None
-    if len(version) != 3:
-        raise ConfigError(f"--deepspeed: give X.Y.Z (e.g. '0.19.8'), not {text!r}")
-    return version
-
-
-def index_view(index: str | None) -> IndexView | None:
-    """Read the index, keeping a failure as part of the view (doctor reports it as a check)."""
-    if not index:
-        return None
-    try:
-        _page, files = read_index(index)
-    except DswheelsError as exc:
-        return IndexView(url=index, error=exc.message)
-    return IndexView(url=index, files=files)
-
-
-def _load_facts(path: Path) -> Facts:
-    try:
-        data = parse_json(read_bounded(path, limit=MAX_INPUT_BYTES), what=str(path))
-    except OSError as exc:
-        raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
-    except ValueError as exc:
-        raise ConfigError(str(exc), hint="pass the output of `dswheels doctor --json`") from None
-    if isinstance(data, dict) and "facts" in data:
-        data = data["facts"]
-    try:
-        return facts_from_data(data)
-    except FactsError as exc:
-        raise ConfigError(f"{path}: {exc}", hint="pass the output of `dswheels doctor --json`") from None
-
-
-def examine(args: argparse.Namespace) -> tuple[Facts, Report]:
-    """Collect (or load) the facts, read the index, and diagnose."""
-    compat = load_compat()
-    deepspeed = parse_deepspeed(args.deepspeed)
-    reporter = get_reporter()
-    env = current_environment()
-    index = args.index or env.get("DSWHEELS_INDEX")
-    if getattr(args, "facts", None):
-        facts = _load_facts(args.facts)
-    else:
-        with reporter.group("probe the environment"):
-            facts = collect(args.python, env)
-    view = None
-    if index:
-        with reporter.group(f"read the index {index}"):
-            view = index_view(index)
-    report = diagnose(facts, compat, deepspeed=deepspeed, index=view)
-    wheel = report.verdict.wheel
-    if wheel is not None and facts.linux_runtime is not None:
-        # judge the picked wheel's own glibc/libstdc++ need (its build manifest), not only the promise
-        with reporter.group(f"read the build manifest of {wheel.filename}"):
-            published = read_manifest(wheel)
-        report = diagnose(facts, compat, deepspeed=deepspeed, index=view, published=published)
-    return facts, report
+def _options(args: argparse.Namespace) -> DoctorOptions:
+    python = parse_interpreter(args.python)
+    return DoctorOptions(
+        python=str(python) if python else None,
+        index=args.index,
+        deepspeed=parse_deepspeed(args.deepspeed),
+        facts_file=args.facts,
+    )
 
 
 def run(args: argparse.Namespace) -> int:
+    options = _options(args)
     if args.json:
         # progress would break the JSON on stdout: send it to stderr
         token = set_reporter(TerminalReporter(stream=sys.stderr))
         try:
-            facts, report = examine(args)
+            found = examine(options)
         finally:
             reset_reporter(token)
-        sys.stdout.write(render_json(report, facts, version=__version__))
+        sys.stdout.write(render_json(found.report, found.facts, version=__version__))
     else:
-        facts, report = examine(args)
-        sys.stdout.write(render_text(report))
-    return 9 if report.worst is Status.FAIL else 0
+        found = examine(options)
+        sys.stdout.write(render_text(found.report))
+    return 9 if found.report.worst is Status.FAIL else 0

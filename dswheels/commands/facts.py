@@ -1,30 +1,22 @@
 """``dswheels facts check``: compat.yml against the sources it was written from (``--write`` fixes it).
 
-``dswheels facts issue`` and ``dswheels facts dispatch`` are the follow workflow's steps
-(.github/workflows/follow.yml): one drift issue kept up to date, and wheel builds started for
-what became buildable. They live in :mod:`dswheels.commands.follow`.
+``dswheels facts builds``, ``dswheels facts dispatch`` and ``dswheels facts issue`` are the follow
+workflow's steps (.github/workflows/follow.yml): wheel builds started for what became buildable,
+and one drift issue kept up to date. They live in :mod:`dswheels.commands.follow`.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from importlib import resources
 from pathlib import Path
 
-import yaml
-
-from dswheels.commands import follow
-from dswheels.commands.common import Subparsers, add_command_group, add_env_option, formatter
-from dswheels.core.compat import CompatDataError, parse_compat
-from dswheels.core.upstream.compare import check_facts
-from dswheels.core.upstream.findings import render_diff, render_json, render_markdown, render_text
-from dswheels.effects.clock import today
+from dswheels.commands.common import Subparsers, add_command, add_env_option
+from dswheels.core.upstream.findings import render_json, render_markdown, render_text
 from dswheels.effects.files import write_text_atomic
 from dswheels.effects.gha import write_summary
-from dswheels.effects.sources import Downloader, env_cache_dir
-from dswheels.effects.upstream import SOURCES, UpstreamOptions, read_upstream
-from dswheels.errors import ConfigError
+from dswheels.effects.steps.facts import FactsCheckOptions, check_compat
+from dswheels.effects.upstream import SOURCES, UpstreamOptions
 
 __all__ = ["register", "run_check"]
 
@@ -60,30 +52,10 @@ def _count(text: str) -> int | None:
     raise argparse.ArgumentTypeError(f"expected a positive number or 'all', got {text!r}")
 
 
-def _default_compat() -> Path:
-    return Path(str(resources.files("dswheels").joinpath("compat.yml")))
-
-
-def _shown(path: Path) -> str:
-    """The path relative to the working directory when it is below it (diffs read as in a checkout)."""
-    try:
-        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
-    except ValueError:
-        return str(path)
-
-
-def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
-    facts_sub = add_command_group(
-        sub,
-        "facts",
-        help="check compat.yml against its sources; follow upstream releases",
-        description="Check dswheels' compatibility facts against their sources, and follow upstream.",
-    )
-    p = facts_sub.add_parser(
-        "check",
-        help="report where compat.yml drifted from its sources",
-        description=DESCRIPTION,
-        formatter_class=formatter,
+def register(facts_sub: Subparsers[argparse.ArgumentParser]) -> None:
+    """``dswheels facts check``, on the ``facts`` group (:data:`dswheels.commands.COMMANDS`)."""
+    p = add_command(
+        facts_sub, "check", help="report where compat.yml drifted from its sources", description=DESCRIPTION
     )
     p.add_argument("--compat", type=Path, default=None, metavar="PATH", help="the facts file (default: the package's)")
     p.add_argument("--write", action="store_true", help="print the diff, then write it to the facts file")
@@ -122,21 +94,10 @@ def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
     p.add_argument("--torch-minors", type=_count, default=3, metavar="N|all", help="newest torch minors to check")
     p.add_argument("--sdists", type=_count, default=2, metavar="N|all", help="newest DeepSpeed sdists to read")
     p.set_defaults(func=run_check)
-    follow.register(facts_sub)
 
 
-def run_check(args: argparse.Namespace) -> int:
-    path: Path = args.compat or _default_compat()
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot read the facts file {path}: {exc.strerror}") from None
-    try:
-        raw = yaml.safe_load(text)
-        compat = parse_compat(raw)
-    except (yaml.YAMLError, CompatDataError) as exc:
-        raise ConfigError(f"{path} is not a valid facts file: {exc}") from None
-    options = UpstreamOptions(
+def _options(args: argparse.Namespace) -> FactsCheckOptions:
+    upstream = UpstreamOptions(
         pypi=args.pypi,
         torch_index=args.torch_index,
         action_links=args.action_links,
@@ -145,11 +106,12 @@ def run_check(args: argparse.Namespace) -> int:
         sdists=args.sdists,
         skip=frozenset(args.skip),
     )
-    with Downloader(env_cache_dir() / "sources") as downloader:
-        upstream = read_upstream(compat, raw, options, downloader)
-    name = _shown(path)
-    report = check_facts(text, upstream, today=today(), name=name)
-    diff = render_diff(report, name=name)
+    return FactsCheckOptions(compat=args.compat, upstream=upstream)
+
+
+def run_check(args: argparse.Namespace) -> int:
+    checked = check_compat(_options(args))
+    report, diff, path = checked.report, checked.diff, checked.path
     text = render_text(report)
     sys.stdout.write(text)
     write_summary(f"### Facts check\n\n```\n{text}```")

@@ -15,57 +15,24 @@ import re
 import sys
 from pathlib import Path
 
-from dswheels.commands.common import Subparsers, add_matrix_argument, formatter, load_matrix
-from dswheels.commands.selection import add_published_arguments, published_source, published_wheels
-from dswheels.core.compat import load_compat
-from dswheels.core.index.site import published_canonical_names
-from dswheels.core.naming import wheel_filename
-from dswheels.core.plan.planner import plan
-from dswheels.core.untyped import Untyped
-from dswheels.core.versions import format_version
-from dswheels.core.workflow.follow import (
-    ISSUE_TITLE,
-    active_versions,
-    builds_to_start,
-    dispatch_inputs,
-    issue_action,
-    issue_body,
-)
+from dswheels.commands.common import Subparsers, add_command
+from dswheels.commands.flags import add_matrix_argument, add_published_arguments, published_at
 from dswheels.effects.gha import write_output
-from dswheels.effects.github import GitHub, api_url_from_env, token_from_env
-from dswheels.effects.github_follow import close_issue, comment, create_issue, dispatch, open_issues, runs, update_issue
-from dswheels.errors import ConfigError, PublishError
+from dswheels.effects.steps.follow import (
+    BuildsOptions,
+    DispatchOptions,
+    IssueOptions,
+    builds_now,
+    dispatch_builds,
+    keep_drift_issue,
+)
+from dswheels.errors import ConfigError
 
 __all__ = ["register"]
 
 
-def _report(path: Path) -> Untyped:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ConfigError(
-            f"cannot read the facts report {path}: {exc}", hint="write it with `dswheels facts check --json`"
-        ) from None
-    report = Untyped(data)
-    if report.at("schema").data != "dswheels.facts-report/1":
-        raise ConfigError(f"{path} is not a dswheels facts report (schema dswheels.facts-report/1)")
-    return report
-
-
-def _github(repo: str) -> GitHub:
-    token = token_from_env()
-    if not token:
-        raise PublishError("no GitHub token", hint="set GITHUB_TOKEN (the workflow passes its job token)")
-    return GitHub(repo, token=token, api_url=api_url_from_env())
-
-
 def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser(
-        "builds",
-        help="the DeepSpeed versions whose wheels should be built now",
-        description=__doc__,
-        formatter_class=formatter,
-    )
+    p = add_command(sub, "builds", help="the DeepSpeed versions whose wheels should be built now", description=__doc__)
     p.add_argument("--report", type=Path, required=True, metavar="PATH", help="`dswheels facts check --json` output")
     add_matrix_argument(p)
     p.add_argument(
@@ -75,7 +42,7 @@ def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
     )
     add_published_arguments(p)
     p.set_defaults(func=run_builds)
-    p = sub.add_parser("dispatch", help="start the wheels workflow for DeepSpeed versions", formatter_class=formatter)
+    p = add_command(sub, "dispatch", help="start the wheels workflow for DeepSpeed versions")
     p.add_argument(
         "--versions-json",
         required=True,
@@ -86,7 +53,7 @@ def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
     p.add_argument("--workflow", default="wheels.yml", help="the workflow file to dispatch (default: %(default)s)")
     p.add_argument("--ref", default="main", help="the branch it runs on (default: %(default)s)")
     p.set_defaults(func=run_dispatch)
-    p = sub.add_parser("issue", help="open, update or close the one facts-drift issue", formatter_class=formatter)
+    p = add_command(sub, "issue", help="open, update or close the one facts-drift issue")
     p.add_argument("--report", type=Path, required=True, metavar="PATH", help="`dswheels facts check --json` output")
     p.add_argument("--markdown", type=Path, required=True, metavar="PATH", help="`dswheels facts check --markdown`")
     p.add_argument("--repo", required=True, metavar="OWNER/NAME")
@@ -94,23 +61,20 @@ def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
 
 
 def run_builds(args: argparse.Namespace) -> int:
-    report = _report(args.report)
-    placeable = list(report.at("placeable_deepspeed").strs())
-    compat = load_compat()
-    result = plan(load_matrix(args.matrix, compat), compat)
-    location = args.published or published_source(args)
-    published = published_canonical_names(published_wheels(location, missing_dir_ok=not args.published))
-    unpublished: dict[str, int] = {}
-    for item in result.planned:
-        version = format_version(item.cell.deepspeed)
-        unpublished[version] = unpublished.get(version, 0) + (wheel_filename(item.cell) not in published)
-    start, _later = builds_to_start(placeable=placeable, unpublished=unpublished, active=active_versions([]))
-    for version in start:
-        why = "a new release the facts place" if version in placeable else f"{unpublished[version]} cells not published"
+    options = BuildsOptions(
+        report=args.report, matrix=args.matrix, published=args.published, published_at=published_at(args)
+    )
+    found = builds_now(options)
+    for version in found.start:
+        why = (
+            "a new release the facts place"
+            if version in found.placeable
+            else f"{found.unpublished[version]} cells not published"
+        )
         sys.stderr.write(f"build DeepSpeed {version}: {why}\n")
-    if not start:
+    if not found.start:
         sys.stderr.write("nothing to build: every planned cell is published and no new release was placed\n")
-    text = json.dumps(start)
+    text = json.dumps(list(found.start))
     write_output("versions", text)
     sys.stdout.write(text + "\n")
     return 0
@@ -130,37 +94,17 @@ def _versions(text: str) -> list[str]:
 
 
 def run_dispatch(args: argparse.Namespace) -> int:
-    versions = _versions(args.versions_json)
-    gh = _github(args.repo)
-    active = active_versions(runs(gh, args.workflow))
-    start, later = builds_to_start(placeable=versions, unpublished={}, active=active)
-    for note in later:
-        sys.stdout.write(f"not now: {note}\n")
-    for version in start:
-        dispatch(gh, args.workflow, ref=args.ref, inputs=dispatch_inputs(version))
-        sys.stdout.write(f"started {args.workflow} for DeepSpeed {version} on {args.ref}\n")
+    options = DispatchOptions(
+        versions=tuple(_versions(args.versions_json)), repo=args.repo, workflow=args.workflow, ref=args.ref
+    )
+    dispatch_builds(options)
     return 0
 
 
 def run_issue(args: argparse.Namespace) -> int:
-    report = _report(args.report)
-    try:
-        markdown = args.markdown.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot read {args.markdown}: {exc.strerror}") from None
-    gh = _github(args.repo)
-    body = issue_body(markdown)
-    action = issue_action(open_issues(gh), drift=report.at("drift").data is True, body=body)
-    if action.kind == "create":
-        created = create_issue(gh, title=ISSUE_TITLE, body=body)
-        sys.stdout.write(f"opened issue #{created.get('number')}: {action.why}\n")
-    elif action.kind == "update" and action.number is not None:
-        update_issue(gh, action.number, title=ISSUE_TITLE, body=body)
-        sys.stdout.write(f"{action.why}\n")
-    elif action.kind == "close" and action.number is not None:
-        comment(gh, action.number, f"`dswheels facts check` on {report.at('checked').data} found no drift: closing.")
-        close_issue(gh, action.number)
-        sys.stdout.write(f"{action.why}\n")
+    outcome = keep_drift_issue(IssueOptions(report=args.report, markdown=args.markdown, repo=args.repo))
+    if outcome.opened is not None:
+        sys.stdout.write(f"opened issue #{outcome.opened}: {outcome.action.why}\n")
     else:
-        sys.stdout.write(f"{action.why}\n")
+        sys.stdout.write(f"{outcome.action.why}\n")
     return 0

@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from dswheels.commands.common import Subparsers, formatter
+from dswheels.commands.common import Subparsers, add_command
 from dswheels.core.compat import load_compat
 from dswheels.core.wheel.inspect import SCHEMA, render_inspection
 from dswheels.effects.inspect import inspect_path
@@ -29,11 +29,11 @@ examples:
 
 
 def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "inspect",
         help="show the ops, GPU code, CPU level and runtime needs inside DeepSpeed wheels",
         description=DESCRIPTION,
-        formatter_class=formatter,
     )
     p.add_argument("wheels", nargs="+", type=Path, metavar="WHEEL")
     p.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: %(default)s)")

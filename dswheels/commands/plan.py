@@ -6,12 +6,13 @@ import argparse
 import sys
 
 from dswheels import __version__
-from dswheels.commands.common import Subparsers, formatter
-from dswheels.commands.selection import add_selection_arguments, canary_plan, compute_plan, jobs_of, skip_published
-from dswheels.core.compat import load_compat
+from dswheels.commands.common import Subparsers, add_command
+from dswheels.commands.flags import add_selection_arguments, matrix_selection
 from dswheels.core.plan.contract import render_json
 from dswheels.core.plan.render import render_explain, render_github, render_table
 from dswheels.core.workflow.render_costs import render_cost_table
+from dswheels.effects.steps.plan import PlanOptions, PlanRun, run_plan
+from dswheels.errors import NothingToDoError
 
 __all__ = ["register", "run"]
 
@@ -41,11 +42,8 @@ examples:
 
 
 def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser(
-        "plan",
-        help="expand the matrix into buildable cells with their toolchains",
-        description=DESCRIPTION,
-        formatter_class=formatter,
+    p = add_command(
+        sub, "plan", help="expand the matrix into buildable cells with their toolchains", description=DESCRIPTION
     )
     add_selection_arguments(p)
     p.add_argument(
@@ -93,24 +91,36 @@ def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=run)
 
 
+def _options(args: argparse.Namespace) -> PlanOptions:
+    return PlanOptions(
+        selection=matrix_selection(args),
+        canary=args.canary,
+        skip_published=args.skip_published,
+        group=None if args.explain or args.format == "json" else args.group,
+    )
+
+
 def run(args: argparse.Namespace) -> int:
-    compat = load_compat()
-    result = compute_plan(args, compat)
-    if args.canary:
-        result = canary_plan(result)
-    if args.skip_published:
-        result = skip_published(result, args.skip_published, allow_empty=args.allow_empty)
-    if args.explain:
-        sys.stdout.write(render_explain(result))
-    elif args.format == "json":
-        sys.stdout.write(render_json(result, version=__version__))
-    else:
-        jobs, per_cell = jobs_of(result, group=args.group)
-        if args.format == "github":
-            sys.stdout.write(render_github(result, jobs, stage=args.stage) + "\n")
-            return 0
-        if args.costs:
-            sys.stdout.write(render_cost_table(jobs, per_cell=per_cell))
-        else:
-            sys.stdout.write(render_table(result, jobs, per_cell=per_cell))
+    result = run_plan(_options(args))
+    if result.skipped is not None:
+        sys.stderr.write(result.skipped.line + "\n")
+        if not result.plan.planned and not args.allow_empty:
+            raise NothingToDoError(
+                f"all {result.skipped.total} selected cells are already published at {result.skipped.location}",
+                hint="pass --allow-empty to get an empty plan (exit 0) instead",
+            )
+    sys.stdout.write(_render(result, args))
     return 0
+
+
+def _render(result: PlanRun, args: argparse.Namespace) -> str:
+    if args.explain:
+        return render_explain(result.plan)
+    if args.format == "json":
+        return render_json(result.plan, version=__version__)
+    assert result.jobs is not None  # noqa: S101 - the options ask for them in these formats
+    if args.format == "github":
+        return render_github(result.plan, result.jobs, stage=args.stage) + "\n"
+    if args.costs:
+        return render_cost_table(result.jobs, per_cell=result.per_cell)
+    return render_table(result.plan, result.jobs, per_cell=result.per_cell)

@@ -7,20 +7,20 @@ import shlex
 import sys
 from pathlib import Path
 
-from dswheels.commands.common import Subparsers, formatter
+from dswheels.commands.common import Subparsers, add_command
+from dswheels.commands.flags import add_github_argument
 from dswheels.core.locations import PUBLISHED, SITE, WHEELHOUSE
 from dswheels.effects.gha import write_summary
-from dswheels.effects.github import GitHub, api_url_from_env, token_from_env
-from dswheels.effects.publish import (
-    PublishResult,
-    collect_wheels,
-    publish_dir,
-    publish_github,
-    publish_upload,
-    upload_credentials,
+from dswheels.effects.publish import PublishResult
+from dswheels.effects.steps.publish import (
+    PublishOptions,
+    PublishTarget,
+    ToDirectory,
+    ToGitHubRelease,
+    ToUploadServer,
+    publish_wheels,
 )
-from dswheels.errors import ConfigError, PublishError
-from dswheels.log import get_reporter
+from dswheels.errors import ConfigError
 
 __all__ = ["register", "run"]
 
@@ -52,11 +52,11 @@ examples:
 
 
 def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "publish",
         help="publish wheels to a directory, a GitHub Release or an upload server",
         description=DESCRIPTION,
-        formatter_class=formatter,
     )
     p.add_argument(
         "paths",
@@ -69,13 +69,27 @@ def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
     target.add_argument(
         "--dir", type=Path, metavar="DIR", help=f"publish into this directory (the default: {PUBLISHED}/)"
     )
-    target.add_argument("--github", metavar="OWNER/REPO", help="publish to a GitHub Release of this repository")
+    add_github_argument(target, help="publish to a GitHub Release of this repository")
     target.add_argument("--repository-url", metavar="URL", help="upload to this PEP 503 server's upload URL")
     p.add_argument("--tag", help="with --github: the release tag (e.g. the tag this workflow runs for)")
     p.add_argument("--title", help="with --github: the release title for a new release (default: the tag)")
     p.add_argument("--target", metavar="COMMITISH", help="with --github: commit a new tag points at (default branch)")
     p.add_argument("--simple-url", metavar="URL", help="with --repository-url: the server's simple index")
     p.set_defaults(func=run)
+
+
+def _target(args: argparse.Namespace) -> PublishTarget:
+    if args.tag and not args.github:
+        raise ConfigError("--tag goes with --github")
+    if args.github and not args.tag:
+        raise ConfigError("--github needs --tag: the release to publish to", hint='e.g. --tag "$GITHUB_REF_NAME"')
+    if args.simple_url and not args.repository_url:
+        raise ConfigError("--simple-url goes with --repository-url")
+    if args.github:
+        return ToGitHubRelease(repository=args.github, tag=args.tag, title=args.title, target=args.target)
+    if args.repository_url:
+        return ToUploadServer(url=args.repository_url, simple_url=args.simple_url)
+    return ToDirectory(path=args.dir or PUBLISHED)
 
 
 def _report(result: PublishResult) -> str:
@@ -85,45 +99,21 @@ def _report(result: PublishResult) -> str:
     return "\n".join([*lines, summary]) + "\n"
 
 
-def _next(args: argparse.Namespace) -> str:
+def _next(target: PublishTarget) -> str:
     """What reads this publish: `dswheels index` (a server with an upload API serves its own index)."""
-    if args.repository_url:
+    if isinstance(target, ToUploadServer):
         return ""
-    if args.github:
-        return f"next: dswheels index --github {args.github}   (writes {SITE}/ for GitHub Pages)\n"
-    if args.dir in (None, PUBLISHED):
+    if isinstance(target, ToGitHubRelease):
+        return f"next: dswheels index --github {target.repository}   (writes {SITE}/ for GitHub Pages)\n"
+    if target.path == PUBLISHED:
         return f"next: dswheels index   (reads {PUBLISHED}/, writes {SITE}/)\n"
-    return f"next: dswheels index --from {shlex.quote(str(args.dir))}   (writes {SITE}/)\n"
+    return f"next: dswheels index --from {shlex.quote(str(target.path))}   (writes {SITE}/)\n"
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.tag and not args.github:
-        raise ConfigError("--tag goes with --github")
-    if args.github and not args.tag:
-        raise ConfigError("--github needs --tag: the release to publish to", hint='e.g. --tag "$GITHUB_REF_NAME"')
-    if args.simple_url and not args.repository_url:
-        raise ConfigError("--simple-url goes with --repository-url")
-    wheels = collect_wheels(args.paths)
-    reporter = get_reporter()
-    with reporter.group(f"publish {len(wheels)} wheel(s)"):
-        if args.github:
-            token = token_from_env()
-            if token is None:
-                raise PublishError(
-                    "publishing to GitHub needs a token",
-                    hint="set GITHUB_TOKEN (in a workflow: env: GITHUB_TOKEN: ${{ github.token }}, "
-                    "with permissions: contents: write)",
-                )
-            gh = GitHub(args.github, token=token, api_url=api_url_from_env())
-            result = publish_github(wheels, gh, args.tag, title=args.title, target=args.target)
-        elif args.repository_url:
-            username, password = upload_credentials()
-            result = publish_upload(
-                wheels, args.repository_url, simple_url=args.simple_url, username=username, password=password
-            )
-        else:
-            result = publish_dir(wheels, args.dir or PUBLISHED)
+    options = PublishOptions(paths=tuple(args.paths), target=_target(args))
+    result = publish_wheels(options)
     text = _report(result)
-    sys.stdout.write(text + _next(args))
+    sys.stdout.write(text + _next(options.target))
     write_summary("### dswheels publish\n\n```\n" + text + "```")
     return 0

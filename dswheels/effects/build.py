@@ -29,16 +29,16 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dswheels.core.building.parallelism import split_parallelism
+from dswheels.core.binaries.linux_runtime import RuntimeFloor
+from dswheels.core.building.compiler_cache import SccacheSettings
 from dswheels.core.building.log import OpSources
+from dswheels.core.building.parallelism import split_parallelism
 from dswheels.core.building.report import OpOutcome
 from dswheels.core.compat import Compat
-from dswheels.core.building.compiler_cache import SccacheSettings
-from dswheels.core.binaries.linux_runtime import RuntimeFloor
-from dswheels.core.wheel.manifest import Manifest
 from dswheels.core.model import PlannedCell
 from dswheels.core.naming import cell_id, wheel_filename
 from dswheels.core.sources import TorchSource, TorchSourceKind
+from dswheels.core.wheel.manifest import Manifest
 from dswheels.effects.buildlog import log_note, write_log_header
 from dswheels.effects.clock import monotonic, utc_now
 from dswheels.effects.compile import compile_wheel, the_wheel

@@ -17,9 +17,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from dswheels.core.building.compiler_cache import CacheTool, SccacheSettings
 from dswheels.core.building.env import BuildSetup, CompilerCache, build_env, dist_extra_config
 from dswheels.core.building.parallelism import Parallelism
-from dswheels.core.building.compiler_cache import CacheTool, SccacheSettings
 from dswheels.core.model import PlannedCell
 from dswheels.core.naming import cell_id
 from dswheels.core.versions import format_version

@@ -14,9 +14,9 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+from dswheels.core.building.compiler_cache import CacheTool, SccacheSettings, sccache_backend
 from dswheels.core.building.env import CompilerCache
 from dswheels.core.building.log import CacheStats, parse_ccache_stats_log, parse_sccache_stats
-from dswheels.core.building.compiler_cache import CacheTool, SccacheSettings, sccache_backend
 from dswheels.effects import proc
 from dswheels.effects.buildlog import log_note
 from dswheels.errors import EnvironmentMismatchError

@@ -15,9 +15,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from dswheels.core.compat import Compat
-from dswheels.core.model import Accelerator, PlannedCell, Python, Variant
 from dswheels.core.flags.nvcc import NvccOptions, parse_nvcc_help
 from dswheels.core.flags.op_flags import EvalContext, OpFlags, ProbeAnswer, ProbeJob
+from dswheels.core.model import Accelerator, PlannedCell, Python, Variant
 from dswheels.core.sources import TorchSource, TorchSourceKind, sdist_from_pypi_json
 from dswheels.core.versions import format_version, parse_version
 from dswheels.effects import proc

@@ -12,12 +12,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from dswheels import __version__
-from dswheels.core.building.log import CacheStats, OpSources, parse_ninja_log, unit_seconds
 from dswheels.core.binaries.linux_runtime import RuntimeFloor
-from dswheels.core.wheel.manifest import BuiltOp, FileInfo, Manifest
+from dswheels.core.building.log import CacheStats, OpSources, parse_ninja_log, unit_seconds
 from dswheels.core.model import PlannedCell
 from dswheels.core.naming import cell_id
 from dswheels.core.wheel.contents import extension_for_module
+from dswheels.core.wheel.manifest import BuiltOp, FileInfo, Manifest
 from dswheels.effects.clock import utc_now
 from dswheels.effects.compile_env import CompileEnv
 from dswheels.effects.files import sha256_file

@@ -16,7 +16,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dswheels.core.building.env import baseline_flag
-from dswheels.core.building.patches import BUILDER_FILES, DEBUG_FLAG_FILES, PatchError, patch_debug_flags, patch_parallel_extensions, patch_portable_cpu, patch_torch_requirement
+from dswheels.core.building.patches import (
+    BUILDER_FILES,
+    DEBUG_FLAG_FILES,
+    PatchError,
+    patch_debug_flags,
+    patch_parallel_extensions,
+    patch_portable_cpu,
+    patch_torch_requirement,
+)
 from dswheels.core.compat import Compat
 from dswheels.core.model import PlannedCell
 from dswheels.core.versions import format_version

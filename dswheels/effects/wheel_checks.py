@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from dswheels.core.building.log import OpSources
-from dswheels.core.compat import Compat
 from dswheels.core.binaries.fatbin import GpuCode, arch_number
 from dswheels.core.binaries.isa import IsaReport
 from dswheels.core.binaries.linux_runtime import RuntimeFloor, exceeds, floor_of
+from dswheels.core.building.log import OpSources
+from dswheels.core.compat import Compat
 from dswheels.core.model import PlannedCell
 from dswheels.core.naming import cell_id
 from dswheels.core.wheel.contents import check_ops, extension_for_module

@@ -29,12 +29,12 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from dswheels.commands.common import load_matrix
 from dswheels.core.binaries.fatbin import fatbin_section
 from dswheels.core.compat import load_compat
 from dswheels.core.plan.planner import plan
 from dswheels.core.workflow.costs import load_costs
 from dswheels.core.workflow.jobs import plan_jobs
+from dswheels.effects.matrix_file import load_matrix
 from tests.bench.common import Result
 from tests.support.pythons import python_on_path
 

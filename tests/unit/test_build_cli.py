@@ -9,11 +9,12 @@ from pathlib import Path
 import pytest
 
 from dswheels.cli import main
-from dswheels.commands.build import _split_cells, _torch_source, plan_cell_ids
-from dswheels.commands.selection import cells_of_plan
+from dswheels.commands.build import _split_cells
+from dswheels.commands.flags import parse_nvcc_option, parse_torch_source
 from dswheels.core.compat import load_compat
 from dswheels.core.naming import cell_id
 from dswheels.core.sources import TorchSourceKind
+from dswheels.effects.steps.selection import NamedCells, PlanFileCells, plan_cell_ids, read_plan_cells
 
 DATA = Path(__file__).parent.parent / "data"
 CPU = "ds0.19.8-torch2.13-cpu-cp311-linux_x86_64"
@@ -26,11 +27,12 @@ def test_cell_values_may_hold_several_ids() -> None:
 
 def test_cells_are_planned_from_the_rules_alone() -> None:
     # the CUDA cell is not in matrix-cpu.yml's torch axis, and is planned anyway
-    planned = plan_cell_ids([CPU, CUDA], matrix=DATA / "matrix-cpu.yml", nvcc=None, compat=load_compat())
+    planned = plan_cell_ids(NamedCells(ids=(CPU, CUDA), matrix=DATA / "matrix-cpu.yml"), load_compat())
     assert [cell_id(p.cell) for p in planned] == [CPU, CUDA]
     assert planned[0].ops.build_names == ("cpu_adam", "deepspeed_shm_comm")
     assert planned[1].torch_index == "https://download.pytorch.org/whl/cu130"
-    skip = plan_cell_ids([CUDA], matrix=DATA / "matrix-cuda.yml", nvcc="13.2", compat=load_compat())[0]
+    cuda = NamedCells(ids=(CUDA,), matrix=DATA / "matrix-cuda.yml", nvcc=parse_nvcc_option("13.2"))
+    skip = plan_cell_ids(cuda, load_compat())[0]
     assert skip.toolchain.nvcc == (13, 2)
     assert skip.toolchain.skip_cuda_check
 
@@ -53,13 +55,13 @@ def test_bad_input_exits_2(argv: list[str], message: str, capsys: pytest.Capture
 
 
 def test_torch_sources(tmp_path: Path) -> None:
-    assert _torch_source(None).kind is TorchSourceKind.PLAN
-    assert _torch_source("pip").kind is TorchSourceKind.PIP
-    assert _torch_source("https://mirror.example/whl/cu130").location == "https://mirror.example/whl/cu130"
-    links = _torch_source(str(tmp_path))
+    assert parse_torch_source(None).kind is TorchSourceKind.PLAN
+    assert parse_torch_source("pip").kind is TorchSourceKind.PIP
+    assert parse_torch_source("https://mirror.example/whl/cu130").location == "https://mirror.example/whl/cu130"
+    links = parse_torch_source(str(tmp_path))
     assert (links.kind, links.location) == ("links", str(tmp_path.resolve()))
     (tmp_path / "torch").mkdir()
-    index = _torch_source(str(tmp_path))
+    index = parse_torch_source(str(tmp_path))
     assert (index.kind, index.location) == ("index", tmp_path.resolve().as_uri())
 
 
@@ -118,16 +120,16 @@ def _plan_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
 
 def test_a_plans_cells_are_built_as_planned(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = _plan_file(tmp_path, capsys)
-    everything = cells_of_plan(path, ids=[], only=[])
+    everything = read_plan_cells(PlanFileCells(path=path))
     data = json.loads(path.read_text(encoding="utf-8"))
     assert [cell_id(p.cell) for p in everything] == [c["id"] for c in data["cells"]]
     # exactly the plan's resolution, not a new one: an edit to the file is what gets built
     data["cells"][1]["toolchain"]["notes"] = ["edited in the plan file"]
     path.write_text(json.dumps(data), encoding="utf-8")
     wanted = data["cells"][1]["id"]
-    (picked,) = cells_of_plan(path, ids=[wanted, wanted], only=[])
+    (picked,) = read_plan_cells(PlanFileCells(path=path, ids=(wanted, wanted)))
     assert (cell_id(picked.cell), picked.toolchain.notes) == (wanted, ("edited in the plan file",))
-    globbed = cells_of_plan(path, ids=[], only=["ds0.15.1-*"])
+    globbed = read_plan_cells(PlanFileCells(path=path, only=("ds0.15.1-*",)))
     assert [cell_id(p.cell) for p in globbed] == [c["id"] for c in data["cells"] if c["id"].startswith("ds0.15.1-")]
 
 

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from dswheels.cli import main
-from dswheels.commands.common import load_matrix
 from dswheels.core.binaries.linux_runtime import RuntimeFloor
 from dswheels.core.compat import Compat, load_compat
 from dswheels.core.doctor import Check, IndexView, PublishedRuntime, Report, Status, diagnose
@@ -31,6 +30,7 @@ from dswheels.core.model import Platform, Python, Variant
 from dswheels.core.naming import cell_id, try_parse_wheel, wheel_filename
 from dswheels.core.plan.planner import Combo, plan
 from dswheels.core.versions import format_version, parse_nvcc_version, parse_version
+from dswheels.effects.matrix_file import load_matrix
 from tests.conftest import ROOT
 from tests.unit.machines import DATA, load_machine, machine_data, machine_names, nvcc_text
 

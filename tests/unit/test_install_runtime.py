@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from dswheels.commands.install import check_runtime
 from dswheels.core.binaries.linux_runtime import RuntimeFloor
 from dswheels.core.compat import load_compat
 from dswheels.core.doctor.facts import LinuxRuntime
@@ -19,6 +18,7 @@ from dswheels.core.index.files import IndexFile
 from dswheels.core.naming import parse_wheel
 from dswheels.core.wheel.manifest import manifest_name, render_manifest
 from dswheels.effects.index_read import read_manifest
+from dswheels.effects.steps.install import check_runtime
 from dswheels.errors import EnvironmentMismatchError
 from tests.unit.test_manifest_runtime import _manifest
 

@@ -150,7 +150,7 @@ def test_an_op_too_big_for_any_job_is_flagged() -> None:
 
 
 def test_the_shipped_matrix_fits_by_the_model() -> None:
-    from dswheels.commands.common import load_matrix
+    from dswheels.effects.matrix_file import load_matrix
     from tests.conftest import ROOT
 
     planned = plan(load_matrix(ROOT / "matrix" / "matrix.yml", COMPAT), COMPAT).planned

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from dswheels.cli import build_parser, main
+from dswheels.commands.common import apply_env_defaults
 from dswheels.core.locations import LOCAL_SITE_URL, MATRIX, PUBLISHED, SITE, WHEELHOUSE
 from dswheels.effects.wheelhouse import find_wheels
 from dswheels.errors import ConfigError
@@ -39,7 +40,9 @@ def test_the_flags_default_to_the_chain(capsys: pytest.CaptureFixture[str]) -> N
     parser = build_parser()
     assert parser.parse_args(["build"]).out == WHEELHOUSE
     assert parser.parse_args(["verify"]).wheels == []
-    assert parser.parse_args(["verify"]).matrix == MATRIX
+    verify = parser.parse_args(["verify"])
+    apply_env_defaults(verify, {})  # --matrix, like every command's, may come from $DSWHEELS_MATRIX
+    assert verify.matrix == MATRIX
     assert parser.parse_args(["publish"]).paths == []
     index = parser.parse_args(["index"])
     assert (index.source, index.out, index.site_url) == (PUBLISHED, SITE, None)

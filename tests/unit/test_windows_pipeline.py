@@ -12,12 +12,12 @@ import pytest
 
 from dswheels.core.building.env import msvc_bin_dir
 from dswheels.core.building.parallelism import GIB, fit_jobs, split_parallelism
-from dswheels.core.workflow.canary import CANARY_OPS, pick_canary, restrict_ops
 from dswheels.core.compat import load_compat
 from dswheels.core.matrix.parse import parse_matrix
 from dswheels.core.model import PlannedCell, Platform, SourceKind
 from dswheels.core.naming import cell_id, parse_cell_id
 from dswheels.core.plan.planner import Combo, plan
+from dswheels.core.workflow.canary import CANARY_OPS, pick_canary, restrict_ops
 from dswheels.effects.source_tree import add_windows_files
 from dswheels.effects.toolchain import MsvcEnv, check_msvc_link
 from dswheels.errors import EnvironmentMismatchError

@@ -14,9 +14,9 @@ import hashlib
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
+from dswheels.core.index.files import IndexFile
 from dswheels.core.index.links import metadata_name
 from dswheels.core.index.site import GITHUB_ASSET_LIMIT, GITHUB_ASSET_MAX_BYTES
-from dswheels.core.index.files import IndexFile
 from dswheels.core.naming import parse_wheel
 from dswheels.core.wheel.contents import parse_metadata
 from dswheels.effects.github import JSON, GitHub, GitHubAPIError

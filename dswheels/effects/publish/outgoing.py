@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import IO, TypeVar
 
 from dswheels.core.index.links import metadata_name
-from dswheels.core.wheel.manifest import ManifestError, manifest_name, parse_manifest
 from dswheels.core.naming import parse_wheel
+from dswheels.core.wheel.manifest import ManifestError, manifest_name, parse_manifest
 from dswheels.effects.files import read_bounded, sha256_file
 from dswheels.effects.index import LocalWheel, local_wheel
 from dswheels.effects.wheelhouse import find_wheels, is_wheel_file

@@ -1,0 +1,65 @@
+"""The facts check step (``dswheels facts check``): compat.yml against the sources it was written
+from, with the edit that would make it agree (:mod:`dswheels.core.upstream`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+import yaml
+
+from dswheels.core.compat import CompatDataError, parse_compat
+from dswheels.core.upstream.compare import check_facts
+from dswheels.core.upstream.findings import Report, render_diff
+from dswheels.effects.clock import today
+from dswheels.effects.sources import Downloader, env_cache_dir
+from dswheels.effects.upstream import UpstreamOptions, read_upstream
+from dswheels.errors import ConfigError
+
+__all__ = ["FactsCheckOptions", "FactsChecked", "check_compat"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class FactsCheckOptions:
+    compat: Path | None = None  # the facts file (None: the package's)
+    upstream: UpstreamOptions = field(
+        default_factory=UpstreamOptions
+    )  # where each source is, and how much of it to read
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class FactsChecked:
+    path: Path  # the facts file checked
+    report: Report  # its findings; report.after is the file with them applied
+    diff: str  # the edit --write would make ("" when none)
+
+
+def _default_compat() -> Path:
+    return Path(str(resources.files("dswheels").joinpath("compat.yml")))
+
+
+def _shown(path: Path) -> str:
+    """The path relative to the working directory when it is below it (diffs read as in a checkout)."""
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def check_compat(options: FactsCheckOptions) -> FactsChecked:
+    path = options.compat or _default_compat()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read the facts file {path}: {exc.strerror}") from None
+    try:
+        raw = yaml.safe_load(text)
+        compat = parse_compat(raw)
+    except (yaml.YAMLError, CompatDataError) as exc:
+        raise ConfigError(f"{path} is not a valid facts file: {exc}") from None
+    with Downloader(env_cache_dir() / "sources") as downloader:
+        upstream = read_upstream(compat, raw, options.upstream, downloader)
+    name = _shown(path)
+    report = check_facts(text, upstream, today=today(), name=name)
+    return FactsChecked(path=path, report=report, diff=render_diff(report, name=name))

@@ -1,0 +1,66 @@
+"""The plan step (``dswheels plan``): the selected cells planned, optionally only the canary or only
+what is not published yet, and the jobs that build them."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, replace
+
+from dswheels.core.compat import load_compat
+from dswheels.core.plan.planner import Plan
+from dswheels.core.workflow.canary import pick_canary
+from dswheels.core.workflow.costs import load_costs
+from dswheels.core.workflow.jobs import JobPlan, plan_jobs
+from dswheels.effects.steps.published import Skipped, skip_published
+from dswheels.effects.steps.selection import MatrixCells, plan_matrix
+from dswheels.errors import ConfigError
+
+__all__ = ["PlanOptions", "PlanRun", "canary_plan", "jobs_of", "run_plan"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class PlanOptions:
+    selection: MatrixCells
+    canary: bool = False  # only the canary of the selected cells
+    skip_published: str | None = None  # leave out the cells whose wheels this index or directory lists
+    group: str | None = "python"  # the jobs' grouping (python | cell); None: no jobs
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class PlanRun:
+    plan: Plan
+    skipped: Skipped | None  # what --skip-published left out
+    jobs: JobPlan | None  # None when not asked for
+    per_cell: JobPlan | None  # one job per cell, for the runner-hours comparison
+
+
+def canary_plan(result: Plan) -> Plan:
+    """The plan of the canary alone (:mod:`dswheels.core.workflow.canary`)."""
+    picked = pick_canary(result.planned)
+    if picked is None:
+        raise ConfigError(
+            "no canary: the selection plans no Windows CUDA cell that builds cpu_adam and fused_adam",
+            hint="select Windows CUDA cells (e.g. --deepspeed alone, on the shipped matrix)",
+        )
+    return replace(result, planned=(picked,), mode="canary")
+
+
+def jobs_of(result: Plan, *, group: str = "python") -> tuple[JobPlan, JobPlan | None]:
+    """The plan's jobs (grouped by ``group``, under the cost model's budget) and, for the runner-hours
+    comparison, one job per cell (None for an empty plan)."""
+    model = load_costs()
+    jobs = plan_jobs(result.planned, model, finest=group)
+    per_cell = plan_jobs(result.planned, model, finest="cell", limit=sys.maxsize) if result.planned else None
+    return jobs, per_cell
+
+
+def run_plan(options: PlanOptions) -> PlanRun:
+    result = plan_matrix(options.selection, load_compat())
+    if options.canary:
+        result = canary_plan(result)
+    skipped = None
+    if options.skip_published:
+        skipped = skip_published(result, options.skip_published)
+        result = skipped.plan
+    jobs, per_cell = jobs_of(result, group=options.group) if options.group else (None, None)
+    return PlanRun(plan=result, skipped=skipped, jobs=jobs, per_cell=per_cell)

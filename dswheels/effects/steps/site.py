@@ -1,0 +1,111 @@
+"""The index step (``dswheels index``): the static site of every published wheel, from a directory
+or a GitHub repository's releases, written whole or not at all (:mod:`dswheels.effects.index`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from dswheels.core.compat import load_compat
+from dswheels.core.index.files import IndexFile
+from dswheels.core.index.site import render_site
+from dswheels.core.index.yank import apply_yanked, parse_yanked
+from dswheels.core.locations import LOCAL_SITE_URL, PUBLISHED, SITE
+from dswheels.core.sources import torch_index_problem
+from dswheels.effects.clock import monotonic
+from dswheels.effects.files import read_bounded
+from dswheels.effects.github import GitHub, api_url_from_env, token_from_env
+from dswheels.effects.index import LocalWheel, check_target, local_index_files, scan_directory, write_site
+from dswheels.effects.publish import github_index_files
+from dswheels.errors import ConfigError, PublishError
+from dswheels.log import get_reporter
+
+__all__ = ["IndexOptions", "SiteWritten", "site_url_for", "write_index"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class IndexOptions:
+    source: Path = PUBLISHED  # the directory of published wheels (unless github)
+    github: str | None = None  # OWNER/REPO: index the published releases of this repository instead
+    out: Path = SITE
+    site_url: str | None = None  # where the site is served (None: see site_url_for)
+    torch_index: str | None = None  # PyTorch's index per variant, with {variant} (None: compat.yml's)
+    yanked: Path | None = None  # '<filename or glob> <reason>' per line
+    title: str = "DeepSpeed wheels"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SiteWritten:
+    out: Path
+    site_url: str
+    torch_index: str
+    files: tuple[IndexFile, ...]
+    seconds: float
+
+    @property
+    def partitions(self) -> list[str]:
+        return sorted({f.published.partition for f in self.files})
+
+
+def site_url_for(options: IndexOptions) -> str:
+    """Where the site is served: the URL given, else GitHub Pages' for --github, else this machine's."""
+    if options.site_url:
+        return options.site_url
+    if options.github:
+        owner, _sep, name = options.github.partition("/")
+        return f"https://{owner.lower()}.github.io/{name}/"
+    return LOCAL_SITE_URL
+
+
+def _yank(files: list[IndexFile], path: Path | None) -> list[IndexFile]:
+    if path is None:
+        return files
+    try:
+        rules = parse_yanked(read_bounded(path).decode("utf-8"), str(path))
+    except OSError as exc:
+        raise ConfigError(f"cannot read the yanked file {path}: {exc.strerror}") from None
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    marked, unused = apply_yanked(files, rules)
+    for rule in unused:
+        get_reporter().warning(f"{path}:{rule.line}: {rule.pattern!r} matches no published wheel")
+    return marked
+
+
+def _published(options: IndexOptions) -> tuple[list[IndexFile], list[LocalWheel]]:
+    """The published wheels as index entries, and the local wheels the site carries (none for GitHub)."""
+    reporter = get_reporter()
+    with reporter.group("read the published wheels"):
+        if options.github:
+            gh = GitHub(options.github, token=token_from_env(), api_url=api_url_from_env())
+            files, warnings = github_index_files(gh)
+            for warning in warnings:
+                reporter.warning(warning)
+            wheels: list[LocalWheel] = []
+            where = f"the releases of {options.github}"
+        else:
+            wheels = scan_directory(options.source)
+            files = local_index_files(wheels)
+            where = str(options.source)
+        reporter.info(f"{len(files)} wheels in {where}")
+    return files, wheels
+
+
+def write_index(options: IndexOptions) -> SiteWritten:
+    start = monotonic()
+    check_target(options.out)  # before any network or hashing: fail fast on a wrong --out
+    torch_index = options.torch_index or load_compat().torch_index
+    if problem := torch_index_problem(torch_index):
+        raise ConfigError(f"--torch-index {torch_index!r}: {problem}")
+    files, wheels = _published(options)
+    files = _yank(files, options.yanked)
+    site_url = site_url_for(options)
+    try:
+        pages = render_site(files, site_url=site_url, torch_index=torch_index, title=options.title)
+    except ValueError as exc:
+        raise PublishError(str(exc)) from None
+    with get_reporter().group(f"write {options.out}"):
+        write_site(options.out, pages, wheels=wheels)
+    return SiteWritten(
+        out=options.out, site_url=site_url, torch_index=torch_index, files=tuple(files), seconds=monotonic() - start
+    )
