@@ -1,4 +1,8 @@
-"""``dswheels build`` for real: the two reference wheels, their contents, and the failures it must catch."""
+"""``dswheels build`` for real: the two reference wheels, their contents, and the failures it must catch.
+
+Longer than most modules because its cases share two expensive session builds (the CPU and the
+CUDA reference wheel); splitting it would build them twice or hide them in a conftest.
+"""
 
 from __future__ import annotations
 

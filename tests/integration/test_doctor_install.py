@@ -8,6 +8,8 @@ serves from 127.0.0.1, installs with pip and verifies. Its wheels are small but 
 ``deepspeed`` package laid out like a real one (tests/support/deepspeed_standin.py:
 git_version_info, an OpBuilder whose load() imports the "prebuilt" module or calls jit_load,
 all_ops, accelerator), so the verify step runs its real code.
+
+Longer than most modules because its cases share the real torch environments and one served index.
 """
 
 from __future__ import annotations

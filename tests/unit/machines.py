@@ -11,8 +11,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from dswheels.core.compat import load_compat
+from dswheels.core.doctor import Check, Report, Status
 from dswheels.core.doctor.facts import Facts
 from dswheels.core.doctor.facts_json import facts_from_data
+from dswheels.core.versions import format_version
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 MACHINES = DATA / "machines"
@@ -48,3 +51,26 @@ def machine_names() -> list[str]:
 
 def nvcc_text(os: str, version: str) -> str:
     return (DATA / "recordings" / "nvcc" / f"{os}-{version}.txt").read_text(encoding="utf-8")
+
+
+# The shipped facts, and how the doctor tests look up a report's checks.
+COMPAT = load_compat()
+NEWEST_DS = format_version(COMPAT.deepspeed_releases[-1])
+
+
+def checks(report: Report, check_id: str) -> list[Check]:
+    found = [c for c in report.checks if c.id == check_id]
+    assert found, f"no {check_id} check in {[c.id for c in report.checks]}"
+    return found
+
+
+def one(report: Report, check_id: str) -> Check:
+    (check,) = checks(report, check_id)
+    return check
+
+
+def statuses(report: Report) -> dict[str, set[Status]]:
+    out: dict[str, set[Status]] = {}
+    for c in report.checks:
+        out.setdefault(c.id, set()).add(c.status)
+    return out

@@ -2,6 +2,8 @@
 
 Pages are read back with pypi-simple (the parser pip-adjacent tools use) and with our own
 reader; both must agree on every link of every page.
+
+Longer than most modules: the site is one artefact, and its cases share one published set.
 """
 
 from __future__ import annotations

@@ -1,0 +1,218 @@
+"""The workflows' hardening: least permissions, timeouts, pinned actions, the cache policy, and
+the Windows build steps (long paths, MSVC, no GNU link.exe), read from .github/workflows/*.yml."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+import yaml
+
+from tests.conftest import ROOT
+from tests.gha.expressions import Status, Value, condition
+from tests.gha.invocations import env_defaults
+from tests.gha.workflow_files import (
+    CI,
+    JOBS,
+    WHEELS,
+    WORKFLOWS,
+    as_dict,
+    job_steps,
+)
+
+
+@pytest.fixture(autouse=True)
+def _in_repo(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+
+
+# --- hardening -----------------------------------------------------------------------------------
+
+MINIMAL = {
+    "wheels": {
+        "plan": {"contents": "read"},
+        "parts": {"contents": "read"},
+        "build": {"contents": "read"},
+        "smoke": {"contents": "read"},
+        "release": {"contents": "write", "id-token": "write", "attestations": "write"},
+        "pages": {"contents": "read", "pages": "write", "id-token": "write"},
+    },
+    "ci": {"lint": {"contents": "read"}, "unit": {"contents": "read"}, "integration": {"contents": "read"}},
+}
+
+
+@pytest.mark.parametrize("name", ["wheels", "ci"])
+def test_permissions_are_the_minimum(name: str) -> None:
+    workflow = WHEELS if name == "wheels" else CI
+    assert workflow["permissions"] == {}
+    jobs = as_dict(workflow["jobs"])
+    assert {job: as_dict(jobs[job]).get("permissions") for job in jobs} == MINIMAL[name]
+
+
+@pytest.mark.parametrize("name", ["wheels", "ci"])
+def test_every_job_has_a_timeout_and_the_runs_have_a_concurrency_group(name: str) -> None:
+    workflow = WHEELS if name == "wheels" else CI
+    assert "github.ref" in str(as_dict(workflow["concurrency"])["group"])
+    for job_name, job in as_dict(workflow["jobs"]).items():
+        assert isinstance(as_dict(job).get("timeout-minutes"), int), job_name
+
+
+def test_every_action_is_pinned_by_sha_with_its_version() -> None:
+    pins: dict[str, str] = {}
+    for path in sorted(WORKFLOWS.glob("*.yml")):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if "uses:" not in line:
+                continue
+            match = re.search(r"uses: ([\w.-]+/[\w./-]+)@([0-9a-f]{40}) # (v\d+\.\d+\.\d+)$", line)
+            assert match, f"{path.name}: not pinned to a commit with its tag: {line.strip()}"
+            action, pin = match.group(1), f"{match.group(2)} {match.group(3)}"
+            assert pins.setdefault(action, pin) == pin, f"{action} is pinned to two versions"
+
+
+SCCACHE = "mozilla-actions/sccache-action"
+
+
+def test_the_cache_policy_compiler_cache_in_build_jobs_only_keyed_per_ref() -> None:
+    """The deliberate cache policy (docs/costs.md; .github/zizmor.yml records the review).
+
+    Only the jobs that compile (parts, build) use a cache, and only sccache's: plan, smoke (the
+    self-hosted GPU runner), release and pages (the jobs with write tokens) never restore anything.
+    Its keys live in a space per ref (wheels-<tag or branch>), so a tag's build reads only what
+    builds of that name wrote; no secret reaches a job.
+    """
+    text = (WORKFLOWS / "wheels.yml").read_text(encoding="utf-8")
+    assert "actions/cache" not in text
+    assert "secrets." not in text  # the only credential is the job token, given where it is needed
+    for name, job in JOBS.items():
+        cached = [s for s in job.get("steps") or [] if SCCACHE in str(as_dict(s).get("uses")).lower()]  # type: ignore[union-attr]
+        assert len(cached) == (1 if name in ("parts", "build") else 0), name
+        for step in job.get("steps") or []:  # type: ignore[union-attr]
+            with_ = as_dict(as_dict(step).get("with"))
+            assert "cache" not in with_
+            if "cuda-toolkit" in str(as_dict(step).get("uses")):
+                assert with_["use-github-cache"] is False
+                assert with_["use-local-cache"] is False
+    build_defaults = env_defaults("build")
+    for name in ("parts", "build"):
+        env = as_dict(JOBS[name]["env"])
+        sccache = {variable for variable in env if variable.startswith("DSWHEELS_SCCACHE_")}
+        assert sccache == {
+            build_defaults[f"sccache_{key}"] for key in ("backend", "bucket", "endpoint", "region", "namespace")
+        }
+        assert env["DSWHEELS_SCCACHE_NAMESPACE"] == "wheels-${{ github.ref_name }}"
+        assert env["DSWHEELS_SCCACHE_BUCKET"] == "${{ vars.DSWHEELS_SCCACHE_BUCKET }}"
+        build = next(s for s in job_steps(name) if "dswheels build" in str(s.get("run", "")))
+        assert "--compiler-cache sccache" in str(build["run"])
+        assert isinstance(build.get("timeout-minutes"), int)
+        assert build["timeout-minutes"] < JOBS[name]["timeout-minutes"]  # type: ignore[operator]
+    ci = (WORKFLOWS / "ci.yml").read_text(encoding="utf-8")
+    assert "sccache" not in ci  # ci.yml's ccache directory has keys of its own (ccache-<os>-...)
+    assert "key: ccache-${{ runner.os }}-" in ci
+    zizmor = yaml.safe_load((WORKFLOWS.parent / "zizmor.yml").read_text(encoding="utf-8"))
+    assert zizmor == {"rules": {"cache-poisoning": {"ignore": ["wheels.yml"]}}}
+    smoke = json.dumps(JOBS["smoke"])
+    assert "github.token" not in smoke
+    for step in (s for job in JOBS.values() for s in job.get("steps") or []):  # type: ignore[union-attr]
+        if "actions/checkout" in str(as_dict(step).get("uses")):
+            assert as_dict(as_dict(step)["with"])["persist-credentials"] is False
+
+
+def test_windows_build_steps_enable_long_paths_and_msvc_from_the_plan() -> None:
+    steps = job_steps("build")
+    long_paths = next(s for s in steps if "LongPathsEnabled" in str(s.get("run", "")))
+    assert "core.longpaths true" in str(long_paths["run"])
+    assert long_paths["if"] == "runner.os == 'Windows'"
+    msvc = next(s for s in steps if "setup-msvc-dev" in str(s.get("uses")))
+    assert as_dict(msvc["with"]) == {"arch": "x64", "toolset": "${{ matrix.msvc_toolset }}"}
+    for cuda in (s for s in steps if "cuda-toolkit" in str(s.get("uses"))):
+        assert as_dict(cuda["with"])["cuda"] == "${{ matrix.cuda_toolkit }}"
+        assert "matrix.cuda_subpackages" in str(as_dict(cuda["with"])["sub-packages"])
+
+
+def _runs_on(step: dict[str, Value], os_name: str) -> bool:
+    return "if" not in step or condition(
+        str(step["if"]), {"runner": {"os": os_name}, "matrix": {}, "steps": {}}, Status()
+    )
+
+
+def test_one_build_step_for_both_platforms() -> None:
+    steps = job_steps("build")
+    builds = [s for s in steps if "dswheels build" in str(s.get("run", ""))]
+    assert len(builds) == 1, "one pipeline: the same `dswheels build` on Windows and Linux"
+    build = builds[0]
+    assert _runs_on(build, "Windows")
+    assert _runs_on(build, "Linux")
+    script = str(build["run"]).replace("\\\n", " ")
+    for flag in (
+        "--plan plan/plan.json",
+        '--cell "$CELLS"',
+        '--ops "$OPS"',
+        "--keep-going",
+        '--work-dir "$RUNNER_TEMP/w"',
+    ):
+        assert flag in script
+    assert "cibuildwheel" not in (WORKFLOWS / "wheels.yml").read_text(encoding="utf-8")
+
+
+def test_no_windows_build_step_can_reach_gnu_link() -> None:
+    """Git Bash puts coreutils' link.exe first on PATH; setuptools would link every extension with it."""
+    steps = job_steps("build")
+    default_shell = str(as_dict(as_dict(WHEELS.get("defaults")).get("run")).get("shell", "bash"))
+    removed = False
+    for step in steps:
+        if not _runs_on(step, "Windows"):
+            continue
+        script = str(step.get("run", ""))
+        shell = str(step.get("shell", default_shell))
+        if shell == "bash" and re.search(r"\brm -f [^\n]*/usr/bin/link\.exe", script):
+            removed = True
+        compiles = any(word in script for word in ("dswheels build", "setup.py", "python -m build", "cibuildwheel"))
+        if compiles and shell not in ("pwsh", "powershell", "cmd"):
+            assert removed, f"{step.get('name')}: runs under {shell} with GNU link.exe still on PATH"
+
+
+def test_the_cuda_install_has_a_timeout_and_one_retry() -> None:
+    steps = job_steps("build")
+    installs = [s for s in steps if "cuda-toolkit" in str(s.get("uses"))]
+    assert len(installs) == 2
+    first, retry = installs
+    assert first.get("continue-on-error") is True
+    timeout = first.get("timeout-minutes")
+    assert isinstance(timeout, int)
+    assert timeout <= 45
+    assert isinstance(retry.get("timeout-minutes"), int)
+    assert as_dict(first["with"]) == as_dict(retry["with"])
+    failed: dict[str, Value] = {"matrix": {"cuda_toolkit": "13.0.2"}, "steps": {"cuda": {"outcome": "failure"}}}
+    fine: dict[str, Value] = {"matrix": {"cuda_toolkit": "13.0.2"}, "steps": {"cuda": {"outcome": "success"}}}
+    assert condition(str(retry["if"]), failed, Status())
+    assert not condition(str(retry["if"]), fine, Status())
+    assert first.get("id") == "cuda"
+
+
+def test_dswheels_comes_from_the_checkout_only() -> None:
+    """A job never installs a dswheels release (0.1.0 is on no index): every install is the checkout's."""
+    text = (WORKFLOWS / "wheels.yml").read_text(encoding="utf-8")
+    assert "dswheels==" not in text
+    assert "test-requires" not in text
+    for job in JOBS.values():
+        for step in job.get("steps") or []:  # type: ignore[union-attr]
+            script = str(as_dict(step).get("run", ""))
+            for line in script.splitlines():
+                if "pip install" in line and "dswheels" not in line:
+                    assert line.strip().endswith(" ."), line
+
+
+def test_every_build_uploads_wheels_and_runs_verify() -> None:
+    steps = job_steps("build")
+    verify = next(s for s in steps if "dswheels verify" in str(s.get("run", "")))
+    assert _runs_on(verify, "Windows")
+    assert _runs_on(verify, "Linux")
+    upload = next(s for s in steps if "upload-artifact" in str(s.get("uses")))
+    assert as_dict(upload["with"])["name"] == "wheels-${{ matrix.name }}"
+    assert as_dict(upload["with"])["if-no-files-found"] == "error"
+    release = job_steps("release")
+    download = next(s for s in release if "download-artifact" in str(s.get("uses")))
+    assert as_dict(download["with"])["pattern"] == "wheels-*"
+    attest = next(s for s in release if "actions/attest" in str(s.get("uses")))
+    assert str(as_dict(attest["with"])["subject-path"]).endswith("*.whl")
