@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import shutil
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -22,6 +21,7 @@ from urllib.request import url2pathname
 import requests
 from packaging.utils import canonicalize_name
 
+from dswheels.core.digests import is_sha256
 from dswheels.core.index.files import IndexFile, parse_project_page, project_page_url
 from dswheels.core.index.links import metadata_name
 from dswheels.core.index.site import FILES_DIR, MARKER
@@ -57,7 +57,6 @@ __all__ = [
 ]
 
 MAX_LEDGER_BYTES = 256 * 1024**2  # ~300 bytes per wheel
-_SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,7 +139,7 @@ def _ledger_entry(entry: dict[str, object]) -> LedgerEntry | None:
         entry.get(k) for k in ("size", "mtime_ns", "sha256", "metadata_sha256", "requires_python")
     )
     ints_ok = all(isinstance(v, int) and not isinstance(v, bool) for v in (size, mtime))
-    hashes_ok = all(isinstance(v, str) and _SHA256_RE.match(v) for v in (sha, meta_sha))
+    hashes_ok = all(isinstance(v, str) and is_sha256(v) for v in (sha, meta_sha))
     if not ints_ok or not hashes_ok or not (rp is None or isinstance(rp, str)):
         return None
     return LedgerEntry(
