@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from dswheels.core.binaries.linux_runtime import RuntimeFloor
-from dswheels.core.versions import VersionTuple, format_version, parse_version
+from dswheels.core.versions import TorchMinor, TorchVersion, VersionTuple, format_version, parse_version
 
 __all__ = [
     "Accelerator",
@@ -161,7 +161,7 @@ class Cell:
     """One wheel to build. Its id (see :mod:`dswheels.core.naming`) is stable and selectable."""
 
     deepspeed: VersionTuple
-    torch: VersionTuple
+    torch: TorchMinor
     variant: Variant
     python: Python
     platform: Platform
@@ -249,7 +249,7 @@ class Source:
 @dataclass(frozen=True, slots=True)
 class PlannedCell:
     cell: Cell
-    torch_version: str  # the torch release to install, e.g. "2.9.1"
+    torch_version: TorchVersion  # the torch release to install, e.g. "2.9.1"
     torch_index: str  # pip index URL that has it
     toolchain: Toolchain
     ops: OpPlan

@@ -19,7 +19,7 @@ from packaging.utils import parse_wheel_filename
 from packaging.version import Version
 
 from dswheels.core.model import Cell, Platform, Python, Variant
-from dswheels.core.versions import format_version, parse_version
+from dswheels.core.versions import TorchMinor, format_version, parse_version
 
 __all__ = [
     "MAX_WHEEL_NAME",
@@ -79,7 +79,7 @@ def parse_cell_id(text: str) -> Cell:
         raise ValueError(msg) from None
     return Cell(
         deepspeed=parse_version(match["ds"]),
-        torch=parse_version(match["torch"]),
+        torch=TorchMinor(parse_version(match["torch"])),
         variant=Variant.parse(match["variant"]),
         python=Python.parse(match["python"]),
         platform=platform,
@@ -253,7 +253,7 @@ def parse_wheel(filename: str) -> PublishedWheel:
     if len(torch) != 2 or len(version.release) != 3 or version.is_prerelease or version.is_postrelease:
         msg = f"{filename}: expected <X.Y.Z>+<variant>torch<M.m>, got {version}"
         raise WheelNameError(msg)
-    cell = Cell(deepspeed=version.release, torch=torch, variant=variant, python=python, platform=platform)
+    cell = Cell(deepspeed=version.release, torch=TorchMinor(torch), variant=variant, python=python, platform=platform)
     wheel = PublishedWheel(filename=filename, cell=cell, version=version, build=name.build)
     expected = wheel.canonical
     if name.build:

@@ -13,9 +13,12 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
+from typing import NewType
 
 __all__ = [
     "Range",
+    "TorchMinor",
+    "TorchVersion",
     "VersionTuple",
     "format_version",
     "parse_nvcc_version",
@@ -26,6 +29,12 @@ __all__ = [
 ]
 
 VersionTuple = tuple[int, ...]
+# torch is named two ways, never interchangeably: a wheel is built for a torch minor, pip
+# installs an exact release. Distinct types, so one cannot be passed where the other is meant.
+TorchMinor = NewType("TorchMinor", VersionTuple)
+"""torch's MAJOR.MINOR, e.g. ``(2, 14)``: what a cell and a wheel are built for."""
+TorchVersion = NewType("TorchVersion", str)
+"""An exact torch release ``X.Y.Z``, e.g. ``"2.14.1"``: what pip installs."""
 
 _VERSION_RE = re.compile(r"^\d+(\.\d+)*$")
 _NVCC_RELEASE_RE = re.compile(r"release (\d+)\.(\d+)")
@@ -62,7 +71,7 @@ def _dotted(text: str) -> VersionTuple:
         return ()
 
 
-def parse_torch_minor(text: str) -> VersionTuple:
+def parse_torch_minor(text: str) -> TorchMinor:
     """torch's MAJOR.MINOR: what a wheel is built for (``--torch`` of plan and build).
 
     >>> parse_torch_minor("2.14")
@@ -74,7 +83,7 @@ def parse_torch_minor(text: str) -> VersionTuple:
     """
     version = _dotted(text)
     if len(version) == 2:
-        return version
+        return TorchMinor(version)
     if len(version) > 2:
         msg = (
             f"give MAJOR.MINOR (e.g. {format_version(version[:2])!r}), not {text!r}: a wheel is built for a torch "
@@ -85,7 +94,7 @@ def parse_torch_minor(text: str) -> VersionTuple:
     raise ValueError(msg)
 
 
-def parse_torch_release(text: str) -> str:
+def parse_torch_release(text: str) -> TorchVersion:
     """An exact torch release ``X.Y.Z``, what pip installs (``verify --torch-version``).
 
     >>> parse_torch_release("2.14.1")
@@ -96,7 +105,7 @@ def parse_torch_release(text: str) -> str:
     """
     version = _dotted(text)
     if len(version) == 3:
-        return format_version(version)
+        return TorchVersion(format_version(version))
     msg = f"give an exact torch release X.Y.Z (e.g. '2.14.1'), not {text!r}"
     if len(version) == 2:
         msg += ": pip installs a release, not a minor"

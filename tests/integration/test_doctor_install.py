@@ -33,7 +33,7 @@ import pytest
 from dswheels.core.compat import load_compat
 from dswheels.core.model import Cell, Platform, Python, Variant
 from dswheels.core.naming import cell_id, parse_wheel, partition, wheel_filename, wheel_version
-from dswheels.core.versions import format_version, parse_nvcc_version
+from dswheels.core.versions import TorchMinor, format_version, parse_nvcc_version
 from tests.conftest import require
 from tests.support.deepspeed_standin import deepspeed_package
 from tests.support.servers import StaticServer
@@ -252,7 +252,11 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str
 
 def _cell(torch: tuple[int, int], variant: str, *, deepspeed: tuple[int, ...] = NEWEST_DS) -> Cell:
     return Cell(
-        deepspeed=deepspeed, torch=torch, variant=Variant.parse(variant), python=PY, platform=Platform.LINUX_X86_64
+        deepspeed=deepspeed,
+        torch=TorchMinor(torch),
+        variant=Variant.parse(variant),
+        python=PY,
+        platform=Platform.LINUX_X86_64,
     )
 
 

@@ -15,6 +15,7 @@ from dswheels.core.index.files import IndexFile
 from dswheels.core.index.site import render_site
 from dswheels.core.model import Cell, Platform, Python, Variant
 from dswheels.core.naming import parse_wheel, wheel_filename
+from dswheels.core.versions import TorchMinor
 from dswheels.effects.index import write_site
 from tests.conftest import ROOT, require
 
@@ -47,7 +48,7 @@ def _realistic_files() -> list[IndexFile]:
                             continue
                         if (torch, minor) == ((2, 13), 14) or (ds == (0, 19, 7) and variant == "cu132"):
                             continue  # holes, as a real matrix has
-                        cell = Cell(ds, torch, Variant.parse(variant), Python.parse(f"3.{minor}"), platform)
+                        cell = Cell(ds, TorchMinor(torch), Variant.parse(variant), Python.parse(f"3.{minor}"), platform)
                         name = wheel_filename(cell)
                         files.append(
                             IndexFile(

@@ -29,6 +29,7 @@ from dswheels.core.matrix.parse import parse_matrix
 from dswheels.core.model import Platform, Python, Variant
 from dswheels.core.naming import cell_id
 from dswheels.core.plan.planner import Combo, plan
+from dswheels.core.versions import TorchMinor
 from dswheels.effects.index import local_index_files, scan_directory, write_site
 from dswheels.effects.publish import collect_wheels, publish_dir
 from dswheels.errors import ConfigError, PublishError
@@ -231,7 +232,7 @@ def test_one_expansion(exclude: list[dict[str, str]], include: list[dict[str, st
         return  # five axes name one exact cell, whatever the matrix says (documented)
     wanted = Combo(
         deepspeed=tuple(map(int, combo["deepspeed"].split("."))) if "deepspeed" in combo else None,
-        torch=tuple(map(int, combo["torch"].split("."))) if "torch" in combo else None,
+        torch=TorchMinor(tuple(map(int, combo["torch"].split(".")))) if "torch" in combo else None,
         variant=Variant.parse(combo["variant"]) if "variant" in combo else None,
         python=Python.parse(combo["python"]) if "python" in combo else None,
         platform=Platform(combo["platform"]) if "platform" in combo else None,

@@ -23,6 +23,7 @@ from dswheels.core.index.site import MARKER, render_site
 from dswheels.core.index.yank import apply_yanked, parse_yanked
 from dswheels.core.model import Cell, Platform, Python, Variant
 from dswheels.core.naming import parse_wheel, partition, wheel_filename
+from dswheels.core.versions import TorchMinor
 from dswheels.core.wheel.manifest import manifest_name
 from dswheels.effects.index import list_published, local_index_files, scan_directory, write_site
 from dswheels.errors import ConfigError, PublishError
@@ -102,7 +103,7 @@ def _entry(cell: Cell, *, requires_python: str | None = ">=3.9", yanked: str | N
 
 def _cells() -> list[Cell]:
     return [
-        Cell((0, 19, ds), torch, Variant.parse(variant), Python.parse(py), platform)
+        Cell((0, 19, ds), TorchMinor(torch), Variant.parse(variant), Python.parse(py), platform)
         for ds in (7, 8)
         for torch, variant in (((2, 9), "cu128"), ((2, 10), "cu128"), ((2, 9), "cpu"), ((2, 10), "cu130"))
         for py in ("3.11", "3.12")

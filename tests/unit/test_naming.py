@@ -16,6 +16,7 @@ from dswheels.core.naming import (
     wheel_filename,
     wheel_version,
 )
+from dswheels.core.versions import TorchMinor
 from tests.unit.strategies import any_cells
 
 
@@ -41,7 +42,7 @@ def test_the_design_examples() -> None:
     assert wheel_filename(cell) == "deepspeed-0.19.8+cu128torch2.9-cp312-cp312-win_amd64.whl"
     assert build_string(cell) == "+cu128torch2.9"
     assert partition(cell) == "cu128-torch2.9"
-    cpu = Cell((0, 19, 8), (2, 13), Variant.parse("cpu"), Python.parse("3.11"), Platform.LINUX_X86_64)
+    cpu = Cell((0, 19, 8), TorchMinor((2, 13)), Variant.parse("cpu"), Python.parse("3.11"), Platform.LINUX_X86_64)
     assert cell_id(cpu) == "ds0.19.8-torch2.13-cpu-cp311-linux_x86_64"
     assert wheel_filename(cpu) == "deepspeed-0.19.8+cputorch2.13-cp311-cp311-linux_x86_64.whl"
 

@@ -11,9 +11,10 @@ from dswheels.core.index.files import IndexFile, parse_project_page
 from dswheels.core.index.pick import Wanted, nearest, pick_wheel
 from dswheels.core.model import Cell, Platform, Python, Variant
 from dswheels.core.naming import try_parse_wheel, wheel_filename
+from dswheels.core.versions import TorchMinor
 
 CELLS = [
-    Cell(deepspeed=ds, torch=torch, variant=Variant.parse(v), python=Python.parse(py), platform=pl)
+    Cell(deepspeed=ds, torch=TorchMinor(torch), variant=Variant.parse(v), python=Python.parse(py), platform=pl)
     for ds, torch, v, py, pl in itertools.product(
         [(0, 19, 8), (0, 16, 5)],
         [(2, 9), (2, 14)],
@@ -84,11 +85,18 @@ def test_parse_project_page() -> None:
     assert sdist.url_with_hash == sdist.url
     # the yanked 0.19.7 is never picked, even when asked for
     wanted = Wanted(
-        torch=(2, 9), variant=Variant.parse("cu128"), python=Python.parse("3.12"), platform=Platform.WIN_AMD64
+        torch=TorchMinor((2, 9)),
+        variant=Variant.parse("cu128"),
+        python=Python.parse("3.12"),
+        platform=Platform.WIN_AMD64,
     )
     assert pick_wheel(wanted, files) == first
     yanked_one = Wanted(
-        torch=(2, 9), variant=wanted.variant, python=wanted.python, platform=wanted.platform, deepspeed=(0, 19, 7)
+        torch=TorchMinor((2, 9)),
+        variant=wanted.variant,
+        python=wanted.python,
+        platform=wanted.platform,
+        deepspeed=(0, 19, 7),
     )
     assert pick_wheel(yanked_one, files) is None
 
@@ -105,7 +113,9 @@ def _files(*names: str) -> tuple[IndexFile, ...]:
     return tuple(IndexFile(filename=n, url=n, wheel=try_parse_wheel(n)) for n in names)
 
 
-WANT = Wanted(torch=(2, 13), variant=Variant.parse("cpu"), python=Python.parse("3.11"), platform=Platform.LINUX_X86_64)
+WANT = Wanted(
+    torch=TorchMinor((2, 13)), variant=Variant.parse("cpu"), python=Python.parse("3.11"), platform=Platform.LINUX_X86_64
+)
 
 
 def test_pick_newest_or_requested_deepspeed() -> None:

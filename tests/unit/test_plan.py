@@ -16,7 +16,7 @@ from dswheels.core.model import Cell, DroppedCell, PlannedCell, Source, SourceKi
 from dswheels.core.naming import cell_id, parse_cell_id
 from dswheels.core.plan.planner import Combo, plan, resolve_cell
 from dswheels.core.plan.rules import check_cell
-from dswheels.core.versions import parse_version
+from dswheels.core.versions import TorchMinor, parse_version
 from dswheels.effects.matrix_file import load_matrix
 from dswheels.errors import ConfigError
 from tests.unit.strategies import cells
@@ -75,7 +75,7 @@ def test_nvcc132_with_torch_cu130_needs_the_skip_for_deepspeed_up_to_0198() -> N
     for ds in ("0.19.7", "0.19.8"):
         item = planned(f"ds{ds}-torch2.14-cu130-cp311-linux_x86_64")
         assert not item.toolchain.skip_cuda_check  # exact match by default
-        result = plan(SPEC, COMPAT, combo=Combo(deepspeed=parse_version(ds), torch=(2, 14)), nvcc=(13, 2))
+        result = plan(SPEC, COMPAT, combo=Combo(deepspeed=parse_version(ds), torch=TorchMinor((2, 14))), nvcc=(13, 2))
         for cell in result.planned:
             assert cell.toolchain.skip_cuda_check, cell_id(cell.cell)
             assert "no CUDA 13 list" in cell.toolchain.cuda_check
@@ -83,7 +83,7 @@ def test_nvcc132_with_torch_cu130_needs_the_skip_for_deepspeed_up_to_0198() -> N
 
 
 def test_cuda12_minor_mismatch_inside_the_whitelist_needs_no_skip() -> None:
-    result = plan(SPEC, COMPAT, combo=Combo(torch=(2, 14), variant=Variant.parse("cu126")), nvcc=(12, 8))
+    result = plan(SPEC, COMPAT, combo=Combo(torch=TorchMinor((2, 14)), variant=Variant.parse("cu126")), nvcc=(12, 8))
     assert result.planned
     for item in result.planned:
         assert not item.toolchain.skip_cuda_check
@@ -93,7 +93,10 @@ def test_cuda12_minor_mismatch_inside_the_whitelist_needs_no_skip() -> None:
 def test_cuda12_minor_mismatch_outside_an_older_whitelist_needs_the_skip() -> None:
     # DeepSpeed 0.16.3's list stops at 12.6: nvcc 12.8 with torch cu126 would be refused
     result = plan(
-        SPEC, COMPAT, combo=Combo(deepspeed=(0, 16, 3), torch=(2, 7), variant=Variant.parse("cu126")), nvcc=(12, 8)
+        SPEC,
+        COMPAT,
+        combo=Combo(deepspeed=(0, 16, 3), torch=TorchMinor((2, 7)), variant=Variant.parse("cu126")),
+        nvcc=(12, 8),
     )
     assert all(item.toolchain.skip_cuda_check for item in result.planned)
 
@@ -101,7 +104,7 @@ def test_cuda12_minor_mismatch_outside_an_older_whitelist_needs_the_skip() -> No
 def test_strict_cuda_check_drops_instead_of_skipping() -> None:
     spec = parse_matrix(MATRIX + "cuda_check: strict\n", "m.yml", COMPAT)
     with pytest.raises(ConfigError) as info:
-        plan(spec, COMPAT, combo=Combo(torch=(2, 14)), nvcc=(13, 2))
+        plan(spec, COMPAT, combo=Combo(torch=TorchMinor((2, 14))), nvcc=(13, 2))
     assert "cuda-check-strict" in (info.value.details or "")
 
 
@@ -165,7 +168,9 @@ def test_arch_list_is_torch_list_within_what_nvcc_targets() -> None:
     )
     assert planned("ds0.19.8-torch2.14-cu130-cp311-win_amd64").toolchain.arch_list_text == "7.5;8.0;8.6;9.0;10.0;12.0"
     # torch cu128 lists 10.0/12.0; with nvcc 12.6 those cannot be targeted and are dropped, with a note
-    result = plan(SPEC, COMPAT, combo=Combo(torch=(2, 9), variant=Variant.parse("cu128"), platform=None), nvcc=(12, 6))
+    result = plan(
+        SPEC, COMPAT, combo=Combo(torch=TorchMinor((2, 9)), variant=Variant.parse("cu128"), platform=None), nvcc=(12, 6)
+    )
     for item in result.planned:
         assert "10.0" not in item.toolchain.arch_list
         assert any("cannot target sm_120" in note for note in item.toolchain.notes)
@@ -218,7 +223,9 @@ def test_only_that_matches_nothing_is_an_error_with_a_suggestion() -> None:
 
 
 def test_a_combo_outside_the_matrix_is_planned_when_allowed() -> None:
-    combo = Combo(deepspeed=(0, 15, 1), torch=(2, 1), variant=Variant.parse("cu121"), python=None, platform=None)
+    combo = Combo(
+        deepspeed=(0, 15, 1), torch=TorchMinor((2, 1)), variant=Variant.parse("cu121"), python=None, platform=None
+    )
     result = plan(SPEC, COMPAT, combo=combo)
     assert {cell_id(p.cell) for p in result.planned} == {
         "ds0.15.1-torch2.1-cu121-cp311-linux_x86_64",
@@ -227,7 +234,7 @@ def test_a_combo_outside_the_matrix_is_planned_when_allowed() -> None:
 
 
 def test_an_impossible_combo_says_why_and_what_would_work() -> None:
-    combo = Combo(torch=(2, 9), variant=Variant.parse("cu121"))
+    combo = Combo(torch=TorchMinor((2, 9)), variant=Variant.parse("cu121"))
     with pytest.raises(ConfigError) as info:
         plan(SPEC, COMPAT, combo=combo)
     details = info.value.details or ""

@@ -10,7 +10,7 @@ from functools import cached_property
 
 from dswheels.core.binaries.linux_runtime import LibstdcxxRelease, RuntimeFloor, gcc_providing
 from dswheels.core.model import Accelerator, Cell, Python, Variant
-from dswheels.core.versions import Range, VersionTuple, format_version
+from dswheels.core.versions import Range, TorchMinor, TorchVersion, VersionTuple, format_version
 
 __all__ = [
     "OSES",
@@ -34,7 +34,7 @@ OSES = ("linux", "windows")
 @dataclass(frozen=True, slots=True)
 class TorchRelease:
     minor: VersionTuple
-    latest: str
+    latest: TorchVersion
     released: str
     python: Mapping[str, tuple[Python, ...]]
     variants: Mapping[str, tuple[Variant, ...]]  # CUDA variants; "cpu" is always available
@@ -202,8 +202,8 @@ class Compat:
     ops: tuple[OpInfo, ...]
 
     @cached_property
-    def torch_minors(self) -> tuple[VersionTuple, ...]:
-        return tuple(sorted(self.torch))
+    def torch_minors(self) -> tuple[TorchMinor, ...]:
+        return tuple(TorchMinor(minor) for minor in sorted(self.torch))
 
     def arch_tokens(self, torch: VersionTuple) -> frozenset[str]:
         tokens: set[str] = set()

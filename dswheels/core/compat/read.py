@@ -25,7 +25,7 @@ from dswheels.core.compat.entries import (
 )
 from dswheels.core.model import Accelerator, Python, Variant
 from dswheels.core.untyped import Untyped
-from dswheels.core.versions import Range, VersionTuple, parse_range, parse_version
+from dswheels.core.versions import Range, TorchMinor, TorchVersion, VersionTuple, parse_range, parse_version
 
 __all__ = ["CompatDataError", "load_compat", "parse_compat"]
 
@@ -150,10 +150,10 @@ def parse_compat(data: object) -> Compat:
     root = _Reader(data, "")
     torch: dict[VersionTuple, TorchRelease] = {}
     for minor_text, entry in root["torch"].items():
-        minor = parse_version(minor_text)
+        minor = TorchMinor(parse_version(minor_text))
         torch[minor] = TorchRelease(
             minor=minor,
-            latest=entry["latest"].text(),
+            latest=TorchVersion(entry["latest"].text()),
             released=entry["released"].text(),
             python={os: tuple(Python.parse(p) for p in pys) for os, pys in _per_os(entry["python"]).items()},
             variants={os: tuple(Variant.parse(v) for v in vs) for os, vs in _per_os(entry["variants"]).items()},

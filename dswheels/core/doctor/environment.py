@@ -26,7 +26,7 @@ from dswheels.core.doctor.facts import (
     toolkit_view,
 )
 from dswheels.core.model import Platform, Python, Variant
-from dswheels.core.versions import VersionTuple, parse_version
+from dswheels.core.versions import TorchMinor, VersionTuple, parse_version
 
 __all__ = ["Env", "best_toolkit", "derive_env", "env_kind", "gcc_major"]
 
@@ -58,7 +58,7 @@ class Env:
     compat: Compat
     platform: Platform | None = None
     python: Python | None = None
-    torch_minor: VersionTuple | None = None
+    torch_minor: TorchMinor | None = None
     variant: Variant | None = None
     gpus: tuple[Gpu, ...] = ()
     driver: str = ""
@@ -110,7 +110,7 @@ def _read_python(env: Env, py: PythonFacts) -> None:
 def _read_torch(env: Env, torch: TorchFacts) -> None:
     """torch's MAJOR.MINOR and its variant (cpu or cuXYZ); a ROCm torch is a problem, not a variant."""
     try:
-        env.torch_minor = Version(torch.version).release[:2]
+        env.torch_minor = TorchMinor(Version(torch.version).release[:2])
     except InvalidVersion:
         env.problems["torch"] = f"cannot read the torch version {torch.version!r}"
     if torch.hip:

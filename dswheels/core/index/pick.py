@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from dswheels.core.index.files import IndexFile
 from dswheels.core.model import Cell, Platform, Python, Variant
-from dswheels.core.versions import VersionTuple, format_version
+from dswheels.core.versions import TorchMinor, VersionTuple, format_version
 
 __all__ = ["Wanted", "nearest", "pick_wheel"]
 
@@ -21,7 +21,7 @@ __all__ = ["Wanted", "nearest", "pick_wheel"]
 class Wanted:
     """What the environment needs: every axis of a cell, the DeepSpeed version optional."""
 
-    torch: VersionTuple
+    torch: TorchMinor
     variant: Variant
     python: Python
     platform: Platform

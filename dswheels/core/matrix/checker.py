@@ -13,7 +13,7 @@ from dswheels.core.compat import Compat
 from dswheels.core.matrix.spec import parse_platform
 from dswheels.core.matrix.yamldoc import Node, Problems, suggest
 from dswheels.core.model import Platform, Python, Variant
-from dswheels.core.versions import VersionTuple, format_version, parse_version
+from dswheels.core.versions import TorchMinor, VersionTuple, format_version, parse_version
 
 __all__ = ["Checker"]
 
@@ -86,7 +86,7 @@ class Checker:
             return None
         return version
 
-    def torch_version(self, node: Node) -> VersionTuple | None:
+    def torch_version(self, node: Node) -> TorchMinor | None:
         version = self.parsed(node, "a torch version", parse_version)
         if version is None:
             return None
@@ -105,7 +105,7 @@ class Checker:
                 f"unknown torch version {node.text!r}{suggest(node.text, names)}; known: {', '.join(names)}",
             )
             return None
-        return version
+        return TorchMinor(version)
 
     def variant(self, node: Node, torch: VersionTuple | None) -> Variant | None:
         variant = self.parsed(node, "a torch variant", Variant.parse)

@@ -20,7 +20,7 @@ from dswheels.core.matrix.spec import CellPattern, MatrixSpec, SourceOverride
 from dswheels.core.matrix.yamldoc import Node, Problems, iter_scalars, parse_yaml, suggest
 from dswheels.core.model import Cell, Variant
 from dswheels.core.sources import torch_index_problem
-from dswheels.core.versions import VersionTuple
+from dswheels.core.versions import TorchMinor, VersionTuple
 from dswheels.errors import ConfigError
 
 __all__ = ["parse_matrix"]
@@ -193,10 +193,10 @@ def _parse_source(check: Checker, node: Node) -> SourceOverride | None:
     return SourceOverride(url=url, sha256=sha.lower())
 
 
-def _parse_torch(check: Checker, node: Node | None) -> list[tuple[VersionTuple, tuple[Variant, ...]]]:
+def _parse_torch(check: Checker, node: Node | None) -> list[tuple[TorchMinor, tuple[Variant, ...]]]:
     if node is None:
         return []
-    result: list[tuple[VersionTuple, tuple[Variant, ...]]] = []
+    result: list[tuple[TorchMinor, tuple[Variant, ...]]] = []
     for item in (node,) if node.kind == "map" else check.seq(node, "torch"):
         if not check.is_map(item, "a torch entry"):
             continue

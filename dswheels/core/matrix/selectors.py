@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dswheels.core.compat import Compat
 from dswheels.core.matrix.yamldoc import Node, Problems
 from dswheels.core.model import Variant
-from dswheels.core.versions import VersionTuple, format_version
+from dswheels.core.versions import TorchMinor, VersionTuple, format_version
 
 __all__ = ["ALL", "all_variants", "deepspeed_newest", "newest", "show_versions", "torch_newest"]
 
@@ -84,7 +84,7 @@ def _variant(node: Node, problems: Problems) -> Variant | None:
 
 def torch_newest(
     compat: Compat, item: Node, variants_node: Node, problems: Problems, resolved: list[str]
-) -> list[tuple[VersionTuple, tuple[Variant, ...]]]:
+) -> list[tuple[TorchMinor, tuple[Variant, ...]]]:
     """``{newest: N, variants: all | [...]}``: each chosen minor with the listed variants it has."""
     minors = newest(item, problems, compat.torch_minors, "torch minors")
     every = variants_node.kind == "scalar" and variants_node.text == ALL
@@ -100,5 +100,5 @@ def torch_newest(
         chosen, lacking = (all_variants(compat, torch), ()) if every else kept_variants(compat, torch, wanted)
         note = f" (it has no {', '.join(lacking)})" if lacking else ""
         resolved.append(f"torch {format_version(torch)} -> {', '.join(v.name for v in chosen)}{note}")
-        result.append((torch, tuple(dict.fromkeys(chosen))))
+        result.append((TorchMinor(torch), tuple(dict.fromkeys(chosen))))
     return result

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from dswheels.core.binaries.linux_runtime import RuntimeFloor
 from dswheels.core.matrix.yamldoc import suggest
 from dswheels.core.model import Cell, Platform, Python, Variant
-from dswheels.core.versions import VersionTuple, format_version
+from dswheels.core.versions import TorchMinor, VersionTuple, format_version
 
 __all__ = [
     "BuildRunner",
@@ -67,7 +67,7 @@ class PlatformRunners:
 class MatrixSpec:
     filename: str
     deepspeed: tuple[VersionTuple, ...]
-    torch: tuple[tuple[VersionTuple, tuple[Variant, ...]], ...]
+    torch: tuple[tuple[TorchMinor, tuple[Variant, ...]], ...]
     python: tuple[Python, ...]
     platforms: tuple[Platform, ...]
     include: tuple[Cell, ...]

@@ -33,7 +33,7 @@ from dswheels.core.model import (
 from dswheels.core.naming import build_string, cell_id, local_label, parse_cell_id, wheel_filename, wheel_version
 from dswheels.core.plan.planner import Plan
 from dswheels.core.untyped import Untyped
-from dswheels.core.versions import VersionTuple, format_version, parse_version
+from dswheels.core.versions import TorchMinor, TorchVersion, VersionTuple, format_version, parse_version
 
 __all__ = [
     "PLAN_MODES",
@@ -204,10 +204,14 @@ def _platform(text: str) -> Platform:
         raise ValueError(msg) from None
 
 
+def _torch_minor(text: str) -> TorchMinor:
+    return TorchMinor(_version(text))
+
+
 def _cell(node: _Node) -> Cell:
     cell = Cell(
         deepspeed=node.at("deepspeed").parsed(_version),
-        torch=node.at("torch").parsed(_version),
+        torch=node.at("torch").parsed(_torch_minor),
         variant=node.at("variant").parsed(Variant.parse),
         python=node.at("python").parsed(Python.parse),
         platform=node.at("platform").parsed(_platform),
@@ -280,7 +284,7 @@ def _planned(node: _Node) -> PlannedCell:
     source = node.at("source")
     return PlannedCell(
         cell=_cell(node),
-        torch_version=node.at("torch_version").text(),
+        torch_version=TorchVersion(node.at("torch_version").text()),
         torch_index=node.at("torch_index").text(),
         toolchain=_toolchain(node.at("toolchain")),
         ops=_ops(node.at("ops")),

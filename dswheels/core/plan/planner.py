@@ -25,7 +25,7 @@ from dswheels.core.naming import cell_id
 from dswheels.core.plan.rules import Judge, check_cell
 from dswheels.core.plan.toolchain import LocalHost, Resolver
 from dswheels.core.sources import torch_index_url
-from dswheels.core.versions import VersionTuple, format_version, parse_torch_minor, parse_version
+from dswheels.core.versions import TorchMinor, VersionTuple, format_version, parse_torch_minor, parse_version
 from dswheels.errors import ConfigError
 
 __all__ = ["Combo", "LocalHost", "Plan", "check_cell", "combo_from_values", "plan", "resolve_cell", "select_cells"]
@@ -38,7 +38,7 @@ class Combo:
     """Axis values named on the command line (``--deepspeed`` ...); None = the matrix's axis."""
 
     deepspeed: VersionTuple | None = None
-    torch: VersionTuple | None = None
+    torch: TorchMinor | None = None
     variant: Variant | None = None
     python: Python | None = None
     platform: Platform | None = None
@@ -137,7 +137,7 @@ def _combo_cells(spec: MatrixSpec, combo: Combo) -> list[Cell]:
     ds, torch, variant, py, pl = combo.deepspeed, combo.torch, combo.variant, combo.python, combo.platform
     if ds is not None and torch is not None and variant is not None and py is not None and pl is not None:
         return [Cell(deepspeed=ds, torch=torch, variant=variant, python=py, platform=pl)]
-    torch_axis: list[tuple[VersionTuple, tuple[Variant, ...]]]
+    torch_axis: list[tuple[TorchMinor, tuple[Variant, ...]]]
     if combo.torch is not None:
         listed = dict(spec.torch).get(combo.torch) or tuple(sorted({v for _t, vs in spec.torch for v in vs}))
         torch_axis = [(combo.torch, (combo.variant,) if combo.variant else listed)]

@@ -25,7 +25,7 @@ from dswheels.core.naming import (
     wheel_filename,
     wheel_version,
 )
-from dswheels.core.versions import format_version, parse_version
+from dswheels.core.versions import TorchMinor, format_version, parse_version
 from dswheels.core.wheel.contents import InstalledInfo, Metadata, check_ops, torch_pin
 from dswheels.core.wheel.manifest import Manifest
 
@@ -109,7 +109,7 @@ def cell_from_wheel_filename(filename: str, installed: InstalledInfo | None = No
     try:
         return Cell(
             deepspeed=parse_version(name.version.base_version),
-            torch=parse_version(str(installed.torch_info["version"]))[:2],
+            torch=TorchMinor(parse_version(str(installed.torch_info["version"]))[:2]),
             variant=Variant.parse(variant),
             python=Python.parse(name.tag.abi),
             platform=Platform(name.tag.platform),

@@ -19,7 +19,7 @@ from dswheels.core.model import Cell, PlannedCell, Platform, Python, Variant
 from dswheels.core.naming import cell_id
 from dswheels.core.plan.planner import Combo, plan
 from dswheels.core.plan.toolchain import LocalHost
-from dswheels.core.versions import VersionTuple, format_version, parse_version
+from dswheels.core.versions import TorchMinor, VersionTuple, format_version, parse_version
 from dswheels.effects.interpreter import PythonInfo, probe_python
 from dswheels.effects.matrix_file import load_matrix
 from dswheels.effects.toolchain import detect_host
@@ -35,7 +35,7 @@ class ThisMachine:
 
     matrix: Path  # its defaults (ops, cpu_baseline, torch_index) when it exists
     deepspeed: VersionTuple | None = None
-    torch: VersionTuple | None = None
+    torch: TorchMinor | None = None
     variant: Variant | None = None
     nvcc: VersionTuple | None = None  # instead of the toolkit found
 
@@ -71,12 +71,12 @@ def _interpreter(info: PythonInfo) -> tuple[Platform, Python]:
     return platform, Python.parse(".".join(info.python.split(".")[:2]) + ("t" if info.gil_disabled else ""))
 
 
-def _torch_here(info: PythonInfo, request: ThisMachine) -> tuple[VersionTuple | None, Variant | None, str]:
+def _torch_here(info: PythonInfo, request: ThisMachine) -> tuple[TorchMinor | None, Variant | None, str]:
     """This interpreter's torch and variant when they fit what was asked (and words that say so), else
     what was asked."""
     if info.torch is None:
         return request.torch, request.variant, ""
-    here_torch = parse_version(".".join(info.torch.split("+")[0].split(".")[:2]))
+    here_torch = TorchMinor(parse_version(".".join(info.torch.split("+")[0].split(".")[:2])))
     here_variant = Variant.parse(info.torch_cuda) if info.torch_cuda else Variant.parse("cpu")
     if request.torch in (None, here_torch) and request.variant in (None, here_variant):
         return here_torch, here_variant, f"torch {info.torch} of this environment"
@@ -89,11 +89,11 @@ def _toolkit_variant(compat: Compat, python: Python, platform: Platform, nvcc: V
     return toolkit if toolkit and _newest_torch(compat, python, platform.os, toolkit) else Variant.parse("cpu")
 
 
-def _newest_torch_for(compat: Compat, python: Python, platform: Platform, variant: Variant) -> VersionTuple:
+def _newest_torch_for(compat: Compat, python: Python, platform: Platform, variant: Variant) -> TorchMinor:
     torch = _newest_torch(compat, python, platform.os, variant)
     if torch is None:
         raise EnvironmentMismatchError(f"no torch release has a {variant.name} wheel for Python {python}")
-    return torch
+    return TorchMinor(torch)
 
 
 def _local_spec(matrix: Path, compat: Compat, cell: Cell) -> MatrixSpec:
