@@ -21,7 +21,7 @@ from dswheels.core.building.patches import (
     patch_cpu_builder_win32,
 )
 from dswheels.core.flags.issue import Finding
-from dswheels.core.flags.judge import judge_op, narrowed_archs, summarize
+from dswheels.core.flags.judge import judge_op, narrowed_archs, sass_archs, summarize
 from dswheels.core.flags.op_flags import MARK, EvalContext, ProbeAnswer, ProbeJob, parse_probe, probe_request
 from dswheels.core.flags.record import load_flag_record
 from dswheels.core.model import PlannedCell
@@ -81,7 +81,7 @@ def _cell_context(planned: PlannedCell, *, isolate: bool) -> EvalContext:
 
 def check_tree_flags(
     planned: PlannedCell, python: Path, src: Path, env: Mapping[str, str], log: Path, *, stand_in: bool = False
-) -> tuple[Finding, ...]:
+) -> dict[str, frozenset[int]]:
     """Judge the planned ops' flags of the patched tree ``src``; a fatal one raises :class:`BuildError`.
 
     The ops are evaluated in setup.py's order with nothing stood in for: the platform, torch,
@@ -89,6 +89,9 @@ def check_tree_flags(
     alone, to warn about archs an earlier op's ``filter_ccs`` takes from later ones. With
     ``stand_in`` (``build --prepare-only``, on any machine) the probe stands in for the cell's
     platform, toolkit, torch minor and arch list instead.
+
+    Returns the SASS archs each CUDA op's builder asks nvcc for when built alone, which the
+    built wheel must then carry (empty without an arch list).
     """
     version = format_version(planned.cell.deepspeed)
     windows = planned.cell.platform.os == "windows"
@@ -129,10 +132,12 @@ def check_tree_flags(
     reporter = get_reporter()
     for line in summarize(findings):
         reporter.info(f"flags: {line} (harmless)")
-    if arch_list:
-        for line in narrowed_archs(flags, answer.jobs[0].results[1].ops):
-            reporter.warning(f"{line}: DeepSpeed {version} builds it for fewer archs than {arch_list}")
-    return tuple(findings)
+    if not arch_list:
+        return {}
+    alone = answer.jobs[0].results[1].ops
+    for line in narrowed_archs(flags, alone):
+        reporter.warning(f"{line}: DeepSpeed {version} builds it for fewer archs than {arch_list}")
+    return {name: sass_archs(op) for name, op in alone.items() if op.cuda}
 
 
 def apply_flag_patches(src: Path, planned: PlannedCell) -> list[str]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from dswheels.core.building.log import OpSources
@@ -75,8 +76,8 @@ def probe_ops(
             hint=f"install what they need on the builder, or leave them out of the matrix's ops; full log: {log}",
         )
     # the flags each op's builder hands cl/g++/nvcc, judged before anything compiles (raises BuildError)
-    check_tree_flags(planned, python, src, env, log)
-    return accelerator, found
+    sass = check_tree_flags(planned, python, src, env, log)
+    return accelerator, [replace(op, sass=sass.get(op.name, frozenset())) for op in found]
 
 
 def _problems(name: str, var: str, entry: Mapping[str, object], sources: Sequence[str]) -> list[str]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from dswheels.core.binaries.fatbin import GpuCode, arch_number
+from dswheels.core.binaries.fatbin import GpuCode, judge_gpu_code
 from dswheels.core.binaries.isa import IsaReport
 from dswheels.core.binaries.linux_runtime import RuntimeFloor, exceeds, floor_of
 from dswheels.core.building.log import OpSources
@@ -94,12 +94,10 @@ def _check_cpu_baseline(planned: PlannedCell, isa: Mapping[str, IsaReport]) -> N
 def _check_gpu_code(
     planned: PlannedCell, gpu: Mapping[str, GpuCode], ops: Sequence[OpSources], names: Sequence[str]
 ) -> None:
-    """Every CUDA extension carries SASS only for planned archs (and at least one), PTX only where planned."""
+    """Every CUDA extension carries SASS only for planned archs (and at least one), PTX only where planned, and
+    SASS for every arch its op's builder asked nvcc for."""
     if not planned.cell.variant.is_cuda:
         return
-    tokens = planned.toolchain.arch_list
-    sass_ok = {arch_number(t) for t in tokens}
-    ptx_ok = {arch_number(t) for t in tokens if t.endswith("+PTX")}
     problems: list[str] = []
     for op in ops:
         ext = extension_for_module(op.module, names)
@@ -107,12 +105,8 @@ def _check_gpu_code(
         if code is None:
             continue
         get_reporter().info(f"  {op.name}: {code.describe()}")
-        if not code.sass:
-            problems.append(f"{op.name}: no SASS at all")
-        if extra := sorted(set(code.sass) - sass_ok):
-            problems.append(f"{op.name}: SASS for unplanned sm_{', sm_'.join(map(str, extra))}")
-        if extra := sorted(set(code.ptx) - ptx_ok):
-            problems.append(f"{op.name}: PTX for unplanned compute_{', compute_'.join(map(str, extra))}")
+        judged = judge_gpu_code(code, planned.toolchain.arch_list, op.sass)
+        problems += [f"{op.name}: {problem}" for problem in judged.problems()]
     if problems:
         raise BuildError(
             f"{cell_id(planned.cell)}: the GPU code does not match the arch list {planned.toolchain.arch_list_text}",

@@ -10,11 +10,21 @@ be compressed), so it works without NVIDIA's ``cuobjdump``.
 from __future__ import annotations
 
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from dswheels.core.binaries.pe import read_pe
 
-__all__ = ["FatbinEntry", "GpuCode", "arch_number", "elf_sections", "fatbin_section", "gpu_code"]
+__all__ = [
+    "FatbinEntry",
+    "GpuCode",
+    "GpuCodeJudgement",
+    "arch_number",
+    "elf_sections",
+    "fatbin_section",
+    "gpu_code",
+    "judge_gpu_code",
+]
 
 _FATBIN_MAGIC = 0xBA55ED50
 _KIND = {1: "ptx", 2: "sass"}
@@ -35,6 +45,51 @@ class GpuCode:
         sass = ", ".join(f"sm_{a}" for a in self.sass) or "none"
         ptx = ", ".join(f"compute_{a}" for a in self.ptx) or "none"
         return f"SASS {sass}; PTX {ptx}"
+
+
+@dataclass(frozen=True, slots=True)
+class GpuCodeJudgement:
+    """One extension's GPU code against the plan's arch list: what it has that was not planned,
+    and what its op's own builder said it would have and it lacks."""
+
+    code: GpuCode
+    unplanned_sass: tuple[int, ...]
+    unplanned_ptx: tuple[int, ...]
+    missing_sass: tuple[int, ...]
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.code.sass) and not (self.unplanned_sass or self.unplanned_ptx or self.missing_sass)
+
+    def problems(self) -> list[str]:
+        out = [] if self.code.sass else ["no SASS at all"]
+        if self.unplanned_sass:
+            out.append(f"SASS for unplanned sm_{', sm_'.join(map(str, self.unplanned_sass))}")
+        if self.unplanned_ptx:
+            out.append(f"PTX for unplanned compute_{', compute_'.join(map(str, self.unplanned_ptx))}")
+        if self.missing_sass:
+            out.append(f"no SASS for sm_{', sm_'.join(map(str, self.missing_sass))}, which its builder asked nvcc for")
+        return out
+
+
+def judge_gpu_code(
+    code: GpuCode, arch_list: Sequence[str], expected_sass: frozenset[int] = frozenset()
+) -> GpuCodeJudgement:
+    """SASS only for the planned archs (and some), PTX only where ``+PTX``, and every arch in
+    ``expected_sass`` (the archs the op's builder gives nvcc when built alone; empty: not known).
+
+    >>> j = judge_gpu_code(GpuCode(sass=(75, 90), ptx=(80,)), ("7.5", "8.0+PTX"), frozenset({75, 80}))
+    >>> j.ok, j.problems()
+    (False, ['SASS for unplanned sm_90', 'no SASS for sm_80, which its builder asked nvcc for'])
+    """
+    sass_ok = {arch_number(t) for t in arch_list}
+    ptx_ok = {arch_number(t) for t in arch_list if t.endswith("+PTX")}
+    return GpuCodeJudgement(
+        code=code,
+        unplanned_sass=tuple(sorted(set(code.sass) - sass_ok)),
+        unplanned_ptx=tuple(sorted(set(code.ptx) - ptx_ok)),
+        missing_sass=tuple(sorted(expected_sass - set(code.sass))),
+    )
 
 
 def arch_number(token: str) -> int:

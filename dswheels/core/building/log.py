@@ -45,6 +45,8 @@ class OpSources:
     var: str  # BUILD_VAR, e.g. DS_BUILD_CPU_ADAM
     module: str  # absolute_name()
     sources: tuple[str, ...]  # relative to the source tree
+    # the SASS archs its builder asks nvcc for when the op is built alone (empty: a C++ op, or not asked)
+    sass: frozenset[int] = frozenset()
 
 
 _ERROR_RE = re.compile(

@@ -13,6 +13,7 @@ exception, so that is fatal too.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 
 from dswheels.core.flags.gcc import judge_gcc
@@ -21,7 +22,9 @@ from dswheels.core.flags.msvc import judge_cl, judge_link
 from dswheels.core.flags.nvcc import NvccOptions, judge_nvcc
 from dswheels.core.flags.op_flags import OpFlags
 
-__all__ = ["judge_op", "narrowed_archs", "summarize"]
+__all__ = ["judge_op", "narrowed_archs", "sass_archs", "summarize"]
+
+_SASS_CODE = re.compile(r"code=sm_(\d+)")
 
 
 def judge_op(
@@ -88,6 +91,16 @@ def summarize(findings: Sequence[Finding]) -> list[str]:
 def _archs(flags: OpFlags) -> list[str]:
     """``compute_50`` ... of an op's ``-gencode`` flags, in order."""
     return [f.split(",")[0].removeprefix("-gencode=arch=") for f in flags.nvcc or () if f.startswith("-gencode=arch=")]
+
+
+def sass_archs(flags: OpFlags) -> frozenset[int]:
+    """The SASS archs an op's ``-gencode`` flags ask nvcc for (``code=sm_80`` -> 80).
+
+    >>> sass_archs(OpFlags("x", "CUDAExtension", (), ("-gencode=arch=compute_80,code=sm_80",
+    ...     "-gencode=arch=compute_90a,code=sm_90a", "-gencode=arch=compute_90,code=compute_90")))
+    frozenset({80, 90})
+    """
+    return frozenset(int(m.group(1)) for f in flags.nvcc or () if (m := _SASS_CODE.search(f)))
 
 
 def narrowed_archs(in_order: Mapping[str, OpFlags], alone: Mapping[str, OpFlags]) -> list[str]:

@@ -13,7 +13,7 @@ from enum import Enum
 
 from dswheels.core.binaries.dlls import DllFacts, DllTarget, describe_providers, judge_imports
 from dswheels.core.binaries.extension import ExtensionBinary
-from dswheels.core.binaries.fatbin import GpuCode, arch_number
+from dswheels.core.binaries.fatbin import GpuCode, judge_gpu_code
 from dswheels.core.binaries.linux_runtime import LibstdcxxRelease, RuntimeFloor, floor_of, judge_runtime
 from dswheels.core.building.patches import PORTABLE_MARK
 from dswheels.core.model import Accelerator, Cell, Platform, Python, Variant
@@ -311,15 +311,12 @@ def gpu_checks(expected: Expected, gpu: Mapping[str, GpuCode]) -> list[Check]:
     """SASS only for planned archs (and some), PTX only where +PTX: per CUDA extension."""
     if not expected.cell.variant.is_cuda or not expected.arch_list:
         return []
-    sass_ok = {arch_number(t) for t in expected.arch_list}
-    ptx_ok = {arch_number(t) for t in expected.arch_list if t.endswith("+PTX")}
     checks = []
     for name, code in sorted(gpu.items()):
-        bad = sorted(set(code.sass) - sass_ok) + sorted(set(code.ptx) - ptx_ok)
-        ok = bool(code.sass) and not bad
-        checks.append(
-            Check(f"gpu code {name.rsplit('/', 1)[-1]}", ok, code.describe() + (f"; unplanned {bad}" if bad else ""))
-        )
+        judged = judge_gpu_code(code, expected.arch_list)
+        bad = [*judged.unplanned_sass, *judged.unplanned_ptx]
+        detail = code.describe() + (f"; unplanned {bad}" if bad else "")
+        checks.append(Check(f"gpu code {name.rsplit('/', 1)[-1]}", judged.ok, detail))
     return checks
 
 
