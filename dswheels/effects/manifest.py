@@ -104,6 +104,7 @@ def _built_ops(
                 size=sizes.get(ext, 0),
                 seconds=op_seconds.get(op.module),
                 units=unit_seconds(op, outputs),
+                sass=tuple(sorted(op.sass)),
             )
         )
     return tuple(built)

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from dswheels.core.binaries.fatbin import GpuCode, gpu_code, judge_gpu_code
@@ -14,6 +16,7 @@ from dswheels.core.matrix.parse import parse_matrix
 from dswheels.core.model import PlannedCell
 from dswheels.core.naming import parse_cell_id
 from dswheels.core.plan.planner import Combo, plan
+from dswheels.core.wheel.verify import Expected, gpu_checks
 from dswheels.effects.wheel_checks import _check_gpu_code
 from dswheels.errors import BuildError
 from tests.conftest import ROOT
@@ -100,3 +103,16 @@ def test_the_build_refuses_an_op_short_of_the_archs_its_builder_asked_for() -> N
     _check_gpu_code(
         planned, {EXT: GpuCode(sass=tuple(sorted(archs - {120})), ptx=())}, [_op(frozenset(archs - {120}))], [EXT]
     )
+
+
+def test_verify_requires_the_sass_the_manifest_says_the_builder_asked_for() -> None:
+    cell = parse_cell_id("ds0.19.8-torch2.14-cu130-cp311-win_amd64")
+    asked = Expected(
+        cell=cell, ops=("fused_adam",), arch_list=("7.5", "8.0+PTX", "9.0"), sass={EXT: frozenset({75, 80, 90})}
+    )
+    (check,) = gpu_checks(asked, {EXT: REAL})
+    assert not check.ok
+    assert "no SASS for sm_90, which its builder asked for" in check.detail
+    # without the manifest's record (an older manifest, or a plan) only unplanned code is judged
+    (check,) = gpu_checks(dataclasses.replace(asked, sass={}), {EXT: REAL})
+    assert check.ok

@@ -106,6 +106,18 @@ def test_source_changes_round_trip_and_a_schema_2_manifest_has_none() -> None:
     assert parse_manifest(json.dumps(data)).source_changes == ()
 
 
+def test_each_ops_sass_round_trips_and_an_older_manifest_has_none() -> None:
+    fused = BuiltOp(
+        "fused_adam", "DS_BUILD_FUSED_ADAM", "f.so", "deepspeed.ops.adam.fused_adam_op", 9, 1.0, sass=(75, 80)
+    )
+    manifest = _manifest(ops_built=(fused,))
+    data = json.loads(render_manifest(manifest))
+    assert data["ops"]["built"][0]["sass"] == [75, 80]
+    assert parse_manifest(render_manifest(manifest)) == manifest
+    del data["ops"]["built"][0]["sass"]
+    assert parse_manifest(json.dumps(data)).ops_built[0].sass == ()
+
+
 @pytest.mark.parametrize(
     ("edit", "words"),
     [

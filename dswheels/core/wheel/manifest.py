@@ -64,6 +64,8 @@ class BuiltOp:
     seconds: float | None  # compile time, when the build log allowed measuring it
     # each translation unit's compile seconds, from ninja's log: (source relative to the tree, seconds)
     units: tuple[tuple[str, float], ...] = ()
+    # the SASS archs its builder asked nvcc for (sm_80 -> 80; empty for a C++ op or an older manifest)
+    sass: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +125,7 @@ def render_manifest(manifest: Manifest) -> str:
                     "size": op.size,
                     "seconds": op.seconds,
                     "units": [{"source": source, "seconds": round(s, 2)} for source, s in op.units],
+                    "sass": list(op.sass),
                 }
                 for op in manifest.ops_built
             ],
@@ -192,6 +195,13 @@ def _units(op: _Get) -> tuple[tuple[str, float], ...]:
     return tuple((u["source"].text(), u["seconds"].num() or 0.0) for u in op["units"].items())
 
 
+def _sass(op: _Get) -> tuple[int, ...]:
+    """The SASS archs an op's builder asked for (absent in manifests older than the check)."""
+    if not isinstance(op.data, dict) or op.data.get("sass") is None:
+        return ()
+    return tuple(a.integer() for a in op["sass"].items())
+
+
 def _file(get: _Get) -> FileInfo | None:
     if get.data is None:
         return None
@@ -240,6 +250,7 @@ def parse_manifest(text: str) -> Manifest:
                 size=op["size"].integer(),
                 seconds=op["seconds"].num(),
                 units=_units(op),
+                sass=_sass(op),
             )
             for op in ops["built"].items()
         ),

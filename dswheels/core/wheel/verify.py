@@ -78,6 +78,8 @@ class Expected:
     linux_runtime: RuntimeFloor | None = None  # the most a Linux wheel may need (None: no limit)
     linux_runtime_from: str = ""  # where that limit comes from, for messages
     recorded_runtime: RuntimeFloor | None = None  # the floor the manifest records
+    # extension -> the SASS archs its op's builder asked nvcc for (from the manifest; empty: unknown)
+    sass: Mapping[str, frozenset[int]] = field(default_factory=dict)
 
     @property
     def accelerator(self) -> Accelerator:
@@ -137,6 +139,7 @@ def expected_from_manifest(manifest: Manifest, cell: Cell, *, default_runtime: R
             "the manifest's plan" if promise is not None else "compat.yml linux_runtime_floor (an older manifest)"
         ),
         recorded_runtime=manifest.runtime,
+        sass={op.extension: frozenset(op.sass) for op in manifest.ops_built if op.sass},
     )
 
 
@@ -308,14 +311,17 @@ def static_checks(
 
 
 def gpu_checks(expected: Expected, gpu: Mapping[str, GpuCode]) -> list[Check]:
-    """SASS only for planned archs (and some), PTX only where +PTX: per CUDA extension."""
+    """SASS only for planned archs (and some), PTX only where +PTX, and every arch the manifest says its
+    builder asked for: per CUDA extension."""
     if not expected.cell.variant.is_cuda or not expected.arch_list:
         return []
     checks = []
     for name, code in sorted(gpu.items()):
-        judged = judge_gpu_code(code, expected.arch_list)
+        judged = judge_gpu_code(code, expected.arch_list, expected.sass.get(name, frozenset()))
         bad = [*judged.unplanned_sass, *judged.unplanned_ptx]
         detail = code.describe() + (f"; unplanned {bad}" if bad else "")
+        if judged.missing_sass:
+            detail += f"; no SASS for sm_{', sm_'.join(map(str, judged.missing_sass))}, which its builder asked for"
         checks.append(Check(f"gpu code {name.rsplit('/', 1)[-1]}", judged.ok, detail))
     return checks
 
