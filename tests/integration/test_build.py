@@ -210,6 +210,8 @@ def test_cuda_wheel_has_fused_adam_for_the_planned_archs(cuda_build: Built, tmp_
     code = gpu_code(files[manifest.ops_built[0].extension])
     assert code is not None
     assert (code.sass, code.ptx) == ((75, 80), (80,))  # SASS for 7.5 and 8.0, PTX for 8.0+PTX
+    # what DeepSpeed's own builder asked nvcc for, recorded for verify; the build checked the SASS against it
+    assert manifest.ops_built[0].sass == (75, 80)
     assert "fused_adam: SASS sm_75, sm_80; PTX compute_80" in cuda_build.stdout
     # the toolkit here has no cuBLAS/cuSPARSE headers: the build took them from torch's nvidia wheels
     assert "CPATH" in manifest.env or "lacks" not in cuda_build.stdout
