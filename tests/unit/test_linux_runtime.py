@@ -203,7 +203,7 @@ def test_the_gcc_whose_libstdcxx_a_version_needs() -> None:
     assert gcc_providing((3, 4, 32), COMPAT.libstdcxx) == "13.2"
     assert gcc_providing((3, 4, 22), COMPAT.libstdcxx) == "6.1"
     assert gcc_providing((3, 4, 99), COMPAT.libstdcxx) == ""
-    assert COMPAT.gcc_for_glibcxx((3, 4, 29)) == "11.1"
+    assert gcc_providing((3, 4, 29), COMPAT.libstdcxx) == "11.1"
 
 
 # --- compat.yml ----------------------------------------------------------------------------------

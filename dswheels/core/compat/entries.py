@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
-from dswheels.core.binaries.linux_runtime import LibstdcxxRelease, RuntimeFloor, gcc_providing
+from dswheels.core.binaries.linux_runtime import LibstdcxxRelease, RuntimeFloor
 from dswheels.core.model import Accelerator, Cell, Python, Variant
 from dswheels.core.versions import Range, TorchMinor, TorchVersion, VersionTuple, format_version
 
@@ -247,10 +247,6 @@ class Compat:
             msg = f"GLIBCXX {format_version(glibcxx)} is no GCC release's newest version (known: {known})"
             raise ValueError(msg)
         return RuntimeFloor(glibc=glibc, glibcxx=glibcxx, cxxabi=release.cxxabi)
-
-    def gcc_for_glibcxx(self, glibcxx: VersionTuple) -> str:
-        """``"12.1"``: the first GCC whose libstdc++ has ``GLIBCXX_<glibcxx>`` ("" if newer than the table)."""
-        return gcc_providing(glibcxx, self.libstdcxx)
 
     def gcc_min(self, torch: VersionTuple) -> tuple[int, str]:
         """The oldest GCC major torch's headers accept, and why (0, "" when unconstrained)."""

@@ -39,16 +39,8 @@ class Node:
         return self.kind == "scalar" and self.tag.endswith(":null")
 
     @property
-    def is_str(self) -> bool:
-        return self.kind == "scalar" and self.tag.endswith(":str")
-
-    @property
     def is_bool(self) -> bool:
         return self.kind == "scalar" and self.tag.endswith(":bool")
-
-    @property
-    def is_number(self) -> bool:
-        return self.kind == "scalar" and (self.tag.endswith(":int") or self.tag.endswith(":float"))
 
     def describe(self) -> str:
         """How the value looks to a person, for error messages."""

@@ -18,7 +18,7 @@ from typing import TypeVar
 
 from dswheels.core.compat import Compat
 from dswheels.core.flags.record import FlagRecord
-from dswheels.core.matrix.spec import MatrixSpec, cell_values, parse_platform
+from dswheels.core.matrix.spec import MatrixSpec, parse_platform
 from dswheels.core.matrix.yamldoc import suggest
 from dswheels.core.model import Cell, DroppedCell, PlannedCell, Platform, Python, Reason, Source, SourceKind, Variant
 from dswheels.core.naming import cell_id
@@ -263,7 +263,3 @@ def combo_from_values(values: Mapping[str, str | None]) -> Combo:
     if problems:
         raise ConfigError("bad combination flags", details="\n".join(problems))
     return Combo(deepspeed=ds, torch=torch, variant=variant, python=py, platform=platform)
-
-
-def cell_axis_values(cell: Cell) -> dict[str, str]:
-    return cell_values(cell)

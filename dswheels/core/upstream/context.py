@@ -51,9 +51,6 @@ class Context:
 
     # --- edits ---------------------------------------------------------------------------------
 
-    def set_list(self, path: PathT, values: Sequence[str], *, quote: bool = True) -> list[Edit]:
-        return [Edit("set", path, render_flow(values, quote=quote))]
-
     def set_per_os(self, path: PathT, per_os: Mapping[str, Sequence[str]], *, quote: bool) -> list[Edit]:
         """Set ``{linux: [...], windows: [...]}``: per OS inside a block mapping, else the whole value."""
         node = self.span(path)

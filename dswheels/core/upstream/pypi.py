@@ -8,7 +8,7 @@ the wheel's METADATA for the others (:func:`dswheels.core.wheel.contents.parse_m
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from urllib.parse import urljoin
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -165,7 +165,3 @@ def linux_wheel(data: object, version: str, *, json_url: str) -> tuple[str, str]
         if seen is not None and seen[1] == "linux":
             return name, urljoin(json_url, file.at("url").text())
     return None
-
-
-def pythons_of(table: Mapping[str, tuple[Python, ...]]) -> str:
-    return "; ".join(f"{os}: {', '.join(str(p) for p in pys) or 'none'}" for os, pys in table.items())

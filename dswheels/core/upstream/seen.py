@@ -79,10 +79,6 @@ class CudaActionSeen:
     method: str  # "network" | "local": which of its tables applies
     installable: Mapping[str, tuple[VersionTuple, ...]]  # os -> full toolkit versions
 
-    def newest_patch(self, minor: VersionTuple, os: str) -> VersionTuple | None:
-        patches = [v for v in self.installable.get(os, ()) if v[:2] == minor]
-        return max(patches) if patches else None
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DeepSpeedSourceSeen:
