@@ -18,9 +18,8 @@ from dswheels.core.versions import format_version
 from dswheels.core.workflow.jobs import Job, JobPlan
 from dswheels.core.workflow.render_costs import render_job_summary
 
-__all__ = ["GITHUB_SCHEMA", "render_explain", "render_github", "render_table"]
+__all__ = ["render_explain", "render_github", "render_table"]
 
-GITHUB_SCHEMA = "dswheels.github-matrix/1"
 DETAIL_LIMIT = 4  # at most this many cells: the table shows each in full
 
 
