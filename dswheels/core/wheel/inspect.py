@@ -228,11 +228,7 @@ def _label(r: ExtensionReport) -> str:
 
 def _gpu_words(r: ExtensionReport) -> str:
     gpu = r.binary.gpu
-    if gpu is None:
-        return "none (CPU code only)"
-    sass = ", ".join(f"sm_{a}" for a in gpu.sass) or "none"
-    ptx = ", ".join(f"compute_{a}" for a in gpu.ptx) or "none"
-    return f"SASS {sass}; PTX {ptx}"
+    return "none (CPU code only)" if gpu is None else gpu.describe()
 
 
 def _cpu_words(isa: IsaReport | None) -> str:
