@@ -16,13 +16,13 @@ from collections.abc import Callable, Sequence
 from typing import ClassVar, TypeVar
 
 from dswheels.core.binaries.linux_runtime import RuntimeFloor
+from dswheels.core.matrix.spec import parse_platform
 from dswheels.core.model import (
     Cell,
     DroppedCell,
     HostCompiler,
     OpPlan,
     PlannedCell,
-    Platform,
     Python,
     Reason,
     Source,
@@ -196,14 +196,6 @@ def _source_kind(text: str) -> SourceKind:
         raise ValueError(msg) from None
 
 
-def _platform(text: str) -> Platform:
-    try:
-        return Platform(text)
-    except ValueError:
-        msg = f"unknown platform {text!r} (known: {', '.join(p.value for p in Platform)})"
-        raise ValueError(msg) from None
-
-
 def _torch_minor(text: str) -> TorchMinor:
     return TorchMinor(_version(text))
 
@@ -214,7 +206,7 @@ def _cell(node: _Node) -> Cell:
         torch=node.at("torch").parsed(_torch_minor),
         variant=node.at("variant").parsed(Variant.parse),
         python=node.at("python").parsed(Python.parse),
-        platform=node.at("platform").parsed(_platform),
+        platform=node.at("platform").parsed(parse_platform),
     )
     derived: dict[str, str | None] = {
         "id": cell_id(cell),
