@@ -74,6 +74,7 @@ def _edit(path: str, value: object) -> dict[str, Any]:
         ("platform", "win32", "platform: unknown platform 'win32'"),
         ("variant", "rocm6", "variant: not a torch variant"),
         ("deepspeed", "0.19.x", "deepspeed: not a plain dotted version"),
+        ("torch", "2.14.1", "torch: give MAJOR.MINOR (e.g. '2.14'), not '2.14.1'"),
         ("torch_version", None, "torch_version: expected a string"),
         ("toolchain.skip_cuda_check", "no", "toolchain.skip_cuda_check: expected true or false"),
         ("toolchain.runs_on", "windows-2022", "toolchain.runs_on: expected a list"),

@@ -33,7 +33,7 @@ from dswheels.core.model import (
 from dswheels.core.naming import build_string, cell_id, local_label, parse_cell_id, wheel_filename, wheel_version
 from dswheels.core.plan.planner import Plan
 from dswheels.core.untyped import Untyped
-from dswheels.core.versions import TorchMinor, TorchVersion, VersionTuple, format_version, parse_version
+from dswheels.core.versions import TorchVersion, format_version, parse_torch_minor, parse_version
 
 __all__ = [
     "PLAN_MODES",
@@ -181,10 +181,6 @@ class _Node(Untyped):
         return None if self.data is None else self.parsed(parse)
 
 
-def _version(text: str) -> VersionTuple:
-    return parse_version(text)
-
-
 def _source_kind(text: str) -> SourceKind:
     if text in _LEGACY_SOURCE_KINDS:
         return _LEGACY_SOURCE_KINDS[text]
@@ -196,14 +192,10 @@ def _source_kind(text: str) -> SourceKind:
         raise ValueError(msg) from None
 
 
-def _torch_minor(text: str) -> TorchMinor:
-    return TorchMinor(_version(text))
-
-
 def _cell(node: _Node) -> Cell:
     cell = Cell(
-        deepspeed=node.at("deepspeed").parsed(_version),
-        torch=node.at("torch").parsed(_torch_minor),
+        deepspeed=node.at("deepspeed").parsed(parse_version),
+        torch=node.at("torch").parsed(parse_torch_minor),
         variant=node.at("variant").parsed(Variant.parse),
         python=node.at("python").parsed(Python.parse),
         platform=node.at("platform").parsed(parse_platform),
@@ -245,7 +237,7 @@ def _toolchain(node: _Node) -> Toolchain:
         host_compiler=HostCompiler(
             kind=compiler.at("kind").text(), version=compiler.at("version").text(), why=compiler.at("why").text()
         ),
-        nvcc=node.at("nvcc").opt_parsed(_version),
+        nvcc=node.at("nvcc").opt_parsed(parse_version),
         cuda_toolkit=node.at("cuda_toolkit").opt_text() or "",
         arch_list=tuple(arch_list.split(";")) if arch_list else (),
         skip_cuda_check=node.at("skip_cuda_check").flag(),
