@@ -18,7 +18,7 @@ from dswheels.core.upstream.compare_torch import compare_torch
 from dswheels.core.upstream.context import Context, PathT
 from dswheels.core.upstream.findings import Finding, Kind, Report
 from dswheels.core.upstream.seen import Upstream
-from dswheels.core.upstream.yaml_edit import Edit, EditError, apply_edits, parse_spans, render_scalar
+from dswheels.core.upstream.yaml_edit import Edit, EditError, Span, apply_edits, parse_spans, render_scalar
 from dswheels.core.versions import parse_version
 
 __all__ = ["check_facts", "inferred_entries"]
@@ -61,14 +61,14 @@ def _unsettled(ctx: Context) -> None:
         )
 
 
-def _checked_edits(text: str, findings: list[Finding]) -> list[Finding]:
+def _checked_edits(text: str, spans: Span, findings: list[Finding]) -> list[Finding]:
     """Findings whose edit cannot be made alone become a person's to settle (never a broken file)."""
     checked = []
     for finding in findings:
         kept = finding
         if finding.edits:
             try:
-                apply_edits(text, finding.edits)
+                apply_edits(text, finding.edits, spans=spans)
             except EditError as exc:
                 kept = Finding(
                     finding.kind,
@@ -101,11 +101,11 @@ def check_facts(text: str, upstream: Upstream, *, today: str, name: str = "dswhe
     _unsettled(ctx)
     for source, why in upstream.skipped.items():
         ctx.add(Kind.UNCHECKED, source, why, source)
-    findings = _checked_edits(text, ctx.findings)
+    findings = _checked_edits(text, ctx.spans, ctx.findings)
     edits: list[Edit] = [e for f in findings for e in f.edits]
     after = text
     if edits:
-        after = apply_edits(text, [*edits, Edit("set", ("collected",), render_scalar(today))])
+        after = apply_edits(text, [*edits, Edit("set", ("collected",), render_scalar(today))], spans=ctx.spans)
         parse_compat(yaml.safe_load(after))  # the result must load: a bug here must not be written
     notes = tuple(n for s in upstream.sources for n in s.notes)
     return Report(

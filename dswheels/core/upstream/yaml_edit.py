@@ -268,9 +268,12 @@ def _append(root: Span, edit: Edit) -> list[Splice]:
     return [(last, last, f", {edit.text}")]
 
 
-def apply_edits(text: str, edits: Sequence[Edit]) -> str:
-    """``text`` with every edit made; all positions refer to the original text."""
-    root = parse_spans(text)
+def apply_edits(text: str, edits: Sequence[Edit], *, spans: Span | None = None) -> str:
+    """``text`` with every edit made; all positions refer to the original text.
+
+    ``spans``: ``parse_spans(text)`` when the caller has it already (it is only read).
+    """
+    root = spans if spans is not None else parse_spans(text)
     edited = {id(_find(root, e.path)) for e in edits if e.op == "set"}
     splices: list[Splice] = []
     # insertions at one place: the deeper mapping's first (its keys end where its parent's value ends)
