@@ -187,19 +187,11 @@ class _Get:
             raise ManifestError(f"manifest: {self.path} should be a list")
         return [_Get(item, f"{self.path}[{i}]") for i, item in enumerate(self.data)]
 
-
-def _units(op: _Get) -> tuple[tuple[str, float], ...]:
-    """An op's per-unit compile times (absent in manifests older than the cost model)."""
-    if not isinstance(op.data, dict) or op.data.get("units") is None:
-        return ()
-    return tuple((u["source"].text(), u["seconds"].num() or 0.0) for u in op["units"].items())
-
-
-def _sass(op: _Get) -> tuple[int, ...]:
-    """The SASS archs an op's builder asked for (absent in manifests older than the check)."""
-    if not isinstance(op.data, dict) or op.data.get("sass") is None:
-        return ()
-    return tuple(a.integer() for a in op["sass"].items())
+    def opt_items(self, key: str) -> list[_Get]:
+        """The list under ``key``; absent or null reads as empty (a key newer than the manifest)."""
+        if not isinstance(self.data, dict) or self.data.get(key) is None:
+            return []
+        return self[key].items()
 
 
 def _file(get: _Get) -> FileInfo | None:
@@ -249,8 +241,9 @@ def parse_manifest(text: str) -> Manifest:
                 module=op["module"].text(),
                 size=op["size"].integer(),
                 seconds=op["seconds"].num(),
-                units=_units(op),
-                sass=_sass(op),
+                # per-unit compile times (since the cost model), the SASS its builder asked for (since that check)
+                units=tuple((u["source"].text(), u["seconds"].num() or 0.0) for u in op.opt_items("units")),
+                sass=tuple(a.integer() for a in op.opt_items("sass")),
             )
             for op in ops["built"].items()
         ),
