@@ -29,7 +29,6 @@ __all__ = [
     "MAX_INPUT_BYTES",
     "TEMP_PREFIX",
     "exclusive",
-    "make_public",
     "place_new",
     "public_mode",
     "read_bounded",
@@ -63,11 +62,6 @@ def _umask() -> int:
 def public_mode(*, directory: bool) -> int:
     """The mode ``open``/``mkdir`` would give a new file or folder: 0666/0777 less the umask."""
     return (0o777 if directory else 0o666) & ~_umask()
-
-
-def make_public(path: Path) -> None:
-    """Give a file or folder made by ``mkstemp``/``mkdtemp`` (0600/0700) the usual mode."""
-    path.chmod(public_mode(directory=path.is_dir()))
 
 
 def _temp_name(directory: Path, name: str) -> Path:

@@ -7,16 +7,11 @@ import uuid
 from collections.abc import Mapping
 from pathlib import Path
 
-__all__ = ["in_ci", "in_github_actions", "write_output", "write_summary"]
+__all__ = ["in_github_actions", "write_output", "write_summary"]
 
 
 def in_github_actions(env: Mapping[str, str] | None = None) -> bool:
     return (env if env is not None else os.environ).get("GITHUB_ACTIONS") == "true"
-
-
-def in_ci(env: Mapping[str, str] | None = None) -> bool:
-    """Any CI (``CI`` set, as GitHub Actions, GitLab and this repo's .ci/run do)."""
-    return bool((env if env is not None else os.environ).get("CI"))
 
 
 def write_summary(markdown: str, env: Mapping[str, str] | None = None) -> bool:

@@ -29,6 +29,7 @@ import requests
 
 from dswheels.core.jsondoc import parse_json
 from dswheels.effects.clock import utc_now
+from dswheels.effects.http import read_limited
 from dswheels.errors import PublishError
 from dswheels.log import format_duration, get_reporter
 
@@ -363,12 +364,7 @@ class GitHub:
     def download_asset(self, asset: JSON, *, limit: int) -> bytes:
         """A small asset's bytes (a .metadata file); more than ``limit`` bytes is an error."""
         with self._download(asset) as response:
-            data = b""
-            for chunk in response.iter_content(64 * 1024):
-                data += chunk
-                if len(data) > limit:
-                    raise PublishError(f"asset {asset.get('name')} is larger than expected (over {limit} bytes)")
-        return data
+            return read_limited(response, limit=limit, what=f"the asset {asset.get('name')}", error=PublishError)
 
     def asset_sha256(self, asset: JSON) -> str:
         """GitHub's own digest of the asset (computed at upload); downloaded and hashed for old assets."""

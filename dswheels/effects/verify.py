@@ -12,6 +12,7 @@ from __future__ import annotations
 import shutil
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -53,9 +54,15 @@ def read_verified_wheel(path: Path) -> WheelContents:
 
 
 def load_expected(
-    wheel: Path, cell: Cell, cell_expected_from_plan: Expected | None, manifest: Path | None, *, compat: Compat
+    wheel: Path,
+    cell: Cell,
+    plan_expectation: Callable[[Cell], Expected | None],
+    manifest: Path | None,
+    *,
+    compat: Compat,
 ) -> Expected:
-    """The manifest beside the wheel (or given) wins; without one, what the plan says of ``cell``."""
+    """The manifest beside the wheel (or given) wins; without one, what the plan says of ``cell``
+    (``plan_expectation`` is asked only then: a wheel with a manifest needs no matrix, no planning)."""
     path = manifest or wheel.with_name(manifest_name(wheel.name))
     if path.exists():
         try:
@@ -72,12 +79,13 @@ def load_expected(
             return expected_from_manifest(data, cell, default_runtime=compat.linux_runtime_floor)
         except ValueError as exc:
             raise VerifyError(f"{path}: {exc}") from None
-    if cell_expected_from_plan is None:
+    from_plan = plan_expectation(cell)
+    if from_plan is None:
         raise VerifyError(
             f"no manifest beside {wheel.name} and no plan to compare with",
             hint="keep the .manifest.json beside the wheel, or pass --matrix so the plan says what it must contain",
         )
-    return cell_expected_from_plan
+    return from_plan
 
 
 def tool_checks(data: WheelContents, expected: Expected, compat: Compat) -> list[Check]:

@@ -271,3 +271,13 @@ def test_the_token_comes_from_the_environment_and_is_never_printed(
     monkeypatch.delenv("GH_TOKEN", raising=False)
     assert main(argv) == 7
     assert "needs a token" in capsys.readouterr().err
+
+
+def test_an_oversized_metadata_asset_is_refused_not_read_whole(fake: FakeGitHub, tmp_path: Path) -> None:
+    """A .metadata asset is read with the bound every HTTP page has: past 1 MiB it is an error."""
+    wheel = _wheels(tmp_path / "dist", count=1)[0]
+    release = fake.add_release(TAG)
+    fake.add_asset(release, wheel.wheel.filename, wheel.path.read_bytes())
+    fake.add_asset(release, wheel.wheel.filename + ".metadata", b"Metadata-Version: 2.1\n" + b"x" * (1 << 21))
+    with pytest.raises(PublishError, match=r"\.metadata is larger than 1 MiB; refusing to read further"):
+        github_index_files(_client(fake))

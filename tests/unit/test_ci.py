@@ -22,6 +22,7 @@ from dswheels.core.workflow.event import (
     parse_gpu_platforms,
     parse_release_tag,
 )
+from dswheels.effects.steps.site import IndexOptions, site_url_for
 from dswheels.errors import ConfigError
 from tests.conftest import ROOT
 from tests.gha.model import read_file_commands
@@ -79,6 +80,9 @@ def test_the_canary_is_never_published() -> None:
 
 def test_the_index_and_the_gpu_platforms() -> None:
     assert default_index_url("octo/dswheels") == "https://octo.github.io/dswheels/"
+    # GITHUB_REPOSITORY keeps the owner's case; the Pages host is lower case, the same URL `index --github` uses
+    assert default_index_url("Octo/dswheels") == "https://octo.github.io/dswheels/"
+    assert site_url_for(IndexOptions(github="Octo/dswheels")) == default_index_url("Octo/dswheels")
     with pytest.raises(EventError, match="not OWNER/NAME"):
         default_index_url("dswheels")
     assert parse_gpu_platforms("") == frozenset()

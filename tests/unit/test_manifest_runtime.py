@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -17,10 +19,14 @@ from dswheels.core.wheel.manifest import (
     FileInfo,
     Manifest,
     ManifestError,
+    manifest_name,
     parse_manifest,
     render_manifest,
 )
-from dswheels.core.wheel.verify import Expected, expected_from_manifest, linux_runtime_checks
+from dswheels.core.wheel.verify import Expected, ExpectedFrom, expected_from_manifest, linux_runtime_checks
+from dswheels.effects.steps.verify import _plan_expectation
+from dswheels.effects.verify import load_expected
+from dswheels.errors import ConfigError
 from tests.support.planned import planned_cell
 
 COMPAT = load_compat()
@@ -251,3 +257,23 @@ def test_docs_manifest_md_documents_exactly_the_keys_written() -> None:
     runtime_row = next(line for line in doc.splitlines() if line.startswith("| `runtime` |"))
     for family in data["runtime"]:
         assert family in runtime_row
+
+
+# --- which expectation verify takes ---------------------------------------------------------------
+
+
+def test_a_manifest_beside_the_wheel_wins_without_reading_the_matrix(tmp_path: Path) -> None:
+    """The plan is consulted only for a wheel without a manifest: a broken --matrix cannot fail the others."""
+    wheel = tmp_path / _manifest().wheel.filename
+    (tmp_path / manifest_name(wheel.name)).write_text(render_manifest(_manifest()), encoding="utf-8")
+    matrix = tmp_path / "matrix.yml"
+    matrix.write_text("python: [unclosed\n", encoding="utf-8")
+    from_plan = functools.partial(_plan_expectation, matrix=matrix)
+
+    expected = load_expected(wheel, CELL, from_plan, None, compat=COMPAT)
+
+    assert expected.source == ExpectedFrom.MANIFEST
+    assert expected.ops == ("cpu_adam",)
+    (tmp_path / manifest_name(wheel.name)).unlink()
+    with pytest.raises(ConfigError, match=r"matrix\.yml"):
+        load_expected(wheel, CELL, from_plan, None, compat=COMPAT)

@@ -50,6 +50,8 @@ def test_publishing_to_a_directory_is_idempotent_and_never_overwrites(tmp_path: 
         ]
     )
     assert (dest / first.name).read_bytes() == first.read_bytes()
+    manifest = first.name.removesuffix(".whl") + ".manifest.json"
+    assert (dest / manifest).read_bytes() == (dist / manifest).read_bytes()  # the bytes checked are those published
     again = publish_dir(collect_wheels([dist]), dest)
     assert again.uploaded == []
     assert len(again.present) == 5

@@ -132,16 +132,16 @@ def intent_for(event: Event, *, ref_name: str, inputs: DispatchInputs | None) ->
 
 
 def default_index_url(repository: str) -> str:
-    """Where GitHub Pages serves a repository's site.
+    """Where GitHub Pages serves a repository's site (its host is the owner in lower case).
 
-    >>> default_index_url("octo/dswheels")
+    >>> default_index_url("Octo/dswheels")
     'https://octo.github.io/dswheels/'
     """
     owner, _, name = repository.partition("/")
     if not owner or not name:
         msg = f"repository {repository!r} is not OWNER/NAME"
         raise EventError(msg)
-    return f"https://{owner}.github.io/{name}/"
+    return f"https://{owner.lower()}.github.io/{name}/"
 
 
 def skip_published_source(*, publish_dir: str, index_url: str) -> str:

@@ -9,6 +9,7 @@ with other bytes it is an error, reported for every such file before anything is
 
 from __future__ import annotations
 
+import hashlib
 import io
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -18,7 +19,7 @@ from typing import IO, TypeVar
 from dswheels.core.index.links import metadata_name
 from dswheels.core.naming import parse_wheel
 from dswheels.core.wheel.manifest import ManifestError, manifest_name, parse_manifest
-from dswheels.effects.files import read_bounded, sha256_file
+from dswheels.effects.files import read_bounded
 from dswheels.effects.index import LocalWheel, local_wheel
 from dswheels.effects.wheelhouse import find_wheels, is_wheel_file
 from dswheels.errors import ConfigError, PublishError
@@ -38,7 +39,7 @@ T = TypeVar("T")
 
 @dataclass(frozen=True, slots=True)
 class Outgoing:
-    """One file to publish: a wheel on disk, or bytes (its .metadata)."""
+    """One file to publish: a wheel on disk, or bytes (its .metadata, its build manifest)."""
 
     name: str
     size: int
@@ -99,7 +100,8 @@ def outgoing_files(wheel: LocalWheel) -> list[Outgoing]:
     manifest = wheel.path.with_name(manifest_name(wheel.wheel.filename))
     if manifest.is_file():
         try:
-            recorded = parse_manifest(read_bounded(manifest).decode("utf-8")).wheel
+            data = read_bounded(manifest)
+            recorded = parse_manifest(data.decode("utf-8")).wheel
         except (ManifestError, OSError, ValueError) as exc:
             raise PublishError(f"{manifest}: {exc}", hint="rebuild the wheel, or remove the stray manifest") from None
         if (recorded.filename, recorded.sha256) != (wheel.wheel.filename, wheel.sha256):
@@ -108,9 +110,8 @@ def outgoing_files(wheel: LocalWheel) -> list[Outgoing]:
                 f"(manifest sha256 {recorded.sha256[:12]}..., wheel {wheel.sha256[:12]}...)",
                 hint="the wheel changed after it was built: rebuild it, never edit a built wheel",
             )
-        files.append(
-            Outgoing(name=manifest.name, size=manifest.stat().st_size, sha256=sha256_file(manifest), path=manifest)
-        )
+        # the bytes just checked are the ones published
+        files.append(Outgoing(name=manifest.name, size=len(data), sha256=hashlib.sha256(data).hexdigest(), data=data))
     return files
 
 

@@ -12,6 +12,7 @@ from dswheels.core.index.site import render_site
 from dswheels.core.index.yank import apply_yanked, parse_yanked
 from dswheels.core.locations import LOCAL_SITE_URL, PUBLISHED, SITE
 from dswheels.core.sources import torch_index_problem
+from dswheels.core.workflow.event import default_index_url
 from dswheels.effects.clock import monotonic
 from dswheels.effects.files import read_bounded
 from dswheels.effects.github import GitHub, api_url_from_env, token_from_env
@@ -52,8 +53,7 @@ def site_url_for(options: IndexOptions) -> str:
     if options.site_url:
         return options.site_url
     if options.github:
-        owner, _sep, name = options.github.partition("/")
-        return f"https://{owner.lower()}.github.io/{name}/"
+        return default_index_url(options.github)  # OWNER/REPO: checked when its releases were read
     return LOCAL_SITE_URL
 
 

@@ -155,7 +155,9 @@ def verify_wheel(wheel: Path, options: VerifyOptions) -> WheelVerification:
     compat = load_compat()
     data = read_verified_wheel(wheel)
     cell = wheel_cell(wheel, data)
-    expected = load_expected(wheel, cell, _plan_expectation(cell, options.matrix), options.manifest, compat=compat)
+    expected = load_expected(
+        wheel, cell, lambda c: _plan_expectation(c, options.matrix), options.manifest, compat=compat
+    )
     static = tuple(static_part(data, expected, compat))
     _show(f"static checks (against the {expected.source}):", static)
     runtime = None if options.static_only else _run_time(wheel, expected, options)
