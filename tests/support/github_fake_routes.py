@@ -1,19 +1,23 @@
 """The HTTP side of :class:`tests.support.github_fake.FakeGitHub`: each REST endpoint releases use.
 
-Routing, authentication (a bad token is 401, a missing one hides drafts), injected faults,
-pagination with ``Link`` headers, and the answers GitHub documents for each endpoint
-(see :mod:`tests.support.github_fake` for the shapes and where they come from).
+Authentication (a bad token is 401, a missing one hides drafts), injected faults, and the
+answers GitHub documents for each endpoint (see :mod:`tests.support.github_fake` for the
+shapes and where they come from). The routing, ``Link`` pagination and request log are
+:mod:`tests.support.github_http`'s, shared with the follow workflow's fake.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from tests.support.github_http import GitHubHandler, Route
+
 if TYPE_CHECKING:
+    from http.server import BaseHTTPRequestHandler
+
     from tests.support.github_fake import FakeGitHub, FakeRelease, Fault
 
 __all__ = ["DOCS", "handler_for"]
@@ -38,7 +42,7 @@ def _take(gh: FakeGitHub, method: str, path: str, *, after_upload: bool) -> Faul
     return None
 
 
-def _routes(repo_name: str) -> list[tuple[str, re.Pattern[str], str]]:
+def _routes(repo_name: str) -> list[Route]:
     """(method, path pattern, handler method) of every endpoint the fake answers."""
     repo = re.escape(repo_name)
     return [
@@ -55,33 +59,11 @@ def _routes(repo_name: str) -> list[tuple[str, re.Pattern[str], str]]:
     ]
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(GitHubHandler):
     """GitHub's answers; :func:`handler_for` binds a subclass to one :class:`FakeGitHub` (``gh``) and its routes."""
 
-    protocol_version = "HTTP/1.1"
     gh: ClassVar[FakeGitHub]
-    routes: ClassVar[list[tuple[str, re.Pattern[str], str]]]
     query: dict[str, str]
-
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
-        pass
-
-    # --- plumbing ----------------------------------------------------------------------------
-
-    def _send(self, status: int, body: Any = None, headers: dict[str, str] | None = None) -> None:
-        data = b"" if body is None else (body if isinstance(body, bytes) else json.dumps(body).encode())
-        self.send_response(status)
-        content_type = "application/octet-stream" if isinstance(body, bytes) else "application/json; charset=utf-8"
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(data)))
-        self.send_header("X-GitHub-Api-Version-Selected", "2022-11-28")
-        for key, value in (headers or {}).items():
-            self.send_header(key, value)
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(data)
-        with self.gh._lock:
-            self.gh.log.append((self.command, self.path, status))
 
     def _body(self) -> bytes:
         length = int(self.headers.get("Content-Length") or 0)
@@ -96,23 +78,21 @@ class _Handler(BaseHTTPRequestHandler):
         return value in (f"Bearer {self.gh.token}", f"token {self.gh.token}")
 
     def _dispatch(self) -> None:
-        parts = urlsplit(self.path)
-        path = parts.path
-        query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
-        for method, pattern, name in self.routes:
-            match = pattern.match(path)
-            if method == self.command and match:
-                if self._fault(path):
-                    return
-                if self.headers.get("Authorization") is not None and not self._authed():
-                    self._body()
-                    self._send(401, {"message": "Bad credentials", "documentation_url": DOCS, "status": "401"})
-                    return
-                self.query = query
-                getattr(self, name)(**{k: unquote(v) for k, v in match.groupdict().items()})
-                return
-        self._body()
-        self._send(404, _error("Not Found"))
+        path = urlsplit(self.path).path
+        found = self.route(path)
+        if found is None:
+            self._body()
+            self._send(404, _error("Not Found"))
+            return
+        if self._fault(path):
+            return
+        if self.headers.get("Authorization") is not None and not self._authed():
+            self._body()
+            self._send(401, {"message": "Bad credentials", "documentation_url": DOCS, "status": "401"})
+            return
+        self.query = self.query_params()
+        name, groups = found
+        getattr(self, name)(**{k: unquote(v) for k, v in groups.items()})
 
     def _fault(self, path: str) -> bool:
         with self.gh._lock:
@@ -130,33 +110,9 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(fault.status, fault.body, fault.headers)
         return True
 
-    def do_GET(self) -> None:
-        self._dispatch()
-
-    def do_POST(self) -> None:
-        self._dispatch()
-
-    def do_PATCH(self) -> None:
-        self._dispatch()
-
-    def do_DELETE(self) -> None:
-        self._dispatch()
+    do_GET = do_POST = do_PATCH = do_DELETE = _dispatch  # noqa: N815 - http.server's method names
 
     # --- routes ----------------------------------------------------------------------------
-
-    def _paginate(self, items: list[dict[str, Any]], query: dict[str, str]) -> None:
-        per_page = min(int(query.get("per_page", 30)), 100, self.gh.page_size)
-        page = int(query.get("page", 1))
-        last = max(1, -(-len(items) // per_page))
-        chunk = items[(page - 1) * per_page : page * per_page]
-        path = urlsplit(self.path).path
-        links = []
-        if page < last:
-            links.append(f'<{self.gh.api_url}{path}?per_page={per_page}&page={page + 1}>; rel="next"')
-            links.append(f'<{self.gh.api_url}{path}?per_page={per_page}&page={last}>; rel="last"')
-        if page > 1:
-            links.append(f'<{self.gh.api_url}{path}?per_page={per_page}&page=1>; rel="first"')
-        self._send(200, chunk, {"Link": ", ".join(links)} if links else None)
 
     def _release(self, release_id: str) -> FakeRelease | None:
         release = self.gh.releases.get(int(release_id))
@@ -171,7 +127,7 @@ class _Handler(BaseHTTPRequestHandler):
         with self.gh._lock:
             visible = [r for r in self.gh.releases.values() if authed or not r.draft]
             items = [self.gh.release_json(r) for r in sorted(visible, key=lambda r: -r.id)]
-        self._paginate(items, self.query)
+        self.paginate(items, base_url=self.gh.api_url, page_size=self.gh.page_size)
 
     def create_release(self) -> None:
         payload = json.loads(self._body() or b"{}")
@@ -231,7 +187,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         with self.gh._lock:
             items = [self.gh.asset_json(release, a) for a in sorted(release.assets, key=lambda a: -a.id)]
-        self._paginate(items, self.query)
+        self.paginate(items, base_url=self.gh.api_url, page_size=self.gh.page_size)
 
     def upload(self, *, id: str) -> None:  # noqa: A002
         data = self._body()
@@ -327,5 +283,7 @@ def handler_for(github: FakeGitHub) -> type[BaseHTTPRequestHandler]:
     class Handler(_Handler):
         gh = github
         routes = _routes(github.repo)
+        answers = github.log
+        answers_lock = github._lock
 
     return Handler

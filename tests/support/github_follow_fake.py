@@ -24,10 +24,11 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, ClassVar
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import urlsplit
 
 import yaml
 
+from tests.support.github_http import GitHubHandler, Route
 from tests.support.servers import LoopbackServer
 
 __all__ = ["Dispatch", "FollowGitHub"]
@@ -96,40 +97,22 @@ def _declared_inputs(path: Path) -> dict[str, Any] | None:
     return dict(dispatch.get("inputs") or {}) if isinstance(dispatch, dict) else {}
 
 
-_ROUTES = [
-    ("GET", re.compile(r"/issues"), "list_issues"),
-    ("POST", re.compile(r"/issues"), "create_issue"),
-    ("PATCH", re.compile(r"/issues/(?P<number>\d+)"), "update_issue"),
-    ("POST", re.compile(r"/issues/(?P<number>\d+)/comments"), "create_comment"),
-    ("GET", re.compile(r"/actions/workflows/(?P<workflow>[^/]+)/runs"), "list_runs"),
-    ("POST", re.compile(r"/actions/workflows/(?P<workflow>[^/]+)/dispatches"), "create_dispatch"),
-]
+def _routes(repo_name: str) -> list[Route]:
+    repo = f"/repos/{re.escape(repo_name)}"
+    return [
+        ("GET", re.compile(rf"{repo}/issues"), "list_issues"),
+        ("POST", re.compile(rf"{repo}/issues"), "create_issue"),
+        ("PATCH", re.compile(rf"{repo}/issues/(?P<number>\d+)"), "update_issue"),
+        ("POST", re.compile(rf"{repo}/issues/(?P<number>\d+)/comments"), "create_comment"),
+        ("GET", re.compile(rf"{repo}/actions/workflows/(?P<workflow>[^/]+)/runs"), "list_runs"),
+        ("POST", re.compile(rf"{repo}/actions/workflows/(?P<workflow>[^/]+)/dispatches"), "create_dispatch"),
+    ]
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(GitHubHandler):
     """The follow workflow's endpoints; :func:`_handler` binds a subclass to one repository's ``state``."""
 
     state: ClassVar[_State]
-
-    @property
-    def prefix(self) -> str:
-        return f"/repos/{self.state.repo}"
-
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the stdlib's signature
-        pass
-
-    def _send(self, status: int, body: Any = None, headers: dict[str, str] | None = None) -> None:
-        data = b"" if body is None else json.dumps(body).encode()
-        self.send_response(status)
-        for key, value in (headers or {}).items():
-            self.send_header(key, value)
-        if body is not None:
-            self.send_header("Content-Type", "application/json; charset=utf-8")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-        with self.state.lock:
-            self.state.log.append((self.command, self.path, status))
 
     def _json(self) -> dict[str, Any]:
         length = int(self.headers.get("Content-Length") or 0)
@@ -137,33 +120,22 @@ class _Handler(BaseHTTPRequestHandler):
         return data if isinstance(data, dict) else {}
 
     def _route(self) -> None:
-        url = urlsplit(self.path)
         if not self.headers.get("Authorization", "").startswith("Bearer "):
             self._send(401, {"message": "Requires authentication", "documentation_url": "https://docs.github.com/rest"})
             return
-        if url.path.startswith(self.prefix):
-            rest = url.path[len(self.prefix) :]
-            for method, pattern, name in _ROUTES:
-                match = pattern.fullmatch(rest)
-                if method == self.command and match:
-                    query = {k: v[-1] for k, v in parse_qs(url.query).items()}
-                    getattr(self, name)(query, **match.groupdict())
-                    return
-        self._send(404, {"message": "Not Found", "documentation_url": "https://docs.github.com/rest"})
+        found = self.route(urlsplit(self.path).path)
+        if found is None:
+            self._send(404, {"message": "Not Found", "documentation_url": "https://docs.github.com/rest"})
+            return
+        name, groups = found
+        getattr(self, name)(self.query_params(), **groups)
 
     do_GET = do_POST = do_PATCH = _route  # noqa: N815 - http.server's method names
 
     def list_issues(self, query: dict[str, str]) -> None:
         wanted = query.get("state", "open")
         items = [i for i in reversed(self.state.issues) if wanted in ("all", i["state"])]
-        per_page = min(int(query.get("per_page", 30)), 100)
-        page = int(query.get("page", 1))
-        chunk = items[(page - 1) * per_page : page * per_page]
-        headers = {}
-        if page * per_page < len(items):
-            base = f"http://{self.headers['Host']}{self.prefix}/issues"
-            headers["Link"] = f'<{base}?state={wanted}&per_page={per_page}&page={page + 1}>; rel="next"'
-        self._send(200, chunk, headers)
+        self.paginate(items, base_url=f"http://{self.headers['Host']}")
 
     def create_issue(self, _query: dict[str, str]) -> None:
         body = self._json()
@@ -244,5 +216,8 @@ class _Handler(BaseHTTPRequestHandler):
 def _handler(repository: _State) -> type[BaseHTTPRequestHandler]:
     class Handler(_Handler):
         state = repository
+        routes = _routes(repository.repo)
+        answers = repository.log
+        answers_lock = repository.lock
 
     return Handler

@@ -7,30 +7,17 @@ import json
 import pytest
 
 from dswheels.core.sources import TorchSource, TorchSourceKind, parse_pip_config, sdist_from_pypi_json, uv_index_args
+from tests.conftest import DATA
 
 SHA = "9e491abd0827ea5c389dd702e15e11e13d83d904bac4a20d6c2a4cb37207a9af"
-# the shape of https://pypi.org/pypi/deepspeed/json as a mirror serves it (relative file URLs)
-PYPI = {
-    "info": {"name": "deepspeed"},
-    "releases": {
-        "0.19.7": [],
-        "0.19.8": [
-            {
-                "packagetype": "sdist",
-                "filename": "deepspeed-0.19.8.tar.gz",
-                "url": "../../packages/packages/bc/d8/3162/deepspeed-0.19.8.tar.gz",
-                "digests": {"md5": "0828abb5a34d8cfe286c71f44148e87b", "sha256": SHA},
-                "size": 2020482,
-                "yanked": False,
-            },
-        ],
-    },
-}
+BLAKE = "bcd83162fc810870df1183e686ec70b57028b464a5940b148a90767c727f113c"
+# https://pypi.org/pypi/deepspeed/json as the dev machine's mirror serves it (relative file URLs), recorded
+PYPI = json.loads((DATA / "upstream" / "pypi" / "deepspeed" / "json").read_text(encoding="utf-8"))
 
 
 def test_sdist_from_pypi_json_resolves_relative_urls() -> None:
     info = sdist_from_pypi_json(PYPI, version="0.19.8", json_url="https://pypi.org/pypi/deepspeed/json")
-    assert info.url == "https://pypi.org/packages/packages/bc/d8/3162/deepspeed-0.19.8.tar.gz"
+    assert info.url == f"https://pypi.org/packages/packages/bc/d8/{BLAKE[4:]}/deepspeed-0.19.8.tar.gz"
     assert (info.sha256, info.size, info.filename) == (SHA, 2020482, "deepspeed-0.19.8.tar.gz")
     absolute = json.loads(json.dumps(PYPI).replace("../../packages", "https://files.example/packages"))
     assert sdist_from_pypi_json(absolute, version="0.19.8", json_url="https://x/pypi/deepspeed/json").url.startswith(
@@ -41,8 +28,14 @@ def test_sdist_from_pypi_json_resolves_relative_urls() -> None:
 def test_sdist_from_pypi_json_errors() -> None:
     with pytest.raises(LookupError, match=r"no release 0\.99\.0"):
         sdist_from_pypi_json(PYPI, version="0.99.0", json_url="https://pypi.org/pypi/deepspeed/json")
+    yanked = json.loads(json.dumps(PYPI))
+    for entry in yanked["releases"]["0.19.7"]:
+        entry["yanked"] = True
     with pytest.raises(LookupError, match="no \\(unyanked\\) sdist"):
-        sdist_from_pypi_json(PYPI, version="0.19.7", json_url="https://pypi.org/pypi/deepspeed/json")
+        sdist_from_pypi_json(yanked, version="0.19.7", json_url="https://pypi.org/pypi/deepspeed/json")
+    yanked["releases"]["0.19.7"] = []
+    with pytest.raises(LookupError, match="no \\(unyanked\\) sdist"):
+        sdist_from_pypi_json(yanked, version="0.19.7", json_url="https://pypi.org/pypi/deepspeed/json")
     bad = json.loads(json.dumps(PYPI))
     bad["releases"]["0.19.8"][0]["digests"] = {"md5": "x"}
     with pytest.raises(ValueError, match="sha256"):
