@@ -112,7 +112,7 @@ def test_verify_requires_the_sass_the_manifest_says_the_builder_asked_for() -> N
     )
     (check,) = gpu_checks(asked, {EXT: REAL})
     assert not check.ok
-    assert "no SASS for sm_90, which its builder asked for" in check.detail
+    assert "no SASS for sm_90, which its builder asked nvcc for" in check.detail
     # without the manifest's record (an older manifest, or a plan) only unplanned code is judged
     (check,) = gpu_checks(dataclasses.replace(asked, sass={}), {EXT: REAL})
     assert check.ok

@@ -68,8 +68,15 @@ class GpuCodeJudgement:
         if self.unplanned_ptx:
             out.append(f"PTX for unplanned compute_{', compute_'.join(map(str, self.unplanned_ptx))}")
         if self.missing_sass:
-            out.append(f"no SASS for sm_{', sm_'.join(map(str, self.missing_sass))}, which its builder asked nvcc for")
+            out.append(self.missing_text)
         return out
+
+    @property
+    def missing_text(self) -> str:
+        """The missing SASS in words ("" when none is missing)."""
+        if not self.missing_sass:
+            return ""
+        return f"no SASS for sm_{', sm_'.join(map(str, self.missing_sass))}, which its builder asked nvcc for"
 
 
 def judge_gpu_code(

@@ -321,7 +321,7 @@ def gpu_checks(expected: Expected, gpu: Mapping[str, GpuCode]) -> list[Check]:
         bad = [*judged.unplanned_sass, *judged.unplanned_ptx]
         detail = code.describe() + (f"; unplanned {bad}" if bad else "")
         if judged.missing_sass:
-            detail += f"; no SASS for sm_{', sm_'.join(map(str, judged.missing_sass))}, which its builder asked for"
+            detail += f"; {judged.missing_text}"
         checks.append(Check(f"gpu code {name.rsplit('/', 1)[-1]}", judged.ok, detail))
     return checks
 
