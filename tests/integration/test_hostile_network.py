@@ -23,7 +23,7 @@ import pytest
 from dswheels.cli import main
 from dswheels.core.doctor.render import DOCTOR_SCHEMA
 from dswheels.effects.index_read import download_wheel, read_index
-from dswheels.effects.sources import Downloader
+from dswheels.effects.sources import STREAM_CHUNK, Downloader
 from dswheels.errors import PublishError, SourceError
 from tests.conftest import ROOT
 from tests.support.wheels import write_deepspeed_wheel
@@ -190,7 +190,9 @@ def test_a_download_without_a_pin_is_never_a_splice(http_server: Callable[[Handl
 def test_a_spliced_download_with_a_pin_is_fetched_whole_again(
     http_server: Callable[[Handler], str], tmp_path: Path
 ) -> None:
-    data = bytes(range(256)) * 2000
+    data = bytes(range(256)) * (STREAM_CHUNK // 64)  # 4 * STREAM_CHUNK bytes
+    # wrong bytes, more than one read of the downloader (so it keeps some and resumes after them)
+    wrong = b"X" * (3 * STREAM_CHUNK)
     calls: list[str | None] = []
 
     def handle(req: http.server.BaseHTTPRequestHandler) -> None:
@@ -200,7 +202,8 @@ def test_a_spliced_download_with_a_pin_is_fetched_whole_again(
             req.send_response(200)
             req.send_header("Content-Length", str(len(data)))
             req.end_headers()
-            req.wfile.write(b"X" * 1000)  # wrong bytes, then the connection drops
+            req.wfile.write(wrong)  # wrong bytes, then the connection drops
+            req.wfile.flush()
             req.close_connection = True
             return
         start = int((rng or "bytes=0-").removeprefix("bytes=").split("-")[0])
@@ -213,6 +216,8 @@ def test_a_spliced_download_with_a_pin_is_fetched_whole_again(
     sha = hashlib.sha256(data).hexdigest()
     path, got = Downloader(tmp_path / "cache", retries=3).fetch(url, sha256=sha)
     assert (got, path.read_bytes()) == (sha, data)
+    # it really resumed (a splice of the wrong bytes and the rest), then fetched the whole file again
+    assert any(r is not None and r != "bytes=0-" for r in calls[1:-1]), f"the download never resumed: {calls}"
     assert calls[-1] is None  # the last request was for the whole file
 
 
