@@ -18,6 +18,7 @@ __all__ = [
     "Compat",
     "Condition",
     "CpuBaseline",
+    "CudaComponent",
     "CudaToolkit",
     "MismatchRow",
     "OpInfo",
@@ -64,6 +65,24 @@ class CudaToolkit:
     gcc_max: int
     inferred: bool
     source: str
+
+
+@dataclass(frozen=True, slots=True)
+class CudaComponent:
+    """One part of a CUDA toolkit an op build needs, named as each way of getting it names it."""
+
+    name: str
+    cuda: Range  # the toolkits that have it as a component of its own
+    redist: str  # its key in NVIDIA's redistrib_X.Y.Z.json
+    pypi: str  # the extra of NVIDIA's `cuda-toolkit` wheel that carries it
+    installer: str  # the Windows network installer's sub-package
+    provides: str  # a path of the assembled root only it carries (``bin/nvcc``: ``nvcc.exe`` on Windows)
+    source: str
+
+    def provided_path(self, os: str) -> str:
+        """:attr:`provides` as the toolkit of ``os`` spells it (tools get ``.exe`` on Windows)."""
+        tool = "/bin/" in f"/{self.provides}" and "." not in self.provides.rsplit("/", 1)[-1]
+        return f"{self.provides}.exe" if tool and os == "windows" else self.provides
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,7 +202,7 @@ class Compat:
     arch_tokens_rows: tuple[tuple[Range, tuple[str, ...]], ...]
     arch_lists: tuple[ArchListRow, ...]
     cuda: Mapping[VersionTuple, CudaToolkit]
-    subpackages_windows: tuple[tuple[Range, tuple[str, ...]], ...]
+    cuda_components: tuple[CudaComponent, ...]
     torch_gcc_limits: tuple[tuple[Range, Range, int, str], ...]
     torch_gcc_min: tuple[tuple[Range, int, str, str], ...]  # torch range, oldest GCC major, why, source
     libstdcxx: tuple[LibstdcxxRelease, ...]
@@ -224,12 +243,13 @@ class Compat:
                 return row.lists.get(major, frozenset())
         return frozenset()
 
+    def components_for(self, cuda: VersionTuple) -> tuple[CudaComponent, ...]:
+        """The components a toolkit of ``cuda`` (MAJOR.MINOR) is assembled from, in compat.yml's order."""
+        return tuple(c for c in self.cuda_components if cuda in c.cuda)
+
     def subpackages_for(self, cuda: VersionTuple) -> tuple[str, ...]:
-        packages: list[str] = []
-        for rng, names in self.subpackages_windows:
-            if cuda in rng:
-                packages.extend(names)
-        return tuple(packages)
+        """The Windows network installer's sub-packages for those components."""
+        return tuple(c.installer for c in self.components_for(cuda))
 
     def stl_floor(self, toolset: VersionTuple) -> tuple[VersionTuple, str] | None:
         """The lowest CUDA the STL of ``toolset`` accepts, if it has such a gate."""

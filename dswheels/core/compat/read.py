@@ -15,6 +15,7 @@ from dswheels.core.compat.entries import (
     Compat,
     Condition,
     CpuBaseline,
+    CudaComponent,
     CudaToolkit,
     MismatchRow,
     OpInfo,
@@ -266,8 +267,17 @@ def parse_compat(data: object) -> Compat:
             for row in root["torch_arch_lists"].seq()
         ),
         cuda=cuda,
-        subpackages_windows=tuple(
-            (parse_range(row["cuda"].text()), row["packages"].strs()) for row in root["cuda_subpackages_windows"].seq()
+        cuda_components=tuple(
+            CudaComponent(
+                name=row["name"].text(),
+                cuda=parse_range(row["cuda"].text()),
+                redist=row["redist"].text(),
+                pypi=row["pypi"].text(),
+                installer=row["installer"].text(),
+                provides=row["provides"].text(),
+                source=row.source(),
+            )
+            for row in root["cuda_components"].seq()
         ),
         torch_gcc_limits=tuple(
             (parse_range(row["torch"].text()), parse_range(row["cuda"].text()), row["gcc_max"].integer(), row.source())
