@@ -146,6 +146,18 @@ def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
         "get the build interpreter; works for a Windows cell on Linux and the other way round (CI checks the "
         "Windows path this way); prints each prepared source tree",
     )
+    add_env_option(
+        p,
+        "--msvc-root",
+        env="DSWHEELS_MSVC_ROOT",
+        type=Path,
+        parse=Path,
+        metavar="DIR",
+        help="build Windows cells on Linux under Wine, with the MSVC toolset and Windows SDK in DIR (made by "
+        "msvc-wine's vsdownload.py, which asks you to accept Microsoft's license, or copied from a Visual Studio "
+        "Build Tools install); the CUDA components and torch's Windows wheel come from PyPI "
+        "(docs/build.md#windows-under-wine)",
+    )
     p.add_argument("--pypi", metavar="URL", help="PyPI JSON API URL for DeepSpeed (default: compat.yml's)")
     p.add_argument("--verbose", "-v", action="store_true", help="show the compiler output (always in the log)")
     p.set_defaults(func=run)
@@ -250,6 +262,7 @@ def _options(args: argparse.Namespace) -> BuildCellsOptions:
         keep_going=args.keep_going,
         verify=VerifyOptions(matrix=args.matrix, torch_source=torch_source) if args.verify else None,
         install=args.install,
+        msvc_root=args.msvc_root,
     )
 
 

@@ -45,7 +45,7 @@ from dswheels.effects.compile import compile_wheel, the_wheel
 from dswheels.effects.compile_env import check_toolchain, compile_environment, inherited_env
 from dswheels.effects.compiler_cache import cache_stats
 from dswheels.effects.files import exclusive
-from dswheels.effects.interpreter import Interpreter, prepare_interpreter
+from dswheels.effects.interpreter import Interpreter, find_uv, prepare_interpreter, torch_index_args
 from dswheels.effects.manifest import assemble_manifest
 from dswheels.effects.opflags import check_tree_flags
 from dswheels.effects.opsources import probe_ops
@@ -53,6 +53,7 @@ from dswheels.effects.postprocess import Postprocessed, postprocess_wheel
 from dswheels.effects.source_tree import patch_tree, prepare_source
 from dswheels.effects.wheel_checks import check_planned_ops, check_postprocessed
 from dswheels.effects.wheelhouse import discard_wheel, place_wheel, remove_stale
+from dswheels.effects.wine.toolchain import prepare_wine
 from dswheels.effects.workdir import group_id, set_aside, wipe, work_dir_for
 from dswheels.errors import BuildError, DswheelsError
 from dswheels.log import get_reporter
@@ -78,6 +79,7 @@ class BuildOptions:
     verbose: bool = False  # stream the compiler output (always in the log file)
     parallel_ops: int = 0  # extensions built at once (0: as many as --jobs allows)
     prepare_only: bool = False  # stop before the compile: source, patches, interpreter (any OS)
+    msvc_root: Path | None = None  # Windows cells on Linux: build under Wine with this MSVC root
 
 
 @dataclass
@@ -161,7 +163,9 @@ def _build(
     write_log_header(log, planned)
     # toolchain: the plan's nvcc (and MSVC), checked before anything is downloaded, installed or compiled
     inherited = inherited_env(os.environ)
-    tools = check_toolchain(planned, inherited, prepare_only=opts.prepare_only)
+    tools = check_toolchain(
+        planned, inherited, prepare_only=opts.prepare_only, msvc_root=opts.msvc_root, cache_dir=opts.cache_dir
+    )
     work = _work_dir(planned, opts)
     wipe(work)
     work.mkdir(parents=True)
@@ -191,7 +195,8 @@ def _build(
         torch_source=opts.torch_source,
         venv_root=opts.cache_dir / "venvs",
         log_file=log,
-        foreign=tools.foreign,
+        # under Wine the build interpreter is Linux CPython answering as Windows: its platform differs
+        foreign=tools.foreign or tools.wine is not None,
     )
     durations["interpreter"] = monotonic() - t0
     if opts.prepare_only:
@@ -201,6 +206,22 @@ def _build(
         reporter.info(f"prepared {source.src}: the source is verified and patched for {planned.cell.platform.value}")
         return source.src
 
+    wine = (
+        prepare_wine(
+            planned,
+            tools.wine,
+            compat=opts.compat,
+            work=work,
+            cache_dir=opts.cache_dir,
+            build_python=interp.python,
+            linux_torch=Path(interp.info.torch_parent) / "torch" if interp.info.torch_parent else None,
+            uv=find_uv(),
+            index_args=torch_index_args(opts.torch_source, planned.torch_index),
+            log=log,
+        )
+        if tools.wine is not None
+        else None
+    )
     setup = compile_environment(
         planned,
         interp=interp,
@@ -212,13 +233,16 @@ def _build(
         sccache=opts.sccache,
         debug_symbols=opts.debug_symbols,
         log=log,
+        wine=wine,
     )
-    accelerator, ops = probe_ops(planned, interp.python, source.src, setup.env, log)
+    # the interpreter the build's scripts run in: under Wine, the build interpreter answering as Windows
+    python = wine.python if wine is not None else interp.python
+    accelerator, ops = probe_ops(planned, python, source.src, setup.env, log)
 
     t0 = monotonic()
     compiled = compile_wheel(
         planned,
-        python=interp.python,
+        python=python,
         src=source.src,
         dist=work / "dist",
         ops=ops,

@@ -36,6 +36,7 @@ from dswheels.effects.toolchain import (
     host_os,
     pick_compilers,
 )
+from dswheels.effects.wine.toolchain import WineBuild, WineTools, check_wine
 from dswheels.effects.workdir import link_site, settle_header_times
 from dswheels.errors import EnvironmentMismatchError
 from dswheels.log import get_reporter
@@ -71,19 +72,41 @@ class BuildTools:
     foreign: bool  # the cell is for another OS: only its source is prepared here
     cuda: CudaInstall | None  # the plan's toolkit (CUDA variants built here)
     msvc: MsvcEnv | None  # the active MSVC (Windows)
+    wine: WineTools | None = None  # a Windows cell built on Linux: Wine and the MSVC root (docs/build.md)
 
 
-def check_toolchain(planned: PlannedCell, inherited: Mapping[str, str], *, prepare_only: bool) -> BuildTools:
-    """The plan's nvcc (and MSVC) on this machine, checked before anything is downloaded, installed or compiled."""
+def check_toolchain(
+    planned: PlannedCell,
+    inherited: Mapping[str, str],
+    *,
+    prepare_only: bool,
+    msvc_root: Path | None = None,
+    cache_dir: Path | None = None,
+) -> BuildTools:
+    """The plan's nvcc (and MSVC) on this machine, checked before anything is downloaded, installed or compiled.
+
+    A Windows cell on Linux with ``msvc_root`` is built under Wine (:mod:`dswheels.effects.wine`): Wine and
+    the root's toolset are checked here, the rest of its toolchain is put together once the interpreter is ready.
+    """
     reporter = get_reporter()
     here = host_os()
     if planned.cell.platform.os != here:
+        wine_host = here == "linux" and planned.cell.platform.os == "windows"
+        if wine_host and msvc_root is not None and not prepare_only:
+            assert cache_dir is not None  # noqa: S101 - the build passes its cache
+            return BuildTools(
+                foreign=False,
+                cuda=None,
+                msvc=None,
+                wine=check_wine(planned, msvc_root=msvc_root, env=inherited, cache_dir=cache_dir),
+            )
         if not prepare_only:
             raise EnvironmentMismatchError(
                 f"{cell_id(planned.cell)} is built on {planned.cell.platform.os.capitalize()}, and this machine "
                 f"runs {here.capitalize()}",
-                hint="build it on such a machine (wheels.yml does, on GitHub's runners); --prepare-only fetches, "
-                "checks and patches its source here without compiling",
+                hint="build it on such a machine (wheels.yml does, on GitHub's runners)"
+                + ("; or here under Wine with --msvc-root DIR (docs/build.md#windows-under-wine)" if wine_host else "")
+                + "; --prepare-only fetches, checks and patches its source here without compiling",
             )
         reporter.info(f"preparing a {planned.cell.platform.value} cell here: its toolchain is not checked")
         return BuildTools(foreign=True, cuda=None, msvc=None)
@@ -106,6 +129,7 @@ class CompileEnv:
     msvc: MsvcEnv | None
     compilers: tuple[str, str] | None  # (CC, CXX) when the plan's GCC is not the default compiler
     cache: CompilerCache | None
+    wine: WineBuild | None = None  # the Windows toolchain under Wine (a Windows cell built on Linux)
 
 
 def compile_environment(
@@ -120,12 +144,16 @@ def compile_environment(
     sccache: SccacheSettings,
     debug_symbols: bool,
     log: Path,
+    wine: WineBuild | None = None,
 ) -> CompileEnv:
     """The environment the compile runs in; noted in the log, and sccache's server started when it is used."""
     cuda, msvc = tools.cuda, tools.msvc
     outer_path = inherited.get("PATH", "")
-    # the interpreter's scripts first (its ninja is the one torch finds), then MSVC's own tools
-    path = os.pathsep.join([interp.info.scripts, *([msvc.bin_dir] if msvc else []), outer_path])
+    # the interpreter's scripts first (its ninja is the one torch finds), then MSVC's own tools; under
+    # Wine the scripts that run the Windows tools come before everything (cl, link.exe, ...)
+    path = os.pathsep.join(
+        [*([str(wine.bin_dir)] if wine else []), interp.info.scripts, *([msvc.bin_dir] if msvc else []), outer_path]
+    )
     # torch (and the nvidia-* wheels beside it) imported through <work>/site: the same header paths
     # for every Python (dswheels/effects/workdir.py)
     site = link_site(work, Path(interp.info.torch_parent or interp.info.purelib))
@@ -134,18 +162,21 @@ def compile_environment(
     python_path = os.pathsep.join([str(site), *([inherited["PYTHONPATH"]] if inherited.get("PYTHONPATH") else [])])
     include_dirs = _header_dirs(planned, cuda, site)
     compilers = pick_compilers(planned, inherited)
-    cache = find_compiler_cache(compiler_cache, env=inherited, work_dir=work, compilers=compilers)
+    if wine is not None and compiler_cache != "none":
+        get_reporter().info("no compiler cache under Wine: neither ccache nor Linux sccache runs MSVC's cl")
+    cache = find_compiler_cache("none" if wine else compiler_cache, env=inherited, work_dir=work, compilers=compilers)
+    cuda_home = str(cuda.home) if cuda else (str(wine.cuda_home) if wine and wine.cuda_home else None)
     setup = BuildSetup(
         os=planned.cell.platform.os,
         path=path,
         path_sep=os.pathsep,
         jobs=parallelism.ninja_jobs,
         nvcc_threads=parallelism.nvcc_threads,
-        cuda_home=str(cuda.home) if cuda else None,
-        nvcc=str(cuda.nvcc) if cuda else None,
+        cuda_home=cuda_home,
+        nvcc=str(cuda.nvcc) if cuda else (f"{cuda_home}/bin/nvcc" if cuda_home else None),
         cache=cache,
         compilers=compilers,
-        extra_config=_extra_config(work, parallelism.at_once),
+        extra_config=_extra_config(work, parallelism.at_once, wine),
         include_dirs=tuple(str(d) for d in include_dirs),
         include_var_value=inherited.get("INCLUDE" if planned.cell.platform.os == "windows" else "CPATH", ""),
         debug_symbols=debug_symbols,
@@ -156,6 +187,8 @@ def compile_environment(
     )
     dswheels_env = build_env(planned, setup)
     dswheels_env.setdefault("PATH", path)
+    if wine is not None:
+        dswheels_env.update(wine.env(ext_suffix=f".{planned.cell.python.tag}-{planned.cell.platform.value}.pyd"))
     env = {**inherited, **dswheels_env}
     if msvc is not None:
         check_msvc_link(env["PATH"], msvc)
@@ -175,6 +208,7 @@ def compile_environment(
         msvc=msvc,
         compilers=compilers,
         cache=cache,
+        wine=wine,
     )
 
 
@@ -198,10 +232,14 @@ def _header_dirs(planned: PlannedCell, cuda: CudaInstall | None, site: Path) -> 
     return include_dirs
 
 
-def _extra_config(work: Path, at_once: int) -> str | None:
-    """A ``DIST_EXTRA_CONFIG`` file: setuptools builds ``at_once`` extensions in parallel (None: one at a time)."""
-    if at_once <= 1:
+def _extra_config(work: Path, at_once: int, wine: WineBuild | None) -> str | None:
+    """A ``DIST_EXTRA_CONFIG`` file: setuptools builds ``at_once`` extensions in parallel (None: one at a time);
+    under Wine it also names MSVC as the compiler and where CPython's Windows import library is."""
+    if at_once <= 1 and wine is None:
         return None
     config_file = work / "dswheels-setup.cfg"
-    config_file.write_text(dist_extra_config(at_once), encoding="utf-8")
+    libs = (str(wine.python_windows.libs),) if wine else ()
+    config_file.write_text(
+        dist_extra_config(at_once, compiler="msvc" if wine else None, library_dirs=libs), encoding="utf-8"
+    )
     return str(config_file)

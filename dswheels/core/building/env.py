@@ -223,6 +223,21 @@ def _cache_env(setup: BuildSetup) -> dict[str, str]:
     return env
 
 
-def dist_extra_config(parallel: int) -> str:
-    """setuptools reads ``DIST_EXTRA_CONFIG`` like a setup.cfg: build several extensions at once."""
-    return f"[build_ext]\nparallel = {parallel}\n"
+def dist_extra_config(parallel: int, *, compiler: str | None = None, library_dirs: tuple[str, ...] = ()) -> str:
+    """setuptools reads ``DIST_EXTRA_CONFIG`` like a setup.cfg: build several extensions at once; under Wine
+    also the compiler (setuptools would pick the Unix one on Linux) and CPython's Windows library folder.
+
+    >>> print(dist_extra_config(2, compiler="msvc", library_dirs=("/c/libs",)), end="")
+    [build_ext]
+    parallel = 2
+    compiler = msvc
+    library_dirs = /c/libs
+    """
+    lines = ["[build_ext]"]
+    if parallel > 1:
+        lines.append(f"parallel = {parallel}")
+    if compiler:
+        lines.append(f"compiler = {compiler}")
+    if library_dirs:
+        lines.append(f"library_dirs = {':'.join(library_dirs)}")
+    return "\n".join(lines) + "\n"

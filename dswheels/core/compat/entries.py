@@ -18,6 +18,7 @@ __all__ = [
     "Compat",
     "Condition",
     "CpuBaseline",
+    "CpythonSource",
     "CudaComponent",
     "CudaToolkit",
     "MismatchRow",
@@ -83,6 +84,16 @@ class CudaComponent:
         """:attr:`provides` as the toolkit of ``os`` spells it (tools get ``.exe`` on Windows)."""
         tool = "/bin/" in f"/{self.provides}" and "." not in self.provides.rsplit("/", 1)[-1]
         return f"{self.provides}.exe" if tool and os == "windows" else self.provides
+
+
+@dataclass(frozen=True, slots=True)
+class CpythonSource:
+    """A CPython source release: the Wine host's Windows headers and exported names for one minor."""
+
+    version: str
+    sha256: str
+    urls: tuple[str, ...]
+    source: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,6 +214,7 @@ class Compat:
     arch_lists: tuple[ArchListRow, ...]
     cuda: Mapping[VersionTuple, CudaToolkit]
     cuda_components: tuple[CudaComponent, ...]
+    cpython_sources: Mapping[VersionTuple, CpythonSource]  # Python minor -> its pinned source release
     torch_gcc_limits: tuple[tuple[Range, Range, int, str], ...]
     torch_gcc_min: tuple[tuple[Range, int, str, str], ...]  # torch range, oldest GCC major, why, source
     libstdcxx: tuple[LibstdcxxRelease, ...]

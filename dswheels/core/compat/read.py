@@ -15,6 +15,7 @@ from dswheels.core.compat.entries import (
     Compat,
     Condition,
     CpuBaseline,
+    CpythonSource,
     CudaComponent,
     CudaToolkit,
     MismatchRow,
@@ -279,6 +280,15 @@ def parse_compat(data: object) -> Compat:
             )
             for row in root["cuda_components"].seq()
         ),
+        cpython_sources={
+            parse_version(str(minor)): CpythonSource(
+                version=row["version"].text(),
+                sha256=row["sha256"].text(),
+                urls=row["urls"].strs(),
+                source=row.source(),
+            )
+            for minor, row in root["cpython_sources"].items()
+        },
         torch_gcc_limits=tuple(
             (parse_range(row["torch"].text()), parse_range(row["cuda"].text()), row["gcc_max"].integer(), row.source())
             for row in root["torch_gcc_limits"].seq()

@@ -92,6 +92,8 @@ class Manifest:
     compiler_cache: Mapping[str, object] = field(default_factory=dict)  # tool, hits, misses
     runtime: RuntimeFloor | None = None  # what a Linux wheel needs of glibc/libstdc++ (None: Windows, or /1)
     producer: str = "dswheels build"  # who ran the compiler (one of PRODUCERS)
+    # a Windows cell built on Linux under Wine: what the Windows toolchain was made of ({}: a native build)
+    windows_host: Mapping[str, object] = field(default_factory=dict)
 
     @property
     def ops(self) -> tuple[str, ...]:
@@ -135,6 +137,7 @@ def render_manifest(manifest: Manifest) -> str:
         "compiler_cache": dict(manifest.compiler_cache),
         "runtime": manifest.runtime.as_json() if manifest.runtime is not None else None,
         "producer": manifest.producer,
+        **({"windows_host": dict(manifest.windows_host)} if manifest.windows_host else {}),
         "source": dict(manifest.source),
         "source_changes": list(manifest.source_changes),
         "created": manifest.created,
@@ -256,6 +259,7 @@ def parse_manifest(text: str) -> Manifest:
         dswheels=root["dswheels"].text(),
         runtime=None if v1 else _runtime(root["runtime"]),
         producer="dswheels build" if v1 else _producer(root["producer"]),
+        windows_host=root["windows_host"].obj() if isinstance(root.data, dict) and "windows_host" in root.data else {},
     )
 
 

@@ -51,6 +51,7 @@ class BuildCellsOptions:
     keep_going: bool = False  # build the other cells after a failure
     verify: VerifyOptions | None = None  # verify every built wheel (a failing one is removed)
     install: bool = False  # the one cell will be installed here (install_here)
+    msvc_root: Path | None = None  # Windows cells on Linux: built under Wine with this MSVC root
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -109,6 +110,7 @@ def _cell_options(options: BuildCellsOptions, planned: Sequence[PlannedCell]) ->
         verbose=options.verbose,
         parallel_ops=options.parallel_ops,
         prepare_only=options.prepare_only,
+        msvc_root=options.msvc_root,
     )
 
 

@@ -1,0 +1,221 @@
+"""A Windows CUDA root for the Wine host, from compat.yml's one list of components and NVIDIA's PyPI wheels.
+
+The runners assemble their toolkit from the same list (NVIDIA's redistributable archives); here
+each component comes from the extra of NVIDIA's ``cuda-toolkit`` wheel that carries it, pinned to
+the plan's toolkit release (``cuda-toolkit[nvcc,cudart,...]==13.0.3`` pins every component wheel),
+installed for win_amd64 by uv into a folder of its own. Nothing the list does not name is asked
+for, so a component missing from the list is missing here exactly as on a runner (a header it
+carries fails the compile with C1083).
+
+CUDA 13 wheels unpack into one CUDA_HOME layout (``nvidia/cu13/{bin,include,lib/x64,nvvm}``);
+CUDA 12 wheels into one folder per component, merged here. Two things the wheels lack are made:
+
+* import libraries for cuBLAS and cuRAND (their wheels carry DLLs and headers, no ``.lib``),
+  by ``lib /def:`` from each DLL's own export table (``dumpbin /exports``): the names the DLL
+  really has;
+* nothing else: a component whose file is absent (``provides``) is an error naming it. CUDA 12's
+  ``nvidia-cuda-nvcc-cu12`` wheels carry ptxas and nvvm but no ``nvcc.exe``, so 12.x cells need
+  the archives (docs/build.md#windows-under-wine).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from dswheels.core.compat import Compat
+from dswheels.core.compat.entries import CudaComponent
+from dswheels.core.model import PlannedCell
+from dswheels.effects import proc
+from dswheels.effects.files import exclusive, staging_dir, write_text_atomic
+from dswheels.errors import EnvironmentMismatchError
+from dswheels.log import get_reporter
+
+__all__ = ["WindowsCuda", "assemble_windows_cuda", "import_library_from_dll"]
+
+# The wheels' target: the CPython ABI does not matter for these (py3-none-win_amd64), uv needs one
+_PLATFORM = "x86_64-pc-windows-msvc"
+# DLL stem -> the import library torch's and DeepSpeed's builders name (``libraries``)
+_MADE_LIBS = {"cublas64_": "cublas.lib", "cublasLt64_": "cublasLt.lib", "curand64_": "curand.lib"}
+
+
+@dataclass(frozen=True, slots=True)
+class WindowsCuda:
+    root: Path  # a CUDA_HOME layout: bin/nvcc.exe, include/, lib/x64/, nvvm/
+    toolkit: str  # the release (13.0.3)
+    components: tuple[str, ...]  # compat.yml names
+    wheels: tuple[str, ...]  # name==version of every wheel installed
+    made_libs: tuple[str, ...]  # import libraries made from a DLL's exports (``cublas.lib <- cublas64_13.dll``)
+
+
+def _key(toolkit: str, extras: Sequence[str]) -> str:
+    return hashlib.sha256(json.dumps([toolkit, sorted(extras)]).encode()).hexdigest()[:12]
+
+
+def assemble_windows_cuda(
+    planned: PlannedCell, *, compat: Compat, cache_dir: Path, uv: str, dumpbin: Path, lib_tool: Path, log: Path
+) -> WindowsCuda:
+    """The plan's toolkit for Windows, from the list's components (cached by release and component list)."""
+    tc = planned.toolchain
+    if tc.nvcc is None or not tc.cuda_toolkit:
+        msg = "a CUDA cell has an nvcc and a toolkit release"
+        raise ValueError(msg)
+    components = compat.components_for(tc.nvcc)
+    extras = [c.pypi for c in components]
+    folder = cache_dir / "wine" / f"cuda-{tc.cuda_toolkit}-{_key(tc.cuda_toolkit, extras)}"
+    record = folder / "dswheels-cuda.json"
+    with exclusive(
+        folder.parent, what=f"assembling CUDA {tc.cuda_toolkit} for Windows", error=EnvironmentMismatchError
+    ):
+        if not record.is_file():
+            _assemble(folder, tc.cuda_toolkit, components, uv=uv, dumpbin=dumpbin, lib_tool=lib_tool, log=log)
+    data = json.loads(record.read_text(encoding="utf-8"))
+    root = folder / data["root"]
+    _check_provides(root, components, tc.cuda_toolkit)
+    return WindowsCuda(
+        root=root,
+        toolkit=tc.cuda_toolkit,
+        components=tuple(c.name for c in components),
+        wheels=tuple(data["wheels"]),
+        made_libs=tuple(data["made_libs"]),
+    )
+
+
+def _assemble(
+    folder: Path,
+    toolkit: str,
+    components: Sequence[CudaComponent],
+    *,
+    uv: str,
+    dumpbin: Path,
+    lib_tool: Path,
+    log: Path,
+) -> None:
+    requirement = f"cuda-toolkit[{','.join(c.pypi for c in components)}]=={toolkit}"
+    get_reporter().info(f"assembling the Windows CUDA {toolkit} root from NVIDIA's PyPI wheels: {requirement}")
+    with staging_dir(folder.parent, folder.name) as staged:
+        proc.run(
+            [
+                uv,
+                "pip",
+                "install",
+                "--quiet",
+                "--no-compile",
+                "--target",
+                staged / "wheels",
+                "--python-platform",
+                _PLATFORM,
+                "--python-version",
+                "3.11",
+                requirement,
+            ],
+            log_file=log,
+            stream=False,
+            error=EnvironmentMismatchError,
+            what=f"uv pip install {requirement} (win_amd64)",
+            timeout=1800,
+        )
+        nvidia = staged / "wheels" / "nvidia"
+        single = sorted(p for p in nvidia.glob("cu[0-9]*") if p.is_dir())
+        if single:  # CUDA 13+: the wheels share one CUDA_HOME layout
+            root = single[0]
+        else:  # CUDA 12: one folder per component, merged
+            root = staged / "wheels" / "cuda"
+            for part in sorted(p for p in nvidia.iterdir() if p.is_dir()):
+                shutil.copytree(
+                    part, root, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__init__.py", "__pycache__")
+                )
+        made = _make_import_libs(root, dumpbin=dumpbin, lib_tool=lib_tool, log=log)
+        wheels = sorted(
+            d.name.removesuffix(".dist-info").replace("-", "==", 1).replace("_", "-")
+            for d in (staged / "wheels").glob("*.dist-info")
+        )
+        write_text_atomic(
+            staged / "dswheels-cuda.json",
+            json.dumps({"root": str(root.relative_to(staged)), "wheels": wheels, "made_libs": made}, indent=1) + "\n",
+        )
+        shutil.rmtree(folder, ignore_errors=True)
+        staged.replace(folder)
+
+
+def _make_import_libs(root: Path, *, dumpbin: Path, lib_tool: Path, log: Path) -> list[str]:
+    """``cublas.lib`` and friends from the DLLs the wheels carry, where the wheels have no ``.lib``."""
+    lib_dir = root / "lib" / "x64"
+    lib_dir.mkdir(parents=True, exist_ok=True)
+    made: list[str] = []
+    for dll in sorted(root.glob("bin/**/*.dll")):
+        lib_name = next((lib for stem, lib in _MADE_LIBS.items() if dll.name.startswith(stem)), None)
+        if lib_name is None or (lib_dir / lib_name).is_file():
+            continue
+        import_library_from_dll(dll, lib_dir / lib_name, dumpbin=dumpbin, lib_tool=lib_tool, log=log)
+        made.append(f"{lib_name} <- {dll.name}")
+    return made
+
+
+def import_library_from_dll(dll: Path, out: Path, *, dumpbin: Path, lib_tool: Path, log: Path) -> int:
+    """An import library of every name ``dll`` exports (``dumpbin /exports``, then ``lib /def:``); the count."""
+    listed = proc.capture([dumpbin, "/nologo", "/exports", dll], log_file=log, error=EnvironmentMismatchError)
+    if listed.returncode != 0:
+        raise EnvironmentMismatchError(f"dumpbin /exports {dll.name} failed", details="\n".join(listed.tail[-20:]))
+    names = _export_names(listed.output)
+    if not names:
+        raise EnvironmentMismatchError(f"{dll.name} exports no names (dumpbin /exports)")
+    definition = out.with_suffix(".def")
+    write_text_atomic(definition, "\n".join([f"LIBRARY {dll.name}", "EXPORTS", *names]) + "\n")
+    try:
+        proc.run(
+            [lib_tool, "/nologo", f"/def:{definition}", "/machine:x64", f"/out:{out}"],
+            log_file=log,
+            stream=False,
+            error=EnvironmentMismatchError,
+            what=f"lib /def:{definition.name}",
+        )
+    finally:  # lib also writes an export file nothing links
+        definition.unlink(missing_ok=True)
+        out.with_suffix(".exp").unlink(missing_ok=True)
+    return len(names)
+
+
+def _export_names(output: str) -> list[str]:
+    """The names of ``dumpbin /exports``' table (``ordinal hint RVA name``; forwarded ones too).
+
+    >>> _export_names('''    ordinal hint RVA      name
+    ...
+    ...           1    0 00001000 cublasAxpyEx
+    ...           2    1          cublasCreate_v2 (forwarded to X.Y)
+    ...
+    ...   Summary''')
+    ['cublasAxpyEx', 'cublasCreate_v2']
+    """
+    names: list[str] = []
+    in_table = False
+    for line in output.splitlines():
+        words = line.split()
+        if words[:4] == ["ordinal", "hint", "RVA", "name"]:
+            in_table = True
+            continue
+        if not in_table:
+            continue
+        if words and words[0] == "Summary":
+            break
+        if len(words) >= 3 and words[0].isdigit():
+            name = words[3] if len(words) >= 4 and all(c in "0123456789ABCDEF" for c in words[2]) else words[2]
+            names.append(name)
+    return names
+
+
+def _check_provides(root: Path, components: Sequence[CudaComponent], toolkit: str) -> None:
+    missing = [c for c in components if not (root / c.provided_path("windows")).is_file()]
+    if missing:
+        raise EnvironmentMismatchError(
+            f"the Windows CUDA {toolkit} root assembled from NVIDIA's PyPI wheels lacks "
+            + ", ".join(f"{c.provided_path('windows')} ({c.name}: cuda-toolkit[{c.pypi}])" for c in missing),
+            hint="CUDA 12's nvidia-cuda-nvcc-cu12 wheels carry no nvcc.exe: build 12.x Windows cells on a runner "
+            "(or where NVIDIA's archives are reachable); for another component, check compat.yml cuda_components"
+            if any(c.name == "nvcc" for c in missing)
+            else "check compat.yml cuda_components against the cuda-toolkit wheel's extras",
+        )

@@ -1,0 +1,116 @@
+"""Wine itself: the program, a prefix of our own, and the scripts that run each Windows tool.
+
+The prefix (Wine's ``C:`` drive and registry) is made once per cache by ``wineboot -i`` and
+shared by every build; Mono and Gecko are declined (no .NET or HTML engine is needed by console
+compilers). Every Windows tool is reached through a script named as the build expects it
+(``cl``, ``cl.exe``, ``link.exe``, ``nvcc``...) that runs :mod:`dswheels.probes.wine_tool`
+with one JSON config: the ``.exe`` of each tool, the Windows environment (INCLUDE, LIB, the
+``PATH`` Wine gives Windows programs), and the prefix.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import stat
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from dswheels.effects import proc
+from dswheels.effects.files import exclusive, write_text_atomic
+from dswheels.errors import EnvironmentMismatchError
+from dswheels.log import get_reporter
+
+__all__ = ["WineHost", "find_wine", "windows_path", "write_tool_scripts"]
+
+WINE_TOOL = Path(__file__).resolve().parents[2] / "probes" / "wine_tool.py"
+# Wine maps Z: to the root of this machine's file system (its default drive configuration)
+DRIVES = {"/": "Z"}
+
+
+def windows_path(path: Path | str) -> str:
+    """``/work/x`` as a Windows program under Wine names it: ``Z:\\work\\x``."""
+    return "Z:" + str(path).replace("/", "\\")
+
+
+@dataclass(frozen=True, slots=True)
+class WineHost:
+    wine: str  # the wine program
+    prefix: Path  # WINEPREFIX
+    version: str  # `wine --version`
+
+    @property
+    def env(self) -> dict[str, str]:
+        """What every Wine process of a build gets (on top of the build's environment)."""
+        return {
+            "WINEPREFIX": str(self.prefix),
+            "WINEDEBUG": "-all",
+            # no .NET or HTML engine: wineboot would offer to download Mono and Gecko
+            "WINEDLLOVERRIDES": "mscoree=d;mshtml=d",
+        }
+
+
+def find_wine(env: Mapping[str, str], *, cache_dir: Path) -> WineHost:
+    """Wine on PATH and a ready prefix under ``cache_dir`` (made once, by the first build that needs it)."""
+    wine = proc.find_tool("wine", env) or proc.find_tool("wine64", env)
+    if wine is None:
+        raise EnvironmentMismatchError(
+            "building a Windows cell here needs Wine, and `wine` is not on PATH",
+            hint="install it (Debian/Ubuntu: apt-get install wine64), or build the cell on Windows",
+        )
+    said = proc.capture([wine, "--version"], env=dict(env), timeout=60).output
+    # Debian's wine64 also warns that wine32 is missing: only 64-bit programs run here, which is all we run
+    version = next((ln.strip() for ln in said.splitlines() if ln.startswith("wine-")), said.strip()[-80:])
+    host = WineHost(wine=wine, prefix=cache_dir / "wine" / "prefix", version=version)
+    marker = host.prefix / ".dswheels-ready"
+    if not marker.is_file():
+        with exclusive(host.prefix.parent, what="making the Wine prefix", error=EnvironmentMismatchError):
+            if not marker.is_file():
+                get_reporter().info(f"making a Wine prefix in {host.prefix} ({version}; once per cache)")
+                shutil.rmtree(host.prefix, ignore_errors=True)
+                proc.run(
+                    [wine, "wineboot", "-i"],
+                    env={**env, **host.env},
+                    error=EnvironmentMismatchError,
+                    what="wineboot -i",
+                    timeout=600,
+                    stream=False,
+                )
+                _wait_for_wineserver(host, env)
+                marker.write_text(version + "\n", encoding="utf-8")
+    return host
+
+
+def _wait_for_wineserver(host: WineHost, env: Mapping[str, str]) -> None:
+    """Let the prefix's wineserver finish writing the registry before anyone else uses it."""
+    server = proc.find_tool("wineserver", env)
+    if server is not None:
+        proc.capture([server, "-w"], env={**env, **host.env}, timeout=120)
+
+
+def write_tool_scripts(
+    folder: Path,
+    *,
+    python: Path,
+    host: WineHost,
+    tools: Mapping[str, Path],
+    windows_env: Mapping[str, str],
+    extra: Mapping[str, object] | None = None,
+) -> Path:
+    """One script per tool name in ``folder`` (``cl`` and ``cl.exe`` may both be asked for); returns the config."""
+    folder.mkdir(parents=True, exist_ok=True)
+    config = folder / "wine-tools.json"
+    payload = {
+        "wine": host.wine,
+        "drives": DRIVES,
+        "tools": {name: windows_path(exe) for name, exe in tools.items()},
+        "env": {**host.env, **windows_env},
+        **(extra or {}),
+    }
+    write_text_atomic(config, json.dumps(payload, indent=1, sort_keys=True) + "\n")
+    for name in tools:
+        script = folder / name
+        script.write_text(f'#!/bin/sh\nexec "{python}" "{WINE_TOOL}" "{config}" "{name}" "$@"\n', encoding="utf-8")
+        script.chmod(script.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    return config
