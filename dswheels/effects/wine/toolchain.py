@@ -32,7 +32,7 @@ from dswheels.effects.wine.windows_torch import WindowsTorch, prepare_windows_to
 from dswheels.errors import EnvironmentMismatchError
 from dswheels.log import get_reporter
 
-__all__ = ["WINE_LAUNCHER", "WineBuild", "WineTools", "check_wine", "prepare_wine"]
+__all__ = ["WINE_LAUNCHER", "WineBuild", "WineTools", "check_wine", "cuda_view", "prepare_wine", "write_wine_tools"]
 
 WINE_LAUNCHER = Path(__file__).resolve().parents[2] / "probes" / "win32_python.py"
 # the tool scripts need only the standard library: dswheels' own interpreter runs them
@@ -145,21 +145,10 @@ def prepare_wine(
     log: Path,
 ) -> WineBuild:
     """Everything the Windows build of ``planned`` needs besides the source, under ``cache_dir`` and ``work``."""
-    msvc = tools.msvc
     bin_dir = work / "wine-bin"
     synthesized_log = work / "wine-synthesized.jsonl"
     synthesized_log.unlink(missing_ok=True)
-    windows_env = {
-        "INCLUDE": ";".join(windows_path(p) for p in msvc.include_dirs),
-        "LIB": ";".join(windows_path(p) for p in msvc.lib_dirs),
-        # the PATH Windows programs see: nvcc finds cl.exe on it
-        "WINEPATH": ";".join(windows_path(p) for p in (msvc.bin_dir, msvc.sdk_bin_dir)),
-    }
-    tool_paths = {name: msvc.tool(name) for name in _MSVC_TOOLS}
-    tool_paths["cl"] = msvc.tool("cl.exe")  # torch's ninja rule runs `cl`
-    config = write_tool_scripts(
-        bin_dir, python=_TOOL_PYTHON, host=tools.host, tools=tool_paths, windows_env=windows_env
-    )
+    config = write_wine_tools(tools, bin_dir)
     python_windows = prepare_windows_python(
         planned.cell.python,
         compat=compat,
@@ -184,8 +173,6 @@ def prepare_wine(
             lib_tool=bin_dir / "lib.exe",
             log=log,
         )
-        cuda_home = _cuda_view(work / "wine-cuda", cuda.root)
-        tool_paths["nvcc"] = cuda.root / "bin" / "nvcc.exe"
         if torch.synthesized_libs:
             extra = {
                 "synthesize": {lib: _SYNTHESIZE[lib] for lib in torch.synthesized_libs},
@@ -197,12 +184,8 @@ def prepare_wine(
                 f"{' and '.join(torch.synthesized_libs)} from the names it needs (the manifest lists them; "
                 "they prove torch's headers declare them, not that torch_cuda.dll exports them)"
             )
-        config = write_tool_scripts(
-            bin_dir, python=_TOOL_PYTHON, host=tools.host, tools=tool_paths, windows_env=windows_env, extra=extra
-        )
-        for name in ("nvcc", "nvcc.exe"):  # torch checks nvcc.exe, its ninja rule runs bin/nvcc
-            (cuda_home / "bin" / name).unlink(missing_ok=True)
-            (cuda_home / "bin" / name).symlink_to(bin_dir / "nvcc")
+        config = write_wine_tools(tools, bin_dir, cuda_root=cuda.root, extra=extra)
+        cuda_home = cuda_view(work / "wine-cuda", cuda.root, bin_dir)
     launcher_config = bin_dir / "win32-python.json"
     launcher = bin_dir / "win32-python"  # not `python`: this folder is first on PATH
     write_text_atomic(
@@ -249,8 +232,31 @@ def prepare_wine(
     )
 
 
-def _cuda_view(view: Path, root: Path) -> Path:
-    """A CUDA_HOME whose folders are the root's, and whose ``bin/nvcc`` is the Wine tool script (made by the caller)."""
+def write_wine_tools(
+    tools: WineTools, bin_dir: Path, *, cuda_root: Path | None = None, extra: Mapping[str, object] | None = None
+) -> Path:
+    """The scripts that run MSVC's tools (and ``cuda_root``'s nvcc) under Wine, in ``bin_dir``; returns the config."""
+    msvc = tools.msvc
+    windows_env = {
+        "INCLUDE": ";".join(windows_path(p) for p in msvc.include_dirs),
+        "LIB": ";".join(windows_path(p) for p in msvc.lib_dirs),
+        # the PATH Windows programs see: nvcc finds cl.exe on it
+        "WINEPATH": ";".join(windows_path(p) for p in (msvc.bin_dir, msvc.sdk_bin_dir)),
+    }
+    tool_paths = {name: msvc.tool(name) for name in _MSVC_TOOLS}
+    tool_paths["cl"] = msvc.tool("cl.exe")  # torch's ninja rule runs `cl`
+    if cuda_root is not None:
+        tool_paths["nvcc"] = cuda_root / "bin" / "nvcc.exe"
+    return write_tool_scripts(
+        bin_dir, python=_TOOL_PYTHON, host=tools.host, tools=tool_paths, windows_env=windows_env, extra=extra
+    )
+
+
+def cuda_view(view: Path, root: Path, bin_dir: Path) -> Path:
+    """A CUDA_HOME whose folders are ``root``'s and whose ``bin/nvcc`` (and ``nvcc.exe``, which torch looks for)
+    is the Wine tool script in ``bin_dir``."""
+    if not (root / "bin" / "nvcc.exe").is_file():
+        raise EnvironmentMismatchError(f"{root} has no bin/nvcc.exe")
     view.mkdir(parents=True, exist_ok=True)
     for part in ("include", "lib", "nvvm"):
         link = view / part
@@ -259,6 +265,7 @@ def _cuda_view(view: Path, root: Path) -> Path:
         if (root / part).exists():
             link.symlink_to(root / part)
     (view / "bin").mkdir(exist_ok=True)
-    if not (root / "bin" / "nvcc.exe").is_file():
-        raise EnvironmentMismatchError(f"{root} has no bin/nvcc.exe")
+    for name in ("nvcc", "nvcc.exe"):
+        (view / "bin" / name).unlink(missing_ok=True)
+        (view / "bin" / name).symlink_to(bin_dir / "nvcc")
     return view

