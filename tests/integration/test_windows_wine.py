@@ -17,6 +17,7 @@ import os
 import shutil
 import subprocess
 import zipfile
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -228,3 +229,50 @@ def test_a_cuda_component_missing_from_the_list_fails_the_compile(
     assert outcomes["unlisted"].returncode != 0
     assert "C1083" in failed or "cannot open source file" in failed, failed[-3000:]
     assert "cuda_profiler_api.h" in failed
+
+
+_CUB = """#include <cub/cub.cuh>
+__global__ void sum(const float* in, float* out) {
+    using Reduce = cub::BlockReduce<float, 128>;
+    __shared__ typename Reduce::TempStorage tmp;
+    float total = Reduce(tmp).Sum(in[threadIdx.x]);
+    if (threadIdx.x == 0) *out = total;
+}
+"""
+_PREPROCESSOR_FLAG = "-Xcompiler=/Zc:preprocessor"
+
+
+def test_cccl_of_cuda_13_2_needs_the_conforming_preprocessor_the_plan_adds(
+    wine_tools: tuple[WineTools, Path], dswheels_cache: Path, tmp_path: Path
+) -> None:
+    """CUDA >= 13.2's CCCL stops MSVC's traditional preprocessor (#error, C1189); the plan of every Windows cell
+    with nvcc >= 13.2 adds /Zc:preprocessor (compat.yml workaround windows-cuda132-preprocessor)."""
+    tools, bin_dir = wine_tools
+    planned = planned_cell("ds0.19.8-torch2.14-cu132-cp311-win_amd64")
+    assert planned.toolchain.nvcc is not None
+    assert planned.toolchain.nvcc >= (13, 2)
+    assert _PREPROCESSOR_FLAG in planned.toolchain.nvcc_flags
+    compat = load_compat()
+    # only what a cub kernel needs: nvcc (with crt and nvvm), the runtime and CCCL
+    needed = {"nvcc", "crt", "nvvm", "cudart", "cccl"}
+    small = replace(compat, cuda_components=tuple(c for c in compat.cuda_components if c.name in needed))
+    cuda = assemble_windows_cuda(
+        planned,
+        compat=small,
+        cache_dir=dswheels_cache,
+        uv=find_uv(),
+        dumpbin=bin_dir / "dumpbin.exe",
+        lib_tool=bin_dir / "lib.exe",
+        log=tmp_path / "assemble.log",
+    )
+    write_wine_tools(tools, tmp_path / "bin", cuda_root=cuda.root)
+    source = tmp_path / "sum.cu"
+    source.write_text(_CUB, encoding="utf-8")
+    nvcc = tmp_path / "bin" / "nvcc"
+    common = ("-c", source, "-gencode=arch=compute_80,code=sm_80", "-std=c++20")
+    without = _compile(nvcc, *common, "-o", tmp_path / "a.obj", cwd=tmp_path)
+    said = without.stdout + without.stderr
+    assert without.returncode != 0, said[-2000:]
+    assert "C1189" in said or "preprocessor" in said, said[-3000:]
+    with_flag = _compile(nvcc, *common, _PREPROCESSOR_FLAG, "-o", tmp_path / "b.obj", cwd=tmp_path)
+    assert with_flag.returncode == 0, (with_flag.stdout + with_flag.stderr)[-3000:]
