@@ -23,12 +23,15 @@ from pathlib import Path
 import pytest
 
 from dswheels.core.binaries.fatbin import gpu_code
+from dswheels.core.building.env import dist_extra_config
+from dswheels.core.building.patches import patch_parallel_extensions
 from dswheels.core.compat import load_compat
 from dswheels.core.flags.msvc import judge_cl
+from dswheels.core.sources import TorchSource, TorchSourceKind
 from dswheels.core.wheel.manifest import parse_manifest
-from dswheels.effects.interpreter import find_uv
+from dswheels.effects.interpreter import find_uv, prepare_interpreter, torch_index_args
 from dswheels.effects.wine.cuda import WindowsCuda, assemble_windows_cuda
-from dswheels.effects.wine.toolchain import WineTools, check_wine, write_wine_tools
+from dswheels.effects.wine.toolchain import WineTools, check_wine, prepare_wine, write_wine_tools
 from tests.conftest import require
 from tests.integration.conftest import Built, _build, dswheels
 from tests.support.planned import planned_cell
@@ -276,3 +279,98 @@ def test_cccl_of_cuda_13_2_needs_the_conforming_preprocessor_the_plan_adds(
     assert "C1189" in said or "preprocessor" in said, said[-3000:]
     with_flag = _compile(nvcc, *common, _PREPROCESSOR_FLAG, "-o", tmp_path / "b.obj", cwd=tmp_path)
     assert with_flag.returncode == 0, (with_flag.stdout + with_flag.stderr)[-3000:]
+
+
+_FOUR_EXTENSIONS = """\
+import os, sys, threading
+from setuptools import setup
+from torch.utils.cpp_extension import BuildExtension, CppExtension
+sys.setswitchinterval(1e-6)  # switch threads as often as CPython allows: widens any race
+cmdclass = {}
+cmdclass['build_ext'] = BuildExtension.with_options(use_ninja=True)
+# who sets up MSVC's compiler, and in which thread (torch does it lazily, in the first compiling thread)
+def _record(build_ext):
+    class Recording(build_ext):
+        def run(self):
+            import distutils.ccompiler as ccompiler
+            make = ccompiler.new_compiler
+            def new_compiler(*args, **kwargs):
+                compiler = make(*args, **kwargs)
+                init = compiler.initialize
+                def initialize(*a, **k):
+                    print(f"INITIALIZE in {threading.current_thread().name}", flush=True)
+                    return init(*a, **k)
+                compiler.initialize = initialize
+                return compiler
+            ccompiler.new_compiler = new_compiler
+            import distutils.command.build_ext as build_ext_module
+            build_ext_module.new_compiler = new_compiler
+            return build_ext.run(self)
+    return Recording
+setup(name="four", version="0", ext_modules=[CppExtension(f"four.e{i}", [f"e{i}.cpp"]) for i in range(4)],
+      cmdclass={'build_ext': _record(cmdclass['build_ext'])})
+"""
+
+
+def test_four_extensions_at_once_set_up_msvc_once_before_the_threads(
+    wine_tools: tuple[WineTools, Path], wine_build: Built, dswheels_cache: Path, tmp_path: Path
+) -> None:
+    """setuptools builds extensions in threads (DIST_EXTRA_CONFIG parallel); torch's ninja files and MSVC's
+    compiler set-up are shared by them. dswheels' setup.py patch gives each extension its own build folder
+    (without it 3 of 5 such builds failed here with LNK1181) and sets the compiler up once, before the
+    threads, in the main thread. Built by the Wine host of the canary cell (its cached pieces)."""
+    del wine_build  # its interpreter, Windows torch and CUDA root are in the cache now
+    tools, _bin = wine_tools
+    planned = planned_cell(WIN_CELL)
+    interp = prepare_interpreter(
+        planned,
+        mode="venv",
+        torch_source=TorchSource(TorchSourceKind.PIP),
+        venv_root=dswheels_cache / "venvs",
+        log_file=tmp_path / "prepare.log",
+        foreign=True,
+    )
+    wine = prepare_wine(
+        planned,
+        tools,
+        compat=load_compat(),
+        work=tmp_path / "work",
+        cache_dir=dswheels_cache,
+        build_python=interp.python,
+        linux_torch=Path(interp.info.torch_parent) / "torch" if interp.info.torch_parent else None,
+        uv=find_uv(),
+        index_args=torch_index_args(TorchSource(TorchSourceKind.PIP), planned.torch_index),
+        log=tmp_path / "prepare.log",
+    )
+    project = tmp_path / "four"
+    project.mkdir()
+    for i in range(4):
+        (project / f"e{i}.cpp").write_text(f"int f{i}() {{ return {i}; }}\n", encoding="utf-8")
+    (project / "setup.py").write_text(patch_parallel_extensions(_FOUR_EXTENSIONS), encoding="utf-8")
+    config = project / "setup.cfg.extra"
+    config.write_text(
+        dist_extra_config(4, compiler="msvc", library_dirs=(str(wine.python_windows.libs),)), encoding="utf-8"
+    )
+    env = {
+        **os.environ,
+        **wine.env(ext_suffix=".cp311-win_amd64.pyd"),
+        "PATH": os.pathsep.join([str(wine.bin_dir), interp.info.scripts, os.environ["PATH"]]),
+        "DISTUTILS_USE_SDK": "1",
+        "DIST_EXTRA_CONFIG": str(config),
+        "MAX_JOBS": "1",
+    }
+    for _ in range(3):
+        shutil.rmtree(project / "build", ignore_errors=True)
+        result = subprocess.run(
+            [str(wine.python), "setup.py", "build_ext"],
+            cwd=project,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=1800,
+        )
+        output = result.stdout + result.stderr
+        assert result.returncode == 0, output[-4000:]
+        assert len(list((project / "build").glob("lib*/four/*.pyd"))) == 4
+        assert [line for line in output.splitlines() if line.startswith("INITIALIZE")] == ["INITIALIZE in MainThread"]
