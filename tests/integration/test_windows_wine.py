@@ -313,13 +313,12 @@ setup(name="four", version="0", ext_modules=[CppExtension(f"four.e{i}", [f"e{i}.
 
 
 def test_four_extensions_at_once_set_up_msvc_once_before_the_threads(
-    wine_tools: tuple[WineTools, Path], wine_build: Built, dswheels_cache: Path, tmp_path: Path
+    wine_tools: tuple[WineTools, Path], dswheels_cache: Path, tmp_path: Path
 ) -> None:
     """setuptools builds extensions in threads (DIST_EXTRA_CONFIG parallel); torch's ninja files and MSVC's
     compiler set-up are shared by them. dswheels' setup.py patch gives each extension its own build folder
     (without it 3 of 5 such builds failed here with LNK1181) and sets the compiler up once, before the
-    threads, in the main thread. Built by the Wine host of the canary cell (its cached pieces)."""
-    del wine_build  # its interpreter, Windows torch and CUDA root are in the cache now
+    threads, in the main thread. Built by the Wine host of the canary cell (the pieces its build caches)."""
     tools, _bin = wine_tools
     planned = planned_cell(WIN_CELL)
     interp = prepare_interpreter(
