@@ -192,6 +192,8 @@ def compile_environment(
     env = {**inherited, **dswheels_env}
     if msvc is not None:
         check_msvc_link(env["PATH"], msvc)
+    if wine is not None:  # the Wine host's link.exe script must win over any other (GNU coreutils' link)
+        check_msvc_link(env["PATH"], MsvcEnv(toolset=wine.tools.msvc.toolset, bin_dir=str(wine.bin_dir)))
     log_note(log, "environment set by dswheels:\n" + "\n".join(f"  {k}={v}" for k, v in sorted(dswheels_env.items())))
     get_reporter().info(
         f"building {len(planned.ops.build)} op(s), {parallelism.describe()}"

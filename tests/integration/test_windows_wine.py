@@ -30,8 +30,10 @@ from dswheels.core.flags.msvc import judge_cl
 from dswheels.core.sources import TorchSource, TorchSourceKind
 from dswheels.core.wheel.manifest import parse_manifest
 from dswheels.effects.interpreter import find_uv, prepare_interpreter, torch_index_args
+from dswheels.effects.toolchain import MsvcEnv, check_msvc_link
 from dswheels.effects.wine.cuda import WindowsCuda, assemble_windows_cuda
 from dswheels.effects.wine.toolchain import WineTools, check_wine, prepare_wine, write_wine_tools
+from dswheels.errors import EnvironmentMismatchError
 from tests.conftest import require
 from tests.integration.conftest import Built, _build, dswheels
 from tests.support.planned import planned_cell
@@ -373,3 +375,31 @@ def test_four_extensions_at_once_set_up_msvc_once_before_the_threads(
         assert result.returncode == 0, output[-4000:]
         assert len(list((project / "build").glob("lib*/four/*.pyd"))) == 4
         assert [line for line in output.splitlines() if line.startswith("INITIALIZE")] == ["INITIALIZE in MainThread"]
+
+
+def test_gnu_link_first_on_path_fails_every_link_and_the_build_refuses_it(
+    wine_tools: tuple[WineTools, Path], tmp_path: Path
+) -> None:
+    """Git Bash puts GNU coreutils' link.exe before MSVC's; setuptools links with the first one on PATH.
+    Shown with the real GNU link (coreutils) called as setuptools calls link.exe, and the real cl's object."""
+    _tools, bin_dir = wine_tools
+    gnu = tmp_path / "gnu"
+    gnu.mkdir()
+    coreutils_link = shutil.which("link")
+    require(coreutils_link is not None, "GNU coreutils' link is needed")
+    assert coreutils_link is not None
+    shutil.copy(coreutils_link, gnu / "link.exe")
+    source = tmp_path / "op.cpp"
+    source.write_text("int op() { return 0; }\n", encoding="utf-8")
+    assert (
+        _compile(bin_dir / "cl.exe", "/nologo", "/c", source, f"/Fo{tmp_path / 'op.obj'}", cwd=tmp_path).returncode == 0
+    )
+    args = ("/nologo", "/DLL", tmp_path / "op.obj", f"/OUT:{tmp_path / 'op.pyd'}")
+    wrong = _compile(gnu / "link.exe", *args, cwd=tmp_path)
+    assert wrong.returncode != 0
+    assert "extra operand" in wrong.stderr
+    assert _compile(bin_dir / "link.exe", *args, "/NOENTRY", cwd=tmp_path).returncode == 0
+    msvc = MsvcEnv(toolset="14.44", bin_dir=str(bin_dir))
+    with pytest.raises(EnvironmentMismatchError, match="not MSVC's"):
+        check_msvc_link(os.pathsep.join([str(gnu), str(bin_dir)]), msvc)
+    check_msvc_link(os.pathsep.join([str(bin_dir), str(gnu)]), msvc)  # the Wine host's order: its tools first
