@@ -30,15 +30,14 @@ from pathlib import Path
 from dswheels.core.compat import Compat
 from dswheels.core.compat.entries import CudaComponent
 from dswheels.core.model import PlannedCell
-from dswheels.effects import proc
 from dswheels.effects.files import exclusive, staging_dir, write_text_atomic
+from dswheels.effects.wine.host import install_for_windows
+from dswheels.effects.wine.import_libs import import_library_from_dll
 from dswheels.errors import EnvironmentMismatchError
 from dswheels.log import get_reporter
 
-__all__ = ["WindowsCuda", "assemble_windows_cuda", "import_library_from_dll"]
+__all__ = ["WindowsCuda", "assemble_windows_cuda"]
 
-# The wheels' target: the CPython ABI does not matter for these (py3-none-win_amd64), uv needs one
-_PLATFORM = "x86_64-pc-windows-msvc"
 # DLL stem -> the import library torch's and DeepSpeed's builders name (``libraries``)
 _MADE_LIBS = {"cublas64_": "cublas.lib", "cublasLt64_": "cublasLt.lib", "curand64_": "curand.lib"}
 
@@ -98,27 +97,8 @@ def _assemble(
     requirement = f"cuda-toolkit[{','.join(c.pypi for c in components)}]=={toolkit}"
     get_reporter().info(f"assembling the Windows CUDA {toolkit} root from NVIDIA's PyPI wheels: {requirement}")
     with staging_dir(folder.parent, folder.name) as staged:
-        proc.run(
-            [
-                uv,
-                "pip",
-                "install",
-                "--quiet",
-                "--no-compile",
-                "--target",
-                staged / "wheels",
-                "--python-platform",
-                _PLATFORM,
-                "--python-version",
-                "3.11",
-                requirement,
-            ],
-            log_file=log,
-            stream=False,
-            error=EnvironmentMismatchError,
-            what=f"uv pip install {requirement} (win_amd64)",
-            timeout=1800,
-        )
+        # the wheels' CPython ABI does not matter (py3-none-win_amd64); uv needs one
+        install_for_windows(uv, staged / "wheels", [requirement], python="3.11", log=log)
         nvidia = staged / "wheels" / "nvidia"
         single = sorted(p for p in nvidia.glob("cu[0-9]*") if p.is_dir())
         if single:  # CUDA 13+: the wheels share one CUDA_HOME layout
@@ -154,58 +134,6 @@ def _make_import_libs(root: Path, *, dumpbin: Path, lib_tool: Path, log: Path) -
         import_library_from_dll(dll, lib_dir / lib_name, dumpbin=dumpbin, lib_tool=lib_tool, log=log)
         made.append(f"{lib_name} <- {dll.name}")
     return made
-
-
-def import_library_from_dll(dll: Path, out: Path, *, dumpbin: Path, lib_tool: Path, log: Path) -> int:
-    """An import library of every name ``dll`` exports (``dumpbin /exports``, then ``lib /def:``); the count."""
-    listed = proc.capture([dumpbin, "/nologo", "/exports", dll], log_file=log, error=EnvironmentMismatchError)
-    if listed.returncode != 0:
-        raise EnvironmentMismatchError(f"dumpbin /exports {dll.name} failed", details="\n".join(listed.tail[-20:]))
-    names = _export_names(listed.output)
-    if not names:
-        raise EnvironmentMismatchError(f"{dll.name} exports no names (dumpbin /exports)")
-    definition = out.with_suffix(".def")
-    write_text_atomic(definition, "\n".join([f"LIBRARY {dll.name}", "EXPORTS", *names]) + "\n")
-    try:
-        proc.run(
-            [lib_tool, "/nologo", f"/def:{definition}", "/machine:x64", f"/out:{out}"],
-            log_file=log,
-            stream=False,
-            error=EnvironmentMismatchError,
-            what=f"lib /def:{definition.name}",
-        )
-    finally:  # lib also writes an export file nothing links
-        definition.unlink(missing_ok=True)
-        out.with_suffix(".exp").unlink(missing_ok=True)
-    return len(names)
-
-
-def _export_names(output: str) -> list[str]:
-    """The names of ``dumpbin /exports``' table (``ordinal hint RVA name``; forwarded ones too).
-
-    >>> _export_names('''    ordinal hint RVA      name
-    ...
-    ...           1    0 00001000 cublasAxpyEx
-    ...           2    1          cublasCreate_v2 (forwarded to X.Y)
-    ...
-    ...   Summary''')
-    ['cublasAxpyEx', 'cublasCreate_v2']
-    """
-    names: list[str] = []
-    in_table = False
-    for line in output.splitlines():
-        words = line.split()
-        if words[:4] == ["ordinal", "hint", "RVA", "name"]:
-            in_table = True
-            continue
-        if not in_table:
-            continue
-        if words and words[0] == "Summary":
-            break
-        if len(words) >= 3 and words[0].isdigit():
-            name = words[3] if len(words) >= 4 and all(c in "0123456789ABCDEF" for c in words[2]) else words[2]
-            names.append(name)
-    return names
 
 
 def _check_provides(root: Path, components: Sequence[CudaComponent], toolkit: str) -> None:

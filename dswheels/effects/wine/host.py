@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import shutil
 import stat
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,7 +22,7 @@ from dswheels.effects.files import exclusive, write_text_atomic
 from dswheels.errors import EnvironmentMismatchError
 from dswheels.log import get_reporter
 
-__all__ = ["WineHost", "find_wine", "windows_path", "write_tool_scripts"]
+__all__ = ["WineHost", "find_wine", "install_for_windows", "windows_path", "write_tool_scripts"]
 
 WINE_TOOL = Path(__file__).resolve().parents[2] / "probes" / "wine_tool.py"
 # Wine maps Z: to the root of this machine's file system (its default drive configuration)
@@ -114,3 +114,31 @@ def write_tool_scripts(
         script.write_text(f'#!/bin/sh\nexec "{python}" "{WINE_TOOL}" "{config}" "{name}" "$@"\n', encoding="utf-8")
         script.chmod(script.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
     return config
+
+
+def install_for_windows(
+    uv: str, target: Path, requirements: Sequence[str], *, python: str, log: Path, extra: Sequence[str] = ()
+) -> None:
+    """win_amd64 wheels of ``requirements`` unpacked into ``target`` by uv, as a Windows ``python`` would get them."""
+    proc.run(
+        [
+            uv,
+            "pip",
+            "install",
+            "--quiet",
+            "--no-compile",
+            "--target",
+            target,
+            "--python-platform",
+            "x86_64-pc-windows-msvc",
+            "--python-version",
+            python,
+            *extra,
+            *requirements,
+        ],
+        log_file=log,
+        stream=False,
+        error=EnvironmentMismatchError,
+        what=f"uv pip install {' '.join(requirements)} (win_amd64)",
+        timeout=1800,
+    )

@@ -19,10 +19,10 @@ from pathlib import Path
 from dswheels.core.compat import Compat
 from dswheels.core.model import Python
 from dswheels.core.versions import format_version
-from dswheels.effects import proc
-from dswheels.effects.files import exclusive, staging_dir, write_text_atomic
+from dswheels.effects.files import exclusive, staging_dir
 from dswheels.effects.sources import Downloader
 from dswheels.effects.unpack import extract_archive
+from dswheels.effects.wine.import_libs import import_library
 from dswheels.errors import EnvironmentMismatchError, SourceError
 
 __all__ = ["WindowsPython", "exported_names", "prepare_windows_python"]
@@ -92,15 +92,13 @@ def prepare_windows_python(
                 shutil.rmtree(staged / "src")
                 functions, data = exported_names(staged / "include")
                 (staged / "libs").mkdir()
-                definition = staged / "libs" / f"python{tag}.def"
-                lines = [f"LIBRARY python{tag}.dll", "EXPORTS", *functions, *(f"{d} DATA" for d in data)]
-                write_text_atomic(definition, "\n".join(lines) + "\n")
-                proc.run(
-                    [lib_tool, "/nologo", f"/def:{definition}", "/machine:x64", f"/out:{staged / 'libs' / done.name}"],
-                    log_file=log,
-                    stream=False,
-                    error=EnvironmentMismatchError,
-                    what=f"lib /def:python{tag}.def",
+                import_library(
+                    f"python{tag}.dll",
+                    functions,
+                    data=data,
+                    out=staged / "libs" / done.name,
+                    lib_tool=lib_tool,
+                    log=log,
                 )
                 shutil.rmtree(target, ignore_errors=True)
                 staged.replace(target)

@@ -27,8 +27,8 @@ from pathlib import Path
 
 from dswheels.core.model import PlannedCell
 from dswheels.core.versions import format_version
-from dswheels.effects import proc
 from dswheels.effects.files import exclusive, staging_dir, write_text_atomic
+from dswheels.effects.wine.host import install_for_windows
 from dswheels.errors import EnvironmentMismatchError
 from dswheels.log import get_reporter
 
@@ -68,28 +68,13 @@ def prepare_windows_torch(
         if not (torch_dir / "version.py").is_file():
             get_reporter().info(f"installing torch {planned.torch_version}'s win_amd64 wheel for the Wine host")
             with staging_dir(folder.parent, folder.name) as staged:
-                proc.run(
-                    [
-                        uv,
-                        "pip",
-                        "install",
-                        "--quiet",
-                        "--no-compile",
-                        "--no-deps",
-                        "--target",
-                        staged,
-                        "--python-platform",
-                        "x86_64-pc-windows-msvc",
-                        "--python-version",
-                        python,
-                        f"torch=={planned.torch_version}",
-                        *index_args,
-                    ],
-                    log_file=log,
-                    stream=False,
-                    error=EnvironmentMismatchError,
-                    what=f"uv pip install torch=={planned.torch_version} (win_amd64)",
-                    timeout=1800,
+                install_for_windows(
+                    uv,
+                    staged,
+                    [f"torch=={planned.torch_version}"],
+                    python=python,
+                    log=log,
+                    extra=["--no-deps", *index_args],
                 )
                 shutil.rmtree(folder, ignore_errors=True)
                 staged.replace(folder)
