@@ -9,6 +9,7 @@ an op range and a rule the sdists contradict.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import socket
 import subprocess
@@ -223,3 +224,30 @@ def test_the_workflow_is_found_from_any_directory_of_the_repository(upstream: Up
         )
         assert proc.returncode == 0, f"{what}: {proc.stderr}"
         assert "read    cuda-action: Jimver/cuda-toolkit@" in proc.stdout, what
+
+
+def test_without_the_cuda_action_write_raises_a_pin_to_nvidias_newest(upstream: UpstreamServer, tmp_path: Path) -> None:
+    # wheels.yml installing CUDA from NVIDIA's archives: no action tables limit what can be installed
+    clone = _repository(tmp_path / "clone")
+    workflow = clone / ".github" / "workflows" / "wheels.yml"
+    text = workflow.read_text(encoding="utf-8")
+    workflow.write_text(re.sub(r"(?i)uses:\s*Jimver/cuda-toolkit@\S+", "run: dswheels cuda install", text), "utf-8")
+    compat = clone / "dswheels" / "compat.yml"
+    compat.write_text(apply_edits(SHIPPED, [Edit("set", ("cuda", "12.8", "install"), '"12.8.1"')]), encoding="utf-8")
+    leave_out = ("pypi-deepspeed", "pypi-torch", "torch-index", "deepspeed-sdists")
+    args = ["facts", "check", "--compat", str(compat), "--json", str(tmp_path / "r.json"), *upstream.args]
+    proc = subprocess.run(
+        [sys.executable, "-m", "dswheels", *args, *(arg for name in leave_out for arg in ("--skip", name))],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={"PATH": "/usr/bin:/bin", "DSWHEELS_CACHE": str(tmp_path / "cache"), "HOME": str(tmp_path)},
+        check=False,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "installs CUDA without Jimver/cuda-toolkit" in proc.stdout
+    (pin,) = _findings(tmp_path / "r.json")["cuda.12.8.install"]
+    assert "the newest CUDA 12.8 release is 12.8.2" in str(pin["message"])
+    assert pin["written"] is True
+    assert not pin["person"]

@@ -18,7 +18,9 @@ The steps run as tests/gha/steps.py runs them (no Actions runner is emulated).
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -145,3 +147,18 @@ def _matrix_inputs() -> dict[str, str]:
         "canary": "false",
         "publish": "true",
     }
+
+
+def test_facts_builds_reads_the_repository_matrix_from_any_directory(tmp_path: Path) -> None:
+    report = tmp_path / "report.json"
+    report.write_text(json.dumps({"schema": "dswheels.facts-report/1", "placeable_deepspeed": []}), encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DSWHEELS_", "GITHUB_"))}
+    args = [sys.executable, "-m", "dswheels", "facts", "builds", "--report", str(report)]
+    args += ["--publish-dir", str(tmp_path / "published")]
+    outputs = []
+    for cwd in (ROOT, ROOT / "docs"):
+        done = subprocess.run(args, capture_output=True, text=True, cwd=cwd, env=env, check=False, timeout=300)
+        assert done.returncode == 0, f"from {cwd}: {done.stderr}"
+        outputs.append(done.stdout)
+    assert outputs[0] == outputs[1]  # matrix/matrix.yml of the clone, wherever it runs from
+    assert json.loads(outputs[0])  # the shipped matrix plans versions, none published here
