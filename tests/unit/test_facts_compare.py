@@ -316,3 +316,14 @@ def test_a_source_that_could_not_be_read_is_named_and_its_facts_stay_unchecked()
     assert "could not read 1 source(s): torch-index" in render_text(report)
     assert json.loads(render_json(report, diff=""))["unreachable"] == {"torch-index": why}
     assert f"Could not read: torch-index: {why}" in render_markdown(report, diff="")
+
+
+def test_an_entry_inferred_for_another_key_is_not_settled_by_its_variants() -> None:
+    # a new minor's entry as `--write` adds it: only its cxx_std is a guess; the index confirming its
+    # variants the next day must leave it inferred
+    planted = plant(Edit("set", ("torch", "2.15", "unsettled"), '"cxx_std: torch 2.14\'s; not read"'))
+    report = check_facts(planted, recorded_upstream(), today=TODAY)
+    found = _by_entry(report)
+    assert "torch.2.15.variants" not in found
+    assert found["torch.2.15"] == [(Kind.UNSETTLED, "cxx_std: torch 2.14's; not read")]
+    assert parse_compat(yaml.safe_load(report.after)).torch[(2, 15)].inferred
