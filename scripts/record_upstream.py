@@ -12,8 +12,9 @@ Writes tests/data/upstream/ (its README says where each file came from):
   meta-package: one version per toolkit release, pre-releases included). File entries are
   kept byte for byte otherwise.
 - ``ranges/<wheel>.gz``: the exact byte ranges dswheels reads from a torch wheel to get its
-  METADATA (the end of the zip and the METADATA entry), for each minor's newest patch but the
-  newest release (whose requirements the JSON's ``info`` already has): gzip of a JSON line
+  METADATA (the end of the zip and the METADATA entry), for each minor's newest patch (the
+  newest release's too: its requirements come from the JSON's ``info`` until a newer minor is
+  out, as in the torch 2.16 scenario of tests/support/scenarios.py): gzip of a JSON line
   ``{"from": url, "size": bytes, "segments": [[start, length], ...]}`` and then those bytes.
 - ``cuda-toolkit/<commit>/src/links/<os>-links.ts``: Jimver/cuda-toolkit's version tables at
   the commit .github/workflows/wheels.yml pins, from raw.githubusercontent.com or, with
@@ -128,10 +129,7 @@ def record_pypi(out: Path, projects: tuple[str, ...] = PROJECTS) -> dict[str, ob
 
 def record_ranges(out: Path, torch: dict[str, object]) -> None:
     url = PYPI.format(project="torch")
-    newest = str(dict(torch["info"])["version"])  # type: ignore[call-overload]
     for seen in torch_minors(torch).values():
-        if seen.latest == newest:
-            continue
         wheel = linux_wheel(torch, seen.latest, json_url=url)
         if wheel is None:
             raise SystemExit(f"torch {seen.latest} has no Linux x86-64 wheel on PyPI")
