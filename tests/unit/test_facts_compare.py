@@ -327,3 +327,17 @@ def test_an_entry_inferred_for_another_key_is_not_settled_by_its_variants() -> N
     assert "torch.2.15.variants" not in found
     assert found["torch.2.15"] == [(Kind.UNSETTLED, "cxx_std: torch 2.14's; not read")]
     assert parse_compat(yaml.safe_load(report.after)).torch[(2, 15)].inferred
+
+
+def test_a_pin_installed_from_a_pinned_redistrib_json_is_not_raised_alone() -> None:
+    # the toolkit is installed from NVIDIA's redistrib_12.8.1.json, pinned by its sha256: raising `install`
+    # alone would check the new release's archives against the old release's JSON
+    planted = plant(
+        Edit("set", ("cuda", "12.8", "install"), '"12.8.1"'),
+        Edit("add", ("cuda", "12.8"), '"' + "ab" * 32 + '"', key="redist_sha256"),
+    )
+    report = check_facts(planted, _without_action(), today=TODAY)
+    (finding,) = [f for f in report.findings if f.entry == "cuda.12.8.install"]
+    assert not finding.edits
+    assert "record NVIDIA's redistrib_12.8.2.json" in finding.person
+    assert parse_compat(yaml.safe_load(report.after)).cuda[(12, 8)].install == "12.8.1"

@@ -134,22 +134,31 @@ def _no_release(key: str, claims: _Claims) -> str:
     )
 
 
+def _raise_install(ctx: Context, minor: VersionTuple, version: VersionTuple) -> tuple[list[Edit], str]:
+    """The edit that makes ``install`` name ``version``, or what a person does instead: a toolkit whose
+    redistrib JSON is pinned (``redist_sha256``) is installed from that JSON, which names one release, so
+    the new release's JSON must be recorded and pinned in the same change."""
+    key, text = format_version(minor), format_version(version)
+    if ctx.value(("cuda", key, "redist_sha256")) is not None:
+        return [], (
+            f"record NVIDIA's redistrib_{text}.json (dswheels/cuda_redist/README.md) and set `install: {text}` "
+            "with its `redist_sha256` (the pinned JSON is the current release's: every archive is checked "
+            "against it)"
+        )
+    return [Edit("set", ("cuda", key, "install"), render_scalar(text))], ""
+
+
 def _without_action_tables(
     ctx: Context, minor: VersionTuple, install: VersionTuple, claims: _Claims, *, installer_read: bool
 ) -> None:
     """No action tables: with NVIDIA's archives every published release installs; unread, a person checks."""
     key = format_version(minor)
-    entry, path = f"cuda.{key}.install", ("cuda", key, "install")
+    entry = f"cuda.{key}.install"
     if claims.target is None:
         ctx.add(Kind.DISAGREES, entry, _message(install, claims), claims.source, person=_no_release(key, claims))
     elif installer_read:
-        ctx.add(
-            Kind.DISAGREES,
-            entry,
-            _message(install, claims),
-            claims.source,
-            edits=[Edit("set", path, render_scalar(format_version(claims.target)))],
-        )
+        edits, person = _raise_install(ctx, minor, claims.target)
+        ctx.add(Kind.DISAGREES, entry, _message(install, claims), claims.source, edits=edits, person=person)
     else:
         ctx.add(
             Kind.DISAGREES,
@@ -166,7 +175,7 @@ def _with_action(
 ) -> None:
     """``install`` against what the pinned action can install on both OSes, and what the sources want."""
     key = format_version(minor)
-    entry, path = f"cuda.{key}.install", ("cuda", key, "install")
+    entry = f"cuda.{key}.install"
     where = _action_name(action)
     both = _on_both(action)
     of_minor = sorted(v for v in both if v[:2] == minor)
@@ -187,9 +196,10 @@ def _with_action(
                 f"CUDA {key}, or leave {key} out of the matrix (no variant or `toolkits:` may use it)",
             )
             return
-        person = ""
+        edits, pinned = _raise_install(ctx, minor, best)
+        bump = ""
         if target is not None and best < target:
-            person = (
+            bump = (
                 f"bump the action's pin in .github/workflows/wheels.yml to a release that lists "
                 f"{format_version(target)}; then `dswheels facts check --write` raises `install` again"
             )
@@ -198,8 +208,8 @@ def _with_action(
             entry,
             f"{message}; it can install {format_version(best)}{tail}",
             source,
-            edits=[Edit("set", path, render_scalar(format_version(best)))],
-            person=person,
+            edits=edits,
+            person="; ".join(p for p in (pinned, bump) if p),
         )
         return
     if not claims.clauses:
@@ -207,13 +217,8 @@ def _with_action(
     if target is None:
         ctx.add(Kind.DISAGREES, entry, _message(install, claims), claims.source, person=_no_release(key, claims))
     elif target in both:
-        ctx.add(
-            Kind.DISAGREES,
-            entry,
-            _message(install, claims),
-            source,
-            edits=[Edit("set", path, render_scalar(format_version(target)))],
-        )
+        edits, person = _raise_install(ctx, minor, target)
+        ctx.add(Kind.DISAGREES, entry, _message(install, claims), source, edits=edits, person=person)
     else:
         ctx.add(
             Kind.DISAGREES,
