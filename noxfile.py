@@ -211,31 +211,6 @@ def update_flags(session: nox.Session) -> None:
 
 @nox.session(default=False)
 def lock(session: nox.Session) -> None:
-    """Re-pin what CI installs (requirements/*.txt) to the newest allowed versions."""
+    """Re-pin what CI installs (requirements/*.txt) to the newest allowed versions (`-- ARGS` go to uv)."""
     session.install("uv")
-    session.run(
-        "uv",
-        "pip",
-        "compile",
-        str(ROOT / "requirements" / "nox.in"),
-        "--universal",
-        "--python-version",
-        "3.10",
-        "--no-header",
-        "-o",
-        str(ROOT / "requirements" / "nox.txt"),
-    )
-    session.run(
-        "uv",
-        "pip",
-        "compile",
-        "pyproject.toml",
-        "--group",
-        "dev",
-        "--universal",
-        "--python-version",
-        "3.10",
-        "--no-header",
-        "-o",
-        str(CONSTRAINTS),
-    )
+    session.run("python", str(ROOT / "scripts" / "lock.py"), "--", *session.posargs)

@@ -7,11 +7,14 @@
 Writes tests/data/upstream/ (its README says where each file came from):
 
 - ``pypi/<project>/json``: https://pypi.org/pypi/<project>/json, trimmed: ``info`` keeps only
-  what dswheels reads, ``releases`` keeps DeepSpeed >= 0.14.0 (sdists only) and torch >= 2.13
-  (Linux x86-64 and Windows wheels only). File entries are kept byte for byte otherwise.
+  what dswheels reads, ``releases`` keeps DeepSpeed >= 0.14.0 (sdists only), torch >= 2.13
+  (Linux x86-64 and Windows wheels only) and every ``cuda-toolkit`` release (NVIDIA's
+  meta-package: one version per toolkit release, pre-releases included). File entries are
+  kept byte for byte otherwise.
 - ``ranges/<wheel>.gz``: the exact byte ranges dswheels reads from a torch wheel to get its
-  METADATA (the end of the zip and the METADATA entry), for each minor's newest patch but the
-  newest release (whose requirements the JSON's ``info`` already has): gzip of a JSON line
+  METADATA (the end of the zip and the METADATA entry), for each minor's newest patch (the
+  newest release's too: its requirements come from the JSON's ``info`` until a newer minor is
+  out, as in the torch 2.16 scenario of tests/support/scenarios.py): gzip of a JSON line
   ``{"from": url, "size": bytes, "segments": [[start, length], ...]}`` and then those bytes.
 - ``cuda-toolkit/<commit>/src/links/<os>-links.ts``: Jimver/cuda-toolkit's version tables at
   the commit .github/workflows/wheels.yml pins, from raw.githubusercontent.com or, with
@@ -83,6 +86,8 @@ def _trim(project: str, data: dict[str, object]) -> dict[str, object]:
             releases[name] = [f for f in files if f["packagetype"] == "sdist"]
         elif project == "torch" and version[:2] >= TORCH_FROM:
             releases[name] = [f for f in files if wheel_platform(f["filename"]) is not None]
+    if project == "cuda-toolkit":  # every release, pre-releases too: what `facts check` flags
+        releases = dict(data["releases"])  # type: ignore[call-overload]
     return {"info": keep_info, "releases": releases, "dswheels_recorded": {"from": PYPI.format(project=project)}}
 
 
@@ -104,9 +109,12 @@ class _Recorder(requests.Session):
         return response
 
 
-def record_pypi(out: Path) -> dict[str, object]:
+PROJECTS = ("deepspeed", "torch", "cuda-toolkit")
+
+
+def record_pypi(out: Path, projects: tuple[str, ...] = PROJECTS) -> dict[str, object]:
     torch: dict[str, object] = {}
-    for project in ("deepspeed", "torch"):
+    for project in projects:
         url = PYPI.format(project=project)
         print(f"GET {url}")
         data = requests.get(url, timeout=120).json()
@@ -121,10 +129,7 @@ def record_pypi(out: Path) -> dict[str, object]:
 
 def record_ranges(out: Path, torch: dict[str, object]) -> None:
     url = PYPI.format(project="torch")
-    newest = str(dict(torch["info"])["version"])  # type: ignore[call-overload]
     for seen in torch_minors(torch).values():
-        if seen.latest == newest:
-            continue
         wheel = linux_wheel(torch, seen.latest, json_url=url)
         if wheel is None:
             raise SystemExit(f"torch {seen.latest} has no Linux x86-64 wheel on PyPI")

@@ -16,7 +16,8 @@ from dswheels.core.upstream.findings import render_json, render_markdown, render
 from dswheels.effects.files import write_text_atomic
 from dswheels.effects.gha import write_summary
 from dswheels.effects.steps.facts import FactsCheckOptions, check_compat
-from dswheels.effects.upstream import SOURCES, UpstreamOptions
+from dswheels.effects.upstream import SOURCES, WORKFLOW, UpstreamOptions
+from dswheels.errors import SourceError
 
 __all__ = ["register", "run_check"]
 
@@ -27,6 +28,8 @@ disagrees, which `inferred` entries the sources confirm or refute, and what is n
   pypi-deepspeed    PyPI's JSON API: DeepSpeed releases and their sdists
   pypi-torch        PyPI's JSON API: torch releases, Requires-Python, wheels per platform, and
                     the CUDA toolkit each minor's newest patch pins (its METADATA)
+  pypi-cuda-toolkit PyPI's JSON API: the CUDA toolkit releases NVIDIA published (each install
+                    pin against the newest patch of its minor; pre-releases flagged)
   torch-index       PyTorch's per-variant indexes: which variants and Pythons exist per minor
   cuda-action       the CUDA versions the CUDA-install action pinned in the wheels workflow
                     can install, per OS (its version tables at the pinned commit)
@@ -34,8 +37,9 @@ disagrees, which `inferred` entries the sources confirm or refute, and what is n
                     the C++ standard passed to nvcc and the host compiler, ops not for win32
 
 --write turns the findings into an edit of compat.yml (every source note kept), printed as a
-diff first. A source that cannot be reached is an error (exit 4) and nothing is written;
---skip NAME checks without it and reports its facts as unchecked.
+diff first. Every source is read on its own: one that cannot be reached is named, its facts
+reported unchecked, the others checked and the report (--json, --markdown) written; the run
+then exits 4 and compat.yml is not written. --skip NAME checks (and writes) without a source.
 
 examples:
   dswheels facts check                                  # report only
@@ -89,7 +93,12 @@ def register(facts_sub: Subparsers[argparse.ArgumentParser]) -> None:
         help="the CUDA-install action's links files, with {action}, {commit} and {os}",
     )
     p.add_argument(
-        "--workflow", type=Path, default=UpstreamOptions.workflow, metavar="PATH", help="the workflow that pins it"
+        "--workflow",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help=f"the workflow that installs CUDA (default: {WORKFLOW} of the repository, looked up from the "
+        "facts file's directory, else from the working directory)",
     )
     p.add_argument("--torch-minors", type=_count, default=3, metavar="N|all", help="newest torch minors to check")
     p.add_argument("--sdists", type=_count, default=2, metavar="N|all", help="newest DeepSpeed sdists to read")
@@ -121,9 +130,19 @@ def run_check(args: argparse.Namespace) -> int:
         write_text_atomic(args.markdown, render_markdown(report, diff=diff))
     if (args.diff or args.write) and diff:
         sys.stdout.write("\n" + diff)
-    if args.write and diff:
+    failed = ", ".join(report.unreachable)
+    if args.write and report.unreachable:
+        sys.stdout.write(f"\nnot written: {failed} could not be read\n")
+    elif args.write and diff:
         write_text_atomic(path, report.after)
         sys.stdout.write(f"\nwrote {path}\n")
     elif args.write:
         sys.stdout.write("\nnothing to write: no finding changes compat.yml\n")
+    if report.unreachable:
+        raise SourceError(
+            f"could not read {len(report.unreachable)} of the sources: "
+            + "; ".join(f"{name}: {why}" for name, why in report.unreachable.items()),
+            hint="the report above (and --json/--markdown) holds what the other sources say; run again when "
+            f"they can be reached, or leave them out with {' '.join(f'--skip {n}' for n in report.unreachable)}",
+        )
     return 0

@@ -43,10 +43,16 @@ COMBO_AXES = ("deepspeed", "torch", "cuda", "python", "platform")
 # --- the matrix, and which of its cells ----------------------------------------------------------
 
 
-def add_matrix_argument(p: Container, *, help: str = "matrix file") -> None:  # noqa: A002 - argparse's name
-    """``--matrix PATH``, the matrix file; ``DSWHEELS_MATRIX`` (the repository variable) is its default."""
+def add_matrix_argument(
+    p: Container,
+    *,
+    help: str = "matrix file",  # noqa: A002 - argparse's name
+    default: Path | None = MATRIX,
+) -> None:
+    """``--matrix PATH``, the matrix file; ``DSWHEELS_MATRIX`` (the repository variable) is its default,
+    then ``default`` (None: the command finds the repository's own)."""
     add_env_option(
-        p, "--matrix", env="DSWHEELS_MATRIX", default=MATRIX, parse=Path, type=Path, metavar="PATH", help=help
+        p, "--matrix", env="DSWHEELS_MATRIX", default=default, parse=Path, type=Path, metavar="PATH", help=help
     )
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from dswheels.commands.common import Subparsers, add_command
 from dswheels.commands.flags import add_matrix_argument, add_published_arguments, published_at
+from dswheels.core.locations import MATRIX
 from dswheels.effects.gha import write_output
 from dswheels.effects.steps.follow import (
     BuildsOptions,
@@ -34,7 +35,12 @@ __all__ = ["register"]
 def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
     p = add_command(sub, "builds", help="the DeepSpeed versions whose wheels should be built now", description=__doc__)
     p.add_argument("--report", type=Path, required=True, metavar="PATH", help="`dswheels facts check --json` output")
-    add_matrix_argument(p)
+    add_matrix_argument(
+        p,
+        help=f"matrix file (else {MATRIX} of the repository: the installed dswheels' clone, else the working "
+        "directory's, looked up upward)",
+        default=None,
+    )
     p.add_argument(
         "--published",
         metavar="INDEX_URL|DIR",

@@ -57,11 +57,11 @@ class FetchedSource:
     verified_by: str  # what the sha256 was checked against
 
 
-def _session(retries: int) -> requests.Session:
+def _session(retries: int, connect_retries: int) -> requests.Session:
     session = requests.Session()
     retry = Retry(
         total=retries,
-        connect=retries,
+        connect=connect_retries,
         read=retries,
         status=retries,
         backoff_factor=1.0,
@@ -80,15 +80,18 @@ def _session(retries: int) -> requests.Session:
 class Downloader:
     """Content-addressed download cache with resumable transfers (HTTP Range) and retries."""
 
-    def __init__(self, cache_dir: Path, *, retries: int = 5) -> None:
+    def __init__(self, cache_dir: Path, *, retries: int = 5, connect_retries: int | None = None) -> None:
+        """``connect_retries``: how often a connection that could not be made (refused, no such host,
+        connect timeout) is tried again, with backoff (default ``retries``: ~30 s before giving up)."""
         self.cache_dir = cache_dir
         self.retries = retries
+        self.connect_retries = retries if connect_retries is None else connect_retries
         self._session: requests.Session | None = None
 
     @property
     def session(self) -> requests.Session:
         if self._session is None:
-            self._session = _session(self.retries)
+            self._session = _session(self.retries, self.connect_retries)
         return self._session
 
     def close(self) -> None:

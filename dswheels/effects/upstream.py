@@ -6,23 +6,28 @@ Sources, each with a name ``--skip`` takes:
 - ``pypi-torch``: ``<pypi>/torch/json`` (releases, wheels per platform, Requires-Python; the
   newest release's requirements) and, for the other minors' newest patch, METADATA read from
   the Linux wheel with range requests (the CUDA toolkit it pins);
+- ``pypi-cuda-toolkit``: ``<pypi>/cuda-toolkit/json``, NVIDIA's meta-package: one version per
+  CUDA toolkit release, pre-releases included (the newest patch of each minor);
 - ``torch-index``: PyTorch's per-variant pages ``<torch_index>`` for every variant a torch
   minor in scope lists and every ``cuXY`` of compat.yml's CUDA toolkits;
 - ``cuda-action``: the version tables of the CUDA-install action at the commit the wheels
-  workflow pins;
+  workflow pins (a workflow without the action installs any release NVIDIA published);
 - ``deepspeed-sdists``: the sdists of the newest known releases, of every new release and of
   the releases on each side of a checkable rule's boundary (verified by PyPI's sha256).
 
-A source that cannot be reached stops the check (``SourceError``, nothing written) unless it
-is skipped, in which case its facts are reported unchecked.
+Each source is read on its own: one that cannot be read is named in ``Upstream.unreachable``
+(its facts reported unchecked) and the others are still read, so one run names every source
+that failed. A refused connection is tried again twice, not for half a minute
+(:data:`CONNECT_RETRIES`); every request has a connect and a read timeout.
 """
 
 from __future__ import annotations
 
 import tarfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TypeVar
 from urllib.parse import unquote, urlsplit
 
 import requests
@@ -30,22 +35,39 @@ import requests
 from dswheels.core.compat import Compat
 from dswheels.core.model import Variant
 from dswheels.core.upstream.compare_deepspeed import boundary_versions, rule_checks
-from dswheels.core.upstream.cuda_action import ACTION, cuda_action_seen, find_action_pin
+from dswheels.core.upstream.cuda_action import ACTION, cuda_action_seen, find_action_pin, uses_action
 from dswheels.core.upstream.deepspeed_source import read_deepspeed_source, wanted_member
-from dswheels.core.upstream.pypi import deepspeed_releases, linux_wheel, parse_cuda_pin, torch_minors
-from dswheels.core.upstream.seen import CudaActionSeen, DeepSpeedRelease, DeepSpeedSourceSeen, TorchMinorSeen, Upstream
+from dswheels.core.upstream.pypi import (
+    cuda_toolkit_releases,
+    deepspeed_releases,
+    linux_wheel,
+    parse_cuda_pin,
+    torch_minors,
+)
+from dswheels.core.upstream.seen import (
+    CudaActionSeen,
+    CudaToolkitSeen,
+    DeepSpeedRelease,
+    DeepSpeedSourceSeen,
+    TorchIndexSeen,
+    TorchMinorSeen,
+    Upstream,
+)
 from dswheels.core.upstream.torch_index import torch_index_seen
 from dswheels.core.versions import VersionTuple, format_version
 from dswheels.core.wheel.contents import parse_metadata
-from dswheels.effects.sources import Downloader
+from dswheels.effects.http import MAX_PAGE_BYTES, check_redirects, read_limited
+from dswheels.effects.sources import TIMEOUT, Downloader
 from dswheels.effects.wheel_metadata import read_wheel_metadata
 from dswheels.errors import SourceError
 from dswheels.log import get_reporter
 
-__all__ = ["SOURCES", "UpstreamOptions", "read_upstream"]
+__all__ = ["CONNECT_RETRIES", "SOURCES", "WORKFLOW", "UpstreamOptions", "read_upstream"]
 
-SOURCES = ("pypi-deepspeed", "pypi-torch", "torch-index", "cuda-action", "deepspeed-sdists")
-_TIMEOUT = (15, 120)
+SOURCES = ("pypi-deepspeed", "pypi-torch", "pypi-cuda-toolkit", "torch-index", "cuda-action", "deepspeed-sdists")
+WORKFLOW = Path(".github") / "workflows" / "wheels.yml"  # the workflow that installs CUDA, in the repository
+CONNECT_RETRIES = 2  # a host that refuses (or does not resolve) is given up after ~2 s, not ~30 s
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -53,18 +75,14 @@ class UpstreamOptions:
     pypi: str = "https://pypi.org/pypi/{project}/json"
     torch_index: str = "https://download.pytorch.org/whl/{variant}/torch/"
     action_links: str = "https://raw.githubusercontent.com/{action}/{commit}/src/links/{os}-links.ts"
-    workflow: Path = Path(".github/workflows/wheels.yml")
+    workflow: Path | None = None  # the workflow that installs CUDA (None: none was found)
     torch_minors: int | None = 3  # compat.yml's newest N torch minors (and newer ones); None: all
     sdists: int | None = 2  # the newest N known DeepSpeed releases (plus new and boundary ones); None: all
     skip: frozenset[str] = field(default_factory=frozenset)
 
 
-def _hint(source: str) -> str:
-    return f"check the network or the URL; `--skip {source}` checks without it (its facts are reported unchecked)"
-
-
-def _get_text(session: requests.Session, url: str, *, source: str, missing_ok: bool = False) -> str | None:
-    """The text at ``url`` (http(s) or file://); None for a 404 when ``missing_ok``."""
+def _get_text(session: requests.Session, url: str, *, missing_ok: bool = False) -> str | None:
+    """The text at ``url`` (http(s) or file://), read with a bound; None for a 404 when ``missing_ok``."""
     parts = urlsplit(url)
     if parts.scheme == "file":
         path = Path(unquote(parts.path))
@@ -73,23 +91,19 @@ def _get_text(session: requests.Session, url: str, *, source: str, missing_ok: b
         try:
             return path.read_text(encoding="utf-8")
         except OSError as exc:
-            raise SourceError(f"{source}: cannot read {path}: {exc.strerror}", hint=_hint(source)) from None
+            raise SourceError(f"cannot read {path}: {exc.strerror}") from None
     try:
-        response = session.get(url, timeout=_TIMEOUT)
+        response = session.get(url, timeout=TIMEOUT, stream=True)
     except requests.RequestException as exc:
-        raise SourceError(f"{source}: cannot reach {url}: {type(exc).__name__}", hint=_hint(source)) from None
-    if response.status_code == 404 and missing_ok:
-        return None
-    if response.status_code != 200:
-        raise SourceError(f"{source}: {url} answered HTTP {response.status_code}", hint=_hint(source))
-    return response.text
-
-
-def _get_json(downloader: Downloader, url: str, source: str) -> object:
-    try:
-        return downloader.get_json(url)
-    except SourceError as exc:
-        raise SourceError(f"{source}: {exc.message}", hint=_hint(source)) from None
+        raise SourceError(f"cannot reach {url}: {type(exc).__name__}") from None
+    with response:
+        if response.status_code == 404 and missing_ok:
+            return None
+        if response.status_code != 200:
+            raise SourceError(f"{url} answered HTTP {response.status_code}")
+        check_redirects(url, response, error=SourceError)
+        body = read_limited(response, limit=MAX_PAGE_BYTES, what=url, error=SourceError)
+    return body.decode(response.encoding or "utf-8", "replace")
 
 
 def _torch_scope(compat: Compat, seen: Mapping[VersionTuple, TorchMinorSeen], newest: int | None) -> list[VersionTuple]:
@@ -147,84 +161,172 @@ def _read_sdist(downloader: Downloader, release: DeepSpeedRelease, compat: Compa
                     with fh:
                         files[relative] = fh.read().decode("utf-8", "replace")
     except (tarfile.TarError, OSError, EOFError) as exc:
-        raise SourceError(f"deepspeed-sdists: cannot read {path.name}: {exc}") from None
+        raise SourceError(f"cannot read {path.name}: {exc}") from None
     return read_deepspeed_source(
         release.version, files, cuda_versions=sorted(compat.cuda), torch_versions=sorted(compat.torch)
     )
 
 
+class _Reading:
+    """Which sources were read (and what of them), left out, or could not be read: each on its own, so
+    one run names every source it could not reach and still checks the rest."""
+
+    def __init__(self, skip: frozenset[str]) -> None:
+        self.skip = skip
+        self.read: dict[str, str] = {}
+        self.skipped = {name: "left out (--skip)" for name in SOURCES if name in skip}
+        self.unreachable: dict[str, str] = {}
+
+    def wanted(self, name: str) -> bool:
+        return name not in self.skip
+
+    def attempt(self, name: str, read: Callable[[], tuple[T, str]]) -> T | None:
+        """``read()``'s value, its description noted under ``name``; None when it raised ``SourceError``."""
+        try:
+            value, what = read()
+        except SourceError as exc:
+            self.failed(name, exc.message)
+            return None
+        self.read[name] = what
+        return value
+
+    def failed(self, name: str, why: str) -> None:
+        self.unreachable[name] = why
+        get_reporter().warning(f"{name}: {why} (its facts stay unchecked; the other sources are read)")
+
+
 def read_upstream(
     compat: Compat, raw: Mapping[str, object], options: UpstreamOptions, downloader: Downloader
 ) -> Upstream:
-    """Read every source not in ``options.skip``; raises ``SourceError`` for one that cannot be read."""
-    reporter = get_reporter()
-    read: dict[str, str] = {}
-    skipped = {name: "left out (--skip)" for name in SOURCES if name in options.skip}
+    """Read every source not in ``options.skip``; one that cannot be read is named in ``unreachable``."""
+    reading = _Reading(options.skip)
     releases = None
-    if "pypi-deepspeed" not in options.skip or "deepspeed-sdists" not in options.skip:
-        url = options.pypi.format(project="deepspeed")
-        reporter.info(f"reading {url}")
-        releases = deepspeed_releases(_get_json(downloader, url, "pypi-deepspeed"), json_url=url)
-        read["pypi-deepspeed"] = url
+    if reading.wanted("pypi-deepspeed"):
+        releases = reading.attempt("pypi-deepspeed", lambda: _read_releases(downloader, options))
     torch: dict[VersionTuple, TorchMinorSeen] | None = None
     scope = sorted(compat.torch)[-(options.torch_minors or len(compat.torch)) :]
-    if "pypi-torch" not in options.skip:
-        url = options.pypi.format(project="torch")
-        reporter.info(f"reading {url}")
-        data = _get_json(downloader, url, "pypi-torch")
-        every = torch_minors(data)
-        scope = _torch_scope(compat, every, options.torch_minors)
-        torch = _pins(downloader, data, url, {m: every[m] for m in scope if m in every})
-        read["pypi-torch"] = f"{url} (torch {', '.join(format_version(m) for m in scope)}; pins from METADATA)"
+    if reading.wanted("pypi-torch"):
+        read_torch = reading.attempt("pypi-torch", lambda: _read_torch(compat, options, downloader))
+        if read_torch is not None:
+            torch, scope = read_torch
+    toolkit = None
+    if reading.wanted("pypi-cuda-toolkit"):
+        toolkit = reading.attempt("pypi-cuda-toolkit", lambda: _read_cuda_toolkit(downloader, options))
     index = None
-    if "torch-index" not in options.skip:
-        pages: dict[str, tuple[str, str] | None] = {}
-        for variant in _variants_to_read(compat, scope):
-            url = options.torch_index.format(variant=variant)
-            reporter.info(f"reading {url}")
-            text = _get_text(downloader.session, url, source="torch-index", missing_ok=True)
-            pages[variant] = (text, url) if text is not None else None
-        index = torch_index_seen(options.torch_index, pages)
-        read["torch-index"] = f"{options.torch_index} for {', '.join(pages)}"
-    action = None
-    if "cuda-action" not in options.skip:
-        action = _read_action(downloader, options)
-        read["cuda-action"] = f"{action.action}@{action.commit} ({action.version}) src/links/*-links.ts"
-    sources: list[DeepSpeedSourceSeen] = []
-    if "deepspeed-sdists" not in options.skip and releases is not None:
-        chosen = _sdist_versions(compat, raw, releases, options.sdists)
-        for release in chosen:
-            reporter.info(f"reading the sdist of DeepSpeed {format_version(release.version)}")
-            sources.append(_read_sdist(downloader, release, compat))
-        read["deepspeed-sdists"] = ", ".join(format_version(r.version) for r in chosen)
+    if reading.wanted("torch-index"):
+        index = reading.attempt("torch-index", lambda: _read_index(compat, scope, options, downloader))
+    action, without_action = None, False
+    if reading.wanted("cuda-action"):
+        installer = reading.attempt("cuda-action", lambda: _read_action(downloader, options))
+        if installer is not None:
+            action, without_action = installer, installer is _NO_ACTION
+    sources: tuple[DeepSpeedSourceSeen, ...] = ()
+    if reading.wanted("deepspeed-sdists"):
+        if releases is None and "pypi-deepspeed" in reading.unreachable:
+            reading.failed("deepspeed-sdists", "pypi-deepspeed lists the sdists to read, and it could not be read")
+        else:
+            listed = releases
+            sources = (
+                reading.attempt("deepspeed-sdists", lambda: _read_sdists(compat, raw, listed, options, downloader))
+                or ()
+            )
     return Upstream(
-        deepspeed_releases=releases if "pypi-deepspeed" not in options.skip else None,
+        deepspeed_releases=releases,
         torch=torch,
         torch_index=index,
-        cuda_action=action,
-        sources=tuple(sources),
-        read=read,
-        skipped=skipped,
+        cuda_action=None if without_action else action,
+        cuda_without_action=without_action,
+        cuda_toolkit=toolkit,
+        sources=sources,
+        read=reading.read,
+        skipped=reading.skipped,
+        unreachable=reading.unreachable,
     )
 
 
-def _read_action(downloader: Downloader, options: UpstreamOptions) -> CudaActionSeen:
-    try:
-        workflow = options.workflow.read_text(encoding="utf-8")
-    except OSError as exc:
+def _read_releases(downloader: Downloader, options: UpstreamOptions) -> tuple[tuple[DeepSpeedRelease, ...], str]:
+    url = options.pypi.format(project="deepspeed")
+    get_reporter().info(f"reading {url}")
+    return deepspeed_releases(downloader.get_json(url), json_url=url), url
+
+
+def _read_torch(
+    compat: Compat, options: UpstreamOptions, downloader: Downloader
+) -> tuple[tuple[dict[VersionTuple, TorchMinorSeen], list[VersionTuple]], str]:
+    url = options.pypi.format(project="torch")
+    get_reporter().info(f"reading {url}")
+    data = downloader.get_json(url)
+    every = torch_minors(data)
+    scope = _torch_scope(compat, every, options.torch_minors)
+    torch = _pins(downloader, data, url, {m: every[m] for m in scope if m in every})
+    return (torch, scope), f"{url} (torch {', '.join(format_version(m) for m in scope)}; pins from METADATA)"
+
+
+def _read_cuda_toolkit(downloader: Downloader, options: UpstreamOptions) -> tuple[CudaToolkitSeen, str]:
+    url = options.pypi.format(project="cuda-toolkit")
+    get_reporter().info(f"reading {url}")
+    seen = cuda_toolkit_releases(downloader.get_json(url), json_url=url)
+    versions = [format_version(v) for v in seen.releases]
+    span = f"CUDA {versions[0]} to {versions[-1]}" if versions else "no release"
+    return seen, f"{url} ({span}, {sum(map(len, seen.prereleases.values()))} pre-releases)"
+
+
+def _read_index(
+    compat: Compat, scope: list[VersionTuple], options: UpstreamOptions, downloader: Downloader
+) -> tuple[TorchIndexSeen, str]:
+    pages: dict[str, tuple[str, str] | None] = {}
+    for variant in _variants_to_read(compat, scope):
+        url = options.torch_index.format(variant=variant)
+        get_reporter().info(f"reading {url}")
+        text = _get_text(downloader.session, url, missing_ok=True)
+        pages[variant] = (text, url) if text is not None else None
+    return torch_index_seen(options.torch_index, pages), f"{options.torch_index} for {', '.join(pages)}"
+
+
+def _read_sdists(
+    compat: Compat,
+    raw: Mapping[str, object],
+    releases: tuple[DeepSpeedRelease, ...] | None,
+    options: UpstreamOptions,
+    downloader: Downloader,
+) -> tuple[tuple[DeepSpeedSourceSeen, ...], str]:
+    if releases is None:  # pypi-deepspeed left out: its list still says which sdists to read
+        releases, _url = _read_releases(downloader, options)
+    chosen = _sdist_versions(compat, raw, releases, options.sdists)
+    sources = []
+    for release in chosen:
+        get_reporter().info(f"reading the sdist of DeepSpeed {format_version(release.version)}")
+        sources.append(_read_sdist(downloader, release, compat))
+    return tuple(sources), ", ".join(format_version(r.version) for r in chosen)
+
+
+# what _read_action gives for a workflow that installs CUDA without the action
+_NO_ACTION = CudaActionSeen(action="", commit="", version="", method="", installable={"linux": (), "windows": ()})
+
+
+def _read_action(downloader: Downloader, options: UpstreamOptions) -> tuple[CudaActionSeen, str]:
+    workflow = options.workflow
+    if workflow is None:
         raise SourceError(
-            f"cuda-action: cannot read {options.workflow}: {exc.strerror}",
-            hint="run from the repository root or pass --workflow PATH; " + _hint("cuda-action"),
-        ) from None
-    pin = find_action_pin(workflow)
+            "no .github/workflows/wheels.yml in the repository of the facts file or of the working directory",
+            hint="pass --workflow PATH (the workflow that installs CUDA)",
+        )
+    try:
+        text = workflow.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SourceError(f"cannot read {workflow}: {exc.strerror}", hint="pass --workflow PATH") from None
+    if not uses_action(text):
+        return _NO_ACTION, f"{workflow} installs CUDA without {ACTION}: every release NVIDIA published installs"
+    pin = find_action_pin(text)
     if pin is None:
-        raise SourceError(f"cuda-action: {options.workflow} uses no {ACTION}@<commit sha>", hint=_hint("cuda-action"))
+        raise SourceError(f"{workflow} uses {ACTION} without pinning a commit (@<40 hex>)")
     texts = {}
     for os in ("linux", "windows"):
         url = options.action_links.format(action=ACTION, commit=pin.commit, os=os)
         get_reporter().info(f"reading {url}")
-        texts[os] = _get_text(downloader.session, url, source="cuda-action") or ""
+        texts[os] = _get_text(downloader.session, url) or ""
     try:
-        return cuda_action_seen(pin, linux=texts["linux"], windows=texts["windows"])
+        seen = cuda_action_seen(pin, linux=texts["linux"], windows=texts["windows"])
     except ValueError as exc:
-        raise SourceError(f"cuda-action: {exc}", hint=_hint("cuda-action")) from None
+        raise SourceError(str(exc)) from None
+    return seen, f"{seen.action}@{seen.commit} ({seen.version}) src/links/*-links.ts"

@@ -12,6 +12,7 @@ import json
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -74,7 +75,15 @@ def test_the_shipped_facts_are_checked_against_every_source(upstream: UpstreamSe
     proc, _path = _check(tmp_path, SHIPPED, "--json", str(tmp_path / "r.json"), base=upstream.args)
     assert proc.returncode == 0, proc.stderr
     data = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
-    assert set(data["read"]) == {"pypi-deepspeed", "pypi-torch", "torch-index", "cuda-action", "deepspeed-sdists"}
+    assert set(data["read"]) == {
+        "pypi-deepspeed",
+        "pypi-torch",
+        "pypi-cuda-toolkit",
+        "torch-index",
+        "cuda-action",
+        "deepspeed-sdists",
+    }
+    assert data["unreachable"] == {}
     assert data["read"]["deepspeed-sdists"] == "0.19.4, 0.19.5, 0.19.6, 0.19.7, 0.19.8"
     found = _findings(tmp_path / "r.json")
     # torch 2.14.1's pin came from its METADATA, read through range requests of the wheel
@@ -146,16 +155,105 @@ def _closed_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def test_an_unreachable_source_is_a_clear_error_and_changes_nothing(upstream: UpstreamServer, tmp_path: Path) -> None:
+def test_every_unreachable_source_is_named_in_one_run_and_the_rest_is_checked(
+    upstream: UpstreamServer, tmp_path: Path
+) -> None:
+    # download.pytorch.org and GitHub cannot be reached: both at a port nothing listens on (refused)
     dead = f"http://127.0.0.1:{_closed_port()}"
-    base = upstream.args[:2] + urls(dead)[2:4] + upstream.args[4:]
+    base = [*upstream.args[:2], *urls(dead)[2:], "--workflow", str(_action_workflow(tmp_path / "wheels.yml"))]
+    started = time.monotonic()
     proc, path = _check(tmp_path, PLANTED, "--write", "--json", str(tmp_path / "r.json"), base=base)
+    took = time.monotonic() - started
     assert proc.returncode == 4, proc.stdout + proc.stderr
     assert f"torch-index: cannot reach {dead}/whl/" in proc.stderr
-    assert "--skip torch-index" in proc.stderr
+    assert f"cuda-action: cannot reach {dead}/Jimver/cuda-toolkit/" in proc.stderr
+    assert "--skip torch-index --skip cuda-action" in proc.stderr
+    # what could be checked was checked, and the report says so
+    data = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
+    assert set(data["read"]) == {"pypi-deepspeed", "pypi-torch", "pypi-cuda-toolkit", "deepspeed-sdists"}
+    assert set(data["unreachable"]) == {"torch-index", "cuda-action"}
+    found = _findings(tmp_path / "r.json")
+    assert found["torch.2.14.latest"][0]["kind"] == "disagrees"  # pypi-torch's finding, from this run
+    assert {str(f["kind"]) for f in found["torch-index"] + found["cuda-action"]} == {"unchecked"}
+    assert "FAILED  torch-index" in proc.stdout
+    # nothing is written while a source is missing (--skip it to write what the others settle)
+    assert "not written: torch-index, cuda-action could not be read" in proc.stdout
     assert path.read_text(encoding="utf-8") == PLANTED
-    assert not (tmp_path / "r.json").exists()
     # left out on purpose, the rest is checked and the index's facts are reported unchecked
-    skipped, _ = _check(tmp_path, PLANTED, "--skip", "torch-index", base=base)
+    started = time.monotonic()
+    skipped, _ = _check(tmp_path, PLANTED, "--skip", "torch-index", "--skip", "cuda-action", base=base)
     assert skipped.returncode == 0, skipped.stderr
-    assert "Not checked (1):\n  - torch-index: left out (--skip)" in skipped.stdout
+    assert "Not checked (2):\n  - torch-index: left out (--skip)" in skipped.stdout
+    # a refused connection costs seconds, not the ~30 s of retries a download gets (~60 s for these two)
+    refused = took - (time.monotonic() - started)
+    assert refused < 15, f"the two unreachable sources cost {refused:.0f} s"
+
+
+def _action_workflow(path: Path) -> Path:
+    """A workflow that installs CUDA with the action whose tables are recorded (v0.2.35): the cuda-action
+    source, on GitHub, whatever the shipped wheels.yml installs CUDA with."""
+    (commit,) = [p.name for p in (DATA / "upstream" / "cuda-toolkit").iterdir()]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    step = f"      - uses: Jimver/cuda-toolkit@{commit} # v0.2.35\n        with:\n          method: network\n"
+    path.write_text(f"jobs:\n  build:\n    steps:\n{step}", encoding="utf-8")
+    return path
+
+
+def _repository(root: Path) -> Path:
+    """A clone's layout: the facts file and the workflow that installs CUDA, at their usual paths."""
+    (root / "dswheels").mkdir(parents=True)
+    (root / "dswheels" / "compat.yml").write_text(SHIPPED, encoding="utf-8")
+    _action_workflow(root / ".github" / "workflows" / "wheels.yml")
+    (root / "docs").mkdir()
+    return root
+
+
+def test_the_workflow_is_found_from_any_directory_of_the_repository(upstream: UpstreamServer, tmp_path: Path) -> None:
+    clone = _repository(tmp_path / "clone")
+    others = [
+        a for name in ("pypi-deepspeed", "pypi-torch", "torch-index", "deepspeed-sdists") for a in ("--skip", name)
+    ]
+    env = {"PATH": "/usr/bin:/bin", "DSWHEELS_CACHE": str(tmp_path / "cache"), "HOME": str(tmp_path)}
+    runs = {
+        "from a subdirectory": (clone / "docs", tmp_path / "elsewhere.yml"),  # facts file outside any clone
+        "from outside, with the clone's facts": (tmp_path, clone / "dswheels" / "compat.yml"),
+    }
+    (tmp_path / "elsewhere.yml").write_text(SHIPPED, encoding="utf-8")
+    for what, (cwd, compat) in runs.items():
+        proc = subprocess.run(
+            [sys.executable, "-m", "dswheels", "facts", "check", "--compat", str(compat), *upstream.args, *others],
+            capture_output=True,
+            text=True,
+            cwd=cwd,
+            env=env,
+            check=False,
+            timeout=300,
+        )
+        assert proc.returncode == 0, f"{what}: {proc.stderr}"
+        assert "read    cuda-action: Jimver/cuda-toolkit@" in proc.stdout, what
+
+
+def test_without_the_cuda_action_write_raises_a_pin_to_nvidias_newest(upstream: UpstreamServer, tmp_path: Path) -> None:
+    # wheels.yml installing CUDA from NVIDIA's archives: no action tables limit what can be installed
+    clone = _repository(tmp_path / "clone")
+    workflow = clone / ".github" / "workflows" / "wheels.yml"
+    workflow.write_text("jobs:\n  build:\n    steps:\n      - run: dswheels cuda install\n", encoding="utf-8")
+    compat = clone / "dswheels" / "compat.yml"
+    compat.write_text(apply_edits(SHIPPED, [Edit("set", ("cuda", "12.8", "install"), '"12.8.1"')]), encoding="utf-8")
+    leave_out = ("pypi-deepspeed", "pypi-torch", "torch-index", "deepspeed-sdists")
+    args = ["facts", "check", "--compat", str(compat), "--json", str(tmp_path / "r.json"), *upstream.args]
+    proc = subprocess.run(
+        [sys.executable, "-m", "dswheels", *args, *(arg for name in leave_out for arg in ("--skip", name))],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={"PATH": "/usr/bin:/bin", "DSWHEELS_CACHE": str(tmp_path / "cache"), "HOME": str(tmp_path)},
+        check=False,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "installs CUDA without Jimver/cuda-toolkit" in proc.stdout
+    (pin,) = _findings(tmp_path / "r.json")["cuda.12.8.install"]
+    assert "the newest CUDA 12.8 release is 12.8.2" in str(pin["message"])
+    assert pin["written"] is True
+    assert not pin["person"]

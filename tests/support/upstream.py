@@ -60,7 +60,7 @@ def assemble(root: Path, sdist_cache: Path, *, sdists: Iterable[str] = SDISTS) -
     if root.exists():
         shutil.rmtree(root)
     shutil.copytree(RECORDED / "pypi", root / "pypi")
-    for project in ("deepspeed", "torch"):
+    for project in ("deepspeed", "torch", "cuda-toolkit"):
         (root / "pypi" / project / "json").rename(root / "pypi" / project / "index.json")
     shutil.copytree(RECORDED / "torch-index", root / "whl")
     shutil.copytree(RECORDED / "cuda-toolkit", root / "Jimver" / "cuda-toolkit")
@@ -169,10 +169,10 @@ def urls(base: str) -> list[str]:
     ]
 
 
-def recorded_upstream(*, with_index: bool = True, with_action: bool = True) -> Upstream:
+def recorded_upstream(*, with_index: bool = True, with_action: bool = True, with_toolkits: bool = True) -> Upstream:
     """The recordings parsed by the same code a real check uses (no sdists, no METADATA ranges)."""
     from dswheels.core.upstream.cuda_action import cuda_action_seen, find_action_pin
-    from dswheels.core.upstream.pypi import deepspeed_releases, torch_minors
+    from dswheels.core.upstream.pypi import cuda_toolkit_releases, deepspeed_releases, torch_minors
     from dswheels.core.upstream.torch_index import torch_index_seen
 
     def load(project: str) -> object:
@@ -197,9 +197,13 @@ def recorded_upstream(*, with_index: bool = True, with_action: bool = True) -> U
             linux=(links / "linux-links.ts").read_text(encoding="utf-8"),
             windows=(links / "windows-links.ts").read_text(encoding="utf-8"),
         )
+    toolkits = None
+    if with_toolkits:
+        toolkits = cuda_toolkit_releases(load("cuda-toolkit"), json_url=PYPI_JSON.format(project="cuda-toolkit"))
     return Upstream(
         deepspeed_releases=deepspeed_releases(load("deepspeed"), json_url=PYPI_JSON.format(project="deepspeed")),
         torch=torch_minors(load("torch")),
         torch_index=index,
         cuda_action=action,
+        cuda_toolkit=toolkits,
     )

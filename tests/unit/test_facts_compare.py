@@ -8,6 +8,7 @@ checks run against real sdists in tests/integration/test_facts_check.py.
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
 import pytest
@@ -18,6 +19,7 @@ from dswheels.core.upstream.compare import check_facts, inferred_entries
 from dswheels.core.upstream.cuda_action import find_action_pin, table_versions
 from dswheels.core.upstream.findings import Kind, Report, render_diff, render_json, render_markdown, render_text
 from dswheels.core.upstream.pypi import parse_cuda_pin
+from dswheels.core.upstream.seen import CudaToolkitSeen, Upstream
 from dswheels.core.upstream.yaml_edit import Edit, apply_edits
 from dswheels.core.versions import format_version
 from tests.conftest import ROOT
@@ -142,7 +144,9 @@ def test_write_makes_the_planted_facts_agree_and_keeps_everything_else() -> None
         line for line in report.after.splitlines() if line.lstrip().startswith("#")
     ]
     again = check_facts(report.after, recorded_upstream(), today=TODAY)
-    assert not [f for f in again.findings if f.kind.drifts and not f.entry.startswith("cuda.13.")]
+    # what is left is for a person: CUDA pins the pinned action cannot install, toolkits without an entry
+    assert not [f for f in again.findings if f.kind.drifts and not f.entry.startswith("cuda.")]
+    assert all(f.person for f in again.findings if f.kind.drifts)
 
 
 def test_sources_left_out_are_reported_unchecked_and_change_nothing_they_would_settle() -> None:
@@ -194,3 +198,146 @@ def test_an_install_the_action_cannot_do_moves_to_the_newest_patch_it_can() -> N
     (finding,) = [f for f in report.findings if f.entry == "cuda.12.6.install"]
     assert "cannot install 12.6.9 on linux or windows; it can install 12.6.3" in finding.message
     assert parse_compat(yaml.safe_load(report.after)).cuda[(12, 6)].install == "12.6.3"
+
+
+# --- CUDA install pins against NVIDIA's releases (PyPI cuda-toolkit, recorded 2026-11-27) ---------------
+# Each test plants the pins it is about, so none depends on the pins compat.yml ships today.
+
+
+def _nvidia() -> CudaToolkitSeen:
+    seen = recorded_upstream().cuda_toolkit
+    assert seen is not None
+    return seen
+
+
+def _without_action(nvidia: CudaToolkitSeen | None = None) -> Upstream:
+    """The recordings as a workflow that installs CUDA from NVIDIA's archives sees them (no action tables)."""
+    upstream = replace(recorded_upstream(), cuda_action=None, cuda_without_action=True)
+    return replace(upstream, cuda_toolkit=nvidia or upstream.cuda_toolkit)
+
+
+def test_the_recorded_cuda_toolkit_releases_parse() -> None:
+    nvidia = _nvidia()
+    assert nvidia.newest((13, 4)) == (13, 4, 3)
+    assert nvidia.first((13, 4)) == (13, 4, 1)  # 13.4.0 was never released...
+    assert nvidia.prereleases[(13, 4, 0)] == ("13.4.0rc1",)  # ...only its release candidate
+    assert (13, 4, 0) not in nvidia.releases
+    assert nvidia.releases[(13, 5, 0)] == "2026-11-04"
+    assert nvidia.newest((12, 8)) == (12, 8, 2)
+    assert not nvidia.knows((11, 7))  # PyPI's cuda-toolkit starts at 11.8
+    assert nvidia.knows((11, 8))
+
+
+def test_each_install_pin_is_compared_with_the_newest_patch_nvidia_published() -> None:
+    planted = plant(
+        Edit("set", ("cuda", "12.8", "install"), '"12.8.1"'),  # a patch behind
+        Edit("set", ("cuda", "13.3", "install"), '"13.3.1"'),  # the newest: nothing to say
+        Edit("set", ("cuda", "13.4", "install"), '"13.4.0"'),  # only ever a release candidate
+        Edit("set", ("cuda", "12.6", "install"), '"12.6.9"'),  # never published
+    )
+    report = check_facts(planted, _without_action(), today=TODAY)
+    found = {f.entry: f for f in report.findings}
+    assert "cuda.13.3.install" not in found
+    stale = found["cuda.12.8.install"]
+    assert stale.kind is Kind.DISAGREES
+    assert "the newest CUDA 12.8 release is 12.8.2 (2026-04-14)" in stale.message
+    assert stale.source.startswith("NVIDIA's releases")
+    pre = found["cuda.13.4.install"].message
+    assert "NVIDIA published 13.4.0 only as a pre-release (13.4.0rc1)" in pre
+    assert "the newest CUDA 13.4 release is 13.4.3" in pre
+    assert "NVIDIA published 12.6.9 never" in found["cuda.12.6.install"].message
+    # without the action, every published release installs: --write proposes each edit
+    assert all(found[e].edits and not found[e].person for e in ("cuda.12.8.install", "cuda.13.4.install"))
+    after = parse_compat(yaml.safe_load(report.after)).cuda
+    assert (after[(12, 8)].install, after[(13, 4)].install, after[(12, 6)].install) == ("12.8.2", "13.4.3", "12.6.3")
+    assert after[(13, 3)].install == "13.3.1"
+    assert "PyPI's cuda-toolkit lists no CUDA 11.7 release" in "\n".join(report.notes)
+
+
+def test_without_the_installer_read_a_person_checks_before_install_is_raised() -> None:
+    planted = plant(Edit("set", ("cuda", "12.8", "install"), '"12.8.1"'))
+    upstream = replace(recorded_upstream(), cuda_action=None, skipped={"cuda-action": "left out (--skip)"})
+    (finding,) = [f for f in check_facts(planted, upstream, today=TODAY).findings if f.entry == "cuda.12.8.install"]
+    assert not finding.edits
+    assert "whether the CUDA-install action can install 12.8.2 was not checked" in finding.person
+
+
+def test_with_the_action_read_the_pin_moves_only_as_far_as_its_tables_go() -> None:
+    planted = plant(Edit("set", ("cuda", "12.8", "install"), '"12.8.1"'))
+    upstream = recorded_upstream()
+    assert upstream.cuda_action is not None
+    assert (12, 8, 2) not in upstream.cuda_action.installable["linux"]  # the recorded v0.2.35 tables
+    (finding,) = [f for f in check_facts(planted, upstream, today=TODAY).findings if f.entry == "cuda.12.8.install"]
+    assert not finding.edits
+    assert "knows CUDA 12.8 only up to 12.8.1" in finding.message
+    assert "a release that lists 12.8.2" in finding.person
+    tables = {os: (*v, (12, 8, 2)) for os, v in upstream.cuda_action.installable.items()}
+    newer = replace(upstream, cuda_action=replace(upstream.cuda_action, installable=tables))
+    report = check_facts(planted, newer, today=TODAY)
+    assert parse_compat(yaml.safe_load(report.after)).cuda[(12, 8)].install == "12.8.2"
+
+
+def test_new_toolkits_are_proposed_and_pre_releases_are_only_noted() -> None:
+    nvidia = _nvidia()
+    later = replace(
+        nvidia,
+        releases={**nvidia.releases, (14, 0, 0): "2027-03-01", (14, 0, 1): "2027-04-01"},
+        prereleases={**nvidia.prereleases, (14, 1, 0): ("14.1.0rc1", "14.1.0rc2")},
+    )
+    report = check_facts(SHIPPED, _without_action(later), today=TODAY)
+    found = {f.entry: f for f in report.findings}
+    new = found["cuda.14.0"]
+    assert new.kind is Kind.NEW
+    assert "NVIDIA released CUDA 14.0.0 on 2027-03-01 (newest 14.0.1)" in new.message
+    assert "sm list" in new.person
+    assert not new.edits  # its sm list and host compilers are not read anywhere: a person writes the entry
+    assert "cuda.14.1" not in found
+    assert "CUDA 14.1.0 is out only as a pre-release (14.1.0rc1, 14.1.0rc2)" in "\n".join(report.notes)
+
+
+def test_a_toolkit_nvidia_released_only_as_a_pre_release_is_left_to_a_person() -> None:
+    nvidia = _nvidia()
+    only_rc = replace(nvidia, releases={v: d for v, d in nvidia.releases.items() if v[:2] != (13, 4)})
+    planted = plant(Edit("set", ("cuda", "13.4", "install"), '"13.4.0"'))
+    report = check_facts(planted, _without_action(only_rc), today=TODAY)
+    (finding,) = [f for f in report.findings if f.entry == "cuda.13.4.install"]
+    assert not finding.edits
+    assert "NVIDIA has released no CUDA 13.4 yet (only 13.4.0rc1)" in finding.person
+
+
+def test_a_source_that_could_not_be_read_is_named_and_its_facts_stay_unchecked() -> None:
+    why = "cannot reach https://download.pytorch.org/whl/cu130/torch/: ConnectionError"
+    upstream = replace(recorded_upstream(with_index=False), unreachable={"torch-index": why})
+    report = check_facts(PLANTED, upstream, today=TODAY)
+    assert _by_entry(report)["torch-index"] == [(Kind.UNCHECKED, f"could not be read: {why}")]
+    assert not [f for f in report.findings if ".variants" in f.entry]
+    assert report.unreachable == {"torch-index": why}
+    assert f"FAILED  torch-index: {why}" in render_text(report)
+    assert "could not read 1 source(s): torch-index" in render_text(report)
+    assert json.loads(render_json(report, diff=""))["unreachable"] == {"torch-index": why}
+    assert f"Could not read: torch-index: {why}" in render_markdown(report, diff="")
+
+
+def test_an_entry_inferred_for_another_key_is_not_settled_by_its_variants() -> None:
+    # a new minor's entry as `--write` adds it: only its cxx_std is a guess; the index confirming its
+    # variants the next day must leave it inferred
+    planted = plant(Edit("set", ("torch", "2.15", "unsettled"), '"cxx_std: torch 2.14\'s; not read"'))
+    report = check_facts(planted, recorded_upstream(), today=TODAY)
+    found = _by_entry(report)
+    assert "torch.2.15.variants" not in found
+    assert found["torch.2.15"] == [(Kind.UNSETTLED, "cxx_std: torch 2.14's; not read")]
+    assert parse_compat(yaml.safe_load(report.after)).torch[(2, 15)].inferred
+
+
+def test_a_pin_installed_from_a_pinned_redistrib_json_is_not_raised_alone() -> None:
+    # the toolkit is installed from NVIDIA's redistrib_12.8.1.json, pinned by its sha256: raising `install`
+    # alone would check the new release's archives against the old release's JSON
+    planted = plant(
+        Edit("set", ("cuda", "12.8", "install"), '"12.8.1"'),
+        Edit("add", ("cuda", "12.8"), '"' + "ab" * 32 + '"', key="redist_sha256"),
+    )
+    report = check_facts(planted, _without_action(), today=TODAY)
+    (finding,) = [f for f in report.findings if f.entry == "cuda.12.8.install"]
+    assert not finding.edits
+    assert "record NVIDIA's redistrib_12.8.2.json" in finding.person
+    assert parse_compat(yaml.safe_load(report.after)).cuda[(12, 8)].install == "12.8.1"

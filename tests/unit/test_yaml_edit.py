@@ -79,6 +79,14 @@ def test_keys_go_into_block_and_flow_mappings_and_blocks_into_block_ones() -> No
     assert top["new"] == {"x": 1, "y": ["a"]}
 
 
+def test_the_last_key_of_the_last_entry_goes_while_a_new_entry_comes_after_it() -> None:
+    # a torch minor settled (its last key, `unsettled`, removed) the day the next minor is added after it
+    text, top = _apply(Edit("remove", ("top", "block", "last")), Edit("add", ("top",), "\nx: 1", key="new"))
+    assert top["block"] == {"first": 1, "confidence": "inferred"}
+    assert top["new"] == {"x": 1}
+    assert text.endswith("    confidence: inferred\n  new:\n    x: 1\n")
+
+
 def test_a_block_scalar_is_replaced_and_the_blank_line_after_it_stays() -> None:
     text, top = _apply(Edit("set", ("top", "note"), '"one line"'))
     assert top["note"] == "one line"

@@ -93,27 +93,36 @@ def check_facts(text: str, upstream: Upstream, *, today: str, name: str = "dswhe
         new = compare_releases(ctx, upstream.deepspeed_releases)
     if upstream.torch is not None:
         compare_torch(ctx, upstream.torch, upstream.torch_index)
-    if upstream.torch is not None or upstream.cuda_action is not None:
-        compare_cuda(ctx, upstream.cuda_action, exact_pins(upstream.torch or {}))
+    if upstream.torch is not None or upstream.cuda_action is not None or upstream.cuda_toolkit is not None:
+        compare_cuda(
+            ctx,
+            action=upstream.cuda_action,
+            without_action=upstream.cuda_without_action,
+            nvidia=upstream.cuda_toolkit,
+            pins=exact_pins(upstream.torch or {}),
+        )
     troubled = compare_sources(ctx, upstream.sources)
     read_versions = {s.version for s in upstream.sources}
     placeable = tuple(v for v in new if parse_version(v) in read_versions and parse_version(v) not in troubled)
     _unsettled(ctx)
     for source, why in upstream.skipped.items():
         ctx.add(Kind.UNCHECKED, source, why, source)
+    for source, why in upstream.unreachable.items():
+        ctx.add(Kind.UNCHECKED, source, f"could not be read: {why}", source)
     findings = _checked_edits(text, ctx.spans, ctx.findings)
     edits: list[Edit] = [e for f in findings for e in f.edits]
     after = text
     if edits:
         after = apply_edits(text, [*edits, Edit("set", ("collected",), render_scalar(today))], spans=ctx.spans)
         parse_compat(yaml.safe_load(after))  # the result must load: a bug here must not be written
-    notes = tuple(n for s in upstream.sources for n in s.notes)
+    notes = (*ctx.notes, *(n for s in upstream.sources for n in s.notes))
     return Report(
         checked=today,
         compat=name,
         findings=tuple(findings),
         read=dict(upstream.read),
         skipped=dict(upstream.skipped),
+        unreachable=dict(upstream.unreachable),
         before=text,
         after=after,
         new_deepspeed=tuple(new),

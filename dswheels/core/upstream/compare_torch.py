@@ -105,12 +105,21 @@ def _compare_release(ctx: Context, release: TorchRelease, seen: TorchMinorSeen, 
             )
 
 
+def _unsettled_key(ctx: Context, path: PathT) -> str:
+    """The one key of an inferred entry its ``unsettled:`` reason is about, when the reason names it first
+    (``"cxx_std: ..."``, as a new minor's entry is written); "" when it is about the entry as a whole."""
+    why, entry = ctx.value((*path, "unsettled")), ctx.value(path)
+    head, colon, _rest = why.partition(":") if isinstance(why, str) else ("", "", "")
+    return head if colon and isinstance(entry, dict) and head in entry else ""
+
+
 def _compare_variants(ctx: Context, release: TorchRelease, index: TorchIndexSeen) -> None:
     key = format_version(release.minor)
     path: PathT = ("torch", key)
     found = {os: _variant_order(index.variants(release.minor, os)) for os in OSES}
     have = {os: _variant_order([v.name for v in release.variants[os]]) for os in OSES}
-    inferred = ctx.inferred(path)
+    # an entry inferred for another key (a new minor's cxx_std) is not settled by its variants
+    inferred = ctx.inferred(path) and _unsettled_key(ctx, path) in ("", "variants")
     source = f"download.pytorch.org per-variant indexes ({index.base})"
     if all(set(found[os]) == set(have[os]) for os in OSES):
         if inferred:
@@ -191,7 +200,7 @@ def _new_minor(ctx: Context, seen: TorchMinorSeen, index: TorchIndexSeen | None)
     py_os = ", ".join(f"{os}: {render_flow(v)}" for os, v in python.items())
     prev_key = format_version(previous.minor)
     why = (
-        f"cxx_std is torch {prev_key}'s: no source dswheels facts check reads gives torch's C++ standard "
+        f"cxx_std: torch {prev_key}'s; no source dswheels facts check reads gives torch's C++ standard "
         "(torch/utils/cpp_extension.py in its wheel); the rest was read from PyPI and download.pytorch.org"
     )
     block = "\n".join(
@@ -211,13 +220,18 @@ def _new_minor(ctx: Context, seen: TorchMinorSeen, index: TorchIndexSeen | None)
     if seen.cuda_pin:
         edits.append(Edit("add", ("torch_pypi_linux_variant",), variant_for_pin(seen.cuda_pin), key=render_scalar(key)))
     all_variants = sorted({v for vs in variants.values() for v in vs})
+    cxx_std = f"its cxx_std ({previous.cxx_std}) is torch {prev_key}'s, marked inferred: check torch {key}'s "
+    cxx_std += "torch/utils/cpp_extension.py"
+    choices = f"add {key} to the `torch` choices of .github/workflows/wheels.yml's manual dispatch "
+    choices += "(tests/unit/test_workflows.py holds them to compat.yml)"
+    decide = [_missing_facts(ctx, seen.minor, all_variants), cxx_std, choices]
     ctx.add(
         Kind.NEW,
         f"torch.{key}",
         f"{message}; Python {python_from}; variants {per_os}",
         f"{PYPI}, download.pytorch.org",
         edits=edits,
-        person=_missing_facts(ctx, seen.minor, all_variants),
+        person="; ".join(d for d in decide if d),
     )
 
 

@@ -22,6 +22,7 @@ class Context:
     today: str
     findings: list[Finding] = field(default_factory=list)
     settled: set[PathT] = field(default_factory=set)  # inferred entries a finding already settled
+    notes: list[str] = field(default_factory=list)  # what the report says beside its findings
 
     # --- reading compat.yml --------------------------------------------------------------------
 

@@ -16,12 +16,13 @@ from dataclasses import dataclass
 from dswheels.core.upstream.seen import CudaActionSeen
 from dswheels.core.versions import VersionTuple, parse_version
 
-__all__ = ["ACTION", "ActionPin", "cuda_action_seen", "find_action_pin", "table_versions"]
+__all__ = ["ACTION", "ActionPin", "cuda_action_seen", "find_action_pin", "table_versions", "uses_action"]
 
 ACTION = "Jimver/cuda-toolkit"
 _USES_RE = re.compile(
     r"uses:\s*" + re.escape(ACTION) + r"@(?P<commit>[0-9a-fA-F]{40})\s*(?:#\s*(?P<version>\S+))?", re.IGNORECASE
 )
+_ANY_USE_RE = re.compile(r"uses:\s*['\"]?" + re.escape(ACTION) + r"\b", re.IGNORECASE)
 _METHOD_RE = re.compile(r"^\s*method:\s*['\"]?(?P<method>local|network)['\"]?\s*$", re.MULTILINE)
 _KEY_RE = re.compile(r"\[\s*'(\d+\.\d+\.\d+)'\s*,")
 
@@ -46,6 +47,12 @@ def find_action_pin(workflow: str) -> ActionPin | None:
         version=match.group("version") or "",
         method=method.group("method") if method else "local",
     )
+
+
+def uses_action(workflow: str) -> bool:
+    """Whether a workflow file uses the action at all (pinned or not): without it, the workflow installs
+    CUDA some other way (NVIDIA's archives) and the action's tables say nothing about it."""
+    return _ANY_USE_RE.search(workflow) is not None
 
 
 def table_versions(source: str, table: str) -> tuple[VersionTuple, ...]:

@@ -27,7 +27,7 @@ class Kind(str, Enum):
     CONFIRMED = "confirmed"  # an `inferred` entry a source now confirms
     REFUTED = "refuted"  # an `inferred` entry a source contradicts
     UNSETTLED = "unsettled"  # an `inferred` entry no source read here can settle
-    UNCHECKED = "unchecked"  # facts left unchecked because their source was not read
+    UNCHECKED = "unchecked"  # facts left unchecked because their source was left out or could not be read
 
     @property
     def drifts(self) -> bool:
@@ -77,6 +77,7 @@ class Report:
     new_deepspeed: tuple[str, ...] = ()  # releases on PyPI that compat.yml does not list
     placeable_deepspeed: tuple[str, ...] = ()  # of those: read, and the facts place them as they are
     notes: tuple[str, ...] = field(default=())
+    unreachable: Mapping[str, str] = field(default_factory=dict)  # source -> why it could not be read
 
     @property
     def drift(self) -> bool:
@@ -110,6 +111,8 @@ def render_text(report: Report) -> str:
         lines.append(f"  read    {source}: {what}")
     for source, why in report.skipped.items():
         lines.append(f"  skipped {source}: {why}")
+    for source, why in report.unreachable.items():
+        lines.append(f"  FAILED  {source}: {why}")
     for kind, items in _grouped(report.findings):
         lines += ["", f"{_HEADINGS[kind]} ({len(items)}):"]
         for f in items:
@@ -127,6 +130,11 @@ def render_text(report: Report) -> str:
     lines.append(
         f"\n{verdict}: {len(report.findings)} findings, {edits} edits, {len(report.needs_person)} for a person"
     )
+    if report.unreachable:
+        lines.append(
+            f"could not read {len(report.unreachable)} source(s): {', '.join(report.unreachable)} "
+            "(their facts are unchecked; the rest was checked)"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -159,6 +167,8 @@ def render_markdown(report: Report, *, diff: str) -> str:
     lines.append("Sources read: " + "; ".join(f"{k}: {v}" for k, v in report.read.items()))
     if report.skipped:
         lines.append("Not read: " + "; ".join(f"{k}: {v}" for k, v in report.skipped.items()))
+    if report.unreachable:
+        lines.append("Could not read: " + "; ".join(f"{k}: {v}" for k, v in report.unreachable.items()))
     return "\n".join(lines) + "\n"
 
 
@@ -170,6 +180,7 @@ def render_json(report: Report, *, diff: str) -> str:
         "drift": report.drift,
         "read": dict(report.read),
         "skipped": dict(report.skipped),
+        "unreachable": dict(report.unreachable),
         "findings": [f.to_json() for f in report.findings],
         "new_deepspeed": list(report.new_deepspeed),
         "placeable_deepspeed": list(report.placeable_deepspeed),

@@ -13,14 +13,16 @@ from urllib.parse import urljoin
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+from packaging.version import InvalidVersion, Version
 
 from dswheels.core.model import Python
 from dswheels.core.untyped import Untyped
-from dswheels.core.upstream.seen import DeepSpeedRelease, TorchMinorSeen
+from dswheels.core.upstream.seen import CudaToolkitSeen, DeepSpeedRelease, TorchMinorSeen
 from dswheels.core.versions import VersionTuple, format_version, parse_version
 
 __all__ = [
     "CudaPin",
+    "cuda_toolkit_releases",
     "deepspeed_releases",
     "parse_cuda_pin",
     "torch_minors",
@@ -165,3 +167,28 @@ def linux_wheel(data: object, version: str, *, json_url: str) -> tuple[str, str]
         if seen is not None and seen[1] == "linux":
             return name, urljoin(json_url, file.at("url").text())
     return None
+
+
+def cuda_toolkit_releases(data: object, *, json_url: str) -> CudaToolkitSeen:
+    """NVIDIA's CUDA toolkit releases from PyPI's ``cuda-toolkit`` JSON: each final X.Y.Z with the day
+    it was first uploaded, and the pre-releases of each X.Y.Z (``13.4.0rc1``: 13.4.0 itself was never
+    released). Yanked files do not count; dev and post releases are not toolkit releases."""
+    releases: dict[VersionTuple, str] = {}
+    prereleases: dict[VersionTuple, list[str]] = {}
+    for name, files in _files(data).items():
+        try:
+            version = Version(name)
+        except InvalidVersion:
+            continue
+        base = (*version.release, 0, 0)[:3]
+        if not files or len(version.release) > 3 or version.is_devrelease or version.is_postrelease or version.local:
+            continue
+        if version.is_prerelease:
+            prereleases.setdefault(base, []).append(name)
+        else:
+            releases[base] = _day(files)
+    return CudaToolkitSeen(
+        url=json_url,
+        releases=dict(sorted(releases.items())),
+        prereleases={base: tuple(sorted(names, key=Version)) for base, names in sorted(prereleases.items())},
+    )

@@ -14,6 +14,7 @@ from dswheels.core.versions import VersionTuple
 
 __all__ = [
     "CudaActionSeen",
+    "CudaToolkitSeen",
     "DeepSpeedRelease",
     "DeepSpeedSourceSeen",
     "TorchIndexSeen",
@@ -81,6 +82,30 @@ class CudaActionSeen:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class CudaToolkitSeen:
+    """The CUDA toolkit releases NVIDIA published: PyPI's ``cuda-toolkit`` has one version per release."""
+
+    url: str  # where it was read
+    releases: Mapping[VersionTuple, str]  # every final X.Y.Z -> YYYY-MM-DD of its first upload
+    prereleases: Mapping[VersionTuple, tuple[str, ...]]  # X.Y.Z -> its pre-releases ("13.4.0rc1")
+
+    def newest(self, minor: VersionTuple) -> VersionTuple | None:
+        """The newest final release of CUDA ``minor`` (X.Y); None when NVIDIA published none."""
+        return max((v for v in self.releases if v[:2] == minor), default=None)
+
+    def first(self, minor: VersionTuple) -> VersionTuple | None:
+        """The first final release of CUDA ``minor`` (X.Y.0, or its first patch when X.Y.0 was none)."""
+        return min((v for v in self.releases if v[:2] == minor), default=None)
+
+    def prereleases_of(self, minor: VersionTuple) -> tuple[str, ...]:
+        return tuple(name for base, names in self.prereleases.items() if base[:2] == minor for name in names)
+
+    def knows(self, minor: VersionTuple) -> bool:
+        """Whether any release of ``minor``, final or pre-release, is listed (PyPI starts at 11.8)."""
+        return any(v[:2] == minor for v in (*self.releases, *self.prereleases))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class DeepSpeedSourceSeen:
     """What one release's sdist says, read statically from its op builders."""
 
@@ -101,6 +126,9 @@ class Upstream:
     torch: Mapping[VersionTuple, TorchMinorSeen] | None = None
     torch_index: TorchIndexSeen | None = None
     cuda_action: CudaActionSeen | None = None
+    cuda_without_action: bool = False  # the workflow was read and installs CUDA without the action
+    cuda_toolkit: CudaToolkitSeen | None = None
     sources: tuple[DeepSpeedSourceSeen, ...] = ()
     read: Mapping[str, str] = field(default_factory=dict)  # source name -> what was read (URLs, files)
-    skipped: Mapping[str, str] = field(default_factory=dict)  # source name -> why it was not read
+    skipped: Mapping[str, str] = field(default_factory=dict)  # source name -> why it was not read (--skip)
+    unreachable: Mapping[str, str] = field(default_factory=dict)  # source name -> why it could not be read

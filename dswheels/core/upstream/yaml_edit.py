@@ -255,6 +255,8 @@ def _add(text: str, root: Span, edit: Edit) -> list[Splice]:
     if text[end - 1 : end] == "\n":  # after a block value: at the start of the next line
         return [(end, end, body + "\n")]
     stop = _line_end(text, end)
+    if text[stop : stop + 1] == "\n":  # at the start of the next line: the last line may be removed meanwhile
+        return [(stop + 1, stop + 1, body + "\n")]
     return [(stop, stop, "\n" + body)]
 
 

@@ -3,7 +3,7 @@ from, with the edit that would make it agree (:mod:`dswheels.core.upstream`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 
@@ -13,8 +13,9 @@ from dswheels.core.compat import CompatDataError, parse_compat
 from dswheels.core.upstream.compare import check_facts
 from dswheels.core.upstream.findings import Report, render_diff
 from dswheels.effects.clock import today
+from dswheels.effects.repository import repository_file
 from dswheels.effects.sources import Downloader, env_cache_dir
-from dswheels.effects.upstream import UpstreamOptions, read_upstream
+from dswheels.effects.upstream import CONNECT_RETRIES, WORKFLOW, UpstreamOptions, read_upstream
 from dswheels.errors import ConfigError
 
 __all__ = ["FactsCheckOptions", "FactsChecked", "check_compat"]
@@ -23,9 +24,8 @@ __all__ = ["FactsCheckOptions", "FactsChecked", "check_compat"]
 @dataclass(frozen=True, kw_only=True, slots=True)
 class FactsCheckOptions:
     compat: Path | None = None  # the facts file (None: the package's)
-    upstream: UpstreamOptions = field(
-        default_factory=UpstreamOptions
-    )  # where each source is, and how much of it to read
+    # where each source is, and how much of it to read; without a workflow, the repository's is found
+    upstream: UpstreamOptions = field(default_factory=UpstreamOptions)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -58,8 +58,11 @@ def check_compat(options: FactsCheckOptions) -> FactsChecked:
         compat = parse_compat(raw)
     except (yaml.YAMLError, CompatDataError) as exc:
         raise ConfigError(f"{path} is not a valid facts file: {exc}") from None
-    with Downloader(env_cache_dir() / "sources") as downloader:
-        upstream = read_upstream(compat, raw, options.upstream, downloader)
+    sources = options.upstream
+    if sources.workflow is None:  # the repository's: the facts file's, else the working directory's
+        sources = replace(sources, workflow=repository_file(WORKFLOW, near=(path.parent, Path.cwd())))
+    with Downloader(env_cache_dir() / "sources", connect_retries=CONNECT_RETRIES) as downloader:
+        upstream = read_upstream(compat, raw, sources, downloader)
     name = _shown(path)
     report = check_facts(text, upstream, today=today(), name=name)
     return FactsChecked(path=path, report=report, diff=render_diff(report, name=name))

@@ -6,10 +6,12 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 
 from dswheels.core.compat import load_compat
 from dswheels.core.index.site import published_canonical_names
+from dswheels.core.locations import MATRIX
 from dswheels.core.naming import wheel_filename
 from dswheels.core.plan.planner import plan
 from dswheels.core.untyped import Untyped
@@ -26,6 +28,7 @@ from dswheels.core.workflow.follow import (
 from dswheels.effects.github import GitHub, api_url_from_env, token_from_env
 from dswheels.effects.github_follow import close_issue, comment, create_issue, dispatch, open_issues, runs, update_issue
 from dswheels.effects.matrix_file import load_matrix
+from dswheels.effects.repository import repository_file
 from dswheels.effects.steps.published import PublishedAt, published_wheels
 from dswheels.errors import ConfigError, PublishError
 from dswheels.log import get_reporter
@@ -62,13 +65,18 @@ def _github(repo: str) -> GitHub:
     return GitHub(repo, token=token, api_url=api_url_from_env())
 
 
+def _package_dir() -> Path:
+    """Where the installed dswheels is: a clone's own ``dswheels/`` for an editable install."""
+    return Path(str(resources.files("dswheels")))
+
+
 # --- builds ----------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class BuildsOptions:
     report: Path  # `dswheels facts check --json` output
-    matrix: Path
+    matrix: Path | None = None  # None: the repository's matrix/matrix.yml (see builds_now)
     published: str | None = None  # the index (or directory) the wheels are published to
     published_at: PublishedAt = field(default_factory=PublishedAt)  # where they are when ``published`` is not given
 
@@ -81,10 +89,14 @@ class BuildsNow:
 
 
 def builds_now(options: BuildsOptions) -> BuildsNow:
-    """New releases the facts check placed, and every version the matrix plans unpublished cells for."""
+    """New releases the facts check placed, and every version the matrix plans unpublished cells for.
+
+    Without a matrix it is the repository's ``matrix/matrix.yml``: that of the clone the facts come from
+    (an editable install), else the working directory's, each looked up upward (from any subdirectory)."""
     placeable = tuple(_report(options.report).at("placeable_deepspeed").strs())
     compat = load_compat()
-    result = plan(load_matrix(options.matrix, compat), compat)
+    matrix = options.matrix or repository_file(MATRIX, near=(_package_dir(), Path.cwd())) or MATRIX
+    result = plan(load_matrix(matrix, compat), compat)
     location = options.published or options.published_at.source()
     published = published_canonical_names(published_wheels(location, missing_dir_ok=not options.published))
     unpublished: dict[str, int] = {}
