@@ -37,6 +37,8 @@ from dswheels.core.upstream.seen import CudaActionSeen, DeepSpeedRelease, DeepSp
 from dswheels.core.upstream.torch_index import torch_index_seen
 from dswheels.core.versions import VersionTuple, format_version
 from dswheels.core.wheel.contents import parse_metadata
+from dswheels.effects.files import read_bounded
+from dswheels.effects.http import MAX_PAGE_BYTES
 from dswheels.effects.sources import Downloader
 from dswheels.effects.wheel_metadata import read_wheel_metadata
 from dswheels.errors import SourceError
@@ -71,9 +73,11 @@ def _get_text(session: requests.Session, url: str, *, source: str, missing_ok: b
         if not path.exists() and missing_ok:
             return None
         try:
-            return path.read_text(encoding="utf-8")
+            return read_bounded(path, limit=MAX_PAGE_BYTES).decode("utf-8")
         except OSError as exc:
             raise SourceError(f"{source}: cannot read {path}: {exc.strerror}", hint=_hint(source)) from None
+        except ValueError as exc:  # not UTF-8, too large, or not a regular file (a FIFO, a device)
+            raise SourceError(f"{source}: cannot read {path}: {exc}", hint=_hint(source)) from None
     try:
         response = session.get(url, timeout=_TIMEOUT)
     except requests.RequestException as exc:
@@ -210,10 +214,10 @@ def read_upstream(
 
 def _read_action(downloader: Downloader, options: UpstreamOptions) -> CudaActionSeen:
     try:
-        workflow = options.workflow.read_text(encoding="utf-8")
-    except OSError as exc:
+        workflow = read_bounded(options.workflow).decode("utf-8")
+    except (OSError, ValueError) as exc:  # ValueError: not UTF-8, too large, not a regular file
         raise SourceError(
-            f"cuda-action: cannot read {options.workflow}: {exc.strerror}",
+            f"cuda-action: cannot read {options.workflow}: {exc.strerror if isinstance(exc, OSError) else exc}",
             hint="run from the repository root or pass --workflow PATH; " + _hint("cuda-action"),
         ) from None
     pin = find_action_pin(workflow)
