@@ -443,7 +443,7 @@ def _tmpfs_works() -> bool:
     return probe.returncode == 0
 
 
-@pytest.mark.skipif(not _tmpfs_works(), reason="no unprivileged user namespaces to mount a tmpfs in (GitHub's 24.04)")
+@pytest.mark.skipif(not _tmpfs_works(), reason="no unprivileged user namespace to mount a tmpfs in")
 @pytest.mark.parametrize("command", ["publish", "index"])
 def test_a_full_tmpfs_is_exit_7_and_nothing_half_written(tmp_path: Path, command: str) -> None:
     """A real full file system (ENOSPC): a 256 KiB tmpfs, mounted for the one run."""
