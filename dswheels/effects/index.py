@@ -397,18 +397,19 @@ def _write_site(out: Path, pages: Mapping[str, str], wheels: Sequence[LocalWheel
 
 
 def _iter_local(location: Path) -> Iterator[str]:
+    """The wheels a site's project page lists, or those of a published directory: as `dswheels index`
+    reads them, regular files only (a link is not followed: it is not what was published)."""
     project_page = location / "simple" / PROJECT / "index.html"
     if project_page.is_file():
         base = project_page.resolve().as_uri()
         try:
-            files = parse_project_page(
-                read_bounded(project_page, limit=MAX_PAGE_BYTES).decode("utf-8", "replace"), base
-            )
+            page = read_bounded(project_page, limit=MAX_PAGE_BYTES, follow_symlinks=False)
+            files = parse_project_page(page.decode("utf-8", "replace"), base)
         except (OSError, ValueError) as exc:
             raise SourceError(f"cannot read the published index {project_page}: {exc}") from None
         yield from (f.filename for f in files)
         return
-    yield from (p.name for p in location.iterdir() if p.name.endswith(".whl"))
+    yield from (p.name for p in location.iterdir() if p.name.endswith(".whl") and _is_regular(p))
 
 
 def list_published(location: str, *, session: requests.Session | None = None, timeout: float = 60) -> list[str]:

@@ -30,6 +30,8 @@ from pathlib import Path
 
 import pytest
 
+from dswheels.effects.index import list_published
+from dswheels.effects.index_read import read_index, read_manifest
 from tests.conftest import ROOT
 from tests.support.wheels import write_deepspeed_wheel, write_manifest
 
@@ -190,6 +192,28 @@ def test_publish_neither_reads_nor_replaces_a_link_at_a_name_it_publishes(tmp_pa
     _refused(done, 7, "is a symbolic link, not a regular file")
     assert (target / (wheel.name + ".metadata")).readlink() == Path("/dev/zero")
     assert _temporaries(target) == []
+
+
+def test_a_link_named_like_a_wheel_is_not_counted_as_published(tmp_path: Path, published: Path) -> None:
+    """`plan --skip-published DIR` lists what `index` would: a link is not a published wheel."""
+    wheel = _wheel_in(published)
+    elsewhere = write_deepspeed_wheel(tmp_path / "elsewhere", variant="cu128", torch="2.9")
+    (published / elsewhere.name).symlink_to(elsewhere)
+    assert list_published(str(published)) == [wheel.name]
+
+
+def test_a_manifest_link_in_a_local_index_is_not_believed(tmp_path: Path, published: Path) -> None:
+    """`install` and `doctor` read the manifest beside a local index's wheel as `index` does: not through a link."""
+    _ok(_dswheels("index", "--from", "published", "--out", "site", cwd=tmp_path))
+    _page, files = read_index(str(tmp_path / "site"))
+    wheel = tmp_path / "site" / "files" / files[0].filename
+    manifest = write_manifest(wheel)
+    outside = _secret(tmp_path, manifest.read_text(encoding="utf-8"))
+    manifest.unlink()
+    manifest.symlink_to(outside)
+    seen = read_manifest(files[0])
+    assert seen.runtime is None
+    assert "is a symbolic link, not a regular file" in seen.note
 
 
 # --- 7: a local index whose file is a link to /dev/zero, a FIFO, or huge -----------------------------------------
