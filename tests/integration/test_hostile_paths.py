@@ -386,6 +386,13 @@ def test_an_endless_device_as_an_input_file_is_refused(tmp_path: Path, args: tup
     _refused(done, 2, "/dev/zero is a character device, not a regular file")
 
 
+def test_a_huge_regular_input_file_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    """A regular file larger than its limit (sparse: no blocks) is refused by its size, not read."""
+    with (tmp_path / "matrix.yml").open("wb") as fh:
+        fh.truncate(1024**2 + 1)
+    _refused(_dswheels("plan", "--matrix", "matrix.yml", cwd=tmp_path, memory=2 * 1024**3), 2, "larger than 1 MiB")
+
+
 # --- 13: destinations that cannot be written ----------------------------------------------------------------------
 
 
