@@ -324,10 +324,11 @@ def _refuse(path: Path, mode: int) -> NotRegularFileError:
 def open_regular(path: Path, *, follow_symlinks: bool = True) -> io.BufferedReader:
     """``path`` opened for reading, only if it is a regular file; :class:`NotRegularFileError` otherwise.
 
-    The one way dswheels opens a file it does not control. It never blocks and never has a side
-    effect: the kind is checked before the open (a device is never opened), and the open itself
-    is non-blocking (``O_NONBLOCK``: a FIFO swapped in meanwhile opens at once, with or without a
-    writer) and checked again on the open descriptor (``fstat``), which is what is read.
+    The one way dswheels opens a file it does not control. It never blocks: the kind is checked
+    before the open (a device or FIFO found there is not opened at all), and the open itself is
+    non-blocking and takes no terminal (``O_NONBLOCK | O_NOCTTY``: a FIFO swapped in meanwhile
+    opens at once, with or without a writer), then checked again on the open descriptor
+    (``fstat``), which is what is read.
     ``follow_symlinks=False`` (what dswheels reads from a published directory or an index):
     a symbolic link is refused, never followed (``O_NOFOLLOW``), so a link placed beside
     published files cannot make dswheels read, serve or change what it points to.
