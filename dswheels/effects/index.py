@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
+import stat
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -32,7 +32,9 @@ from dswheels.core.wheel.manifest import ManifestError, manifest_name, parse_man
 from dswheels.effects.files import (
     TEMP_PREFIX,
     exclusive,
-    public_mode,
+    failing_as,
+    link_opened,
+    open_regular,
     read_bounded,
     replace_dir,
     staging_dir,
@@ -40,7 +42,8 @@ from dswheels.effects.files import (
     write_text_atomic,
 )
 from dswheels.effects.http import MAX_PAGE_BYTES, read_limited
-from dswheels.effects.wheel import read_wheel
+from dswheels.effects.index_read import MAX_MANIFEST_BYTES
+from dswheels.effects.wheel import MAX_METADATA_BYTES, read_wheel
 from dswheels.errors import ConfigError, PublishError, SourceError
 from dswheels.log import get_reporter
 
@@ -73,9 +76,10 @@ class LocalWheel:
     metadata_path: Path | None = None  # the published <wheel>.metadata it was read from, if any
 
 
-def local_wheel(path: Path) -> LocalWheel:
+def local_wheel(path: Path, *, follow_symlinks: bool = True) -> LocalWheel:
     """Hash a wheel and read its METADATA from the wheel itself; ``PublishError`` if it is not a
-    dswheels wheel. (A ``<wheel>.metadata`` beside it is never believed: it may describe another wheel.)"""
+    dswheels wheel. (A ``<wheel>.metadata`` beside it is never believed: it may describe another wheel.)
+    ``follow_symlinks=False``: a wheel of the published directory, which must not be a link."""
     try:
         wheel = parse_wheel(path.name)
     except WheelNameError as exc:
@@ -83,7 +87,7 @@ def local_wheel(path: Path) -> LocalWheel:
             f"not a dswheels wheel: {exc}",
             hint="only wheels built by `dswheels build` can be published (their names carry the torch build)",
         ) from None
-    contents = read_wheel(path, error=PublishError, built_by_deepspeed=False)
+    contents = read_wheel(path, error=PublishError, built_by_deepspeed=False, follow_symlinks=follow_symlinks)
     meta = contents.metadata
     if canonicalize_name(meta.name) != PROJECT or meta.version != str(wheel.version):
         raise PublishError(
@@ -120,8 +124,8 @@ class LedgerEntry:
 
 def load_ledger(directory: Path) -> dict[str, LedgerEntry]:
     """The ledger beside the published wheels; empty when missing or unreadable (then every wheel is read)."""
-    try:
-        data = parse_json(read_bounded(directory / LEDGER, limit=MAX_LEDGER_BYTES), what=LEDGER)
+    try:  # publish writes it: a link, a FIFO or a device in its place is not it
+        data = parse_json(read_bounded(directory / LEDGER, limit=MAX_LEDGER_BYTES, follow_symlinks=False), what=LEDGER)
     except (OSError, ValueError):
         return {}
     if not isinstance(data, dict) or data.get("schema") != _LEDGER_SCHEMA or not isinstance(data.get("files"), dict):
@@ -153,9 +157,9 @@ def _ledger_entry(entry: dict[str, object]) -> LedgerEntry | None:
 
 def update_ledger(directory: Path, wheels: Sequence[LocalWheel]) -> None:
     """Record the published wheels' facts (after they are in place) so the index need not re-read them."""
-    entries = {name: e for name, e in load_ledger(directory).items() if (directory / name).is_file()}
+    entries = {name: e for name, e in load_ledger(directory).items() if _is_regular(directory / name)}
     for wheel in wheels:
-        stat = (directory / wheel.wheel.filename).stat()
+        stat = (directory / wheel.wheel.filename).lstat()
         entries[wheel.wheel.filename] = LedgerEntry(
             size=stat.st_size,
             mtime_ns=stat.st_mtime_ns,
@@ -167,13 +171,21 @@ def update_ledger(directory: Path, wheels: Sequence[LocalWheel]) -> None:
     write_text_atomic(directory / LEDGER, json.dumps(data, indent=0, sort_keys=True) + "\n")
 
 
+def _is_regular(path: Path) -> bool:
+    """A regular file, not a link to one."""
+    try:
+        return stat.S_ISREG(path.lstat().st_mode)
+    except OSError:
+        return False
+
+
 def _from_ledger(path: Path, size: int, mtime_ns: int, entry: LedgerEntry | None) -> LocalWheel | None:
     """The wheel as the ledger knows it, if the file and its .metadata are untouched since."""
     if entry is None or (size, mtime_ns) != (entry.size, entry.mtime_ns):
         return None
     sidecar = path.with_name(metadata_name(path.name))
     try:
-        metadata = sidecar.read_bytes()
+        metadata = read_bounded(sidecar, limit=MAX_METADATA_BYTES, follow_symlinks=False)
         wheel = parse_wheel(path.name)
     except (OSError, ValueError):
         return None
@@ -195,7 +207,8 @@ def scan_directory(directory: Path) -> list[LocalWheel]:
     """Every ``*.whl`` directly in ``directory`` (other files are ignored), with its published METADATA.
 
     Wheels the ledger of `dswheels publish` describes, unchanged since (size, mtime), are
-    taken from it; any other wheel is read and hashed.
+    taken from it; any other wheel is read and hashed. Only regular files are read: a link,
+    a FIFO or a device named ``*.whl`` is left out with a warning (publish never makes one).
     """
     if not directory.is_dir():
         raise ConfigError(
@@ -205,13 +218,17 @@ def scan_directory(directory: Path) -> list[LocalWheel]:
         )
     ledger = load_ledger(directory)
     with os.scandir(directory) as listing:
-        entries = sorted((e for e in listing if e.name.endswith(".whl") and e.is_file()), key=lambda e: e.name)
+        entries = sorted((e for e in listing if e.name.endswith(".whl")), key=lambda e: e.name)
     wheels = []
     for entry in entries:
         path = directory / entry.name
-        stat = entry.stat()
-        known = _from_ledger(path, stat.st_size, stat.st_mtime_ns, ledger.get(entry.name))
-        wheels.append(known or local_wheel(path))
+        info = entry.stat(follow_symlinks=False)
+        if not stat.S_ISREG(info.st_mode):
+            if not stat.S_ISDIR(info.st_mode):
+                get_reporter().warning(f"{path} is not a regular file (a link?): left out; it was not published here")
+            continue
+        known = _from_ledger(path, info.st_size, info.st_mtime_ns, ledger.get(entry.name))
+        wheels.append(known or local_wheel(path, follow_symlinks=False))
     return wheels
 
 
@@ -238,8 +255,17 @@ def _is_inside(path: Path, parent: Path) -> bool:
     return True
 
 
+_KEPT = "and the previous site (if any) is as it was"
+
+
 def check_target(out: Path, *, sources: Iterable[Path] = ()) -> None:
-    """Refuse to replace a directory that is not a dswheels index, or one holding the sources."""
+    """Refuse to replace a directory that is not a dswheels index, or one holding the sources
+    (exit 2), or one that cannot be looked at or is a dangling link (exit 7)."""
+    with failing_as(PublishError, what=f"writing the site {out}", where=out, kept=_KEPT):
+        _check_target(out, sources)
+
+
+def _check_target(out: Path, sources: Iterable[Path]) -> None:
     if out.exists() and not out.is_dir():
         raise ConfigError(f"{out} exists and is not a directory")
     if out.is_dir() and any(out.iterdir()) and not (out / MARKER).is_file():
@@ -255,51 +281,80 @@ def check_target(out: Path, *, sources: Iterable[Path] = ()) -> None:
             )
 
 
-def _link_into(source: Path, target: Path) -> None:
-    """A published file into the staged ``files/``: a hard link (a copy across file systems),
-    readable by the static server whoever it runs as."""
+def _link_into(source: Path, target: Path, *, size: int, sha256: str | None = None) -> None:
+    """A published file into the staged ``files/``, only as dswheels vouched for it: a regular
+    file (never a link: it is not followed), of ``size`` bytes (and, for the small sidecars,
+    of ``sha256``). Hard-linked, or copied where the file system cannot link or the file lacks
+    read bits (:func:`~dswheels.effects.files.link_opened`: the published file is never changed).
+
+    ``PublishError`` when ``source`` is not what was vouched for; an ``OSError`` of the write
+    (a full disk) is the caller's.
+    """
     try:
-        os.link(source, target)
-    except OSError:
-        shutil.copyfile(source, target)
-    mode = target.stat().st_mode
-    if mode & 0o044 != 0o044:  # published by an older dswheels with mkstemp's 0600
-        target.chmod(mode | (public_mode(directory=False) & 0o444))
+        src = open_regular(source, follow_symlinks=False)
+    except (OSError, ValueError) as exc:  # ValueError: NotRegularFileError, replaced by a link or a FIFO
+        raise _not_vouched(source, exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)) from None
+    with src:
+        if sha256 is not None:
+            if hashlib.sha256(src.read(size + 1)).hexdigest() != sha256:
+                raise _not_vouched(source, "its sha256 changed")
+        elif (now := os.fstat(src.fileno()).st_size) != size:
+            raise _not_vouched(source, f"{now} bytes, not the {size} read")
+        link_opened(src, source, target, limit=size)
 
 
-def _manifest_for(w: LocalWheel) -> Path | None:
-    """The build manifest beside a wheel, if it describes this wheel's bytes.
+def _not_vouched(source: Path, why: str) -> PublishError:
+    return PublishError(
+        f"{source} is not what was read a moment ago ({why}): it was changed while the site was written",
+        hint="published files never change: see what else writes into the published directory, "
+        "then run `dswheels index` again; the old site is left as it was",
+    )
 
-    Wheels the publish ledger vouches for had theirs checked by `dswheels publish`; any
-    other is read here, and one that describes other bytes is left out with a warning.
+
+def _manifest_for(w: LocalWheel) -> tuple[Path, bytes] | None:
+    """The build manifest beside a wheel and its bytes, if it describes this wheel's bytes.
+
+    Read and checked however the wheel was vouched for (the ledger does not cover manifests):
+    one that is not a regular file (a link is not followed), cannot be read or describes
+    other bytes is left out with a warning.
     """
     manifest = w.path.with_name(manifest_name(w.wheel.filename))
-    if not manifest.is_file():
-        return None
-    if w.metadata_path is not None:
-        return manifest
     try:
-        recorded = parse_manifest(read_bounded(manifest, limit=MAX_LEDGER_BYTES).decode("utf-8")).wheel
-    except (OSError, ValueError, ManifestError):
-        recorded = None
-    if recorded is None or (recorded.filename, recorded.sha256) != (w.wheel.filename, w.sha256):
+        data = read_bounded(manifest, limit=MAX_MANIFEST_BYTES, follow_symlinks=False)
+        recorded = parse_manifest(data.decode("utf-8")).wheel
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, ManifestError) as exc:
+        get_reporter().warning(f"{manifest.name} cannot be read ({exc}): left out of the site")
+        return None
+    if (recorded.filename, recorded.sha256) != (w.wheel.filename, w.sha256):
         get_reporter().warning(f"{manifest.name} does not describe the wheel beside it: left out of the site")
         return None
-    return manifest
+    return manifest, data
 
 
 def _stage_files(staging: Path, wheels: Sequence[LocalWheel]) -> None:
     files = staging / FILES_DIR
     files.mkdir()
     for w in wheels:
-        _link_into(w.path, files / w.wheel.filename)
-        sidecar = files / metadata_name(w.wheel.filename)
+        _link_into(w.path, files / w.wheel.filename, size=w.size)
+        metadata = files / metadata_name(w.wheel.filename)
         if w.metadata_path is not None:  # verified against the ledger, which publish wrote from the wheel
-            _link_into(w.metadata_path, sidecar)
+            _link_or_write(w.metadata_path, metadata, w.metadata)
         else:
-            sidecar.write_bytes(w.metadata)  # read from the wheel itself
+            metadata.write_bytes(w.metadata)  # read from the wheel itself
         if (manifest := _manifest_for(w)) is not None:  # beside the wheel, where `dswheels install` looks
-            _link_into(manifest, files / manifest.name)
+            path, data = manifest
+            _link_or_write(path, files / path.name, data)
+
+
+def _link_or_write(source: Path, target: Path, data: bytes) -> None:
+    """A sidecar whose bytes were checked (``data``): linked when ``source`` still holds them, else written."""
+    try:
+        _link_into(source, target, size=len(data), sha256=hashlib.sha256(data).hexdigest())
+    except PublishError:
+        target.unlink(missing_ok=True)
+        target.write_bytes(data)
 
 
 def write_site(out: Path, pages: Mapping[str, str], *, wheels: Sequence[LocalWheel] = ()) -> None:
@@ -314,6 +369,11 @@ def write_site(out: Path, pages: Mapping[str, str], *, wheels: Sequence[LocalWhe
     user can read them.
     """
     out = out.absolute()
+    with failing_as(PublishError, what=f"writing the site {out}", where=out, kept=_KEPT):
+        _write_site(out, pages, wheels)
+
+
+def _write_site(out: Path, pages: Mapping[str, str], wheels: Sequence[LocalWheel]) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     with exclusive(out.parent, what=f"writing {out}", error=PublishError):  # beside it: out is replaced
         check_target(out, sources=(w.path.parent for w in wheels))
@@ -337,18 +397,19 @@ def write_site(out: Path, pages: Mapping[str, str], *, wheels: Sequence[LocalWhe
 
 
 def _iter_local(location: Path) -> Iterator[str]:
+    """The wheels a site's project page lists, or those of a published directory: as `dswheels index`
+    reads them, regular files only (a link is not followed: it is not what was published)."""
     project_page = location / "simple" / PROJECT / "index.html"
     if project_page.is_file():
         base = project_page.resolve().as_uri()
         try:
-            files = parse_project_page(
-                read_bounded(project_page, limit=MAX_PAGE_BYTES).decode("utf-8", "replace"), base
-            )
+            page = read_bounded(project_page, limit=MAX_PAGE_BYTES, follow_symlinks=False)
+            files = parse_project_page(page.decode("utf-8", "replace"), base)
         except (OSError, ValueError) as exc:
             raise SourceError(f"cannot read the published index {project_page}: {exc}") from None
         yield from (f.filename for f in files)
         return
-    yield from (p.name for p in location.iterdir() if p.name.endswith(".whl"))
+    yield from (p.name for p in location.iterdir() if p.name.endswith(".whl") and _is_regular(p))
 
 
 def list_published(location: str, *, session: requests.Session | None = None, timeout: float = 60) -> list[str]:

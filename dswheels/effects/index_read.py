@@ -4,6 +4,7 @@ and download a wheel from it with its sha256 checked."""
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 from pathlib import Path
 from typing import BinaryIO
@@ -14,7 +15,7 @@ import requests
 from dswheels.core.doctor import PublishedRuntime
 from dswheels.core.index.files import IndexFile, parse_project_page, project_page_url
 from dswheels.core.wheel.manifest import ManifestError, manifest_name, parse_manifest
-from dswheels.effects.files import read_bounded
+from dswheels.effects.files import copy_bounded, open_regular, read_bounded
 from dswheels.effects.http import MAX_PAGE_BYTES, check_redirects, read_limited
 from dswheels.errors import SourceError
 
@@ -96,6 +97,17 @@ def _copy_http(url: str, out: BinaryIO, digest: hashlib._Hash) -> None:
             out.write(chunk)
 
 
+def _copy_local(path: Path, out: BinaryIO, digest: hashlib._Hash, *, limit: int) -> None:
+    """A file a local index links, bounded as a download is: a regular file, never a link (an index
+    written by `dswheels index` links none), a FIFO or a device (``/dev/zero`` would never end),
+    of at most ``limit`` bytes (checked before a byte is copied, and while copying)."""
+    with open_regular(path, follow_symlinks=False) as src:
+        if (size := os.fstat(src.fileno()).st_size) > limit:
+            msg = f"{path} is {size} bytes: more than {limit} (no wheel is that large)"
+            raise ValueError(msg)
+        copy_bounded(src, out, limit=limit, what=str(path), digest=digest)
+
+
 def check_followable(file: IndexFile) -> None:
     """Refuse a link that may not be followed, or that gives no sha256 to check the download against."""
     if file.problem:
@@ -126,13 +138,10 @@ def download_wheel(file: IndexFile, dest: Path) -> Path:
     try:
         with partial.open("wb") as out:
             if local is not None:
-                with local.open("rb") as src:
-                    for chunk in iter(lambda: src.read(1 << 20), b""):
-                        digest.update(chunk)
-                        out.write(chunk)
+                _copy_local(local, out, digest, limit=file.size if file.size is not None else MAX_WHEEL_BYTES)
             else:
                 _copy_http(file.url, out, digest)
-    except (OSError, requests.RequestException) as exc:
+    except (OSError, ValueError, requests.RequestException) as exc:  # ValueError: not a regular file, too large
         partial.unlink(missing_ok=True)
         raise SourceError(f"cannot download {file.url}: {exc}") from None
     except BaseException:
@@ -183,8 +192,8 @@ def _manifest_text(url: str) -> tuple[str | None, str]:
     """The text at ``url`` (a file or HTTP(S)), or None and why it could not be read."""
     local = _local_page(url)
     try:
-        if local is not None:
-            return read_bounded(local, limit=MAX_MANIFEST_BYTES).decode("utf-8"), ""
+        if local is not None:  # beside a local wheel: as the wheel, never through a link
+            return read_bounded(local, limit=MAX_MANIFEST_BYTES, follow_symlinks=False).decode("utf-8"), ""
         with requests.get(url, timeout=_TIMEOUT, stream=True) as response:
             if response.status_code == 404:
                 return None, _NO_MANIFEST

@@ -56,6 +56,7 @@ from dswheels.core.upstream.seen import (
 from dswheels.core.upstream.torch_index import torch_index_seen
 from dswheels.core.versions import VersionTuple, format_version
 from dswheels.core.wheel.contents import parse_metadata
+from dswheels.effects.files import read_bounded
 from dswheels.effects.http import MAX_PAGE_BYTES, check_redirects, read_limited
 from dswheels.effects.sources import TIMEOUT, Downloader
 from dswheels.effects.wheel_metadata import read_wheel_metadata
@@ -89,9 +90,11 @@ def _get_text(session: requests.Session, url: str, *, missing_ok: bool = False) 
         if not path.exists() and missing_ok:
             return None
         try:
-            return path.read_text(encoding="utf-8")
+            return read_bounded(path, limit=MAX_PAGE_BYTES).decode("utf-8")
         except OSError as exc:
             raise SourceError(f"cannot read {path}: {exc.strerror}") from None
+        except ValueError as exc:  # not UTF-8, too large, or not a regular file (a FIFO, a device)
+            raise SourceError(f"cannot read {path}: {exc}") from None
     try:
         response = session.get(url, timeout=TIMEOUT, stream=True)
     except requests.RequestException as exc:
@@ -312,9 +315,10 @@ def _read_action(downloader: Downloader, options: UpstreamOptions) -> tuple[Cuda
             hint="pass --workflow PATH (the workflow that installs CUDA)",
         )
     try:
-        text = workflow.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise SourceError(f"cannot read {workflow}: {exc.strerror}", hint="pass --workflow PATH") from None
+        text = read_bounded(workflow).decode("utf-8")
+    except (OSError, ValueError) as exc:  # ValueError: not UTF-8, too large, not a regular file
+        why = exc.strerror if isinstance(exc, OSError) else exc
+        raise SourceError(f"cannot read {workflow}: {why}", hint="pass --workflow PATH") from None
     if not uses_action(text):
         return _NO_ACTION, f"{workflow} installs CUDA without {ACTION}: every release NVIDIA published installs"
     pin = find_action_pin(text)

@@ -29,6 +29,8 @@ from dswheels.core.wheel.opload import judge_loads
 from dswheels.core.wheel.verify import Check, Expected, binary_checks, expected_from_manifest, gpu_checks, static_checks
 from dswheels.effects import proc
 from dswheels.effects.binaries import read_extensions
+from dswheels.effects.files import read_bounded
+from dswheels.effects.index_read import MAX_MANIFEST_BYTES
 from dswheels.effects.interpreter import find_uv, probe_python, torch_index_args, uv_install, uv_venv
 from dswheels.effects.opload import jit_files, load_ops
 from dswheels.effects.wheel import WheelContents, read_wheel
@@ -66,8 +68,8 @@ def load_expected(
     path = manifest or wheel.with_name(manifest_name(wheel.name))
     if path.exists():
         try:
-            data = parse_manifest(path.read_text(encoding="utf-8"))
-        except ManifestError as exc:
+            data = parse_manifest(read_bounded(path, limit=MAX_MANIFEST_BYTES).decode("utf-8"))
+        except (ManifestError, OSError, ValueError) as exc:  # ValueError: not UTF-8, too large, not a regular file
             raise VerifyError(f"{path}: {exc}") from None
         if data.cell_id != cell_id(cell):
             raise VerifyError(

@@ -10,11 +10,13 @@ builder, ``VerifyError`` in verify, ``ConfigError`` for a path a user gave ``ins
 
 from __future__ import annotations
 
+import hashlib
 import zipfile
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 from dswheels.core.wheel.contents import (
     EXTENSION_SUFFIXES,
@@ -27,7 +29,7 @@ from dswheels.core.wheel.contents import (
     parse_installed_info,
     parse_metadata,
 )
-from dswheels.effects.files import sha256_file
+from dswheels.effects.files import NotRegularFileError, open_regular
 from dswheels.errors import DswheelsError
 
 __all__ = ["MAX_METADATA_BYTES", "WheelContents", "read_wheel"]
@@ -69,6 +71,17 @@ def _metadata(archive: zipfile.ZipFile, names: tuple[str, ...]) -> bytes:
     return archive.read(member)
 
 
+def _digest(fh: BinaryIO) -> tuple[str, int]:
+    """The sha256 and size of the open wheel: the very bytes its members were read from."""
+    fh.seek(0)
+    digest = hashlib.sha256()
+    size = 0
+    while chunk := fh.read(1 << 20):
+        digest.update(chunk)
+        size += len(chunk)
+    return digest.hexdigest(), size
+
+
 def read_wheel(
     path: Path,
     *,
@@ -76,12 +89,14 @@ def read_wheel(
     built_by_deepspeed: bool = True,
     builders: bool = False,
     extensions: bool = False,
+    follow_symlinks: bool = True,
 ) -> WheelContents:
     """Read ``path``. ``built_by_deepspeed``: it must have DeepSpeed's build info (every reader but the
     index's, which lists any dswheels-named wheel); ``builders``: also read the op builders' sources;
-    ``extensions``: every extension's bytes."""
+    ``extensions``: every extension's bytes. Only a regular file is read (a FIFO or a device is
+    refused without blocking); ``follow_symlinks=False``: nor through a link (a published wheel)."""
     try:
-        with zipfile.ZipFile(path) as archive:
+        with open_regular(path, follow_symlinks=follow_symlinks) as fh, zipfile.ZipFile(fh) as archive:
             names = tuple(archive.namelist())
             metadata = _metadata(archive, names)
             installed = archive.read(INSTALLED_INFO).decode("utf-8", "replace") if INSTALLED_INFO in names else None
@@ -91,11 +106,12 @@ def read_wheel(
                 if builders and n.startswith(OP_BUILDER_DIR) and n.endswith(".py")
             }
             binaries = {n: archive.read(n) for n in names if extensions and n.endswith(EXTENSION_SUFFIXES)}
+            digest, size = _digest(fh)
         parsed = parse_metadata(metadata)
-        digest = sha256_file(path)
-        size = path.stat().st_size
     except FileNotFoundError:
         raise error(f"no such wheel: {path}") from None
+    except NotRegularFileError as exc:
+        raise error(str(exc), hint="give the wheel file itself") from None
     except KeyError as exc:
         raise error(f"{path.name} lacks {exc.args[0]}: not a DeepSpeed wheel", hint=_HINT) from None
     except (OSError, zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, zlib.error, NotImplementedError) as exc:

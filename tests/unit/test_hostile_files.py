@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import stat
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 import pytest
 import yaml
@@ -30,6 +30,7 @@ from dswheels.core.model import Platform, Python, Variant
 from dswheels.core.naming import cell_id
 from dswheels.core.plan.planner import Combo, plan
 from dswheels.core.versions import TorchMinor
+from dswheels.effects.files import copy_bounded
 from dswheels.effects.index import local_index_files, scan_directory, write_site
 from dswheels.effects.publish import collect_wheels, publish_dir
 from dswheels.errors import ConfigError, PublishError
@@ -82,15 +83,15 @@ def test_a_writer_that_wins_between_check_and_write_is_never_replaced(
     theirs = write_deepspeed_wheel(tmp_path / "theirs", variant="cpu", torch="2.13", payload=100, seed=2)
     published = tmp_path / "published"
     published.mkdir()
-    real_copy = shutil.copyfile
+    real_copy = copy_bounded
 
-    def copy_after_the_other_writer(src: Path, dst: Path) -> object:
+    def copy_after_the_other_writer(src: BinaryIO, out: BinaryIO, *, limit: int, what: str) -> int:
         target = published / ours.name
         if not target.exists():  # the other run finishes its copy right now
             target.write_bytes(theirs.read_bytes())
-        return real_copy(src, dst)
+        return real_copy(src, out, limit=limit, what=what)
 
-    monkeypatch.setattr("dswheels.effects.publish.directory.shutil.copyfile", copy_after_the_other_writer)
+    monkeypatch.setattr("dswheels.effects.publish.directory.copy_bounded", copy_after_the_other_writer)
     with pytest.raises(PublishError, match="already published"):
         publish_dir(collect_wheels([ours]), published)
     assert (published / ours.name).read_bytes() == theirs.read_bytes()

@@ -350,7 +350,7 @@ def test_a_failed_write_leaves_the_old_site_whole(tmp_path: Path) -> None:
     before = _tree(out)
     broken = wheels[0].path
     broken.rename(broken.with_suffix(".gone"))  # the link step fails half-way through
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(PublishError, match="changed while the site was written"):
         write_site(out, {**pages, "index.html": "new"}, wheels=wheels)
     assert _tree(out) == before
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".site")], "staging left behind"

@@ -154,9 +154,9 @@ def test_the_index_trusts_the_ledger_only_for_untouched_wheels(tmp_path: Path, m
     read: list[str] = []
     original = effects_index.local_wheel
 
-    def spy(path: Path) -> effects_index.LocalWheel:
+    def spy(path: Path, *, follow_symlinks: bool = True) -> effects_index.LocalWheel:
         read.append(path.name)
-        return original(path)
+        return original(path, follow_symlinks=follow_symlinks)
 
     monkeypatch.setattr(effects_index, "local_wheel", spy)
     first = effects_index.scan_directory(published)

@@ -21,6 +21,7 @@ from dswheels.core.naming import parse_wheel
 from dswheels.core.wheel.manifest import ManifestError, manifest_name, parse_manifest
 from dswheels.effects.files import read_bounded
 from dswheels.effects.index import LocalWheel, local_wheel
+from dswheels.effects.index_read import MAX_MANIFEST_BYTES
 from dswheels.effects.wheelhouse import find_wheels, is_wheel_file
 from dswheels.errors import ConfigError, PublishError
 
@@ -98,20 +99,21 @@ def outgoing_files(wheel: LocalWheel) -> list[Outgoing]:
         ),
     ]
     manifest = wheel.path.with_name(manifest_name(wheel.wheel.filename))
-    if manifest.is_file():
-        try:
-            data = read_bounded(manifest)
-            recorded = parse_manifest(data.decode("utf-8")).wheel
-        except (ManifestError, OSError, ValueError) as exc:
-            raise PublishError(f"{manifest}: {exc}", hint="rebuild the wheel, or remove the stray manifest") from None
-        if (recorded.filename, recorded.sha256) != (wheel.wheel.filename, wheel.sha256):
-            raise PublishError(
-                f"{manifest.name} describes other bytes than {wheel.wheel.filename} "
-                f"(manifest sha256 {recorded.sha256[:12]}..., wheel {wheel.sha256[:12]}...)",
-                hint="the wheel changed after it was built: rebuild it, never edit a built wheel",
-            )
-        # the bytes just checked are the ones published
-        files.append(Outgoing(name=manifest.name, size=len(data), sha256=hashlib.sha256(data).hexdigest(), data=data))
+    try:  # a regular file only (a FIFO or a device is refused without blocking), bounded
+        data = read_bounded(manifest, limit=MAX_MANIFEST_BYTES)
+        recorded = parse_manifest(data.decode("utf-8")).wheel
+    except FileNotFoundError:
+        return files
+    except (ManifestError, OSError, ValueError) as exc:
+        raise PublishError(f"{manifest}: {exc}", hint="rebuild the wheel, or remove the stray manifest") from None
+    if (recorded.filename, recorded.sha256) != (wheel.wheel.filename, wheel.sha256):
+        raise PublishError(
+            f"{manifest.name} describes other bytes than {wheel.wheel.filename} "
+            f"(manifest sha256 {recorded.sha256[:12]}..., wheel {wheel.sha256[:12]}...)",
+            hint="the wheel changed after it was built: rebuild it, never edit a built wheel",
+        )
+    # the bytes just checked are the ones published
+    files.append(Outgoing(name=manifest.name, size=len(data), sha256=hashlib.sha256(data).hexdigest(), data=data))
     return files
 
 

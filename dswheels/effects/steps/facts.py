@@ -13,6 +13,7 @@ from dswheels.core.compat import CompatDataError, parse_compat
 from dswheels.core.upstream.compare import check_facts
 from dswheels.core.upstream.findings import Report, render_diff
 from dswheels.effects.clock import today
+from dswheels.effects.files import read_bounded
 from dswheels.effects.repository import repository_file
 from dswheels.effects.sources import Downloader, env_cache_dir
 from dswheels.effects.upstream import CONNECT_RETRIES, WORKFLOW, UpstreamOptions, read_upstream
@@ -50,9 +51,13 @@ def _shown(path: Path) -> str:
 def check_compat(options: FactsCheckOptions) -> FactsChecked:
     path = options.compat or _default_compat()
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_bounded(path).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"the facts file {path} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except OSError as exc:
         raise ConfigError(f"cannot read the facts file {path}: {exc.strerror}") from None
+    except ValueError as exc:  # larger than any facts file, or not a regular file (a FIFO, a device)
+        raise ConfigError(str(exc), hint="pass a facts file (compat.yml) with --compat") from None
     try:
         raw = yaml.safe_load(text)
         compat = parse_compat(raw)

@@ -25,6 +25,7 @@ from dswheels.core.workflow.follow import (
     issue_action,
     issue_body,
 )
+from dswheels.effects.files import read_bounded
 from dswheels.effects.github import GitHub, api_url_from_env, token_from_env
 from dswheels.effects.github_follow import close_issue, comment, create_issue, dispatch, open_issues, runs, update_issue
 from dswheels.effects.matrix_file import load_matrix
@@ -47,7 +48,7 @@ __all__ = [
 
 def _report(path: Path) -> Untyped:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_bounded(path))
     except (OSError, ValueError) as exc:
         raise ConfigError(
             f"cannot read the facts report {path}: {exc}", hint="write it with `dswheels facts check --json`"
@@ -153,9 +154,11 @@ def keep_drift_issue(options: IssueOptions) -> IssueOutcome:
     """Open, update or close the one drift issue, as the facts report says."""
     report = _report(options.report)
     try:
-        markdown = options.markdown.read_text(encoding="utf-8")
+        markdown = read_bounded(options.markdown).decode("utf-8")
     except OSError as exc:
         raise ConfigError(f"cannot read {options.markdown}: {exc.strerror}") from None
+    except ValueError as exc:  # not UTF-8, too large, or not a regular file (a FIFO, a device)
+        raise ConfigError(f"cannot read {options.markdown}: {exc}") from None
     gh = _github(options.repo)
     body = issue_body(markdown)
     action = issue_action(open_issues(gh), drift=report.at("drift").data is True, body=body)
