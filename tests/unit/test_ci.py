@@ -78,6 +78,17 @@ def test_the_canary_is_never_published() -> None:
     assert (intent.canary, intent.release, intent.publishes) == (True, "", False)
 
 
+def test_the_canary_is_drawn_from_the_versions_matrix_whatever_the_other_inputs_say() -> None:
+    """The dispatch always sends every axis (its defaults name one cu130 cell); the canary's cell is the
+    matrix's newest CUDA (dswheels.core.workflow.canary), so the other axes would only hide it."""
+    axes = {"torch": "2.14", "cuda": "cu130", "python": "3.12", "platform": "win_amd64"}
+    canary = DispatchInputs(deepspeed="0.19.8", **axes, canary=True)
+    intent = intent_for(Event.WORKFLOW_DISPATCH, ref_name="main", inputs=canary)
+    assert intent.selection == {"deepspeed": "0.19.8", "torch": None, "cuda": None, "python": None, "platform": None}
+    one = intent_for(Event.WORKFLOW_DISPATCH, ref_name="main", inputs=DispatchInputs(deepspeed="0.19.8", **axes))
+    assert one.selection == {"deepspeed": "0.19.8", **axes}
+
+
 def test_the_index_and_the_gpu_platforms() -> None:
     assert default_index_url("octo/dswheels") == "https://octo.github.io/dswheels/"
     # GITHUB_REPOSITORY keeps the owner's case; the Pages host is lower case, the same URL `index --github` uses
