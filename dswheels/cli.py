@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import os
 import signal
 import sys
@@ -20,7 +21,15 @@ from dswheels.commands import COMMANDS
 from dswheels.commands.common import apply_env_defaults, formatter
 from dswheels.effects.gha import in_github_actions
 from dswheels.errors import DswheelsError
-from dswheels.log import GitHubReporter, Reporter, TerminalReporter, get_reporter, reset_reporter, set_reporter
+from dswheels.log import (
+    TEXT_ERRORS,
+    GitHubReporter,
+    Reporter,
+    TerminalReporter,
+    get_reporter,
+    reset_reporter,
+    set_reporter,
+)
 
 __all__ = ["build_parser", "main"]
 
@@ -86,9 +95,11 @@ def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     debug = args.debug or os.environ.get("DSWHEELS_DEBUG") == "1"
-    # keep subprocess output and our own prints in order
-    if hasattr(sys.stdout, "reconfigure"):
-        sys.stdout.reconfigure(line_buffering=True)
+    # keep subprocess output and our own prints in order; and a character the console's code page lacks
+    # (piped stdout on Windows is cp1252) is printed as its escape instead of ending the command
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(line_buffering=True, errors=TEXT_ERRORS)
     token = set_reporter(_default_reporter())
     try:
         apply_env_defaults(args, os.environ)

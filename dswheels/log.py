@@ -5,6 +5,10 @@ variable, so tests can capture it). The terminal reporter shows step headers and
 durations; the GitHub reporter folds steps into ``::group::`` blocks and turns warnings
 and errors into annotations. An error always closes the open group first, or GitHub would
 hide it inside a collapsed block.
+
+Text dswheels shows never fails on a character (:data:`TEXT_ERRORS`): piped stdout on Windows is
+the ANSI code page (cp1252), and a compiler line quoting a source comment in another script must
+not stop a build.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from dswheels.core.duration import format_duration
 from dswheels.effects.clock import monotonic
 
 __all__ = [
+    "TEXT_ERRORS",
     "GitHubReporter",
     "NullReporter",
     "RecordingReporter",
@@ -30,7 +35,24 @@ __all__ = [
     "get_reporter",
     "reset_reporter",
     "set_reporter",
+    "write_line",
 ]
+
+# How every text stream dswheels writes for people (the terminal, log files, the job summary) and its
+# reading of other programs' output treat what they cannot encode or decode: as an escape (\uff0c,
+# \x82), so nothing is lost from sight and nothing raises.
+TEXT_ERRORS = "backslashreplace"
+
+
+def write_line(stream: TextIO, text: str) -> None:
+    """``text`` and a newline on ``stream``, flushed; a character its encoding lacks is written as its escape."""
+    line = text + "\n"
+    try:
+        stream.write(line)
+    except UnicodeEncodeError:  # nothing was written: the whole line is encoded first
+        encoding = stream.encoding or "utf-8"
+        stream.write(line.encode(encoding, TEXT_ERRORS).decode(encoding))
+    stream.flush()
 
 
 class Reporter(Protocol):
@@ -71,8 +93,7 @@ class TerminalReporter:
         return f"\033[{code}m{text}\033[0m" if self.color else text
 
     def _write(self, text: str) -> None:
-        self.stream.write(text + "\n")
-        self.stream.flush()
+        write_line(self.stream, text)
 
     @contextmanager
     def group(self, title: str) -> Iterator[None]:
@@ -116,8 +137,7 @@ class GitHubReporter:
     _open: list[str] = field(default_factory=list)
 
     def _write(self, text: str) -> None:
-        self.stream.write(text + "\n")
-        self.stream.flush()
+        write_line(self.stream, text)
 
     @staticmethod
     def _escape(message: str) -> str:

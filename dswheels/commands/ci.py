@@ -35,7 +35,8 @@ Decide what a run of the wheels workflow builds and publishes, plan it once, and
 workflow its jobs. A tag push v<DeepSpeed version>[-<suffix>] builds that version across the
 matrix and publishes to the release of the tag; a dispatch builds its combination (an input
 set to "matrix" takes the matrix's values) and publishes to v<DeepSpeed version> when
-"publish" is ticked; the canary is never published. A run that publishes leaves out the cells
+"publish" is ticked; the canary (one cell of the version's matrix, whatever the other inputs
+say) is never published. A run that publishes leaves out the cells
 already published (in --publish-dir when set, else at --index-url).
 
 Writes the plan (docs/plan-json.md) to OUT/plan.json for the build jobs (`dswheels build
@@ -79,7 +80,12 @@ def register(ci_sub: Subparsers[argparse.ArgumentParser]) -> None:
     }
     for axis in AXES:
         add_env_option(p, f"--{axis}", env=f"INPUT_{axis.upper()}", metavar="VALUE", help=helps[axis])
-    add_env_flag(p, "--canary", env="INPUT_CANARY", help="the dispatch builds the canary only (never published)")
+    add_env_flag(
+        p,
+        "--canary",
+        env="INPUT_CANARY",
+        help="the dispatch builds the canary only: one cell of the version's matrix (never published)",
+    )
     add_env_flag(p, "--publish", env="INPUT_PUBLISH", help="the dispatch publishes to the release v<DeepSpeed>")
     add_matrix_argument(p)
     add_published_arguments(p)

@@ -80,8 +80,9 @@ def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--canary",
         action="store_true",
-        help="plan only the canary: of the selected cells, the cheapest Windows CUDA cell, building just cpu_adam "
-        "and fused_adam (run it first on a fork: it proves the Windows path in about 20 minutes; never published)",
+        help="plan only the canary: of the selected cells, the Windows CUDA cell with the newest nvcc (then the "
+        "cheapest), building just cpu_adam, fused_adam and random_ltd (run it first on a fork: it proves the "
+        "Windows path in 20 to 30 minutes; never published)",
     )
     p.add_argument(
         "--allow-empty",

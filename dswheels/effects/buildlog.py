@@ -13,6 +13,7 @@ from dswheels.core.model import PlannedCell
 from dswheels.core.naming import cell_id, wheel_filename
 from dswheels.core.versions import format_version
 from dswheels.effects.clock import utc_now
+from dswheels.log import TEXT_ERRORS
 
 __all__ = ["log_note", "write_log_header"]
 
@@ -29,7 +30,7 @@ def write_log_header(log: Path, planned: PlannedCell) -> None:
         ),
     ]
     log.parent.mkdir(parents=True, exist_ok=True)
-    with log.open("a", encoding="utf-8") as fh:
+    with log.open("a", encoding="utf-8", errors=TEXT_ERRORS) as fh:
         fh.write(f"# dswheels {__version__} build of {cell_id(planned.cell)}, started {utc_now():%Y-%m-%dT%H:%M:%SZ}\n")
         for line in lines:
             fh.write(f"# {line}\n")
@@ -37,5 +38,5 @@ def write_log_header(log: Path, planned: PlannedCell) -> None:
 
 def log_note(log: Path, text: str) -> None:
     """A line of dswheels' own between the tools' output (a patch made, the environment set, the outcome)."""
-    with log.open("a", encoding="utf-8") as fh:
+    with log.open("a", encoding="utf-8", errors=TEXT_ERRORS) as fh:
         fh.write(f"[{utc_now():%H:%M:%S}] dswheels: {text}\n")

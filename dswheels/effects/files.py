@@ -26,6 +26,7 @@ import os
 import secrets
 import shutil
 import stat
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
@@ -241,18 +242,19 @@ def exclusive(directory: Path, *, what: str, error: type[DswheelsError]) -> Iter
 
 
 def _lock(fd: int) -> None:
-    if os.name == "nt":  # pragma: no cover - Windows
+    # sys.platform, not os.name: mypy checks each branch on the platform that runs it (`--platform win32`)
+    if sys.platform == "win32":  # pragma: no cover - Windows
         import msvcrt  # noqa: PLC0415 - Windows only
 
         locked = False
         while not locked:  # LK_LOCK gives up after ~10 s: keep waiting
             with contextlib.suppress(OSError):
-                msvcrt.locking(fd, msvcrt.LK_LOCK, 1)  # type: ignore[attr-defined,unused-ignore]
+                msvcrt.locking(fd, msvcrt.LK_LOCK, 1)
                 locked = True
-        return
-    import fcntl  # noqa: PLC0415 - POSIX only
+    else:
+        import fcntl  # noqa: PLC0415 - POSIX only
 
-    fcntl.flock(fd, fcntl.LOCK_EX)
+        fcntl.flock(fd, fcntl.LOCK_EX)
 
 
 def replace_dir(target: Path, staged: Path) -> None:

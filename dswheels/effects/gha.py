@@ -7,6 +7,8 @@ import uuid
 from collections.abc import Mapping
 from pathlib import Path
 
+from dswheels.log import TEXT_ERRORS
+
 __all__ = ["in_github_actions", "write_output", "write_summary"]
 
 
@@ -19,7 +21,7 @@ def write_summary(markdown: str, env: Mapping[str, str] | None = None) -> bool:
     path = (env if env is not None else os.environ).get("GITHUB_STEP_SUMMARY")
     if not path:
         return False
-    with Path(path).open("a", encoding="utf-8") as fh:
+    with Path(path).open("a", encoding="utf-8", errors=TEXT_ERRORS) as fh:  # shown, never parsed
         fh.write(markdown.rstrip("\n") + "\n\n")
     return True
 

@@ -5,11 +5,17 @@ traceback), streamed live to the reporter and tee'd to a log file, and followed 
 heartbeat when it has been quiet for a while (compilers can be silent for minutes). On
 failure the caller's error class is raised with the log tail and the log's path. Ctrl-C
 interrupts the child, then terminates it, then kills it.
+
+The output is read to its end whatever it holds: bytes that are not UTF-8 (cl prints in the OEM
+code page) are kept as escapes, and a line that cannot be shown, logged or handled is counted and
+reported once the child is done. A reader that stopped would leave the child blocked on a full
+pipe until the job's timeout.
 """
 
 from __future__ import annotations
 
 import collections
+import contextlib
 import json
 import os
 import shutil
@@ -24,7 +30,7 @@ from typing import IO
 
 from dswheels.effects.clock import monotonic, utc_now
 from dswheels.errors import DswheelsError
-from dswheels.log import format_duration, get_reporter
+from dswheels.log import TEXT_ERRORS, format_duration, get_reporter
 
 __all__ = ["RunResult", "Runner", "capture", "find_tool", "marked_json", "marked_line", "run"]
 
@@ -82,7 +88,7 @@ def _open_log(log_file: Path | None, args: Sequence[str]) -> IO[str] | None:
     if log_file is None:
         return None
     log_file.parent.mkdir(parents=True, exist_ok=True)
-    log = log_file.open("a", encoding="utf-8", errors="replace")
+    log = log_file.open("a", encoding="utf-8", errors=TEXT_ERRORS)
     log.write(f"+ {' '.join(args)}\n")
     log.flush()
     return log
@@ -109,20 +115,59 @@ class _Pump:
         self.tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
         self.captured: list[str] = []
         self.last_output = monotonic()
+        self.faults = 0  # lines that could not be shown, logged or handled
+        self.fault: Exception | None = None  # the first failure
 
     def __call__(self, stdout: IO[str]) -> None:
-        for raw in stdout:
-            line = raw.rstrip("\r\n")
-            self.last_output = monotonic()
-            self.tail.append(line)
-            if self.capture:
-                self.captured.append(line)
-            if self.log is not None:
-                self.log.write((f"[{utc_now():%H:%M:%S}] " if self.timestamps else "") + line + "\n")
-            if self.stream:
-                self.reporter.output(line)
-            if self.on_line is not None:
-                self.on_line(line)
+        try:
+            for raw in stdout:
+                self._take(raw.rstrip("\r\n"))
+        except Exception as exc:  # noqa: BLE001 - reading itself failed: drain the rest unread, or the child blocks
+            self._failed(exc)
+            with contextlib.suppress(OSError, ValueError):
+                while os.read(stdout.fileno(), 65536):
+                    pass
+
+    def _take(self, line: str) -> None:
+        self.last_output = monotonic()
+        self.tail.append(line)
+        if self.capture:
+            self.captured.append(line)
+        ok = True
+        if self.log is not None:
+            ok &= self._guarded(self.log.write, (f"[{utc_now():%H:%M:%S}] " if self.timestamps else "") + line + "\n")
+        if self.stream:
+            ok &= self._guarded(self.reporter.output, line)
+        if self.on_line is not None:
+            ok &= self._guarded(self.on_line, line)
+        if not ok:
+            self.faults += 1
+
+    def _guarded(self, sink: Callable[[str], object], text: str) -> bool:
+        try:
+            sink(text)
+        except Exception as exc:  # noqa: BLE001 - one line must not stop the reading (reported after the run)
+            self.fault = self.fault or exc
+            return False
+        return True
+
+    def _failed(self, exc: Exception) -> None:
+        self.faults += 1
+        self.fault = self.fault or exc
+
+    def report_faults(self, label: str, log: IO[str] | None) -> None:
+        """Say, after the run, that some output could not be shown, logged or handled, and why."""
+        if self.fault is None:
+            return
+        text = (
+            f"{self.faults} line(s) of {label}'s output could not be shown, logged or handled "
+            f"({type(self.fault).__name__}: {self.fault}); the output was read to its end"
+        )
+        if log is not None:
+            with contextlib.suppress(Exception):
+                log.write(f"dswheels: {text}\n")
+        with contextlib.suppress(Exception):  # a reporter that cannot write either: the log has it
+            self.reporter.warning(text)
 
 
 def _wait(
@@ -205,7 +250,7 @@ def run(
             stdin=subprocess.DEVNULL,
             text=True,
             encoding="utf-8",
-            errors="replace",
+            errors=TEXT_ERRORS,
             bufsize=1,
         )
     except OSError as exc:
@@ -220,6 +265,7 @@ def run(
             process, reader, pump, start=start, timeout=timeout, heartbeat=heartbeat, label=heartbeat_label or label
         )
     finally:
+        pump.report_faults(label, log)
         if log is not None:
             log.close()
         if not reader.is_alive():

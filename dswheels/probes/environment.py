@@ -19,6 +19,7 @@ unit test parses it as 3.8).
 from __future__ import annotations
 
 import ast
+import contextlib
 import importlib
 import importlib.util
 import json
@@ -185,10 +186,10 @@ def _mapped_libstdcxx() -> str:
 
 
 def _glibc() -> str:
-    try:
-        found = os.confstr("CS_GNU_LIBC_VERSION") or ""
-    except (AttributeError, ValueError, OSError):
-        found = ""
+    found = ""
+    if sys.platform != "win32":  # os.confstr is POSIX-only
+        with contextlib.suppress(ValueError, OSError):  # a libc that does not name itself
+            found = os.confstr("CS_GNU_LIBC_VERSION") or ""
     if not found:
         name, version = platform.libc_ver()
         if name == "glibc" and version:

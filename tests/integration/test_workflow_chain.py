@@ -110,7 +110,15 @@ def test_the_wheels_workflow_chain_runs_here_for_one_linux_cell(tmp_path: Path, 
         extra_env=machine,
     )
     built = run_job(build, store)
-    assert built.ran == ["actions/download-artifact", "Build", "Verify", "actions/upload-artifact"]
+    assert built.ran == [
+        "Start the clock",
+        "actions/download-artifact",
+        "Time left for the build",
+        "Build",
+        "Verify",
+        "actions/upload-artifact",
+    ]
+    assert 300 <= int(built.steps["time_left"].outputs["minutes"]) <= 345  # the build's deadline: the job's, less
     # the Windows-only steps and the CUDA install were evaluated and skipped on this Linux leg
     assert {"Enable long paths", "No GNU link.exe", "Re-run to finish", "CUDA toolkit (second try)"} <= set(
         built.skipped

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -76,6 +77,17 @@ def test_the_canary_is_never_published() -> None:
     canary = DispatchInputs(deepspeed="0.19.8", canary=True, publish=True)
     intent = intent_for(Event.WORKFLOW_DISPATCH, ref_name="main", inputs=canary)
     assert (intent.canary, intent.release, intent.publishes) == (True, "", False)
+
+
+def test_the_canary_is_drawn_from_the_versions_matrix_whatever_the_other_inputs_say() -> None:
+    """The dispatch always sends every axis (its defaults name one cu130 cell); the canary's cell is the
+    matrix's newest CUDA (dswheels.core.workflow.canary), so the other axes would only hide it."""
+    axes = {"torch": "2.14", "cuda": "cu130", "python": "3.12", "platform": "win_amd64"}
+    one = DispatchInputs(deepspeed="0.19.8", torch="2.14", cuda="cu130", python="3.12", platform="win_amd64")
+    canary = replace(one, canary=True)
+    intent = intent_for(Event.WORKFLOW_DISPATCH, ref_name="main", inputs=canary)
+    assert intent.selection == {"deepspeed": "0.19.8", "torch": None, "cuda": None, "python": None, "platform": None}
+    assert intent_for(Event.WORKFLOW_DISPATCH, ref_name="main", inputs=one).selection == {"deepspeed": "0.19.8", **axes}
 
 
 def test_the_index_and_the_gpu_platforms() -> None:

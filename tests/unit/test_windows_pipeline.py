@@ -17,7 +17,8 @@ from dswheels.core.matrix.parse import parse_matrix
 from dswheels.core.model import PlannedCell, Platform, SourceKind
 from dswheels.core.naming import cell_id, parse_cell_id
 from dswheels.core.plan.planner import Combo, plan
-from dswheels.core.workflow.canary import CANARY_OPS, pick_canary, restrict_ops
+from dswheels.core.workflow.canary import CANARY_OPS, PROFILER_API_OPS, pick_canary, restrict_ops
+from dswheels.core.workflow.costs import estimate_job, load_costs
 from dswheels.effects.source_tree import add_windows_files
 from dswheels.effects.toolchain import MsvcEnv, check_msvc_link
 from dswheels.errors import EnvironmentMismatchError
@@ -113,23 +114,43 @@ def test_a_hosted_windows_runner_never_runs_more_compiles_than_it_has_cores() ->
 # --- the canary -----------------------------------------------------------------------------------
 
 
-def test_the_canary_is_the_cheapest_windows_cuda_cell_with_one_cpu_and_one_cuda_op() -> None:
+def test_the_canary_covers_the_classes_that_break_windows_builds() -> None:
+    """Issue 25: the newest CUDA (>= 13.2: CCCL needs /Zc:preprocessor) and an op that includes
+    cuda_profiler_api.h (its own installer component: C1083 when it is not installed)."""
     everything = plan(SHIPPED, COMPAT).planned
     canary = pick_canary(everything)
     assert canary is not None
     assert canary.cell.platform is Platform.WIN_AMD64
     assert canary.cell.variant.is_cuda
     assert set(canary.ops.build_names) == set(CANARY_OPS)
-    fewest = min(
-        len(p.toolchain.arch_list)
-        for p in everything
-        if p.cell.platform is Platform.WIN_AMD64 and p.cell.variant.is_cuda
-    )
-    assert len(canary.toolchain.arch_list) == fewest
+    windows_cuda = [p for p in everything if p.cell.platform is Platform.WIN_AMD64 and p.cell.variant.is_cuda]
+    tc = canary.toolchain
+    assert tc.nvcc == max(p.toolchain.nvcc or () for p in windows_cuda)
+    assert tc.nvcc is not None
+    assert tc.nvcc >= (13, 2)
+    assert "-Xcompiler=/Zc:preprocessor" in tc.nvcc_flags  # the cell runs the workaround of that class
+    newest = [p for p in windows_cuda if p.toolchain.nvcc == tc.nvcc]
+    assert len(tc.arch_list) == min(len(p.toolchain.arch_list) for p in newest)
+    assert "cuda_profiler_api" in tc.cuda_subpackages
     left = dict(canary.ops.left_out)
     assert left["fused_lamb"].startswith("canary:")
     assert not canary.cell.python.free_threaded
     assert pick_canary([p for p in everything if p.cell.platform is Platform.LINUX_X86_64]) is None
+
+
+def test_the_canary_builds_the_cheapest_op_of_each_class_within_half_an_hour_on_a_runner() -> None:
+    canary = pick_canary(plan(SHIPPED, COMPAT).planned)
+    assert canary is not None
+    costs = load_costs()
+    archs = len(canary.toolchain.arch_list)
+
+    def seconds(op: str) -> float:
+        return costs.op(op).host + costs.op(op).device * archs
+
+    (profiler_op,) = set(CANARY_OPS) & set(PROFILER_API_OPS)
+    assert profiler_op == min(PROFILER_API_OPS, key=seconds)
+    estimate = estimate_job([canary], costs)
+    assert 15 <= estimate.minutes <= 30, estimate.describe()
 
 
 def test_restrict_ops_keeps_the_plan_and_names_what_is_not_planned() -> None:

@@ -266,16 +266,19 @@ def test_the_plan_step_turns_an_event_into_the_runs_jobs_release_and_plan(tmp_pa
     assert len(plan["cells"]) > 10
     assert (outputs["release"], tag_outputs["release"]) == ("", "v0.19.8-2")
     assert tag_outputs["index_url"] == "https://octo.github.io/dswheels/"
-    # the canary is never published, whatever "publish" says
+    # the canary is never published, whatever "publish" says; it is drawn from the version's matrix whatever the
+    # other inputs say (the dispatch always sends them: the defaults name a cu130 cell, the canary's CUDA is newer)
     step, outputs, plan = _ran(
-        _plan_job(tmp_path / "canary", "workflow_dispatch", "main", {**everything, "canary": True, "publish": True})
+        _plan_job(tmp_path / "canary", "workflow_dispatch", "main", {**one, "canary": True, "publish": True})
     )
     assert plan["mode"] == "canary"
     assert outputs["release"] == ""
     assert "published at" not in step.summary
     (cell,) = plan["cells"]
-    assert sorted(op["name"] for op in cell["ops"]["build"]) == ["cpu_adam", "fused_adam"]  # the plan holds the two ops
-    assert json.loads(outputs["matrix"])["include"][0]["ops"] == "fused_adam cpu_adam"
+    assert cell["id"] == "ds0.19.8-torch2.15-cu132-cp311-win_amd64"
+    assert "-Xcompiler=/Zc:preprocessor" in cell["toolchain"]["nvcc_append_flags"]
+    assert sorted(op["name"] for op in cell["ops"]["build"]) == ["cpu_adam", "fused_adam", "random_ltd"]
+    assert json.loads(outputs["matrix"])["include"][0]["ops"] == "fused_adam cpu_adam random_ltd"
 
 
 def test_every_dswheels_command_line_parses_with_dswheels_own_parser() -> None:

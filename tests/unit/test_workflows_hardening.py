@@ -103,9 +103,7 @@ def test_the_cache_policy_compiler_cache_in_build_jobs_only_keyed_per_ref() -> N
         assert env["DSWHEELS_SCCACHE_NAMESPACE"] == "wheels-${{ github.ref_name }}"
         assert env["DSWHEELS_SCCACHE_BUCKET"] == "${{ vars.DSWHEELS_SCCACHE_BUCKET }}"
         build = next(s for s in job_steps(name) if "dswheels build" in str(s.get("run", "")))
-        assert "--compiler-cache sccache" in str(build["run"])
-        assert isinstance(build.get("timeout-minutes"), int)
-        assert build["timeout-minutes"] < JOBS[name]["timeout-minutes"]  # type: ignore[operator]
+        assert "--compiler-cache sccache" in str(build["run"])  # its time limit: tests/unit/test_workflows_budget.py
     ci = (WORKFLOWS / "ci.yml").read_text(encoding="utf-8")
     assert "sccache" not in ci  # ci.yml's ccache directory has keys of its own (ccache-<os>-...)
     assert "key: ccache-${{ runner.os }}-" in ci

@@ -49,7 +49,7 @@ def _job_json(job: Job, *, plan_mode: str) -> dict[str, object]:
     pythons = sorted({i.cell.python for i in items})
     toolkits = sorted({i.toolchain.cuda_toolkit for i in items if i.toolchain.cuda_toolkit})
     torches = sorted({i.cell.torch for i in items})
-    # `dswheels build --ops`: "" builds what the matrix plans; a part names its ops, the canary its two
+    # `dswheels build --ops`: "" builds what the matrix plans; a part names its ops, the canary its own
     canary = " ".join(first.ops.build_names) if plan_mode == "canary" else ""
     ops = " ".join(job.ops) if job.ops else canary
     return {

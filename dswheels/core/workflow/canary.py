@@ -1,10 +1,19 @@
-"""The canary: the cheapest Windows cell, with one CPU op and one CUDA op, to prove a fork's Windows path.
+"""The canary: one Windows cell with the few ops that cover the classes that break, to prove a fork's Windows path.
 
 A fork's first full tag build runs a hundred Windows jobs of an hour or more each. The canary
 runs the same pipeline (CUDA install, MSVC, the sdist with its Windows files, the builders'
-flags, the compile, post-processing, verify) on one cell in about 20 minutes, so a broken
+flags, the compile, post-processing, verify) on one cell in 20 to 30 minutes, so a broken
 Windows path shows before the matrix is launched. Its wheel is never published: it lacks most
 ops.
+
+What broke Windows builds, and what the canary builds for it:
+
+- a CUDA toolkit newer than the rest (CUDA >= 13.2: CCCL's headers need MSVC's conforming
+  preprocessor, compat.yml windows-cuda132-preprocessor): the cell with the newest nvcc;
+- a CUDA component the installer was not asked for (``cuda_profiler_api.h``, C1083): random_ltd,
+  the cheapest op that includes it (csrc/includes/context.h -> gemm_test.h; with cuBLAS and cuRAND);
+- C++ through MSVC with the CPU baseline flags: cpu_adam;
+- one ``.cu`` file with torch's ATen CUDA headers for every arch of the variant: fused_adam.
 """
 
 from __future__ import annotations
@@ -14,11 +23,14 @@ from dataclasses import replace
 
 from dswheels.core.model import OpPlan, PlannedCell, Platform
 
-__all__ = ["CANARY_OPS", "pick_canary", "restrict_ops"]
+__all__ = ["CANARY_OPS", "PROFILER_API_OPS", "pick_canary", "restrict_ops"]
 
-# cpu_adam (C++ with the CPU baseline flags, built by MSVC) and fused_adam (one .cu file, every arch
-# of the variant): both exist in every DeepSpeed the compat rules know.
-CANARY_OPS = ("cpu_adam", "fused_adam")
+# The ops whose sources include <cuda_profiler_api.h> in DeepSpeed 0.19.8: random_ltd, transformer and
+# stochastic_transformer through custom_cuda_layers.h -> context.h -> gemm_test.h:10; transformer_inference's
+# softmax.cu, transform.cu and apply_rotary_pos_emb.cu. random_ltd (1 + 3 units) is the cheapest of them.
+PROFILER_API_OPS = ("random_ltd", "transformer", "stochastic_transformer", "transformer_inference")
+# every op exists in every DeepSpeed the compat rules know (compat.yml ops: >= 0.14.0)
+CANARY_OPS = ("cpu_adam", "fused_adam", "random_ltd")
 
 
 def restrict_ops(planned: PlannedCell, names: Sequence[str], *, why: str) -> PlannedCell:
@@ -36,20 +48,23 @@ def restrict_ops(planned: PlannedCell, names: Sequence[str], *, why: str) -> Pla
     return replace(planned, ops=OpPlan(build=build, left_out=(*planned.ops.left_out, *left_out)))
 
 
-def _cost(item: PlannedCell) -> tuple[int, bool, tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
-    """Fewest archs first (the compile), then the newest DeepSpeed and torch (what forks build first), then
-    the oldest Python: the one with the longest record of wheels for everything the build installs."""
+def _cost(item: PlannedCell) -> tuple[tuple[int, ...], int, bool, tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """The newest nvcc first (the toolkit class that breaks), then the fewest archs (the compile), then the
+    newest DeepSpeed and torch (what forks build first), then the oldest Python: the one with the longest
+    record of wheels for everything the build installs."""
     cell = item.cell
 
     def newest(version: tuple[int, ...]) -> tuple[int, ...]:
         return tuple(-part for part in version)
 
     archs = len(item.toolchain.arch_list)
-    return (archs, cell.python.free_threaded, newest(cell.deepspeed), newest(cell.torch), cell.python.version)
+    nvcc = newest(item.toolchain.nvcc or ())
+    return (nvcc, archs, cell.python.free_threaded, newest(cell.deepspeed), newest(cell.torch), cell.python.version)
 
 
 def pick_canary(planned: Sequence[PlannedCell]) -> PlannedCell | None:
-    """The cheapest planned Windows CUDA cell that builds both canary ops, restricted to them; None: no such cell."""
+    """The planned Windows CUDA cell with the newest nvcc that builds every canary op, restricted to them;
+    None: no such cell."""
     candidates = [
         item
         for item in planned
@@ -60,4 +75,4 @@ def pick_canary(planned: Sequence[PlannedCell]) -> PlannedCell | None:
     if not candidates:
         return None
     best = min(candidates, key=_cost)
-    return restrict_ops(best, CANARY_OPS, why="canary: one CPU op and one CUDA op prove the Windows path")
+    return restrict_ops(best, CANARY_OPS, why="canary: the ops that cover what breaks Windows builds")

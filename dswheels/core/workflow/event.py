@@ -8,8 +8,10 @@ about the run, decides here, plans, and hands the workflow its jobs. The decisio
   publishes to the release of the tag;
 - a **dispatch** builds one combination; an axis given as ``matrix`` takes every value the
   matrix has (all ``matrix``: what a tag push of that version builds). With ``publish`` the
-  wheels go to the release ``v<DeepSpeed version>``; the **canary** is never published,
-  whatever ``publish`` says (its wheel lacks most ops);
+  wheels go to the release ``v<DeepSpeed version>``; the **canary** is drawn from what a tag
+  push of the version builds (the other axes are ignored: the dispatch always sends them, and
+  the cell that covers what breaks, the newest CUDA, is rarely the default one) and is never
+  published, whatever ``publish`` says (its wheel lacks most ops);
 - a run that publishes builds only what is not published yet: it reads the publish
   directory when one is set, else the index the workflow deploys
   (``https://OWNER.github.io/REPO/`` unless ``DSWHEELS_INDEX_URL`` says otherwise);
@@ -127,6 +129,8 @@ def intent_for(event: Event, *, ref_name: str, inputs: DispatchInputs | None) ->
     if selection["deepspeed"] is None:
         msg = "a dispatch names one DeepSpeed version (the deepspeed input), not 'matrix'"
         raise EventError(msg)
+    if inputs.canary:  # the canary is picked from the version's matrix (dswheels.core.workflow.canary)
+        selection = {axis: (value if axis == "deepspeed" else None) for axis, value in selection.items()}
     publish = inputs.publish and not inputs.canary  # the canary's wheel lacks most ops: never published
     return RunIntent(selection=selection, canary=inputs.canary, release=f"v{inputs.deepspeed}" if publish else "")
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 
 from dswheels.core.compat import load_compat
 from dswheels.core.plan.planner import Plan
-from dswheels.core.workflow.canary import pick_canary
+from dswheels.core.workflow.canary import CANARY_OPS, pick_canary
 from dswheels.core.workflow.costs import load_costs
 from dswheels.core.workflow.jobs import JobPlan, plan_jobs
 from dswheels.effects.steps.published import Skipped, skip_published
@@ -39,7 +39,7 @@ def canary_plan(result: Plan) -> Plan:
     picked = pick_canary(result.planned)
     if picked is None:
         raise ConfigError(
-            "no canary: the selection plans no Windows CUDA cell that builds cpu_adam and fused_adam",
+            f"no canary: the selection plans no Windows CUDA cell that builds {', '.join(CANARY_OPS)}",
             hint="select Windows CUDA cells (e.g. --deepspeed alone, on the shipped matrix)",
         )
     return replace(result, planned=(picked,), mode="canary")
