@@ -8,6 +8,7 @@ import sys
 
 from dswheels.commands.common import Subparsers, add_command
 from dswheels.commands.flags import add_target_arguments, parse_deepspeed, parse_interpreter
+from dswheels.core.urls import shell_word
 from dswheels.effects.steps.install import InstallOptions, install_published
 from dswheels.errors import ConfigError
 from dswheels.log import get_reporter
@@ -75,7 +76,8 @@ def _options(args: argparse.Namespace) -> InstallOptions:
 def run(args: argparse.Namespace) -> int:
     outcome = install_published(_options(args))
     if not outcome.installed:
-        sys.stdout.write(f"# download {outcome.wheel.url} (sha256 {outcome.wheel.sha256}), then:\n")
+        # the URL is the index's: one shell word, whatever the page put in it
+        sys.stdout.write(f"# download {shell_word(outcome.wheel.url)} (sha256 {outcome.wheel.sha256}), then:\n")
         sys.stdout.write(shlex.join(outcome.command) + "\n")
     elif outcome.loaded is None:
         get_reporter().info(f"installed deepspeed {outcome.version} (not verified: --no-verify)")

@@ -7,6 +7,8 @@ import uuid
 from collections.abc import Mapping
 from pathlib import Path
 
+from dswheels.core.urls import redact_text
+
 __all__ = ["in_github_actions", "write_output", "write_summary"]
 
 
@@ -20,7 +22,7 @@ def write_summary(markdown: str, env: Mapping[str, str] | None = None) -> bool:
     if not path:
         return False
     with Path(path).open("a", encoding="utf-8") as fh:
-        fh.write(markdown.rstrip("\n") + "\n\n")
+        fh.write(redact_text(markdown).rstrip("\n") + "\n\n")  # a summary is shown: no URL's credentials
     return True
 
 

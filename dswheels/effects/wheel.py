@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from dswheels.core.naming import PublishedWheel
+from dswheels.core.wheel.admission import admission_problems
 from dswheels.core.wheel.contents import (
     EXTENSION_SUFFIXES,
     INSTALLED_INFO,
@@ -30,7 +32,7 @@ from dswheels.core.wheel.contents import (
 from dswheels.effects.files import sha256_file
 from dswheels.errors import DswheelsError
 
-__all__ = ["MAX_METADATA_BYTES", "WheelContents", "read_wheel"]
+__all__ = ["MAX_METADATA_BYTES", "WheelContents", "read_admitted", "read_wheel"]
 
 MAX_METADATA_BYTES = 8 * 1024**2  # DeepSpeed's METADATA is ~20 KB
 _HINT = "the file is damaged or not a wheel: build or download it again"
@@ -47,6 +49,8 @@ class WheelContents:
     installed_text: str | None  # deepspeed/git_version_info_installed.py (None: the wheel has none)
     sha256: str
     size: int
+    wheel_file: str | None = None  # .dist-info/WHEEL (None: absent)
+    entry_points: str | None = None  # .dist-info/entry_points.txt (None: absent)
     builder_sources: Mapping[str, str] = field(default_factory=dict)  # deepspeed/ops/op_builder/**.py, if asked
     extensions: Mapping[str, bytes] = field(default_factory=dict)  # every .so/.pyd, if asked
 
@@ -59,14 +63,22 @@ class WheelContents:
         return parse_installed_info(self.installed_text)
 
 
-def _metadata(archive: zipfile.ZipFile, names: tuple[str, ...]) -> bytes:
-    member = f"{dist_info_dir(names)}/METADATA"
+def _metadata(archive: zipfile.ZipFile, names: tuple[str, ...], file: str = "METADATA") -> bytes:
+    member = f"{dist_info_dir(names)}/{file}"
     if member not in names:
         raise KeyError(member)
     if archive.getinfo(member).file_size > MAX_METADATA_BYTES:
         msg = f"its {member} is larger than {MAX_METADATA_BYTES >> 20} MiB"
         raise WheelContentError(msg)
     return archive.read(member)
+
+
+def _optional(archive: zipfile.ZipFile, names: tuple[str, ...], file: str) -> str | None:
+    """A small .dist-info file's text (WHEEL, entry_points.txt); None when the wheel has none."""
+    try:
+        return _metadata(archive, names, file).decode("utf-8", "replace")
+    except KeyError:
+        return None
 
 
 def read_wheel(
@@ -84,6 +96,8 @@ def read_wheel(
         with zipfile.ZipFile(path) as archive:
             names = tuple(archive.namelist())
             metadata = _metadata(archive, names)
+            wheel_file = _optional(archive, names, "WHEEL")
+            entry_points = _optional(archive, names, "entry_points.txt")
             installed = archive.read(INSTALLED_INFO).decode("utf-8", "replace") if INSTALLED_INFO in names else None
             sources = {
                 n: archive.read(n).decode("utf-8", "replace")
@@ -112,6 +126,25 @@ def read_wheel(
         installed_text=installed,
         sha256=digest,
         size=size,
+        wheel_file=wheel_file,
+        entry_points=entry_points,
         builder_sources=sources,
         extensions=binaries,
     )
+
+
+def read_admitted(path: Path, wheel: PublishedWheel, *, error: type[DswheelsError], hint: str) -> WheelContents:
+    """Read ``path`` and judge it the wheel ``wheel`` names (:mod:`dswheels.core.wheel.admission`):
+    what ``publish``, ``index`` and ``install`` let through. ``error`` lists every problem."""
+    contents = read_wheel(path, error=error, built_by_deepspeed=False)
+    problems = admission_problems(
+        wheel,
+        names=contents.names,
+        metadata=contents.metadata,
+        wheel_file=contents.wheel_file,
+        entry_points=contents.entry_points,
+    )
+    if problems:
+        more = f" (and {len(problems) - 1} more problems)" if len(problems) > 1 else ""
+        raise error(f"{path.name}: {problems[0]}{more}", details="\n".join(problems), hint=hint)
+    return contents
