@@ -383,7 +383,7 @@ class GitHub:
         hasher = hashlib.sha256()
         try:
             with self._download(asset) as response:
-                for chunk in iter_body(response, 1024 * 1024):
+                for chunk in iter_body(response):
                     hasher.update(chunk)
         except requests.RequestException as exc:
             raise PublishError(f"downloading the asset {asset.get('name')} to hash it failed: {exc}") from None

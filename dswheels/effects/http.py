@@ -2,12 +2,14 @@
 
 :func:`session` is the one way to get a ``requests.Session`` here. Its requests:
 
-- **end by a deadline** (:class:`Pace`): a response must arrive at :data:`MIN_RATE` bytes per
-  second on average after a floor of :data:`FLOOR_SECONDS` (headers included), so one sent at
-  a byte per second stops after the floor, and any download stops by the floor plus its size
-  at that rate. requests' ``timeout`` bounds each read, not the whole; here a watchdog thread
-  shuts the socket down when the deadline passes, which ends a blocked read at once, and the
-  reader raises :class:`TooSlow` (a ``requests.ConnectionError``) saying what was slow.
+- **end by a deadline** when they download (GET, HEAD: :class:`Pace`): from the moment the
+  request is sent, the response must arrive at :data:`MIN_RATE` bytes per second on average
+  after a floor of :data:`FLOOR_SECONDS` (headers included), so one sent at a byte per second
+  stops after the floor, and any download stops by the floor plus its size at that rate
+  (an upload's answer is left to the server and the per-read timeout). requests' ``timeout``
+  bounds each read, not the whole; here a watchdog thread shuts the socket down when the
+  deadline passes, which ends a blocked read at once, and the reader raises :class:`TooSlow`
+  (a ``requests.ConnectionError``) saying what was slow.
 - **carry credentials only to their origin** (scheme, host and port: :func:`dswheels.core.urls.origin`):
   :class:`OriginAuth` signs only requests to the origin it was given for, and a redirect to
   any other origin drops the ``Authorization`` header (requests alone keeps it on an
@@ -46,6 +48,7 @@ __all__ = [
     "FLOOR_SECONDS",
     "MAX_PAGE_BYTES",
     "MIN_RATE",
+    "READ_CHUNK",
     "OriginAuth",
     "Pace",
     "TooSlow",
@@ -58,6 +61,8 @@ __all__ = [
 MAX_PAGE_BYTES = 64 * 1024**2  # an index page of 100,000 wheels is ~40 MB
 FLOOR_SECONDS = 60.0  # any response may take this long, whatever its size (a slow start, a busy server)
 MIN_RATE = 32 * 1024  # bytes per second on average after that: 256 kbit/s, far below any link that fetches wheels
+# a read returns when this much has arrived: the deadline sees progress this often (half a second at MIN_RATE)
+READ_CHUNK = 16 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,24 +89,26 @@ class TooSlow(requests.ConnectionError):
 
 
 class _Watchdog:
-    """Shuts down the sockets of one request (its redirects included) once it falls behind its pace."""
+    """Shuts down the sockets of one request (its redirects included) once its response falls behind
+    its pace. The clock starts when the request has been sent (the first wait for a response)."""
 
     def __init__(self, url: str, pace: Pace) -> None:
         self.url = url
         self.pace = pace
-        self.start = monotonic()
+        self.start = 0.0
         self.fired = False
         self.received = 0
         self._sockets: list[socket.socket] = []
         self._response: requests.Response | None = None
         self._lock = threading.Lock()
         self._done = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="dswheels-http-deadline", daemon=True)
-        self._thread.start()
 
     def attach(self, sock: socket.socket) -> None:
         with self._lock:
             self._sockets.append(sock)
+            if len(self._sockets) == 1:
+                self.start = monotonic()
+                threading.Thread(target=self._run, name="dswheels-http-deadline", daemon=True).start()
 
     def bind(self, response: requests.Response) -> None:
         """The response whose body is still to be read: its bytes count as progress."""
@@ -175,6 +182,7 @@ class _HTTPSPool(HTTPSConnectionPool):
 
 
 _POOLS = {"http": _HTTPPool, "https": _HTTPSPool}
+_DOWNLOADS = frozenset({"GET", "HEAD"})  # the methods whose answers have a deadline
 
 
 class _Adapter(HTTPAdapter):
@@ -199,6 +207,8 @@ class _Adapter(HTTPAdapter):
 
 class _Session(requests.Session):
     def request(self, method: str | bytes, url: str | bytes, *args: Any, **kwargs: Any) -> requests.Response:  # noqa: ANN401
+        if str(method).upper() not in _DOWNLOADS:  # an upload's answer may take as long as the server needs
+            return super().request(method, url, *args, **kwargs)
         watchdog = _Watchdog(str(url), current_pace())
         token = _CURRENT.set(watchdog)
         try:
@@ -254,11 +264,12 @@ def session(*, retries: Retry | int = 0, headers: Mapping[str, str] | None = Non
     return http
 
 
-def iter_body(response: requests.Response, chunk_size: int = 1 << 16) -> Iterator[bytes]:
-    """The body of a ``stream=True`` response in chunks; :class:`TooSlow` when its deadline ended it."""
+def iter_body(response: requests.Response) -> Iterator[bytes]:
+    """The body of a ``stream=True`` response in chunks of at most :data:`READ_CHUNK`; :class:`TooSlow`
+    when its deadline ended it."""
     watchdog = _BODIES.get(response)
     try:
-        yield from response.iter_content(chunk_size)
+        yield from response.iter_content(READ_CHUNK)
     except requests.RequestException:
         if watchdog is not None and watchdog.fired:
             raise watchdog.error() from None

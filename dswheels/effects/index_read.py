@@ -88,7 +88,7 @@ def _copy_http(url: str, out: BinaryIO, digest: hashlib._Hash) -> None:
             raise SourceError(f"downloading {url} failed: HTTP {response.status_code}")
         check_redirects(url, response, error=SourceError)
         written = 0
-        for chunk in iter_body(response, 1 << 20):
+        for chunk in iter_body(response):
             written += len(chunk)
             if written > MAX_WHEEL_BYTES:
                 raise SourceError(f"{url} sent more than {MAX_WHEEL_BYTES >> 30} GiB: no wheel is that large")

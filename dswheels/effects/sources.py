@@ -25,7 +25,7 @@ from dswheels.core.model import PlannedCell, SourceKind
 from dswheels.core.sources import SdistInfo, sdist_from_pypi_json
 from dswheels.core.versions import format_version
 from dswheels.effects.files import exclusive, sha256_file, temp_file
-from dswheels.effects.http import TooSlow, check_redirects, iter_body, read_limited, session
+from dswheels.effects.http import READ_CHUNK, TooSlow, check_redirects, iter_body, read_limited, session
 from dswheels.effects.unpack import extract_archive
 from dswheels.errors import SourceError
 from dswheels.log import get_reporter
@@ -42,7 +42,7 @@ __all__ = [
 
 MAX_DOWNLOAD_BYTES = 4 * 1024**3  # a source archive is ~10 MB: an endless response stops here
 MAX_JSON_BYTES = 64 * 1024**2  # PyPI's JSON for deepspeed is a few MB
-STREAM_CHUNK = 1 << 16  # small: what arrived before a connection breaks is kept for resuming
+STREAM_CHUNK = READ_CHUNK  # one read: what arrived before a connection breaks is kept for resuming
 TIMEOUT = (15, 120)  # connect, read
 
 
@@ -236,7 +236,7 @@ def _write_body(url: str, response: requests.Response, partial: Path, *, start: 
         )
     with partial.open("ab" if start else "wb") as fh:
         written = start
-        for chunk in iter_body(response, STREAM_CHUNK):
+        for chunk in iter_body(response):
             written += len(chunk)
             if written > MAX_DOWNLOAD_BYTES or (size is not None and written > size):
                 partial.unlink()

@@ -80,13 +80,22 @@ class Target:
         )
 
     def installed(self) -> dict[str, str]:
-        done = self.pip("list", "--format", "json")
+        """name -> version of what the venv has (as pip lists it, without pip's start-up time)."""
+        code = (
+            "import importlib.metadata as m, json; "
+            "print(json.dumps({d.metadata['Name']: d.version for d in m.distributions()}))"
+        )
+        done = subprocess.run([str(self.python), "-c", code], capture_output=True, text=True, check=False, timeout=60)
         assert done.returncode == 0, done.stderr
-        return {p["name"]: p["version"] for p in json.loads(done.stdout)}
+        found: dict[str, str] = json.loads(done.stdout)
+        return found
 
     def reset(self) -> None:
-        self.pip("uninstall", "-y", "deepspeed")
-        if self.installed().get("torch") != "2.13.0+cpu":
+        """Back to torch 2.13.0+cpu and no deepspeed."""
+        installed = self.installed()
+        if "deepspeed" in installed:
+            assert self.pip("uninstall", "-y", "deepspeed").returncode == 0
+        if installed.get("torch") != "2.13.0+cpu":
             assert self.pip("install", "torch==2.13.0+cpu").returncode == 0
 
     def bin_files(self) -> dict[str, str]:
@@ -120,6 +129,7 @@ class Served:
     handlers: dict[str, Callable[[http.server.BaseHTTPRequestHandler], None]] = field(default_factory=dict)
     seen: list[tuple[str, str, str]] = field(default_factory=list)  # (method, Host, Authorization)
     uploads: list[bytes] = field(default_factory=list)
+    upload_seconds: float = 0.0  # how long the server takes to answer an upload
 
 
 def _answer(req: http.server.BaseHTTPRequestHandler, status: int, body: bytes = b"") -> None:
@@ -153,6 +163,7 @@ def served() -> Iterator[tuple[Served, str]]:
         def do_POST(self) -> None:
             self._record()
             state.uploads.append(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
+            time.sleep(state.upload_seconds)
             _answer(self, 200)
 
         def log_message(self, format: str, *args: object) -> None:  # noqa: A002, ARG002 - the stdlib's signature
@@ -401,11 +412,11 @@ def _trickle(body: bytes, *, seconds: float = 40.0) -> Callable[[http.server.Bas
 
 @pytest.fixture
 def fast_deadline(monkeypatch: pytest.MonkeyPatch) -> float:
-    """A 2-second floor and 1 KiB/s (the defaults are 60 s and 32 KiB/s); what a run may take at most."""
+    """A 2-second floor and 16 KiB/s (the defaults are 60 s and 32 KiB/s); what a run may take at most."""
     from dswheels.effects import http as http_module
 
     monkeypatch.setattr(http_module, "FLOOR_SECONDS", 2.0, raising=False)
-    monkeypatch.setattr(http_module, "MIN_RATE", 1024, raising=False)
+    monkeypatch.setattr(http_module, "MIN_RATE", 16 * 1024, raising=False)
     return 15.0
 
 
@@ -446,6 +457,41 @@ def test_install_stops_reading_a_server_that_sends_a_byte_a_second(  # noqa: PLR
         assert code == 4, out + err
         assert "Traceback" not in err
     assert "deepspeed" not in target.installed()
+
+
+def test_a_download_that_keeps_the_pace_and_a_slow_upload_answer_are_not_cut(
+    served: tuple[Served, str], tmp_path: Path, fast_deadline: float, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The deadline grows with what arrives (128 KiB at ~32 KiB/s take twice the 2-s floor), and an
+    upload's answer (4 s here) is the server's to give."""
+    state, base = served
+    wheel = write_deepspeed_wheel(tmp_path / "w", variant="cpu", torch="2.13", python=PY)
+    page = _project_page({}) + b"<!--" + b"x" * 128 * 1024 + b"-->"
+
+    def steady(req: http.server.BaseHTTPRequestHandler) -> None:
+        req.send_response(200)
+        req.send_header("Content-Length", str(len(page)))
+        req.end_headers()
+        for start in range(0, len(page), 1024):
+            req.wfile.write(page[start : start + 1024])
+            req.wfile.flush()
+            time.sleep(1 / 32)
+
+    state.handlers["/simple/deepspeed/"] = steady
+    state.upload_seconds = 4.0
+    start = time.monotonic()
+    env = {"DSWHEELS_UPLOAD_USERNAME": "alice", "DSWHEELS_UPLOAD_PASSWORD": "s3cret"}
+    with pytest.MonkeyPatch.context() as patch:
+        for key, value in env.items():
+            patch.setenv(key, value)
+        code = main(["publish", str(wheel), "--repository-url", base + "/"])
+    out, err = capsys.readouterr()
+    assert time.monotonic() - start > 7.0, out + err  # both were slower than the floor
+    assert "too slow" not in out + err
+    assert len(state.uploads) == 1
+    # after the upload the page (still the empty one) lacks the wheel: publish says so, exit 7
+    assert code == 7, out + err
+    assert "lacks or holds other bytes" in err
 
 
 def test_doctor_stops_reading_an_index_that_sends_a_byte_a_second(

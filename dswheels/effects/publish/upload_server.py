@@ -161,7 +161,7 @@ def _stream_sha256(session: requests.Session, url: str, timeout: float, *, limit
                     f"cannot download {url} to compare it with ours: HTTP {response.status_code} {response.reason}",
                     hint="the server lists the file but does not serve it: check the server, then run again",
                 )
-            for chunk in iter_body(response, 1024 * 1024):
+            for chunk in iter_body(response):
                 read += len(chunk)
                 if read > limit:
                     return ""
