@@ -27,8 +27,15 @@ symbol versions its extensions need; a wheel that needs more than the environmen
 not installed (exit 9, with what to do), --dry-run included. Without a manifest the install
 goes on with a notice.
 
+Before pip sees the downloaded wheel (its sha256 checked against the index), it must be
+what its name says (METADATA's version and label, its torch pin, its WHEEL tags) and install
+only DeepSpeed's files (the deepspeed package, its .dist-info, DeepSpeed's own scripts);
+otherwise nothing is installed (exit 4), with or without --no-verify. Credentials in
+--index (user:password@ before its host) go only to that host and are never printed.
+
 When no wheel fits, it says why and lists the nearest published cells (e.g. "torch 2.6 is
-installed; wheels exist for torch 2.5 and 2.7 with cu124") and exits with code 9.
+installed; wheels exist for torch 2.5 and 2.7 with cu124") and exits with code 9; when the
+one wheel that fits is yanked, it says so and why.
 
 examples:
   dswheels install --index https://example.org/dswheels
