@@ -92,8 +92,7 @@ class _Watchdog:
     """Shuts down the sockets of one request (its redirects included) once its response falls behind
     its pace. The clock starts when the request has been sent (the first wait for a response)."""
 
-    def __init__(self, url: str, pace: Pace) -> None:
-        self.url = url
+    def __init__(self, pace: Pace) -> None:
         self.pace = pace
         self.start = 0.0
         self.fired = False
@@ -145,9 +144,9 @@ class _Watchdog:
 
     def error(self) -> TooSlow:
         seconds = monotonic() - self.start
-        return TooSlow(
-            f"{self.url} was too slow: {self._progress()} bytes in {seconds:.0f} s "
-            f"(a response may take {self.pace.describe()}); the server is stalling or the network is too slow"
+        return TooSlow(  # the caller names the URL
+            f"too slow: {self._progress()} bytes in {seconds:.0f} s (a download may take {self.pace.describe()} "
+            "received); the server is stalling, or the network is that slow"
         )
 
 
@@ -209,7 +208,7 @@ class _Session(requests.Session):
     def request(self, method: str | bytes, url: str | bytes, *args: Any, **kwargs: Any) -> requests.Response:  # noqa: ANN401
         if str(method).upper() not in _DOWNLOADS:  # an upload's answer may take as long as the server needs
             return super().request(method, url, *args, **kwargs)
-        watchdog = _Watchdog(str(url), current_pace())
+        watchdog = _Watchdog(current_pace())
         token = _CURRENT.set(watchdog)
         try:
             response = super().request(method, url, *args, **kwargs)
