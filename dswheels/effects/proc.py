@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from dswheels.core.urls import redact_text
 from dswheels.effects.clock import monotonic, utc_now
 from dswheels.errors import DswheelsError
 from dswheels.log import format_duration, get_reporter
@@ -83,7 +84,7 @@ def _open_log(log_file: Path | None, args: Sequence[str]) -> IO[str] | None:
         return None
     log_file.parent.mkdir(parents=True, exist_ok=True)
     log = log_file.open("a", encoding="utf-8", errors="replace")
-    log.write(f"+ {' '.join(args)}\n")
+    log.write(redact_text(f"+ {' '.join(args)}\n"))  # a log is shown (CI artifacts): no URL's credentials
     log.flush()
     return log
 
@@ -118,7 +119,7 @@ class _Pump:
             if self.capture:
                 self.captured.append(line)
             if self.log is not None:
-                self.log.write((f"[{utc_now():%H:%M:%S}] " if self.timestamps else "") + line + "\n")
+                self.log.write((f"[{utc_now():%H:%M:%S}] " if self.timestamps else "") + redact_text(line) + "\n")
             if self.stream:
                 self.reporter.output(line)
             if self.on_line is not None:

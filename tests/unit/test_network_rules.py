@@ -8,12 +8,14 @@ The admission cases are real zip files read by the same reader as publish, index
 
 from __future__ import annotations
 
+import sys
 import zipfile
 from pathlib import Path
 
 import pytest
 import requests
 
+from dswheels.cli import main
 from dswheels.core.index.files import IndexFile
 from dswheels.core.index.links import install_command
 from dswheels.core.index.pick import Wanted, nearest
@@ -23,6 +25,7 @@ from dswheels.core.urls import origin, page_url_problem, redact_text, shell_url_
 from dswheels.core.versions import TorchMinor
 from dswheels.effects.github import GitHub
 from dswheels.effects.http import OriginAuth, session
+from dswheels.effects.proc import run
 from dswheels.effects.wheel import read_admitted
 from dswheels.errors import PublishError
 
@@ -52,6 +55,26 @@ DATA = f"deepspeed-{VERSION}.data"
 def test_userinfo_is_masked_wherever_it_appears(text: str, shown: str | None) -> None:
     assert redact_text(text) == (shown if shown is not None else text)
     assert "p%40ss" not in redact_text(text)
+
+
+def test_the_command_line_and_the_logs_mask_userinfo(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """What dswheels prints (an error naming the index here) and a process's log file (CI artifacts)."""
+    index = "http://alice:s3cret@127.0.0.1:9/"  # nothing listens there: the error names the index
+    assert main(["install", "--index", index, "--dry-run", "--python", sys.executable]) in {4, 9}
+    out, err = capsys.readouterr()
+    assert "alice:****@127.0.0.1:9" in out + err
+    log = tmp_path / "build.log"
+    run(
+        [sys.executable, "-c", "print('fetching https://tok3n@h/x')", "https://bob:hunter2@h/"],
+        log_file=log,
+        echo=False,
+    )
+    text = log.read_text()
+    assert "https://****@h/x" in text
+    assert "https://bob:****@h/" in text
+    assert "s3cret" not in out + err
+    assert "hunter2" not in text
+    assert "tok3n" not in text
 
 
 # --- 2. credentials go only to their origin ------------------------------------------------------------------------
