@@ -26,7 +26,7 @@ import contextvars
 import socket
 import threading
 import weakref
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -88,6 +88,11 @@ class TooSlow(requests.ConnectionError):
     """A response did not keep the pace: its socket was shut down."""
 
 
+def _shutdown(sock: socket.socket) -> None:
+    with contextlib.suppress(OSError):  # already closed
+        sock.shutdown(socket.SHUT_RDWR)  # ends a blocked recv at once (close would not)
+
+
 class _Watchdog:
     """Shuts down the sockets of one request (its redirects included) once its response falls behind
     its pace. The clock starts when the request has been sent (the first wait for a response)."""
@@ -104,6 +109,9 @@ class _Watchdog:
 
     def attach(self, sock: socket.socket) -> None:
         with self._lock:
+            if self.fired:  # a retry (urllib3's) or a redirect after the deadline: it ends at once
+                _shutdown(sock)
+                return
             self._sockets.append(sock)
             if len(self._sockets) == 1:
                 self.start = monotonic()
@@ -135,8 +143,7 @@ class _Watchdog:
                 return
             self.fired = True
             for sock in self._sockets:
-                with contextlib.suppress(OSError):  # already closed
-                    sock.shutdown(socket.SHUT_RDWR)  # ends a blocked recv at once (close would not)
+                _shutdown(sock)
 
     def stop(self) -> None:
         with self._lock:
@@ -252,14 +259,13 @@ class OriginAuth(AuthBase):
         return f"OriginAuth({self.origin!r}, username=..., password=...)"
 
 
-def session(*, retries: Retry | int = 0, headers: Mapping[str, str] | None = None) -> requests.Session:
-    """A session whose every request has a deadline (:class:`Pace`) and keeps credentials to their origin."""
+def session(*, retries: Retry | int = 0) -> requests.Session:
+    """A session whose every download has a deadline (:class:`Pace`) and that keeps credentials to their origin."""
     http = _Session()
     adapter = _Adapter(max_retries=retries)
     http.mount("http://", adapter)
     http.mount("https://", adapter)
     http.headers["User-Agent"] = f"dswheels/{__version__}"
-    http.headers.update(headers or {})
     return http
 
 

@@ -494,6 +494,36 @@ def test_a_download_that_keeps_the_pace_and_a_slow_upload_answer_are_not_cut(
     assert "lacks or holds other bytes" in err
 
 
+def test_a_retried_download_whose_headers_trickle_is_bounded(
+    served: tuple[Served, str], tmp_path: Path, fast_deadline: float
+) -> None:
+    """Even its status line comes a byte a second; urllib3 retries the request (a source download
+    retries 3 times here): every retry after the deadline ends at once."""
+    from dswheels.effects.sources import Downloader
+    from dswheels.errors import SourceError
+
+    state, base = served
+
+    def trickle_all(req: http.server.BaseHTTPRequestHandler) -> None:
+        end = time.monotonic() + 40
+        for byte in b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello":
+            if time.monotonic() > end:
+                return
+            try:
+                req.wfile.write(bytes([byte]))
+                req.wfile.flush()
+            except OSError:
+                return
+            time.sleep(1.0)
+
+    state.handlers["/src.tar.gz"] = trickle_all
+    start = time.monotonic()
+    with pytest.raises(SourceError, match="too slow"):
+        Downloader(tmp_path / "cache", retries=3).fetch(base + "/src.tar.gz", sha256=None)
+    assert time.monotonic() - start < fast_deadline  # the floor plus urllib3's backoff between retries
+    assert not list((tmp_path / "cache").glob("sha256/*"))
+
+
 def test_doctor_stops_reading_an_index_that_sends_a_byte_a_second(
     served: tuple[Served, str], tmp_path: Path, fast_deadline: float, capsys: pytest.CaptureFixture[str]
 ) -> None:
