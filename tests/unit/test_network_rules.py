@@ -8,12 +8,15 @@ The admission cases are real zip files read by the same reader as publish, index
 
 from __future__ import annotations
 
+import string
 import sys
 import zipfile
 from pathlib import Path
 
 import pytest
 import requests
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dswheels.cli import main
 from dswheels.core.index.files import IndexFile
@@ -28,6 +31,7 @@ from dswheels.effects.http import OriginAuth, session
 from dswheels.effects.proc import run
 from dswheels.effects.wheel import read_admitted
 from dswheels.errors import PublishError
+from tests.support.fuzz import examples
 
 LINUX = "deepspeed-0.19.8+cu128torch2.9-cp312-cp312-linux_x86_64.whl"
 WINDOWS = "deepspeed-0.19.8+cu128torch2.9-cp312-cp312-win_amd64.whl"
@@ -55,6 +59,26 @@ DATA = f"deepspeed-{VERSION}.data"
 def test_userinfo_is_masked_wherever_it_appears(text: str, shown: str | None) -> None:
     assert redact_text(text) == (shown if shown is not None else text)
     assert "p%40ss" not in redact_text(text)
+
+
+_SECRET = st.text(alphabet=string.ascii_letters + string.digits + "!$&()*+,;=%-._~:@", min_size=8, max_size=40)
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(
+    user=st.text(alphabet=string.ascii_letters + string.digits + "-._~", min_size=1, max_size=12),
+    secret=_SECRET,
+    host=st.sampled_from(["h.example", "127.0.0.1:8000", "[::1]:8443"]),
+    scheme=st.sampled_from(["http", "https", "HTTPS", "file", "git+https"]),
+    before=st.sampled_from(["", "x ", '"', "(", "\n", "url="]),
+)
+def test_no_password_survives_redaction(user: str, secret: str, host: str, scheme: str, before: str) -> None:
+    """Any password (unencoded ``:`` and ``@`` included) is gone; the host stays."""
+    text = f"{before}{scheme}://{user}:{secret}@{host}/simple/deepspeed/ and more"
+    shown = redact_text(text)
+    assert f"{secret}@" not in shown
+    assert f"@{host}/simple/deepspeed/ and more" in shown
+    assert redact_text(shown) == shown
 
 
 def test_the_command_line_and_the_logs_mask_userinfo(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
