@@ -68,6 +68,7 @@ HOSTILE_TESTS = [
     "tests/unit/test_hostile_archives.py",
     "tests/unit/test_hostile_parsers.py",
     "tests/unit/test_hostile_files.py",
+    "tests/unit/test_network_rules.py",
     "tests/integration/test_hostile_network.py",
     "tests/integration/test_hostile_races.py",
 ]

@@ -15,10 +15,12 @@ import sys
 import threading
 import traceback
 from collections.abc import Iterator, Sequence
+from typing import TextIO
 
 from dswheels import __version__
 from dswheels.commands import COMMANDS
 from dswheels.commands.common import apply_env_defaults, formatter
+from dswheels.core.urls import redact_text
 from dswheels.effects.gha import in_github_actions
 from dswheels.errors import DswheelsError
 from dswheels.log import (
@@ -86,8 +88,38 @@ def _sigterm_unwinds() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+class _Redacted:
+    """A text stream that masks the userinfo of every URL written to it (``alice:****@``): what
+    dswheels prints (progress, errors, JSON, a subprocess's output) never shows a password or token."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        self._stream.write(redact_text(text))
+        return len(text)
+
+    def writelines(self, lines: Iterator[str]) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._stream, name)
+
+
+@contextlib.contextmanager
+def _redacted_output() -> Iterator[None]:
+    """Everything written to stdout and stderr while the command runs goes through :class:`_Redacted`."""
+    stdout, stderr = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _Redacted(stdout), _Redacted(stderr)
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = stdout, stderr
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    with _sigterm_unwinds():
+    with _sigterm_unwinds(), _redacted_output():
         return _main(argv)
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from dswheels.commands.common import Subparsers, add_command, add_env_option
 from dswheels.core.upstream.findings import render_json, render_markdown, render_text
+from dswheels.core.urls import redact_text
 from dswheels.effects.files import write_text_atomic
 from dswheels.effects.gha import write_summary
 from dswheels.effects.steps.facts import FactsCheckOptions, check_compat
@@ -124,10 +125,11 @@ def run_check(args: argparse.Namespace) -> int:
     text = render_text(report)
     sys.stdout.write(text)
     write_summary(f"### Facts check\n\n```\n{text}```")
+    # reports are shown (an issue, a summary): no URL's credentials in them
     if args.json:
-        write_text_atomic(args.json, render_json(report, diff=diff))
+        write_text_atomic(args.json, redact_text(render_json(report, diff=diff)))
     if args.markdown:
-        write_text_atomic(args.markdown, render_markdown(report, diff=diff))
+        write_text_atomic(args.markdown, redact_text(render_markdown(report, diff=diff)))
     if (args.diff or args.write) and diff:
         sys.stdout.write("\n" + diff)
     failed = ", ".join(report.unreachable)

@@ -29,7 +29,9 @@ then carries the wheels in files/ and is self-contained) or every published rele
 GitHub repository (the site links the release assets; deploy it to GitHub Pages).
 The install lines name the site where it will be served: --site-url; by default, for a
 directory, this machine's {LOCAL_SITE_URL}, as the command printed at the end serves
-it ({serve_command(SITE, LOCAL_SITE_URL)}).
+it ({serve_command(SITE, LOCAL_SITE_URL)}). People paste those lines into a shell, and the
+page is public: a --site-url or --torch-index with a character a shell reads, no host, or
+credentials (user:password@) is refused (exit 2).
 The new pages replace the old ones only once they are all written: a failed run leaves
 the previous site whole.
 

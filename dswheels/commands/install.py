@@ -8,6 +8,7 @@ import sys
 
 from dswheels.commands.common import Subparsers, add_command
 from dswheels.commands.flags import add_target_arguments, parse_deepspeed, parse_interpreter
+from dswheels.core.urls import shell_word
 from dswheels.effects.steps.install import InstallOptions, install_published
 from dswheels.errors import ConfigError
 from dswheels.log import get_reporter
@@ -26,8 +27,15 @@ symbol versions its extensions need; a wheel that needs more than the environmen
 not installed (exit 9, with what to do), --dry-run included. Without a manifest the install
 goes on with a notice.
 
+Before pip sees the downloaded wheel (its sha256 checked against the index), it must be
+what its name says (METADATA's version and label, its torch pin, its WHEEL tags) and install
+only DeepSpeed's files (the deepspeed package, its .dist-info, DeepSpeed's own scripts);
+otherwise nothing is installed (exit 4), with or without --no-verify. Credentials in
+--index (user:password@ before its host) go only to that host and are never printed.
+
 When no wheel fits, it says why and lists the nearest published cells (e.g. "torch 2.6 is
-installed; wheels exist for torch 2.5 and 2.7 with cu124") and exits with code 9.
+installed; wheels exist for torch 2.5 and 2.7 with cu124") and exits with code 9; when the
+one wheel that fits is yanked, it says so and why.
 
 examples:
   dswheels install --index https://example.org/dswheels
@@ -75,7 +83,8 @@ def _options(args: argparse.Namespace) -> InstallOptions:
 def run(args: argparse.Namespace) -> int:
     outcome = install_published(_options(args))
     if not outcome.installed:
-        sys.stdout.write(f"# download {outcome.wheel.url} (sha256 {outcome.wheel.sha256}), then:\n")
+        # the URL is the index's: one shell word, whatever the page put in it
+        sys.stdout.write(f"# download {shell_word(outcome.wheel.url)} (sha256 {outcome.wheel.sha256}), then:\n")
         sys.stdout.write(shlex.join(outcome.command) + "\n")
     elif outcome.loaded is None:
         get_reporter().info(f"installed deepspeed {outcome.version} (not verified: --no-verify)")

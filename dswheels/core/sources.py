@@ -18,6 +18,7 @@ from enum import Enum
 from urllib.parse import urljoin, urlsplit
 
 from dswheels.core.digests import is_sha256
+from dswheels.core.urls import shell_url_problem
 
 __all__ = [
     "SdistInfo",
@@ -29,8 +30,6 @@ __all__ = [
     "torch_index_url",
     "uv_index_args",
 ]
-
-_UNSAFE_URL = re.compile(r"[^A-Za-z0-9._~:/@%+=,-]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,13 +185,8 @@ def torch_index_problem(template: str) -> str:
             return f"unknown placeholder {shown}: the only one is {{variant}}"
     if "variant" not in names:
         return "it must contain {variant} (e.g. https://download.pytorch.org/whl/{variant})"
-    url = template.replace("{variant}", "cpu")
-    if not url.startswith(("https://", "http://", "file://")):
-        return "it must be an http(s):// or file:// URL"
     # the URL goes into the install lines the index page shows, which users paste into a shell
-    if bad := sorted(set(_UNSAFE_URL.findall(url))):
-        return f"{', '.join(map(repr, bad))} in a URL: characters a shell would read (percent-encode them)"
-    return ""
+    return shell_url_problem(template.replace("{variant}", "cpu"))
 
 
 def torch_index_url(template: str, variant: str) -> str:

@@ -11,6 +11,7 @@ from pathlib import Path
 from dswheels import __version__
 from dswheels.core.model import PlannedCell
 from dswheels.core.naming import cell_id, wheel_filename
+from dswheels.core.urls import redact_text
 from dswheels.core.versions import format_version
 from dswheels.effects.clock import utc_now
 from dswheels.log import TEXT_ERRORS
@@ -39,4 +40,4 @@ def write_log_header(log: Path, planned: PlannedCell) -> None:
 def log_note(log: Path, text: str) -> None:
     """A line of dswheels' own between the tools' output (a patch made, the environment set, the outcome)."""
     with log.open("a", encoding="utf-8", errors=TEXT_ERRORS) as fh:
-        fh.write(f"[{utc_now():%H:%M:%S}] dswheels: {text}\n")
+        fh.write(f"[{utc_now():%H:%M:%S}] dswheels: {redact_text(text)}\n")

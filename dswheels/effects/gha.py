@@ -7,6 +7,7 @@ import uuid
 from collections.abc import Mapping
 from pathlib import Path
 
+from dswheels.core.urls import redact_text
 from dswheels.log import TEXT_ERRORS
 
 __all__ = ["in_github_actions", "write_output", "write_summary"]
@@ -22,7 +23,7 @@ def write_summary(markdown: str, env: Mapping[str, str] | None = None) -> bool:
     if not path:
         return False
     with Path(path).open("a", encoding="utf-8", errors=TEXT_ERRORS) as fh:  # shown, never parsed
-        fh.write(markdown.rstrip("\n") + "\n\n")
+        fh.write(redact_text(markdown).rstrip("\n") + "\n\n")  # a summary is shown: no URL's credentials
     return True
 
 

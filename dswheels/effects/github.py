@@ -7,9 +7,10 @@ blindly: a failed upload may leave a half-made asset (state ``starter``), so the
 re-lists the assets before trying again (:func:`dswheels.effects.publish.github_release.publish_github`).
 
 The token comes from the environment (``GITHUB_TOKEN`` or ``GH_TOKEN``) and goes only into
-the ``Authorization`` header of requests to the API host; it is never printed, not even in
-``repr()`` or error messages, and requests drops it when GitHub redirects a download to
-another host.
+the ``Authorization`` header of requests to the API's origin (scheme, host and port) and the
+upload origin the API names (over the API's scheme); it is never printed, not even in
+``repr()`` or error messages, and it is dropped when GitHub redirects a download to any other
+origin (:func:`dswheels.effects.http.session`). Every request has the deadline of that session.
 """
 
 from __future__ import annotations
@@ -28,12 +29,14 @@ from urllib.parse import quote, urlsplit
 import requests
 
 from dswheels.core.jsondoc import parse_json
+from dswheels.core.urls import origin
 from dswheels.effects.clock import utc_now
-from dswheels.effects.http import read_limited
+from dswheels.effects.http import TooSlow, iter_body, read_limited
+from dswheels.effects.http import session as http_session
 from dswheels.errors import PublishError
 from dswheels.log import format_duration, get_reporter
 
-__all__ = ["API_URL", "GitHub", "GitHubAPIError", "Retry", "api_url_from_env", "token_from_env"]
+__all__ = ["API_URL", "GitHub", "GitHubAPIError", "Retry", "api_object", "api_url_from_env", "token_from_env"]
 
 API_URL = "https://api.github.com"
 API_VERSION = "2022-11-28"
@@ -124,7 +127,8 @@ def _api_json(response: requests.Response) -> object:
         raise PublishError(str(exc), hint="GitHub (or GITHUB_API_URL) did not answer with JSON; run again") from None
 
 
-def _api_object(response: requests.Response) -> JSON:
+def api_object(response: requests.Response) -> JSON:
+    """The JSON object of an API answer; ``PublishError`` when it is not one."""
     data = _api_json(response)
     if not isinstance(data, dict):
         raise PublishError(f"GitHub answered {response.url} with {type(data).__name__}, expected an object")
@@ -160,8 +164,8 @@ class GitHub:
         self.retry = retry or Retry()
         self.timeout = timeout
         self._token = token
-        self._auth_hosts = {urlsplit(self.api_url).netloc}
-        self._session = session or requests.Session()
+        self._auth_origins = {origin(self.api_url)}
+        self._session = session or http_session()
         self._session.headers.update(
             {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": API_VERSION, "User-Agent": USER_AGENT}
         )
@@ -173,8 +177,8 @@ class GitHub:
 
     def _headers(self, url: str, extra: Mapping[str, str] | None) -> dict[str, str]:
         headers = dict(extra or {})
-        # the token goes to the API host and the upload host GitHub named, never elsewhere
-        if self._token and urlsplit(url).netloc in self._auth_hosts:
+        # the token goes to the API's origin and the upload origin GitHub named, never elsewhere
+        if self._token and origin(url) in self._auth_origins:
             headers["Authorization"] = f"Bearer {self._token}"
         return headers
 
@@ -220,6 +224,8 @@ class GitHub:
                 response = self._session.request(
                     method, url, headers=self._headers(url, headers), timeout=self.timeout, **kwargs
                 )
+            except TooSlow as exc:  # not retried: each try would take as long again
+                raise PublishError(f"GitHub ({method} {url}): {exc}", hint="run again later") from None
             except (requests.ConnectionError, requests.Timeout) as exc:
                 if last:
                     raise PublishError(
@@ -231,6 +237,8 @@ class GitHub:
                 reporter.warning(f"{method} {url}: {type(exc).__name__}; retrying in {format_duration(delay)}")
                 self.retry.wait(delay)
                 continue
+            except requests.RequestException as exc:  # a bad URL, too many redirects, a broken body
+                raise PublishError(f"GitHub ({method} {url}): {type(exc).__name__}: {exc}") from None
             if response.status_code in expected:
                 return response
             wait = self._rate_limit_wait(response)
@@ -318,13 +326,13 @@ class GitHub:
                 get_reporter().warning(f"creating release {tag} failed; retrying in {format_duration(delay)}")
                 self.retry.wait(delay)
                 continue
-            return _api_object(response)
+            return api_object(response)
         msg = "unreachable: the loop returns or raises"
         raise AssertionError(msg)
 
     def publish_release(self, release: JSON) -> JSON:
         response = self.request("PATCH", str(release["url"]), json={"draft": False})
-        return _api_object(response)
+        return api_object(response)
 
     # --- assets ------------------------------------------------------------------------------------
 
@@ -337,7 +345,8 @@ class GitHub:
     def upload_asset(self, release: JSON, name: str, source: Path | bytes, *, size: int) -> JSON:
         """One attempt: POST the bytes to the release's ``upload_url`` (not retried here)."""
         upload_url = str(release["upload_url"]).split("{", 1)[0]
-        self._auth_hosts.add(urlsplit(upload_url).netloc)  # uploads.github.com, as the API named it
+        if urlsplit(upload_url).scheme == urlsplit(self.api_url).scheme:  # never downgraded to plain http
+            self._auth_origins.add(origin(upload_url))  # uploads.github.com, as the API named it
         headers = {"Content-Type": "application/octet-stream", "Content-Length": str(size)}
         url = f"{upload_url}?name={quote(name, safe='')}"
         if isinstance(source, bytes):
@@ -345,7 +354,7 @@ class GitHub:
         else:
             with source.open("rb") as fh:
                 response = self.request("POST", url, data=fh, headers=headers, expected=(201,), retry=False)
-        return _api_object(response)
+        return api_object(response)
 
     def _download(self, asset: JSON) -> requests.Response:
         """Stream an asset: from its public download URL (no API rate limit), else through the API.
@@ -372,7 +381,10 @@ class GitHub:
         if isinstance(digest, str) and digest.startswith("sha256:"):
             return digest.removeprefix("sha256:").lower()
         hasher = hashlib.sha256()
-        with self._download(asset) as response:
-            for chunk in response.iter_content(1024 * 1024):
-                hasher.update(chunk)
+        try:
+            with self._download(asset) as response:
+                for chunk in iter_body(response):
+                    hasher.update(chunk)
+        except requests.RequestException as exc:
+            raise PublishError(f"downloading the asset {asset.get('name')} to hash it failed: {exc}") from None
         return hasher.hexdigest()

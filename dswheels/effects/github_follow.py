@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dswheels.effects.github import GitHub
+from dswheels.effects.github import GitHub, api_object
 
 __all__ = ["close_issue", "comment", "create_issue", "dispatch", "open_issues", "runs", "update_issue"]
 
@@ -23,15 +23,13 @@ def open_issues(gh: GitHub) -> list[JSON]:
 
 
 def create_issue(gh: GitHub, *, title: str, body: str) -> JSON:
-    data: JSON = gh.request(
-        "POST", f"repos/{gh.repo}/issues", json={"title": title, "body": body}, expected=(201,)
-    ).json()
-    return data
+    return api_object(
+        gh.request("POST", f"repos/{gh.repo}/issues", json={"title": title, "body": body}, expected=(201,))
+    )
 
 
 def update_issue(gh: GitHub, number: int, *, title: str, body: str) -> JSON:
-    data: JSON = gh.request("PATCH", f"repos/{gh.repo}/issues/{number}", json={"title": title, "body": body}).json()
-    return data
+    return api_object(gh.request("PATCH", f"repos/{gh.repo}/issues/{number}", json={"title": title, "body": body}))
 
 
 def comment(gh: GitHub, number: int, body: str) -> None:
@@ -49,7 +47,7 @@ def runs(gh: GitHub, workflow: str) -> list[JSON]:
         response = gh.request(
             "GET", f"repos/{gh.repo}/actions/workflows/{workflow}/runs", params={"status": status, "per_page": 100}
         )
-        items = response.json().get("workflow_runs")
+        items = api_object(response).get("workflow_runs")
         found += [run for run in items or [] if isinstance(run, dict)]
     return found
 

@@ -1,23 +1,296 @@
-"""Reading HTTP answers with a bound: an endless or huge response is an error, not a MemoryError."""
+"""Every HTTP request dswheels makes: bounded in size and in time, credentials kept to their origin.
+
+:func:`session` is the one way to get a ``requests.Session`` here. Its requests:
+
+- **end by a deadline** when they download (GET, HEAD: :class:`Pace`): from the moment the
+  request is sent, the response must arrive at :data:`MIN_RATE` bytes per second on average
+  after a floor of :data:`FLOOR_SECONDS` (headers included), so one sent at a byte per second
+  stops after the floor, and any download stops by the floor plus its size at that rate
+  (an upload's answer is left to the server and the per-read timeout). requests' ``timeout``
+  bounds each read, not the whole; here a watchdog thread shuts the socket down when the
+  deadline passes, which ends a blocked read at once, and the reader raises :class:`TooSlow`
+  (a ``requests.ConnectionError``) saying what was slow.
+- **carry credentials only to their origin** (scheme, host and port: :func:`dswheels.core.urls.origin`):
+  :class:`OriginAuth` signs only requests to the origin it was given for, and a redirect to
+  any other origin drops the ``Authorization`` header (requests alone keeps it on an
+  http -> https redirect of the same host).
+
+:func:`read_limited` and :func:`iter_body` read a streamed body: at most ``limit`` bytes, and
+they notice a deadline that ended the body early.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import socket
+import threading
+import weakref
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
 
 import requests
+from requests.adapters import HTTPAdapter
+from requests.auth import AuthBase, HTTPBasicAuth
+from urllib3.connection import HTTPConnection, HTTPSConnection
+from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+from urllib3.response import HTTPResponse
+from urllib3.util.retry import Retry
 
+from dswheels import __version__
+from dswheels.core.urls import origin
+from dswheels.effects.clock import monotonic
 from dswheels.errors import DswheelsError
 
-__all__ = ["MAX_PAGE_BYTES", "check_redirects", "read_limited"]
+__all__ = [
+    "FLOOR_SECONDS",
+    "MAX_PAGE_BYTES",
+    "MIN_RATE",
+    "READ_CHUNK",
+    "OriginAuth",
+    "Pace",
+    "TooSlow",
+    "check_redirects",
+    "iter_body",
+    "read_limited",
+    "session",
+]
 
 MAX_PAGE_BYTES = 64 * 1024**2  # an index page of 100,000 wheels is ~40 MB
+FLOOR_SECONDS = 60.0  # any response may take this long, whatever its size (a slow start, a busy server)
+MIN_RATE = 32 * 1024  # bytes per second on average after that: 256 kbit/s, far below any link that fetches wheels
+# a read returns when this much has arrived: the deadline sees progress this often (half a second at MIN_RATE)
+READ_CHUNK = 16 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Pace:
+    """How long a response may take: ``floor`` seconds plus one second per ``rate`` bytes received."""
+
+    floor: float
+    rate: float
+
+    def allowed(self, received: int) -> float:
+        return self.floor + received / self.rate
+
+    def describe(self) -> str:
+        return f"{self.floor:.0f} s plus 1 s per {self.rate / 1024:.0f} KiB"
+
+
+def current_pace() -> Pace:
+    """The pace of the module's constants, read when a request starts (tests lower them)."""
+    return Pace(FLOOR_SECONDS, MIN_RATE)
+
+
+class TooSlow(requests.ConnectionError):
+    """A response did not keep the pace: its socket was shut down."""
+
+
+def _shutdown(sock: socket.socket) -> None:
+    with contextlib.suppress(OSError):  # already closed
+        sock.shutdown(socket.SHUT_RDWR)  # ends a blocked recv at once (close would not)
+
+
+class _Watchdog:
+    """Shuts down the sockets of one request (its redirects included) once its response falls behind
+    its pace. The clock starts when the request has been sent (the first wait for a response)."""
+
+    def __init__(self, pace: Pace) -> None:
+        self.pace = pace
+        self.start = 0.0
+        self.fired = False
+        self.received = 0
+        self._sockets: list[socket.socket] = []
+        self._response: requests.Response | None = None
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+
+    def attach(self, sock: socket.socket) -> None:
+        with self._lock:
+            if self.fired:  # a retry (urllib3's) or a redirect after the deadline: it ends at once
+                _shutdown(sock)
+                return
+            self._sockets.append(sock)
+            if len(self._sockets) == 1:
+                self.start = monotonic()
+                threading.Thread(target=self._run, name="dswheels-http-deadline", daemon=True).start()
+
+    def bind(self, response: requests.Response) -> None:
+        """The response whose body is still to be read: its bytes count as progress."""
+        self._response = response
+
+    def _progress(self) -> int:
+        raw = self._response.raw if self._response is not None else None
+        if isinstance(raw, HTTPResponse):
+            self.received = max(self.received, raw.tell())
+        return self.received
+
+    def _finished(self) -> bool:
+        raw = self._response.raw if self._response is not None else None
+        return isinstance(raw, HTTPResponse) and raw.closed  # the whole body is in: the socket went back
+
+    def _run(self) -> None:
+        while True:
+            left = self.start + self.pace.allowed(self._progress()) - monotonic()
+            if left <= 0:
+                break
+            if self._done.wait(left):  # stopped; else look at the progress again
+                return
+        with self._lock:
+            if self._done.is_set() or self._finished():
+                return
+            self.fired = True
+            for sock in self._sockets:
+                _shutdown(sock)
+
+    def stop(self) -> None:
+        with self._lock:
+            self._done.set()
+
+    def error(self) -> TooSlow:
+        seconds = monotonic() - self.start
+        return TooSlow(  # the caller names the URL
+            f"too slow: {self._progress()} bytes in {seconds:.0f} s (a download may take {self.pace.describe()} "
+            "received); the server is stalling, or the network is that slow"
+        )
+
+
+_CURRENT: contextvars.ContextVar[_Watchdog | None] = contextvars.ContextVar("dswheels_http_watchdog", default=None)
+_BODIES: weakref.WeakKeyDictionary[requests.Response, _Watchdog] = weakref.WeakKeyDictionary()
+
+
+def _watch(sock: socket.socket | None) -> None:
+    watchdog = _CURRENT.get()
+    if watchdog is not None and sock is not None:
+        watchdog.attach(sock)
+
+
+class _WatchedHTTPConnection(HTTPConnection):
+    def getresponse(self) -> HTTPResponse:  # type: ignore[override] # urllib3's own override
+        _watch(self.sock)  # before the status line: headers sent slowly count too
+        return super().getresponse()
+
+
+class _WatchedHTTPSConnection(HTTPSConnection):
+    def getresponse(self) -> HTTPResponse:  # type: ignore[override] # urllib3's own override
+        _watch(self.sock)
+        return super().getresponse()
+
+
+class _HTTPPool(HTTPConnectionPool):
+    ConnectionCls = _WatchedHTTPConnection
+
+
+class _HTTPSPool(HTTPSConnectionPool):
+    ConnectionCls = _WatchedHTTPSConnection
+
+
+_POOLS = {"http": _HTTPPool, "https": _HTTPSPool}
+_DOWNLOADS = frozenset({"GET", "HEAD"})  # the methods whose answers have a deadline
+
+
+class _Adapter(HTTPAdapter):
+    """requests' adapter with connections a watchdog can reach."""
+
+    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:  # noqa: ANN401
+        super().init_poolmanager(*args, **kwargs)
+        self.poolmanager.pool_classes_by_scheme = _POOLS
+
+    def proxy_manager_for(self, proxy: str, **proxy_kwargs: Any) -> Any:  # noqa: ANN401
+        manager = super().proxy_manager_for(proxy, **proxy_kwargs)
+        manager.pool_classes_by_scheme = _POOLS
+        return manager
+
+    def build_response(self, req: requests.PreparedRequest, resp: Any) -> requests.Response:  # noqa: ANN401
+        response = super().build_response(req, resp)
+        watchdog = _CURRENT.get()
+        if watchdog is not None:  # its body's bytes are the progress (read here, or later when streamed)
+            watchdog.bind(response)
+        return response
+
+
+class _Session(requests.Session):
+    def request(self, method: str | bytes, url: str | bytes, *args: Any, **kwargs: Any) -> requests.Response:  # noqa: ANN401
+        if str(method).upper() not in _DOWNLOADS:  # an upload's answer may take as long as the server needs
+            return super().request(method, url, *args, **kwargs)
+        watchdog = _Watchdog(current_pace())
+        token = _CURRENT.set(watchdog)
+        try:
+            response = super().request(method, url, *args, **kwargs)
+        except requests.RequestException:
+            watchdog.stop()
+            if watchdog.fired:
+                raise watchdog.error() from None
+            raise
+        except BaseException:
+            watchdog.stop()
+            raise
+        finally:
+            _CURRENT.reset(token)
+        if not kwargs.get("stream"):
+            watchdog.stop()
+            if watchdog.fired:  # the body was cut short: it is not the answer
+                response.close()
+                raise watchdog.error()
+            return response
+        _BODIES[response] = watchdog
+        return response
+
+    def should_strip_auth(self, old_url: str, new_url: str) -> bool:
+        """Drop ``Authorization`` on a redirect to any other origin (requests keeps it on http -> https)."""
+        return origin(old_url) != origin(new_url)
+
+
+class OriginAuth(AuthBase):
+    """HTTP Basic credentials for the origin of ``url`` only: a request anywhere else goes unsigned."""
+
+    def __init__(self, url: str, username: str, password: str) -> None:
+        self.origin = origin(url)
+        self._basic = HTTPBasicAuth(username, password)
+
+    def __call__(self, request: requests.PreparedRequest) -> requests.PreparedRequest:
+        if request.url is not None and origin(request.url) == self.origin:
+            self._basic(request)
+        return request
+
+    def __repr__(self) -> str:
+        return f"OriginAuth({self.origin!r}, username=..., password=...)"
+
+
+def session(*, retries: Retry | int = 0) -> requests.Session:
+    """A session whose every download has a deadline (:class:`Pace`) and that keeps credentials to their origin."""
+    http = _Session()
+    adapter = _Adapter(max_retries=retries)
+    http.mount("http://", adapter)
+    http.mount("https://", adapter)
+    http.headers["User-Agent"] = f"dswheels/{__version__}"
+    return http
+
+
+def iter_body(response: requests.Response) -> Iterator[bytes]:
+    """The body of a ``stream=True`` response in chunks of at most :data:`READ_CHUNK`; :class:`TooSlow`
+    when its deadline ended it."""
+    watchdog = _BODIES.get(response)
+    try:
+        yield from response.iter_content(READ_CHUNK)
+    except requests.RequestException:
+        if watchdog is not None and watchdog.fired:
+            raise watchdog.error() from None
+        raise
+    finally:
+        if watchdog is not None:
+            watchdog.stop()
+    if watchdog is not None and watchdog.fired:  # a shut-down socket can look like the body's end
+        raise watchdog.error()
 
 
 def read_limited(response: requests.Response, *, limit: int, what: str, error: type[DswheelsError]) -> bytes:
-    """The body of a ``stream=True`` response, or ``error`` once it passes ``limit`` bytes."""
+    """The body of a ``stream=True`` response, or ``error`` once it passes ``limit`` bytes or its deadline."""
     body = bytearray()
     try:
-        for chunk in response.iter_content(1 << 16):
+        for chunk in iter_body(response):
             body += chunk
             if len(body) > limit:
                 raise error(

@@ -19,7 +19,6 @@ from urllib.parse import urlsplit
 from urllib.request import url2pathname
 
 import requests
-from packaging.utils import canonicalize_name
 
 from dswheels.core.digests import is_sha256
 from dswheels.core.index.files import IndexFile, parse_project_page, project_page_url
@@ -42,8 +41,9 @@ from dswheels.effects.files import (
     write_text_atomic,
 )
 from dswheels.effects.http import MAX_PAGE_BYTES, read_limited
+from dswheels.effects.http import session as http_session
 from dswheels.effects.index_read import MAX_MANIFEST_BYTES
-from dswheels.effects.wheel import MAX_METADATA_BYTES, read_wheel
+from dswheels.effects.wheel import MAX_METADATA_BYTES, read_admitted
 from dswheels.errors import ConfigError, PublishError, SourceError
 from dswheels.log import get_reporter
 
@@ -87,13 +87,15 @@ def local_wheel(path: Path, *, follow_symlinks: bool = True) -> LocalWheel:
             f"not a dswheels wheel: {exc}",
             hint="only wheels built by `dswheels build` can be published (their names carry the torch build)",
         ) from None
-    contents = read_wheel(path, error=PublishError, built_by_deepspeed=False, follow_symlinks=follow_symlinks)
+    contents = read_admitted(
+        path,
+        wheel,
+        error=PublishError,
+        hint="a wheel must be what its name says, and install only DeepSpeed's own files: rebuild it "
+        "with `dswheels build` (docs/hostile-input.md, what a wheel may install)",
+        follow_symlinks=follow_symlinks,
+    )
     meta = contents.metadata
-    if canonicalize_name(meta.name) != PROJECT or meta.version != str(wheel.version):
-        raise PublishError(
-            f"{path.name}: its METADATA says {meta.name} {meta.version}, its name says {PROJECT} {wheel.version}",
-            hint="a renamed wheel would install under a version nobody asked for; rebuild it",
-        )
     return LocalWheel(
         path=path,
         wheel=wheel,
@@ -422,7 +424,7 @@ def list_published(location: str, *, session: requests.Session | None = None, ti
     scheme = urlsplit(location).scheme
     if scheme in ("http", "https"):
         url = project_page_url(location)
-        http = session or requests.Session()
+        http = session or http_session()
         try:
             response = http.get(url, timeout=timeout, headers={"Accept": "text/html"}, stream=True)
         except requests.RequestException as exc:

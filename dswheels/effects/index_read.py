@@ -16,7 +16,7 @@ from dswheels.core.doctor import PublishedRuntime
 from dswheels.core.index.files import IndexFile, parse_project_page, project_page_url
 from dswheels.core.wheel.manifest import ManifestError, manifest_name, parse_manifest
 from dswheels.effects.files import copy_bounded, open_regular, read_bounded
-from dswheels.effects.http import MAX_PAGE_BYTES, check_redirects, read_limited
+from dswheels.effects.http import MAX_PAGE_BYTES, check_redirects, iter_body, read_limited, session
 from dswheels.errors import SourceError
 
 __all__ = ["check_followable", "download_wheel", "read_index", "read_manifest"]
@@ -60,7 +60,7 @@ def read_index(index: str) -> tuple[str, tuple[IndexFile, ...]]:
             raise SourceError(str(exc)) from None
         return page, _parse(html, path.resolve().as_uri())
     try:
-        response = requests.get(page, timeout=_TIMEOUT, headers={"Accept": "text/html"}, stream=True)
+        response = session().get(page, timeout=_TIMEOUT, headers={"Accept": "text/html"}, stream=True)
     except requests.RequestException as exc:
         raise SourceError(f"cannot reach the index {page}: {exc}", hint="check the URL and your network") from None
     with response:
@@ -84,12 +84,12 @@ def _parse(html: str, url: str) -> tuple[IndexFile, ...]:
 
 
 def _copy_http(url: str, out: BinaryIO, digest: hashlib._Hash) -> None:
-    with requests.get(url, stream=True, timeout=_TIMEOUT) as response:
+    with session().get(url, stream=True, timeout=_TIMEOUT) as response:
         if not response.ok:
             raise SourceError(f"downloading {url} failed: HTTP {response.status_code}")
         check_redirects(url, response, error=SourceError)
         written = 0
-        for chunk in response.iter_content(chunk_size=1 << 20):
+        for chunk in iter_body(response):
             written += len(chunk)
             if written > MAX_WHEEL_BYTES:
                 raise SourceError(f"{url} sent more than {MAX_WHEEL_BYTES >> 30} GiB: no wheel is that large")
@@ -194,7 +194,7 @@ def _manifest_text(url: str) -> tuple[str | None, str]:
     try:
         if local is not None:  # beside a local wheel: as the wheel, never through a link
             return read_bounded(local, limit=MAX_MANIFEST_BYTES, follow_symlinks=False).decode("utf-8"), ""
-        with requests.get(url, timeout=_TIMEOUT, stream=True) as response:
+        with session().get(url, timeout=_TIMEOUT, stream=True) as response:
             if response.status_code == 404:
                 return None, _NO_MANIFEST
             if not response.ok:

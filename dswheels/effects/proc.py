@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from dswheels.core.urls import redact_text
 from dswheels.effects.clock import monotonic, utc_now
 from dswheels.errors import DswheelsError
 from dswheels.log import TEXT_ERRORS, format_duration, get_reporter
@@ -89,7 +90,7 @@ def _open_log(log_file: Path | None, args: Sequence[str]) -> IO[str] | None:
         return None
     log_file.parent.mkdir(parents=True, exist_ok=True)
     log = log_file.open("a", encoding="utf-8", errors=TEXT_ERRORS)
-    log.write(f"+ {' '.join(args)}\n")
+    log.write(redact_text(f"+ {' '.join(args)}\n"))  # a log is shown (CI artifacts): no URL's credentials
     log.flush()
     return log
 
@@ -135,7 +136,8 @@ class _Pump:
             self.captured.append(line)
         ok = True
         if self.log is not None:
-            ok &= self._guarded(self.log.write, (f"[{utc_now():%H:%M:%S}] " if self.timestamps else "") + line + "\n")
+            stamp = f"[{utc_now():%H:%M:%S}] " if self.timestamps else ""
+            ok &= self._guarded(self.log.write, stamp + redact_text(line) + "\n")
         if self.stream:
             ok &= self._guarded(self.reporter.output, line)
         if self.on_line is not None:

@@ -18,16 +18,14 @@ from urllib.parse import urlparse
 from urllib.request import url2pathname
 
 import requests
-from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
-from dswheels import __version__
 from dswheels.core.jsondoc import parse_json
 from dswheels.core.model import PlannedCell, SourceKind
 from dswheels.core.sources import SdistInfo, sdist_from_pypi_json
 from dswheels.core.versions import format_version
 from dswheels.effects.files import exclusive, sha256_file, temp_file
-from dswheels.effects.http import check_redirects, read_limited
+from dswheels.effects.http import READ_CHUNK, TooSlow, check_redirects, iter_body, read_limited, session
 from dswheels.effects.unpack import extract_archive
 from dswheels.errors import SourceError
 from dswheels.log import get_reporter
@@ -44,7 +42,7 @@ __all__ = [
 
 MAX_DOWNLOAD_BYTES = 4 * 1024**3  # a source archive is ~10 MB: an endless response stops here
 MAX_JSON_BYTES = 64 * 1024**2  # PyPI's JSON for deepspeed is a few MB
-STREAM_CHUNK = 1 << 16  # small: what arrived before a connection breaks is kept for resuming
+STREAM_CHUNK = READ_CHUNK  # one read: what arrived before a connection breaks is kept for resuming
 TIMEOUT = (15, 120)  # connect, read
 
 
@@ -58,7 +56,6 @@ class FetchedSource:
 
 
 def _session(retries: int, connect_retries: int) -> requests.Session:
-    session = requests.Session()
     retry = Retry(
         total=retries,
         connect=connect_retries,
@@ -70,11 +67,7 @@ def _session(retries: int, connect_retries: int) -> requests.Session:
         respect_retry_after_header=True,
         raise_on_status=False,
     )
-    adapter = HTTPAdapter(max_retries=retry)
-    session.mount("http://", adapter)
-    session.mount("https://", adapter)
-    session.headers["User-Agent"] = f"dswheels/{__version__}"
-    return session
+    return session(retries=retry)
 
 
 class Downloader:
@@ -177,6 +170,10 @@ class Downloader:
                         resumed = True
                     _write_body(url, response, partial, start=start, size=size)
                     return resumed
+            except TooSlow as exc:  # not retried: each try would take as long again
+                raise SourceError(
+                    f"downloading {url} stopped: {exc}", hint="run again later: the download resumes where it stopped"
+                ) from None
             except requests.RequestException as exc:
                 if attempt > self.retries:
                     raise SourceError(
@@ -242,7 +239,7 @@ def _write_body(url: str, response: requests.Response, partial: Path, *, start: 
         )
     with partial.open("ab" if start else "wb") as fh:
         written = start
-        for chunk in response.iter_content(STREAM_CHUNK):
+        for chunk in iter_body(response):
             written += len(chunk)
             if written > MAX_DOWNLOAD_BYTES or (size is not None and written > size):
                 partial.unlink()

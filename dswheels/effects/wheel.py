@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
+from dswheels.core.naming import PublishedWheel
+from dswheels.core.wheel.admission import admission_problems
 from dswheels.core.wheel.contents import (
     EXTENSION_SUFFIXES,
     INSTALLED_INFO,
@@ -32,7 +34,7 @@ from dswheels.core.wheel.contents import (
 from dswheels.effects.files import NotRegularFileError, open_regular
 from dswheels.errors import DswheelsError
 
-__all__ = ["MAX_METADATA_BYTES", "WheelContents", "read_wheel"]
+__all__ = ["MAX_METADATA_BYTES", "WheelContents", "read_admitted", "read_wheel"]
 
 MAX_METADATA_BYTES = 8 * 1024**2  # DeepSpeed's METADATA is ~20 KB
 _HINT = "the file is damaged or not a wheel: build or download it again"
@@ -49,6 +51,8 @@ class WheelContents:
     installed_text: str | None  # deepspeed/git_version_info_installed.py (None: the wheel has none)
     sha256: str
     size: int
+    wheel_file: str | None = None  # .dist-info/WHEEL (None: absent)
+    entry_points: str | None = None  # .dist-info/entry_points.txt (None: absent)
     builder_sources: Mapping[str, str] = field(default_factory=dict)  # deepspeed/ops/op_builder/**.py, if asked
     extensions: Mapping[str, bytes] = field(default_factory=dict)  # every .so/.pyd, if asked
 
@@ -61,8 +65,8 @@ class WheelContents:
         return parse_installed_info(self.installed_text)
 
 
-def _metadata(archive: zipfile.ZipFile, names: tuple[str, ...]) -> bytes:
-    member = f"{dist_info_dir(names)}/METADATA"
+def _metadata(archive: zipfile.ZipFile, names: tuple[str, ...], file: str = "METADATA") -> bytes:
+    member = f"{dist_info_dir(names)}/{file}"
     if member not in names:
         raise KeyError(member)
     if archive.getinfo(member).file_size > MAX_METADATA_BYTES:
@@ -82,6 +86,14 @@ def _digest(fh: BinaryIO) -> tuple[str, int]:
     return digest.hexdigest(), size
 
 
+def _optional(archive: zipfile.ZipFile, names: tuple[str, ...], file: str) -> str | None:
+    """A small .dist-info file's text (WHEEL, entry_points.txt); None when the wheel has none."""
+    try:
+        return _metadata(archive, names, file).decode("utf-8", "replace")
+    except KeyError:
+        return None
+
+
 def read_wheel(
     path: Path,
     *,
@@ -99,6 +111,8 @@ def read_wheel(
         with open_regular(path, follow_symlinks=follow_symlinks) as fh, zipfile.ZipFile(fh) as archive:
             names = tuple(archive.namelist())
             metadata = _metadata(archive, names)
+            wheel_file = _optional(archive, names, "WHEEL")
+            entry_points = _optional(archive, names, "entry_points.txt")
             installed = archive.read(INSTALLED_INFO).decode("utf-8", "replace") if INSTALLED_INFO in names else None
             sources = {
                 n: archive.read(n).decode("utf-8", "replace")
@@ -128,6 +142,27 @@ def read_wheel(
         installed_text=installed,
         sha256=digest,
         size=size,
+        wheel_file=wheel_file,
+        entry_points=entry_points,
         builder_sources=sources,
         extensions=binaries,
     )
+
+
+def read_admitted(
+    path: Path, wheel: PublishedWheel, *, error: type[DswheelsError], hint: str, follow_symlinks: bool = True
+) -> WheelContents:
+    """Read ``path`` and judge it the wheel ``wheel`` names (:mod:`dswheels.core.wheel.admission`):
+    what ``publish``, ``index`` and ``install`` let through. ``error`` lists every problem."""
+    contents = read_wheel(path, error=error, built_by_deepspeed=False, follow_symlinks=follow_symlinks)
+    problems = admission_problems(
+        wheel,
+        names=contents.names,
+        metadata=contents.metadata,
+        wheel_file=contents.wheel_file,
+        entry_points=contents.entry_points,
+    )
+    if problems:
+        more = f" (and {len(problems) - 1} more problems)" if len(problems) > 1 else ""
+        raise error(f"{path.name}: {problems[0]}{more}", details="\n".join(problems), hint=hint)
+    return contents

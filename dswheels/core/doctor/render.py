@@ -13,6 +13,7 @@ from dswheels.core.doctor import Report, Status
 from dswheels.core.doctor.facts import Facts
 from dswheels.core.doctor.facts_json import facts_to_data
 from dswheels.core.naming import wheel_filename
+from dswheels.core.urls import shell_word
 from dswheels.core.versions import format_version
 
 __all__ = ["DOCTOR_SCHEMA", "render_json", "render_text", "report_to_data"]
@@ -122,7 +123,7 @@ def _published_lines(report: Report) -> list[str]:
     if verdict.wheel is not None:
         return [
             f"  published wheel    yes: {verdict.wheel.url}",
-            "                     install it with: dswheels install --index " + index.url,
+            "                     install it with: dswheels install --index " + shell_word(index.url),
         ]
     if verdict.cell is not None:
         return [

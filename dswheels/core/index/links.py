@@ -17,6 +17,7 @@ from dswheels.core.index.files import IndexFile
 from dswheels.core.model import Variant
 from dswheels.core.naming import PROJECT
 from dswheels.core.sources import torch_index_url
+from dswheels.core.urls import shell_word
 from dswheels.core.versions import parse_version
 
 __all__ = [
@@ -101,8 +102,8 @@ def install_command(*, tool: str, version: str, site_url: str, part: str, torch_
     """
     program = {"pip": "pip install", "uv": "uv pip install"}[tool]
     return (
-        f'{program} "{PROJECT}=={version}" --extra-index-url {partition_url(site_url, part)}'
-        f" --extra-index-url {torch_index}"
+        f'{program} "{PROJECT}=={version}" --extra-index-url {shell_word(partition_url(site_url, part))}'
+        f" --extra-index-url {shell_word(torch_index)}"
     )
 
 

@@ -62,18 +62,43 @@ def _versions(values: Iterable[VersionTuple]) -> str:
     return _join([format_version(v) for v in sorted(set(values))])
 
 
+def _yanked(wanted: Wanted, files: Sequence[IndexFile]) -> tuple[str, ...]:
+    """A sentence per yanked wheel built for exactly this environment (the newest DeepSpeed first), with its reason."""
+    found = sorted(
+        (f for f in files if f.cell is not None and f.is_yanked and wanted.matches(f.cell)),
+        key=lambda f: f.cell.deepspeed if f.cell else (),
+        reverse=True,
+    )
+    return tuple(f"{f.filename}, the wheel for this environment, is yanked: {_reason(f.yanked)}" for f in found)
+
+
+def _reason(text: str | None) -> str:
+    """A yanked file's reason as the page gave it, printable and short (a page may send anything).
+
+    >>> _reason("broken\\x1b[2J build\\n")
+    'broken?[2J build?'
+    """
+    if not text:
+        return "no reason given"
+    shown = "".join(c if c.isprintable() else "?" for c in text[:200])
+    return shown + ("..." if len(text) > 200 else "")
+
+
 def nearest(wanted: Wanted, files: Iterable[IndexFile]) -> tuple[str, ...]:
     """Sentences naming the published cells closest to ``wanted`` (one axis differs).
 
     Each says what is installed and what exists, e.g. ``torch 2.6 is installed; wheels exist
-    for torch 2.5 and 2.7 with cu124 (Python 3.12, win_amd64)``.
+    for torch 2.5 and 2.7 with cu124 (Python 3.12, win_amd64)``. A yanked wheel built for exactly
+    this environment comes first, with the reason it was yanked.
     """
+    files = list(files)
+    yanked = _yanked(wanted, files)
     cells = [f.cell for f in files if f.cell is not None and not f.is_yanked]
     torch, variant, python, platform = wanted.torch, wanted.variant, wanted.python, wanted.platform
     same_platform = [c for c in cells if c.platform == platform]
     if not same_platform:
-        return (f"the index has no {platform.value} wheels at all",)
-    lines: list[str] = []
+        return yanked or (f"the index has no {platform.value} wheels at all",)
+    lines: list[str] = list(yanked)
     env = [c for c in same_platform if wanted.matches(c, any_deepspeed=True)]
     if env and wanted.deepspeed is not None:
         # the environment is published, only not this DeepSpeed version: nothing else is nearer
@@ -81,7 +106,7 @@ def nearest(wanted: Wanted, files: Iterable[IndexFile]) -> tuple[str, ...]:
             f"DeepSpeed {format_version(wanted.deepspeed)} has no wheel for this environment; "
             f"wheels exist for DeepSpeed {_versions(c.deepspeed for c in env)}"
         )
-        return (only,)
+        return (*yanked, only)
     other_torch = [c for c in same_platform if c.variant == variant and c.python == python and c.torch != torch]
     if other_torch:
         lines.append(

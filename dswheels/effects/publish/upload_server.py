@@ -22,7 +22,8 @@ import requests
 from dswheels.core.index.files import parse_project_page
 from dswheels.core.naming import PROJECT
 from dswheels.core.wheel.contents import parse_metadata
-from dswheels.effects.http import MAX_PAGE_BYTES, read_limited
+from dswheels.effects.http import MAX_PAGE_BYTES, OriginAuth, iter_body, read_limited
+from dswheels.effects.http import session as http_session
 from dswheels.effects.index import LocalWheel
 from dswheels.effects.publish.outgoing import PublishResult, sort_out
 from dswheels.errors import PublishError
@@ -148,12 +149,25 @@ def _server_files(session: requests.Session, simple_url: str, timeout: float) ->
     return {f.filename: (f.url, f.sha256) for f in files if not f.problem}
 
 
-def _stream_sha256(session: requests.Session, url: str, timeout: float) -> str:
+def _stream_sha256(session: requests.Session, url: str, timeout: float, *, limit: int) -> str:
+    """The sha256 of the file at ``url`` (a server that lists no hash); "" when it is larger than ``limit``
+    (then it is not our file). Any failure is a PublishError."""
     digest = hashlib.sha256()
-    with session.get(url, timeout=timeout, stream=True) as response:
-        response.raise_for_status()
-        for chunk in response.iter_content(1024 * 1024):
-            digest.update(chunk)
+    read = 0
+    try:
+        with session.get(url, timeout=timeout, stream=True) as response:
+            if response.status_code != 200:
+                raise PublishError(
+                    f"cannot download {url} to compare it with ours: HTTP {response.status_code} {response.reason}",
+                    hint="the server lists the file but does not serve it: check the server, then run again",
+                )
+            for chunk in iter_body(response):
+                read += len(chunk)
+                if read > limit:
+                    return ""
+                digest.update(chunk)
+    except requests.RequestException as exc:
+        raise PublishError(f"cannot download {url} to compare it with ours: {exc}") from None
     return digest.hexdigest()
 
 
@@ -170,20 +184,24 @@ def publish_upload(
     """Upload to a PEP 503 server through the upload API (what ``twine upload`` does).
 
     ``simple_url`` (default ``<repository_url>/simple/``, pypiserver's layout) is read first
-    so that files already there are skipped or, with other bytes, refused.
+    so that files already there are skipped or, with other bytes, refused. The credentials go
+    only to ``repository_url``'s origin (scheme, host, port): a simple page or a file elsewhere
+    is read without them.
     """
-    http = session or requests.Session()
+    http = session or http_session()
     if username is not None or password is not None:
-        http.auth = (username or "", password or "")
+        http.auth = OriginAuth(repository_url, username or "", password or "")
     simple = simple_url or urljoin(repository_url if repository_url.endswith("/") else repository_url + "/", "simple/")
     result = PublishResult(where=repository_url)
     existing = _server_files(http, simple, timeout)
+    sizes = {wheel.wheel.filename: wheel.size for wheel in wheels}
 
     def published(name: str) -> str | None:
         if name not in existing:
             return None
         url, sha256 = existing[name]
-        return sha256 or _stream_sha256(http, url, timeout)  # a server that gives no hash
+        # a server that gives no hash: download it (no larger than ours, or it is not ours)
+        return sha256 or _stream_sha256(http, url, timeout, limit=sizes[name]) or "larger than ours"
 
     todo = sort_out(
         wheels,
@@ -255,7 +273,7 @@ def _check_listed(
             continue
         url, published = after[name]
         if name in raced and not published:  # another run's upload won: only its bytes can tell
-            published = _stream_sha256(http, url, timeout)
+            published = _stream_sha256(http, url, timeout, limit=wheel.size) or "larger than ours"
         if published and published != wheel.sha256:
             wrong.append(f"{name}: published {published[:16]}..., ours {wheel.sha256[:16]}...")
         elif name in raced:

@@ -18,7 +18,8 @@ from dswheels.core.versions import VersionTuple
 from dswheels.effects.index_read import check_followable, download_wheel, read_index, read_manifest
 from dswheels.effects.install import choose_installer, install_argv, install_wheel, quick_verify
 from dswheels.effects.probe import collect, current_environment
-from dswheels.errors import EnvironmentMismatchError
+from dswheels.effects.wheel import read_admitted
+from dswheels.errors import EnvironmentMismatchError, SourceError
 from dswheels.log import get_reporter
 
 __all__ = ["InstallOptions", "InstallOutcome", "check_runtime", "install_published"]
@@ -136,6 +137,14 @@ def install_published(options: InstallOptions) -> InstallOutcome:
         with tempfile.TemporaryDirectory(prefix="dswheels-install-") as tmp:
             path = download_wheel(wheel, Path(tmp))
             reporter.info(f"downloaded {wheel.url} (sha256 {wheel.sha256})")
+            # before pip sees it: a wheel that is not what its name says would change the environment
+            read_admitted(
+                path,
+                wheel.published,
+                error=SourceError,
+                hint="the index serves a wheel that is not what its name says: report it to the index's "
+                "maintainers. Nothing was installed; this environment is as it was",
+            )
             install_wheel(python, path, installer=installer, env=env)
     if not options.verify:
         return replace(outcome, installed=True)

@@ -12,6 +12,7 @@ from dswheels.core.index.site import render_site
 from dswheels.core.index.yank import apply_yanked, parse_yanked
 from dswheels.core.locations import LOCAL_SITE_URL, PUBLISHED, SITE
 from dswheels.core.sources import torch_index_problem
+from dswheels.core.urls import page_url_problem
 from dswheels.core.workflow.event import default_index_url
 from dswheels.effects.clock import monotonic
 from dswheels.effects.files import read_bounded
@@ -95,8 +96,14 @@ def write_index(options: IndexOptions) -> SiteWritten:
     start = monotonic()
     check_target(options.out)  # before any network or hashing: fail fast on a wrong --out
     torch_index = options.torch_index or load_compat().torch_index
-    if problem := torch_index_problem(torch_index):
+    # both go into the install lines of a public page, which users paste into a shell
+    if problem := torch_index_problem(torch_index) or page_url_problem(torch_index.replace("{variant}", "cpu")):
         raise ConfigError(f"--torch-index {torch_index!r}: {problem}")
+    if options.site_url is not None and (problem := page_url_problem(options.site_url)):
+        raise ConfigError(
+            f"--site-url {options.site_url!r}: {problem}",
+            hint="give the http(s) URL the site is served at, e.g. https://wheels.example.org/dswheels/",
+        )
     files, wheels = _published(options)
     files = _yank(files, options.yanked)
     site_url = site_url_for(options)
