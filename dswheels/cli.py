@@ -119,6 +119,11 @@ def _redacted_output() -> Iterator[None]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # keep subprocess output and our own prints in order; and a character the console's code page lacks
+    # (piped stdout on Windows is cp1252) is printed as its escape instead of ending the command
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(line_buffering=True, errors=TEXT_ERRORS)
     with _sigterm_unwinds(), _redacted_output():
         return _main(argv)
 
@@ -127,11 +132,6 @@ def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     debug = args.debug or os.environ.get("DSWHEELS_DEBUG") == "1"
-    # keep subprocess output and our own prints in order; and a character the console's code page lacks
-    # (piped stdout on Windows is cp1252) is printed as its escape instead of ending the command
-    for stream in (sys.stdout, sys.stderr):
-        if isinstance(stream, io.TextIOWrapper):
-            stream.reconfigure(line_buffering=True, errors=TEXT_ERRORS)
     token = set_reporter(_default_reporter())
     try:
         apply_env_defaults(args, os.environ)
