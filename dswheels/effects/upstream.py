@@ -9,7 +9,9 @@ Sources, each with a name ``--skip`` takes:
 - ``torch-index``: PyTorch's per-variant pages ``<torch_index>`` for every variant a torch
   minor in scope lists and every ``cuXY`` of compat.yml's CUDA toolkits;
 - ``cuda-action``: the version tables of the CUDA-install action at the commit the wheels
-  workflow pins;
+  workflow pins, while it uses one (it no longer does: its build jobs install CUDA from
+  NVIDIA's redistributable archives with ``dswheels cuda install``; then the source is
+  reported as not used);
 - ``deepspeed-sdists``: the sdists of the newest known releases, of every new release and of
   the releases on each side of a checkable rule's boundary (verified by PyPI's sha256).
 
@@ -189,7 +191,13 @@ def read_upstream(
     action = None
     if "cuda-action" not in options.skip:
         action = _read_action(downloader, options)
-        read["cuda-action"] = f"{action.action}@{action.commit} ({action.version}) src/links/*-links.ts"
+        if action is None:
+            skipped["cuda-action"] = (
+                f"{options.workflow} uses no {ACTION}: its build jobs install CUDA from NVIDIA's redistributable "
+                "archives (`dswheels cuda install`)"
+            )
+        else:
+            read["cuda-action"] = f"{action.action}@{action.commit} ({action.version}) src/links/*-links.ts"
     sources: list[DeepSpeedSourceSeen] = []
     if "deepspeed-sdists" not in options.skip and releases is not None:
         chosen = _sdist_versions(compat, raw, releases, options.sdists)
@@ -208,7 +216,8 @@ def read_upstream(
     )
 
 
-def _read_action(downloader: Downloader, options: UpstreamOptions) -> CudaActionSeen:
+def _read_action(downloader: Downloader, options: UpstreamOptions) -> CudaActionSeen | None:
+    """The action's tables at the commit the workflow pins; None when the workflow uses no such action."""
     try:
         workflow = options.workflow.read_text(encoding="utf-8")
     except OSError as exc:
@@ -218,7 +227,11 @@ def _read_action(downloader: Downloader, options: UpstreamOptions) -> CudaAction
         ) from None
     pin = find_action_pin(workflow)
     if pin is None:
-        raise SourceError(f"cuda-action: {options.workflow} uses no {ACTION}@<commit sha>", hint=_hint("cuda-action"))
+        if ACTION.lower() in workflow.lower():  # used, but not pinned to a commit: a mistake worth stopping for
+            raise SourceError(
+                f"cuda-action: {options.workflow} uses {ACTION} without a commit sha", hint=_hint("cuda-action")
+            )
+        return None
     texts = {}
     for os in ("linux", "windows"):
         url = options.action_links.format(action=ACTION, commit=pin.commit, os=os)

@@ -189,7 +189,9 @@ def recorded_upstream(*, with_index: bool = True, with_action: bool = True) -> U
         index = torch_index_seen(base, pages)
     action = None
     if with_action:
-        pin = find_action_pin((ROOT / ".github" / "workflows" / "wheels.yml").read_text(encoding="utf-8"))
+        # the tables of the action wheels.yml pinned until it installed CUDA from NVIDIA's archives (v0.2.35)
+        (commit,) = [p.name for p in (RECORDED / "cuda-toolkit").iterdir()]
+        pin = find_action_pin(f"      - uses: Jimver/cuda-toolkit@{commit} # v0.2.35\n        with:\n          method: network\n")
         assert pin is not None
         links = RECORDED / "cuda-toolkit" / pin.commit / "src" / "links"
         action = cuda_action_seen(

@@ -131,7 +131,7 @@ def test_no_toolkit(compat: Compat) -> None:
     report = diagnose(load_machine("linux-no-toolkit"), compat)
     toolkit = one(report, "toolkit")
     assert toolkit.status is Status.WARN
-    assert "CUDA 12.8.1" in toolkit.fix  # the full release compat.yml installs for 12.8
+    assert "CUDA 12.8.2" in toolkit.fix  # the full release compat.yml installs for 12.8
     local = report.verdict.local
     assert local.status is Status.FAIL
     assert local.blockers[0].startswith("no CUDA toolkit found: torch CUDA 12.8 needs one")

@@ -4,8 +4,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from functools import cached_property
 
 from dswheels.core.binaries.linux_runtime import LibstdcxxRelease, RuntimeFloor
@@ -65,6 +65,7 @@ class CudaToolkit:
     gcc_max: int
     inferred: bool
     source: str
+    redist_sha256: str = ""  # sha256 of NVIDIA's redistrib_<install>.json; "" where none is pinned
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,6 +220,8 @@ class Compat:
     rules: tuple[Rule, ...]
     workarounds: tuple[Workaround, ...]
     ops: tuple[OpInfo, ...]
+    # the recorded copy of NVIDIA's redistrib_<release>.json (package data), None where there is none
+    redist_records: Callable[[str], bytes | None] = field(default=lambda _release: None, compare=False, repr=False)
 
     @cached_property
     def torch_minors(self) -> tuple[TorchMinor, ...]:

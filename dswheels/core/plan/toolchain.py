@@ -17,7 +17,7 @@ from dswheels.core.flags.record import FlagRecord, load_flag_record
 from dswheels.core.flags.screen import screen_ops
 from dswheels.core.matrix.spec import MatrixSpec
 from dswheels.core.model import Accelerator, Cell, HostCompiler, OpPlan, Platform, Reason, Toolchain, Variant
-from dswheels.core.plan.cuda import arch_value, cuda_check, nvcc_facts, resolve_arch_list
+from dswheels.core.plan.cuda import arch_value, cuda_check, nvcc_facts, redist_reason, resolve_arch_list
 from dswheels.core.plan.host_compiler import image_above, pick_compiler, pick_gcc, pick_msvc
 from dswheels.core.versions import VersionTuple, format_version
 
@@ -75,11 +75,20 @@ class Resolver:
     host: LocalHost | None = None
     nvcc: VersionTuple | None = None  # plan as if the builder had this nvcc
     flag_record: FlagRecord | None = None  # the ops' recorded flags (default: the shipped op_flags.json)
+    redist_required: bool = False  # a toolkit no runner can install (no pinned redistrib JSON) drops the cell
     _cache: dict[tuple[VersionTuple, VersionTuple, Variant, Platform], tuple[Toolchain, OpPlan] | Reason] = field(
         default_factory=dict,
     )
     _ops: dict[tuple[VersionTuple, str], tuple[OpInfo, ...]] = field(default_factory=dict)
     _screened: dict[tuple[object, ...], tuple[OpPlan, tuple[str, ...], Reason | None]] = field(default_factory=dict)
+    _redists: dict[tuple[str, str], Reason | str | None] = field(default_factory=dict)
+
+    def _redist(self, cell: Cell, toolkit: CudaToolkit) -> Reason | str | None:
+        """:func:`redist_reason`, once per toolkit release x OS."""
+        key = (toolkit.install, cell.platform.os)
+        if key not in self._redists:
+            self._redists[key] = redist_reason(cell, toolkit, self.compat, required=self.redist_required)
+        return self._redists[key]
 
     def screen(
         self, cell: Cell, ops: OpPlan, arch_list: str, nvcc_flags: tuple[str, ...]
@@ -123,7 +132,10 @@ class Resolver:
         cuda = self._cuda(cell, nvcc)
         if isinstance(cuda, Reason):
             return cuda
-        notes = [*nvcc.notes, *host.notes, *cuda.notes]
+        redist = self._redist(cell, nvcc.toolkit) if nvcc.toolkit is not None and self.host is None else None
+        if isinstance(redist, Reason):  # a build runner installs the toolkit from NVIDIA's archives
+            return redist
+        notes = [*nvcc.notes, *host.notes, *cuda.notes, *([redist] if redist else [])]
         nvcc_flags = list(host.escape_flags)
         for workaround in compat.workarounds:
             if workaround.when.matches(cell):
@@ -157,8 +169,8 @@ class Resolver:
             cuda_check=cuda.check_text,
             nvcc_flags=tuple(dict.fromkeys(nvcc_flags)),
             cpu_baseline=spec.cpu_baseline,
-            cuda_subpackages=compat.subpackages_for(nvcc.toolkit.minor)
-            if nvcc.toolkit and cell.platform.os == "windows"
+            cuda_components=tuple(c.redist for c in compat.components_for(nvcc.toolkit.minor))
+            if nvcc.toolkit
             else (),
             notes=tuple(dict.fromkeys(notes)),
             linux_runtime=runtime,
