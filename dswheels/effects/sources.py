@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,6 +19,7 @@ from urllib.parse import urlparse
 from urllib.request import url2pathname
 
 import requests
+import urllib3
 from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
@@ -26,6 +28,7 @@ from dswheels.core.jsondoc import parse_json
 from dswheels.core.model import PlannedCell, SourceKind
 from dswheels.core.sources import SdistInfo, sdist_from_pypi_json
 from dswheels.core.versions import format_version
+from dswheels.effects.clock import monotonic
 from dswheels.effects.files import exclusive, sha256_file, temp_file
 from dswheels.effects.http import check_redirects, read_limited
 from dswheels.effects.unpack import extract_archive
@@ -78,11 +81,25 @@ def _session(retries: int) -> requests.Session:
 
 
 class Downloader:
-    """Content-addressed download cache with resumable transfers (HTTP Range) and retries."""
+    """Content-addressed download cache with resumable transfers (HTTP Range) and retries.
 
-    def __init__(self, cache_dir: Path, *, retries: int = 5) -> None:
+    ``timeout``: (connect, read) seconds of one request; ``attempt_seconds``: the most one
+    attempt at a file may take (a server that trickles bytes never trips the read timeout):
+    past it the attempt is abandoned and the next one resumes where it stopped.
+    """
+
+    def __init__(
+        self,
+        cache_dir: Path,
+        *,
+        retries: int = 5,
+        timeout: tuple[float, float] = TIMEOUT,
+        attempt_seconds: float | None = None,
+    ) -> None:
         self.cache_dir = cache_dir
         self.retries = retries
+        self.timeout = timeout
+        self.attempt_seconds = attempt_seconds
         self._session: requests.Session | None = None
 
     @property
@@ -110,7 +127,7 @@ class Downloader:
 
     def get_json(self, url: str) -> object:
         try:
-            response = self.session.get(url, timeout=TIMEOUT, stream=True)
+            response = self.session.get(url, timeout=self.timeout, stream=True)
         except requests.RequestException as exc:
             raise SourceError(f"cannot reach {url}: {exc}", hint="check the network or the --pypi mirror") from None
         with response:
@@ -165,14 +182,15 @@ class Downloader:
                 have = 0
             headers = {"Range": f"bytes={have}-"} if have else {}
             try:
-                with self.session.get(url, headers=headers, stream=True, timeout=TIMEOUT) as response:
+                deadline = monotonic() + self.attempt_seconds if self.attempt_seconds else None
+                with self.session.get(url, headers=headers, stream=True, timeout=self.timeout) as response:
                     start = _resume_point(url, response, partial, have=have)
                     if start is None:
                         continue
                     if start:
                         reporter.info(f"resuming {url} at {have} bytes")
                         resumed = True
-                    _write_body(url, response, partial, start=start, size=size)
+                    _write_body(url, response, partial, start=start, size=size, deadline=deadline)
                     return resumed
             except requests.RequestException as exc:
                 if attempt > self.retries:
@@ -229,8 +247,11 @@ def _resume_point(url: str, response: requests.Response, partial: Path, *, have:
     return start
 
 
-def _write_body(url: str, response: requests.Response, partial: Path, *, start: int, size: int | None) -> None:
-    """Append the answer's body to ``partial`` at ``start``, bounded; ConnectionError when it ends early."""
+def _write_body(
+    url: str, response: requests.Response, partial: Path, *, start: int, size: int | None, deadline: float | None
+) -> None:
+    """Append the answer's body to ``partial`` at ``start``, bounded; ConnectionError when it ends early
+    or is still arriving at ``deadline`` (what arrived is kept: the next attempt resumes)."""
     expected = _expected_total(response, start)
     if size is not None and expected is not None and expected != size:
         raise SourceError(
@@ -239,7 +260,7 @@ def _write_body(url: str, response: requests.Response, partial: Path, *, start: 
         )
     with partial.open("ab" if start else "wb") as fh:
         written = start
-        for chunk in response.iter_content(STREAM_CHUNK):
+        for chunk in _arriving(response):
             written += len(chunk)
             if written > MAX_DOWNLOAD_BYTES or (size is not None and written > size):
                 partial.unlink()
@@ -248,8 +269,24 @@ def _write_body(url: str, response: requests.Response, partial: Path, *, start: 
                     hint="the server serves another file than the one listed: do not build from it",
                 )
             fh.write(chunk)
+            if deadline is not None and monotonic() > deadline:
+                raise requests.ConnectionError(f"still downloading after {written - start} bytes: too slow")
     if expected is not None and written != expected:
         raise requests.ConnectionError(f"the response ended after {written} of {expected} bytes")
+
+
+def _arriving(response: requests.Response) -> Iterator[bytes]:
+    """The body as it arrives: each read returns what has come (at most a chunk), so a server that
+    trickles bytes cannot keep one read, and with it the attempt's time limit, waiting for a full chunk."""
+    read1 = getattr(response.raw, "read1", None)  # urllib3 >= 2
+    if read1 is None or "Content-Encoding" in response.headers:
+        yield from response.iter_content(STREAM_CHUNK)
+        return
+    try:
+        while chunk := read1(STREAM_CHUNK):
+            yield chunk
+    except urllib3.exceptions.HTTPError as exc:  # what iter_content would raise as requests' errors
+        raise requests.ConnectionError(str(exc)) from None
 
 
 def _range_start(response: requests.Response) -> int | None:

@@ -21,7 +21,7 @@ from dswheels.core.upstream.pypi import parse_cuda_pin
 from dswheels.core.upstream.yaml_edit import Edit, apply_edits
 from dswheels.core.versions import format_version
 from tests.conftest import ROOT
-from tests.support.upstream import RECORDED, recorded_upstream
+from tests.support.upstream import RECORDED, recorded_action_pin, recorded_upstream
 
 SHIPPED = (ROOT / "dswheels" / "compat.yml").read_text(encoding="utf-8")
 TODAY = "2026-11-24"
@@ -69,9 +69,7 @@ def test_the_recorded_sources_parse() -> None:
 def test_the_action_pin_and_its_tables_are_read_from_the_real_files() -> None:
     # wheels.yml installs CUDA from NVIDIA's archives now (`dswheels cuda install`): no action to read there
     assert find_action_pin((ROOT / ".github" / "workflows" / "wheels.yml").read_text(encoding="utf-8")) is None
-    (commit,) = [p.name for p in (RECORDED / "cuda-toolkit").iterdir()]
-    pin = find_action_pin(f"      - uses: Jimver/cuda-toolkit@{commit} # v0.2.35\n        with:\n          method: network\n")
-    assert pin is not None
+    pin = recorded_action_pin()
     assert pin.method == "network"
     assert len(pin.commit) == 40
     windows = (RECORDED / "cuda-toolkit" / pin.commit / "src" / "links" / "windows-links.ts").read_text()

@@ -159,7 +159,7 @@ def _redist_pin(entry: _Reader) -> str:
 @cache
 def recorded_redist(release: str) -> bytes | None:
     """dswheels' recorded copy of NVIDIA's ``redistrib_<release>.json`` (package data ``cuda_redist/``)."""
-    path = resources.files("dswheels").joinpath("cuda_redist", f"redistrib_{release}.json")
+    path = resources.files("dswheels").joinpath("cuda_redist").joinpath(f"redistrib_{release}.json")
     return path.read_bytes() if path.is_file() else None
 
 

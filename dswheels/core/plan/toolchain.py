@@ -132,10 +132,7 @@ class Resolver:
         cuda = self._cuda(cell, nvcc)
         if isinstance(cuda, Reason):
             return cuda
-        redist = self._redist(cell, nvcc.toolkit) if nvcc.toolkit is not None and self.host is None else None
-        if isinstance(redist, Reason):  # a build runner installs the toolkit from NVIDIA's archives
-            return redist
-        notes = [*nvcc.notes, *host.notes, *cuda.notes, *([redist] if redist else [])]
+        notes = [*nvcc.notes, *host.notes, *cuda.notes]
         nvcc_flags = list(host.escape_flags)
         for workaround in compat.workarounds:
             if workaround.when.matches(cell):
@@ -169,9 +166,7 @@ class Resolver:
             cuda_check=cuda.check_text,
             nvcc_flags=tuple(dict.fromkeys(nvcc_flags)),
             cpu_baseline=spec.cpu_baseline,
-            cuda_components=tuple(c.redist for c in compat.components_for(nvcc.toolkit.minor))
-            if nvcc.toolkit
-            else (),
+            cuda_components=tuple(c.redist for c in compat.components_for(nvcc.toolkit.minor)) if nvcc.toolkit else (),
             notes=tuple(dict.fromkeys(notes)),
             linux_runtime=runtime,
         )
@@ -194,7 +189,8 @@ class Resolver:
         return _Nvcc(toolkit=nvcc, version=version, notes=notes)
 
     def _cuda(self, cell: Cell, nvcc: _Nvcc) -> _CudaBuild | Reason:
-        """The arch list and DeepSpeed's CUDA check for the chosen nvcc (nothing for a cpu cell)."""
+        """The arch list and DeepSpeed's CUDA check for the chosen nvcc, and whether a runner can install
+        it (nothing for a cpu cell)."""
         if nvcc.toolkit is None or nvcc.version is None:
             return _CudaBuild()
         arch = resolve_arch_list(cell, nvcc.toolkit, self.compat, self.spec.arch_lists.get(cell.variant.name))
@@ -206,6 +202,12 @@ class Resolver:
                 source="ptxas-help, cpp-extension",
             )
         arch_list, arch_notes = arch
+        # a build runner installs the toolkit from NVIDIA's archives; this machine has its own
+        redist = self._redist(cell, nvcc.toolkit) if self.host is None else None
+        if isinstance(redist, Reason):
+            return redist
+        if redist:
+            arch_notes.append(redist)
         skip_check, check_text = cuda_check(cell, nvcc.version, self.compat)
         if skip_check and self.spec.cuda_check == "strict":
             return Reason(
