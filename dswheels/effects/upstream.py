@@ -21,6 +21,7 @@ is skipped, in which case its facts are reported unchecked.
 
 from __future__ import annotations
 
+import re
 import tarfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -227,7 +228,7 @@ def _read_action(downloader: Downloader, options: UpstreamOptions) -> CudaAction
         ) from None
     pin = find_action_pin(workflow)
     if pin is None:
-        if ACTION.lower() in workflow.lower():  # used, but not pinned to a commit: a mistake worth stopping for
+        if re.search(r"uses:\s*" + re.escape(ACTION), workflow, re.IGNORECASE):  # used, but not pinned to a commit
             raise SourceError(
                 f"cuda-action: {options.workflow} uses {ACTION} without a commit sha", hint=_hint("cuda-action")
             )
