@@ -210,8 +210,11 @@ def test_the_build_jobs_cuda_step_installs_the_planned_toolkit_from_nvidias_arch
     base["inputs"] = validate_inputs(declared, inputs)
     redist = DATA / "cuda-redist"
     with StaticServer(redist) as server:
-        base["vars"] = {**as_map(base["vars"], "vars"), "DSWHEELS_MATRIX": str(DATA / "matrix-cuda.yml")}
-        base["vars"]["DSWHEELS_CUDA_REDIST_URL"] = server.url  # type: ignore[index]
+        base["vars"] = {
+            **as_map(base["vars"], "vars"),
+            "DSWHEELS_MATRIX": str(DATA / "matrix-cuda.yml"),
+            "DSWHEELS_CUDA_REDIST_URL": server.url,  # the repository variable: a mirror of NVIDIA's folder
+        }
         plan = run_job(
             Job(workflow=WHEELS, job="plan", workspace=tmp_path / "plan", contexts=base, extra_env=machine),
             Artifacts(tmp_path / "artifacts"),
