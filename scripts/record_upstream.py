@@ -9,6 +9,8 @@ Writes tests/data/upstream/ (its README says where each file came from):
 - ``pypi/<project>/json``: https://pypi.org/pypi/<project>/json, trimmed: ``info`` keeps only
   what dswheels reads, ``releases`` keeps DeepSpeed >= 0.14.0 (sdists only) and torch >= 2.13
   (Linux x86-64 and Windows wheels only). File entries are kept byte for byte otherwise.
+  ``cuda-toolkit`` (NVIDIA's meta-package, one version per toolkit release) keeps every release
+  with only its files' names, upload times and yanked flags: the toolkit versions are the fact.
 - ``ranges/<wheel>.gz``: the exact byte ranges dswheels reads from a torch wheel to get its
   METADATA (the end of the zip and the METADATA entry), for each minor's newest patch but the
   newest release (whose requirements the JSON's ``info`` already has): gzip of a JSON line
@@ -69,13 +71,22 @@ def _version(text: str) -> tuple[int, ...] | None:
         return None
 
 
+CUDA_TOOLKIT_FILE_KEYS = ("filename", "upload_time_iso_8601", "yanked")
+
+
 def _trim(project: str, data: dict[str, object]) -> dict[str, object]:
     info = data["info"]
     if not isinstance(info, dict):
         raise SystemExit(f"{project}: PyPI's JSON has no info object")
-    keep_info = {k: info.get(k) for k in ("name", "version", "requires_python", "requires_dist")}
+    # cuda-toolkit: the versions are the fact (its info's requires_dist, on the dev machine's mirror, was
+    # another release's than info.version says: the wheels' own METADATA is where a pin is read)
+    wanted = ["name", "version"] + ([] if project == "cuda-toolkit" else ["requires_python", "requires_dist"])
+    keep_info = {k: info.get(k) for k in wanted}
     releases: dict[str, object] = {}
     for name, files in dict(data["releases"]).items():  # type: ignore[call-overload]
+        if project == "cuda-toolkit":  # every release, pre-releases included: the check must see them
+            releases[name] = [{k: f[k] for k in CUDA_TOOLKIT_FILE_KEYS} for f in files]
+            continue
         version = _version(name)
         if version is None:
             continue
@@ -104,9 +115,9 @@ class _Recorder(requests.Session):
         return response
 
 
-def record_pypi(out: Path) -> dict[str, object]:
+def record_pypi(out: Path, projects: tuple[str, ...] = ("deepspeed", "torch", "cuda-toolkit")) -> dict[str, object]:
     torch: dict[str, object] = {}
-    for project in ("deepspeed", "torch"):
+    for project in projects:
         url = PYPI.format(project=project)
         print(f"GET {url}")
         data = requests.get(url, timeout=120).json()
@@ -144,8 +155,9 @@ def record_ranges(out: Path, torch: dict[str, object]) -> None:
 
 def record_action(out: Path, repo: Path | None) -> None:
     pin = find_action_pin((ROOT / ".github" / "workflows" / "wheels.yml").read_text(encoding="utf-8"))
-    if pin is None:
-        raise SystemExit(f"wheels.yml pins no {ACTION}")
+    if pin is None:  # wheels.yml installs CUDA from NVIDIA's archives now: the recorded tables stay as they are
+        print(f"wheels.yml uses no {ACTION}: its recorded tables are kept")
+        return
     for os in ("linux", "windows"):
         path = f"src/links/{os}-links.ts"
         if repo is not None:

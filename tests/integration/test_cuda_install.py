@@ -286,10 +286,9 @@ def test_a_release_compat_yml_does_not_install_needs_a_pin(tmp_path: Path) -> No
     compat = load_compat()
     with pytest.raises(ConfigError, match=r"compat\.yml installs CUDA 13\.0\.3 for 13\.0, not 13\.0\.2"):
         install_cuda(compat, _options(tmp_path, "http://127.0.0.1:9/", toolkit="13.0.2", redist_sha256=""))
-    unpinned = dataclasses.replace(compat.cuda[(12, 6)], redist_sha256="")
-    assert unpinned == compat.cuda[(12, 6)]  # 12.6.3's JSON is not recorded: no pin
-    with pytest.raises(ConfigError, match=r"CUDA 12.6.3: compat.yml pins no redistrib_12.6.3.json"):
-        install_cuda(compat, _options(tmp_path, "http://127.0.0.1:9/", toolkit="12.6.3", redist_sha256=""))
+    assert not compat.cuda[(13, 1)].redist_sha256  # 13.1.2's JSON is not recorded: no pin
+    with pytest.raises(ConfigError, match=r"CUDA 13\.1\.2: compat\.yml pins no redistrib_13\.1\.2\.json"):
+        install_cuda(compat, _options(tmp_path, "http://127.0.0.1:9/", toolkit="13.1.2", redist_sha256=""))
     with pytest.raises(ConfigError, match="not a CUDA toolkit release"):
         install_cuda(compat, _options(tmp_path, "http://127.0.0.1:9/", toolkit="13.0"))
 

@@ -172,23 +172,25 @@ def test_a_component_missing_from_the_pinned_json_is_refused_at_plan_time_by_nam
     assert "[cuda-redist] CUDA 13.0.3: redistrib_13.0.3.json has no windows-x86_64 archive of" in details
     assert "profiler_api (cuda_profiler)" in details
     # the whole matrix: every cell with that toolkit is dropped with the reason, on both OSes, before any job
-    result = plan(spec, _renamed(load_compat(), "curand", "libcurand_v2"))
+    result = plan(spec, _renamed(load_compat(), "crt", "cuda_crt_v2"))
     dropped = {d.cell.variant.name + "-" + d.cell.platform.value: d.reasons[0] for d in result.dropped}
     assert set(dropped) == {"cu130-win_amd64", "cu130-linux_x86_64"}
-    assert all(r.rule == "cuda-redist" and "curand (libcurand_v2)" in r.message for r in dropped.values())
-    assert {p.cell.variant.name for p in result.planned} == {"cu126"}  # 12.6.3: no pinned JSON to check
+    assert all(r.rule == "cuda-redist" and "crt (cuda_crt_v2)" in r.message for r in dropped.values())
+    assert {p.cell.variant.name for p in result.planned} == {"cu126"}  # CUDA 12.6 has no crt of its own
 
 
 def test_a_toolkit_without_a_pinned_json_is_noted_and_dropped_where_the_jobs_install_it() -> None:
     compat = load_compat()
-    spec = parse_matrix(MATRIX, "matrix.yml", compat)
-    (cell,) = plan(spec, compat, combo=_combo("cu126", "linux_x86_64")).planned
-    assert cell.toolchain.cuda_toolkit == "12.6.3"
-    assert any("pins no redistrib_12.6.3.json" in note and "ci plan` drops" in note for note in cell.toolchain.notes)
+    assert not compat.cuda[(13, 1)].redist_sha256  # 13.1.2's JSON is not recorded
+    spec = parse_matrix(MATRIX + 'toolkits: {cu130: "13.1"}\n', "matrix.yml", compat)
+    (cell,) = plan(spec, compat, combo=_combo("cu130", "linux_x86_64")).planned
+    assert cell.toolchain.cuda_toolkit == "13.1.2"
+    assert any("pins no redistrib_13.1.2.json" in note and "ci plan` drops" in note for note in cell.toolchain.notes)
     with pytest.raises(ConfigError) as caught:
-        plan(spec, compat, combo=_combo("cu126", "linux_x86_64"), redist_required=True)
-    assert "[cuda-redist] CUDA 12.6.3: compat.yml pins no redistrib_12.6.3.json" in caught.value.render()
+        plan(spec, compat, combo=_combo("cu130", "linux_x86_64"), redist_required=True)
+    assert "[cuda-redist] CUDA 13.1.2: compat.yml pins no redistrib_13.1.2.json" in caught.value.render()
     # a pinned toolkit plans the same either way, its components listed for the job
+    spec = parse_matrix(MATRIX, "matrix.yml", compat)
     (pinned,) = plan(spec, compat, combo=_combo("cu130", "linux_x86_64"), redist_required=True).planned
     assert pinned.toolchain.cuda_components == tuple(c.redist for c in compat.components_for((13, 0)))
     assert not [n for n in pinned.toolchain.notes if "redistrib" in n]
