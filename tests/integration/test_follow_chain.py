@@ -40,8 +40,8 @@ TOKEN = "chain-token"  # noqa: S105 - what the fake GitHub accepts, not a secret
 
 
 def _planted_checkout(dest: Path) -> Path:
-    """What the check job reads from its checkout: compat.yml without 0.19.8, and wheels.yml (the
-    CUDA-install action's pin)."""
+    """What the check job reads from its checkout: compat.yml without 0.19.8, and wheels.yml (which
+    names no CUDA-install action any more: the check reports that source as not used)."""
     text = (ROOT / "dswheels" / "compat.yml").read_text(encoding="utf-8")
     planted = text.replace('"0.19.7", "0.19.8",\n', '"0.19.7",\n', 1)
     assert planted != text, "the planted fact (0.19.8 unknown) could not be made: deepspeed.releases changed shape"
@@ -107,7 +107,8 @@ def test_the_follow_workflow_chain_runs_here(tmp_path: Path, dswheels_cache: Pat
         served = upstream.paths
         assert any(p.startswith("/pypi/deepspeed/") for p in served), served
         assert any(p.startswith("/whl/") for p in served), served
-        assert any(p.startswith("/Jimver/cuda-toolkit/") for p in served), served
+        # wheels.yml installs CUDA with `dswheels cuda install`: no CUDA-install action's tables are read
+        assert not any(p.startswith("/Jimver/cuda-toolkit/") for p in served), served
         assert first == {
             "check": [
                 "Check compat.yml against its sources",

@@ -140,6 +140,16 @@ def test_no_toolkit(compat: Compat) -> None:
     assert report.worst is Status.WARN
 
 
+def test_no_toolkit_where_dswheels_can_install_one_names_the_command(compat: Compat) -> None:
+    # 12.8.2's redistrib JSON is not pinned: the installer's page; a pinned toolkit: `dswheels cuda install`
+    assert "dswheels cuda install" not in one(diagnose(load_machine("linux-no-toolkit"), compat), "toolkit").fix
+    pinned = dataclasses.replace(compat.cuda[(12, 8)], redist_sha256="0" * 64)
+    report = diagnose(
+        load_machine("linux-no-toolkit"), dataclasses.replace(compat, cuda={**compat.cuda, (12, 8): pinned})
+    )
+    assert one(report, "toolkit").fix.startswith("`dswheels cuda install --toolkit 12.8.2` (the components a build")
+
+
 def test_major_mismatch_uses_the_planners_rule(compat: Compat) -> None:
     report = diagnose(load_machine("linux-major-mismatch"), compat)
     cuda_home = one(report, "cuda_home")
