@@ -173,7 +173,9 @@ def test_cuda_comes_from_nvidias_archives_through_dswheels_on_both_oses_within_a
     for name in ("parts", "build"):
         steps = job_steps(name)
         (install,) = [s for s in steps if "dswheels cuda install" in str(s.get("run", ""))]
-        assert str(install["run"]).strip() == 'dswheels cuda install --toolkit "$CUDA_TOOLKIT" --github-env'
+        assert str(install["run"]).strip() == (
+            'dswheels cuda install --toolkit "$CUDA_TOOLKIT" --dest "$RUNNER_TEMP/cuda" --github-env'
+        )
         assert as_dict(install["env"]) == {"CUDA_TOOLKIT": "${{ matrix.cuda_toolkit }}"}  # no ${{ }} in run:
         timeout = install.get("timeout-minutes")
         assert isinstance(timeout, int)
