@@ -129,7 +129,8 @@ def _archive(component: str, version: str, platform: str, entry: _Redist) -> Red
         raise entry.at("sha256").fail("a sha256 (64 lowercase hex digits)")
     size_node = entry.at("size")
     size_text = str(size_node.data) if isinstance(size_node.data, int) else size_node.text()
-    if isinstance(size_node.data, bool) or not size_text.isdigit() or not 0 < int(size_text) <= MAX_ARCHIVE_BYTES:
+    digits = size_text.isascii() and size_text.isdigit()  # not "²", which isdigit() accepts and int() refuses
+    if isinstance(size_node.data, bool) or not digits or not 0 < int(size_text) <= MAX_ARCHIVE_BYTES:
         raise size_node.fail(f"a size in bytes (digits, at most {MAX_ARCHIVE_BYTES})")
     return RedistArchive(
         component=component, version=version, platform=platform, relative_path=path, sha256=sha256, size=int(size_text)

@@ -89,6 +89,7 @@ def test_a_component_the_json_lacks_is_named() -> None:
         ({"sha256": "ABC"}, "a sha256"),
         ({"size": "-5"}, "a size in bytes"),
         ({"size": "1e9"}, "a size in bytes"),
+        ({"size": "\u00b2"}, "a size in bytes"),
         ({"size": str(9 * 1024**3)}, "a size in bytes"),
         ({"size": True}, "a size in bytes"),
     ],
