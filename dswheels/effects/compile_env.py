@@ -220,11 +220,13 @@ def _header_dirs(planned: PlannedCell, cuda: CudaInstall | None, site: Path) -> 
         return []
     include_dirs, taken, absent = cuda_header_dirs(cuda.home, site)
     if absent:
-        subpackages = ", ".join(planned.toolchain.cuda_subpackages) or "listed in compat.yml"
+        components = " ".join(planned.toolchain.cuda_components) or "compat.yml cuda_components"
+        toolkit = planned.toolchain.cuda_toolkit or "X.Y.Z"
         raise EnvironmentMismatchError(
             f"the CUDA toolkit at {cuda.home} lacks {', '.join(absent)}, which torch's CUDA headers include",
-            hint="install the toolkit's library development packages (cublas, cusparse, cusolver, curand: "
-            f"the plan's Windows sub-packages are {subpackages})",
+            hint=f"install the plan's components ({components}): `dswheels cuda install --toolkit {toolkit}` "
+            "assembles them from NVIDIA's archives; or the toolkit's library development packages (cublas, "
+            "cusparse, cusolver, curand)",
         )
     if taken:
         get_reporter().info(

@@ -10,7 +10,7 @@ from pathlib import Path
 from dswheels.core.urls import redact_text
 from dswheels.log import TEXT_ERRORS
 
-__all__ = ["in_github_actions", "write_output", "write_summary"]
+__all__ = ["add_path", "in_github_actions", "write_env", "write_output", "write_summary"]
 
 
 def in_github_actions(env: Mapping[str, str] | None = None) -> bool:
@@ -29,7 +29,30 @@ def write_summary(markdown: str, env: Mapping[str, str] | None = None) -> bool:
 
 def write_output(name: str, value: str, env: Mapping[str, str] | None = None) -> bool:
     """Set a step output in ``$GITHUB_OUTPUT`` (multi-line safe, with a random delimiter)."""
-    path = (env if env is not None else os.environ).get("GITHUB_OUTPUT")
+    return _append_named("GITHUB_OUTPUT", name, value, env)
+
+
+def write_env(name: str, value: str, env: Mapping[str, str] | None = None) -> bool:
+    """Set ``name`` for the job's later steps in ``$GITHUB_ENV``; False when not running under Actions."""
+    return _append_named("GITHUB_ENV", name, value, env)
+
+
+def add_path(directory: str, env: Mapping[str, str] | None = None) -> bool:
+    """Put ``directory`` first on PATH for the job's later steps (``$GITHUB_PATH``)."""
+    path = (env if env is not None else os.environ).get("GITHUB_PATH")
+    if not path:
+        return False
+    if "\n" in directory or "\r" in directory:
+        msg = f"not a directory for GITHUB_PATH: {directory!r}"
+        raise ValueError(msg)
+    with Path(path).open("a", encoding="utf-8") as fh:
+        fh.write(directory + "\n")
+    return True
+
+
+def _append_named(file_variable: str, name: str, value: str, env: Mapping[str, str] | None) -> bool:
+    """``name=value`` in the runner's file ``$file_variable`` (a heredoc with a random delimiter when multi-line)."""
+    path = (env if env is not None else os.environ).get(file_variable)
     if not path:
         return False
     with Path(path).open("a", encoding="utf-8") as fh:

@@ -24,6 +24,7 @@ from dswheels.core.jsondoc import parse_json
 from dswheels.core.model import PlannedCell, SourceKind
 from dswheels.core.sources import SdistInfo, sdist_from_pypi_json
 from dswheels.core.versions import format_version
+from dswheels.effects.clock import monotonic
 from dswheels.effects.files import exclusive, sha256_file, temp_file
 from dswheels.effects.http import READ_CHUNK, TooSlow, check_redirects, iter_body, read_limited, session
 from dswheels.effects.unpack import extract_archive
@@ -71,14 +72,28 @@ def _session(retries: int, connect_retries: int) -> requests.Session:
 
 
 class Downloader:
-    """Content-addressed download cache with resumable transfers (HTTP Range) and retries."""
+    """Content-addressed download cache with resumable transfers (HTTP Range) and retries.
 
-    def __init__(self, cache_dir: Path, *, retries: int = 5, connect_retries: int | None = None) -> None:
-        """``connect_retries``: how often a connection that could not be made (refused, no such host,
-        connect timeout) is tried again, with backoff (default ``retries``: ~30 s before giving up)."""
+    ``timeout``: (connect, read) seconds of one request; ``attempt_seconds``: the most one
+    attempt at a file may take (past it the attempt is abandoned and the next one resumes where it
+    stopped); ``connect_retries``: how often a connection that could not be made (refused, no such
+    host, connect timeout) is tried again, with backoff (default ``retries``: ~30 s before giving up).
+    """
+
+    def __init__(
+        self,
+        cache_dir: Path,
+        *,
+        retries: int = 5,
+        connect_retries: int | None = None,
+        timeout: tuple[float, float] = TIMEOUT,
+        attempt_seconds: float | None = None,
+    ) -> None:
         self.cache_dir = cache_dir
         self.retries = retries
         self.connect_retries = retries if connect_retries is None else connect_retries
+        self.timeout = timeout
+        self.attempt_seconds = attempt_seconds
         self._session: requests.Session | None = None
 
     @property
@@ -106,7 +121,7 @@ class Downloader:
 
     def get_json(self, url: str) -> object:
         try:
-            response = self.session.get(url, timeout=TIMEOUT, stream=True)
+            response = self.session.get(url, timeout=self.timeout, stream=True)
         except requests.RequestException as exc:
             raise SourceError(f"cannot reach {url}: {exc}", hint="check the network or the --pypi mirror") from None
         with response:
@@ -161,14 +176,15 @@ class Downloader:
                 have = 0
             headers = {"Range": f"bytes={have}-"} if have else {}
             try:
-                with self.session.get(url, headers=headers, stream=True, timeout=TIMEOUT) as response:
+                deadline = monotonic() + self.attempt_seconds if self.attempt_seconds else None
+                with self.session.get(url, headers=headers, stream=True, timeout=self.timeout) as response:
                     start = _resume_point(url, response, partial, have=have)
                     if start is None:
                         continue
                     if start:
                         reporter.info(f"resuming {url} at {have} bytes")
                         resumed = True
-                    _write_body(url, response, partial, start=start, size=size)
+                    _write_body(url, response, partial, start=start, size=size, deadline=deadline)
                     return resumed
             except TooSlow as exc:  # not retried: each try would take as long again
                 raise SourceError(
@@ -229,8 +245,11 @@ def _resume_point(url: str, response: requests.Response, partial: Path, *, have:
     return start
 
 
-def _write_body(url: str, response: requests.Response, partial: Path, *, start: int, size: int | None) -> None:
-    """Append the answer's body to ``partial`` at ``start``, bounded; ConnectionError when it ends early."""
+def _write_body(
+    url: str, response: requests.Response, partial: Path, *, start: int, size: int | None, deadline: float | None
+) -> None:
+    """Append the answer's body to ``partial`` at ``start``, bounded; ConnectionError when it ends early
+    or is still arriving at ``deadline`` (what arrived is kept: the next attempt resumes)."""
     expected = _expected_total(response, start)
     if size is not None and expected is not None and expected != size:
         raise SourceError(
@@ -248,6 +267,8 @@ def _write_body(url: str, response: requests.Response, partial: Path, *, start: 
                     hint="the server serves another file than the one listed: do not build from it",
                 )
             fh.write(chunk)
+            if deadline is not None and monotonic() > deadline:
+                raise requests.ConnectionError(f"still downloading after {written - start} bytes: too slow")
     if expected is not None and written != expected:
         raise requests.ConnectionError(f"the response ended after {written} of {expected} bytes")
 

@@ -142,6 +142,27 @@ def cpu_build(dswheels_cache: Path, tmp_path_factory: pytest.TempPathFactory) ->
 
 
 @pytest.fixture(scope="session")
+def torch_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A venv with torch 2.13.0+cpu (the CPU wheel's torch; /opt/wheels on this machine, else PyPI)."""
+    uv = shutil.which("uv")
+    require(uv is not None, "uv on PATH (the test group installs it)")
+    assert uv is not None
+    env = dict(os.environ)
+    env["NO_PROXY"] = env["no_proxy"] = "127.0.0.1,localhost"
+    path = tmp_path_factory.mktemp("venv-torch") / "v"
+    done = subprocess.run([uv, "venv", "-q", "--seed", "--python", sys.executable, str(path)], check=False, env=env)
+    assert done.returncode == 0
+    python = path / "bin" / "python"
+    find_links = Path("/opt/wheels")
+    extra = ["--find-links", str(find_links)] if find_links.is_dir() else []
+    done = subprocess.run(
+        [uv, "pip", "install", "-q", "--python", str(python), *extra, "torch==2.13.0"], check=False, env=env
+    )
+    require(done.returncode == 0, "torch==2.13.0 installable (network or /opt/wheels)")
+    return python
+
+
+@pytest.fixture(scope="session")
 def cuda_ccache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The compiler cache the CUDA reference wheel fills (empty before it): later CUDA builds may use it."""
     return tmp_path_factory.mktemp("ccache-cuda")

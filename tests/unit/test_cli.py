@@ -156,6 +156,20 @@ def test_github_format_is_a_fromjson_matrix(capsys: pytest.CaptureFixture[str]) 
     assert {job["platform"] for job in jobs} == {"win_amd64", "linux_x86_64"}
     windows = next(job for job in jobs if job["os"] == "windows")
     assert windows["msvc_toolset"] == "14.44"
-    assert windows["cuda_toolkit"] == "13.0.2"
-    assert "crt" in json.loads(windows["cuda_subpackages"])
+    assert windows["cuda_toolkit"] == "13.0.3"
+    # what `dswheels cuda install` assembles, on both OSes: compat.yml's one list for CUDA 13.0
+    assert windows["cuda_components"].split() == [
+        "cuda_nvcc",
+        "cuda_cudart",
+        "cuda_cccl",
+        "cuda_profiler_api",
+        "libcublas",
+        "libcurand",
+        "libcusparse",
+        "libcusolver",
+        "cuda_crt",
+        "libnvvm",
+    ]
+    linux = next(job for job in jobs if job["os"] == "linux")
+    assert linux["cuda_components"] == windows["cuda_components"]
     assert windows["runs_on"] == ["windows-2022"]

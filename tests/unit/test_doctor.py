@@ -131,13 +131,23 @@ def test_no_toolkit(compat: Compat) -> None:
     report = diagnose(load_machine("linux-no-toolkit"), compat)
     toolkit = one(report, "toolkit")
     assert toolkit.status is Status.WARN
-    assert "CUDA 12.8.1" in toolkit.fix  # the full release compat.yml installs for 12.8
+    assert "CUDA 12.8.2" in toolkit.fix  # the full release compat.yml installs for 12.8
     local = report.verdict.local
     assert local.status is Status.FAIL
     assert local.blockers[0].startswith("no CUDA toolkit found: torch CUDA 12.8 needs one")
     assert one(report, "cuda_home").status is Status.WARN
     # installing a published wheel needs no toolkit: nothing FAILs
     assert report.worst is Status.WARN
+
+
+def test_no_toolkit_where_dswheels_can_install_one_names_the_command(compat: Compat) -> None:
+    # 12.8.2's redistrib JSON is not pinned: the installer's page; a pinned toolkit: `dswheels cuda install`
+    assert "dswheels cuda install" not in one(diagnose(load_machine("linux-no-toolkit"), compat), "toolkit").fix
+    pinned = dataclasses.replace(compat.cuda[(12, 8)], redist_sha256="0" * 64)
+    report = diagnose(
+        load_machine("linux-no-toolkit"), dataclasses.replace(compat, cuda={**compat.cuda, (12, 8): pinned})
+    )
+    assert one(report, "toolkit").fix.startswith("`dswheels cuda install --toolkit 12.8.2` (the components a build")
 
 
 def test_major_mismatch_uses_the_planners_rule(compat: Compat) -> None:

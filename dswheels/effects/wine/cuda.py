@@ -137,13 +137,11 @@ def _make_import_libs(root: Path, *, dumpbin: Path, lib_tool: Path, log: Path) -
 
 
 def _check_provides(root: Path, components: Sequence[CudaComponent], toolkit: str) -> None:
-    missing = [c for c in components if not any((root / p).is_file() for p in c.provided_paths("windows"))]
+    missing = [c for c in components if not (root / c.provided_path("windows")).is_file()]
     if missing:
         raise EnvironmentMismatchError(
             f"the Windows CUDA {toolkit} root assembled from NVIDIA's PyPI wheels lacks "
-            + ", ".join(
-                f"{' or '.join(c.provided_paths('windows'))} ({c.name}: cuda-toolkit[{c.pypi}])" for c in missing
-            ),
+            + ", ".join(f"{c.provided_path('windows')} ({c.name}: cuda-toolkit[{c.pypi}])" for c in missing),
             hint="CUDA 12's nvidia-cuda-nvcc-cu12 wheels carry no nvcc.exe: build 12.x Windows cells on a runner "
             "(or where NVIDIA's archives are reachable); for another component, check compat.yml cuda_components"
             if any(c.name == "nvcc" for c in missing)
