@@ -9,6 +9,7 @@ checks run against real sdists in tests/integration/test_facts_check.py.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
 
 import pytest
@@ -31,6 +32,12 @@ TODAY = "2026-11-24"
 
 def plant(*edits: Edit) -> str:
     return apply_edits(SHIPPED, edits)
+
+
+def plant_unpinned(*edits: Edit) -> str:
+    """:func:`plant` on compat.yml with no toolkit's redistrib JSON pinned (``redist_sha256``): what an install
+    pin is raised on by itself (a pinned JSON is raised with its pin, by a person)."""
+    return apply_edits(re.sub(r"^[ \t]*redist_sha256:.*\n", "", SHIPPED, flags=re.MULTILINE), edits)
 
 
 PLANTED = plant(
@@ -180,7 +187,7 @@ def test_once_the_action_can_install_torchs_pin_write_raises_install() -> None:
     upstream = recorded_upstream()
     assert upstream.cuda_action is not None
     newer = {os: (*versions, (13, 0, 3), (13, 2, 2)) for os, versions in upstream.cuda_action.installable.items()}
-    before = plant(Edit("set", ("cuda", "13.2", "install"), '"13.2.0"'))  # compat.yml as it was
+    before = plant_unpinned(Edit("set", ("cuda", "13.2", "install"), '"13.2.0"'))  # compat.yml as it was
     report = check_facts(
         before, replace(upstream, cuda_action=replace(upstream.cuda_action, installable=newer)), today=TODAY
     )
@@ -191,7 +198,7 @@ def test_once_the_action_can_install_torchs_pin_write_raises_install() -> None:
 
 
 def test_an_install_the_action_cannot_do_moves_to_the_newest_patch_it_can() -> None:
-    planted = plant(Edit("set", ("cuda", "12.6", "install"), '"12.6.9"'))
+    planted = plant_unpinned(Edit("set", ("cuda", "12.6", "install"), '"12.6.9"'))
     report = check_facts(planted, recorded_upstream(), today=TODAY)
     (finding,) = [f for f in report.findings if f.entry == "cuda.12.6.install"]
     assert "cannot install 12.6.9 on linux or windows; it can install 12.6.3" in finding.message
@@ -227,7 +234,7 @@ def test_the_recorded_cuda_toolkit_releases_parse() -> None:
 
 
 def test_each_install_pin_is_compared_with_the_newest_patch_nvidia_published() -> None:
-    planted = plant(
+    planted = plant_unpinned(
         Edit("set", ("cuda", "12.8", "install"), '"12.8.1"'),  # a patch behind
         Edit("set", ("cuda", "13.3", "install"), '"13.3.1"'),  # the newest: nothing to say
         Edit("set", ("cuda", "13.4", "install"), '"13.4.0"'),  # only ever a release candidate
