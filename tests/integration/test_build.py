@@ -43,6 +43,7 @@ from tests.integration.conftest import (
     require_compilers,
     require_cuda,
 )
+from tests.support.processes import stop_sccache
 
 pytestmark = pytest.mark.integration
 
@@ -453,31 +454,34 @@ def test_local_build_and_install(cpu_build: Built, dswheels_cache: Path, tmp_pat
     )
     start = time.monotonic()
     out = tmp_path / "wh"
-    result = subprocess.run(
-        [
-            str(python),
-            "-m",
-            "dswheels",
-            "build",
-            "--matrix",
-            str(DATA / "matrix-cpu.yml"),
-            "--out",
-            str(out),
-            "--install",
-            # compile in cpu_build's cached venv (same torch, so its compiler-cache entries hit);
-            # the cell is still planned from, and the wheel installed into, this environment
-            "--interpreter",
-            "venv",
-            "--torch-index",
-            "pip",
-        ],
-        capture_output=True,
-        text=True,
-        env=build_env(dswheels_cache),
-        cwd=tmp_path,
-        timeout=1800,
-        check=False,
-    )
+    try:
+        result = subprocess.run(
+            [
+                str(python),
+                "-m",
+                "dswheels",
+                "build",
+                "--matrix",
+                str(DATA / "matrix-cpu.yml"),
+                "--out",
+                str(out),
+                "--install",
+                # compile in cpu_build's cached venv (same torch, so its compiler-cache entries hit);
+                # the cell is still planned from, and the wheel installed into, this environment
+                "--interpreter",
+                "venv",
+                "--torch-index",
+                "pip",
+            ],
+            capture_output=True,
+            text=True,
+            env=build_env(dswheels_cache),
+            cwd=tmp_path,
+            timeout=1800,
+            check=False,
+        )
+    finally:
+        stop_sccache(build_env(dswheels_cache))  # the build's sccache server, where auto picked sccache
     record_time("local build + --install", time.monotonic() - start)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
     assert (
