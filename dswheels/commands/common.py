@@ -37,9 +37,10 @@ def add_command(
     name: str,
     *,
     help: str,  # noqa: A002 - argparse's own name for it
-    description: str | None = None,
+    description: str,
 ) -> argparse.ArgumentParser:
-    """``dswheels NAME``: its parser, with the help formatting every command uses."""
+    """``dswheels NAME``: its parser, with the help formatting every command uses; ``--help`` shows the
+    ``description`` (what the command does, what it reads and needs), so every command has one."""
     return sub.add_parser(name, help=help, description=description, formatter_class=formatter)
 
 

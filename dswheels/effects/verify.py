@@ -135,6 +135,7 @@ def static_part(data: WheelContents, expected: Expected, compat: Compat) -> list
         expected=expected,
         builder_source=data.builder_sources.get(BUILDER),
         sha256=data.sha256,
+        builder_sources=data.builder_sources,
     )
     return checks + tool_checks(data, expected, compat)
 

