@@ -53,6 +53,7 @@ from dswheels.effects.postprocess import Postprocessed, postprocess_wheel
 from dswheels.effects.source_tree import patch_tree, prepare_source
 from dswheels.effects.wheel_checks import check_planned_ops, check_postprocessed
 from dswheels.effects.wheelhouse import discard_wheel, place_wheel, remove_stale
+from dswheels.effects.wine.host import wait_for_wineserver, wine_prefix
 from dswheels.effects.wine.toolchain import prepare_wine
 from dswheels.effects.workdir import group_id, set_aside, wipe, work_dir_for
 from dswheels.errors import BuildError, DswheelsError
@@ -152,6 +153,9 @@ def _build_keeping_failed_tree(
             note = f"the build tree is kept in {kept}"
             exc.hint = f"{exc.hint}; {note}" if exc.hint else note
         raise
+    finally:
+        if opts.msvc_root is not None and planned.cell.platform.os == "windows":  # built under Wine
+            wait_for_wineserver(wine_prefix(opts.cache_dir), os.environ)
 
 
 def _build(

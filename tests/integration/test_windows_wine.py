@@ -17,6 +17,7 @@ import os
 import shutil
 import subprocess
 import zipfile
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -32,6 +33,7 @@ from dswheels.core.wheel.manifest import parse_manifest
 from dswheels.effects.interpreter import find_uv, prepare_interpreter, torch_index_args
 from dswheels.effects.toolchain import MsvcEnv, check_msvc_link
 from dswheels.effects.wine.cuda import WindowsCuda, assemble_windows_cuda
+from dswheels.effects.wine.host import wait_for_wineserver, wine_prefix
 from dswheels.effects.wine.toolchain import WineTools, check_wine, prepare_wine, write_wine_tools
 from dswheels.errors import EnvironmentMismatchError
 from tests.conftest import require
@@ -58,6 +60,13 @@ def msvc_root() -> Path:
 def require_wine() -> Path:
     require(shutil.which("wine") is not None, "Wine is needed for Windows builds here (apt-get install wine64)")
     return msvc_root()
+
+
+@pytest.fixture(autouse=True)
+def _wine_settles(dswheels_cache: Path) -> Iterator[None]:
+    """A test that ran Windows tools waits for Wine's server (and its services) to end: tests stop what they start."""
+    yield
+    wait_for_wineserver(wine_prefix(dswheels_cache), os.environ)
 
 
 @pytest.fixture(scope="session")
