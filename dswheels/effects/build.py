@@ -35,6 +35,7 @@ from dswheels.core.building.log import OpSources
 from dswheels.core.building.parallelism import split_parallelism
 from dswheels.core.building.report import OpOutcome
 from dswheels.core.compat import Compat
+from dswheels.core.cuda_redist import REDIST_URL
 from dswheels.core.model import PlannedCell
 from dswheels.core.naming import cell_id, wheel_filename
 from dswheels.core.sources import TorchSource, TorchSourceKind
@@ -81,6 +82,7 @@ class BuildOptions:
     parallel_ops: int = 0  # extensions built at once (0: as many as --jobs allows)
     prepare_only: bool = False  # stop before the compile: source, patches, interpreter (any OS)
     msvc_root: Path | None = None  # Windows cells on Linux: build under Wine with this MSVC root
+    wine_cuda: tuple[str, str] = ("auto", REDIST_URL)  # under Wine: CUDA from auto|pypi|nvidia, NVIDIA's redist URL
 
 
 @dataclass
@@ -168,7 +170,12 @@ def _build(
     # toolchain: the plan's nvcc (and MSVC), checked before anything is downloaded, installed or compiled
     inherited = inherited_env(os.environ)
     tools = check_toolchain(
-        planned, inherited, prepare_only=opts.prepare_only, msvc_root=opts.msvc_root, cache_dir=opts.cache_dir
+        planned,
+        inherited,
+        prepare_only=opts.prepare_only,
+        msvc_root=opts.msvc_root,
+        cache_dir=opts.cache_dir,
+        wine_cuda=opts.wine_cuda,
     )
     work = _work_dir(planned, opts)
     wipe(work)

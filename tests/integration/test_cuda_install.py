@@ -27,8 +27,10 @@ import pytest
 from dswheels.cli import main
 from dswheels.core.compat import load_compat
 from dswheels.effects.cuda_install import MARKER, CudaInstallOptions, install_cuda
+from dswheels.effects.wine.cuda import assemble_windows_cuda, cuda_source
 from dswheels.errors import ConfigError, SourceError
 from tests.conftest import DATA, require
+from tests.support.planned import planned_cell
 
 pytestmark = pytest.mark.integration
 
@@ -393,3 +395,36 @@ def test_a_root_without_a_components_file_is_refused(redist: tuple[Redist, str],
         install_cuda(dataclasses.replace(compat, cuda_components=moved), _options(tmp_path, url, dest=tmp_path / "c"))
     assert not (tmp_path / "c").exists()
     assert _entries(tmp_path) == ["cache", "redist"]
+
+
+def test_the_wine_host_takes_the_same_components_from_nvidias_archives(
+    redist: tuple[Redist, str], tmp_path: Path
+) -> None:
+    """One list, two transports: the Wine host assembles a Windows cell's CUDA root from NVIDIA's windows-x86_64
+    archives as the runners do (``--wine-cuda nvidia``; ``auto`` for CUDA 12.x, whose PyPI nvcc wheels carry no
+    nvcc.exe), and from PyPI's wheels from CUDA 13 (tests/integration/test_windows_wine.py)."""
+    served, url = redist
+    compat = load_compat()
+    pinned = dataclasses.replace(
+        compat, cuda={**compat.cuda, (13, 0): dataclasses.replace(compat.cuda[(13, 0)], redist_sha256=JSON_SHA)}
+    )
+    cu130 = planned_cell("ds0.19.8-torch2.14-cu130-cp311-win_amd64")
+    assert cuda_source(cu130, "auto") == "pypi"
+    assert cuda_source(planned_cell("ds0.19.8-torch2.14-cu126-cp311-win_amd64"), "auto") == "nvidia"
+    cuda = assemble_windows_cuda(
+        cu130,
+        compat=pinned,
+        cache_dir=tmp_path / "cache",
+        uv="uv",  # not run: the archives carry everything
+        dumpbin=tmp_path / "no-dumpbin",
+        lib_tool=tmp_path / "no-lib",
+        log=tmp_path / "assemble.log",
+        source="nvidia",
+        redist_url=url,
+    )
+    assert cuda.source == "nvidia"
+    assert set(cuda.components) == {c.name for c in compat.components_for((13, 0))}
+    assert all(name.startswith(tuple(c.redist for c in compat.components_for((13, 0)))) for name in cuda.wheels)
+    assert all("windows-x86_64" in path for path in served.downloads() if path.endswith(".zip"))
+    assert (cuda.root / "bin" / "nvcc.exe").is_file()
+    assert (cuda.root / "include" / "cuda_profiler_api.h").is_file()
