@@ -24,9 +24,16 @@ from dswheels.core.jsondoc import parse_json
 from dswheels.core.model import PlannedCell, SourceKind
 from dswheels.core.sources import SdistInfo, sdist_from_pypi_json
 from dswheels.core.versions import format_version
-from dswheels.effects.clock import monotonic
 from dswheels.effects.files import exclusive, sha256_file, temp_file
-from dswheels.effects.http import READ_CHUNK, TooSlow, check_redirects, iter_body, read_limited, session
+from dswheels.effects.http import (
+    READ_CHUNK,
+    TooSlow,
+    attempt_limit,
+    check_redirects,
+    iter_body,
+    read_limited,
+    session,
+)
 from dswheels.effects.unpack import extract_archive
 from dswheels.errors import SourceError
 from dswheels.log import get_reporter
@@ -176,15 +183,17 @@ class Downloader:
                 have = 0
             headers = {"Range": f"bytes={have}-"} if have else {}
             try:
-                deadline = monotonic() + self.attempt_seconds if self.attempt_seconds else None
-                with self.session.get(url, headers=headers, stream=True, timeout=self.timeout) as response:
+                with (
+                    attempt_limit(self.attempt_seconds),
+                    self.session.get(url, headers=headers, stream=True, timeout=self.timeout) as response,
+                ):
                     start = _resume_point(url, response, partial, have=have)
                     if start is None:
                         continue
                     if start:
                         reporter.info(f"resuming {url} at {have} bytes")
                         resumed = True
-                    _write_body(url, response, partial, start=start, size=size, deadline=deadline)
+                    _write_body(url, response, partial, start=start, size=size)
                     return resumed
             except TooSlow as exc:  # not retried: each try would take as long again
                 raise SourceError(
@@ -245,11 +254,9 @@ def _resume_point(url: str, response: requests.Response, partial: Path, *, have:
     return start
 
 
-def _write_body(
-    url: str, response: requests.Response, partial: Path, *, start: int, size: int | None, deadline: float | None
-) -> None:
+def _write_body(url: str, response: requests.Response, partial: Path, *, start: int, size: int | None) -> None:
     """Append the answer's body to ``partial`` at ``start``, bounded; ConnectionError when it ends early
-    or is still arriving at ``deadline`` (what arrived is kept: the next attempt resumes)."""
+    or is cut at the attempt limit (what arrived is kept: the next attempt resumes)."""
     expected = _expected_total(response, start)
     if size is not None and expected is not None and expected != size:
         raise SourceError(
@@ -267,8 +274,6 @@ def _write_body(
                     hint="the server serves another file than the one listed: do not build from it",
                 )
             fh.write(chunk)
-            if deadline is not None and monotonic() > deadline:
-                raise requests.ConnectionError(f"still downloading after {written - start} bytes: too slow")
     if expected is not None and written != expected:
         raise requests.ConnectionError(f"the response ended after {written} of {expected} bytes")
 

@@ -36,7 +36,7 @@ from dswheels.effects.wine.cuda import WindowsCuda, assemble_windows_cuda
 from dswheels.effects.wine.host import wait_for_wineserver, wine_prefix
 from dswheels.effects.wine.toolchain import WineTools, check_wine, prepare_wine, write_wine_tools
 from dswheels.errors import EnvironmentMismatchError
-from tests.conftest import require
+from tests.conftest import DATA, require
 from tests.integration.conftest import Built, _build, dswheels
 from tests.support.planned import planned_cell
 
@@ -74,7 +74,7 @@ def wine_build(dswheels_cache: Path, tmp_path_factory: pytest.TempPathFactory) -
     """The Windows canary wheel, built once per session under Wine."""
     root = require_wine()
     cwd = tmp_path_factory.mktemp("clone-wine")
-    return _build(dswheels_cache, cwd, "matrix-windows.yml", WIN_CELL, "--msvc-root", str(root))
+    return _build(dswheels_cache, cwd, WIN_CELL, "--matrix", str(DATA / "matrix-windows.yml"), "--msvc-root", str(root))
 
 
 def _pyds(wheel: Path) -> dict[str, bytes]:
