@@ -104,7 +104,7 @@ class IsaScan:
 def scan_disassembly(text: str, forbidden_registers: Sequence[str], *, max_examples: int = 5) -> IsaReport:
     """Count instructions above the baseline in ``objdump -d`` output.
 
-    >>> dis = "  10:\t0f 58 c1             \taddps  %xmm1,%xmm0\n  13:\tc5 f4 58 c2  \tvaddps %ymm2,%ymm1,%ymm0\n"
+    >>> dis = "  10:\\t0f 58 c1             \\taddps  %xmm1,%xmm0\\n  13:\\tc5 f4 58 c2  \\tvaddps %ymm2,%ymm1,%ymm0\\n"
     >>> r = scan_disassembly(dis, ["ymm", "zmm"])
     >>> r.instructions, r.violations, r.kinds
     (2, 1, ('AVX (VEX-encoded) instructions',))
