@@ -8,9 +8,13 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from dswheels.core.urls import redact_text
-from dswheels.log import TEXT_ERRORS
+from dswheels.errors import ConfigError
+from dswheels.log import TEXT_ERRORS, get_reporter
 
 __all__ = ["add_path", "in_github_actions", "write_env", "write_output", "write_summary"]
+
+
+_WHAT = {"GITHUB_OUTPUT": "output", "GITHUB_ENV": "variable"}
 
 
 def in_github_actions(env: Mapping[str, str] | None = None) -> bool:
@@ -18,12 +22,17 @@ def in_github_actions(env: Mapping[str, str] | None = None) -> bool:
 
 
 def write_summary(markdown: str, env: Mapping[str, str] | None = None) -> bool:
-    """Append to ``$GITHUB_STEP_SUMMARY``; False when not running under Actions."""
+    """Append to ``$GITHUB_STEP_SUMMARY``; False when not running under Actions, or when the file
+    cannot be written to (a warning: the summary only shows what the command already did)."""
     path = (env if env is not None else os.environ).get("GITHUB_STEP_SUMMARY")
     if not path:
         return False
-    with Path(path).open("a", encoding="utf-8", errors=TEXT_ERRORS) as fh:  # shown, never parsed
-        fh.write(redact_text(markdown).rstrip("\n") + "\n\n")  # a summary is shown: no URL's credentials
+    try:
+        with Path(path).open("a", encoding="utf-8", errors=TEXT_ERRORS) as fh:  # shown, never parsed
+            fh.write(redact_text(markdown).rstrip("\n") + "\n\n")  # a summary is shown: no URL's credentials
+    except OSError as exc:
+        get_reporter().warning(f"cannot append the job summary to $GITHUB_STEP_SUMMARY ({path}): {exc.strerror}")
+        return False
     return True
 
 
@@ -55,10 +64,16 @@ def _append_named(file_variable: str, name: str, value: str, env: Mapping[str, s
     path = (env if env is not None else os.environ).get(file_variable)
     if not path:
         return False
-    with Path(path).open("a", encoding="utf-8") as fh:
-        if "\n" in value:
-            delimiter = f"ghadelimiter_{uuid.uuid4()}"
-            fh.write(f"{name}<<{delimiter}\n{value}\n{delimiter}\n")
-        else:
-            fh.write(f"{name}={value}\n")
+    try:
+        with Path(path).open("a", encoding="utf-8") as fh:
+            if "\n" in value:
+                delimiter = f"ghadelimiter_{uuid.uuid4()}"
+                fh.write(f"{name}<<{delimiter}\n{value}\n{delimiter}\n")
+            else:
+                fh.write(f"{name}={value}\n")
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot append the step {_WHAT[file_variable]} {name} to ${file_variable} ({path}): {exc.strerror}",
+            hint=f"GitHub Actions names a file there; outside Actions, unset {file_variable}",
+        ) from None
     return True

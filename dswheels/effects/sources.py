@@ -20,10 +20,12 @@ from urllib.request import url2pathname
 import requests
 from urllib3.util.retry import Retry
 
+from dswheels.core.envvars import plain_path
 from dswheels.core.jsondoc import parse_json
 from dswheels.core.model import PlannedCell, SourceKind
 from dswheels.core.sources import SdistInfo, sdist_from_pypi_json
 from dswheels.core.versions import format_version
+from dswheels.effects.environ import read_variable
 from dswheels.effects.files import exclusive, sha256_file, temp_file
 from dswheels.effects.http import (
     READ_CHUNK,
@@ -336,10 +338,15 @@ def fetch_source(planned: PlannedCell, *, downloader: Downloader, pypi_json: str
 
 
 def env_cache_dir() -> Path:
-    """``DSWHEELS_CACHE``, else the platform's user cache directory + ``dswheels``."""
-    if value := os.environ.get("DSWHEELS_CACHE"):
+    """``DSWHEELS_CACHE``, else the platform's user cache directory + ``dswheels``. A relative
+    ``XDG_CACHE_HOME`` or ``LOCALAPPDATA`` is ignored (the XDG Base Directory rule)."""
+    if value := read_variable("DSWHEELS_CACHE", plain_path):
         return Path(value)
     if os.name == "nt":
-        base = os.environ.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
-        return Path(base) / "dswheels"
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "dswheels"
+        base = _absolute(read_variable("LOCALAPPDATA", plain_path)) or Path.home() / "AppData" / "Local"
+        return base / "dswheels"
+    return (_absolute(read_variable("XDG_CACHE_HOME", plain_path)) or Path.home() / ".cache") / "dswheels"
+
+
+def _absolute(value: str | None) -> Path | None:
+    return Path(value) if value and Path(value).is_absolute() else None
