@@ -12,7 +12,6 @@ import contextlib
 import hashlib
 import http.server
 import json
-import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -25,7 +24,7 @@ from dswheels.core.doctor.render import DOCTOR_SCHEMA
 from dswheels.effects.index_read import download_wheel, read_index
 from dswheels.effects.sources import STREAM_CHUNK, Downloader
 from dswheels.errors import PublishError, SourceError
-from tests.conftest import ROOT
+from tests.support.limits import run_limited
 from tests.support.wheels import write_deepspeed_wheel
 from tests.unit.machines import machine_data
 
@@ -105,25 +104,6 @@ def test_install_takes_the_name_from_the_url_and_requires_a_sha256(
     assert download_wheel(item, tmp_path / "dl").read_bytes() == data  # type: ignore[arg-type]
 
 
-def _limited(args: list[str], *, memory: int = 2 * 1024**3, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """``python -m dswheels ARGS`` with at most ``memory`` bytes of address space."""
-
-    def limit() -> None:
-        import resource  # POSIX only: the test using it is skipped on Windows
-
-        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
-
-    return subprocess.run(
-        [sys.executable, "-m", "dswheels", *args],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=timeout,
-        check=False,
-        preexec_fn=limit,
-    )
-
-
 def _facts(tmp_path: Path) -> Path:
     saved = tmp_path / "doctor.json"
     saved.write_text(json.dumps({"schema": DOCTOR_SCHEMA, "facts": machine_data("windows-healthy-cu124")}))
@@ -141,7 +121,9 @@ def test_an_endless_index_page_is_bounded(http_server: Callable[[Handler], str],
                 req.wfile.write(chunk)
 
     base = http_server(endless)
-    result = _limited(["doctor", "--facts", str(_facts(tmp_path)), "--index", base])
+    result = run_limited(
+        ["doctor", "--facts", str(_facts(tmp_path)), "--index", base], tmp=tmp_path / "tmp", memory=2 * 1024**3
+    )
     assert result.returncode == 9, result.stderr[-2000:]
     assert "Traceback" not in result.stderr
     assert "larger than" in result.stdout
