@@ -26,26 +26,30 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from contextlib import nullcontext
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from dswheels.core.binaries.linux_runtime import RuntimeFloor
 from dswheels.core.building.compiler_cache import SccacheSettings
 from dswheels.core.building.log import OpSources
-from dswheels.core.building.parallelism import split_parallelism
+from dswheels.core.building.parallelism import Parallelism, pooled_parallelism, split_parallelism
 from dswheels.core.building.report import OpOutcome
 from dswheels.core.compat import Compat
 from dswheels.core.model import PlannedCell
 from dswheels.core.naming import cell_id, wheel_filename
 from dswheels.core.sources import TorchSource, TorchSourceKind
 from dswheels.core.wheel.manifest import Manifest
+from dswheels.core.workflow.costs import cell_units, load_costs, op_order
 from dswheels.effects.buildlog import log_note, write_log_header
 from dswheels.effects.clock import monotonic, utc_now
 from dswheels.effects.compile import compile_wheel, the_wheel
-from dswheels.effects.compile_env import check_toolchain, compile_environment, inherited_env
+from dswheels.effects.compile_env import CompileEnv, check_toolchain, compile_environment, inherited_env
 from dswheels.effects.compiler_cache import cache_stats
 from dswheels.effects.files import exclusive
 from dswheels.effects.interpreter import Interpreter, find_uv, prepare_interpreter, torch_index_args
+from dswheels.effects.jobserver import jobserver, ninja_joins_jobservers
 from dswheels.effects.manifest import assemble_manifest
 from dswheels.effects.opflags import check_tree_flags
 from dswheels.effects.opsources import probe_ops
@@ -206,6 +210,7 @@ def _build(
         reporter.info(f"prepared {source.src}: the source is verified and patched for {planned.cell.platform.value}")
         return source.src
 
+    parallelism = _pooled(parallelism, planned, opts, interp)
     wine = (
         prepare_wine(
             planned,
@@ -240,17 +245,21 @@ def _build(
     accelerator, ops = probe_ops(planned, python, source.src, setup.env, log)
 
     t0 = monotonic()
-    compiled = compile_wheel(
-        planned,
-        python=python,
-        src=source.src,
-        dist=work / "dist",
-        ops=ops,
-        env=setup.env,
-        log=log,
-        verbose=opts.verbose,
-    )
+    with jobserver(parallelism.pool, work) if parallelism.pool else nullcontext() as pool:
+        setup = _scheduled(setup, planned, ops, pool.env() if pool else {}, log)
+        compiled = compile_wheel(
+            planned,
+            python=python,
+            src=source.src,
+            dist=work / "dist",
+            ops=ops,
+            env=setup.env,
+            log=log,
+            verbose=opts.verbose,
+        )
     durations["compile"] = monotonic() - t0
+    if compiled.cpu_seconds is not None:
+        durations["compile_cpu"] = compiled.cpu_seconds
     result.op_outcomes = compiled.outcomes
     built = the_wheel(compiled, planned, log)
     # every planned op must really be in the wheel
@@ -285,6 +294,29 @@ def _build(
     if not opts.keep_work:
         shutil.rmtree(work, ignore_errors=True)
     return final, manifest_path, manifest
+
+
+def _pooled(parallelism: Parallelism, planned: PlannedCell, opts: BuildOptions, interp: Interpreter) -> Parallelism:
+    """One pool of slots for every op's units when the build's ninja joins a jobserver (>= 1.13) and
+    ``--parallel-ops`` asks for nothing else."""
+    if opts.parallel_ops:
+        return parallelism
+    scripts = {"PATH": os.pathsep.join([interp.info.scripts, os.environ.get("PATH", "")])}
+    if not ninja_joins_jobservers(scripts):
+        return parallelism
+    return pooled_parallelism(opts.jobs, ops=len(planned.ops.build))
+
+
+def _scheduled(
+    setup: CompileEnv, planned: PlannedCell, ops: list[OpSources], pool: Mapping[str, str], log: Path
+) -> CompileEnv:
+    """The compile's environment with the order its extensions start in (longest first, by the cost model) and
+    the jobserver they share (``pool``: its variables, or none)."""
+    work = cell_units(planned, load_costs(), ops=[op.name for op in ops])
+    modules = {op.name: op.module for op in ops}
+    order = {"DSWHEELS_EXT_ORDER": ",".join(modules[name] for name in op_order(work) if name in modules), **pool}
+    log_note(log, "compile order and slots:\n" + "\n".join(f"  {k}={v}" for k, v in order.items()))
+    return replace(setup, env={**setup.env, **order}, set_by_dswheels={**setup.set_by_dswheels, **order})
 
 
 def _postprocess(
