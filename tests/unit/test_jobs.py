@@ -12,7 +12,7 @@ from dswheels.core.matrix.parse import parse_matrix
 from dswheels.core.model import PlannedCell
 from dswheels.core.naming import cell_id
 from dswheels.core.plan.planner import plan
-from dswheels.core.workflow.costs import CostModel, Figure, OpCost, Seconds, Units, estimate_job, load_costs
+from dswheels.core.workflow.costs import STATUSES, CostModel, Figure, OpCost, Seconds, Units, estimate_job, load_costs
 from dswheels.core.workflow.jobs import JobPlan, plan_jobs
 from dswheels.core.workflow.render_costs import render_job_summary
 from dswheels.errors import ConfigError
@@ -160,13 +160,45 @@ def test_an_op_too_big_for_any_job_is_flagged() -> None:
 
 
 def test_the_shipped_matrix_fits_by_the_model() -> None:
+    """Issue 23: no job over 150 minutes, a tag's last wheel indexed within three hours, a job's compile
+    within 5% of its work over its slots (where the tail matters: jobs compiling 20 minutes or more), and
+    every figure the estimate reads says where it comes from."""
     from dswheels.effects.matrix_file import load_matrix
     from tests.conftest import ROOT
 
     planned = plan(load_matrix(ROOT / "matrix" / "matrix.yml", COMPAT), COMPAT).planned
     jobs = plan_jobs(planned, COSTS)
+    assert jobs.budget_minutes == 150
     assert not jobs.over_budget
+    assert max(job.estimate.minutes for job in jobs.jobs) < 150
     assert len(jobs.builds) <= 256
     assert len(jobs.parts) <= 256
     per_cell = plan_jobs(planned, COSTS, finest="cell")
     assert jobs.runner_hours < 0.5 * per_cell.runner_hours
+    newest = [p for p in planned if p.cell.deepspeed == COMPAT.deepspeed_releases[-1]]
+    tag = plan_jobs(newest, COSTS)
+    assert tag.path is not None
+    assert tag.path.minutes < 180
+    for job in jobs.jobs:
+        estimate = job.estimate
+        if estimate.compile_minutes >= 20:
+            assert estimate.compile_minutes <= 1.05 * estimate.work_minutes, (job.cells[0].cell, estimate)
+    statuses = {figure.status for _, figure in jobs.figures}
+    assert statuses <= set(STATUSES)
+    assert {"measured", "probed", "assumed"} <= statuses
+    assert all(figure.source for _, figure in jobs.figures)
+
+
+def test_the_tag_waits_for_runners_when_it_has_more_jobs_than_github_runs_at_once() -> None:
+    planned = _plan('"0.19.8"', '{version: "2.14", variants: [cu126, cu130]}', '"3.11", "3.12"')
+    jobs = plan_jobs(planned, COSTS)
+    one = dataclasses.replace(
+        COSTS, workflow=dataclasses.replace(COSTS.workflow, concurrent_jobs=Figure(1, "documented", "t"))
+    )
+    serial = plan_jobs(planned, one)
+    assert jobs.path is not None
+    assert serial.path is not None
+    longest = max(j.estimate.minutes for j in jobs.builds)
+    assert jobs.path.builds == pytest.approx(longest)  # all at once: the longest job
+    assert serial.path.builds == pytest.approx(sum(j.estimate.minutes for j in jobs.builds))  # one after another
+    assert [j.estimate.minutes for j in jobs.builds] == sorted((j.estimate.minutes for j in jobs.builds), reverse=True)

@@ -57,10 +57,8 @@ class Parallelism:
 
     def describe(self) -> str:
         if self.pool:
-            return (
-                f"longest first, {self.at_once} at a time, every unit from one pool of {self.pool} compile slot(s) "
-                "(a jobserver)"
-            )
+            slots = self.pool + (1 if self.at_once == 1 else 0)  # a lone extension's ninja runs one unit beside it
+            return f"longest first, {self.at_once} at a time, every unit from one pool of {slots} compile slot(s)"
         threads = f", {self.nvcc_threads} nvcc thread(s) each" if self.nvcc_threads > 1 else ""
         return f"{self.at_once} at a time with {self.ninja_jobs} compile job(s){threads}"
 
