@@ -13,8 +13,14 @@ Options:
   --cpu-share F      the share of a core each compile had where the manifests were built: their
                      seconds times F are one core's (a machine shared with other builds: its cores
                      over its load average, e.g. 2 cores at load 10: 0.2). Default 1 (a runner).
-                     A manifest that records its compile's CPU seconds (durations.compile_cpu) gives
-                     its own share: its CPU seconds over its units' seconds.
+                     A manifest that records its compile's CPU seconds (durations.compile_cpu) and
+                     its slots (a jobserver's MAKEFLAGS -jN) gives its own share: its CPU seconds
+                     over its slots times its compile's seconds.
+
+A Linux and a Windows build of the same cell shape (the same ops and arch list; built one after the
+other on one machine, e.g. the Wine host) give the Windows runner's speed: the ratio of their
+compiles' seconds, which holds what no unit's seconds do (MSVC's /GL leaves code generation to the
+link); the Windows build of such a pair refits no op.
   --measured-on TEXT where and how they were built (the machine, its cores and load), written
                      into every refit figure's source.
   --units TREE --python PY
@@ -44,7 +50,7 @@ import yaml
 
 from dswheels.core.building.log import OpSources
 from dswheels.core.building.scopes import Scope
-from dswheels.core.wheel.manifest import parse_manifest
+from dswheels.core.wheel.manifest import Manifest, parse_manifest
 from dswheels.core.workflow.costs import (
     CostModel,
     Figure,
@@ -69,24 +75,56 @@ def _manifests(args: Sequence[str]) -> list[Path]:
     return found
 
 
-def _samples(paths: Sequence[Path], cpu_share: float) -> dict[tuple[str, str], list[OpSample]]:
+def _os(manifest: Manifest) -> str:
+    return "windows" if manifest.cell_id.endswith("win_amd64") else "linux"
+
+
+def _shape(manifest: Manifest) -> tuple[object, ...]:
+    """What a build compiled, but for its platform: two builds of one shape differ only by their OS."""
+    return (manifest.cell_id.rsplit("-", 1)[0], manifest.arch_list, tuple(sorted(manifest.ops)))
+
+
+def _pairs(manifests: Sequence[Manifest]) -> list[tuple[Manifest, Manifest]]:
+    """(Linux, Windows) builds of one shape: measured side by side, their compiles' ratio is Windows' speed."""
+    by_shape: dict[tuple[object, ...], dict[str, Manifest]] = defaultdict(dict)
+    for manifest in manifests:
+        by_shape[_shape(manifest)].setdefault(_os(manifest), manifest)
+    return [(both["linux"], both["windows"]) for both in by_shape.values() if set(both) == {"linux", "windows"}]
+
+
+def _slots(manifest: Manifest) -> int | None:
+    """The build's compile slots: its jobserver's (MAKEFLAGS -jN), None when it had none."""
+    match = re.search(r"-j(\d+)", manifest.env.get("MAKEFLAGS", ""))
+    return int(match.group(1)) if match else None
+
+
+def _measured_share(manifest: Manifest) -> float | None:
+    """The share of a core each compile had, from the build's own CPU seconds (None: not recorded): its CPU
+    seconds over what its slots could have used in its compile's wall time (every slot busy: a pooled build)."""
+    cpu, wall, slots = manifest.durations.get("compile_cpu"), manifest.durations.get("compile"), _slots(manifest)
+    if cpu is None or not wall or slots is None:
+        return None
+    return min(1.0, cpu / (slots * wall))
+
+
+def _samples(
+    manifests: Sequence[Manifest], cpu_share: float, model: CostModel
+) -> dict[tuple[str, str], list[OpSample]]:
     """(os, op) -> its samples from the manifests with a cold compiler cache."""
     samples: dict[tuple[str, str], list[OpSample]] = defaultdict(list)
-    for path in paths:
-        manifest = parse_manifest(path.read_text(encoding="utf-8"))
-        hits = manifest.compiler_cache.get("hits")
-        if isinstance(hits, int) and hits > 0:
-            print(f"skipped {path.name}: its compiler cache served {hits} unit(s)")
-            continue
-        os_name = "windows" if manifest.cell_id.endswith("win_amd64") else "linux"
+    for manifest in manifests:
         archs = len([t for t in manifest.arch_list.split(";") if t])
         threads = int(manifest.env.get("DS_NVCC_THREADS", "1") or 1)
-        share = _measured_share(manifest.durations, [s for op in manifest.ops_built for _, s in op.units], threads)
+        share = _measured_share(manifest)
         if share is not None:
-            print(f"{path.name}: each compile had {share:.2f} of a core (its compile_cpu over its units' seconds)")
+            print(f"{manifest.cell_id}: each compile had {share:.2f} of a core (its CPU seconds over its slots')")
         for op in manifest.ops_built:
+            if manifest.accelerator == "cpu" and model.op(op.name).units.device_count:
+                # the CPU accelerator's op of that name (fused_adam) is another one: C++ only
+                print(f"skipped {op.name} of {manifest.cell_id}: the CPU accelerator's, not the CUDA op the model has")
+                continue
             if op.units:
-                samples[(os_name, op.name)].append(
+                samples[(_os(manifest), op.name)].append(
                     OpSample(
                         op.name,
                         op.units,
@@ -100,12 +138,28 @@ def _samples(paths: Sequence[Path], cpu_share: float) -> dict[tuple[str, str], l
     return samples
 
 
-def _measured_share(durations: Mapping[str, float], unit_seconds: Sequence[float], threads: int) -> float | None:
-    """The share of a core each compile had, from the build's own CPU seconds (None: not recorded)."""
-    cpu, wall = durations.get("compile_cpu"), sum(unit_seconds) * max(1, threads)
-    if cpu is None or wall <= 0:
+def _pair_speed(pairs: Sequence[tuple[Manifest, Manifest]], measured_on: str) -> Figure | None:
+    """Windows' speed from builds of one shape on both: the median ratio of their compiles' seconds (a Windows
+    compile's link does what MSVC's /GL left to it, which no unit's seconds hold)."""
+    if not pairs:
         return None
-    return min(1.0, cpu / wall)
+    ratios = sorted(w.durations["compile"] / lx.durations["compile"] for lx, w in pairs)
+    mid = len(ratios) // 2
+    median = ratios[mid] if len(ratios) % 2 else (ratios[mid - 1] + ratios[mid]) / 2
+    shown = "; ".join(
+        f"{', '.join(lx.ops)} for {lx.arch_list or 'the CPU'}: Windows {w.durations['compile']:.0f} s, Linux "
+        f"{lx.durations['compile']:.0f} s"
+        for lx, w in pairs
+    )
+    where = f" ({measured_on})" if measured_on else ""
+    both = "the same builds for Windows (under Wine: MSVC's cl and link, Windows nvcc) and Linux, one after the other"
+    both += where
+    return Figure(round(median, 2), "measured", f"{both}: {shown}")
+
+
+def _cache_hits(manifest: Manifest) -> int:
+    hits = manifest.compiler_cache.get("hits")
+    return hits if isinstance(hits, int) else 0
 
 
 def _refit(model: CostModel, samples: Mapping[tuple[str, str], list[OpSample]], measured_on: str) -> dict[str, OpCost]:
@@ -224,19 +278,26 @@ def main(argv: list[str]) -> int:
         print(f"rewrote {args.data}")
         return 0
     paths = _manifests(args.paths)
+    manifests = [parse_manifest(path.read_text(encoding="utf-8")) for path in paths]
+    cold = [m for m in manifests if not _cache_hits(m)]
+    for manifest in manifests:
+        if manifest not in cold:
+            print(f"skipped {manifest.cell_id}: its compiler cache served {_cache_hits(manifest)} unit(s)")
     if not paths:
         print("usage: nox -s costs -- [--cpu-share F] [--measured-on TEXT] WHEELHOUSE_OR_MANIFEST... (or --units TREE)")
         return 2
     if not 0 < args.cpu_share <= 1:
         print(f"--cpu-share {args.cpu_share}: a share of a core is in (0, 1]")
         return 2
-    samples = _samples(paths, args.cpu_share)
-    if not samples:
+    pairs = _pairs(cold)
+    paired = {id(m) for pair in pairs for m in pair if _os(m) == "windows"}  # their figure is the speed
+    samples = _samples([m for m in cold if id(m) not in paired], args.cpu_share, model)
+    if not samples and not pairs:
         print("no manifest with per-unit compile times and a cold compiler cache: nothing to refit")
         return 1
     fitted = _refit(model, samples, args.measured_on)
     text = replace_op_lines(text, fitted)
-    speed = _windows_speed({**model.ops, **fitted})
+    speed = _pair_speed(pairs, args.measured_on) or _windows_speed({**model.ops, **fitted})
     if speed is not None:
         text = replace_runner_figure(text, "windows", "speed", speed)
         print(f"windows speed: {speed.value:g} ({speed.source})")

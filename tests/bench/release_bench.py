@@ -2,18 +2,20 @@
 
 On this machine, side by side:
 
-1. **The second Python of a job.** A CUDA cell (DeepSpeed 0.19.8, torch 2.14 cu130, this machine's
-   nvcc 13.0, ``quantizer``: one C++ unit and five ``.cu`` units, for cu130's six archs) built for
-   Python 3.11 and then 3.12 in ONE ``dswheels build`` with one compiler cache (sccache, as
-   wheels.yml): 3.12's compile as a ratio of 3.11's (target <= 0.3). The proof that grouping changes
-   nothing in the wheel: 3.12 built alone with an empty cache has byte-identical GPU code, and both
-   pass ``dswheels verify``.
-2. **A second torch minor.** The same 3.11 cell of torch 2.14 built right after one of torch 2.13 in
-   one job (one compiler cache): quantizer's five kernels reach no torch header
-   (dswheels.core.building.scopes), so torch 2.14 takes them from torch 2.13's compile. Its nvcc
-   seconds (the ``.cu`` units) against the same cell's cold build of step 1, with the C++ unit
-   (compiled in both) as the measure of how loaded the machine was; the two wheels' GPU code is
-   byte-identical.
+The reference is a CUDA cell (DeepSpeed 0.19.8, torch 2.14 cu130, Python 3.11, this machine's nvcc
+13.0, ``quantizer``: one C++ unit and five ``.cu`` units, for cu130's six archs) built cold: a job of
+its own with an empty compiler cache (sccache, as wheels.yml). Then ONE ``dswheels build`` with one
+compiler cache builds torch 2.13 (3.11), torch 2.14 (3.11) and torch 2.14 (3.12):
+
+1. **The second Python of a job.** 3.12's compile as a ratio of the cold 3.11 one (target <= 0.3).
+2. **A second torch minor.** quantizer's five kernels reach no torch header
+   (dswheels.core.building.scopes), so torch 2.14 takes them from torch 2.13's compile: its nvcc
+   seconds (the ``.cu`` units) against the cold build's, with the C++ unit (compiled in both) as the
+   measure of how loaded the machine was.
+
+The proof that sharing changes nothing in the wheel: the cold cell and the same cell after torch 2.13
+have byte-identical GPU code, and so has 3.12; the cold 3.11 and the grouped 3.12 wheel pass the same
+``dswheels verify`` checks.
 3. **The CPU op set against its limit.** The CPU cell's six ops (torch 2.13, Python 3.11) with one
    pool of compile slots for every op's units, longest op first (dswheels.effects.jobserver): its
    compile against the sum of its units' compile seconds over the cores (target <= 1.15x); then the
@@ -195,35 +197,32 @@ def _cuda(work: Path, env: dict[str, str]) -> list[Result]:
     def cache(name: str) -> dict[str, str]:
         return {**env, "SCCACHE_DIR": str(work / f"sccache-{name}")}
 
-    # 1. the grouped job: 3.11 then 3.12 of torch 2.14, one compiler cache
-    grouped = _build(
-        work, cache("grouped"), "grouped", [_cell("2.14", "311"), _cell("2.14", "312")], ops=ops, extra=extra
-    )
-    first, second = grouped[_cell("2.14", "311")], grouped[_cell("2.14", "312")]
-    # ... against 3.12 as a job of its own: an empty cache in another directory
-    alone = _build(work, cache("alone"), "alone", [_cell("2.14", "312")], ops=ops, extra=extra)[_cell("2.14", "312")]
-    _same_gpu_code(_wheel(work / "grouped", second), _wheel(work / "alone", alone), "3.12 grouped and alone")
+    # the cold reference: torch 2.14, Python 3.11, as a job of its own with an empty compiler cache
+    cold = _build(work, cache("cold"), "cold", [_cell("2.14", "311")], ops=ops, extra=extra)[_cell("2.14", "311")]
+    # one job, one compiler cache: torch 2.13 (3.11), then torch 2.14 (3.11): a second torch minor of the
+    # toolkit, then torch 2.14 (3.12): a second Python
+    cells = [_cell("2.13", "311"), _cell("2.14", "311"), _cell("2.14", "312")]
+    job = _build(work, cache("job"), "job", cells, ops=ops, extra=extra)
+    minor, second = job[_cell("2.14", "311")], job[_cell("2.14", "312")]
+    # grouping changes nothing in the wheel: the same cell cold and after another torch, byte for byte
+    # the same GPU code; the second Python's too; both pass the same verify checks
+    _same_gpu_code(_wheel(work / "cold", cold), _wheel(work / "job", minor), "torch 2.14 (3.11) cold and after 2.13")
+    _same_gpu_code(_wheel(work / "cold", cold), _wheel(work / "job", second), "torch 2.14 3.11 cold and 3.12 after it")
     checks = (
-        _verify(_wheel(work / "grouped", second), env, torch_index),
-        _verify(_wheel(work / "alone", alone), env, torch_index),
+        _verify(_wheel(work / "cold", cold), env, torch_index),
+        _verify(_wheel(work / "job", second), env, torch_index),
     )
     assert checks[0] == checks[1], checks
-    print(f"release: both 3.12 wheels pass the same {len(checks[0])} verify checks", flush=True)
-
-    # 2. a second torch minor: torch 2.13 then torch 2.14 (3.11) in one job, one compiler cache
-    minors = _build(work, cache("minors"), "minors", [_cell("2.13", "311"), _cell("2.14", "311")], ops=ops, extra=extra)
-    after = minors[_cell("2.14", "311")]
-    _same_gpu_code(_wheel(work / "grouped", first), _wheel(work / "minors", after), "torch 2.14 cold and after 2.13")
+    print(f"release: the cold 3.11 and the grouped 3.12 wheel pass the same {len(checks[0])} verify checks", flush=True)
     print(
-        f"release: torch 2.14 (3.11) after torch 2.13: .cu units {_nvcc(after):.0f} s against {_nvcc(first):.0f} s "
-        f"cold; its C++ unit, compiled both times: {_host(after):.0f} s against {_host(first):.0f} s (the load then)",
+        f"release: torch 2.14 (3.11) after torch 2.13: .cu units {_nvcc(minor):.0f} s against {_nvcc(cold):.0f} s "
+        f"cold; its C++ unit, compiled both times: {_host(minor):.0f} s against {_host(cold):.0f} s (the load then)",
         flush=True,
     )
     return [
-        Result("release: 3.12 compile after 3.11, grouped", _compile(second), _compile(first), target="<= 0.3"),
-        Result("release: 3.12 compile, a job of its own", _compile(alone), _compile(first)),
-        Result("release: torch 2.14 nvcc after torch 2.13", _nvcc(after), _nvcc(first)),
-        Result("release: torch 2.14 C++ unit then (load control)", _host(after), _host(first)),
+        Result("release: 3.12 compile after 3.11 in one job", _compile(second), _compile(cold), target="<= 0.3"),
+        Result("release: torch 2.14 nvcc after torch 2.13", _nvcc(minor), _nvcc(cold)),
+        Result("release: torch 2.14 C++ unit then (load control)", _host(minor), _host(cold)),
     ]
 
 

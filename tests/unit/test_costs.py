@@ -168,3 +168,27 @@ def test_the_update_script_probes_a_trees_units(tmp_path: Path) -> None:
     assert model.ops["cpu_adam"].units.host == {Scope.CELL: 1}  # torch/extension.h: Python's
     assert model.ops["async_io"].units.host == {Scope.TOOLKIT: 1}  # neither
     assert "op sources probe" in model.ops["async_io"].units.source
+
+
+def test_a_linux_and_a_windows_build_side_by_side_give_windows_speed(tmp_path: Path) -> None:
+    """fused_adam + cpu_adam for sm_80, built for Linux and then for Windows under Wine on this machine (2
+    cores shared with other builds, load ~8): the ratio of their compiles is the Windows runner's speed (the
+    link MSVC's /GL leaves the code generation to is in it, in no unit); the Linux build refits its ops,
+    scaled by the share of a core its compiles had (its CPU seconds over its two slots' seconds)."""
+    (tmp_path / "m").mkdir()
+    for os_name in ("linux", "windows"):
+        manifest = (ROOT / "tests" / "data" / f"manifest-sbs-{os_name}.json").read_text()
+        (tmp_path / "m" / f"{os_name}.manifest.json").write_text(manifest)
+    result = _refit(tmp_path, "--measured-on", "here", str(tmp_path / "m"))
+    assert result.returncode == 0, result.stdout + result.stderr
+    model = parse_costs(yaml.safe_load((tmp_path / "compile_times.yml").read_text()))
+    speed = model.runners["windows"].speed
+    assert speed.value == round(521.94 / 316.33, 2)
+    assert speed.status == "measured"
+    assert "Windows 522 s, Linux 316 s" in speed.source
+    fused = model.ops["fused_adam"]
+    assert fused.windows is None  # the Windows build of a pair gives the speed, not op figures
+    share = 148.54 / (2 * 316.33)  # compile_cpu over the jobserver's 2 slots x the compile's seconds
+    assert fused.linux.host == round(124.84 * share, 1)
+    assert fused.linux.device == round(170.47 * share, 1)  # one arch (8.0), one nvcc thread
+    assert "x 0.23 (the share of a core" in fused.linux.source

@@ -36,12 +36,13 @@ class NinjaExt(build_ext):
     def build_extension(self, ext):
         folder = os.path.join(os.environ["JOBS_DIR"], ext.name)
         with open(os.path.join(os.environ["JOBS_DIR"], "started"), "a") as f:
-            f.write(ext.name + "\\n")
+            f.write(ext.name + " " + ",".join(ext.sources) + "\\n")
         subprocess.run([os.environ["NINJA"], "-C", folder], check=True, capture_output=True)
 
 cmdclass = {}
 cmdclass['build_ext'] = NinjaExt
-setup(name="pool", ext_modules=[Extension(n, sources=[]) for n in ("small", "big", "medium")], cmdclass=cmdclass)
+sources = ["a.cpp", "k.cu", "b.cpp"]  # ninja would start them in this order
+setup(name="pool", ext_modules=[Extension(n, sources=sources) for n in ("small", "big", "medium")], cmdclass=cmdclass)
 """
 
 JOB = (
@@ -100,8 +101,9 @@ def test_every_extensions_units_draw_on_one_pool_and_the_last_takes_every_slot(t
     spans = {name: [(float(a), float(b)) for n, a, b in records if n == name] for name in ("big", "medium", "small")}
     assert [len(spans[n]) for n in ("big", "medium", "small")] == [9, 2, 1]
     assert _most_at_once([s for found in spans.values() for s in found]) == 3  # the pool's slots, never more
-    started = (jobs_dir / "started").read_text().split()
-    assert started[0] == "big"  # the longest first, whatever setup.py's order
+    started = [line.split() for line in (jobs_dir / "started").read_text().splitlines()]
+    assert started[0][0] == "big"  # the longest first, whatever setup.py's order
+    assert {sources for _, sources in started} == {"k.cu,a.cpp,b.cpp"}  # each op's .cu units first
     # left alone, the big op's ninja takes the slots the others gave back (before: one job at a time, or
     # its own -j on top of the others')
     assert _most_at_once(spans["big"]) == 3

@@ -249,6 +249,9 @@ _PER_EXTENSION = """\
 {i}                self.compiler.initialize()
 {i}            return base.build_extensions(self)
 {i}        def build_extension(self, ext):
+{i}            # the .cu units first (each compiles every arch): ninja starts its edges in this order
+{i}            if os.environ.get('DSWHEELS_EXT_ORDER'):
+{i}                ext.sources.sort(key=lambda s: not str(s).endswith('.cu'))
 {i}            clone = _copy.copy(self)
 {i}            clone.build_temp = os.path.join(self.build_temp, ext.name)
 {i}            with _Slot(os.environ.get('DSWHEELS_JOBSERVER', '')):

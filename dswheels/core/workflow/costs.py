@@ -327,9 +327,10 @@ def cell_units(
         per_host = host / max(1, cost.units.host_count)
         per_device = device * archs / max(1, cost.units.device_count)
         units: list[float] = []
-        # a CPU cell builds the CPU accelerator's ops: C++ only (its fused_adam has no .cu)
+        # a CPU cell builds the CPU accelerator's ops: C++ only (its fused_adam has no .cu); the build starts an
+        # op's .cu units first (dswheels.core.building.patches)
         kinds_of = (
-            ((cost.units.host, per_host), (cost.units.device, per_device)) if archs else ((cost.units.host, per_host),)
+            ((cost.units.device, per_device), (cost.units.host, per_host)) if archs else ((cost.units.host, per_host),)
         )
         for kinds, each in kinds_of:
             for scope, count in kinds.items():
@@ -350,7 +351,8 @@ def compile_makespan(units: Mapping[str, Sequence[float]], slots: int) -> float:
     The build's shape (dswheels.effects.jobserver): one thread per op up to ``slots``, each
     holding a token while its op builds (its ninja's first job runs on it); every further unit of
     a running op takes a token of the same pool. A free token starts the next op first, then
-    another unit of the running ops, the op started first first.
+    another unit of the running ops, the op started first first; an op's units start in the order
+    given (the build starts the ``.cu`` units first).
 
     >>> compile_makespan({"a": [4, 4, 4, 4], "b": [2]}, 2)  # b's slot takes a's units once b is done
     10.0
@@ -506,6 +508,9 @@ def refit_op(samples: Sequence[OpSample], *, measured_on: str = "") -> tuple[Sec
 
     names = sorted({s.where for s in samples})
     source = f"refit from {len(samples)} build(s): {', '.join(names[:3])}{' ...' if len(names) > 3 else ''}"
+    shares = sorted({round(s.cpu_share, 2) for s in samples if s.cpu_share < 1})
+    if shares:
+        source += f", seconds x {'/'.join(f'{s:g}' for s in shares)} (the share of a core each compile had)"
     if measured_on:
         source += f"; {measured_on}"
     seconds = Seconds(host=median(hosts), device=median(devices), status="measured", source=source)
