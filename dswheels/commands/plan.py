@@ -84,7 +84,7 @@ def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
         action="store_true",
         help="plan only the canary: of the selected cells, the Windows CUDA cell with the newest nvcc (then the "
         "cheapest), building just cpu_adam, fused_adam and random_ltd (run it first on a fork: it proves the "
-        "Windows path in 20 to 30 minutes; never published)",
+        "Windows path in about half an hour; never published)",
     )
     p.add_argument(
         "--allow-empty",

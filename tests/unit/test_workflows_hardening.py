@@ -156,9 +156,9 @@ def test_the_cache_policy_compiler_cache_in_build_jobs_only_one_entry_per_job() 
     assert zizmor == {"rules": {"cache-poisoning": {"ignore": ["wheels.yml"]}}}
     smoke = json.dumps(JOBS["smoke"])
     assert "github.token" not in smoke
-    for step in (s for job in JOBS.values() for s in job.get("steps") or []):  # type: ignore[union-attr]
-        if "actions/checkout" in str(as_dict(step).get("uses")):
-            assert as_dict(as_dict(step)["with"])["persist-credentials"] is False
+    for checkout in (s for job in JOBS.values() for s in job.get("steps") or []):  # type: ignore[union-attr]
+        if "actions/checkout" in str(as_dict(checkout).get("uses")):
+            assert as_dict(as_dict(checkout)["with"])["persist-credentials"] is False
 
 
 @pytest.mark.parametrize("state", ["default", "bucket", "local"])
