@@ -83,8 +83,12 @@ def jobserver(slots: int, folder: Path) -> Iterator[Jobserver]:
 @contextlib.contextmanager
 def _semaphore(slots: int) -> Iterator[str]:  # pragma: no cover - Windows only (ci.yml's windows-2022 jobs)
     import ctypes  # noqa: PLC0415 - Windows only
+    from ctypes import wintypes  # noqa: PLC0415
 
     kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)  # type: ignore[attr-defined,unused-ignore]
+    kernel32.CreateSemaphoreW.restype = wintypes.HANDLE
+    kernel32.CreateSemaphoreW.argtypes = (wintypes.LPVOID, wintypes.LONG, wintypes.LONG, wintypes.LPCWSTR)
+    kernel32.CloseHandle.argtypes = (wintypes.HANDLE,)
     name = f"dswheels_jobserver_{os.getpid()}_{uuid.uuid4().hex[:8]}"
     handle = kernel32.CreateSemaphoreW(None, slots, slots, name)
     if not handle:

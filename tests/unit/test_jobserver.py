@@ -22,8 +22,6 @@ from dswheels.core.building.patches import patch_parallel_extensions
 from dswheels.core.workflow.costs import compile_makespan, op_order
 from dswheels.effects.jobserver import jobserver, ninja_joins_jobservers
 
-pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="the POSIX jobserver (a named pipe)")
-
 NINJA = shutil.which("ninja", path=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
 
 # an extension builds by running ninja on its own build.ninja: torch's BuildExtension does the same
@@ -45,15 +43,23 @@ sources = ["a.cpp", "k.cu", "b.cpp"]  # ninja would start them in this order
 setup(name="pool", ext_modules=[Extension(n, sources=sources) for n in ("small", "big", "medium")], cmdclass=cmdclass)
 """
 
-JOB = (
-    "import sys, time; log = sys.argv[1]; start = time.time(); time.sleep(float(sys.argv[2])); "
-    "open(log, 'a').write(f'{sys.argv[3]} {start} {time.time()}\\n')"
-)
+# a job: sleep, note when it ran, make its output (ninja runs it without a shell on Windows)
+JOB = """\
+import sys, time
+log, seconds, name, out = sys.argv[1:5]
+start = time.time()
+time.sleep(float(seconds))
+with open(log, "a") as f:
+    f.write(f"{name} {start} {time.time()}\\n")
+open(out, "w").close()
+"""
 
 
 def _ninja_file(folder: Path, jobs: int, seconds: float, log: Path) -> None:
     folder.mkdir(parents=True)
-    rule = f'rule job\n  command = "{sys.executable}" -c "{JOB}" {log} {seconds} {folder.name} && touch $out\n'
+    script = folder / "job.py"
+    script.write_text(JOB, encoding="utf-8")
+    rule = f'rule job\n  command = "{sys.executable}" "{script}" "{log}" {seconds} {folder.name} $out\n'
     edges = "".join(f"build out{i}: job\n" for i in range(jobs))
     (folder / "build.ninja").write_text(rule + edges, encoding="utf-8")
 
@@ -68,6 +74,7 @@ def _most_at_once(spans: list[tuple[float, float]]) -> int:
 
 
 @pytest.mark.skipif(NINJA is None, reason="ninja (the test group installs it)")
+@pytest.mark.skipif(sys.platform == "win32", reason="the POSIX pool (a named pipe); Windows: the test below")
 def test_every_extensions_units_draw_on_one_pool_and_the_last_takes_every_slot(tmp_path: Path) -> None:
     assert NINJA is not None
     env = {**os.environ, "PATH": os.pathsep.join([str(Path(NINJA).parent), os.environ["PATH"]])}
@@ -107,6 +114,28 @@ def test_every_extensions_units_draw_on_one_pool_and_the_last_takes_every_slot(t
     # left alone, the big op's ninja takes the slots the others gave back (before: one job at a time, or
     # its own -j on top of the others')
     assert _most_at_once(spans["big"]) == 3
+
+
+@pytest.mark.skipif(NINJA is None, reason="ninja (the test group installs it)")
+def test_ninja_takes_its_slots_from_the_pool(tmp_path: Path) -> None:
+    """On every OS (a named pipe; on Windows a named semaphore, run by ci.yml's windows-2022 jobs): ninja,
+    given no -j, runs its first job on its own slot and every further one on a token of the pool."""
+    assert NINJA is not None
+    log = tmp_path / "spans.log"
+    _ninja_file(tmp_path / "op", 6, 0.5, log)
+    with jobserver(2, tmp_path) as pool:
+        done = subprocess.run(
+            [NINJA, "-C", str(tmp_path / "op")],
+            env={**os.environ, **pool.env()},
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
+        )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    spans = [(float(a), float(b)) for _, a, b in (line.split() for line in log.read_text().splitlines())]
+    assert len(spans) == 6
+    assert _most_at_once(spans) == 3  # its own slot and the pool's two: not ninja's default of cores + 2
 
 
 def test_the_model_schedules_as_the_build_does() -> None:

@@ -228,7 +228,13 @@ _PER_EXTENSION = """\
 {i}                self.token = os.read(self.fd, 1)
 {i}            elif self.auth:
 {i}                import ctypes
+{i}                from ctypes import wintypes
 {i}                self.k32 = ctypes.WinDLL('kernel32')
+{i}                self.k32.OpenSemaphoreW.restype = wintypes.HANDLE
+{i}                self.k32.OpenSemaphoreW.argtypes = (wintypes.DWORD, wintypes.BOOL, wintypes.LPCWSTR)
+{i}                self.k32.WaitForSingleObject.argtypes = (wintypes.HANDLE, wintypes.DWORD)
+{i}                self.k32.ReleaseSemaphore.argtypes = (wintypes.HANDLE, wintypes.LONG, wintypes.LPVOID)
+{i}                self.k32.CloseHandle.argtypes = (wintypes.HANDLE,)
 {i}                self.handle = self.k32.OpenSemaphoreW(0x00100000 | 0x0002, False, self.auth)
 {i}                self.k32.WaitForSingleObject(self.handle, 0xFFFFFFFF)
 {i}            return self
