@@ -67,12 +67,13 @@ def unit(session: nox.Session) -> None:
 HOSTILE_TESTS = [
     "tests/unit/test_hostile_archives.py",
     "tests/unit/test_hostile_parsers.py",
+    "tests/unit/test_hostile_binaries.py",
     "tests/unit/test_hostile_files.py",
     "tests/unit/test_network_rules.py",
     "tests/integration/test_hostile_network.py",
     "tests/integration/test_hostile_races.py",
 ]
-FUZZ_TARGETS = ("matrix", "index_page", "manifest", "names", "archive")
+FUZZ_TARGETS = ("matrix", "index_page", "manifest", "names", "archive", "binary")
 _SEED_WHEEL = "deepspeed-0.19.8+cu128torch2.9-cp312-cp312-win_amd64.whl"
 FUZZ_PAGE_SEED = (
     '<!DOCTYPE html><html><head><base href="https://h/x/"></head><body>'

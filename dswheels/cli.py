@@ -19,8 +19,9 @@ from typing import TextIO
 
 from dswheels import __version__
 from dswheels.commands import COMMANDS
-from dswheels.commands.common import apply_env_defaults, formatter
+from dswheels.commands.common import apply_env_defaults, env_sources_named, formatter
 from dswheels.core.urls import redact_text
+from dswheels.effects.environ import check_environment
 from dswheels.effects.gha import in_github_actions
 from dswheels.errors import DswheelsError
 from dswheels.log import (
@@ -61,8 +62,9 @@ def build_parser() -> argparse.ArgumentParser:
 def _default_reporter() -> Reporter:
     if in_github_actions():
         return GitHubReporter()
-    color = sys.stdout.isatty() and "NO_COLOR" not in os.environ
-    if os.environ.get("FORCE_COLOR") and "NO_COLOR" not in os.environ:
+    no_color = bool(os.environ.get("NO_COLOR"))  # no-color.org: set and not empty
+    color = sys.stdout.isatty() and not no_color
+    if os.environ.get("FORCE_COLOR") and not no_color:
         color = True
     return TerminalReporter(color=color)
 
@@ -131,9 +133,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    debug = args.debug or os.environ.get("DSWHEELS_DEBUG") == "1"
+    debug: bool = args.debug
     token = set_reporter(_default_reporter())
     try:
+        debug = check_environment() or debug  # DSWHEELS_DEBUG, SOURCE_DATE_EPOCH, the Actions files
         apply_env_defaults(args, os.environ)
         code: int = args.func(args)
     except DswheelsError as exc:
@@ -142,6 +145,8 @@ def _main(argv: Sequence[str] | None) -> int:
         if isinstance(reporter, GitHubReporter):
             reporter.error(exc.message)  # an annotation, and it closes the open group so the error shows
         sys.stderr.write(exc.render() + "\n")
+        if named := env_sources_named(args, exc.message):
+            sys.stderr.write(f"({'; '.join(named)})\n")
         if debug:
             traceback.print_exc()
         return exc.exit_code

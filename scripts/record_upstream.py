@@ -72,13 +72,22 @@ def _version(text: str) -> tuple[int, ...] | None:
         return None
 
 
+CUDA_TOOLKIT_FILE_KEYS = ("filename", "upload_time_iso_8601", "yanked")
+
+
 def _trim(project: str, data: dict[str, object]) -> dict[str, object]:
     info = data["info"]
     if not isinstance(info, dict):
         raise SystemExit(f"{project}: PyPI's JSON has no info object")
-    keep_info = {k: info.get(k) for k in ("name", "version", "requires_python", "requires_dist")}
+    # cuda-toolkit: the versions are the fact (its info's requires_dist, on the dev machine's mirror, was
+    # another release's than info.version says: the wheels' own METADATA is where a pin is read)
+    wanted = ["name", "version"] + ([] if project == "cuda-toolkit" else ["requires_python", "requires_dist"])
+    keep_info = {k: info.get(k) for k in wanted}
     releases: dict[str, object] = {}
     for name, files in dict(data["releases"]).items():  # type: ignore[call-overload]
+        if project == "cuda-toolkit":  # every release, pre-releases included: the check must see them
+            releases[name] = [{k: f[k] for k in CUDA_TOOLKIT_FILE_KEYS} for f in files]
+            continue
         version = _version(name)
         if version is None:
             continue
@@ -149,8 +158,9 @@ def record_ranges(out: Path, torch: dict[str, object]) -> None:
 
 def record_action(out: Path, repo: Path | None) -> None:
     pin = find_action_pin((ROOT / ".github" / "workflows" / "wheels.yml").read_text(encoding="utf-8"))
-    if pin is None:
-        raise SystemExit(f"wheels.yml pins no {ACTION}")
+    if pin is None:  # wheels.yml installs CUDA from NVIDIA's archives now: the recorded tables stay as they are
+        print(f"wheels.yml uses no {ACTION}: its recorded tables are kept")
+        return
     for os in ("linux", "windows"):
         path = f"src/links/{os}-links.ts"
         if repo is not None:

@@ -7,7 +7,21 @@ Flags that several commands take are defined once, in :mod:`dswheels.commands.fl
 
 from __future__ import annotations
 
-from dswheels.commands import build, ci, doctor, facts, follow, index, inspect, install, plan, publish, smoke, verify
+from dswheels.commands import (
+    build,
+    ci,
+    cuda,
+    doctor,
+    facts,
+    follow,
+    index,
+    inspect,
+    install,
+    plan,
+    publish,
+    smoke,
+    verify,
+)
 from dswheels.commands.common import CommandGroup
 
 __all__ = ["COMMANDS"]
@@ -28,6 +42,12 @@ COMMANDS = (
         help="check compat.yml against its sources; follow upstream releases",
         description="Check dswheels' compatibility facts against their sources, and follow upstream.",
         members=(facts, follow),
+    ),
+    CommandGroup(
+        name="cuda",
+        help="a CUDA toolkit from NVIDIA's redistributable archives (the build jobs' install)",
+        description="The CUDA toolkit a build needs, from NVIDIA's own archives: `dswheels cuda install --help`.",
+        members=(cuda,),
     ),
     CommandGroup(
         name="ci",

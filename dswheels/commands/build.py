@@ -19,12 +19,14 @@ from dswheels.commands.flags import (
 )
 from dswheels.core.building.compiler_cache import SCCACHE_BACKENDS, SccacheSettings
 from dswheels.core.building.report import render_results_markdown, render_results_table
+from dswheels.core.cuda_redist import REDIST_URL
 from dswheels.core.locations import WHEELHOUSE
 from dswheels.effects.build import CellResult
 from dswheels.effects.gha import in_github_actions, write_summary
 from dswheels.effects.steps.build import BuildCellsOptions, BuildRun, build_cells, install_here, outcome_of
 from dswheels.effects.steps.selection import CellSelection, NamedCells, PlanFileCells, ThisMachine
 from dswheels.effects.steps.verify import VerifyOptions
+from dswheels.effects.wine.cuda import SOURCES
 from dswheels.errors import ConfigError
 from dswheels.log import get_reporter
 
@@ -160,6 +162,22 @@ def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
         "Build Tools install); the CUDA components and torch's Windows wheel come from PyPI "
         "(docs/build.md#windows-under-wine)",
     )
+    p.add_argument(
+        "--wine-cuda",
+        choices=SOURCES,
+        default="auto",
+        help="under Wine, where the CUDA components come from: NVIDIA's PyPI wheels (pypi), NVIDIA's redistributable "
+        "archives as the runners install them (nvidia: compat.yml must pin the release's JSON), or auto: PyPI from "
+        "CUDA 13, the archives for 12.x (PyPI's 12.x nvcc wheels carry no nvcc.exe) (default: %(default)s)",
+    )
+    add_env_option(
+        p,
+        "--cuda-redist-url",
+        env="DSWHEELS_CUDA_REDIST_URL",
+        default=REDIST_URL,
+        metavar="URL",
+        help="NVIDIA's redist folder, or a mirror of it (--wine-cuda nvidia)",
+    )
     p.add_argument("--pypi", metavar="URL", help="PyPI JSON API URL for DeepSpeed (default: compat.yml's)")
     p.add_argument("--verbose", "-v", action="store_true", help="show the compiler output (always in the log)")
     p.set_defaults(func=run)
@@ -266,6 +284,7 @@ def _options(args: argparse.Namespace) -> BuildCellsOptions:
         verify=VerifyOptions(matrix=args.matrix, torch_source=torch_source) if args.verify else None,
         install=args.install,
         msvc_root=args.msvc_root,
+        wine_cuda=(args.wine_cuda, args.cuda_redist_url),
     )
 
 

@@ -37,9 +37,10 @@ def add_command(
     name: str,
     *,
     help: str,  # noqa: A002 - argparse's own name for it
-    description: str | None = None,
+    description: str,
 ) -> argparse.ArgumentParser:
-    """``dswheels NAME``: its parser, with the help formatting every command uses."""
+    """``dswheels NAME``: its parser, with the help formatting every command uses; ``--help`` shows the
+    ``description`` (what the command does, what it reads and needs), so every command has one."""
     return sub.add_parser(name, help=help, description=description, formatter_class=formatter)
 
 
@@ -83,11 +84,15 @@ class CommandGroup:
 ENV_DEFAULTS = "env_defaults"
 
 
+ENV_SOURCES = "env_sources"  # flag -> (the variable its value was taken from, the value), for error messages
+
+
 @dataclass(frozen=True, slots=True)
 class EnvDefault:
     variable: str
     parse: Callable[[str], object]
     fallback: object  # the value when neither the flag nor the variable is given
+    flag: str = ""  # the option it is the default of, e.g. --index
 
 
 def parse_bool(text: str) -> bool:
@@ -124,7 +129,9 @@ def add_env_option(
     p.add_argument(flag, dest=dest, default=None, help=f"{help} (default: ${env}{shown})", **kwargs)
     choices = kwargs.get("choices")
     _register_env_default(
-        p, dest, EnvDefault(variable=env, parse=_one_of(parse, choices) if choices else parse, fallback=default)
+        p,
+        dest,
+        EnvDefault(variable=env, parse=_one_of(parse, choices) if choices else parse, fallback=default, flag=flag),
     )
 
 
@@ -144,12 +151,14 @@ def add_env_flag(p: Container, flag: str, *, env: str, help: str) -> None:  # no
     """A boolean ``--flag``/``--no-flag`` whose value, when neither is given, is ``$env`` (true|false)."""
     dest = flag.removeprefix("--").replace("-", "_")
     p.add_argument(flag, dest=dest, action=argparse.BooleanOptionalAction, default=None, help=f"{help} (${env})")
-    _register_env_default(p, dest, EnvDefault(variable=env, parse=parse_bool, fallback=False))
+    _register_env_default(p, dest, EnvDefault(variable=env, parse=parse_bool, fallback=False, flag=flag))
 
 
 def apply_env_defaults(args: argparse.Namespace, env: Mapping[str, str]) -> None:
     """Fill every option left unset from its variable, else its default; a bad value is a ConfigError."""
     defaults: dict[str, EnvDefault] = getattr(args, ENV_DEFAULTS, None) or {}
+    sources: dict[str, tuple[str, str]] = {}
+    setattr(args, ENV_SOURCES, sources)
     for dest, default in defaults.items():
         if getattr(args, dest, None) is not None:
             continue
@@ -161,3 +170,15 @@ def apply_env_defaults(args: argparse.Namespace, env: Mapping[str, str]) -> None
             setattr(args, dest, default.parse(text))
         except (ValueError, argparse.ArgumentTypeError) as exc:
             raise ConfigError(f"${default.variable}={text!r}: {exc}") from None
+        sources[default.flag] = (default.variable, text)
+
+
+def env_sources_named(args: argparse.Namespace, message: str) -> list[str]:
+    """For an error about an option whose value came from its variable (a value checked where it is
+    used, not when it is read): ``--index is $DSWHEELS_INDEX``, so the message names what to change."""
+    sources: dict[str, tuple[str, str]] = getattr(args, ENV_SOURCES, None) or {}
+    return [
+        f"{flag} is ${variable}"
+        for flag, (variable, text) in sources.items()
+        if flag and (flag in message or repr(text) in message or (len(text.strip()) > 1 and text.strip() in message))
+    ]

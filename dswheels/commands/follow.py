@@ -18,6 +18,7 @@ from pathlib import Path
 from dswheels.commands.common import Subparsers, add_command
 from dswheels.commands.flags import add_matrix_argument, add_published_arguments, published_at
 from dswheels.core.locations import MATRIX
+from dswheels.core.workflow.follow import ISSUE_TITLE
 from dswheels.effects.gha import write_output
 from dswheels.effects.steps.follow import (
     BuildsOptions,
@@ -30,6 +31,24 @@ from dswheels.effects.steps.follow import (
 from dswheels.errors import ConfigError
 
 __all__ = ["register"]
+
+DISPATCH = """\
+Start the wheels workflow (a workflow_dispatch on --ref) once for each DeepSpeed version
+given, with every axis set to `matrix` and publish on: every cell the matrix plans for that
+version is built and published. A version whose run is already queued or running is left
+alone, and said so. follow.yml's step after `facts builds`, whose output is --versions-json.
+Needs GITHUB_TOKEN (or GH_TOKEN) with actions: write on --repo; GITHUB_API_URL names another
+API (default https://api.github.com).
+"""
+
+ISSUE = f"""\
+Keep one issue titled "{ISSUE_TITLE}" on --repo in step with the facts
+check: open it when the report finds drift and none is open, update its body (the --markdown
+report, with the proposed compat.yml edit) when it says something new, close it with a comment
+when the report finds no drift. follow.yml's step after `facts check`. Needs GITHUB_TOKEN (or
+GH_TOKEN) with issues: write; GITHUB_API_URL names another API (default
+https://api.github.com).
+"""
 
 
 def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
@@ -48,7 +67,7 @@ def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
     )
     add_published_arguments(p)
     p.set_defaults(func=run_builds)
-    p = add_command(sub, "dispatch", help="start the wheels workflow for DeepSpeed versions")
+    p = add_command(sub, "dispatch", help="start the wheels workflow for DeepSpeed versions", description=DISPATCH)
     p.add_argument(
         "--versions-json",
         required=True,
@@ -59,7 +78,7 @@ def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
     p.add_argument("--workflow", default="wheels.yml", help="the workflow file to dispatch (default: %(default)s)")
     p.add_argument("--ref", default="main", help="the branch it runs on (default: %(default)s)")
     p.set_defaults(func=run_dispatch)
-    p = add_command(sub, "issue", help="open, update or close the one facts-drift issue")
+    p = add_command(sub, "issue", help="open, update or close the one facts-drift issue", description=ISSUE)
     p.add_argument("--report", type=Path, required=True, metavar="PATH", help="`dswheels facts check --json` output")
     p.add_argument("--markdown", type=Path, required=True, metavar="PATH", help="`dswheels facts check --markdown`")
     p.add_argument("--repo", required=True, metavar="OWNER/NAME")

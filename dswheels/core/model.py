@@ -206,7 +206,7 @@ class Toolchain:
     cuda_check: str  # the reason for the DS_SKIP_CUDA_CHECK decision, always spelled out
     nvcc_flags: tuple[str, ...]  # NVCC_APPEND_FLAGS workarounds
     cpu_baseline: str
-    cuda_subpackages: tuple[str, ...]  # Windows installer components for cuda_toolkit
+    cuda_components: tuple[str, ...]  # the redistrib JSON keys of the components cuda_toolkit is assembled from
     notes: tuple[str, ...]
     linux_runtime: RuntimeFloor | None = None  # the most a Linux wheel may need of glibc/libstdc++
 

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from dswheels.core.binaries.extension import BinaryError, ExtensionBinary, read_extension
-from dswheels.core.binaries.isa import IsaReport, scan_disassembly
+from dswheels.core.binaries.isa import IsaReport, IsaScan
 from dswheels.effects import proc
 from dswheels.errors import DswheelsError
 
@@ -27,17 +27,19 @@ __all__ = ["disassemble", "read_extension_binary", "read_extensions"]
 def disassemble(
     path: Path, *, objdump: str, forbidden_registers: Sequence[str], error: type[DswheelsError]
 ) -> IsaReport:
-    """``objdump -d`` of one extension file, scanned against the baseline's forbidden registers."""
-    result = proc.run(
+    """``objdump -d`` of one extension file, scanned line by line (the text is never held: an
+    extension of a few hundred MB disassembles to gigabytes) against the baseline's forbidden registers."""
+    scan = IsaScan(forbidden_registers)
+    proc.run(
         [objdump, "-d", "--no-show-raw-insn", path],
-        capture=True,
         echo=False,
         stream=False,
         heartbeat=None,
         error=error,
         what=f"objdump -d {path.name}",
+        on_line=scan.feed,
     )
-    return scan_disassembly(result.output, forbidden_registers)
+    return scan.report()
 
 
 def read_extension_binary(

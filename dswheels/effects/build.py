@@ -37,6 +37,7 @@ from dswheels.core.building.log import OpSources
 from dswheels.core.building.parallelism import Parallelism, pooled_parallelism, split_parallelism
 from dswheels.core.building.report import OpOutcome
 from dswheels.core.compat import Compat
+from dswheels.core.cuda_redist import REDIST_URL
 from dswheels.core.model import PlannedCell
 from dswheels.core.naming import cell_id, wheel_filename
 from dswheels.core.sources import TorchSource, TorchSourceKind
@@ -57,6 +58,7 @@ from dswheels.effects.postprocess import Postprocessed, postprocess_wheel
 from dswheels.effects.source_tree import patch_tree, prepare_source
 from dswheels.effects.wheel_checks import check_planned_ops, check_postprocessed
 from dswheels.effects.wheelhouse import discard_wheel, place_wheel, remove_stale
+from dswheels.effects.wine.host import wait_for_wineserver, wine_prefix
 from dswheels.effects.wine.toolchain import prepare_wine
 from dswheels.effects.workdir import group_id, set_aside, wipe, work_dir_for
 from dswheels.errors import BuildError, DswheelsError
@@ -84,6 +86,7 @@ class BuildOptions:
     parallel_ops: int = 0  # extensions built at once (0: as many as --jobs allows)
     prepare_only: bool = False  # stop before the compile: source, patches, interpreter (any OS)
     msvc_root: Path | None = None  # Windows cells on Linux: build under Wine with this MSVC root
+    wine_cuda: tuple[str, str] = ("auto", REDIST_URL)  # under Wine: CUDA from auto|pypi|nvidia, NVIDIA's redist URL
 
 
 @dataclass
@@ -156,6 +159,9 @@ def _build_keeping_failed_tree(
             note = f"the build tree is kept in {kept}"
             exc.hint = f"{exc.hint}; {note}" if exc.hint else note
         raise
+    finally:
+        if opts.msvc_root is not None and planned.cell.platform.os == "windows":  # built under Wine
+            wait_for_wineserver(wine_prefix(opts.cache_dir), os.environ)
 
 
 def _build(
@@ -168,7 +174,12 @@ def _build(
     # toolchain: the plan's nvcc (and MSVC), checked before anything is downloaded, installed or compiled
     inherited = inherited_env(os.environ)
     tools = check_toolchain(
-        planned, inherited, prepare_only=opts.prepare_only, msvc_root=opts.msvc_root, cache_dir=opts.cache_dir
+        planned,
+        inherited,
+        prepare_only=opts.prepare_only,
+        msvc_root=opts.msvc_root,
+        cache_dir=opts.cache_dir,
+        wine_cuda=opts.wine_cuda,
     )
     work = _work_dir(planned, opts)
     wipe(work)

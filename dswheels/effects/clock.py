@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import datetime as dt
-import os
 import time
+
+from dswheels.core.envvars import source_date_epoch
+from dswheels.effects.environ import read_variable
 
 __all__ = ["monotonic", "today", "utc_now"]
 
@@ -19,6 +21,6 @@ def utc_now() -> dt.datetime:
 
 def today() -> str:
     """``YYYY-MM-DD`` (UTC) for dates written into files; ``SOURCE_DATE_EPOCH`` fixes it (reproducible output)."""
-    epoch = os.environ.get("SOURCE_DATE_EPOCH", "")
-    moment = dt.datetime.fromtimestamp(int(epoch), tz=dt.timezone.utc) if epoch.isdigit() else utc_now()
+    epoch = read_variable("SOURCE_DATE_EPOCH", source_date_epoch)  # ASCII digits up to year 9999, or exit 2
+    moment = dt.datetime.fromtimestamp(epoch, tz=dt.timezone.utc) if epoch is not None else utc_now()
     return moment.strftime("%Y-%m-%d")

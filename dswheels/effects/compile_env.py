@@ -20,6 +20,7 @@ from pathlib import Path
 from dswheels.core.building.compiler_cache import CacheTool, SccacheSettings
 from dswheels.core.building.env import BuildSetup, CompilerCache, build_env, dist_extra_config
 from dswheels.core.building.parallelism import Parallelism
+from dswheels.core.cuda_redist import REDIST_URL
 from dswheels.core.model import PlannedCell
 from dswheels.core.naming import cell_id
 from dswheels.core.versions import format_version
@@ -85,6 +86,7 @@ def check_toolchain(
     prepare_only: bool,
     msvc_root: Path | None = None,
     cache_dir: Path | None = None,
+    wine_cuda: tuple[str, str] = ("auto", REDIST_URL),
 ) -> BuildTools:
     """The plan's nvcc (and MSVC) on this machine, checked before anything is downloaded, installed or compiled.
 
@@ -101,7 +103,14 @@ def check_toolchain(
                 foreign=False,
                 cuda=None,
                 msvc=None,
-                wine=check_wine(planned, msvc_root=msvc_root, env=inherited, cache_dir=cache_dir),
+                wine=check_wine(
+                    planned,
+                    msvc_root=msvc_root,
+                    env=inherited,
+                    cache_dir=cache_dir,
+                    cuda_source=wine_cuda[0],
+                    cuda_redist_url=wine_cuda[1],
+                ),
             )
         if not prepare_only:
             raise EnvironmentMismatchError(
@@ -223,11 +232,13 @@ def _header_dirs(planned: PlannedCell, cuda: CudaInstall | None, site: Path) -> 
         return []
     include_dirs, taken, absent = cuda_header_dirs(cuda.home, site)
     if absent:
-        subpackages = ", ".join(planned.toolchain.cuda_subpackages) or "listed in compat.yml"
+        components = " ".join(planned.toolchain.cuda_components) or "compat.yml cuda_components"
+        toolkit = planned.toolchain.cuda_toolkit or "X.Y.Z"
         raise EnvironmentMismatchError(
             f"the CUDA toolkit at {cuda.home} lacks {', '.join(absent)}, which torch's CUDA headers include",
-            hint="install the toolkit's library development packages (cublas, cusparse, cusolver, curand: "
-            f"the plan's Windows sub-packages are {subpackages})",
+            hint=f"install the plan's components ({components}): `dswheels cuda install --toolkit {toolkit}` "
+            "assembles them from NVIDIA's archives; or the toolkit's library development packages (cublas, "
+            "cusparse, cusolver, curand)",
         )
     if taken:
         get_reporter().info(

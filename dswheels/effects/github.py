@@ -16,7 +16,6 @@ origin (:func:`dswheels.effects.http.session`). Every request has the deadline o
 from __future__ import annotations
 
 import hashlib
-import os
 import random
 import re
 import time
@@ -28,9 +27,11 @@ from urllib.parse import quote, urlsplit
 
 import requests
 
+from dswheels.core.envvars import api_url, header_token
 from dswheels.core.jsondoc import parse_json
 from dswheels.core.urls import origin
 from dswheels.effects.clock import utc_now
+from dswheels.effects.environ import read_variable
 from dswheels.effects.http import TooSlow, iter_body, read_limited
 from dswheels.effects.http import session as http_session
 from dswheels.errors import PublishError
@@ -48,14 +49,13 @@ JSON = dict[str, Any]
 
 
 def token_from_env(env: Mapping[str, str] | None = None) -> str | None:
-    env = os.environ if env is None else env
-    return env.get("GITHUB_TOKEN") or env.get("GH_TOKEN") or None
+    """``GITHUB_TOKEN``, else ``GH_TOKEN``; ConfigError (exit 2) for one that cannot go into a header."""
+    return read_variable("GITHUB_TOKEN", header_token, env=env) or read_variable("GH_TOKEN", header_token, env=env)
 
 
 def api_url_from_env(env: Mapping[str, str] | None = None) -> str:
-    """``GITHUB_API_URL`` (set by Actions, and on GitHub Enterprise) or the public API."""
-    env = os.environ if env is None else env
-    return (env.get("GITHUB_API_URL") or API_URL).rstrip("/")
+    """``GITHUB_API_URL`` (set by Actions, and on GitHub Enterprise) or the public API; an http(s) URL."""
+    return read_variable("GITHUB_API_URL", api_url, env=env) or API_URL.rstrip("/")
 
 
 class GitHubAPIError(PublishError):

@@ -9,7 +9,9 @@
   (an upload's answer is left to the server and the per-read timeout). requests' ``timeout``
   bounds each read, not the whole; here a watchdog thread shuts the socket down when the
   deadline passes, which ends a blocked read at once, and the reader raises :class:`TooSlow`
-  (a ``requests.ConnectionError``) saying what was slow.
+  (a ``requests.ConnectionError``) saying what was slow. Inside :func:`attempt_limit`, a
+  download also ends when it has taken that many seconds, however steadily it trickles
+  (:class:`AttemptCut`, retried: a caller that keeps what arrived resumes from there).
 - **carry credentials only to their origin** (scheme, host and port: :func:`dswheels.core.urls.origin`):
   :class:`OriginAuth` signs only requests to the origin it was given for, and a redirect to
   any other origin drops the ``Authorization`` header (requests alone keeps it on an
@@ -36,6 +38,7 @@ from requests.adapters import HTTPAdapter
 from requests.auth import AuthBase, HTTPBasicAuth
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+from urllib3.exceptions import DecodeError, ProtocolError, ReadTimeoutError, SSLError
 from urllib3.response import HTTPResponse
 from urllib3.util.retry import Retry
 
@@ -49,9 +52,11 @@ __all__ = [
     "MAX_PAGE_BYTES",
     "MIN_RATE",
     "READ_CHUNK",
+    "AttemptCut",
     "OriginAuth",
     "Pace",
     "TooSlow",
+    "attempt_limit",
     "check_redirects",
     "iter_body",
     "read_limited",
@@ -88,6 +93,26 @@ class TooSlow(requests.ConnectionError):
     """A response did not keep the pace: its socket was shut down."""
 
 
+class AttemptCut(requests.ConnectionError):
+    """A response was still arriving at the end of its :func:`attempt_limit`: its socket was shut down."""
+
+
+_ATTEMPT: contextvars.ContextVar[float | None] = contextvars.ContextVar("dswheels_http_attempt", default=None)
+
+
+@contextlib.contextmanager
+def attempt_limit(seconds: float | None) -> Iterator[None]:
+    """Downloads started inside end after ``seconds`` (None: only the pace bounds them).
+
+    A body read a 16 KiB chunk at a time sees no clock between chunks, so a server sending a byte
+    every few ms would hold one read for minutes: the watchdog's shutdown is what ends it."""
+    token = _ATTEMPT.set(seconds)
+    try:
+        yield
+    finally:
+        _ATTEMPT.reset(token)
+
+
 def _shutdown(sock: socket.socket) -> None:
     with contextlib.suppress(OSError):  # already closed
         sock.shutdown(socket.SHUT_RDWR)  # ends a blocked recv at once (close would not)
@@ -97,10 +122,12 @@ class _Watchdog:
     """Shuts down the sockets of one request (its redirects included) once its response falls behind
     its pace. The clock starts when the request has been sent (the first wait for a response)."""
 
-    def __init__(self, pace: Pace) -> None:
+    def __init__(self, pace: Pace, limit: float | None = None) -> None:
         self.pace = pace
+        self.limit = limit
         self.start = 0.0
         self.fired = False
+        self.cut = False  # fired by the attempt limit, not the pace
         self.received = 0
         self._sockets: list[socket.socket] = []
         self._response: requests.Response | None = None
@@ -133,7 +160,10 @@ class _Watchdog:
 
     def _run(self) -> None:
         while True:
-            left = self.start + self.pace.allowed(self._progress()) - monotonic()
+            allowed = self.pace.allowed(self._progress())
+            if self.limit is not None and self.limit < allowed:
+                allowed = self.limit
+            left = self.start + allowed - monotonic()
             if left <= 0:
                 break
             if self._done.wait(left):  # stopped; else look at the progress again
@@ -142,6 +172,7 @@ class _Watchdog:
             if self._done.is_set() or self._finished():
                 return
             self.fired = True
+            self.cut = self.limit is not None and monotonic() - self.start >= self.limit
             for sock in self._sockets:
                 _shutdown(sock)
 
@@ -149,8 +180,10 @@ class _Watchdog:
         with self._lock:
             self._done.set()
 
-    def error(self) -> TooSlow:
+    def error(self) -> requests.ConnectionError:
         seconds = monotonic() - self.start
+        if self.cut:
+            return AttemptCut(f"still arriving after {seconds:.0f} s ({self._progress()} bytes): this attempt ends")
         return TooSlow(  # the caller names the URL
             f"too slow: {self._progress()} bytes in {seconds:.0f} s (a download may take {self.pace.describe()} "
             "received); the server is stalling, or the network is that slow"
@@ -215,7 +248,7 @@ class _Session(requests.Session):
     def request(self, method: str | bytes, url: str | bytes, *args: Any, **kwargs: Any) -> requests.Response:  # noqa: ANN401
         if str(method).upper() not in _DOWNLOADS:  # an upload's answer may take as long as the server needs
             return super().request(method, url, *args, **kwargs)
-        watchdog = _Watchdog(current_pace())
+        watchdog = _Watchdog(current_pace(), _ATTEMPT.get())
         token = _CURRENT.set(watchdog)
         try:
             response = super().request(method, url, *args, **kwargs)
@@ -269,12 +302,33 @@ def session(*, retries: Retry | int = 0) -> requests.Session:
     return http
 
 
+def _chunks(response: requests.Response) -> Iterator[bytes]:
+    """What has arrived, as it arrives (``read1``): a read cut by the watchdog loses nothing already
+    received, so a download cut mid-way resumes after its last byte (``iter_content`` waits for whole
+    chunks and drops a partial one). urllib3's errors become requests', as ``iter_content``'s do."""
+    raw = response.raw
+    if not isinstance(raw, HTTPResponse):  # not a live answer (a test's, a cached one)
+        yield from response.iter_content(READ_CHUNK)
+        return
+    try:
+        while chunk := raw.read1(READ_CHUNK, decode_content=True):
+            yield chunk
+    except ProtocolError as exc:
+        raise requests.exceptions.ChunkedEncodingError(exc) from exc
+    except DecodeError as exc:
+        raise requests.exceptions.ContentDecodingError(exc) from exc
+    except ReadTimeoutError as exc:
+        raise requests.exceptions.ConnectionError(exc) from exc
+    except SSLError as exc:
+        raise requests.exceptions.SSLError(exc) from exc
+
+
 def iter_body(response: requests.Response) -> Iterator[bytes]:
     """The body of a ``stream=True`` response in chunks of at most :data:`READ_CHUNK`; :class:`TooSlow`
     when its deadline ended it."""
     watchdog = _BODIES.get(response)
     try:
-        yield from response.iter_content(READ_CHUNK)
+        yield from _chunks(response)
     except requests.RequestException:
         if watchdog is not None and watchdog.fired:
             raise watchdog.error() from None

@@ -20,12 +20,22 @@ from urllib.request import url2pathname
 import requests
 from urllib3.util.retry import Retry
 
+from dswheels.core.envvars import plain_path
 from dswheels.core.jsondoc import parse_json
 from dswheels.core.model import PlannedCell, SourceKind
 from dswheels.core.sources import SdistInfo, sdist_from_pypi_json
 from dswheels.core.versions import format_version
+from dswheels.effects.environ import read_variable
 from dswheels.effects.files import exclusive, sha256_file, temp_file
-from dswheels.effects.http import READ_CHUNK, TooSlow, check_redirects, iter_body, read_limited, session
+from dswheels.effects.http import (
+    READ_CHUNK,
+    TooSlow,
+    attempt_limit,
+    check_redirects,
+    iter_body,
+    read_limited,
+    session,
+)
 from dswheels.effects.unpack import extract_archive
 from dswheels.errors import SourceError
 from dswheels.log import get_reporter
@@ -71,14 +81,28 @@ def _session(retries: int, connect_retries: int) -> requests.Session:
 
 
 class Downloader:
-    """Content-addressed download cache with resumable transfers (HTTP Range) and retries."""
+    """Content-addressed download cache with resumable transfers (HTTP Range) and retries.
 
-    def __init__(self, cache_dir: Path, *, retries: int = 5, connect_retries: int | None = None) -> None:
-        """``connect_retries``: how often a connection that could not be made (refused, no such host,
-        connect timeout) is tried again, with backoff (default ``retries``: ~30 s before giving up)."""
+    ``timeout``: (connect, read) seconds of one request; ``attempt_seconds``: the most one
+    attempt at a file may take (past it the attempt is abandoned and the next one resumes where it
+    stopped); ``connect_retries``: how often a connection that could not be made (refused, no such
+    host, connect timeout) is tried again, with backoff (default ``retries``: ~30 s before giving up).
+    """
+
+    def __init__(
+        self,
+        cache_dir: Path,
+        *,
+        retries: int = 5,
+        connect_retries: int | None = None,
+        timeout: tuple[float, float] = TIMEOUT,
+        attempt_seconds: float | None = None,
+    ) -> None:
         self.cache_dir = cache_dir
         self.retries = retries
         self.connect_retries = retries if connect_retries is None else connect_retries
+        self.timeout = timeout
+        self.attempt_seconds = attempt_seconds
         self._session: requests.Session | None = None
 
     @property
@@ -106,7 +130,7 @@ class Downloader:
 
     def get_json(self, url: str) -> object:
         try:
-            response = self.session.get(url, timeout=TIMEOUT, stream=True)
+            response = self.session.get(url, timeout=self.timeout, stream=True)
         except requests.RequestException as exc:
             raise SourceError(f"cannot reach {url}: {exc}", hint="check the network or the --pypi mirror") from None
         with response:
@@ -161,7 +185,10 @@ class Downloader:
                 have = 0
             headers = {"Range": f"bytes={have}-"} if have else {}
             try:
-                with self.session.get(url, headers=headers, stream=True, timeout=TIMEOUT) as response:
+                with (
+                    attempt_limit(self.attempt_seconds),
+                    self.session.get(url, headers=headers, stream=True, timeout=self.timeout) as response,
+                ):
                     start = _resume_point(url, response, partial, have=have)
                     if start is None:
                         continue
@@ -230,7 +257,8 @@ def _resume_point(url: str, response: requests.Response, partial: Path, *, have:
 
 
 def _write_body(url: str, response: requests.Response, partial: Path, *, start: int, size: int | None) -> None:
-    """Append the answer's body to ``partial`` at ``start``, bounded; ConnectionError when it ends early."""
+    """Append the answer's body to ``partial`` at ``start``, bounded; ConnectionError when it ends early
+    or is cut at the attempt limit (what arrived is kept: the next attempt resumes)."""
     expected = _expected_total(response, start)
     if size is not None and expected is not None and expected != size:
         raise SourceError(
@@ -310,10 +338,15 @@ def fetch_source(planned: PlannedCell, *, downloader: Downloader, pypi_json: str
 
 
 def env_cache_dir() -> Path:
-    """``DSWHEELS_CACHE``, else the platform's user cache directory + ``dswheels``."""
-    if value := os.environ.get("DSWHEELS_CACHE"):
+    """``DSWHEELS_CACHE``, else the platform's user cache directory + ``dswheels``. A relative
+    ``XDG_CACHE_HOME`` or ``LOCALAPPDATA`` is ignored (the XDG Base Directory rule)."""
+    if value := read_variable("DSWHEELS_CACHE", plain_path):
         return Path(value)
     if os.name == "nt":
-        base = os.environ.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
-        return Path(base) / "dswheels"
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "dswheels"
+        base = _absolute(read_variable("LOCALAPPDATA", plain_path)) or Path.home() / "AppData" / "Local"
+        return base / "dswheels"
+    return (_absolute(read_variable("XDG_CACHE_HOME", plain_path)) or Path.home() / ".cache") / "dswheels"
+
+
+def _absolute(value: str | None) -> Path | None:
+    return Path(value) if value and Path(value).is_absolute() else None

@@ -47,10 +47,15 @@ class _Member:
     open: Callable[[], IO[bytes] | None] | None = None
 
 
-def _fail(archive: Path, why: str) -> SourceError:
+def _refuse(why: str) -> ArchiveMemberError:
+    """Why a member cannot be unpacked; :func:`extract_archive` words it for the archive."""
+    return ArchiveMemberError(why)
+
+
+def _fail(archive: Path, why: str, what: str) -> SourceError:
     return SourceError(
         f"refusing to unpack {archive.name}: {why}",
-        hint="this archive is not a DeepSpeed source as published; delete it from the cache, and check where "
+        hint=f"this archive is not {what} as published; delete it from the cache, and check where "
         "it came from before pinning it",
     )
 
@@ -59,7 +64,7 @@ def _below_top(parts: Parts) -> Parts | None:
     return parts[1:] or None
 
 
-def _tar_members(tar: tarfile.TarFile, archive: Path) -> Iterator[_Member]:
+def _tar_members(tar: tarfile.TarFile) -> Iterator[_Member]:
     for info in tar:
         parts = _below_top(member_parts(info.name))
         if parts is None:
@@ -71,7 +76,7 @@ def _tar_members(tar: tarfile.TarFile, archive: Path) -> Iterator[_Member]:
         elif info.islnk():
             target = _below_top(member_parts(info.linkname))
             if target is None:
-                raise _fail(archive, f"{info.name!r} is a hard link to the top folder")
+                raise _refuse(f"{info.name!r} is a hard link to the top folder")
             yield _Member(parts, "hardlink", link="/".join(target))
         elif info.isreg():
             yield _Member(
@@ -83,10 +88,10 @@ def _tar_members(tar: tarfile.TarFile, archive: Path) -> Iterator[_Member]:
             )
         else:
             kind = "a device" if info.ischr() or info.isblk() else "a FIFO" if info.isfifo() else "a special member"
-            raise _fail(archive, f"{info.name!r} is {kind}; a source archive holds files, folders and links")
+            raise _refuse(f"{info.name!r} is {kind}; a source archive holds files, folders and links")
 
 
-def _zip_members(zf: zipfile.ZipFile, archive: Path) -> Iterator[_Member]:
+def _zip_members(zf: zipfile.ZipFile) -> Iterator[_Member]:
     for info in zf.infolist():
         parts = _below_top(member_parts(info.filename))
         if parts is None:
@@ -97,7 +102,7 @@ def _zip_members(zf: zipfile.ZipFile, archive: Path) -> Iterator[_Member]:
             yield _Member(parts, "dir")
         elif file_type == stat.S_IFLNK:
             if info.file_size > 4096:
-                raise _fail(archive, f"{info.filename!r}: a link whose target is {info.file_size} bytes long")
+                raise _refuse(f"{info.filename!r}: a link whose target is {info.file_size} bytes long")
             yield _Member(parts, "symlink", link=zf.read(info).decode("utf-8", "surrogateescape"))
         elif file_type in (0, stat.S_IFREG):
             yield _Member(
@@ -108,47 +113,47 @@ def _zip_members(zf: zipfile.ZipFile, archive: Path) -> Iterator[_Member]:
                 open=lambda info=info: zf.open(info),  # type: ignore[misc]
             )
         else:
-            raise _fail(archive, f"{info.filename!r} is a special file (mode {oct(mode)})")
+            raise _refuse(f"{info.filename!r} is a special file (mode {oct(mode)})")
 
 
-def _judge(members: list[_Member], archive: Path) -> None:
+def _judge(members: list[_Member], max_bytes: int) -> None:
     """Every member inside the tree, through every link, before a byte is written."""
-    if sum(m.size for m in members) > MAX_UNPACKED_BYTES:
-        raise _fail(archive, f"it unpacks to more than {MAX_UNPACKED_BYTES >> 20} MiB")
+    if sum(m.size for m in members) > max_bytes:
+        raise _refuse(f"it unpacks to more than {max_bytes >> 20} MiB")
     links = {m.parts: m.link for m in members if m.kind == "symlink"}
     kinds: dict[Parts, str] = {}
     folded: dict[str, Parts] = {}
     for member in members:
-        _judge_name(member, kinds, folded, archive)
-        _judge_place(member, links, archive)
+        _judge_name(member, kinds, folded)
+        _judge_place(member, links)
     files = {m.parts for m in members if m.kind == "file"}
     for member in members:
         if member.kind == "hardlink" and tuple(member.link.split("/")) not in files:
-            raise _fail(archive, f"the hard link {'/'.join(member.parts)!r} -> {member.link!r} is not to a file of it")
+            raise _refuse(f"the hard link {'/'.join(member.parts)!r} -> {member.link!r} is not to a file of it")
 
 
-def _judge_name(member: _Member, kinds: dict[Parts, str], folded: dict[str, Parts], archive: Path) -> None:
+def _judge_name(member: _Member, kinds: dict[Parts, str], folded: dict[str, Parts]) -> None:
     """A name given once (folders aside), and not one name with another on a case-insensitive file system."""
     name = "/".join(member.parts)
     earlier = kinds.get(member.parts)
     if earlier is not None and not (earlier == member.kind == "dir"):
-        raise _fail(archive, f"{name!r} appears twice; which one wins differs between unpackers")
+        raise _refuse(f"{name!r} appears twice; which one wins differs between unpackers")
     kinds[member.parts] = member.kind
     key = name.casefold()
     if folded.setdefault(key, member.parts) != member.parts:
-        raise _fail(archive, f"{name!r} and {'/'.join(folded[key])!r} are one name on Windows and macOS")
+        raise _refuse(f"{name!r} and {'/'.join(folded[key])!r} are one name on Windows and macOS")
 
 
-def _judge_place(member: _Member, links: Mapping[Parts, str], archive: Path) -> None:
+def _judge_place(member: _Member, links: Mapping[Parts, str]) -> None:
     """Not below a link (it would be written through it), and a link that stays inside the tree."""
     name = "/".join(member.parts)
     for depth in range(1, len(member.parts)):
         if member.parts[:depth] in links:
-            raise _fail(archive, f"{name!r} lies below the link {'/'.join(member.parts[:depth])!r}")
+            raise _refuse(f"{name!r} lies below the link {'/'.join(member.parts[:depth])!r}")
     if member.kind == "symlink":
         link_parts(member.link)  # the text itself: not absolute, no drive, no backslash
         if resolve_member(member.parts, links) is None:
-            raise _fail(archive, f"the link {name!r} -> {member.link!r} resolves outside the tree")
+            raise _refuse(f"the link {name!r} -> {member.link!r} resolves outside the tree")
 
 
 def _inside(path: Path, root: Path) -> bool:
@@ -167,6 +172,7 @@ def _parent(root: Path, parts: Parts) -> Path:
 
 
 def _write_file(root: Path, member: _Member, source: IO[bytes], budget: list[int]) -> None:
+    """``budget``: [bytes still allowed, the bound] (the archive's headers may understate the sizes)."""
     target = _parent(root, member.parts) / member.parts[-1]
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
     fd = os.open(target, flags, 0o777 if member.executable else 0o666)  # the umask applies
@@ -174,7 +180,7 @@ def _write_file(root: Path, member: _Member, source: IO[bytes], budget: list[int
         while chunk := source.read(_CHUNK):
             budget[0] -= len(chunk)
             if budget[0] < 0:  # the headers understated the sizes
-                msg = f"it unpacks to more than {MAX_UNPACKED_BYTES >> 20} MiB"
+                msg = f"it unpacks to more than {budget[1] >> 20} MiB"
                 raise ArchiveMemberError(msg)
             out.write(chunk)
 
@@ -195,8 +201,8 @@ def _make_link(root: Path, member: _Member) -> None:
             shutil.copyfile(source, target)
 
 
-def _write(root: Path, members: list[_Member]) -> None:
-    budget = [MAX_UNPACKED_BYTES]
+def _write(root: Path, members: list[_Member], max_bytes: int) -> None:
+    budget = [max_bytes, max_bytes]
     for member in members:
         if member.kind == "dir":
             _parent(root, (*member.parts, "x"))
@@ -225,34 +231,37 @@ def _write(root: Path, members: list[_Member]) -> None:
 def _open_members(archive: Path) -> Iterator[list[_Member]]:
     if zipfile.is_zipfile(archive):
         with zipfile.ZipFile(archive) as zf:
-            yield _bounded(_zip_members(zf, archive), archive)
+            yield _bounded(_zip_members(zf))
     else:
         with tarfile.open(archive, "r:*") as tar:
-            yield _bounded(_tar_members(tar, archive), archive)
+            yield _bounded(_tar_members(tar))
 
 
-def _bounded(members: Iterator[_Member], archive: Path) -> list[_Member]:
+def _bounded(members: Iterator[_Member]) -> list[_Member]:
     found = list(itertools.islice(members, MAX_MEMBERS + 1))
     if len(found) > MAX_MEMBERS:
-        raise _fail(archive, f"more than {MAX_MEMBERS} members")
+        raise _refuse(f"more than {MAX_MEMBERS} members")
     return found
 
 
-def extract_archive(archive: Path, dest: Path) -> None:
-    """Unpack a ``.tar.gz``/``.tar``/``.zip`` source into ``dest``, dropping the top folder.
+def extract_archive(
+    archive: Path, dest: Path, *, max_bytes: int = MAX_UNPACKED_BYTES, what: str = "a DeepSpeed source"
+) -> None:
+    """Unpack a ``.tar.gz``/``.tar.xz``/``.tar``/``.zip`` archive into ``dest``, dropping the top folder.
 
     ``dest`` is replaced whole once the archive is unpacked; ``SourceError`` (and ``dest``
-    untouched, nothing left beside it) when any member could land outside it.
+    untouched, nothing left beside it) when any member could land outside it, or the members
+    add up to more than ``max_bytes``. ``what`` the archive should be, for the error's hint.
     """
     dest = dest.absolute()
     dest.parent.mkdir(parents=True, exist_ok=True)
     try:
         with staging_dir(dest.parent, dest.name) as staging, _open_members(archive) as members:
-            _judge(members, archive)
-            _write(Path(os.path.realpath(staging)), members)
+            _judge(members, max_bytes)
+            _write(Path(os.path.realpath(staging)), members, max_bytes)
             replace_dir(dest, staging)
     except ArchiveMemberError as exc:
-        raise _fail(archive, str(exc)) from None
+        raise _fail(archive, str(exc), what) from None
     except (tarfile.TarError, zipfile.BadZipFile, zlib.error, lzma.LZMAError, struct.error, OSError, EOFError) as exc:
         raise SourceError(f"cannot unpack {archive.name}: {exc}", hint="delete it from the cache and retry") from None
     except (ValueError, NotImplementedError, RuntimeError) as exc:  # zip: an unknown compression, encryption

@@ -93,19 +93,19 @@ def load_expected(
 def tool_checks(data: WheelContents, expected: Expected, compat: Compat) -> list[Check]:
     """The extensions' binaries: CPU baseline (objdump, ELF and PE), runtime needs, GPU code; -march=native traces."""
     checks: list[Check] = []
-    native = [n for n, b in data.extensions.items() if b"-march=native" in b or b"-mcpu=native" in b]
+    baseline = compat.cpu_baselines.get(expected.cpu_baseline)
+    binaries = read_extensions(
+        data.extensions,
+        forbidden_registers=baseline.forbidden_registers if baseline is not None else None,
+        error=VerifyError,
+    )
+    native = [n for n, b in binaries.items() if b.records_native]
     checks.append(
         Check(
             "no -march=native",
             not native,
             "no extension records -march=native" if not native else f"-march=native recorded in {', '.join(native)}",
         ),
-    )
-    baseline = compat.cpu_baselines.get(expected.cpu_baseline)
-    binaries = read_extensions(
-        data.extensions,
-        forbidden_registers=baseline.forbidden_registers if baseline is not None else None,
-        error=VerifyError,
     )
     known = [b for b in binaries.values() if b.format != "unknown"]
     if known and baseline is None:
@@ -135,6 +135,7 @@ def static_part(data: WheelContents, expected: Expected, compat: Compat) -> list
         expected=expected,
         builder_source=data.builder_sources.get(BUILDER),
         sha256=data.sha256,
+        builder_sources=data.builder_sources,
     )
     return checks + tool_checks(data, expected, compat)
 

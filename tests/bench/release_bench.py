@@ -1,21 +1,18 @@
 """``nox -s bench -- release``: what a release costs, each saving measured against its cold build in one run.
 
-On this machine, side by side:
-
-The reference is a CUDA cell (DeepSpeed 0.19.8, torch 2.14 cu130, Python 3.11, this machine's nvcc
-13.0, ``quantizer``: one C++ unit and five ``.cu`` units, for cu130's six archs) built cold: a job of
-its own with an empty compiler cache (sccache, as wheels.yml). Then ONE ``dswheels build`` with one
-compiler cache builds torch 2.13 (3.11), torch 2.14 (3.11) and torch 2.14 (3.12):
+On this machine, side by side. The reference is a CUDA cell (DeepSpeed 0.19.8, torch 2.14 cu130,
+Python 3.11, this machine's nvcc 13.0, ``quantizer``: one C++ unit and five ``.cu`` units, for cu130's
+six archs) built cold: a job of its own with an empty compiler cache (sccache, as wheels.yml). Then ONE
+``dswheels build`` with one compiler cache builds torch 2.13 (3.11), torch 2.14 (3.11) and torch 2.14
+(3.12):
 
 1. **The second Python of a job.** 3.12's compile as a ratio of the cold 3.11 one (target <= 0.3).
 2. **A second torch minor.** quantizer's five kernels reach no torch header
    (dswheels.core.building.scopes), so torch 2.14 takes them from torch 2.13's compile: its nvcc
    seconds (the ``.cu`` units) against the cold build's, with the C++ unit (compiled in both) as the
-   measure of how loaded the machine was.
-
-The proof that sharing changes nothing in the wheel: the cold cell and the same cell after torch 2.13
-have byte-identical GPU code, and so has 3.12; the cold 3.11 and the grouped 3.12 wheel pass the same
-``dswheels verify`` checks.
+   measure of how loaded the machine was. The proof that sharing changes nothing in the wheel: the
+   cold cell and the same cell after torch 2.13 have byte-identical GPU code, and so has 3.12; the
+   cold 3.11 and the grouped 3.12 wheel pass the same ``dswheels verify`` checks.
 3. **The CPU op set against its limit.** The CPU cell's six ops (torch 2.13, Python 3.11) with one
    pool of compile slots for every op's units, longest op first (dswheels.effects.jobserver): its
    compile against the sum of its units' compile seconds over the cores (target <= 1.15x); then the
@@ -26,12 +23,13 @@ have byte-identical GPU code, and so has 3.12; the cold 3.11 and the grouped 3.1
 Every build prints the share of a core its compiles had (their CPU seconds over their wall seconds): on
 a shared machine the seconds are that much longer than one core's.
 
-Needs sccache (the test group installs it), nvcc 13.0 at /usr/local/cuda-13.0 and a Python 3.12 (PATH,
-or pyenv's). torch comes from ``DSWHEELS_BENCH_TORCH_INDEX`` (default PyPI, whose Linux torch 2.13 and
-2.14 are CUDA 13.0 builds; a directory of their wheels works too), the CPU cell's from pip's
-configuration. The venvs come from ``DSWHEELS_TEST_CACHE`` when set, else a fresh cache.
-``DSWHEELS_BENCH_WORK=DIR`` keeps the work directory (its manifests refit compile_times.yml:
-``nox -s costs -- DIR``).
+The CUDA builds go through sccache, as wheels.yml's do (the test group installs it), each job with an
+empty directory and a server port of its own, stopped after its build. Needs nvcc 13.0 at
+/usr/local/cuda-13.0 and a Python 3.12 (PATH, or pyenv's). torch comes from
+``DSWHEELS_BENCH_TORCH_INDEX`` (default PyPI, whose Linux torch 2.13 and 2.14 are CUDA 13.0 builds; a
+directory of their wheels works too), the CPU cell's from pip's configuration. The venvs come from
+``DSWHEELS_TEST_CACHE`` when set, else a fresh cache. ``DSWHEELS_BENCH_WORK=DIR`` keeps the work
+directory (its manifests refit compile_times.yml: ``nox -s costs -- DIR``).
 """
 
 from __future__ import annotations
@@ -51,7 +49,7 @@ from dswheels.core.plan.planner import plan
 from dswheels.core.workflow.costs import load_costs
 from dswheels.core.workflow.jobs import plan_jobs
 from dswheels.effects.matrix_file import load_matrix
-from tests.bench.common import Result
+from tests.bench.common import Result, cache_env, stop_cache
 from tests.support.pythons import python_on_path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -90,7 +88,11 @@ def _build(
     argv += ["--out", str(work / out), "--work-dir", str(work / f"w-{out}")]
     argv += ["--ops", ops] if ops else []
     print(f"release: {' '.join(argv[3:])}", flush=True)
-    subprocess.run(argv, check=True, env=env, cwd=work)
+    try:
+        subprocess.run(argv, check=True, env=env, cwd=work)
+    finally:
+        if "SCCACHE_SERVER_PORT" in env:  # the server the build started on its own port would idle on for minutes
+            stop_cache("sccache", env)
     manifests: dict[str, Manifest] = {}
     for path in (work / out).glob("*/*.manifest.json"):
         data = json.loads(path.read_text())
@@ -194,8 +196,8 @@ def _cuda(work: Path, env: dict[str, str]) -> list[Result]:
     extra = ("--torch-index", torch_index, "--compiler-cache", "sccache")
     ops = "quantizer"
 
-    def cache(name: str) -> dict[str, str]:
-        return {**env, "SCCACHE_DIR": str(work / f"sccache-{name}")}
+    def cache(name: str) -> dict[str, str]:  # an empty sccache directory and a server port of its own
+        return cache_env("sccache", env, work / f"sccache-{name}")
 
     # the cold reference: torch 2.14, Python 3.11, as a job of its own with an empty compiler cache
     cold = _build(work, cache("cold"), "cold", [_cell("2.14", "311")], ops=ops, extra=extra)[_cell("2.14", "311")]

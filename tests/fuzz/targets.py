@@ -2,7 +2,9 @@
 
 Each target states the contract the hypothesis tests check (tests/unit/test_hostile_*.py):
 any input is parsed or refused with the parser's own error, quickly, and an archive never
-writes outside its folder. atheris drives them by coverage (``python -m tests.fuzz``).
+writes outside its folder. The binary target starts from real ELF/PE files and from built ones
+whose records overlap (tests/support/binaries.py): mutations of a crafted structure reach what
+mutations of random bytes do not. atheris drives them by coverage (``python -m tests.fuzz``).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from dswheels.core.binaries.extension import BinaryError, read_extension
 from dswheels.core.compat import load_compat
 from dswheels.core.index.files import link_problem, parse_project_page
 from dswheels.core.index.yank import parse_yanked
@@ -108,7 +111,29 @@ def seed_archives(folder: Path) -> None:
         zf.writestr("top/op_builder/", b"")
 
 
-SEEDS: dict[str, Callable[[Path], None]] = {"archive": seed_archives}
+def binary(data: bytes) -> None:
+    """An extension's bytes: read (ELF version needs, PE imports, fatbin) or refused with BinaryError."""
+    with contextlib.suppress(BinaryError):
+        read_extension("x.so", data)
+
+
+def seed_binaries(folder: Path) -> None:
+    """Real ELF and PE files (tests/data) and built ones whose links are hostile, to mutate."""
+    from tests.conftest import DATA
+    from tests.support import binaries
+
+    for real in (DATA / "elf" / "libfixture.so", DATA / "elf" / "libverdef.so", DATA / "pe" / "fixture.pyd"):
+        (folder / real.name).write_bytes(real.read_bytes())
+    (folder / "overlapping-verneed.so").write_bytes(binaries.quadratic_verneed(2048))
+    entries = [(2, 80, 0x50, 16), (1, 90, 0x50, 8), (2, 90, 1, 0)]
+    fat = binaries.fatbin([(16, -1, entries)])
+    (folder / "fatbin.so").write_bytes(binaries.elf([binaries.ElfSection(b".nv_fatbin", 1, fat)]))
+    (folder / "fatbin.pyd").write_bytes(
+        binaries.pe(sections=[(0x1000, 0x200, bytes(0x200)), (0x2000, len(fat), fat)], names=[".text", ".nv_fatb"])
+    )
+
+
+SEEDS: dict[str, Callable[[Path], None]] = {"archive": seed_archives, "binary": seed_binaries}
 
 TARGETS: dict[str, Callable[[bytes], None]] = {
     "matrix": matrix,
@@ -116,4 +141,5 @@ TARGETS: dict[str, Callable[[bytes], None]] = {
     "manifest": manifest,
     "names": names,
     "archive": archive,
+    "binary": binary,
 }

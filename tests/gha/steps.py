@@ -4,11 +4,12 @@ With the logic in dswheels, a workflow step is one command line wired to its inp
 tests (tests/integration/test_workflow_chain.py, test_follow_chain.py) run those lines as
 written, in the order the jobs run, to prove the wiring end to end: :func:`run_step` resolves a
 step's ``env:`` (workflow, job, step) with the expression evaluator, checks its ``if:``, runs its
-``run:`` script with bash as the runner does and reads back its ``GITHUB_OUTPUT``. The jobs'
+``run:`` script with bash as the runner does and reads back its ``GITHUB_OUTPUT``, and what it
+wrote to ``GITHUB_ENV`` and ``GITHUB_PATH`` for the job's later steps. The jobs'
 order, their ``needs`` outputs and matrix entries are the test's to give; the artifacts that
 pass between jobs go through :class:`Artifacts`, which follows upload-artifact's and
 download-artifact's path rules for the inputs the workflows use. The ``uses:`` actions
-themselves (checkout, setup-python, the CUDA installer, ...) are not run: the structural tests
+themselves (checkout, setup-python, MSVC's environment, ...) are not run: the structural tests
 (tests/unit/test_workflows.py) check how they are called.
 """
 
@@ -54,6 +55,8 @@ class Job:
     contexts: dict[str, Value]
     extra_env: Mapping[str, str] = field(default_factory=dict)  # the machine (PATH, caches, ...)
     runs: dict[str, StepRun] = field(default_factory=dict)  # the run: steps so far, by id (else name)
+    exported: dict[str, str] = field(default_factory=dict)  # GITHUB_ENV of the steps so far
+    paths: list[str] = field(default_factory=list)  # GITHUB_PATH of the steps so far, first first
 
     def __post_init__(self) -> None:
         self.workspace.mkdir(parents=True, exist_ok=True)
@@ -100,8 +103,9 @@ class Job:
 
     def _process_env(self, step_env: Mapping[str, str], files: Mapping[str, Path]) -> dict[str, str]:
         host = {k: v for k, v in os.environ.items() if not k.startswith(_HOST_DROP_PREFIX)}
-        # this environment's console scripts (dswheels) first, as `pip install .` puts them on a runner
-        host["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), host.get("PATH", "")])
+        # this environment's console scripts (dswheels) first, as `pip install .` puts them on a runner;
+        # before them what earlier steps added with GITHUB_PATH
+        host["PATH"] = os.pathsep.join([*self.paths, str(Path(sys.executable).parent), host.get("PATH", "")])
         github = as_map(self.contexts.get("github"), "github")
         runner = {
             "CI": "true",
@@ -114,10 +118,12 @@ class Job:
             "GITHUB_API_URL": to_string(github.get("api_url")),
             "GITHUB_OUTPUT": str(files["output"]),
             "GITHUB_STEP_SUMMARY": str(files["summary"]),
+            "GITHUB_ENV": str(files["env"]),
+            "GITHUB_PATH": str(files["path"]),
             "RUNNER_OS": "Linux",
             "RUNNER_TEMP": str(self.temp),
         }
-        return {**host, **self.extra_env, **runner, **step_env}
+        return {**host, **self.extra_env, **self.exported, **runner, **step_env}
 
     def run(self, name: str, *, status: Status | None = None) -> StepRun:
         """Run the ``run:`` step ``name`` as the runner would; a failing script raises."""
@@ -133,7 +139,7 @@ class Job:
         shell = str(step.get("shell") or as_map(as_map(self.workflow.get("defaults"), "d").get("run"), "r")["shell"])
         if shell != "bash":
             raise WorkflowError(f"jobs.{self.job}: {name!r} runs under {shell}, which does not run here")
-        files = {kind: self.temp / f"{kind}-{uuid.uuid4().hex[:8]}" for kind in ("output", "summary")}
+        files = {kind: self.temp / f"{kind}-{uuid.uuid4().hex[:8]}" for kind in ("output", "summary", "env", "path")}
         for file in files.values():
             file.touch()
         script = to_string(interpolate(str(step["run"]), contexts))
@@ -148,6 +154,9 @@ class Job:
         if done.returncode != 0:
             tail = f"{done.stdout[-6000:]}\n{done.stderr[-6000:]}"
             raise AssertionError(f"jobs.{self.job} step {name!r} exited with {done.returncode}:\n{tail}")
+        self.exported.update(read_file_commands(files["env"]))
+        added = [line for line in files["path"].read_text(encoding="utf-8").splitlines() if line]
+        self.paths[:0] = reversed(added)  # the last one added comes first, as on a runner
         ran = StepRun(
             ran=True,
             outputs=read_file_commands(files["output"]),
@@ -259,7 +268,6 @@ NOT_RUN_HERE = frozenset(
     {
         "actions/checkout",
         "actions/setup-python",
-        "jimver/cuda-toolkit",
         "actions/cache/restore",  # unless the test gives run_job its Caches
         "actions/cache/save",
         "themrmilchmann/setup-msvc-dev",

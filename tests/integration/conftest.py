@@ -3,7 +3,9 @@
 The two reference wheels are built ONCE per test session through the real ``dswheels build``
 command line, and later tests (verify, index, install, smoke) reuse them:
 
-* :func:`cpu_build`  -- ``ds0.19.8-torch2.13-cpu-cp311-linux_x86_64`` with ``cpu_adam``
+* :func:`cpu_build`  -- ``ds0.19.8-torch2.13-cpu-cp311-linux_x86_64`` with ``cpu_adam`` and
+  ``deepspeed_shm_comm``, planned by the shipped matrix (``--ops`` picks the two), in a clone:
+  the README's build example, as a user runs it
 * :func:`cuda_build` -- ``ds0.19.8-torch2.14-cu130-cp311-linux_x86_64`` with ``fused_adam`` for
   ``7.5;8.0+PTX``, compiled by the machine's nvcc without a GPU
 
@@ -32,9 +34,13 @@ import requests
 
 from dswheels.core.locations import WHEELHOUSE
 from tests.conftest import DATA, ROOT, require
+from tests.support.processes import stop_sccache
 from tests.support.servers import LoopbackServer
 
 CPU_CELL = "ds0.19.8-torch2.13-cpu-cp311-linux_x86_64"
+# on the CPU accelerator deepspeed.init_distributed loads the shm op: a CPU wheel without it JIT-compiles it
+# in every training run (dswheels smoke catches exactly that)
+CPU_OPS = ("cpu_adam", "deepspeed_shm_comm")
 CUDA_CELL = "ds0.19.8-torch2.14-cu130-cp311-linux_x86_64"
 CUDA_HOME = Path("/usr/local/cuda-13.0")
 BUILD_TIMEOUT = 3600
@@ -61,21 +67,33 @@ class Built:
 def dswheels(
     *args: str, env: dict[str, str] | None = None, cwd: Path | None = None, timeout: float = BUILD_TIMEOUT
 ) -> subprocess.CompletedProcess[str]:
-    """Run the real command line (``python -m dswheels``) and capture what it prints."""
-    return subprocess.run(
-        [sys.executable, "-m", "dswheels", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=cwd or ROOT,
-        timeout=timeout,
-        check=False,
-    )
+    """Run the real command line (``python -m dswheels``) and capture what it prints.
+
+    After a ``build``, sccache's server (which the build starts for its compile and leaves to
+    sccache's idle timeout) is stopped: the test that ran the build stops what it started.
+    """
+    try:
+        return subprocess.run(
+            [sys.executable, "-m", "dswheels", *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=cwd or ROOT,
+            timeout=timeout,
+            check=False,
+        )
+    finally:
+        if args[:1] == ("build",):
+            stop_sccache(env)
 
 
 def build_env(cache: Path, **extra: str) -> dict[str, str]:
+    """This environment for a dswheels run of the session: its cache, no GitHub Actions, and the compiler
+    caches' objects under the session cache unless the environment names their places (not in $HOME)."""
     env = dict(os.environ)
     env["DSWHEELS_CACHE"] = str(cache)
+    for name, where in cache_dirs(cache).items():
+        env.setdefault(name, where)
     env.pop("GITHUB_ACTIONS", None)
     env.pop("GITHUB_STEP_SUMMARY", None)
     env.update(extra)
@@ -106,10 +124,10 @@ def dswheels_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("dswheels-cache")
 
 
-def _build(cache: Path, cwd: Path, matrix: str, cell: str, *extra: str, env: dict[str, str] | None = None) -> Built:
+def _build(cache: Path, cwd: Path, cell: str, *extra: str, env: dict[str, str] | None = None) -> Built:
     """``dswheels build`` run in ``cwd`` with no --out, as a person runs it: the wheel lands in cwd/wheelhouse/."""
     start = time.monotonic()
-    argv = ("build", "--matrix", str(DATA / matrix), "--cell", cell, "--torch-index", "pip", *extra)
+    argv = ("build", "--cell", cell, *extra, "--torch-index", "pip")
     result = dswheels(*argv, env=build_env(cache, **(env or {})), cwd=cwd)
     seconds = time.monotonic() - start
     _TIMES[f"{cell} {' '.join(extra)}".strip()] = seconds
@@ -136,24 +154,55 @@ def _build(cache: Path, cwd: Path, matrix: str, cell: str, *extra: str, env: dic
 
 @pytest.fixture(scope="session")
 def cpu_build(dswheels_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Built:
-    """The CPU reference wheel (torch 2.13 CPU, cpu_adam), built once per session."""
+    """The CPU reference wheel (torch 2.13 CPU, cpu_adam and deepspeed_shm_comm), built once per session in a
+    clone (its matrix/matrix.yml, the shipped one, plans it; its glibc/libstdc++ promise is the shipped one)."""
     require_compilers()
-    return _build(dswheels_cache, tmp_path_factory.mktemp("clone-cpu"), "matrix-cpu.yml", CPU_CELL)
+    clone = tmp_path_factory.mktemp("clone-cpu")
+    (clone / "matrix").mkdir()
+    shutil.copy2(ROOT / "matrix" / "matrix.yml", clone / "matrix" / "matrix.yml")
+    return _build(dswheels_cache, clone, CPU_CELL, "--ops", ",".join(CPU_OPS))
+
+
+def cache_dirs(root: Path) -> dict[str, str]:
+    """Where ccache and sccache keep their objects under ``root``: a build uses whichever ``auto`` picks."""
+    return {"CCACHE_DIR": str(root / "ccache"), "SCCACHE_DIR": str(root / "sccache")}
 
 
 @pytest.fixture(scope="session")
-def cuda_ccache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The compiler cache the CUDA reference wheel fills (empty before it): later CUDA builds may use it."""
-    return tmp_path_factory.mktemp("ccache-cuda")
+def torch_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A venv with torch 2.13.0+cpu (the CPU wheel's torch; /opt/wheels on this machine, else PyPI)."""
+    uv = shutil.which("uv")
+    require(uv is not None, "uv on PATH (the test group installs it)")
+    assert uv is not None
+    env = dict(os.environ)
+    env["NO_PROXY"] = env["no_proxy"] = "127.0.0.1,localhost"
+    path = tmp_path_factory.mktemp("venv-torch") / "v"
+    done = subprocess.run([uv, "venv", "-q", "--seed", "--python", sys.executable, str(path)], check=False, env=env)
+    assert done.returncode == 0
+    python = path / "bin" / "python"
+    find_links = Path("/opt/wheels")
+    extra = ["--find-links", str(find_links)] if find_links.is_dir() else []
+    done = subprocess.run(
+        [uv, "pip", "install", "-q", "--python", str(python), *extra, "torch==2.13.0"], check=False, env=env
+    )
+    require(done.returncode == 0, "torch==2.13.0 installable (network or /opt/wheels)")
+    return python
 
 
 @pytest.fixture(scope="session")
-def cuda_build(dswheels_cache: Path, cuda_ccache: Path, tmp_path_factory: pytest.TempPathFactory) -> Built:
+def cuda_compiler_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The compiler cache the CUDA reference wheel fills (empty before it), ccache's or sccache's: later CUDA
+    builds may use it."""
+    return tmp_path_factory.mktemp("compiler-cache-cuda")
+
+
+@pytest.fixture(scope="session")
+def cuda_build(dswheels_cache: Path, cuda_compiler_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Built:
     """The CUDA reference wheel (torch 2.14 cu130, fused_adam for 7.5;8.0+PTX), built once per session."""
     require_cuda()
     cwd = tmp_path_factory.mktemp("clone-cuda")
-    env = {"CCACHE_DIR": str(cuda_ccache)} if shutil.which("ccache") else None
-    return _build(dswheels_cache, cwd, "matrix-cuda.yml", CUDA_CELL, env=env)
+    env = cache_dirs(cuda_compiler_cache)
+    return _build(dswheels_cache, cwd, CUDA_CELL, "--matrix", str(DATA / "matrix-cuda.yml"), env=env)
 
 
 # --- loopback HTTP servers -----------------------------------------------------------------------

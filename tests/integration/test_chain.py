@@ -31,9 +31,26 @@ from tests.support.readme import README_CACHE, README_CWD, check_example
 pytestmark = pytest.mark.integration
 
 
+def _auto_cache() -> str:
+    """What `--compiler-cache auto` picks on this PATH (the README: ccache, else sccache, else none)."""
+    for tool in ("ccache", "sccache"):
+        if shutil.which(tool):
+            return tool
+    return "no compiler cache"
+
+
 def test_the_build_example_is_the_reference_build(cpu_build: Built, dswheels_cache: Path) -> None:
     places = {str(cpu_build.cwd): README_CWD, str(ROOT): README_CWD, str(dswheels_cache): README_CACHE}
     check_example("build", argv=cpu_build.argv, output=cpu_build.stdout + cpu_build.stderr, places=places)
+    # what the example leaves out (`...`) because it differs between machines (the slots: its cores), said here:
+    # the cache auto picks
+    line = re.search(
+        r"^building 2 op\(s\), longest first, 2 at a time, every unit from one pool of \d+ compile slot\(s\), (.+)$",
+        cpu_build.stdout,
+        re.MULTILINE,
+    )
+    assert line is not None, cpu_build.stdout
+    assert line.group(1) == _auto_cache()
 
 
 def _wait_for(port: int, server: subprocess.Popen[bytes]) -> None:

@@ -420,3 +420,42 @@ def test_install_with_uv_into_an_environment_without_pip(served: tuple[Path, str
     assert done.returncode == 0, done.stdout + done.stderr
     assert "+ uv pip install --python" in done.stdout
     assert _installed(python) == wheel_version(exact)
+
+
+def test_doctor_without_torch_prints_the_fix_that_makes_install_succeed(
+    served: tuple[Path, str], tmp_path: Path
+) -> None:
+    """A new environment (pip, no torch) and a site whose only partition is cpu-torch2.13: the torch
+    check's fix, run as printed in that environment, then `dswheels install --index SITE` succeeds."""
+    require(sys.platform.startswith("linux"), "the test wheels are linux_x86_64")
+    exact = _cell((2, 13), "cpu")
+    index = _index(served, "onlycpu", [exact])
+    venv = tmp_path / "v"
+    assert (
+        subprocess.run([*_uv(), "venv", "-q", "--seed", "--python", sys.executable, str(venv)], check=False).returncode
+        == 0
+    )
+    python = venv / "bin" / "python"
+    code, data, _ = _doctor("--python", str(python), "--index", index)
+    assert code == 9
+    torch = _check(data, "torch")
+    assert torch["title"] == "torch is not installed"
+    fix = shlex.split(torch["fix"])
+    assert fix[:3] == ["pip", "install", f"torch=={load_compat().torch[exact.torch].latest}"], torch
+    assert wheel_filename(exact) in torch["detail"]
+    # run as printed, in the environment (activated: its bin/ first on PATH); download.pytorch.org, which the
+    # line names, is out of reach here, so torch comes from this machine's pip configuration (/opt/wheels)
+    env = {**_env(), "PATH": f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}", "VIRTUAL_ENV": str(venv)}
+    env.update(PIP_RETRIES="0", PIP_DISABLE_PIP_VERSION_CHECK="1")
+    done = subprocess.run(fix, capture_output=True, text=True, env=env, timeout=900, check=False)
+    # the torch above is the one the index has a wheel for (checked before this): the line can only fail here
+    # for want of its index, download.pytorch.org, or of a pip configuration standing in for it (this
+    # machine's: /opt/wheels and a local mirror of PyPI's files, in ~/.config/pip/pip.conf)
+    require(
+        done.returncode == 0,
+        f"{torch['fix']}: neither download.pytorch.org nor a pip configuration with a mirror of it is reachable: "
+        + done.stderr[-400:],
+    )
+    installed = _install(python, index)
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    assert _installed(python) == wheel_version(exact)

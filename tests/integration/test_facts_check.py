@@ -86,10 +86,9 @@ def test_the_shipped_facts_are_checked_against_every_source(upstream: UpstreamSe
     assert data["unreachable"] == {}
     assert data["read"]["deepspeed-sdists"] == "0.19.4, 0.19.5, 0.19.6, 0.19.7, 0.19.8"
     found = _findings(tmp_path / "r.json")
-    # torch 2.14.1's pin came from its METADATA, read through range requests of the wheel
-    (pin,) = found["cuda.13.0.install"]
-    assert "torch 2.14.1 pins cuda-toolkit 13.0.3" in str(pin["message"])
-    assert pin["person"]
+    # torch 2.14.1's pin (13.0.3) came from its METADATA, read through range requests of the wheel, and
+    # compat.yml installs it: nothing to raise
+    assert not [e for e in found if e.startswith("cuda.") and e.endswith(".install")]
     wheel_reads = [p for p in upstream.paths if p.endswith("torch-2.14.1-cp314-cp314-manylinux_2_28_x86_64.whl")]
     assert len(wheel_reads) == 2  # the end of the zip, then METADATA: no whole wheel
     # the sdists agree with the ops, the whitelist and both checked rules: nothing to report there

@@ -108,24 +108,6 @@ def test_the_probe_reads_what_this_python_loads() -> None:
 
 
 @pytest.fixture(scope="module")
-def torch_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A venv with torch 2.13.0+cpu (the CPU wheel's torch; /opt/wheels on this machine)."""
-    uv = shutil.which("uv")
-    require(uv is not None, "uv on PATH (the test group installs it)")
-    assert uv is not None
-    path = tmp_path_factory.mktemp("venv-floor") / "v"
-    done = subprocess.run([uv, "venv", "-q", "--seed", "--python", sys.executable, str(path)], check=False, env=_env())
-    assert done.returncode == 0
-    python = path / "bin" / "python"
-    extra = ["--find-links", str(FIND_LINKS)] if FIND_LINKS.is_dir() else []
-    done = subprocess.run(
-        [uv, "pip", "install", "-q", "--python", str(python), *extra, "torch==2.13.0"], check=False, env=_env()
-    )
-    require(done.returncode == 0, "torch==2.13.0 installable (network or /opt/wheels)")
-    return python
-
-
-@pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str]]:
     root = tmp_path_factory.mktemp("floor-sites")
     with StaticServer(root) as server:

@@ -177,3 +177,76 @@ def test_verify_static_judges_deepspeeds_own_wheel(version: str, dswheels_cache:
     cpu = [c for name, c in checks.items() if name.startswith("cpu baseline ")]
     assert len(cpu) == 14
     assert all(c["ok"] for c in cpu)
+
+
+def test_every_extension_sits_where_its_op_is_imported_from(inspected: dict[str, Any], dswheels_cache: Path) -> None:
+    """DeepSpeed loads a prebuilt op with import_module(builder.absolute_name()). In 0.16.5 InferenceCoreBuilder's
+    absolute_name() is deepspeed.inference.v2.kernelsinference_core_ops (a dot missing upstream) and the .pyd is
+    named to match, exporting PyInit_kernelsinference_core_ops: InferenceCoreBuilder().load(), which is how every
+    caller in the wheel gets the op, imports it. Not misplaced, and inspect says where each op is loaded from."""
+    for version in VERSIONS:
+        for ext in inspected[version]["extensions"]:
+            assert ext["misplaced"] is None, ext["misplaced"]
+            assert str(ext["file"]).startswith(str(ext["module"]).replace(".", "/") + "."), ext
+    core = next(e for e in inspected["0.16.5"]["extensions"] if e["op"] == "inference_core_ops")
+    assert core["module"] == "deepspeed.inference.v2.kernelsinference_core_ops"
+    wheel = _wheel(dswheels_cache, "0.16.5")
+    with zipfile.ZipFile(wheel) as zf:
+        builder = zf.read("deepspeed/ops/op_builder/inference_core_ops.py").decode()
+        pyd = zf.read(str(core["file"]))
+    assert "return f'deepspeed.inference.v2.kernels{self.NAME}'" in builder
+    image = pefile.PE(data=pyd, fast_load=True)
+    image.parse_data_directories(directories=[pefile.DIRECTORY_ENTRY["IMAGE_DIRECTORY_ENTRY_EXPORT"]])
+    assert b"PyInit_kernelsinference_core_ops" in {s.name for s in image.DIRECTORY_ENTRY_EXPORT.symbols}
+    text = dswheels("inspect", str(wheel), env=build_env(dswheels_cache), timeout=600).stdout
+    assert (
+        "module   deepspeed.inference.v2.kernelsinference_core_ops: inference_core_ops's builder imports it from here"
+        in text
+    )
+
+
+def _with_member(wheel: Path, out: Path, member: str, text: str) -> Path:
+    """A copy of ``wheel`` with ``member`` replaced by ``text``."""
+    with zipfile.ZipFile(wheel) as src, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as dst:
+        for info in src.infolist():
+            dst.writestr(info, text.encode() if info.filename == member else src.read(info))
+    return out
+
+
+def test_an_extension_outside_its_ops_import_path_is_flagged(dswheels_cache: Path, tmp_path: Path) -> None:
+    """DeepSpeed's real 0.16.5 Windows wheel with InferenceCoreBuilder naming the module its path suggests
+    (deepspeed.inference.v2.kernels.inference_core_ops, as a builder with the dot has it): the unchanged
+    kernelsinference_core_ops.pyd is then where no builder looks, a lost separator, and inspect and verify say so."""
+    wheel = _wheel(dswheels_cache, "0.16.5")
+    builder = "deepspeed/ops/op_builder/inference_core_ops.py"
+    with zipfile.ZipFile(wheel) as zf:
+        source = zf.read(builder).decode()
+    dotted = source.replace(
+        "f'deepspeed.inference.v2.kernels{self.NAME}'", "f'deepspeed.inference.v2.kernels.{self.NAME}'"
+    )
+    assert dotted != source
+    broken = _with_member(wheel, tmp_path / wheel.name, builder, dotted)
+    env = build_env(dswheels_cache)
+    result = dswheels("inspect", "--format", "json", str(broken), env=env, timeout=600)
+    assert result.returncode == 0, result.stderr
+    (report,) = json.loads(result.stdout)["wheels"]
+    pyd = "deepspeed/inference/v2/kernelsinference_core_ops.cp311-win_amd64.pyd"
+    (core,) = [e for e in report["extensions"] if e["file"] == pyd]
+    assert core["op"] == "inference_core_ops"
+    expected = (
+        f"{pyd} imports as deepspeed.inference.v2.kernelsinference_core_ops, but inference_core_ops's builder loads "
+        "deepspeed.inference.v2.kernels.inference_core_ops (its absolute_name()): a folder separator is lost or added "
+        "in the path: loading inference_core_ops raises ModuleNotFoundError wherever DeepSpeed calls its builder's "
+        "load()"
+    )
+    assert core["misplaced"] == expected
+    assert expected in report["warnings"]
+    assert [e["file"] for e in report["extensions"] if e["misplaced"]] == [pyd]  # the other 13 are where they belong
+    text = dswheels("inspect", str(broken), env=env, timeout=600).stdout
+    assert "module   deepspeed.inference.v2.kernelsinference_core_ops: NOT where its op is imported from" in text
+    report_file = tmp_path / "verify.json"
+    verify = dswheels("verify", "--static", str(broken), "--report", str(report_file), env=env)
+    assert verify.returncode == 6
+    checks = {c["name"]: c for c in json.loads(report_file.read_text())["wheels"][0]["static"]}
+    assert not checks["extensions"]["ok"]
+    assert expected in checks["extensions"]["detail"]

@@ -17,6 +17,7 @@ import os
 import shutil
 import subprocess
 import zipfile
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -32,9 +33,10 @@ from dswheels.core.wheel.manifest import parse_manifest
 from dswheels.effects.interpreter import find_uv, prepare_interpreter, torch_index_args
 from dswheels.effects.toolchain import MsvcEnv, check_msvc_link
 from dswheels.effects.wine.cuda import WindowsCuda, assemble_windows_cuda
+from dswheels.effects.wine.host import wait_for_wineserver, wine_prefix
 from dswheels.effects.wine.toolchain import WineTools, check_wine, prepare_wine, write_wine_tools
 from dswheels.errors import EnvironmentMismatchError
-from tests.conftest import require
+from tests.conftest import DATA, require
 from tests.integration.conftest import Built, _build, dswheels
 from tests.support.planned import planned_cell
 
@@ -60,12 +62,19 @@ def require_wine() -> Path:
     return msvc_root()
 
 
+@pytest.fixture(autouse=True)
+def _wine_settles(dswheels_cache: Path) -> Iterator[None]:
+    """A test that ran Windows tools waits for Wine's server (and its services) to end: tests stop what they start."""
+    yield
+    wait_for_wineserver(wine_prefix(dswheels_cache), os.environ)
+
+
 @pytest.fixture(scope="session")
 def wine_build(dswheels_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Built:
     """The Windows canary wheel, built once per session under Wine."""
     root = require_wine()
     cwd = tmp_path_factory.mktemp("clone-wine")
-    return _build(dswheels_cache, cwd, "matrix-windows.yml", WIN_CELL, "--msvc-root", str(root))
+    return _build(dswheels_cache, cwd, WIN_CELL, "--matrix", str(DATA / "matrix-windows.yml"), "--msvc-root", str(root))
 
 
 def _pyds(wheel: Path) -> dict[str, bytes]:

@@ -10,8 +10,8 @@ nothing (its wheel is published) and every job after the plan is skipped.
 
 GitHub's runner is not emulated (tests/gha/steps.py): each job's `run:` steps run here with
 bash, their env: resolved from the contexts a runner would give; artifacts move by
-upload/download-artifact's path rules; the other actions (checkout, setup-python, the CUDA
-installer, sccache-action, attestation, Pages) are not run: tests/unit/test_workflows.py
+upload/download-artifact's path rules; the other actions (checkout, setup-python, MSVC's
+environment, sccache-action, attestation, Pages) are not run: tests/unit/test_workflows.py
 checks how they are called. Jobs for Windows or a GPU runner are not run here.
 """
 
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -32,6 +33,8 @@ from tests.gha.expressions import Status, Value, condition
 from tests.gha.model import as_map, load_workflow, validate_inputs
 from tests.gha.steps import Artifacts, Caches, Job, run_job
 from tests.integration.conftest import require_compilers
+from tests.support.processes import stop_sccache
+from tests.support.servers import StaticServer
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(1800)]
 
@@ -113,7 +116,10 @@ def test_the_wheels_workflow_chain_runs_here_for_one_linux_cell(tmp_path: Path, 
         contexts={**base, "needs": needs, "matrix": entry},
         extra_env=machine,
     )
-    built = run_job(build, store, caches=caches)
+    try:
+        built = run_job(build, store, caches=caches)
+    finally:
+        stop_sccache({**os.environ, **machine})  # `dswheels build --compiler-cache sccache` started it on this port
     assert built.ran == [
         "Start the clock",
         "actions/download-artifact",
@@ -130,9 +136,7 @@ def test_the_wheels_workflow_chain_runs_here_for_one_linux_cell(tmp_path: Path, 
     assert [(e.job, e.key) for e in caches.entries] == [("build", key)]
     assert 300 <= int(built.steps["time_left"].outputs["minutes"]) <= 345  # the build's deadline: the job's, less
     # the Windows-only steps and the CUDA install were evaluated and skipped on this Linux leg
-    assert {"Enable long paths", "No GNU link.exe", "Re-run to finish", "CUDA toolkit (second try)"} <= set(
-        built.skipped
-    )
+    assert {"Enable long paths", "No GNU link.exe", "Re-run to finish", "CUDA toolkit"} <= set(built.skipped)
     assert f"| `{CELL}` | ok |" in built.steps["build"].summary  # the job summary: the cell built
 
     _check_rerun_restores(tmp_path, base=base, needs=needs, entry=entry, machine=machine, store=store, caches=caches)
@@ -177,7 +181,10 @@ def _check_rerun_restores(
         contexts={**base, "github": github, "needs": needs, "matrix": entry},
         extra_env=machine,
     )
-    again = run_job(rerun, rerun_store, caches=caches)
+    try:
+        again = run_job(rerun, rerun_store, caches=caches)
+    finally:
+        stop_sccache({**os.environ, **machine})  # the re-run's build started its own server on this port
     assert "Build" in again.ran
     restored = rerun.runs["Restore the compiler cache"].outputs
     assert restored["cache-hit"] == "false"  # another attempt, another key: restored through its restore keys
@@ -253,3 +260,60 @@ def _pip_resolves(index: Path, dest: Path) -> None:
     )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert sorted(p.name for p in dest.glob("*.whl")) == [WHEEL]
+
+
+def test_the_build_jobs_cuda_step_installs_the_planned_toolkit_from_nvidias_archives(
+    tmp_path: Path, dswheels_cache: Path
+) -> None:
+    """The plan job plans a CUDA cell; its build job's CUDA step, as written, installs what the plan
+    names from the redist folder (tests/data/cuda-redist on loopback, a mirror for the runner) and
+    the steps after it see CUDA_HOME and nvcc on PATH. The compile itself is the CPU chain's above."""
+    base, machine = _dispatched(tmp_path, dswheels_cache)
+    inputs = {**INPUTS, "torch": "2.14", "cuda": "cu130", "publish": "false"}
+    declared = as_map(as_map(as_map(WHEELS["on"], "on")["workflow_dispatch"], "wd")["inputs"], "inputs")
+    base["inputs"] = validate_inputs(declared, inputs)
+    redist = DATA / "cuda-redist"
+    with StaticServer(redist) as server:
+        base["vars"] = {
+            **as_map(base["vars"], "vars"),
+            "DSWHEELS_MATRIX": str(DATA / "matrix-cuda.yml"),
+            "DSWHEELS_CUDA_REDIST_URL": server.url,  # the repository variable: a mirror of NVIDIA's folder
+        }
+        plan = run_job(
+            Job(workflow=WHEELS, job="plan", workspace=tmp_path / "plan", contexts=base, extra_env=machine),
+            Artifacts(tmp_path / "artifacts"),
+        )
+        (entry,) = json.loads(plan.outputs["matrix"])["include"]
+        assert entry["cuda_toolkit"] == "13.0.3"
+        assert entry["cuda_components"].split()[:2] == ["cuda_nvcc", "cuda_cudart"]
+        # the test JSON is not NVIDIA's (its archives are rebuilt): the runner is told its digest
+        pin = hashlib.sha256((redist / "redistrib_13.0.3.json").read_bytes()).hexdigest()
+        build = Job(
+            workflow=WHEELS,
+            job="build",
+            workspace=tmp_path / "build",
+            contexts={**base, "matrix": entry},
+            extra_env={**machine, "DSWHEELS_CUDA_REDIST_SHA256": pin},
+        )
+        step = build.run("CUDA toolkit")
+        assert step.ran
+        fetched = sorted(r.path for r in server.log if r.status == 200)
+    root = Path(build.exported["CUDA_HOME"])
+    assert build.exported["CUDA_PATH"] == str(root)
+    assert build.paths == [str(root / "bin")]
+    assert root == build.temp / "cuda"  # $RUNNER_TEMP/cuda: a short root (Windows' cl and nvcc)
+    for name in ("bin/nvcc", "include/cuda_runtime.h", "include/cccl/cub/cub.cuh", "include/cuda_profiler_api.h"):
+        assert (root / name).is_file(), name
+    assert "/redistrib_13.0.3.json" in fetched
+    assert len([p for p in fetched if p.endswith(".tar.xz")]) == len(entry["cuda_components"].split())
+    assert not [p for p in fetched if p.endswith(".zip")]  # the Linux leg takes the Linux archives only
+    # a later step of the job finds the toolkit as `dswheels build` does: CUDA_HOME, and nvcc on PATH
+    seen = subprocess.run(
+        ["bash", "-c", "command -v nvcc && nvcc --version"],
+        env=build._process_env({}, {k: tmp_path / k for k in ("output", "summary", "env", "path")}),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert seen.stdout.splitlines()[0] == str(root / "bin" / "nvcc")
+    assert "release 13.0, V13.0.88" in seen.stdout

@@ -22,8 +22,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urljoin, urlsplit
 
+from dswheels.core.upstream.cuda_action import ActionPin
 from dswheels.core.upstream.seen import Upstream
-from tests.conftest import DATA, ROOT
+from tests.conftest import DATA
 from tests.support.servers import LoopbackServer
 
 __all__ = ["RECORDED", "SDISTS", "UpstreamServer", "assemble", "recorded_upstream", "urls"]
@@ -169,9 +170,20 @@ def urls(base: str) -> list[str]:
     ]
 
 
+def recorded_action_pin() -> ActionPin:
+    """The action wheels.yml pinned (v0.2.35) until it installed CUDA from NVIDIA's archives: the recorded tables'."""
+    from dswheels.core.upstream.cuda_action import find_action_pin
+
+    (commit,) = [p.name for p in (RECORDED / "cuda-toolkit").iterdir()]
+    step = f"      - uses: Jimver/cuda-toolkit@{commit} # v0.2.35\n        with:\n          method: network\n"
+    pin = find_action_pin(step)
+    assert pin is not None
+    return pin
+
+
 def recorded_upstream(*, with_index: bool = True, with_action: bool = True, with_toolkits: bool = True) -> Upstream:
     """The recordings parsed by the same code a real check uses (no sdists, no METADATA ranges)."""
-    from dswheels.core.upstream.cuda_action import cuda_action_seen, find_action_pin
+    from dswheels.core.upstream.cuda_action import cuda_action_seen
     from dswheels.core.upstream.pypi import cuda_toolkit_releases, deepspeed_releases, torch_minors
     from dswheels.core.upstream.torch_index import torch_index_seen
 
@@ -189,8 +201,7 @@ def recorded_upstream(*, with_index: bool = True, with_action: bool = True, with
         index = torch_index_seen(base, pages)
     action = None
     if with_action:
-        pin = find_action_pin((ROOT / ".github" / "workflows" / "wheels.yml").read_text(encoding="utf-8"))
-        assert pin is not None
+        pin = recorded_action_pin()
         links = RECORDED / "cuda-toolkit" / pin.commit / "src" / "links"
         action = cuda_action_seen(
             pin,

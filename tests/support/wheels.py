@@ -16,22 +16,27 @@ import base64
 import hashlib
 import io
 import random
+import struct
 import sys
 import tarfile
 import zipfile
+import zlib
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from dswheels.core.wheel.manifest import FileInfo, Manifest, render_manifest
 from tests.support.planned import planned_cell
 
 __all__ = [
+    "Bomb",
     "interpreter_tag",
     "write_deepspeed_wheel",
     "write_fake_sdist",
     "write_fake_torch",
     "write_manifest",
     "write_wheel",
+    "write_zip",
 ]
 
 _DATE = (2020, 1, 1, 0, 0, 0)
@@ -197,4 +202,49 @@ def write_manifest(wheel: Path, sha256: str | None = None) -> Path:
     )
     path = wheel.with_name(wheel.name.removesuffix(".whl") + ".manifest.json")
     path.write_text(render_manifest(manifest), encoding="utf-8")
+    return path
+
+
+_CHUNK = 16 * 1024**2
+
+
+@dataclass(frozen=True)
+class Bomb:
+    """A member that inflates to ``inflates`` zero bytes and whose zip headers state ``stated``
+    (the same, or a lie). Its CRC is that of nothing: a reader that inflated it all would first
+    run out of memory, then find the CRC wrong."""
+
+    inflates: int
+    stated: int | None = None  # None: the truth
+
+
+def _deflated_zeros(size: int) -> bytes:
+    """A raw deflate stream of ``size`` zero bytes, in milliseconds: after a full flush deflate
+    starts afresh, so the compressed form of one 16 MiB chunk repeats (3 GiB: 3 MB)."""
+    compressor = zlib.compressobj(9, zlib.DEFLATED, -15)
+    whole, rest = divmod(size, _CHUNK)
+    chunk = compressor.compress(bytes(_CHUNK)) + compressor.flush(zlib.Z_FULL_FLUSH) if whole else b""
+    tail = compressor.compress(bytes(rest)) + compressor.flush()
+    return chunk * whole + tail
+
+
+def write_zip(path: Path, members: Mapping[str, bytes | Bomb]) -> Path:
+    """A zip written byte by byte (zipfile cannot state a size other than the truth): files
+    deflated, bombs as :class:`Bomb` says."""
+    local = bytearray()
+    central = bytearray()
+    for name, member in members.items():
+        encoded = name.encode()
+        if isinstance(member, Bomb):
+            data, crc, size = _deflated_zeros(member.inflates), 0, member.stated or member.inflates
+        else:
+            compressor = zlib.compressobj(6, zlib.DEFLATED, -15)
+            data, crc, size = compressor.compress(member) + compressor.flush(), zlib.crc32(member), len(member)
+        fields = (20, 0, 8, 0, 0x5021, crc, len(data), size, len(encoded), 0)  # 2020-01-01, deflated
+        central += struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 20, *fields, 0, 0, 0, 0o644 << 16, len(local))
+        central += encoded
+        local += struct.pack("<IHHHHHIIIHH", 0x04034B50, *fields) + encoded + data
+    end = struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, len(members), len(members), len(central), len(local), 0)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(bytes(local + central + end))
     return path

@@ -80,7 +80,7 @@ toolchains = st.builds(
     cuda_check=texts,
     nvcc_flags=st.lists(texts, max_size=3).map(tuple),
     cpu_baseline=texts,
-    cuda_subpackages=st.lists(texts, max_size=3).map(tuple),
+    cuda_components=st.lists(texts, max_size=3).map(tuple),
     notes=st.lists(texts, max_size=3).map(tuple),
     linux_runtime=st.none() | floors,
 )

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 
 import pytest
 
-from dswheels.cli import main
+from dswheels.cli import build_parser, main
 from tests.conftest import ROOT
 
 
@@ -156,6 +157,43 @@ def test_github_format_is_a_fromjson_matrix(capsys: pytest.CaptureFixture[str]) 
     assert {job["platform"] for job in jobs} == {"win_amd64", "linux_x86_64"}
     windows = next(job for job in jobs if job["os"] == "windows")
     assert windows["msvc_toolset"] == "14.44"
-    assert windows["cuda_toolkit"] == "13.0.2"
-    assert "crt" in json.loads(windows["cuda_subpackages"])
+    assert windows["cuda_toolkit"] == "13.0.3"
+    # what `dswheels cuda install` assembles, on both OSes: compat.yml's one list for CUDA 13.0
+    assert windows["cuda_components"].split() == [
+        "cuda_nvcc",
+        "cuda_cudart",
+        "cuda_cccl",
+        "cuda_profiler_api",
+        "libcublas",
+        "libcurand",
+        "libcusparse",
+        "libcusolver",
+        "cuda_crt",
+        "libnvvm",
+    ]
+    linux = next(job for job in jobs if job["os"] == "linux")
+    assert linux["cuda_components"] == windows["cuda_components"]
     assert windows["runs_on"] == ["windows-2022"]
+
+
+def _commands(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> list[tuple[str, argparse.ArgumentParser]]:
+    """Every command and subcommand of the parser tree, by its full name (``facts dispatch``)."""
+    found = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                found.append((" ".join((*path, name)), sub))
+                found += _commands(sub, (*path, name))
+    return found
+
+
+def test_every_command_says_what_it_does_in_its_help(capsys: pytest.CaptureFixture[str]) -> None:
+    commands = _commands(build_parser())
+    assert {"facts dispatch", "facts issue", "facts check", "build", "doctor"} <= {name for name, _ in commands}
+    for name, _parser in commands:
+        with pytest.raises(SystemExit) as info:
+            main([*name.split(), "--help"])
+        assert info.value.code == 0
+        _usage, _, rest = capsys.readouterr().out.partition("\n\n")
+        # argparse puts the description between the usage and the first group of options
+        assert not rest.startswith(("options:", "optional arguments:")), f"dswheels {name} --help has no description"

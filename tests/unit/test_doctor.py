@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from dswheels.core.compat import Compat
-from dswheels.core.doctor import Status, diagnose
+from dswheels.core.doctor import IndexView, Status, diagnose
 from dswheels.core.doctor.facts import (
     DeepSpeedFacts,
     Facts,
@@ -25,7 +25,9 @@ from dswheels.core.doctor.facts import (
 )
 from dswheels.core.doctor.facts_json import facts_from_data, facts_to_data
 from dswheels.core.doctor.render import render_text
+from dswheels.core.index.files import IndexFile
 from dswheels.core.matrix.spec import MatrixSpec
+from dswheels.core.naming import try_parse_wheel
 from dswheels.core.plan.planner import Combo, plan
 from dswheels.core.versions import parse_nvcc_version, parse_version
 from dswheels.effects.matrix_file import load_matrix
@@ -131,13 +133,23 @@ def test_no_toolkit(compat: Compat) -> None:
     report = diagnose(load_machine("linux-no-toolkit"), compat)
     toolkit = one(report, "toolkit")
     assert toolkit.status is Status.WARN
-    assert "CUDA 12.8.1" in toolkit.fix  # the full release compat.yml installs for 12.8
+    assert "CUDA 12.8.2" in toolkit.fix  # the full release compat.yml installs for 12.8
     local = report.verdict.local
     assert local.status is Status.FAIL
     assert local.blockers[0].startswith("no CUDA toolkit found: torch CUDA 12.8 needs one")
     assert one(report, "cuda_home").status is Status.WARN
     # installing a published wheel needs no toolkit: nothing FAILs
     assert report.worst is Status.WARN
+
+
+def test_no_toolkit_where_dswheels_can_install_one_names_the_command(compat: Compat) -> None:
+    # 12.8.2's redistrib JSON is not pinned: the installer's page; a pinned toolkit: `dswheels cuda install`
+    assert "dswheels cuda install" not in one(diagnose(load_machine("linux-no-toolkit"), compat), "toolkit").fix
+    pinned = dataclasses.replace(compat.cuda[(12, 8)], redist_sha256="0" * 64)
+    report = diagnose(
+        load_machine("linux-no-toolkit"), dataclasses.replace(compat, cuda={**compat.cuda, (12, 8): pinned})
+    )
+    assert one(report, "toolkit").fix.startswith("`dswheels cuda install --toolkit 12.8.2` (the components a build")
 
 
 def test_major_mismatch_uses_the_planners_rule(compat: Compat) -> None:
@@ -369,6 +381,58 @@ def test_torch_missing(compat: Compat) -> None:
     assert torch.fix.startswith("pip install torch==")
     assert report.verdict.cell is None
     assert report.verdict.local.status is Status.FAIL
+
+
+def _index_of(*names: str) -> IndexView:
+    return IndexView(
+        url="http://127.0.0.1:8000/",
+        files=tuple(
+            IndexFile(filename=n, url=f"http://127.0.0.1:8000/files/{n}", sha256="0" * 64, wheel=try_parse_wheel(n))
+            for n in names
+        ),
+    )
+
+
+def test_torch_missing_the_fix_is_a_torch_the_index_has_a_wheel_for(compat: Compat) -> None:
+    """This machine without torch, against a site whose only partition is cpu-torch2.13: not the newest torch
+    (2.14.1, no wheel for it there) but the one that makes `dswheels install --index` find its wheel."""
+    facts = dataclasses.replace(load_machine("linux-cuda13-cputorch-nogpu"), torch=None, torch_error="not installed")
+    index = _index_of(f"deepspeed-{NEWEST_DS}+cputorch2.13-cp311-cp311-linux_x86_64.whl")
+    torch = one(diagnose(facts, compat, index=index), "torch")
+    assert torch.fix == "pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu"
+    assert f"the index publishes deepspeed-{NEWEST_DS}+cputorch2.13-cp311-cp311-linux_x86_64.whl" in torch.detail
+    # with no index, or none for this Python, the newest torch (for a local build), and it says why
+    assert one(diagnose(facts, compat), "torch").fix.startswith("pip install torch==2.14.1")
+    other = _index_of(f"deepspeed-{NEWEST_DS}+cputorch2.13-cp312-cp312-linux_x86_64.whl")
+    torch = one(diagnose(facts, compat, index=other), "torch")
+    assert torch.fix.startswith("pip install torch==2.14.1")
+    assert "the index publishes no wheel for Python 3.11 on linux_x86_64" in torch.detail
+
+
+def test_torch_missing_a_gpu_machine_is_pointed_at_a_cuda_wheel(compat: Compat) -> None:
+    facts = dataclasses.replace(load_machine("linux-healthy-cu128"), torch=None, torch_error="not installed")
+    assert facts.python is not None
+    py = "cp" + "".join(facts.python.version.split(".")[:2])
+    names = [f"deepspeed-{NEWEST_DS}+{v}torch2.13-{py}-{py}-linux_x86_64.whl" for v in ("cpu", "cu126", "cu130")]
+    torch = one(diagnose(facts, compat, index=_index_of(*names)), "torch")
+    # a GPU: a CUDA wheel, and of those the variant of the CUDA 12.8 toolkit's major here (cu126)
+    assert torch.fix == "pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cu126", torch
+
+
+def test_cuda_home_that_is_no_toolkit_is_not_ok_without_torch(compat: Compat) -> None:
+    """torch's guess from the /usr/local/bin/nvcc wrapper: /usr/local, no toolkit root. Not OK where a torch is
+    still to be installed (a CUDA one would build against it); OK, as unused, only for a CPU torch."""
+    facts = dataclasses.replace(load_machine("linux-cuda13-cputorch-nogpu"), torch=None, torch_error="not installed")
+    cuda_home = one(diagnose(facts, compat), "cuda_home")
+    assert cuda_home.status is Status.WARN
+    assert "/usr/local has no include/cuda_runtime.h: it is not a CUDA toolkit root" in cuda_home.detail
+    assert cuda_home.fix == "export CUDA_HOME=/usr/local/cuda-13.0"
+    cpu = load_machine("linux-cuda13-cputorch-nogpu")
+    assert cpu.torch is not None
+    guessed = dataclasses.replace(cpu, torch=dataclasses.replace(cpu.torch, cuda_home="/usr/local"))
+    cuda_home = one(diagnose(guessed, compat), "cuda_home")
+    assert (cuda_home.status, cuda_home.title) == (Status.OK, "CUDA_HOME: not used (torch is a CPU build)")
+    assert "not a CUDA toolkit root" in cuda_home.detail
 
 
 def test_torch_import_error_is_reported(compat: Compat) -> None:

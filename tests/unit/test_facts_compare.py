@@ -9,6 +9,7 @@ checks run against real sdists in tests/integration/test_facts_check.py.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
 
 import pytest
@@ -23,7 +24,7 @@ from dswheels.core.upstream.seen import CudaToolkitSeen, Upstream
 from dswheels.core.upstream.yaml_edit import Edit, apply_edits
 from dswheels.core.versions import format_version
 from tests.conftest import ROOT
-from tests.support.upstream import RECORDED, recorded_upstream
+from tests.support.upstream import RECORDED, recorded_action_pin, recorded_upstream
 
 SHIPPED = (ROOT / "dswheels" / "compat.yml").read_text(encoding="utf-8")
 TODAY = "2026-11-24"
@@ -31,6 +32,12 @@ TODAY = "2026-11-24"
 
 def plant(*edits: Edit) -> str:
     return apply_edits(SHIPPED, edits)
+
+
+def plant_unpinned(*edits: Edit) -> str:
+    """:func:`plant` on compat.yml with no toolkit's redistrib JSON pinned (``redist_sha256``): what an install
+    pin is raised on by itself (a pinned JSON is raised with its pin, by a person)."""
+    return apply_edits(re.sub(r"^[ \t]*redist_sha256:.*\n", "", SHIPPED, flags=re.MULTILINE), edits)
 
 
 PLANTED = plant(
@@ -69,8 +76,9 @@ def test_the_recorded_sources_parse() -> None:
 
 
 def test_the_action_pin_and_its_tables_are_read_from_the_real_files() -> None:
-    pin = find_action_pin((ROOT / ".github" / "workflows" / "wheels.yml").read_text(encoding="utf-8"))
-    assert pin is not None
+    # wheels.yml installs CUDA from NVIDIA's archives now (`dswheels cuda install`): no action to read there
+    assert find_action_pin((ROOT / ".github" / "workflows" / "wheels.yml").read_text(encoding="utf-8")) is None
+    pin = recorded_action_pin()
     assert pin.method == "network"
     assert len(pin.commit) == 40
     windows = (RECORDED / "cuda-toolkit" / pin.commit / "src" / "links" / "windows-links.ts").read_text()
@@ -89,15 +97,11 @@ def test_cuda_pins_are_read_from_requirements() -> None:
 
 
 def test_the_shipped_facts_against_the_recorded_sources() -> None:
-    report = check_facts(SHIPPED, recorded_upstream(), today=TODAY)
+    # the shipped workflow installs CUDA from NVIDIA's archives: no action's tables are read
+    report = check_facts(SHIPPED, recorded_upstream(with_action=False), today=TODAY)
     found = _by_entry(report)
-    # the toolkit the newest torch pins is one the pinned action cannot install: a person bumps it
-    ((kind, message),) = found["cuda.13.2.install"]
-    assert kind is Kind.DISAGREES
-    assert "pins cuda-toolkit 13.2.2" in message
-    assert "only up to 13.2.0" in message
-    assert all(f.person for f in report.findings if f.entry.startswith("cuda.13.") and f.kind is Kind.DISAGREES)
-    assert {"cuda.13.3.install", "cuda.13.4.install"} <= set(found)
+    # every install pin is at least the toolkit a torch release pins (13.0.3, 13.2.2): nothing to raise
+    assert not [e for e in found if e.startswith("cuda.") and e.endswith(".install")]
     # the (derived) per-variant pages agree with 2.15's corrected variants, which settles them
     assert found["torch.2.15.variants"][0][0] is Kind.CONFIRMED
     assert not [e for e in found if e.startswith(("torch.2.13", "torch.2.14", "deepspeed"))]
@@ -183,8 +187,9 @@ def test_once_the_action_can_install_torchs_pin_write_raises_install() -> None:
     upstream = recorded_upstream()
     assert upstream.cuda_action is not None
     newer = {os: (*versions, (13, 0, 3), (13, 2, 2)) for os, versions in upstream.cuda_action.installable.items()}
+    before = plant_unpinned(Edit("set", ("cuda", "13.2", "install"), '"13.2.0"'))  # compat.yml as it was
     report = check_facts(
-        SHIPPED, replace(upstream, cuda_action=replace(upstream.cuda_action, installable=newer)), today=TODAY
+        before, replace(upstream, cuda_action=replace(upstream.cuda_action, installable=newer)), today=TODAY
     )
     found = {f.entry: f for f in report.findings}
     assert found["cuda.13.2.install"].edits
@@ -193,7 +198,7 @@ def test_once_the_action_can_install_torchs_pin_write_raises_install() -> None:
 
 
 def test_an_install_the_action_cannot_do_moves_to_the_newest_patch_it_can() -> None:
-    planted = plant(Edit("set", ("cuda", "12.6", "install"), '"12.6.9"'))
+    planted = plant_unpinned(Edit("set", ("cuda", "12.6", "install"), '"12.6.9"'))
     report = check_facts(planted, recorded_upstream(), today=TODAY)
     (finding,) = [f for f in report.findings if f.entry == "cuda.12.6.install"]
     assert "cannot install 12.6.9 on linux or windows; it can install 12.6.3" in finding.message
@@ -229,7 +234,7 @@ def test_the_recorded_cuda_toolkit_releases_parse() -> None:
 
 
 def test_each_install_pin_is_compared_with_the_newest_patch_nvidia_published() -> None:
-    planted = plant(
+    planted = plant_unpinned(
         Edit("set", ("cuda", "12.8", "install"), '"12.8.1"'),  # a patch behind
         Edit("set", ("cuda", "13.3", "install"), '"13.3.1"'),  # the newest: nothing to say
         Edit("set", ("cuda", "13.4", "install"), '"13.4.0"'),  # only ever a release candidate

@@ -95,3 +95,60 @@ def test_linux_wheel_reports_its_glibc_floor() -> None:
 def test_not_deepspeed() -> None:
     with pytest.raises(NotDeepSpeedError, match="a wheel of torch, not of deepspeed"):
         _inspect("torch-2.6.0-cp311-cp311-win_amd64.whl", PYD, b"")
+
+
+def test_extensions_are_judged_against_where_their_ops_are_imported_from() -> None:
+    """An extension no builder imports is flagged, and a built op with no file at its builder's module says where
+    its file should be; an extension one folder off is paired with its op."""
+    compat = load_compat()
+    builders = {
+        "deepspeed/ops/op_builder/fused_adam.py": BUILDER,
+        "deepspeed/ops/op_builder/cpu_adam.py": BUILDER.replace("FusedAdam", "CPUAdam").replace("fused_", "cpu_"),
+    }
+    stray = "deepspeed/ops/cpu_adam_op.cp311-win_amd64.pyd"  # one folder above deepspeed/ops/adam/
+    data = (DATA / "pe" / "fixture.pyd").read_bytes()
+    found = inspect_wheel(
+        filename="deepspeed-0.16.5-cp311-cp311-win_amd64.whl",
+        metadata=parse_metadata(METADATA),
+        installed=parse_installed_info(INSTALLED),
+        names=(PYD, stray, *builders),
+        builder_sources=builders,
+        binaries={PYD: read_extension(PYD, data), stray: read_extension(stray, data)},
+        dll_facts=load_dll_facts(),
+        libstdcxx=compat.libstdcxx,
+        toolkit_sm={},
+    )
+    by_file = {e.binary.member: e for e in found.extensions}
+    assert (by_file[PYD].op, by_file[PYD].module, by_file[PYD].misplaced) == (
+        "fused_adam",
+        "deepspeed.ops.adam.fused_adam_op",
+        "",
+    )
+    assert by_file[stray].op == "cpu_adam"
+    assert by_file[stray].misplaced == (
+        f"{stray} imports as deepspeed.ops.cpu_adam_op, but cpu_adam's builder loads deepspeed.ops.adam.cpu_adam_op "
+        "(its absolute_name()): loading cpu_adam raises ModuleNotFoundError wherever DeepSpeed calls its builder's "
+        "load()"
+    )
+    assert by_file[stray].misplaced in found.warnings
+    assert not any("installed_ops lists cpu_adam" in w for w in found.warnings)  # said once, by the pairing
+    text = render_inspection(found)
+    assert "module   deepspeed.ops.cpu_adam_op: NOT where its op is imported from (see the warnings)" in text
+    assert "module   deepspeed.ops.adam.fused_adam_op: fused_adam's builder imports it from here" in text
+    # without the stray file: the op's absence, with the path its builder loads
+    alone = inspect_wheel(
+        filename="deepspeed-0.16.5-cp311-cp311-win_amd64.whl",
+        metadata=parse_metadata(METADATA),
+        installed=parse_installed_info(INSTALLED),
+        names=(PYD, *builders),
+        builder_sources=builders,
+        binaries={PYD: read_extension(PYD, data)},
+        dll_facts=load_dll_facts(),
+        libstdcxx=compat.libstdcxx,
+        toolkit_sm={},
+    )
+    assert (
+        "installed_ops lists cpu_adam, but no extension sits where its builder loads it from "
+        "(deepspeed.ops.adam.cpu_adam_op: deepspeed/ops/adam/cpu_adam_op.*.so|.pyd): loading cpu_adam raises "
+        "ModuleNotFoundError"
+    ) in alone.warnings

@@ -121,3 +121,10 @@ def test_header_fields_set_to_any_value(offset: int, value: int) -> None:
     data = bytearray(FIXTURE)
     struct.pack_into("<I", data, offset, value)
     _read(bytes(data))
+
+
+def test_an_extension_that_records_march_native_says_so() -> None:
+    """verify's "no -march=native" check reads it from here (each extension's bytes are read once)."""
+    assert not read_extension("x.so", ELF).records_native
+    assert read_extension("x.so", ELF + b"GNU C++17 -O3 -march=native\0").records_native
+    assert read_extension("x.pyd", FIXTURE + b"-mcpu=native").records_native

@@ -34,6 +34,14 @@ def test_every_console_example_is_compared_with_a_real_run_by_one_test() -> None
         assert len(checks) == 1, f"README example {name!r} is compared by {len(checks)} tests: {checks}"
 
 
+def test_every_example_runs_with_the_shipped_matrix() -> None:
+    """What a reader runs from a clone plans with matrix/matrix.yml: an example run with a test matrix showed
+    that matrix's promises (glibc 2.36) next to prose that states the shipped ones (2.35)."""
+    for example in examples().values():
+        named = [a for a in example.argv if a == "--matrix" or a.startswith("--matrix=")]
+        assert not named, f"README.md:{example.line}: example {example.name!r} names a matrix: {example.command}"
+
+
 def test_a_console_block_must_be_named() -> None:
     with pytest.raises(ValueError, match=r"README\.md:2: a console block without"):
         examples("text\n```console\n$ dswheels plan\n```\n")

@@ -131,7 +131,7 @@ def test_the_canary_covers_the_classes_that_break_windows_builds() -> None:
     assert "-Xcompiler=/Zc:preprocessor" in tc.nvcc_flags  # the cell runs the workaround of that class
     newest = [p for p in windows_cuda if p.toolchain.nvcc == tc.nvcc]
     assert len(tc.arch_list) == min(len(p.toolchain.arch_list) for p in newest)
-    assert "cuda_profiler_api" in tc.cuda_subpackages
+    assert "cuda_profiler_api" in tc.cuda_components
     left = dict(canary.ops.left_out)
     assert left["fused_lamb"].startswith("canary:")
     assert not canary.cell.python.free_threaded

@@ -292,12 +292,12 @@ def test_the_plan_step_turns_an_event_into_the_runs_jobs_release_and_plan(tmp_pa
 def test_every_dswheels_command_line_parses_with_dswheels_own_parser() -> None:
     seen = set()
     for invocation in invocations(WHEELS):
-        seen.add(" ".join(invocation.argv[:2]) if invocation.argv[0] == "ci" else invocation.argv[0])
+        seen.add(" ".join(invocation.argv[:2]) if invocation.argv[0] in ("ci", "cuda") else invocation.argv[0])
         try:
             build_parser().parse_args(list(invocation.argv))
         except SystemExit as exc:  # argparse's way of saying the line is wrong
             pytest.fail(f"{invocation.job} / {invocation.step}: dswheels {' '.join(invocation.argv)}: {exc}")
-    assert seen == {"ci plan", "build", "verify", "publish", "index", "smoke"}
+    assert seen == {"ci plan", "cuda install", "build", "verify", "publish", "index", "smoke"}
 
 
 @pytest.mark.parametrize("name", ["wheels", "ci"])

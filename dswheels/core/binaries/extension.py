@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from dswheels.core.binaries.fatbin import GpuCode, gpu_code
+from dswheels.core.binaries.fatbin import FatbinError, GpuCode, gpu_code
 from dswheels.core.binaries.isa import IsaReport
 from dswheels.core.binaries.linux_runtime import ElfError, version_needs
 from dswheels.core.binaries.pe import PeError, read_pe
@@ -35,6 +35,7 @@ class ExtensionBinary:
     dll_imports: tuple[str, ...] = ()  # PE: DLLs loaded with the extension
     delay_imports: tuple[str, ...] = ()  # PE: DLLs loaded on first use
     isa: IsaReport | None = None  # None: not disassembled
+    records_native: bool = False  # its bytes record -march=native or -mcpu=native (a build that tuned to its host)
 
     @property
     def name(self) -> str:
@@ -46,19 +47,22 @@ class ExtensionBinary:
 
 
 def read_extension(member: str, data: bytes) -> ExtensionBinary:
-    """Read one extension's bytes; raises :class:`BinaryError` for a broken ELF or PE file.
+    """Read one extension's bytes; raises :class:`BinaryError` for a broken ELF, PE or fatbin.
 
     >>> read_extension("x/y.so", b"plain text").format
     'unknown'
     """
+    native = b"-march=native" in data or b"-mcpu=native" in data
     try:
         needs = version_needs(data)
         image = read_pe(data) if needs is None else None
         gpu = gpu_code(data)
-    except (ElfError, PeError) as exc:
+    except (ElfError, PeError, FatbinError) as exc:
         raise BinaryError(f"{member}: {exc}") from None
     if needs is not None:
-        return ExtensionBinary(member=member, format="elf", size=len(data), gpu=gpu, version_needs=needs)
+        return ExtensionBinary(
+            member=member, format="elf", size=len(data), gpu=gpu, version_needs=needs, records_native=native
+        )
     if image is not None:
         return ExtensionBinary(
             member=member,
@@ -68,5 +72,6 @@ def read_extension(member: str, data: bytes) -> ExtensionBinary:
             gpu=gpu,
             dll_imports=image.imports,
             delay_imports=image.delay_imports,
+            records_native=native,
         )
-    return ExtensionBinary(member=member, format="unknown", size=len(data))
+    return ExtensionBinary(member=member, format="unknown", size=len(data), records_native=native)

@@ -10,17 +10,17 @@ be compressed), so it works without NVIDIA's ``cuobjdump``.
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from dswheels.core.binaries.pe import read_pe
 
 __all__ = [
     "FatbinEntry",
+    "FatbinError",
     "GpuCode",
     "GpuCodeJudgement",
     "arch_number",
-    "elf_sections",
     "fatbin_section",
     "gpu_code",
     "judge_gpu_code",
@@ -28,6 +28,12 @@ __all__ = [
 
 _FATBIN_MAGIC = 0xBA55ED50
 _KIND = {1: "ptx", 2: "sass"}
+_ENTRY_FIELDS = 0x20  # an entry header's fields end with the arch at 0x1C
+_SHDR = struct.Struct("<IIQQQQ")  # the fields of an Elf64_Shdr read here (it is 64 bytes)
+
+
+class FatbinError(ValueError):
+    """A device-code section whose fatbin entries cannot be read as nvcc writes them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,48 +116,69 @@ def arch_number(token: str) -> int:
     return int(major) * 10 + int(minor or 0)
 
 
-def elf_sections(data: bytes) -> dict[str, tuple[int, int]]:
-    """Section name -> (offset, size) of a little-endian ELF64 file; {} for anything else."""
+def _elf_section(data: bytes, wanted: bytes) -> tuple[int, int] | None:
+    """(offset, size) of the section named ``wanted`` in a little-endian ELF64 file (the last of
+    that name); None for anything else. Each header's name is compared where it lies, not read
+    out: 65,535 headers naming one long unterminated string cost no more than their count."""
     if len(data) < 64 or data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
-        return {}
+        return None
     shoff = struct.unpack_from("<Q", data, 0x28)[0]
     shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
-    if shoff == 0 or shnum == 0 or shoff + shnum * shentsize > len(data) or shstrndx >= shnum:
-        return {}
-    headers = []
+    if shoff == 0 or shentsize < _SHDR.size or shoff + shnum * shentsize > len(data) or shstrndx >= shnum:
+        return None
+    strtab = _SHDR.unpack_from(data, shoff + shstrndx * shentsize)[4]
+    key = wanted + b"\0"
+    found = None
     for i in range(shnum):
-        name, _type, _flags, _addr, offset, size = struct.unpack_from("<IIQQQQ", data, shoff + i * shentsize)
-        headers.append((name, offset, size))
-    strtab = headers[shstrndx][1]
-    sections: dict[str, tuple[int, int]] = {}
-    for name, offset, size in headers:
+        name, _type, _flags, _addr, offset, size = _SHDR.unpack_from(data, shoff + i * shentsize)
         start = strtab + name
-        end = data.find(b"\0", start)
-        if end < 0:
-            continue
-        sections[data[start:end].decode("ascii", "replace")] = (offset, size)
-    return sections
+        if data[start : start + len(key)] == key:
+            found = (offset, size)
+    return found
 
 
-def _entries(section: bytes) -> list[FatbinEntry]:
-    found: list[FatbinEntry] = []
-    pos = 0
-    while pos + 16 <= len(section):
-        magic, _version, header_size, fat_size = struct.unpack_from("<IHHQ", section, pos)
+def _entries(data: bytes, start: int, stop: int) -> Iterator[FatbinEntry]:
+    """Every entry of every fatbin container in ``data[start:stop]`` (a section, read in place: a
+    large one is not copied). Containers are found by their magic (8-byte aligned); within one,
+    each entry's header says how far the next is. An entry header shorter than its own fields
+    would make entries overlap (each byte read as the next header): that is a malformed fatbin,
+    refused, so the walk is linear in the section's size."""
+    pos = start
+    while pos + 16 <= stop:
+        magic, _version, header_size, fat_size = struct.unpack_from("<IHHQ", data, pos)
         if magic != _FATBIN_MAGIC:
             pos += 8  # containers are 8-byte aligned
             continue
         entry = pos + header_size
-        end = min(entry + fat_size, len(section))
-        while entry + 0x20 <= end:
-            kind, _v, entry_header, payload = struct.unpack_from("<HHIQ", section, entry)
-            arch = struct.unpack_from("<I", section, entry + 0x1C)[0]
-            found.append(FatbinEntry(kind=_KIND.get(kind, "other"), arch=arch))
+        end = min(entry + fat_size, stop)
+        while entry + _ENTRY_FIELDS <= end:
+            kind, _v, entry_header, payload = struct.unpack_from("<HHIQ", data, entry)
+            arch = struct.unpack_from("<I", data, entry + 0x1C)[0]
+            yield FatbinEntry(kind=_KIND.get(kind, "other"), arch=arch)
             if entry_header == 0:
                 break
+            if entry_header < _ENTRY_FIELDS:
+                raise FatbinError(
+                    f"malformed fatbin: the entry at {entry - start:#x} of its section says its header is "
+                    f"{entry_header} bytes, less than the {_ENTRY_FIELDS} its fields take (entries would overlap)"
+                )
             entry += entry_header + payload
         pos = max(end, pos + 16)
-    return found
+
+
+def _fatbin_span(data: bytes) -> tuple[int, int] | None:
+    """Where the device-code section lies in ``data``: (start, stop), within the file."""
+    section = _elf_section(data, b".nv_fatbin")
+    if section is not None:
+        offset, size = section
+    else:
+        image = read_pe(data)
+        found = image.section(".nv_fatb") if image is not None else None
+        if found is None:
+            return None
+        offset, size = found.raw_offset, found.file_size
+    start = min(offset, len(data))
+    return start, min(start + size, len(data))
 
 
 def fatbin_section(data: bytes) -> bytes | None:
@@ -159,25 +186,27 @@ def fatbin_section(data: bytes) -> bytes | None:
 
     Raises :class:`dswheels.core.binaries.pe.PeError` for a PE file that cannot be read.
     """
-    section = elf_sections(data).get(".nv_fatbin")
-    if section is not None:
-        offset, size = section
-        return data[offset : offset + size]
-    image = read_pe(data)
-    return image.section_bytes(data, ".nv_fatb") if image is not None else None
+    span = _fatbin_span(data)
+    return data[span[0] : span[1]] if span is not None else None
 
 
 def gpu_code(data: bytes) -> GpuCode | None:
     """The SASS and PTX architectures in an extension's fatbin section; None when it has none.
 
+    Raises :class:`FatbinError` for entries that overlap, :class:`~dswheels.core.binaries.pe.PeError`
+    for a PE file that cannot be read.
+
     >>> gpu_code(b"not an elf") is None
     True
     """
-    section = fatbin_section(data)
-    if section is None:
+    span = _fatbin_span(data)
+    if span is None:
         return None
-    entries = _entries(section)
-    return GpuCode(
-        sass=tuple(sorted({e.arch for e in entries if e.kind == "sass"})),
-        ptx=tuple(sorted({e.arch for e in entries if e.kind == "ptx"})),
-    )
+    sass: set[int] = set()
+    ptx: set[int] = set()
+    for entry in _entries(data, *span):  # sets, not a list: a section of many entries keeps only its archs
+        if entry.kind == "sass":
+            sass.add(entry.arch)
+        elif entry.kind == "ptx":
+            ptx.add(entry.arch)
+    return GpuCode(sass=tuple(sorted(sass)), ptx=tuple(sorted(ptx)))

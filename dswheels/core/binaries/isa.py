@@ -23,7 +23,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["IsaReport", "scan_disassembly"]
+__all__ = ["IsaReport", "IsaScan", "scan_disassembly"]
 
 _INSN_RE = re.compile(r"^\s*[0-9a-f]+:\s+(?:[0-9a-f]{2} )*\s*(?P<insn>[a-z][a-z0-9.]*)(?P<ops>.*)$")
 # VEX/EVEX instructions are the AVX ones: every mnemonic starts with "v" and works on vector
@@ -54,6 +54,53 @@ class IsaReport:
         return f"{what} and no CPU feature detection: it faults on older CPUs, e.g. {self.examples[0]}"
 
 
+class IsaScan:
+    """The scan of one disassembly, fed line by line (:meth:`feed`) as objdump prints it: the
+    text of a large extension (millions of instructions) is never held, only the counts."""
+
+    def __init__(self, forbidden_registers: Sequence[str], *, max_examples: int = 5) -> None:
+        forbidden = set(forbidden_registers)
+        self._forbidden = forbidden
+        self._no_avx = "ymm" in forbidden
+        self._no_avx512 = "zmm" in forbidden
+        self._max_examples = max_examples
+        self._count = 0
+        self._bad = 0
+        self._dispatch = False
+        self._examples: list[str] = []
+        self._kinds: set[str] = set()
+
+    def feed(self, line: str) -> None:
+        match = _INSN_RE.match(line)
+        if match is None:
+            return
+        self._count += 1
+        insn, ops = match.group("insn"), match.group("ops")
+        if insn == "cpuid":
+            self._dispatch = True
+        found = ""
+        if self._no_avx and insn.startswith("v") and _VECTOR_REG_RE.search(ops):
+            found = "AVX (VEX-encoded) instructions"
+        elif self._no_avx512 and ("%zmm" in ops or _MASK_RE.search(ops)):
+            found = "AVX-512 instructions (zmm or opmask registers)"
+        elif any(f"%{reg}" in ops for reg in self._forbidden):
+            found = "registers " + ", ".join(sorted(r for r in self._forbidden if f"%{r}" in ops))
+        if found:
+            self._bad += 1
+            self._kinds.add(found)
+            if len(self._examples) < self._max_examples:
+                self._examples.append(" ".join(line.split()))
+
+    def report(self) -> IsaReport:
+        return IsaReport(
+            instructions=self._count,
+            violations=self._bad,
+            examples=tuple(self._examples),
+            kinds=tuple(sorted(self._kinds)),
+            runtime_dispatch=self._dispatch,
+        )
+
+
 def scan_disassembly(text: str, forbidden_registers: Sequence[str], *, max_examples: int = 5) -> IsaReport:
     """Count instructions above the baseline in ``objdump -d`` output.
 
@@ -62,38 +109,7 @@ def scan_disassembly(text: str, forbidden_registers: Sequence[str], *, max_examp
     >>> r.instructions, r.violations, r.kinds
     (2, 1, ('AVX (VEX-encoded) instructions',))
     """
-    forbidden = set(forbidden_registers)
-    no_avx = "ymm" in forbidden
-    no_avx512 = "zmm" in forbidden
-    count = 0
-    bad = 0
-    dispatch = False
-    examples: list[str] = []
-    kinds: set[str] = set()
+    scan = IsaScan(forbidden_registers, max_examples=max_examples)
     for line in text.splitlines():
-        match = _INSN_RE.match(line)
-        if match is None:
-            continue
-        count += 1
-        insn, ops = match.group("insn"), match.group("ops")
-        if insn == "cpuid":
-            dispatch = True
-        found = ""
-        if no_avx and insn.startswith("v") and _VECTOR_REG_RE.search(ops):
-            found = "AVX (VEX-encoded) instructions"
-        elif no_avx512 and ("%zmm" in ops or _MASK_RE.search(ops)):
-            found = "AVX-512 instructions (zmm or opmask registers)"
-        elif any(f"%{reg}" in ops for reg in forbidden):
-            found = "registers " + ", ".join(sorted(r for r in forbidden if f"%{r}" in ops))
-        if found:
-            bad += 1
-            kinds.add(found)
-            if len(examples) < max_examples:
-                examples.append(" ".join(line.split()))
-    return IsaReport(
-        instructions=count,
-        violations=bad,
-        examples=tuple(examples),
-        kinds=tuple(sorted(kinds)),
-        runtime_dispatch=dispatch,
-    )
+        scan.feed(line)
+    return scan.report()

@@ -58,9 +58,19 @@ class ElfError(ValueError):
     """Bytes that claim to be an ELF shared object but cannot be read as one."""
 
 
+# A soname is a file name (at most 255 bytes, NAME_MAX) and version names are shorter: a longer
+# "name" is a broken file, and the bound keeps what a hostile file yields proportional to it.
+_MAX_NAME = 255
+# The .gnu.version index of a version is an Elf_Half (the top bit marks a hidden symbol), so no
+# object has more version records than this; the bound holds even where records would fit.
+_MAX_RECORDS = 0x10000
+
+
 def _cstr(data: bytes, offset: int) -> str:
-    end = data.find(b"\0", offset)
-    if offset >= len(data) or end < 0:
+    end = data.find(b"\0", offset, offset + _MAX_NAME + 1)
+    if end < 0:
+        if offset + _MAX_NAME + 1 < len(data):
+            raise ElfError(f"the name at {offset:#x} is longer than {_MAX_NAME} bytes (no soname or version is)")
         raise ElfError(f"string at {offset:#x} runs past the end of the file")
     return data[offset:end].decode("ascii", "replace")
 
@@ -80,24 +90,60 @@ def _section_headers(data: bytes) -> list[tuple[int, ...]] | None:
     return [_SHDR.unpack_from(data, shoff + i * shentsize) for i in range(shnum)]
 
 
+class _Records:
+    """The records read from one version section: each may be read once and none may overlap
+    another (a linker lays them out one after the other), so a walk over links that point back or
+    into each other is refused, not repeated: the work is linear in the section's size.
+
+    One exception, which real files have: the verdefs of a library's soname and of its one
+    version may share their name record (libjansson.so.4). A verdef reads one name record, so
+    those are only kept inside the section (:meth:`inside`), never claimed.
+    """
+
+    def __init__(self, start: int, size: int, where: str) -> None:
+        self._start, self._end, self._where = start, start + size, where
+        self._used = bytearray(size)
+        self._count = 0
+
+    def inside(self, at: int, size: int, what: str) -> None:
+        if at + size > self._end:
+            raise ElfError(f"{self._where} {what} runs past its section")
+
+    def claim(self, at: int, size: int, what: str) -> None:
+        self.inside(at, size, what)
+        lo, hi = at - self._start, at - self._start + size
+        if self._used.find(1, lo, hi) >= 0:
+            raise ElfError(
+                f"{self._where} is malformed: the {what} at {at:#x} overlaps a record already read "
+                "(its links point back or into each other)"
+            )
+        self._used[lo:hi] = b"\x01" * size
+        self._count += 1
+        if self._count > _MAX_RECORDS:
+            raise ElfError(f"{self._where} is malformed: more than {_MAX_RECORDS} version records")
+
+
 def _chain(
     data: bytes, headers: list[tuple[int, ...]], sh_type: int, record: struct.Struct, where: str
-) -> Iterator[tuple[int, tuple[int, ...], int, int]]:
-    """Every record of the ``sh_type`` sections (``.gnu.version_r``/``_d``): its offset, its fields, the
-    string table's offset and the section's end. The records chain by their last field (the offset
-    to the next; 0 ends the chain), at most the section's ``sh_info`` of them."""
-    for _name, section_type, _flags, _addr, offset, size, link, count, _align, _entsize in headers:
-        if section_type != sh_type:
-            continue
+) -> Iterator[tuple[int, tuple[int, ...], int, _Records]]:
+    """Every record of the ``sh_type`` section (``.gnu.version_r``/``_d``): its offset, its fields, the
+    string table's offset and the records read so far (to claim the auxiliary records with). The
+    records chain by their last field (the offset to the next; 0 ends the chain), at most the
+    section's ``sh_info`` of them. An object has one such section: a second is refused (it could
+    make the same bytes be read again)."""
+    sections = [h for h in headers if h[1] == sh_type]
+    if len(sections) > 1:
+        raise ElfError(f"{where} is malformed: {len(sections)} sections of its type (an object has one)")
+    for _name, _type, _flags, _addr, offset, size, link, count, _align, _entsize in sections:
         if link >= len(headers) or offset + size > len(data):
             raise ElfError(f"{where} points outside the file")
         strtab = headers[link][4]
+        records = _Records(offset, size, where)
         entry = offset
         for _ in range(count):
-            if entry + record.size > offset + size:
-                raise ElfError(f"{where} entry runs past its section")
+            records.claim(entry, record.size, "entry")
             fields = record.unpack_from(data, entry)
-            yield entry, fields, strtab, offset + size
+            yield entry, fields, strtab, records
             if fields[-1] == 0:
                 break
             entry += fields[-1]
@@ -107,7 +153,8 @@ def version_needs(data: bytes) -> dict[str, tuple[str, ...]] | None:
     """Library -> the symbol versions an ELF64 little-endian object needs from it.
 
     ``None`` for anything that is not such an ELF (a Windows ``.pyd``); ``{}`` for an ELF that
-    needs no versioned symbol. Raises :class:`ElfError` for a truncated or inconsistent file.
+    needs no versioned symbol. Raises :class:`ElfError` for a truncated or inconsistent file,
+    and for records that overlap or link back (each record is read at most once).
 
     >>> version_needs(b"MZ not an elf") is None
     True
@@ -116,13 +163,12 @@ def version_needs(data: bytes) -> dict[str, tuple[str, ...]] | None:
     if headers is None:
         return None
     needs: dict[str, list[str]] = {}
-    for entry, fields, strtab, end in _chain(data, headers, SHT_GNU_VERNEED, _VERNEED, ".gnu.version_r"):
+    for entry, fields, strtab, records in _chain(data, headers, SHT_GNU_VERNEED, _VERNEED, ".gnu.version_r"):
         _version, cnt, file_name, aux_offset, _next = fields
         names = needs.setdefault(_cstr(data, strtab + file_name), [])
         aux = entry + aux_offset
         for _ in range(cnt):
-            if aux + _VERNAUX.size > end:
-                raise ElfError(".gnu.version_r version record runs past its section")
+            records.claim(aux, _VERNAUX.size, "version record")
             _hash, _vflags, _other, name, aux_next = _VERNAUX.unpack_from(data, aux)
             names.append(_cstr(data, strtab + name))
             if aux_next == 0:
@@ -139,7 +185,7 @@ def version_defs(data: bytes) -> tuple[str, ...] | None:
     the versions it inherits from). The record flagged ``VER_FLG_BASE`` names the file itself
     (its soname) and is left out. In file order: ``GLIBCXX_3.4``, ..., ``CXXABI_1.3.15`` for a
     libstdc++. ``None`` for anything that is not such an ELF; ``()`` for one without versions.
-    Raises :class:`ElfError` for a truncated or inconsistent file.
+    Raises :class:`ElfError` for a truncated or inconsistent file (overlapping records included).
 
     >>> version_defs(b"MZ not an elf") is None
     True
@@ -148,12 +194,11 @@ def version_defs(data: bytes) -> tuple[str, ...] | None:
     if headers is None:
         return None
     names: list[str] = []
-    for entry, fields, strtab, end in _chain(data, headers, SHT_GNU_VERDEF, _VERDEF, ".gnu.version_d"):
+    for entry, fields, strtab, records in _chain(data, headers, SHT_GNU_VERDEF, _VERDEF, ".gnu.version_d"):
         _version, vd_flags, _ndx, cnt, _hash, aux_offset, _next = fields
         if cnt:
             aux = entry + aux_offset
-            if aux + _VERDAUX.size > end:
-                raise ElfError(".gnu.version_d name record runs past its section")
+            records.inside(aux, _VERDAUX.size, "name record")
             name, _aux_next = _VERDAUX.unpack_from(data, aux)
             if not vd_flags & VER_FLG_BASE:
                 names.append(_cstr(data, strtab + name))

@@ -106,7 +106,7 @@ def build_env(planned: PlannedCell, setup: BuildSetup) -> dict[str, str]:
     >>> from dswheels.core.naming import parse_cell_id
     >>> tc = Toolchain(runner_image="local", runs_on=(), host_compiler=HostCompiler("gcc", "12", ""),
     ...     nvcc=None, cuda_toolkit="", arch_list=(), skip_cuda_check=False, cuda_check="",
-    ...     nvcc_flags=(), cpu_baseline="x86-64-v2", cuda_subpackages=(), notes=())
+    ...     nvcc_flags=(), cpu_baseline="x86-64-v2", cuda_components=(), notes=())
     >>> cell = PlannedCell(cell=parse_cell_id("ds0.19.8-torch2.13-cpu-cp311-linux_x86_64"), torch_version="2.13.0",
     ...     torch_index="", toolchain=tc, ops=OpPlan(build=(("cpu_adam", "CPU_ADAM"),), left_out=()),
     ...     source=Source(SourceKind.SDIST, "", ""), smoke_runs_on=())

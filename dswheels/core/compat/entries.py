@@ -4,8 +4,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from functools import cached_property
 
 from dswheels.core.binaries.linux_runtime import LibstdcxxRelease, RuntimeFloor
@@ -66,6 +66,7 @@ class CudaToolkit:
     gcc_max: int
     inferred: bool
     source: str
+    redist_sha256: str = ""  # sha256 of NVIDIA's redistrib_<install>.json; "" where none is pinned
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,20 +78,17 @@ class CudaComponent:
     redist: str  # its key in NVIDIA's redistrib_X.Y.Z.json
     pypi: str  # the extra of NVIDIA's `cuda-toolkit` wheel that carries it
     installer: str  # the Windows network installer's sub-package
-    provides: str  # a path of the assembled root only it carries ("a | b": either; ``bin/nvcc`` is nvcc.exe on Windows)
+    provides: str  # a path of the assembled root only it carries (``bin/nvcc``: ``nvcc.exe`` on Windows)
     source: str
 
-    def provided_paths(self, os: str) -> tuple[str, ...]:
-        """:attr:`provides` as the toolkit of ``os`` spells it (tools get ``.exe`` on Windows); any one will do.
+    def provided_path(self, os: str) -> str:
+        """:attr:`provides` as the toolkit of ``os`` spells it (tools get ``.exe`` on Windows).
 
-        >>> CudaComponent("nvcc", None, "", "", "", "bin/nvcc", "").provided_paths("windows")  # type: ignore[arg-type]
-        ('bin/nvcc.exe',)
+        >>> CudaComponent("nvcc", None, "", "", "", "bin/nvcc", "").provided_path("windows")  # type: ignore[arg-type]
+        'bin/nvcc.exe'
         """
-        found = []
-        for path in (p.strip() for p in self.provides.split("|")):
-            tool = "/bin/" in f"/{path}" and "." not in path.rsplit("/", 1)[-1]
-            found.append(f"{path}.exe" if tool and os == "windows" else path)
-        return tuple(found)
+        tool = "/bin/" in f"/{self.provides}" and "." not in self.provides.rsplit("/", 1)[-1]
+        return f"{self.provides}.exe" if tool and os == "windows" else self.provides
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,6 +236,8 @@ class Compat:
     rules: tuple[Rule, ...]
     workarounds: tuple[Workaround, ...]
     ops: tuple[OpInfo, ...]
+    # the recorded copy of NVIDIA's redistrib_<release>.json (package data), None where there is none
+    redist_records: Callable[[str], bytes | None] = field(default=lambda _release: None, compare=False, repr=False)
 
     @cached_property
     def torch_minors(self) -> tuple[TorchMinor, ...]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import cache
 from importlib import resources
 
@@ -25,11 +25,12 @@ from dswheels.core.compat.entries import (
     TorchRelease,
     Workaround,
 )
+from dswheels.core.digests import is_sha256
 from dswheels.core.model import Accelerator, Python, Variant
 from dswheels.core.untyped import Untyped
 from dswheels.core.versions import Range, TorchMinor, TorchVersion, VersionTuple, parse_range, parse_version
 
-__all__ = ["CompatDataError", "load_compat", "parse_compat"]
+__all__ = ["CompatDataError", "load_compat", "parse_compat", "recorded_redist"]
 
 
 class CompatDataError(ValueError):
@@ -147,8 +148,25 @@ def _parse_ops(reader: _Reader) -> tuple[OpInfo, ...]:
     return tuple(ops)
 
 
-def parse_compat(data: object) -> Compat:
-    """Build the typed facts from the parsed YAML of compat.yml."""
+def _redist_pin(entry: _Reader) -> str:
+    pin = entry.opt("redist_sha256")
+    if pin is None:
+        return ""
+    if not is_sha256(pin.text()):
+        raise pin.fail("the sha256 of NVIDIA's redistrib_<install>.json (64 lowercase hex digits)")
+    return pin.text()
+
+
+@cache
+def recorded_redist(release: str) -> bytes | None:
+    """dswheels' recorded copy of NVIDIA's ``redistrib_<release>.json`` (package data ``cuda_redist/``)."""
+    path = resources.files("dswheels").joinpath("cuda_redist").joinpath(f"redistrib_{release}.json")
+    return path.read_bytes() if path.is_file() else None
+
+
+def parse_compat(data: object, *, redist_records: Callable[[str], bytes | None] = recorded_redist) -> Compat:
+    """Build the typed facts from the parsed YAML of compat.yml (``redist_records``: where the
+    recorded redistrib JSONs are read from; dswheels' package data by default)."""
     root = _Reader(data, "")
     torch: dict[VersionTuple, TorchRelease] = {}
     for minor_text, entry in root["torch"].items():
@@ -174,6 +192,7 @@ def parse_compat(data: object) -> Compat:
             gcc_max=entry["gcc_max"].integer(),
             inferred=entry.inferred(),
             source=entry.source(),
+            redist_sha256=_redist_pin(entry),
         )
     images: dict[str, RunnerImage] = {}
     for name, entry in root["runner_images"].items():
@@ -318,6 +337,7 @@ def parse_compat(data: object) -> Compat:
         rules=rules,
         workarounds=workarounds,
         ops=_parse_ops(root["ops"]),
+        redist_records=redist_records,
     )
 
 

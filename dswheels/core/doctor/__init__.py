@@ -58,7 +58,7 @@ def diagnose(
     need instead of the promise.
     """
     env = derive_env(facts, compat)
-    checks: list[Check] = [check_platform(env), check_python(env), check_torch(env), check_gpu(env)]
+    checks: list[Check] = [check_platform(env), check_python(env), check_torch(env, index, deepspeed), check_gpu(env)]
     checks.append(check_cuda_home(env))
     checks.extend(check_toolkits(env))
     checks.extend(check_compiler(env))

@@ -34,16 +34,23 @@ def check_cuda_home(env: Env) -> Check:
     title = f"CUDA_HOME -> {home} (via {how})"
     if view is None or not view.is_toolkit:
         what = "has no nvcc" if view is None or not view.has_nvcc else "has no include/cuda_runtime.h"
+        finding = f"{home} {what}: it is not a CUDA toolkit root" + (
+            " (a wrapper script or symlink in bin/ makes torch guess its parent)"
+            if how.startswith(("nvcc on PATH", "torch.utils"))
+            else ""
+        )
+        if facts.torch is not None and not cuda_torch:  # a wrong root is harmless only where nothing uses it
+            return Check(
+                "cuda_home",
+                Status.OK,
+                "CUDA_HOME: not used (torch is a CPU build)",
+                detail=f"it would be {home} (via {how}), but {finding}",
+            )
         return Check(
             "cuda_home",
-            Status.WARN if cuda_torch else Status.OK,
+            Status.WARN,  # a CUDA torch (or the one still to be installed) would build and JIT against it
             title,
-            detail=f"{home} {what}: it is not a CUDA toolkit root"
-            + (
-                " (a wrapper script or symlink in bin/ makes torch guess its parent)"
-                if how.startswith(("nvcc on PATH", "torch.utils"))
-                else ""
-            ),
+            detail=finding,
             fix=set_fix or "point CUDA_HOME at the toolkit root (the directory holding bin/nvcc and include/)",
         )
     torch_cuda = env.variant.cuda if env.variant else None

@@ -6,7 +6,8 @@ from collections.abc import Sequence
 
 from dswheels.core.compat import Compat
 from dswheels.core.doctor.environment import Env, env_kind
-from dswheels.core.doctor.report import Check, Status
+from dswheels.core.doctor.report import Check, IndexView, Status
+from dswheels.core.index.files import IndexFile
 from dswheels.core.versions import VersionTuple, format_version, parse_version
 
 __all__ = ["check_gpu", "check_platform", "check_python", "check_torch"]
@@ -95,22 +96,74 @@ def _variant_for_toolkit(env: Env, minor: VersionTuple, os: str) -> str | None:
     return None
 
 
-def check_torch(env: Env) -> Check:
+def _published_for_here(env: Env, index: IndexView, deepspeed: VersionTuple | None) -> IndexFile | None:
+    """The index's wheel for this Python and platform a torch install should aim at, or None.
+
+    With a GPU a CUDA wheel before a CPU one (without, the reverse), a variant matching a toolkit
+    here first, then the newest torch, then the newest DeepSpeed; only torch minors compat.yml
+    knows for this Python (their newest release is what gets installed).
+    """
+    if env.platform is None or env.python is None:
+        return None
+    os = env.platform.os
+    fits = [
+        f
+        for f in index.files
+        if f.cell is not None
+        and not f.is_yanked
+        and f.cell.python == env.python
+        and f.cell.platform == env.platform
+        and (deepspeed is None or f.cell.deepspeed == deepspeed)
+        and f.cell.torch in env.compat.torch
+        and env.python in env.compat.torch[f.cell.torch].python[os]
+    ]
+
+    def rank(f: IndexFile) -> tuple[bool, bool, VersionTuple, VersionTuple]:
+        assert f.cell is not None  # noqa: S101 - filtered above
+        toolkit = _variant_for_toolkit(env, f.cell.torch, os) == f.cell.variant.name
+        return (f.cell.variant.is_cuda == bool(env.gpus), toolkit, f.cell.torch, f.cell.deepspeed)
+
+    return max(fits, key=rank, default=None)
+
+
+def _torch_to_install(env: Env, os: str, index: IndexView | None, deepspeed: VersionTuple | None) -> tuple[str, str]:
+    """(the command that installs torch, why that one) for an environment without torch.
+
+    With an index: the torch of a wheel it publishes for this Python and platform, from that
+    variant's torch index, so that ``dswheels install --index`` finds its wheel afterwards.
+    """
+    wheel = _published_for_here(env, index, deepspeed) if index is not None and not index.error else None
+    if wheel is not None and wheel.cell is not None:
+        minor, variant = wheel.cell.torch, wheel.cell.variant.name
+        command = _pip_torch_command(env.compat.torch[minor].latest, variant, env.compat, os)
+        return command, (
+            f"the index publishes {wheel.filename} for this Python and platform: with its torch "
+            f"(torch {format_version(minor)} {variant}) installed, `dswheels install --index {index.url}` installs it"
+            if index is not None
+            else ""
+        )
+    newest = _newest_torch_for(env)
+    if not newest:
+        return "install torch first", ""
+    command = _pip_torch_command(env.compat.torch[newest].latest, _default_variant(env, newest, os), env.compat, os)
+    if index is None or index.error:
+        return command, ""
+    where = f"Python {env.python} on {env.platform.value}" if env.python and env.platform else "this environment"
+    return command, f"the index publishes no wheel for {where}: this torch is for a local build (dswheels build)"
+
+
+def check_torch(env: Env, index: IndexView | None = None, deepspeed: VersionTuple | None = None) -> Check:
     facts = env.facts
     torch = facts.torch
     os = env.platform.os if env.platform else facts.os
     if torch is None:
-        newest = _newest_torch_for(env)
-        fix = "install torch first"
-        if newest:
-            variant = _default_variant(env, newest, os)
-            fix = _pip_torch_command(env.compat.torch[newest].latest, variant, env.compat, os)
+        fix, why = _torch_to_install(env, os, index, deepspeed)
         not_installed = facts.torch_error in ("", "not installed")
         return Check(
             "torch",
             Status.FAIL,
             "torch is not installed" if not_installed else "torch does not import",
-            detail="" if not_installed else facts.torch_error,
+            detail=why if not_installed else "; ".join(filter(None, (facts.torch_error, why))),
             fix=fix if not_installed else "reinstall torch in this environment (" + fix + ")",
         )
     if "torch" in env.problems:

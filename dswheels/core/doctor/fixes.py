@@ -18,6 +18,12 @@ def install_toolkit_fix(env: Env) -> str:
     info = env.compat.cuda.get(variant.cuda)
     release = info.install if info else variant.cuda_text
     os = env.platform.os if env.platform else env.facts.os
+    if info is not None and info.redist_sha256:  # NVIDIA's archives of it are pinned: dswheels can install it
+        return (
+            f"`dswheels cuda install --toolkit {release}` (the components a build needs, from NVIDIA's "
+            "redistributable archives, sha256-checked) and set CUDA_HOME to the root it prints; or install the "
+            f"CUDA {release} toolkit from https://developer.nvidia.com/cuda-toolkit-archive"
+        )
     if os == "windows":
         packages = env.compat.subpackages_for(variant.cuda)
         extra = f" (installer components: {', '.join(packages)})" if packages else ""

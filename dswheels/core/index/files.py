@@ -8,8 +8,9 @@ what is read can be compared field by field. Pure: the caller fetches the page.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from html.parser import HTMLParser
+import re
+from dataclasses import dataclass, field
+from html import unescape
 from urllib.parse import unquote, urldefrag, urljoin, urlsplit
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -18,7 +19,16 @@ from dswheels.core.digests import is_sha256
 from dswheels.core.model import Cell
 from dswheels.core.naming import PROJECT, PublishedWheel, try_parse_wheel
 
-__all__ = ["MAX_FILENAME", "MAX_LINKS", "IndexFile", "link_problem", "parse_project_page", "project_page_url"]
+__all__ = [
+    "MAX_ATTRIBUTES",
+    "MAX_FILENAME",
+    "MAX_LINKS",
+    "MAX_TAG",
+    "IndexFile",
+    "link_problem",
+    "parse_project_page",
+    "project_page_url",
+]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -101,33 +111,144 @@ def project_page_url(index: str, project: str = PROJECT) -> str:
     return f"{base}/simple/{project}/"
 
 
-class _LinkParser(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.base: str | None = None
-        self.links: list[tuple[dict[str, str], str]] = []
-        self._open: dict[str, str] | None = None
-        self._text: list[str] = []
+# --- reading a page ----------------------------------------------------------------------------
+#
+# Not html.parser itself: on malformed input it is quadratic (a "<" it cannot finish makes it
+# search the rest of the page again, for every such "<": 2 MB of "<!" took 110 s on Python
+# 3.11.7, "</" and "<a" repeated did not end in minutes), and it builds every attribute of a tag
+# (one tag of 6 million attributes held 3.2 GB). This reads a page in one pass with html.parser's
+# own grammar (its regular expressions for tags and attributes, its reading of the results):
+# each token is read from where the last one ended, to its end, a tag at most MAX_TAG long, and a
+# comment or declaration left open runs to the end of the page. A start tag html.parser cannot
+# finish is text, as there, but the text is all that was read of it (html.parser goes back to
+# the next ">" and reads on from there, which is what makes it quadratic). Only <base> and <a>
+# are read, and of an <a> only the attributes a file link has; script and style content is text.
 
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        values = {key: value or "" for key, value in attrs}
-        if tag == "base" and self.base is None and values.get("href"):
+MAX_TAG = 16 * 1024  # characters of one tag: a file link's is a few hundred (a signed URL ~2 KB)
+MAX_ATTRIBUTES = 64  # of a tag that is read: a file link has at most six (PEP 503, 592, 658, 714)
+MAX_LINKS = 200_000  # links read from one page; the rest are left out
+_KEPT = ("href", "data-requires-python", "data-yanked")
+
+# a comment; a declaration, instruction or bogus comment ("</" and no name); an end or start tag
+_TOKEN = re.compile(
+    r"<(?:(?P<comment>!--)|(?P<markup>[!?]|/(?![a-zA-Z]))|(?P<slash>/?)(?P<name>[a-zA-Z][^\t\n\r\f />\x00]*))"
+)
+# html.parser's locatestarttagend_tolerant and attrfind_tolerant (Python 3.10-3.13)
+_START_TAG = re.compile(
+    r"""
+    <[a-zA-Z][^\t\n\r\f />\x00]*
+    (?:[\s/]*(?:(?<=['"\s/])[^\s/>][^\s/=>]*(?:\s*=+\s*(?:'[^']*'|"[^"]*"|(?!['"])[^>\s]*)\s*)?(?:\s|/(?!>))*)*)?
+    \s*
+    """,
+    re.VERBOSE,
+)
+_ATTRIBUTE = re.compile(r"""((?<=['"\s/])[^\s/>][^\s/=>]*)(\s*=+\s*('[^']*'|"[^"]*"|(?!['"])[^>\s]*))?(?:\s|/(?!>))*""")
+_SEPARATORS = re.compile(r"(?:\s|/(?!>))+")  # between a tag's name and its first attribute
+_RAW_TEXT_END = {name: re.compile(rf"</{name}(?=[\t\n\r\f />])", re.IGNORECASE) for name in ("script", "style")}
+_UNFINISHED = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ=/")
+
+
+def _attributes(tag: str, at: int, page_url: str) -> tuple[dict[str, str], str] | None:
+    """The attributes a file link has, of the start tag ``tag`` whose name ends at ``at``, read as
+    html.parser reads them (names lower-cased, quotes stripped, character references replaced,
+    the last of a name winning), and how the tag ends: ``>``, or ``/>`` (it closes itself too).
+    None where html.parser reads the tag as text (what follows its attributes is neither)."""
+    found: dict[str, str] = {}
+    if separators := _SEPARATORS.match(tag, at):
+        at = separators.end()
+    count = 0
+    while (match := _ATTRIBUTE.match(tag, at)) is not None:
+        count += 1
+        if count > MAX_ATTRIBUTES:
+            msg = f"{page_url} has a tag with more than {MAX_ATTRIBUTES} attributes (a file link has a few)"
+            raise ValueError(msg)
+        name, rest, value = match.group(1, 2, 3)
+        if name.lower() in _KEPT:
+            if not rest:
+                value = ""
+            elif len(value) > 1 and value[0] == value[-1] and value[0] in "'\"":
+                value = value[1:-1]
+            found[name.lower()] = unescape(value)
+        at = match.end()
+    ending = tag[at:].strip()
+    return (found, ending) if ending in (">", "/>") else None
+
+
+@dataclass
+class _Page:
+    """What a page says of its files: its first <base href>, and every <a href> that </a> closes."""
+
+    url: str
+    base: str | None = None
+    links: list[dict[str, str]] = field(default_factory=list)
+    _open: dict[str, str] | None = None
+
+    def start_tag(self, name: str, tag: str, name_end: int) -> bool:
+        """Read the start tag ``tag``; whether it opens an element (it is a tag, not closed by itself)."""
+        read = _attributes(tag, name_end, self.url) if name in ("a", "base", *_RAW_TEXT_END) else ({}, ">")
+        if read is None:
+            return False
+        values, ending = read
+        if name == "base" and self.base is None and values.get("href"):
             self.base = values["href"]
-        elif tag == "a" and "href" in values:
-            self._open, self._text = values, []
+        elif name == "a" and "href" in values:
+            self._open = values
+        if ending == "/>":
+            self.end_tag(name)
+        return ending == ">"
 
-    def handle_data(self, data: str) -> None:
-        if self._open is not None:
-            self._text.append(data)
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag == "a" and self._open is not None:
-            self.links.append((self._open, "".join(self._text).strip()))
+    def end_tag(self, name: str) -> None:
+        if name == "a" and self._open is not None:
+            if len(self.links) < MAX_LINKS:
+                self.links.append(self._open)
             self._open = None
 
 
+def _past(text: str, end: str, at: int) -> int:
+    found = text.find(end, at)
+    return found + len(end) if found >= 0 else len(text)
+
+
+def _start_tag_end(text: str, start: int, page_url: str) -> tuple[int, bool]:
+    """Where the start tag at ``start`` ends, and whether it is one (html.parser's check_for_whole_start_tag:
+    else it is text, up to its next ">" or "<", and never less than what was read of it)."""
+    read = _START_TAG.match(text, start, start + MAX_TAG + 2)
+    end = read.end() if read is not None else start + 1  # the pattern matches whenever the token did
+    if end > start + MAX_TAG:
+        msg = f"{page_url} has a tag of more than {MAX_TAG:,} characters (an index page's are a few hundred)"
+        raise ValueError(msg)
+    if text.startswith(">", end):
+        return end + 1, True
+    if text.startswith("/>", end):
+        return end + 2, True
+    if end == len(text) or text[end] in _UNFINISHED:  # unfinished: text to the next ">" or "<"
+        after = text.find(">", start + 1) + 1 or text.find("<", start + 1) + 1 or start + 2
+        return max(end, after - 1 if text[after - 1 : after] == "<" else after), False
+    return max(end, start + 1), False
+
+
+def _read_page(text: str, page_url: str) -> _Page:
+    """The page's base and links (:class:`_Page`), in one pass."""
+    page = _Page(url=page_url)
+    at = 0
+    while (token := _TOKEN.search(text, at)) is not None:
+        start, name = token.start(), (token.group("name") or "").lower()
+        if token.group("comment"):
+            at = _past(text, "-->", token.end())
+        elif token.group("markup") or token.group("slash"):  # a declaration, instruction or end tag
+            at = _past(text, ">", token.end())
+            if text[at - 1 : at] == ">":  # an end tag the page does not finish is none
+                page.end_tag(name)
+        else:
+            at, is_tag = _start_tag_end(text, start, page_url)
+            opened = is_tag and page.start_tag(name, text[start:at], token.end() - start)
+            if opened and name in _RAW_TEXT_END:
+                end_of_text = _RAW_TEXT_END[name].search(text, at)
+                at = end_of_text.start() if end_of_text is not None else len(text)
+    return page
+
+
 MAX_FILENAME = 255  # bytes: what file systems allow for one name
-MAX_LINKS = 200_000
 
 
 def link_problem(url: str, page_url: str) -> str:
@@ -189,21 +310,15 @@ def parse_project_page(html: str, page_url: str) -> tuple[IndexFile, ...]:
     be followed (:func:`link_problem`) or whose URL names no usable file keeps a ``problem``.
     ``ValueError`` when the text cannot be parsed as HTML at all.
     """
-    parser = _LinkParser()
+    page = _read_page(html, page_url)
     try:
-        parser.feed(html)
-        parser.close()
-    except (AssertionError, ValueError) as exc:  # html.parser asserts on some declarations (<![bogus>)
-        msg = f"{page_url} is not an HTML page that can be read ({exc})"
-        raise ValueError(msg) from None
-    try:
-        base = urljoin(page_url, parser.base) if parser.base else page_url
+        base = urljoin(page_url, page.base) if page.base else page_url
     except ValueError:
         base = page_url
     if link_problem(base, page_url):  # a <base> may not move the page somewhere it could not link
         base = page_url
     files: list[IndexFile] = []
-    for attrs, _text in parser.links[:MAX_LINKS]:
+    for attrs in page.links:
         try:
             url, fragment = urldefrag(urljoin(base, attrs["href"]))
         except ValueError:  # e.g. an invalid IPv6 host

@@ -104,7 +104,7 @@ def _cell_tail(item: PlannedCell) -> dict[str, object]:
             "cuda_check": tc.cuda_check,
             "nvcc_append_flags": list(tc.nvcc_flags),
             "cpu_baseline": tc.cpu_baseline,
-            "cuda_subpackages": list(tc.cuda_subpackages),
+            "cuda_components": list(tc.cuda_components),
             "notes": list(tc.notes),
             "linux_runtime": tc.linux_runtime.as_json() if tc.linux_runtime else None,
         },
@@ -244,10 +244,18 @@ def _toolchain(node: _Node) -> Toolchain:
         cuda_check=node.at("cuda_check").text(),
         nvcc_flags=node.at("nvcc_append_flags").strs(),
         cpu_baseline=node.at("cpu_baseline").text(),
-        cuda_subpackages=node.at("cuda_subpackages").strs(),
+        cuda_components=_cuda_components(node),
         notes=node.at("notes").strs(),
         linux_runtime=_runtime(node.at("linux_runtime")),
     )
+
+
+def _cuda_components(toolchain: _Node) -> tuple[str, ...]:
+    """``cuda_components``; the manifests of wheels built before it have ``cuda_subpackages`` instead
+    (the Windows installer's names, which nothing reads any more): read as none."""
+    if toolchain.opt("cuda_components") is None and toolchain.opt("cuda_subpackages") is not None:
+        return ()
+    return toolchain.at("cuda_components").strs()
 
 
 def _build_var(node: _Node) -> str:

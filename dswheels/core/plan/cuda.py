@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from dswheels.core.compat import Compat, describe_versions
 from dswheels.core.compat.entries import CudaToolkit
+from dswheels.core.cuda_redist import PLATFORMS, missing_components, recorded_release, redist_json_name
 from dswheels.core.model import Cell, Reason
 from dswheels.core.versions import VersionTuple, format_version, parse_version
 
-__all__ = ["arch_value", "cuda_check", "nvcc_facts", "resolve_arch_list"]
+__all__ = ["arch_value", "cuda_check", "nvcc_facts", "redist_reason", "resolve_arch_list"]
+
+_RECORD_HINT = "record NVIDIA's {name} and pin it (dswheels/cuda_redist/README.md)"
 
 
 def nvcc_facts(cell: Cell, nvcc: VersionTuple, compat: Compat) -> CudaToolkit | Reason:
@@ -95,3 +98,42 @@ def cuda_check(cell: Cell, nvcc: VersionTuple, compat: Compat) -> tuple[bool, st
         f"DS_SKIP_CUDA_CHECK=1: nvcc {format_version(nvcc)} != torch CUDA {format_version(torch_cuda)} and DeepSpeed "
         f"{ds} would refuse ({listed}); torch itself only warns on a minor mismatch"
     )
+
+
+def redist_reason(cell: Cell, toolkit: CudaToolkit, compat: Compat, *, required: bool) -> Reason | str | None:
+    """Why a build runner cannot install ``toolkit`` for the cell's OS from NVIDIA's archives.
+
+    The job installs exactly compat.yml's components from ``redistrib_<install>.json``, pinned
+    by ``redist_sha256`` (:mod:`dswheels.core.cuda_redist`). A component the recorded JSON
+    lacks (renamed, or not built for the platform) would fail the job after it started: a
+    :class:`Reason`, so the plan says it first. A toolkit with no pinned JSON cannot be
+    installed at all: a Reason when ``required`` (the plan of the wheels workflow's jobs),
+    else a note (str) that says so.
+    """
+    name = redist_json_name(toolkit.install)
+    minor = format_version(toolkit.minor)
+    release = recorded_release(compat, toolkit)
+    if release is None:
+        message = (
+            f"CUDA {toolkit.install}: compat.yml pins no {name} (cuda.{minor}.redist_sha256), so a build runner "
+            "cannot install it from NVIDIA's archives"
+        )
+        if not required:
+            return f"{message} (`dswheels ci plan` drops the cell): {_RECORD_HINT.format(name=name)}"
+        return Reason(
+            rule="cuda-redist",
+            message=message,
+            fix=_RECORD_HINT.format(name=name) + ", or build with a toolkit that has one (`toolkits:` in the matrix)",
+            source="compat.yml cuda, nvidia-redist",
+        )
+    missing = missing_components(release, compat.components_for(toolkit.minor), cell.platform.os)
+    if missing:
+        return Reason(
+            rule="cuda-redist",
+            message=f"CUDA {toolkit.install}: {name} has no {PLATFORMS[cell.platform.os]} archive of "
+            f"{', '.join(missing)}, a component compat.yml's cuda_components list needs",
+            fix="correct the component's `redist` name in compat.yml cuda_components (NVIDIA renamed or "
+            "split it?), or its `cuda` range",
+            source="compat.yml cuda_components, nvidia-redist",
+        )
+    return None

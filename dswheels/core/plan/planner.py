@@ -200,8 +200,13 @@ def plan(
     host: LocalHost | None = None,
     nvcc: VersionTuple | None = None,
     flag_record: FlagRecord | None = None,
+    redist_required: bool = False,
 ) -> Plan:
-    """Expand the matrix (or the named combo), apply the rules and resolve every cell."""
+    """Expand the matrix (or the named combo), apply the rules and resolve every cell.
+
+    ``redist_required``: the plan of jobs that install CUDA from NVIDIA's archives (``dswheels ci
+    plan``): a cell whose toolkit has no pinned redistrib JSON is dropped, not only noted.
+    """
     combo = combo or Combo()
     if combo.given:
         cells = _combo_cells(spec, combo)
@@ -217,7 +222,8 @@ def plan(
         mode = "matrix"
     if only:
         cells = select_cells(cells, only)
-    results = _plan_cells(cells, compat, spec, Resolver(compat, spec, host, nvcc, flag_record))
+    resolver = Resolver(compat, spec, host, nvcc, flag_record, redist_required=redist_required)
+    results = _plan_cells(cells, compat, spec, resolver)
     planned = tuple(r for r in results if isinstance(r, PlannedCell))
     dropped = tuple(r for r in results if isinstance(r, DroppedCell))
     if not planned and (combo.given or only):

@@ -71,8 +71,8 @@ def _job_json(job: Job, *, plan_mode: str) -> dict[str, object]:
         "cuda_toolkit": " ".join(toolkits),
         "msvc_toolset": tc.host_compiler.version if tc.host_compiler.kind == "msvc" else "",
         "gcc": tc.host_compiler.version if tc.host_compiler.kind == "gcc" else "",
-        # a JSON array as a string: Jimver/cuda-toolkit's `sub-packages` input takes exactly that
-        "cuda_subpackages": json.dumps(list(tc.cuda_subpackages)) if tc.cuda_subpackages else "",
+        # what `dswheels cuda install --toolkit` assembles (it reads the same list from compat.yml)
+        "cuda_components": " ".join(tc.cuda_components),
         "ops": ops,
         "stage": job.stage,
         "part": job.part,

@@ -17,7 +17,7 @@ from dswheels.core.flags.record import FlagRecord, load_flag_record
 from dswheels.core.flags.screen import screen_ops
 from dswheels.core.matrix.spec import MatrixSpec
 from dswheels.core.model import Accelerator, Cell, HostCompiler, OpPlan, Platform, Reason, Toolchain, Variant
-from dswheels.core.plan.cuda import arch_value, cuda_check, nvcc_facts, resolve_arch_list
+from dswheels.core.plan.cuda import arch_value, cuda_check, nvcc_facts, redist_reason, resolve_arch_list
 from dswheels.core.plan.host_compiler import image_above, pick_compiler, pick_gcc, pick_msvc
 from dswheels.core.versions import VersionTuple, format_version
 
@@ -75,11 +75,20 @@ class Resolver:
     host: LocalHost | None = None
     nvcc: VersionTuple | None = None  # plan as if the builder had this nvcc
     flag_record: FlagRecord | None = None  # the ops' recorded flags (default: the shipped op_flags.json)
+    redist_required: bool = False  # a toolkit no runner can install (no pinned redistrib JSON) drops the cell
     _cache: dict[tuple[VersionTuple, VersionTuple, Variant, Platform], tuple[Toolchain, OpPlan] | Reason] = field(
         default_factory=dict,
     )
     _ops: dict[tuple[VersionTuple, str], tuple[OpInfo, ...]] = field(default_factory=dict)
     _screened: dict[tuple[object, ...], tuple[OpPlan, tuple[str, ...], Reason | None]] = field(default_factory=dict)
+    _redists: dict[tuple[str, str], Reason | str | None] = field(default_factory=dict)
+
+    def _redist(self, cell: Cell, toolkit: CudaToolkit) -> Reason | str | None:
+        """:func:`redist_reason`, once per toolkit release x OS."""
+        key = (toolkit.install, cell.platform.os)
+        if key not in self._redists:
+            self._redists[key] = redist_reason(cell, toolkit, self.compat, required=self.redist_required)
+        return self._redists[key]
 
     def screen(
         self, cell: Cell, ops: OpPlan, arch_list: str, nvcc_flags: tuple[str, ...]
@@ -157,9 +166,7 @@ class Resolver:
             cuda_check=cuda.check_text,
             nvcc_flags=tuple(dict.fromkeys(nvcc_flags)),
             cpu_baseline=spec.cpu_baseline,
-            cuda_subpackages=compat.subpackages_for(nvcc.toolkit.minor)
-            if nvcc.toolkit and cell.platform.os == "windows"
-            else (),
+            cuda_components=tuple(c.redist for c in compat.components_for(nvcc.toolkit.minor)) if nvcc.toolkit else (),
             notes=tuple(dict.fromkeys(notes)),
             linux_runtime=runtime,
         )
@@ -182,7 +189,8 @@ class Resolver:
         return _Nvcc(toolkit=nvcc, version=version, notes=notes)
 
     def _cuda(self, cell: Cell, nvcc: _Nvcc) -> _CudaBuild | Reason:
-        """The arch list and DeepSpeed's CUDA check for the chosen nvcc (nothing for a cpu cell)."""
+        """The arch list and DeepSpeed's CUDA check for the chosen nvcc, and whether a runner can install
+        it (nothing for a cpu cell)."""
         if nvcc.toolkit is None or nvcc.version is None:
             return _CudaBuild()
         arch = resolve_arch_list(cell, nvcc.toolkit, self.compat, self.spec.arch_lists.get(cell.variant.name))
@@ -194,6 +202,12 @@ class Resolver:
                 source="ptxas-help, cpp-extension",
             )
         arch_list, arch_notes = arch
+        # a build runner installs the toolkit from NVIDIA's archives; this machine has its own
+        redist = self._redist(cell, nvcc.toolkit) if self.host is None else None
+        if isinstance(redist, Reason):
+            return redist
+        if redist:
+            arch_notes.append(redist)
         skip_check, check_text = cuda_check(cell, nvcc.version, self.compat)
         if skip_check and self.spec.cuda_check == "strict":
             return Reason(

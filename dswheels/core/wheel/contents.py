@@ -23,6 +23,7 @@ from packaging.metadata import parse_email
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
+from dswheels.core.pysource import PythonSourceError, parse_source
 from dswheels.core.versions import VersionTuple, format_version
 
 __all__ = [
@@ -202,15 +203,15 @@ def parse_installed_info(text: str) -> InstalledInfo:
     (('cpu_adam',), 'cpu')
     """
     try:
-        tree = ast.parse(text)
-    except SyntaxError as exc:
-        raise WheelContentError(f"{INSTALLED_INFO} is not Python: {exc}") from None
+        tree = parse_source(text, what=INSTALLED_INFO)
+    except PythonSourceError as exc:
+        raise WheelContentError(str(exc)) from None
     values: dict[str, object] = {}
     for node in tree.body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             try:
                 values[node.targets[0].id] = ast.literal_eval(node.value)
-            except ValueError:
+            except (ValueError, TypeError, RecursionError, MemoryError):  # not a literal, or one too deep to build
                 continue
     ops = values.get("installed_ops")
     if not isinstance(ops, dict):
@@ -335,8 +336,8 @@ def builder_modules(sources: Mapping[str, str]) -> dict[str, tuple[str, ...]]:
     found: dict[str, list[str]] = {}
     for path in sorted(sources, key=lambda p: (p.count("/"), p)):
         try:
-            tree = ast.parse(sources[path])
-        except SyntaxError:
+            tree = parse_source(sources[path], what=path)
+        except PythonSourceError:  # a builder dswheels cannot read names no module
             continue
         for cls in (node for node in tree.body if isinstance(node, ast.ClassDef)):
             name = next(

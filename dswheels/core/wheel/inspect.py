@@ -17,7 +17,8 @@ from dswheels.core.binaries.extension import ExtensionBinary
 from dswheels.core.binaries.isa import IsaReport
 from dswheels.core.binaries.linux_runtime import LibstdcxxRelease, floor_of
 from dswheels.core.naming import WheelNameError, parse_wheel_name
-from dswheels.core.wheel.contents import InstalledInfo, Metadata, builder_modules, check_ops, extension_for_module
+from dswheels.core.wheel.contents import InstalledInfo, Metadata, builder_modules, check_ops
+from dswheels.core.wheel.placement import Placement, expected_file, module_of_extension, place_extensions
 from dswheels.core.wheel.verify import cell_from_wheel_filename
 
 __all__ = [
@@ -43,12 +44,16 @@ class ExtensionReport:
     binary: ExtensionBinary
     dlls: tuple[DllVerdict, ...]  # PE: a verdict per imported DLL
     runtime: str  # ELF: the glibc/libstdc++ floor in words; "" for PE
+    module: str = ""  # what the file imports as (its path)
+    misplaced: str = ""  # why loading its op does not import this file ("" when it does)
 
     def as_json(self) -> dict[str, object]:
         b = self.binary
         return {
             "op": self.op or None,
             "file": b.member,
+            "module": self.module,
+            "misplaced": self.misplaced or None,
             "format": b.format,
             "size": b.size,
             "gpu": None
@@ -117,17 +122,6 @@ def isa_level(isa: IsaReport) -> str:
     return "x86-64-v3"
 
 
-def _op_of_extensions(names: Sequence[str], op_modules: Mapping[str, Sequence[str]]) -> dict[str, str]:
-    """Extension member -> op name, through the builders' ``absolute_name()``."""
-    found: dict[str, str] = {}
-    for op, modules in op_modules.items():
-        for module in modules:
-            member = extension_for_module(module, names)
-            if member is not None:
-                found.setdefault(member, op)
-    return found
-
-
 def inspect_wheel(
     *,
     filename: str,
@@ -157,7 +151,7 @@ def inspect_wheel(
         cuda_major=int(cell.variant.cuda_text.split(".")[0]) if cell and cell.variant.is_cuda else None,
     )
     modules = builder_modules(builder_sources)
-    ops = _op_of_extensions(names, modules)
+    placed = {p.member: p for p in place_extensions(names, built=installed.built_ops, modules=modules) if modules}
     found = check_ops(installed.built_ops, installed=installed, modules=modules, names=names)
     reports = []
     for member, binary in sorted(binaries.items()):
@@ -165,7 +159,12 @@ def inspect_wheel(
             judge_imports(binary.dll_imports + binary.delay_imports, target, dll_facts) if binary.format == "pe" else ()
         )
         runtime = floor_of([binary.version_needs]).describe(libstdcxx) if binary.format == "elf" else ""
-        reports.append(ExtensionReport(op=ops.get(member, ""), binary=binary, dlls=dlls, runtime=runtime))
+        place = placed.get(member) or Placement(member=member, module=module_of_extension(member), op="")
+        reports.append(
+            ExtensionReport(
+                op=place.op, binary=binary, dlls=dlls, runtime=runtime, module=place.module, misplaced=place.problem
+            )
+        )
     torch_reqs = tuple(
         str(r) for r in metadata.requirements if r.name == "torch" and "extra" not in str(r.marker or "")
     )
@@ -184,8 +183,29 @@ def inspect_wheel(
         extensions=tuple(reports),
         warnings=(),
     )
-    warnings = _warnings(inspection, cuda=cuda, toolkit_sm=toolkit_sm)
+    warnings = _placement_warnings(inspection, modules) + _warnings(inspection, cuda=cuda, toolkit_sm=toolkit_sm)
     return replace(inspection, warnings=tuple(warnings))
+
+
+def _placement_warnings(i: Inspection, modules: Mapping[str, Sequence[str]]) -> list[str]:
+    """Every extension outside its op's import path, and every built op with no file where it is imported from."""
+    warnings = [r.misplaced for r in i.extensions if r.misplaced]
+    paired = {r.op for r in i.extensions if r.misplaced and r.op}
+    unnamed = []
+    for op in i.without_extension:
+        if op in paired or not i.extensions:
+            continue
+        if not modules.get(op):
+            unnamed.append(op)  # no builder names its module: every extension is some other op's
+            continue
+        wanted = " or ".join(modules[op])
+        warnings.append(
+            f"installed_ops lists {op}, but no extension sits where its builder loads it from ({wanted}: "
+            f"{' or '.join(expected_file(m) for m in modules[op])}): loading {op} raises ModuleNotFoundError"
+        )
+    if unnamed:
+        warnings.append(f"installed_ops lists {', '.join(unnamed)}, but the wheel has no extension for them")
+    return warnings
 
 
 def _warnings(i: Inspection, *, cuda: str, toolkit_sm: Mapping[str, frozenset[int]]) -> list[str]:
@@ -196,10 +216,6 @@ def _warnings(i: Inspection, *, cuda: str, toolkit_sm: Mapping[str, frozenset[in
             f"torch is not pinned (Requires-Dist: {', '.join(i.torch_requirements) or 'none'}): pip may install "
             f"another torch than {i.torch_info.get('version', 'the one it was built with')}, and DeepSpeed then "
             "refuses every prebuilt op and JIT-compiles them"
-        )
-    if i.without_extension and i.extensions:
-        warnings.append(
-            f"installed_ops lists {', '.join(i.without_extension)}, but the wheel has no extension for them"
         )
     gpu = [r for r in i.extensions if r.binary.gpu is not None]
     no_ptx = [r for r in gpu if r.binary.gpu is not None and not r.binary.gpu.ptx]
@@ -224,6 +240,14 @@ def _warnings(i: Inspection, *, cuda: str, toolkit_sm: Mapping[str, frozenset[in
 
 def _label(r: ExtensionReport) -> str:
     return r.op or r.binary.name
+
+
+def _import_words(r: ExtensionReport) -> str:
+    if r.misplaced:
+        return f"{r.module}: NOT where its op is imported from (see the warnings)"
+    if not r.op:
+        return f"{r.module} (not judged: the wheel has no op builder sources)"
+    return f"{r.module}: {r.op}'s builder imports it from here (its absolute_name())"
 
 
 def _gpu_words(r: ExtensionReport) -> str:
@@ -270,6 +294,7 @@ def render_inspection(i: Inspection) -> str:
     for r in i.extensions:
         lines.append(f"  {_label(r):<{width}}  {r.binary.member} ({r.binary.format}, {r.binary.size / 1e6:.1f} MB)")
         pad = " " * (width + 4)
+        lines.append(f"{pad}module   {_import_words(r)}")
         lines.append(f"{pad}gpu      {_gpu_words(r)}")
         lines.append(f"{pad}cpu      {_cpu_words(r.binary.isa)}")
         if r.binary.format == "elf":

@@ -140,7 +140,7 @@ def render_manifest(manifest: Manifest) -> str:
         "compiler_cache": dict(manifest.compiler_cache),
         "runtime": manifest.runtime.as_json() if manifest.runtime is not None else None,
         "producer": manifest.producer,
-        **({"windows_host": dict(manifest.windows_host)} if manifest.windows_host else {}),
+        "windows_host": dict(manifest.windows_host),
         "source": dict(manifest.source),
         "source_changes": list(manifest.source_changes),
         "created": manifest.created,

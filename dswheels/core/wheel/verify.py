@@ -26,8 +26,9 @@ from dswheels.core.naming import (
     wheel_version,
 )
 from dswheels.core.versions import TorchMinor, format_version, parse_version
-from dswheels.core.wheel.contents import InstalledInfo, Metadata, check_ops, torch_pin
+from dswheels.core.wheel.contents import InstalledInfo, Metadata, builder_modules, check_ops, torch_pin
 from dswheels.core.wheel.manifest import Manifest
+from dswheels.core.wheel.placement import place_extensions
 
 __all__ = [
     "Check",
@@ -209,6 +210,14 @@ def linux_runtime_checks(
     return checks
 
 
+def _import_modules(expected: Expected, builder_sources: Mapping[str, str]) -> dict[str, tuple[str, ...]]:
+    """op -> the module(s) it is imported from: what the wheel's own builders say (``load()`` runs them), else
+    what the manifest recorded of the build."""
+    modules: dict[str, tuple[str, ...]] = {op: (module,) for op, module in expected.modules.items() if module}
+    modules.update(builder_modules(builder_sources))
+    return modules
+
+
 def static_checks(
     *,
     filename: str,
@@ -218,8 +227,10 @@ def static_checks(
     expected: Expected,
     builder_source: str | None,
     sha256: str = "",
+    builder_sources: Mapping[str, str] | None = None,
 ) -> list[Check]:
-    """Every check that needs only the wheel's bytes (the ``builder_source`` is its op_builder/builder.py)."""
+    """Every check that needs only the wheel's bytes (the ``builder_source`` is its op_builder/builder.py;
+    ``builder_sources`` every op builder's, which say where each op is imported from)."""
     cell = expected.cell
     checks: list[Check] = []
     if expected.wheel_sha256:
@@ -275,7 +286,7 @@ def static_checks(
             f"{format_version(cell.torch)}, CUDA {want_cuda}",
         ),
     )
-    modules = {op: (module,) for op, module in expected.modules.items() if module}
+    modules = _import_modules(expected, builder_sources or {})
     ops = check_ops(expected.ops, installed=installed, modules=modules, names=names)
     parts = [f"installed_ops: {', '.join(sorted(ops.installed)) or 'none'}"]
     if ops.missing:
@@ -283,7 +294,10 @@ def static_checks(
     if ops.extra:
         parts.append(f"not in the {expected.source}'s list: {', '.join(ops.extra)}")
     checks.append(Check("installed ops", not ops.missing and not ops.extra, "; ".join(parts)))
-    problems = ops.describe_no_file(modules)
+    misplaced = [p for p in place_extensions(names, built=ops.installed, modules=modules) if not p.ok]
+    paired = {p.op for p in misplaced}
+    problems = [p.problem for p in misplaced]
+    problems += [line for op, line in zip(ops.no_file, ops.describe_no_file(modules), strict=True) if op not in paired]
     if len(ops.extensions) != len(ops.installed):
         problems.append(f"{len(ops.extensions)} extension files for {len(ops.installed)} installed ops")
     checks.append(

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import os
 import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -19,9 +18,11 @@ from urllib.parse import urljoin
 
 import requests
 
+from dswheels.core.envvars import credential, username
 from dswheels.core.index.files import parse_project_page
 from dswheels.core.naming import PROJECT
 from dswheels.core.wheel.contents import parse_metadata
+from dswheels.effects.environ import read_variable
 from dswheels.effects.http import MAX_PAGE_BYTES, OriginAuth, iter_body, read_limited
 from dswheels.effects.http import session as http_session
 from dswheels.effects.index import LocalWheel
@@ -122,10 +123,13 @@ def _multipart(wheel: LocalWheel) -> tuple[_MultipartBody, str, int]:
 
 def upload_credentials(env: Mapping[str, str] | None = None) -> tuple[str | None, str | None]:
     """``DSWHEELS_UPLOAD_USERNAME``/``_PASSWORD``, else twine's ``TWINE_USERNAME``/``_PASSWORD``."""
-    env = os.environ if env is None else env
-    username = env.get("DSWHEELS_UPLOAD_USERNAME") or env.get("TWINE_USERNAME")
-    password = env.get("DSWHEELS_UPLOAD_PASSWORD") or env.get("TWINE_PASSWORD")
-    return username, password
+    user = read_variable("DSWHEELS_UPLOAD_USERNAME", username, env=env) or read_variable(
+        "TWINE_USERNAME", username, env=env
+    )
+    password = read_variable("DSWHEELS_UPLOAD_PASSWORD", credential, env=env) or read_variable(
+        "TWINE_PASSWORD", credential, env=env
+    )
+    return user, password
 
 
 def _server_files(session: requests.Session, simple_url: str, timeout: float) -> dict[str, tuple[str, str]]:

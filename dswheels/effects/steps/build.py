@@ -12,6 +12,7 @@ from dswheels.core.building.compiler_cache import SccacheSettings
 from dswheels.core.building.parallelism import fit_jobs
 from dswheels.core.building.report import CellOutcome
 from dswheels.core.compat import load_compat
+from dswheels.core.cuda_redist import REDIST_URL
 from dswheels.core.locations import WHEELHOUSE
 from dswheels.core.model import PlannedCell
 from dswheels.core.naming import cell_id
@@ -52,6 +53,7 @@ class BuildCellsOptions:
     verify: VerifyOptions | None = None  # verify every built wheel (a failing one is removed)
     install: bool = False  # the one cell will be installed here (install_here)
     msvc_root: Path | None = None  # Windows cells on Linux: built under Wine with this MSVC root
+    wine_cuda: tuple[str, str] = ("auto", REDIST_URL)  # under Wine: CUDA from auto|pypi|nvidia; NVIDIA's redist URL
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -111,6 +113,7 @@ def _cell_options(options: BuildCellsOptions, planned: Sequence[PlannedCell]) ->
         parallel_ops=options.parallel_ops,
         prepare_only=options.prepare_only,
         msvc_root=options.msvc_root,
+        wine_cuda=options.wine_cuda,
     )
 
 

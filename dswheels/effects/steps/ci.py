@@ -79,7 +79,8 @@ def _smoke_notes(result: Plan, gpu: frozenset[Platform]) -> list[str]:
 
 def plan_ci_run(options: CiPlanOptions) -> CiRun:
     intent = options.intent
-    selection = MatrixCells(matrix=options.matrix, combo=combo_from_values(intent.selection))
+    # the build jobs install CUDA from NVIDIA's archives: a toolkit without a pinned redistrib JSON drops its cells
+    selection = MatrixCells(matrix=options.matrix, combo=combo_from_values(intent.selection), redist_required=True)
     result = plan_matrix(selection, load_compat())
     if intent.canary:
         result = canary_plan(result)

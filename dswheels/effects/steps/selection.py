@@ -47,6 +47,7 @@ class MatrixCells:
     only: tuple[str, ...] = ()
     combo: Combo = field(default_factory=Combo)
     nvcc: VersionTuple | None = None  # plan as if the builder had this nvcc
+    redist_required: bool = False  # for runners that install CUDA from NVIDIA's archives (`dswheels ci plan`)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -85,7 +86,14 @@ def select_cells(selection: CellSelection, compat: Compat) -> tuple[PlannedCell,
 def plan_matrix(selection: MatrixCells, compat: Compat) -> Plan:
     """The plan of a matrix file for its ``only`` ids/globs or its combination."""
     spec = load_matrix(selection.matrix, compat)
-    return plan(spec, compat, only=selection.only, combo=selection.combo, nvcc=selection.nvcc)
+    return plan(
+        spec,
+        compat,
+        only=selection.only,
+        combo=selection.combo,
+        nvcc=selection.nvcc,
+        redist_required=selection.redist_required,
+    )
 
 
 def plan_cell_ids(selection: NamedCells, compat: Compat) -> tuple[PlannedCell, ...]:

@@ -1,11 +1,15 @@
-"""A Windows CUDA root for the Wine host, from compat.yml's one list of components and NVIDIA's PyPI wheels.
+"""A Windows CUDA root for the Wine host, from compat.yml's one list of components: two transports.
 
-The runners assemble their toolkit from the same list (NVIDIA's redistributable archives); here
-each component comes from the extra of NVIDIA's ``cuda-toolkit`` wheel that carries it, pinned to
-the plan's toolkit release (``cuda-toolkit[nvcc,cudart,...]==13.0.3`` pins every component wheel),
-installed for win_amd64 by uv into a folder of its own. Nothing the list does not name is asked
-for, so a component missing from the list is missing here exactly as on a runner (a header it
-carries fails the compile with C1083).
+* **NVIDIA's redistributable archives**, as the runners take them (``dswheels cuda install`` for
+  ``windows-x86_64``: :mod:`dswheels.effects.cuda_install`), where NVIDIA's server (or a mirror,
+  ``DSWHEELS_CUDA_REDIST_URL``) is reachable and compat.yml pins the release's JSON;
+* **NVIDIA's PyPI wheels**: each component from the extra of NVIDIA's ``cuda-toolkit`` wheel that
+  carries it, pinned to the plan's toolkit release (``cuda-toolkit[nvcc,cudart,...]==13.0.3`` pins
+  every component wheel), installed for win_amd64 by uv into a folder of its own.
+
+``auto`` takes PyPI's wheels from CUDA 13 (where they carry ``nvcc.exe``) and NVIDIA's archives
+for CUDA 12. Either way nothing the list does not name is asked for, so a component missing from
+the list is missing here exactly as on a runner (a header it carries fails the compile with C1083).
 
 CUDA 13 wheels unpack into one CUDA_HOME layout (``nvidia/cu13/{bin,include,lib/x64,nvvm}``);
 CUDA 12 wheels into one folder per component, merged here. Two things the wheels lack are made:
@@ -29,17 +33,22 @@ from pathlib import Path
 
 from dswheels.core.compat import Compat
 from dswheels.core.compat.entries import CudaComponent
+from dswheels.core.cuda_redist import REDIST_URL
 from dswheels.core.model import PlannedCell
+from dswheels.effects.cuda_install import CudaInstallOptions, install_cuda
 from dswheels.effects.files import exclusive, staging_dir, write_text_atomic
 from dswheels.effects.wine.host import install_for_windows
 from dswheels.effects.wine.import_libs import import_library_from_dll
 from dswheels.errors import EnvironmentMismatchError
 from dswheels.log import get_reporter
 
-__all__ = ["WindowsCuda", "assemble_windows_cuda"]
+__all__ = ["SOURCES", "WindowsCuda", "assemble_windows_cuda", "cuda_source"]
 
 # DLL stem -> the import library torch's and DeepSpeed's builders name (``libraries``)
 _MADE_LIBS = {"cublas64_": "cublas.lib", "cublasLt64_": "cublasLt.lib", "curand64_": "curand.lib"}
+
+
+SOURCES = ("auto", "pypi", "nvidia")  # where the Wine host takes the components from
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,8 +56,17 @@ class WindowsCuda:
     root: Path  # a CUDA_HOME layout: bin/nvcc.exe, include/, lib/x64/, nvvm/
     toolkit: str  # the release (13.0.3)
     components: tuple[str, ...]  # compat.yml names
-    wheels: tuple[str, ...]  # name==version of every wheel installed
+    wheels: tuple[str, ...]  # what was installed: name==version of each wheel, or each archive's file name
     made_libs: tuple[str, ...]  # import libraries made from a DLL's exports (``cublas.lib <- cublas64_13.dll``)
+    source: str = "pypi"  # pypi | nvidia
+
+
+def cuda_source(planned: PlannedCell, wanted: str) -> str:
+    """``pypi`` or ``nvidia``; ``auto``: PyPI's wheels from CUDA 13 (they carry nvcc.exe), NVIDIA's archives before."""
+    if wanted != "auto":
+        return wanted
+    nvcc = planned.toolchain.nvcc
+    return "pypi" if nvcc is not None and nvcc >= (13, 0) else "nvidia"
 
 
 def _key(toolkit: str, extras: Sequence[str]) -> str:
@@ -56,7 +74,16 @@ def _key(toolkit: str, extras: Sequence[str]) -> str:
 
 
 def assemble_windows_cuda(
-    planned: PlannedCell, *, compat: Compat, cache_dir: Path, uv: str, dumpbin: Path, lib_tool: Path, log: Path
+    planned: PlannedCell,
+    *,
+    compat: Compat,
+    cache_dir: Path,
+    uv: str,
+    dumpbin: Path,
+    lib_tool: Path,
+    log: Path,
+    source: str = "auto",
+    redist_url: str = REDIST_URL,
 ) -> WindowsCuda:
     """The plan's toolkit for Windows, from the list's components (cached by release and component list)."""
     tc = planned.toolchain
@@ -64,6 +91,10 @@ def assemble_windows_cuda(
         msg = "a CUDA cell has an nvcc and a toolkit release"
         raise ValueError(msg)
     components = compat.components_for(tc.nvcc)
+    if cuda_source(planned, source) == "nvidia":
+        return _from_archives(
+            tc.cuda_toolkit, compat, cache_dir, redist_url, dumpbin=dumpbin, lib_tool=lib_tool, log=log
+        )
     extras = [c.pypi for c in components]
     folder = cache_dir / "wine" / f"cuda-{tc.cuda_toolkit}-{_key(tc.cuda_toolkit, extras)}"
     record = folder / "dswheels-cuda.json"
@@ -122,6 +153,26 @@ def _assemble(
         staged.replace(folder)
 
 
+def _from_archives(
+    toolkit: str, compat: Compat, cache_dir: Path, redist_url: str, *, dumpbin: Path, lib_tool: Path, log: Path
+) -> WindowsCuda:
+    """The toolkit as a windows-2022 runner gets it: NVIDIA's archives for windows-x86_64, sha256-checked."""
+    get_reporter().info(f"assembling the Windows CUDA {toolkit} root from NVIDIA's redistributable archives")
+    installed = install_cuda(
+        compat, CudaInstallOptions(toolkit=toolkit, os="windows", cache=cache_dir, redist_url=redist_url)
+    )
+    made = _make_import_libs(installed.root, dumpbin=dumpbin, lib_tool=lib_tool, log=log)  # archives carry .lib
+    _check_provides(installed.root, installed.components, toolkit)
+    return WindowsCuda(
+        root=installed.root,
+        toolkit=toolkit,
+        components=tuple(c.name for c in installed.components),
+        wheels=tuple(a.filename for a in installed.archives),
+        made_libs=tuple(made),
+        source="nvidia",
+    )
+
+
 def _make_import_libs(root: Path, *, dumpbin: Path, lib_tool: Path, log: Path) -> list[str]:
     """``cublas.lib`` and friends from the DLLs the wheels carry, where the wheels have no ``.lib``."""
     lib_dir = root / "lib" / "x64"
@@ -137,13 +188,11 @@ def _make_import_libs(root: Path, *, dumpbin: Path, lib_tool: Path, log: Path) -
 
 
 def _check_provides(root: Path, components: Sequence[CudaComponent], toolkit: str) -> None:
-    missing = [c for c in components if not any((root / p).is_file() for p in c.provided_paths("windows"))]
+    missing = [c for c in components if not (root / c.provided_path("windows")).is_file()]
     if missing:
         raise EnvironmentMismatchError(
             f"the Windows CUDA {toolkit} root assembled from NVIDIA's PyPI wheels lacks "
-            + ", ".join(
-                f"{' or '.join(c.provided_paths('windows'))} ({c.name}: cuda-toolkit[{c.pypi}])" for c in missing
-            ),
+            + ", ".join(f"{c.provided_path('windows')} ({c.name}: cuda-toolkit[{c.pypi}])" for c in missing),
             hint="CUDA 12's nvidia-cuda-nvcc-cu12 wheels carry no nvcc.exe: build 12.x Windows cells on a runner "
             "(or where NVIDIA's archives are reachable); for another component, check compat.yml cuda_components"
             if any(c.name == "nvcc" for c in missing)

@@ -19,10 +19,18 @@ from pathlib import Path
 
 from dswheels.effects import proc
 from dswheels.effects.files import exclusive, write_text_atomic
-from dswheels.errors import EnvironmentMismatchError
+from dswheels.errors import DswheelsError, EnvironmentMismatchError
 from dswheels.log import get_reporter
 
-__all__ = ["WineHost", "find_wine", "install_for_windows", "windows_path", "write_tool_scripts"]
+__all__ = [
+    "WineHost",
+    "find_wine",
+    "install_for_windows",
+    "wait_for_wineserver",
+    "windows_path",
+    "wine_prefix",
+    "write_tool_scripts",
+]
 
 WINE_TOOL = Path(__file__).resolve().parents[2] / "probes" / "wine_tool.py"
 # Wine maps Z: to the root of this machine's file system (its default drive configuration)
@@ -51,6 +59,11 @@ class WineHost:
         }
 
 
+def wine_prefix(cache_dir: Path) -> Path:
+    """The Wine prefix of a cache: made once, shared by its builds."""
+    return cache_dir / "wine" / "prefix"
+
+
 def find_wine(env: Mapping[str, str], *, cache_dir: Path) -> WineHost:
     """Wine on PATH and a ready prefix under ``cache_dir`` (made once, by the first build that needs it)."""
     wine = proc.find_tool("wine", env) or proc.find_tool("wine64", env)
@@ -62,7 +75,7 @@ def find_wine(env: Mapping[str, str], *, cache_dir: Path) -> WineHost:
     said = proc.capture([wine, "--version"], env=dict(env), timeout=60).output
     # Debian's wine64 also warns that wine32 is missing: only 64-bit programs run here, which is all we run
     version = next((ln.strip() for ln in said.splitlines() if ln.startswith("wine-")), said.strip()[-80:])
-    host = WineHost(wine=wine, prefix=cache_dir / "wine" / "prefix", version=version)
+    host = WineHost(wine=wine, prefix=wine_prefix(cache_dir), version=version)
     marker = host.prefix / ".dswheels-ready"
     if not marker.is_file():
         with exclusive(host.prefix.parent, what="making the Wine prefix", error=EnvironmentMismatchError):
@@ -77,16 +90,22 @@ def find_wine(env: Mapping[str, str], *, cache_dir: Path) -> WineHost:
                     timeout=600,
                     stream=False,
                 )
-                _wait_for_wineserver(host, env)
+                wait_for_wineserver(host.prefix, env)  # the registry written before anyone uses the prefix
                 marker.write_text(version + "\n", encoding="utf-8")
     return host
 
 
-def _wait_for_wineserver(host: WineHost, env: Mapping[str, str]) -> None:
-    """Let the prefix's wineserver finish writing the registry before anyone else uses it."""
+def wait_for_wineserver(prefix: Path, env: Mapping[str, str], *, timeout: float = 120) -> None:
+    """Wait for the prefix's wineserver (and Wine's services with it) to end, as it does a few seconds after
+    the last Windows program: a build leaves no process behind. A server another build still uses is left
+    to it after ``timeout``."""
     server = proc.find_tool("wineserver", env)
-    if server is not None:
-        proc.capture([server, "-w"], env={**env, **host.env}, timeout=120)
+    if server is None or not prefix.is_dir():
+        return
+    try:
+        proc.capture([server, "-w"], env={**env, "WINEPREFIX": str(prefix)}, timeout=timeout)
+    except DswheelsError:
+        get_reporter().info(f"Wine's server for {prefix} still runs after {timeout:.0f} s: another build uses it")
 
 
 def write_tool_scripts(

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dswheels.core.compat import Compat
+from dswheels.core.cuda_redist import REDIST_URL
 from dswheels.core.model import PlannedCell
 from dswheels.core.versions import format_version
 from dswheels.effects import proc
@@ -47,10 +48,12 @@ _SYNTHESIZE = {
 
 @dataclass(frozen=True, slots=True)
 class WineTools:
-    """Checked before anything is downloaded: Wine and the MSVC root."""
+    """Checked before anything is downloaded: Wine and the MSVC root; where the CUDA components come from."""
 
     host: WineHost
     msvc: MsvcRoot
+    cuda_source: str = "auto"  # auto | pypi | nvidia (effects/wine/cuda.py)
+    cuda_redist_url: str = REDIST_URL  # NVIDIA's redist folder or a mirror (cuda_source nvidia)
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +102,7 @@ class WineBuild:
             record["torch_headers_added"] = list(self.torch.added_headers)
         if self.cuda is not None:
             record["cuda_components"] = list(self.cuda.components)
+            record["cuda_from"] = "NVIDIA's redistributable archives" if self.cuda.source == "nvidia" else "PyPI"
             record["cuda_wheels"] = list(self.cuda.wheels)
             record["cuda_import_libraries_made"] = list(self.cuda.made_libs)
         synthesized = self.synthesized()
@@ -116,7 +120,15 @@ class WineBuild:
         return found
 
 
-def check_wine(planned: PlannedCell, *, msvc_root: Path, env: Mapping[str, str], cache_dir: Path) -> WineTools:
+def check_wine(
+    planned: PlannedCell,
+    *,
+    msvc_root: Path,
+    env: Mapping[str, str],
+    cache_dir: Path,
+    cuda_source: str = "auto",
+    cuda_redist_url: str = REDIST_URL,
+) -> WineTools:
     """Wine and the plan's MSVC toolset in ``msvc_root``; nothing is downloaded yet."""
     hc = planned.toolchain.host_compiler
     if hc.kind != "msvc":
@@ -128,7 +140,7 @@ def check_wine(planned: PlannedCell, *, msvc_root: Path, env: Mapping[str, str],
         f"Windows under Wine: {host.version}, MSVC {msvc.toolset} + SDK {msvc.sdk} from {msvc.root} "
         f"(the plan's {hc.version}: {hc.why})"
     )
-    return WineTools(host=host, msvc=msvc)
+    return WineTools(host=host, msvc=msvc, cuda_source=cuda_source, cuda_redist_url=cuda_redist_url)
 
 
 def prepare_wine(
@@ -172,6 +184,8 @@ def prepare_wine(
             dumpbin=bin_dir / "dumpbin.exe",
             lib_tool=bin_dir / "lib.exe",
             log=log,
+            source=tools.cuda_source,
+            redist_url=tools.cuda_redist_url,
         )
         if torch.synthesized_libs:
             extra = {
