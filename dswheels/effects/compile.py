@@ -153,12 +153,13 @@ def compile_wheel(
 
 def children_cpu_seconds() -> float | None:
     """User + system CPU seconds of every child process waited for so far (and theirs); None on Windows."""
-    if sys.platform == "win32":
-        return None
-    import resource  # noqa: PLC0415 - POSIX only
+    seconds = None
+    if sys.platform != "win32":  # not an early return: mypy --platform win32 would call the rest unreachable
+        import resource  # noqa: PLC0415 - POSIX only
 
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
+        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+        seconds = usage.ru_utime + usage.ru_stime
+    return seconds
 
 
 def the_wheel(compiled: Compiled, planned: PlannedCell, log: Path) -> Path:
