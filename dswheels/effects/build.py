@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from dswheels.core.binaries.linux_runtime import RuntimeFloor
-from dswheels.core.building.compiler_cache import CacheTool, SccacheSettings
+from dswheels.core.building.compiler_cache import CacheTool, SccacheSettings, compile_family
 from dswheels.core.building.log import OpSources
 from dswheels.core.building.parallelism import Parallelism, pooled_parallelism, split_parallelism
 from dswheels.core.building.report import OpOutcome
@@ -41,6 +41,7 @@ from dswheels.core.cuda_redist import REDIST_URL
 from dswheels.core.model import PlannedCell
 from dswheels.core.naming import cell_id, wheel_filename
 from dswheels.core.sources import TorchSource, TorchSourceKind
+from dswheels.core.versions import format_version
 from dswheels.core.wheel.manifest import Manifest
 from dswheels.core.workflow.costs import cell_units, load_costs, op_order
 from dswheels.effects.buildlog import log_note, write_log_header
@@ -60,7 +61,7 @@ from dswheels.effects.wheel_checks import check_planned_ops, check_postprocessed
 from dswheels.effects.wheelhouse import discard_wheel, place_wheel, remove_stale
 from dswheels.effects.wine.host import wait_for_wineserver, wine_prefix
 from dswheels.effects.wine.toolchain import prepare_wine
-from dswheels.effects.workdir import group_id, set_aside, wipe, work_dir_for
+from dswheels.effects.workdir import set_aside, wipe, work_dir_for
 from dswheels.errors import BuildError, DswheelsError
 from dswheels.log import get_reporter
 
@@ -108,9 +109,10 @@ _OWNER = "cell.txt"  # in a work directory: the cell whose build made it
 
 
 def _work_dir(planned: PlannedCell, opts: BuildOptions) -> Path:
-    """One directory for every Python of the group: the same paths, so the compiler cache hits
-    (--prepare-only compiles nothing and leaves each cell's tree: one directory per cell)."""
-    return work_dir_for(opts.work_root, cell_id(planned.cell) if opts.prepare_only else group_id(planned))
+    """One directory for every cell of the compile family (every DeepSpeed, torch and Python of one
+    toolkit, compiler and arch list): the same paths, so the compiler cache hits (--prepare-only
+    compiles nothing and leaves each cell's tree: one directory per cell)."""
+    return work_dir_for(opts.work_root, cell_id(planned.cell) if opts.prepare_only else compile_family(planned))
 
 
 def build_cell(planned: PlannedCell, opts: BuildOptions) -> CellResult:
@@ -124,7 +126,7 @@ def build_cell(planned: PlannedCell, opts: BuildOptions) -> CellResult:
     try:
         with reporter.group(f"{cid}: {'prepare' if opts.prepare_only else 'build'}"):
             reporter.info(f"log: {log}")
-            # two builds of one group share its work directory: the second waits for the first
+            # two builds of one family share its work directory: the second waits for the first
             work = _work_dir(planned, opts)
             with exclusive(work.with_name(f".{work.name}.lock"), what=f"building {cid}", error=BuildError):
                 built = _build_keeping_failed_tree(planned, opts, log, start, result)
@@ -147,14 +149,15 @@ def build_cell(planned: PlannedCell, opts: BuildOptions) -> CellResult:
 def _build_keeping_failed_tree(
     planned: PlannedCell, opts: BuildOptions, log: Path, start: float, result: CellResult
 ) -> tuple[Path, Path, Manifest] | Path:
-    """:func:`_build`; when it fails, the next Python of the group would wipe the work directory: keep it aside."""
+    """:func:`_build`; when it fails, the next cell of the family would wipe the work directory: keep it aside."""
     try:
         return _build(planned, opts, log, start, result)
     except DswheelsError as exc:
         work = _work_dir(planned, opts)
         owner = work / _OWNER
         ours = owner.is_file() and owner.read_text(encoding="utf-8") == cell_id(planned.cell) and not opts.prepare_only
-        kept = set_aside(work, planned.cell.python.tag) if ours else None
+        tag = f"torch{format_version(planned.cell.torch)}-{planned.cell.python.tag}"  # a cell of the family
+        kept = set_aside(work, tag) if ours else None
         if kept is not None:
             note = f"the build tree is kept in {kept}"
             exc.hint = f"{exc.hint}; {note}" if exc.hint else note

@@ -138,9 +138,10 @@ def _wheel(out: Path, manifest: Manifest) -> Path:
 
 
 def _gpu_code(wheel: Path) -> dict[str, bytes]:
+    """Each extension's GPU code, by its module (``quantizer_op``, without the Python's ``.cpython-3X-...so``)."""
     with zipfile.ZipFile(wheel) as zf:
         return {
-            name: fatbin_section(zf.read(name)) or b""
+            name.split(".", 1)[0]: fatbin_section(zf.read(name)) or b""
             for name in zf.namelist()
             if name.endswith(".so") and name.startswith("deepspeed/ops/")
         }

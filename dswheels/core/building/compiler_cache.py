@@ -31,7 +31,15 @@ from enum import Enum
 from dswheels.core.model import PlannedCell
 from dswheels.core.versions import format_version
 
-__all__ = ["SCCACHE_BACKENDS", "CacheKeys", "CacheTool", "SccacheSettings", "cache_keys", "sccache_backend"]
+__all__ = [
+    "SCCACHE_BACKENDS",
+    "CacheKeys",
+    "CacheTool",
+    "SccacheSettings",
+    "cache_keys",
+    "compile_family",
+    "sccache_backend",
+]
 
 SCCACHE_BACKENDS = ("auto", "local")  # auto: a bucket when named, else the local disk (saved by the workflow)
 
@@ -100,6 +108,30 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._+-]+", "_", text)
 
 
+def compile_family(planned: PlannedCell) -> str:
+    """What a cell's objects depend on besides its sources: the runner image, the CUDA toolkit, the host
+    compiler and the arch list; not the DeepSpeed version, torch or Python. The cells of one family
+    compile in one work directory (dswheels.effects.workdir), so a unit compiled for one is the same
+    compile, paths and all, for every other: a compiler cache can serve it.
+
+    >>> from dswheels.core.model import *
+    >>> from dswheels.core.naming import parse_cell_id
+    >>> tc = Toolchain(runner_image="ubuntu-22.04", runs_on=(), host_compiler=HostCompiler("gcc", "12", ""),
+    ...     nvcc=(13, 0), cuda_toolkit="13.0.3", arch_list=("8.0", "9.0+PTX"), skip_cuda_check=False, cuda_check="",
+    ...     nvcc_flags=(), cpu_baseline="x86-64-v2", cuda_components=(), notes=())
+    >>> compile_family(PlannedCell(cell=parse_cell_id("ds0.19.8-torch2.14-cu130-cp311-linux_x86_64"),
+    ...     torch_version="2.14.1", torch_index="", toolchain=tc, ops=OpPlan(build=(), left_out=()),
+    ...     source=Source(SourceKind.SDIST, "", ""), smoke_runs_on=()))
+    'ubuntu-22.04-cuda13.0.3-gcc12-8.0_9.0+PTX'
+    """
+    tc = planned.toolchain
+    toolkit = f"cuda{tc.cuda_toolkit}" if tc.cuda_toolkit else "cpu"
+    archs = "_".join(tc.arch_list) or "noarch"
+    if len(archs) > 60:  # cache keys are at most 512 characters; a long list goes by its digest
+        archs = hashlib.sha256(archs.encode()).hexdigest()[:12]
+    return _slug(f"{tc.runner_image}-{toolkit}-{tc.host_compiler.kind}{tc.host_compiler.version}-{archs}")
+
+
 def cache_keys(cells: Sequence[PlannedCell], *, part: str = "") -> CacheKeys:
     """The Actions cache keys of a job building ``cells`` (``part``: "2/3" for a part job).
 
@@ -113,7 +145,7 @@ def cache_keys(cells: Sequence[PlannedCell], *, part: str = "") -> CacheKeys:
     >>> from dswheels.core.naming import parse_cell_id
     >>> tc = Toolchain(runner_image="ubuntu-22.04", runs_on=(), host_compiler=HostCompiler("gcc", "12", ""),
     ...     nvcc=(13, 0), cuda_toolkit="13.0.3", arch_list=("8.0", "9.0+PTX"), skip_cuda_check=False, cuda_check="",
-    ...     nvcc_flags=(), cpu_baseline="x86-64-v2", cuda_subpackages=(), notes=())
+    ...     nvcc_flags=(), cpu_baseline="x86-64-v2", cuda_components=(), notes=())
     >>> cell = PlannedCell(cell=parse_cell_id("ds0.19.8-torch2.14-cu130-cp311-linux_x86_64"), torch_version="2.14.1",
     ...     torch_index="", toolchain=tc, ops=OpPlan(build=(), left_out=()), source=Source(SourceKind.SDIST, "", ""),
     ...     smoke_runs_on=())
@@ -124,12 +156,7 @@ def cache_keys(cells: Sequence[PlannedCell], *, part: str = "") -> CacheKeys:
     'sccache-ubuntu-22.04-cuda13.0.3-gcc12-8.0_9.0+PTX-'
     """
     first = cells[0]
-    tc = first.toolchain
-    toolkit = f"cuda{tc.cuda_toolkit}" if tc.cuda_toolkit else "cpu"
-    archs = "_".join(tc.arch_list) or "noarch"
-    if len(archs) > 60:  # keys are at most 512 characters; a long list goes by its digest
-        archs = hashlib.sha256(archs.encode()).hexdigest()[:12]
-    family = _slug(f"sccache-{tc.runner_image}-{toolkit}-{tc.host_compiler.kind}{tc.host_compiler.version}-{archs}")
+    family = f"sccache-{compile_family(first)}"
     cell = first.cell
     torches = "+".join(sorted({format_version(i.cell.torch) for i in cells}))
     variants = "+".join(sorted({i.cell.variant.name for i in cells}))
