@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -157,7 +158,8 @@ def _same_gpu_code(a: Path, b: Path, what: str) -> None:
 
 
 def _verify(wheel: Path, env: dict[str, str], torch_index: str) -> list[str]:
-    """``dswheels verify`` (static checks, then a fresh venv loading every op): the names of the checks passed."""
+    """``dswheels verify`` (static checks, then a fresh venv loading every op): the names of the checks passed,
+    the same for wheels of different Pythons."""
     report = wheel.with_suffix(".verify.json")
     argv = [
         sys.executable,
@@ -176,7 +178,8 @@ def _verify(wheel: Path, env: dict[str, str], torch_index: str) -> list[str]:
     entry = json.loads(report.read_text())["wheels"][0]
     checks = entry["static"] + (entry["runtime"]["checks"] if entry["runtime"] else [])
     assert all(c["ok"] for c in checks)
-    return sorted(str(c["name"]) for c in checks)
+    # a check names the extension it read, whose file name carries the Python: compared without it
+    return sorted(re.sub(r"\.cpython-[^.\s]+\.so\b", "", str(c["name"])) for c in checks)
 
 
 def _environment(work: Path) -> dict[str, str]:
