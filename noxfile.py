@@ -116,7 +116,7 @@ def bench(session: nox.Session) -> None:
 
 @nox.session(default=False)
 def costs(session: nox.Session) -> None:
-    """Refit dswheels/compile_times.yml (the plan's cost model) from real build manifests: -- DIR_OR_MANIFEST..."""
+    """Refit the cost model (compile_times.yml): -- MANIFEST_OR_DIR..., or a tree's units: -- --units TREE."""
     _install(session)
     session.run("python", str(ROOT / "scripts" / "update_compile_times.py"), *session.posargs)
 

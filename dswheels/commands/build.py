@@ -107,14 +107,16 @@ def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
         type=int,
         metavar="N",
         help="concurrent compiles in all (default: this machine's cores, fewer if its available memory would not "
-        "hold them: ~2 GiB per CUDA compile, ~1 GiB per C++ one)",
+        "hold them: ~2 GiB per CUDA compile, ~1 GiB per C++ one): one pool every op's translation units draw on, "
+        "the longest op first (a jobserver; docs/build.md#compile-parallelism)",
     )
     p.add_argument(
         "--parallel-ops",
         type=int,
         default=0,
         metavar="N",
-        help="extensions built at once, each with JOBS/N compile jobs (default: as many as --jobs)",
+        help="extensions built at once, each with JOBS/N compile jobs of its own instead of the shared pool "
+        "(default: the pool, as many extensions at once as --jobs)",
     )
     p.add_argument(
         "--debug-symbols",
@@ -190,8 +192,9 @@ def _add_sccache_arguments(p: argparse.ArgumentParser) -> None:
         env="DSWHEELS_SCCACHE_BACKEND",
         default="auto",
         choices=SCCACHE_BACKENDS,
-        help="auto: the bucket when named, else GitHub's Actions cache when the job exposes it, else the local "
-        "disk; local: the local disk only",
+        help="auto: the bucket when named, else the local disk (SCCACHE_DIR: wheels.yml saves it as one Actions "
+        "cache entry per job); local: the local disk only. Never sccache's own Actions cache backend: one entry "
+        "per object, more than GitHub lets a repository create (docs/costs.md)",
     )
     add_env_option(group, "--sccache-bucket", env="DSWHEELS_SCCACHE_BUCKET", metavar="NAME", help="an S3 bucket")
     add_env_option(
@@ -204,7 +207,7 @@ def _add_sccache_arguments(p: argparse.ArgumentParser) -> None:
         env="DSWHEELS_SCCACHE_NAMESPACE",
         default="dswheels",
         metavar="NAME",
-        help="the key space (wheels.yml: wheels-<tag or branch>)",
+        help="the bucket's key space (wheels.yml: wheels-<tag or branch>)",
     )
 
 

@@ -56,7 +56,9 @@ def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--costs",
         action="store_true",
-        help="print every job with its estimated runner minutes (compile_times.yml, docs/costs.md) and the total",
+        help="print every job with its estimated runner minutes (compile_times.yml, docs/costs.md), the total, the "
+        "tag's critical path (the longest job's setup + compile + checks; tag to the last wheel indexed) and every "
+        "figure the estimates read, each measured, probed, documented, chosen or assumed",
     )
     p.add_argument(
         "--group",
@@ -82,7 +84,7 @@ def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
         action="store_true",
         help="plan only the canary: of the selected cells, the Windows CUDA cell with the newest nvcc (then the "
         "cheapest), building just cpu_adam, fused_adam and random_ltd (run it first on a fork: it proves the "
-        "Windows path in 20 to 30 minutes; never published)",
+        "Windows path in about half an hour; never published)",
     )
     p.add_argument(
         "--allow-empty",

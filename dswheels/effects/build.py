@@ -26,27 +26,32 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from contextlib import nullcontext
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from dswheels.core.binaries.linux_runtime import RuntimeFloor
-from dswheels.core.building.compiler_cache import SccacheSettings
+from dswheels.core.building.compiler_cache import CacheTool, SccacheSettings, compile_family
 from dswheels.core.building.log import OpSources
-from dswheels.core.building.parallelism import split_parallelism
+from dswheels.core.building.parallelism import Parallelism, pooled_parallelism, split_parallelism
 from dswheels.core.building.report import OpOutcome
 from dswheels.core.compat import Compat
 from dswheels.core.cuda_redist import REDIST_URL
 from dswheels.core.model import PlannedCell
 from dswheels.core.naming import cell_id, wheel_filename
 from dswheels.core.sources import TorchSource, TorchSourceKind
+from dswheels.core.versions import format_version
 from dswheels.core.wheel.manifest import Manifest
+from dswheels.core.workflow.costs import cell_units, load_costs, op_order
 from dswheels.effects.buildlog import log_note, write_log_header
 from dswheels.effects.clock import monotonic, utc_now
 from dswheels.effects.compile import compile_wheel, the_wheel
-from dswheels.effects.compile_env import check_toolchain, compile_environment, inherited_env
+from dswheels.effects.compile_env import CompileEnv, check_toolchain, compile_environment, inherited_env
 from dswheels.effects.compiler_cache import cache_stats
 from dswheels.effects.files import exclusive
 from dswheels.effects.interpreter import Interpreter, find_uv, prepare_interpreter, torch_index_args
+from dswheels.effects.jobserver import jobserver, ninja_joins_jobservers
 from dswheels.effects.manifest import assemble_manifest
 from dswheels.effects.opflags import check_tree_flags
 from dswheels.effects.opsources import probe_ops
@@ -56,7 +61,7 @@ from dswheels.effects.wheel_checks import check_planned_ops, check_postprocessed
 from dswheels.effects.wheelhouse import discard_wheel, place_wheel, remove_stale
 from dswheels.effects.wine.host import wait_for_wineserver, wine_prefix
 from dswheels.effects.wine.toolchain import prepare_wine
-from dswheels.effects.workdir import group_id, set_aside, wipe, work_dir_for
+from dswheels.effects.workdir import set_aside, wipe, work_dir_for
 from dswheels.errors import BuildError, DswheelsError
 from dswheels.log import get_reporter
 
@@ -104,9 +109,10 @@ _OWNER = "cell.txt"  # in a work directory: the cell whose build made it
 
 
 def _work_dir(planned: PlannedCell, opts: BuildOptions) -> Path:
-    """One directory for every Python of the group: the same paths, so the compiler cache hits
-    (--prepare-only compiles nothing and leaves each cell's tree: one directory per cell)."""
-    return work_dir_for(opts.work_root, cell_id(planned.cell) if opts.prepare_only else group_id(planned))
+    """One directory for every cell of the compile family (every DeepSpeed, torch and Python of one
+    toolkit, compiler and arch list): the same paths, so the compiler cache hits (--prepare-only
+    compiles nothing and leaves each cell's tree: one directory per cell)."""
+    return work_dir_for(opts.work_root, cell_id(planned.cell) if opts.prepare_only else compile_family(planned))
 
 
 def build_cell(planned: PlannedCell, opts: BuildOptions) -> CellResult:
@@ -120,7 +126,7 @@ def build_cell(planned: PlannedCell, opts: BuildOptions) -> CellResult:
     try:
         with reporter.group(f"{cid}: {'prepare' if opts.prepare_only else 'build'}"):
             reporter.info(f"log: {log}")
-            # two builds of one group share its work directory: the second waits for the first
+            # two builds of one family share its work directory: the second waits for the first
             work = _work_dir(planned, opts)
             with exclusive(work.with_name(f".{work.name}.lock"), what=f"building {cid}", error=BuildError):
                 built = _build_keeping_failed_tree(planned, opts, log, start, result)
@@ -143,14 +149,15 @@ def build_cell(planned: PlannedCell, opts: BuildOptions) -> CellResult:
 def _build_keeping_failed_tree(
     planned: PlannedCell, opts: BuildOptions, log: Path, start: float, result: CellResult
 ) -> tuple[Path, Path, Manifest] | Path:
-    """:func:`_build`; when it fails, the next Python of the group would wipe the work directory: keep it aside."""
+    """:func:`_build`; when it fails, the next cell of the family would wipe the work directory: keep it aside."""
     try:
         return _build(planned, opts, log, start, result)
     except DswheelsError as exc:
         work = _work_dir(planned, opts)
         owner = work / _OWNER
         ours = owner.is_file() and owner.read_text(encoding="utf-8") == cell_id(planned.cell) and not opts.prepare_only
-        kept = set_aside(work, planned.cell.python.tag) if ours else None
+        tag = f"torch{format_version(planned.cell.torch)}-{planned.cell.python.tag}"  # a cell of the family
+        kept = set_aside(work, tag) if ours else None
         if kept is not None:
             note = f"the build tree is kept in {kept}"
             exc.hint = f"{exc.hint}; {note}" if exc.hint else note
@@ -217,6 +224,7 @@ def _build(
         reporter.info(f"prepared {source.src}: the source is verified and patched for {planned.cell.platform.value}")
         return source.src
 
+    parallelism = _pooled(parallelism, planned, opts, interp)
     wine = (
         prepare_wine(
             planned,
@@ -251,17 +259,22 @@ def _build(
     accelerator, ops = probe_ops(planned, python, source.src, setup.env, log)
 
     t0 = monotonic()
-    compiled = compile_wheel(
-        planned,
-        python=python,
-        src=source.src,
-        dist=work / "dist",
-        ops=ops,
-        env=setup.env,
-        log=log,
-        verbose=opts.verbose,
-    )
+    with jobserver(parallelism.pool, work) if parallelism.pool else nullcontext() as pool:
+        setup = _scheduled(setup, planned, ops, pool.env() if pool else {}, log)
+        compiled = compile_wheel(
+            planned,
+            python=python,
+            src=source.src,
+            dist=work / "dist",
+            ops=ops,
+            env=setup.env,
+            log=log,
+            verbose=opts.verbose,
+        )
     durations["compile"] = monotonic() - t0
+    if compiled.cpu_seconds is not None and not (setup.cache and setup.cache.tool is CacheTool.SCCACHE):
+        # (sccache's server, not the build, runs the compilers: their CPU seconds are not the build's children's)
+        durations["compile_cpu"] = compiled.cpu_seconds
     result.op_outcomes = compiled.outcomes
     built = the_wheel(compiled, planned, log)
     # every planned op must really be in the wheel
@@ -296,6 +309,29 @@ def _build(
     if not opts.keep_work:
         shutil.rmtree(work, ignore_errors=True)
     return final, manifest_path, manifest
+
+
+def _pooled(parallelism: Parallelism, planned: PlannedCell, opts: BuildOptions, interp: Interpreter) -> Parallelism:
+    """One pool of slots for every op's units when the build's ninja joins a jobserver (>= 1.13) and
+    ``--parallel-ops`` asks for nothing else."""
+    if opts.parallel_ops:
+        return parallelism
+    scripts = {"PATH": os.pathsep.join([interp.info.scripts, os.environ.get("PATH", "")])}
+    if not ninja_joins_jobservers(scripts):
+        return parallelism
+    return pooled_parallelism(opts.jobs, ops=len(planned.ops.build))
+
+
+def _scheduled(
+    setup: CompileEnv, planned: PlannedCell, ops: list[OpSources], pool: Mapping[str, str], log: Path
+) -> CompileEnv:
+    """The compile's environment with the order its extensions start in (longest first, by the cost model) and
+    the jobserver they share (``pool``: its variables, or none)."""
+    work = cell_units(planned, load_costs(), ops=[op.name for op in ops])
+    modules = {op.name: op.module for op in ops}
+    order = {"DSWHEELS_EXT_ORDER": ",".join(modules[name] for name in op_order(work) if name in modules), **pool}
+    log_note(log, "compile order and slots:\n" + "\n".join(f"  {k}={v}" for k, v in order.items()))
+    return replace(setup, env={**setup.env, **order}, set_by_dswheels={**setup.set_by_dswheels, **order})
 
 
 def _postprocess(

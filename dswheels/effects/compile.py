@@ -9,6 +9,7 @@ ops its errors name (:func:`dswheels.core.buildlog.failing_ops`).
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -23,7 +24,7 @@ from dswheels.effects import proc
 from dswheels.errors import BuildError
 from dswheels.log import format_duration, get_reporter
 
-__all__ = ["Compiled", "compile_wheel", "the_wheel"]
+__all__ = ["Compiled", "children_cpu_seconds", "compile_wheel", "the_wheel"]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -34,6 +35,9 @@ class Compiled:
     op_seconds: Mapping[str, float]  # module -> seconds, for each extension that was linked
     blamed: tuple[str, ...]  # the ops a failed compile is blamed on
     outcomes: tuple[OpOutcome, ...]  # each op's fate
+    # CPU seconds the compile's processes used (None: not measurable here, Windows): against the units'
+    # wall seconds it says what share of a core each compile had (a machine shared with other work)
+    cpu_seconds: float | None = None
 
 
 class _OpTracker:
@@ -106,6 +110,7 @@ def compile_wheel(
 ) -> Compiled:
     """Compile the tree ``src`` into a wheel in ``dist``; a failure is in the result (:func:`the_wheel` raises)."""
     tracker = _OpTracker(ops, src)
+    cpu_before = children_cpu_seconds()
     run = proc.run(
         [
             str(python),
@@ -131,6 +136,7 @@ def compile_wheel(
         timestamps=True,
     )
     op_seconds = tracker.finish()
+    cpu_after = children_cpu_seconds()
     blamed = failing_ops(tracker.lines, ops, tracker.started) if run.returncode != 0 else []
     return Compiled(
         returncode=run.returncode,
@@ -141,7 +147,19 @@ def compile_wheel(
         outcomes=op_outcomes(
             [(op.name, op.module) for op in ops], done=op_seconds, started=tracker.started, blamed=blamed
         ),
+        cpu_seconds=None if cpu_before is None or cpu_after is None else cpu_after - cpu_before,
     )
+
+
+def children_cpu_seconds() -> float | None:
+    """User + system CPU seconds of every child process waited for so far (and theirs); None on Windows."""
+    seconds = None
+    if sys.platform != "win32":  # not an early return: mypy --platform win32 would call the rest unreachable
+        import resource  # noqa: PLC0415 - POSIX only
+
+        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+        seconds = usage.ru_utime + usage.ru_stime
+    return seconds
 
 
 def the_wheel(compiled: Compiled, planned: PlannedCell, log: Path) -> Path:

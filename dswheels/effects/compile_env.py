@@ -58,6 +58,9 @@ _SCRUB = (
     "CCACHE_STATSLOG",
     "DIST_EXTRA_CONFIG",
     "MAX_JOBS",
+    "MAKEFLAGS",  # an outer make's jobserver: the build's own pool decides (dswheels.effects.jobserver)
+    "DSWHEELS_JOBSERVER",
+    "DSWHEELS_EXT_ORDER",
     "CC",
     "CXX",
 )

@@ -33,9 +33,11 @@ def _sccache_cxx(sccache: str, work_dir: Path, compilers: tuple[str, str] | None
     compiler ("Compiler not supported: unexpected argument '-E'", measured with sccache 0.16). So only
     ninja's C++ rule (torch reads ``CXX``) goes through sccache; nvcc's host compiler stays the real one.
     """
-    if sys.platform == "win32":  # torch's ninja rule runs cl itself
-        return ""
-    real = proc.find_tool(compilers[1] if compilers else env.get("CXX") or "c++", env)
+    # torch's ninja rule runs cl itself on Windows (the platform in a condition, not an early return:
+    # mypy --platform win32 would call the rest unreachable)
+    real = (
+        proc.find_tool(compilers[1] if compilers else env.get("CXX") or "c++", env) if sys.platform != "win32" else None
+    )
     if real is None:
         return ""
     script = work_dir / "sccache-bin" / "c++"

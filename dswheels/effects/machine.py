@@ -34,14 +34,20 @@ class _MemoryStatusEx(ctypes.Structure):
 
 def available_memory() -> int | None:
     """Bytes of memory available to new processes now (Linux MemAvailable, Windows ullAvailPhys); None: unknown."""
+    # each platform's branch in one if/else: mypy then checks the other platform's code as not run there
     if sys.platform == "win32":
         status = _MemoryStatusEx()
         status.dwLength = ctypes.sizeof(_MemoryStatusEx)
-        if ctypes.windll.kernel32.GlobalMemoryStatusEx(ctypes.byref(status)):
-            return int(status.ullAvailPhys)
-        return None
+        ok = ctypes.windll.kernel32.GlobalMemoryStatusEx(ctypes.byref(status))
+        available = int(status.ullAvailPhys) if ok else None
+    else:
+        available = _mem_available(Path("/proc/meminfo"))
+    return available
+
+
+def _mem_available(meminfo: Path) -> int | None:
     try:
-        text = Path("/proc/meminfo").read_text(encoding="ascii")
+        text = meminfo.read_text(encoding="ascii")
     except OSError:
         return None
     for line in text.splitlines():

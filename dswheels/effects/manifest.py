@@ -106,6 +106,7 @@ def _built_ops(
                 seconds=op_seconds.get(op.module),
                 units=unit_seconds(op, outputs),
                 sass=tuple(sorted(op.sass)),
+                scopes=op.scopes,
             )
         )
     return tuple(built)

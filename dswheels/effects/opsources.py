@@ -16,6 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from dswheels.core.building.log import OpSources
+from dswheels.core.building.scopes import SearchPath, unit_scope
 from dswheels.core.model import PlannedCell
 from dswheels.core.versions import format_version
 from dswheels.effects import proc
@@ -68,7 +69,17 @@ def probe_ops(
         raw_sources = entry.get("sources")
         sources = [str(s) for s in raw_sources] if isinstance(raw_sources, list) else []
         problems += _problems(name, var, entry, sources)
-        found.append(OpSources(name=name, var=f"DS_BUILD_{var}", module=str(entry["module"]), sources=tuple(sources)))
+        raw_includes = entry.get("include_paths")
+        includes = tuple(str(s) for s in raw_includes) if isinstance(raw_includes, list) else ()
+        found.append(
+            OpSources(
+                name=name,
+                var=f"DS_BUILD_{var}",
+                module=str(entry["module"]),
+                sources=tuple(sources),
+                include_paths=includes,
+            )
+        )
     if problems:
         raise BuildError(
             f"{len(problems)} planned op(s) cannot be built: " + ", ".join(p.split(":", 1)[0] for p in problems),
@@ -77,7 +88,35 @@ def probe_ops(
         )
     # the flags each op's builder hands cl/g++/nvcc, judged before anything compiles (raises BuildError)
     sass = check_tree_flags(planned, python, src, env, log)
-    return accelerator, [replace(op, sass=sass.get(op.name, frozenset())) for op in found]
+    headers = data.get("include")
+    dirs = (
+        {k: [str(d) for d in v] for k, v in headers.items() if isinstance(v, list)} if isinstance(headers, dict) else {}
+    )
+    return accelerator, [
+        replace(op, sass=sass.get(op.name, frozenset()), scopes=unit_scopes(op, src, dirs)) for op in found
+    ]
+
+
+def unit_scopes(op: OpSources, src: Path, dirs: Mapping[str, Sequence[str]]) -> tuple[tuple[str, str], ...]:
+    """Each source of ``op`` with its scope, read from the tree's ``#include`` graph and torch's headers."""
+    texts: dict[str, str | None] = {}
+
+    def read(path: str) -> str | None:
+        if path not in texts:
+            file = Path(path) if Path(path).is_absolute() else src / path
+            try:
+                texts[path] = file.read_text(encoding="utf-8", errors="replace") if file.is_file() else None
+            except OSError:
+                texts[path] = None
+        return texts[path]
+
+    def posix(paths: Sequence[str]) -> tuple[str, ...]:
+        return tuple(p.replace("\\", "/") for p in paths)
+
+    search = SearchPath(
+        op=posix(op.include_paths), torch=posix(dirs.get("torch", ())), python=posix(dirs.get("python", ()))
+    )
+    return tuple((source, str(unit_scope(source.replace("\\", "/"), search, read))) for source in op.sources)
 
 
 def _problems(name: str, var: str, entry: Mapping[str, object], sources: Sequence[str]) -> list[str]:

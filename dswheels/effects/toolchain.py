@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dswheels.core.building.env import CUDA_LIBRARY_HEADERS, first_on_path, msvc_bin_dir
-from dswheels.core.model import PlannedCell
+from dswheels.core.model import HostCompiler, PlannedCell
 from dswheels.core.versions import VersionTuple, format_version, parse_nvcc_version
 from dswheels.effects import proc
 from dswheels.errors import EnvironmentMismatchError
@@ -146,8 +146,12 @@ def gcc_major(compiler: str, env: Mapping[str, str] | None = None) -> str:
 def pick_compilers(planned: PlannedCell, env: Mapping[str, str]) -> tuple[str, str] | None:
     """(CC, CXX) when the plan's GCC is installed but not the default compiler; None: use the default."""
     hc = planned.toolchain.host_compiler
-    if hc.kind != "gcc" or sys.platform == "win32":
-        return None
+    if sys.platform != "win32" and hc.kind == "gcc":  # the platform in the condition: mypy --platform win32
+        return _gcc_of_the_plan(hc, env)
+    return None
+
+
+def _gcc_of_the_plan(hc: HostCompiler, env: Mapping[str, str]) -> tuple[str, str] | None:
     default = gcc_major("c++", env)
     if default == hc.version:
         return None

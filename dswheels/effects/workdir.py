@@ -1,4 +1,4 @@
-"""Where a cell compiles: paths that are the same for every Python of a cell group.
+"""Where a cell compiles: paths that are the same for every cell of a compile family.
 
 A compiler cache finds an object again only when the compile looks the same, and paths are
 part of how it looks: ccache hashes every ``-I`` path and, in its preprocessor mode, every
@@ -10,10 +10,16 @@ which torch finds relative to where it is imported, lived in the 3.12 venv
 (``venvs/cp312-.../lib/python3.12/site-packages/torch/include``, 15,677 line markers in the
 preprocessed ``multi_tensor_adam.cu``, none of them a Python header).
 
-Here every path a compile sees is fixed per cell group (the cell minus its Python):
+Here every path a compile sees is fixed per compile family (the runner image, CUDA toolkit, host
+compiler and arch list: dswheels.core.building.compiler_cache.compile_family), whatever the
+DeepSpeed version, torch or Python:
 
-* the work directory is ``<root>/<10 hex of the group id>`` (wiped before each build), so the
-  sources and ninja's build directories have the same paths for every Python;
+* the work directory is ``<root>/<10 hex of the family>`` (wiped before each build), so the
+  sources and ninja's build directories have the same paths for every cell of the family. Per
+  torch it was not enough: sccache hashes nvcc's preprocessed device code, whose line markers
+  are absolute paths (``SCCACHE_BASEDIRS`` rewrites arguments, not them), so torch 2.14 after
+  torch 2.13 in a directory of its own took only ptxas' results from the cache (quantizer, 35 of
+  71 compiles) and ran cicc again on units that reach no torch header;
 * ``<work>/site`` is a link to the directory the build interpreter imports torch from, and the
   build puts it first on ``PYTHONPATH``: torch's include paths, and the nvidia-* wheels' headers,
   are then ``<work>/site/torch/include`` and ``<work>/site/nvidia/...`` for every Python.
@@ -39,27 +45,14 @@ import shutil
 import sys
 from pathlib import Path
 
-from dswheels.core.model import PlannedCell
-from dswheels.core.naming import cell_id
 from dswheels.effects import proc
 from dswheels.errors import BuildError
 
-__all__ = ["HEADER_TIME", "group_id", "link_site", "set_aside", "settle_header_times", "wipe", "work_dir_for"]
+__all__ = ["HEADER_TIME", "link_site", "set_aside", "settle_header_times", "wipe", "work_dir_for"]
 
 SITE = "site"
 # 2000-01-01T00:00:00Z: the time every header of a venv's torch gets (settle_header_times)
 HEADER_TIME = 946684800
-
-
-def group_id(planned: PlannedCell) -> str:
-    """The cell id without its Python: what the cells sharing one compile have in common.
-
-    >>> from dswheels.core.naming import parse_cell_id
-    >>> from types import SimpleNamespace
-    >>> group_id(SimpleNamespace(cell=parse_cell_id("ds0.19.8-torch2.14-cu130-cp312-linux_x86_64")))
-    'ds0.19.8-torch2.14-cu130-linux_x86_64'
-    """
-    return cell_id(planned.cell).replace(f"-{planned.cell.python.tag}-", "-", 1)
 
 
 def work_dir_for(work_root: Path, key: str) -> Path:
@@ -94,7 +87,7 @@ def link_site(work: Path, target: Path) -> Path:
 
 
 def set_aside(work: Path, tag: str) -> Path | None:
-    """Keep a failed build's tree for inspection (the next Python of the group wipes ``work``)."""
+    """Keep a failed build's tree for inspection (the next cell of the family wipes ``work``)."""
     if not work.exists():
         return None
     aside = work.with_name(f"{work.name}-{tag}-failed")

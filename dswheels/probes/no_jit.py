@@ -111,10 +111,12 @@ def load(ops: Sequence[str] | None) -> dict[str, object]:
 def _peak_rss_mb() -> float:
     if sys.platform == "win32":
         psutil = importlib.import_module("psutil")  # a DeepSpeed requirement
-        return float(psutil.Process().memory_info().peak_wset) / 2**20
-    import resource  # noqa: PLC0415 - POSIX only
+        peak = float(psutil.Process().memory_info().peak_wset) / 2**20
+    else:
+        import resource  # noqa: PLC0415 - POSIX only
 
-    return float(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) / 1024
+        peak = float(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) / 1024
+    return peak
 
 
 def train(spec: dict[str, Any]) -> dict[str, object]:

@@ -4,9 +4,11 @@ Run as ``python op_sources.py OPS_JSON`` in the build interpreter, with the tree
 directory (``setup.py``'s view: ``op_builder`` and ``accelerator`` imported from it). Prints
 :data:`MARK` and a JSON object: the accelerator DeepSpeed picks, and for every op of
 ``ALL_OPS`` its ``BUILD_VAR`` and prebuilt module (``absolute_name()``); for each op named in
-``OPS_JSON`` also its ``sources()``, ``is_compatible(verbose=True)`` and what that printed
-(the reason an op would be skipped silently). The build (:mod:`dswheels.effects.opsources`)
-checks these against the plan before it compiles anything.
+``OPS_JSON`` (``["*"]``: every op) also its ``sources()``, ``include_paths()``, ``is_compatible(verbose=True)`` and what
+that printed (the reason an op would be skipped silently); and where torch's and Python's headers
+are (``include``: what each translation unit's scope is read from, dswheels.core.building.scopes).
+The build (:mod:`dswheels.effects.opsources`) checks these against the plan before it compiles
+anything.
 
 Standard library only, Python 3.10+: it runs in the build interpreter, where dswheels is not
 installed.
@@ -38,6 +40,10 @@ def _inspect(builder: Any) -> dict[str, object]:  # noqa: ANN401 - one of DeepSp
             entry["sources"] = []
             entry["error"] = repr(exc)
         try:
+            entry["include_paths"] = [str(s) for s in builder.include_paths() if s]
+        except Exception:  # noqa: BLE001 - only the scopes of its units need it
+            entry["include_paths"] = []
+        try:
             entry["compatible"] = bool(builder.is_compatible(verbose=True))
         except Exception as exc:  # noqa: BLE001
             entry["compatible"] = False
@@ -55,10 +61,28 @@ def describe(wanted: Sequence[str], tree: Path) -> dict[str, object]:
     ops: dict[str, object] = {}
     for name, builder in all_ops.items():
         entry: dict[str, object] = {"var": getattr(builder, "BUILD_VAR", ""), "module": builder.absolute_name()}
-        if name in wanted:
+        if name in wanted or "*" in wanted:  # "*": every op (the cost model's unit counts)
             entry.update(_inspect(builder))
         ops[name] = entry
-    return {"accelerator": accelerator, "ops": ops}
+    return {"accelerator": accelerator, "ops": ops, "include": _header_dirs()}
+
+
+def _header_dirs() -> dict[str, list[str]]:
+    """torch's include directories (as its cpp_extension gives them) and the interpreter's."""
+    dirs: dict[str, list[str]] = {"torch": [], "python": []}
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        try:
+            cpp_extension = importlib.import_module("torch.utils.cpp_extension")
+            dirs["torch"] = [str(p) for p in cpp_extension.include_paths()]
+        except Exception:  # noqa: BLE001 - without them torch's headers are judged by their names
+            dirs["torch"] = []
+        try:
+            import sysconfig  # noqa: PLC0415
+
+            dirs["python"] = [sysconfig.get_paths()["include"]]
+        except Exception:  # noqa: BLE001
+            dirs["python"] = []
+    return dirs
 
 
 def main(argv: Sequence[str]) -> int:

@@ -28,7 +28,7 @@ from pathlib import Path
 from tests.gha.expressions import Status, Value, condition, interpolate, to_string
 from tests.gha.model import WorkflowError, as_map, as_str_map, read_file_commands
 
-__all__ = ["NOT_RUN_HERE", "SETUP_STEPS", "Artifacts", "Job", "JobRun", "StepRun", "run_job"]
+__all__ = ["NOT_RUN_HERE", "SETUP_STEPS", "Artifacts", "Caches", "Job", "JobRun", "StepRun", "run_job"]
 
 _HOST_DROP_PREFIX = ("GITHUB_", "RUNNER_", "INPUT_", "DSWHEELS_", "ACTIONS_")
 
@@ -79,8 +79,12 @@ class Job:
     def step_contexts(self) -> dict[str, Value]:
         """The contexts a step's expressions see: the job's, its env, the outputs of the steps before it."""
         env: dict[str, Value] = {**self.env()}
-        steps: dict[str, Value] = {sid: {"outputs": dict(run.outputs)} for sid, run in self.runs.items()}
-        return {**self.contexts, "env": env, "steps": steps}
+        steps: dict[str, Value] = {
+            sid: {"outputs": dict(run.outputs), "outcome": "success" if run.ran else "skipped"}
+            for sid, run in self.runs.items()
+        }
+        runner: dict[str, Value] = {"temp": str(self.temp), **as_map(self.contexts.get("runner") or {}, "runner")}
+        return {**self.contexts, "runner": runner, "env": env, "steps": steps}
 
     def env(self) -> dict[str, str]:
         """The workflow's and the job's ``env:``, resolved (the ``env`` context of its steps)."""
@@ -208,11 +212,64 @@ class Artifacts:
             shutil.copytree(self.root / name, dest if merge else dest / name, dirs_exist_ok=True)
 
 
+@dataclass(frozen=True)
+class CacheEntry:
+    key: str
+    ref: str  # the ref whose run saved it: GitHub lets a run restore its own ref's entries and the default branch's
+    job: str  # the job that saved it (what the tests count)
+    folder: Path
+
+
+class Caches:
+    """A repository's Actions cache as actions/cache/restore and actions/cache/save (v4+) use it: a save
+    creates one entry under its key (none when the key exists: entries are immutable, or the path is
+    missing); a restore takes the entry of its exact key, else, for each of its restore-keys in order,
+    the newest entry whose key starts with it, of the run's own ref or the default branch."""
+
+    def __init__(self, root: Path, *, default_branch: str = "main") -> None:
+        self.root = root
+        self.default_branch = default_branch
+        self.entries: list[CacheEntry] = []
+
+    def _ref(self, job: Job) -> str:
+        return to_string(as_map(job.contexts.get("github"), "github").get("ref_name"))
+
+    def restore(self, job: Job, step: str) -> dict[str, str]:
+        with_ = job.with_(step)
+        refs = {self._ref(job), self.default_branch}
+        visible = [e for e in self.entries if e.ref in refs]
+        hit = next((e for e in visible if e.key == with_["key"]), None)
+        matched = hit
+        for prefix in [k.strip() for k in with_.get("restore-keys", "").splitlines() if k.strip()]:
+            if matched is not None:
+                break
+            matched = next((e for e in reversed(visible) if e.key.startswith(prefix)), None)
+        if matched is None:
+            return {"cache-hit": "false"}
+        shutil.copytree(matched.folder, job.workspace / with_["path"], dirs_exist_ok=True)
+        return {
+            "cache-hit": "true" if hit else "false",
+            "cache-matched-key": matched.key,
+            "cache-primary-key": with_["key"],
+        }
+
+    def save(self, job: Job, step: str) -> None:
+        with_ = job.with_(step)
+        path = job.workspace / with_["path"]
+        if any(e.key == with_["key"] for e in self.entries) or not path.is_dir():
+            return  # "Unable to reserve cache with key ...", or "Path Validation Error": no entry
+        folder = self.root / uuid.uuid4().hex
+        shutil.copytree(path, folder)
+        self.entries.append(CacheEntry(key=with_["key"], ref=self._ref(job), job=job.job, folder=folder))
+
+
 # the actions that set up a runner or talk to GitHub: not run here (tests/unit/test_workflows.py checks their use)
 NOT_RUN_HERE = frozenset(
     {
         "actions/checkout",
         "actions/setup-python",
+        "actions/cache/restore",  # unless the test gives run_job its Caches
+        "actions/cache/save",
         "themrmilchmann/setup-msvc-dev",
         "mozilla-actions/sccache-action",
         "actions/attest",
@@ -233,8 +290,9 @@ class JobRun:
     outputs: dict[str, str]  # the job's outputs:
 
 
-def run_job(job: Job, artifacts: Artifacts, *, status: Status | None = None) -> JobRun:
-    """Every step of ``job`` in order: ``run:`` steps and artifacts here, the other actions noted."""
+def run_job(job: Job, artifacts: Artifacts, *, status: Status | None = None, caches: Caches | None = None) -> JobRun:
+    """Every step of ``job`` in order: ``run:`` steps, artifacts and (given ``caches``) the Actions cache
+    here, the other actions noted."""
     done = JobRun(ran=[], skipped=[], not_here=[], steps=job.runs, outputs={})
     for index, value in enumerate(job.spec.get("steps") or []):  # type: ignore[arg-type]
         step = as_map(value, f"jobs.{job.job}.steps[{index}]")
@@ -247,6 +305,13 @@ def run_job(job: Job, artifacts: Artifacts, *, status: Status | None = None) -> 
             done.ran.append(name)
         elif uses == "actions/download-artifact":
             artifacts.download(job, name)
+            done.ran.append(name)
+        elif uses == "actions/cache/restore" and caches is not None:
+            outputs = caches.restore(job, name)
+            job.runs[str(step.get("id") or name)] = StepRun(ran=True, outputs=outputs, summary="", stdout="")
+            done.ran.append(name)
+        elif uses == "actions/cache/save" and caches is not None:
+            caches.save(job, name)
             done.ran.append(name)
         elif uses in NOT_RUN_HERE or name in SETUP_STEPS:
             done.not_here.append(name)

@@ -42,9 +42,12 @@ def _auto_cache() -> str:
 def test_the_build_example_is_the_reference_build(cpu_build: Built, dswheels_cache: Path) -> None:
     places = {str(cpu_build.cwd): README_CWD, str(ROOT): README_CWD, str(dswheels_cache): README_CACHE}
     check_example("build", argv=cpu_build.argv, output=cpu_build.stdout + cpu_build.stderr, places=places)
-    # what the example leaves out (`...`) because it differs between machines, said here: the cache auto picks
+    # what the example leaves out (`...`) because it differs between machines (the slots: its cores), said here:
+    # the cache auto picks
     line = re.search(
-        r"^building 2 op\(s\), 2 at a time with \d+ compile job\(s\), (.+)$", cpu_build.stdout, re.MULTILINE
+        r"^building 2 op\(s\), longest first, 2 at a time, every unit from one pool of \d+ compile slot\(s\), (.+)$",
+        cpu_build.stdout,
+        re.MULTILINE,
     )
     assert line is not None, cpu_build.stdout
     assert line.group(1) == _auto_cache()

@@ -21,6 +21,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -30,7 +31,7 @@ import pytest
 from tests.conftest import DATA, ROOT, require
 from tests.gha.expressions import Status, Value, condition
 from tests.gha.model import as_map, load_workflow, validate_inputs
-from tests.gha.steps import Artifacts, Job, run_job
+from tests.gha.steps import Artifacts, Caches, Job, run_job
 from tests.integration.conftest import require_compilers
 from tests.support.processes import stop_sccache
 from tests.support.servers import StaticServer
@@ -74,6 +75,8 @@ def _dispatched(tmp_path: Path, cache: Path) -> tuple[dict[str, Value], dict[str
             "repository": "dswheels/dswheels",
             "sha": "0" * 40,
             "token": "",
+            "run_id": "4242",
+            "run_attempt": "1",
         },
         "inputs": validate_inputs(declared, INPUTS),  # as the dispatch form hands them over
         "vars": dict(variables),
@@ -88,6 +91,7 @@ def test_the_wheels_workflow_chain_runs_here_for_one_linux_cell(tmp_path: Path, 
     require_compilers()
     base, machine = _dispatched(tmp_path, dswheels_cache)
     store = Artifacts(tmp_path / "artifacts")
+    caches = Caches(tmp_path / "actions-cache")
 
     plan = run_job(
         Job(workflow=WHEELS, job="plan", workspace=tmp_path / "plan", contexts=base, extra_env=machine), store
@@ -113,21 +117,29 @@ def test_the_wheels_workflow_chain_runs_here_for_one_linux_cell(tmp_path: Path, 
         extra_env=machine,
     )
     try:
-        built = run_job(build, store)
+        built = run_job(build, store, caches=caches)
     finally:
         stop_sccache({**os.environ, **machine})  # `dswheels build --compiler-cache sccache` started it on this port
     assert built.ran == [
         "Start the clock",
         "actions/download-artifact",
+        "Restore the compiler cache",
         "Time left for the build",
         "Build",
+        "Save the compiler cache",
         "Verify",
         "actions/upload-artifact",
     ]
+    assert build.runs["Restore the compiler cache"].outputs == {"cache-hit": "false"}  # nothing saved before
+    # the job's whole compiler cache as ONE entry: its family, the job, the run and attempt
+    key = f"{entry['cache_key']}-{entry['cache_job']}-4242-1"
+    assert [(e.job, e.key) for e in caches.entries] == [("build", key)]
     assert 300 <= int(built.steps["time_left"].outputs["minutes"]) <= 345  # the build's deadline: the job's, less
     # the Windows-only steps and the CUDA install were evaluated and skipped on this Linux leg
     assert {"Enable long paths", "No GNU link.exe", "Re-run to finish", "CUDA toolkit"} <= set(built.skipped)
     assert f"| `{CELL}` | ok |" in built.steps["build"].summary  # the job summary: the cell built
+
+    _check_rerun_restores(tmp_path, base=base, needs=needs, entry=entry, machine=machine, store=store, caches=caches)
 
     needs["build"] = {"result": "success", "outputs": {}}
     assert not condition(_if("smoke"), {**base, "needs": needs}, after_parts)  # no GPU runner
@@ -145,6 +157,45 @@ def test_the_wheels_workflow_chain_runs_here_for_one_linux_cell(tmp_path: Path, 
     published = tmp_path / "published"
     _check_published(published, pages.workspace / pages.with_("actions/upload-pages-artifact")["path"], tmp_path)
     _check_tag_push(tmp_path, base, machine, published)
+
+
+def _check_rerun_restores(
+    tmp_path: Path,
+    *,
+    base: dict[str, Value],
+    needs: dict[str, Value],
+    entry: dict[str, Value],
+    machine: dict[str, str],
+    store: Artifacts,
+    caches: Caches,
+) -> None:
+    """ "Re-run failed jobs" on a fresh runner (attempt 2): the job restores the entry the first attempt saved,
+    newest first by its restore keys, and its build takes every unit from it; it saves one entry more."""
+    rerun_store = Artifacts(tmp_path / "rerun-artifacts")
+    shutil.copytree(store.root / "plan", rerun_store.root / "plan")
+    github = {**as_map(base["github"], "github"), "run_attempt": "2"}
+    rerun = Job(
+        workflow=WHEELS,
+        job="build",
+        workspace=tmp_path / "build-rerun",
+        contexts={**base, "github": github, "needs": needs, "matrix": entry},
+        extra_env=machine,
+    )
+    try:
+        again = run_job(rerun, rerun_store, caches=caches)
+    finally:
+        stop_sccache({**os.environ, **machine})  # the re-run's build started its own server on this port
+    assert "Build" in again.ran
+    restored = rerun.runs["Restore the compiler cache"].outputs
+    assert restored["cache-hit"] == "false"  # another attempt, another key: restored through its restore keys
+    assert restored["cache-matched-key"] == caches.entries[0].key
+    (manifest,) = (rerun.workspace / "wheelhouse").rglob("*.manifest.json")
+    cache = json.loads(manifest.read_text())["compiler_cache"]
+    assert cache["tool"] == "sccache"
+    assert cache["hits"] >= 2, cache  # cpu_adam's two units, compiled by the first attempt
+    assert cache["misses"] == 0, cache
+    assert [e.job for e in caches.entries] == ["build", "build"]  # one entry per job, never one per object
+    assert caches.entries[1].key.endswith("-4242-2")
 
 
 def _check_published(published: Path, site: Path, tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ import ast
 import os
 import platform
 import sys
+import sysconfig
 from pathlib import Path
 
 import packaging
@@ -305,6 +306,7 @@ def test_the_op_sources_probe_reads_a_source_trees_builders(tmp_path: Path) -> N
                 "var": "DS_BUILD_CPU_ADAM",
                 "module": "deepspeed.ops.adam.cpu_adam_op",
                 "sources": ["csrc/cpu_adam.cpp"],
+                "include_paths": [],
                 "compatible": True,
                 "messages": "",
             },
@@ -313,10 +315,13 @@ def test_the_op_sources_probe_reads_a_source_trees_builders(tmp_path: Path) -> N
                 "var": "DS_BUILD_ASYNC_IO",
                 "module": "deepspeed.ops.aio.async_io_op",
                 "sources": ["csrc/async_io.cpp"],
+                "include_paths": [],
                 "compatible": False,
                 "messages": "async_io requires a library this machine lacks\n",
             },
         },
+        # where torch's and Python's headers are (no torch here: none of torch's)
+        "include": {"torch": [], "python": [sysconfig.get_paths()["include"]]},
     }, result.output
 
 

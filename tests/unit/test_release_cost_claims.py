@@ -24,22 +24,26 @@ _HOURS = re.compile(
     r"estimated ([\d.]+) runner-hours \(one job per cell: (\d+) jobs, ([\d.]+) runner-hours\); "
     r"the longest job ~(\d+) min"
 )
+_TAG = re.compile(r"tag to the last wheel indexed: ~(\d+) min")
 _COMMAND = r"`(?P<command>dswheels plan --costs[^`]*)`"
 # README.md: "`dswheels plan --costs --deepspeed X` (...), **a full release of the shipped matrix (one tag:
 # DeepSpeed X, N cells) takes J jobs and about H runner-hours**, against N jobs and about P runner-hours with one
-# job per cell; the longest job (...) about M minutes"
+# job per cell; the longest job (...) about M minutes (...), and the tag's last wheel is indexed about T minutes after
+# the push"
 _README = re.compile(
     _COMMAND + r" \([^)]*\), \*\*a full release of the shipped matrix \(one tag: DeepSpeed (?P<version>[\d.]+), "
     r"(?P<cells>\d+) cells\) takes (?P<jobs>\d+) jobs and about (?P<hours>\d+) runner-hours\*\*, against "
     r"(?P<cells2>\d+) jobs and about (?P<per_cell>\d+) runner-hours with one job per cell; the longest job "
-    r"\([^)]*\) about (?P<longest>\d+) minutes"
+    r"\([^)]*\) about (?P<longest>\d+) minutes .*? indexed about (?P<tag>\d+) minutes after the push"
 )
 # docs/costs.md: "`COMMAND`: one tag (DeepSpeed X, N cells) in J jobs and about H runner-hours, against N jobs and
-# about P runner-hours one job per cell; `COMMAND`: both DeepSpeed versions (N cells) in J jobs and about H
-# runner-hours (P one per cell). The longest job, ..., about M minutes."
+# about P runner-hours one job per cell, its last wheel indexed about T minutes after the push; `COMMAND`: both
+# DeepSpeed versions (N cells) in J jobs and about H runner-hours (P one per cell). The longest job, ..., about M
+# minutes."
 _COSTS_TAG = re.compile(
     _COMMAND + r": one tag \(DeepSpeed (?P<version>[\d.]+), (?P<cells>\d+) cells\) in (?P<jobs>\d+) jobs and about "
-    r"(?P<hours>\d+) runner-hours, against (?P<cells2>\d+) jobs and about (?P<per_cell>\d+) runner-hours one job per"
+    r"(?P<hours>\d+) runner-hours, against (?P<cells2>\d+) jobs and about (?P<per_cell>\d+) runner-hours one job per "
+    r"cell, its last wheel indexed about (?P<tag>\d+) minutes after the push"
 )
 _COSTS_ALL = re.compile(
     _COMMAND + r": both DeepSpeed versions \((?P<cells>\d+) cells\) in (?P<jobs>\d+) jobs and about (?P<hours>\d+) "
@@ -54,6 +58,7 @@ class Costs:
     hours: int  # rounded, as the prose states them
     per_cell: int
     longest: int  # minutes
+    tag: int  # minutes from the tag's push to its last wheel indexed (the critical path)
 
 
 def _costs(capsys: pytest.CaptureFixture[str], command: str) -> Costs:
@@ -61,15 +66,17 @@ def _costs(capsys: pytest.CaptureFixture[str], command: str) -> Costs:
     assert argv[:3] == ["dswheels", "plan", "--costs"], command
     assert main(argv[1:]) == 0
     out = capsys.readouterr().out
-    jobs, hours = _JOBS.search(out), _HOURS.search(out)
+    jobs, hours, tag = _JOBS.search(out), _HOURS.search(out), _TAG.search(out)
     assert jobs is not None, out
     assert hours is not None, out
+    assert tag is not None, out
     return Costs(
         jobs=int(jobs.group(1)),
         cells=int(hours.group(2)),
         hours=round(float(hours.group(1))),
         per_cell=round(float(hours.group(3))),
         longest=int(hours.group(4)),
+        tag=int(tag.group(1)),
     )
 
 
@@ -79,7 +86,7 @@ def _stated(match: re.Match[str] | None, where: str) -> dict[str, str]:
 
 
 def _check(claim: dict[str, str], real: Costs) -> None:
-    for key in ("jobs", "cells", "hours", "per_cell", "longest", "cells2"):
+    for key in ("jobs", "cells", "hours", "per_cell", "longest", "tag", "cells2"):
         if key in claim and claim[key] is not None:
             expected = real.cells if key == "cells2" else getattr(real, key)
             assert int(claim[key]) == expected, (

@@ -1,32 +1,49 @@
-"""The paths a compile sees are the same for every Python of a group (dswheels/effects/workdir.py)."""
+"""The paths a compile sees are the same for every cell of a compile family (dswheels/effects/workdir.py)."""
 
 from __future__ import annotations
 
+from collections import defaultdict
 from pathlib import Path
 from types import SimpleNamespace
 
-from dswheels.core.naming import parse_cell_id
-from dswheels.effects.workdir import (
-    HEADER_TIME,
-    group_id,
-    link_site,
-    set_aside,
-    settle_header_times,
-    wipe,
-    work_dir_for,
-)
+from dswheels.core.building.compiler_cache import cache_keys
+from dswheels.core.compat import load_compat
+from dswheels.core.model import PlannedCell
+from dswheels.core.naming import cell_id
+from dswheels.core.plan.planner import plan
+from dswheels.effects.build import _work_dir
+from dswheels.effects.matrix_file import load_matrix
+from dswheels.effects.workdir import HEADER_TIME, link_site, set_aside, settle_header_times, wipe
+from tests.conftest import ROOT
 
 
-def _group_dir(cell: str, root: Path) -> Path:
-    return work_dir_for(root, group_id(SimpleNamespace(cell=parse_cell_id(cell))))  # type: ignore[arg-type]
+def _dir(planned: PlannedCell, root: Path, *, prepare_only: bool = False) -> Path:
+    return _work_dir(planned, SimpleNamespace(work_root=root, prepare_only=prepare_only))  # type: ignore[arg-type]
 
 
-def test_the_pythons_of_a_group_build_in_one_directory(tmp_path: Path) -> None:
-    ids = [f"ds0.19.8-torch2.14-cu130-cp3{m}-linux_x86_64" for m in (10, 11, 12, 13)]
-    assert len({_group_dir(cid, tmp_path) for cid in ids}) == 1
-    assert _group_dir("ds0.19.8-torch2.15-cu130-cp311-linux_x86_64", tmp_path) != _group_dir(ids[0], tmp_path)
-    assert _group_dir("ds0.19.8-torch2.14-cu126-cp311-linux_x86_64", tmp_path) != _group_dir(ids[0], tmp_path)
-    assert len(_group_dir(ids[0], tmp_path).name) == 10  # short for Windows' MAX_PATH
+def test_every_cell_of_a_cache_family_builds_in_one_directory(tmp_path: Path) -> None:
+    """The cells whose objects the workflow's cache shares (one family: runner image, toolkit, compiler, arch
+    list) compile at the same paths, whatever their DeepSpeed, torch or Python: nvcc's preprocessed device
+    code carries absolute paths, so a unit that reaches no torch header is one cache entry only then (a
+    directory per DeepSpeed and torch took just ptxas' results from the cache for torch 2.14 after 2.13)."""
+    compat = load_compat()
+    planned = plan(load_matrix(ROOT / "matrix" / "matrix.yml", compat), compat).planned
+    by_family: dict[str, set[Path]] = defaultdict(set)
+    for item in planned:
+        by_family[cache_keys([item]).family].add(_dir(item, tmp_path))
+    assert all(len(dirs) == 1 for dirs in by_family.values()), by_family
+    assert len({d for dirs in by_family.values() for d in dirs}) == len(by_family)  # one family, one directory
+    linux_cu130 = {
+        (str(i.cell.deepspeed), str(i.cell.torch), i.cell.python.tag)
+        for i in planned
+        if i.cell.variant.name == "cu130" and i.cell.platform.os == "linux"
+    }
+    assert len({d for d, _, _ in linux_cu130}) >= 2  # both DeepSpeed versions,
+    assert len({t for _, t, _ in linux_cu130}) >= 2  # several torch minors and
+    assert len({p for _, _, p in linux_cu130}) >= 2  # Pythons share the cu130 family's directory
+    assert all(len(d.name) == 10 for dirs in by_family.values() for d in dirs)  # short for Windows' MAX_PATH
+    # --prepare-only compiles nothing and keeps each cell's tree
+    assert len({_dir(i, tmp_path, prepare_only=True) for i in planned}) == len({cell_id(i.cell) for i in planned})
 
 
 def test_torch_is_reached_through_the_work_dir_and_the_venv_survives_a_wipe(tmp_path: Path) -> None:

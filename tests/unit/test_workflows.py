@@ -142,9 +142,17 @@ def test_part_jobs_come_first_and_run_the_build_jobs_steps() -> None:
         assert condition(check, {"needs": {"plan": {"outputs": {"parts": parts}}}}, Status()) is expected
     build, parts_steps = job_steps("build"), job_steps("parts")
     cut = next(i for i, s in enumerate(build) if s.get("name") == "Verify")
-    same = json.dumps(build[:cut]).replace("--out wheelhouse", "--out parts")
-    assert json.dumps(parts_steps) == same  # one definition of how a job compiles; parts publish nothing
-    assert not any("upload-artifact" in str(s.get("uses")) for s in parts_steps)
+    # the one difference: a part hands its objects on as an artifact, the build job takes them
+    taken = [s for s in build[:cut] if s.get("name") != "The part jobs' objects"]
+    handed = [s for s in parts_steps if s.get("name") != "Hand the objects to the build job"]
+    assert len(taken) == cut - 1
+    assert len(handed) == len(parts_steps) - 1
+    same = json.dumps(taken).replace("--out wheelhouse", "--out parts")
+    assert json.dumps(handed) == same  # one definition of how a job compiles; parts publish no wheel
+    uploads = [as_dict(s["with"])["name"] for s in parts_steps if "upload-artifact" in str(s.get("uses"))]
+    assert uploads == ["sccache-${{ matrix.cache_job }}"]
+    download = next(s for s in build if s.get("name") == "The part jobs' objects")
+    assert as_dict(download["with"])["pattern"] == "${{ matrix.cache_parts }}"
     assert as_dict(JOBS["parts"]["env"]) == as_dict(JOBS["build"]["env"])
 
 

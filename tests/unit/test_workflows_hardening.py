@@ -9,6 +9,7 @@ import re
 import pytest
 import yaml
 
+from dswheels.core.building.compiler_cache import SccacheSettings, sccache_backend
 from tests.conftest import ROOT
 from tests.gha.expressions import Status, Value, condition
 from tests.gha.invocations import env_defaults
@@ -70,37 +71,82 @@ def test_every_action_is_pinned_by_sha_with_its_version() -> None:
             assert pins.setdefault(action, pin) == pin, f"{action} is pinned to two versions"
 
 
-SCCACHE = "mozilla-actions/sccache-action"
+def _uses(step: Value) -> str:
+    return str(as_dict(step).get("uses", "")).split("@")[0].lower()
 
 
-def test_the_cache_policy_compiler_cache_in_build_jobs_only_keyed_per_ref() -> None:
+# each use saves one Actions cache entry (actions/cache saves in its post step)
+SAVES_AN_ENTRY = ("actions/cache", "actions/cache/save")
+# actions that hand the Actions cache's token to every later process of the job: with it sccache (and
+# dswheels before issue 23) writes GitHub's cache itself, one entry per object
+EXPOSES_THE_CACHE = ("mozilla-actions/sccache-action", "crazy-max/ghaction-github-runtime")
+TOKEN = {"ACTIONS_RESULTS_URL": "https://results-receiver.actions.githubusercontent.com/", "ACTIONS_RUNTIME_TOKEN": "t"}
+
+
+@pytest.mark.parametrize("job", list(JOBS))
+def test_a_job_creates_at_most_one_cache_entry_never_one_per_object(job: str) -> None:
+    """GitHub allows a repository 200 new cache entries a minute (changelog 2026-01-16, mozilla/sccache#2730)
+    and sccache's Actions cache backend drops the writes it is refused (#2821): nineteen jobs writing one
+    entry per object lose most of them. A job saves at most one entry, and the sccache its build starts
+    never writes the Actions cache itself, whatever the job exposes to it."""
+    steps = job_steps(job)
+    saves = [_uses(s) for s in steps if _uses(s) in SAVES_AN_ENTRY]
+    assert len(saves) <= 1, f"{job} saves {len(saves)} cache entries"
+    exposing = [_uses(s) for s in steps if _uses(s) in EXPOSES_THE_CACHE]
+    assert not exposing, f"{job}: {exposing} give every later process the cache's token (one entry per object)"
+    if not any("dswheels build" in str(s.get("run", "")) for s in steps):
+        return
+    # the build's sccache, started by dswheels with the job's settings in a runner that exposes the token
+    env = {str(k): str(v) for k, v in as_dict(JOBS[job].get("env")).items()}
+    settings = SccacheSettings(backend="auto", bucket="", namespace=env["DSWHEELS_SCCACHE_NAMESPACE"])
+    variables, where = sccache_backend(settings, {**TOKEN, "SCCACHE_DIR": "/runner/temp/sccache"}, base_dir="/w")
+    assert not [k for k in variables if k.startswith("SCCACHE_GHA")], f"{job}: sccache would write one entry per object"
+    assert where == "local disk (/runner/temp/sccache)"
+
+
+def test_the_cache_policy_compiler_cache_in_build_jobs_only_one_entry_per_job() -> None:
     """The deliberate cache policy (docs/costs.md; .github/zizmor.yml records the review).
 
-    Only the jobs that compile (parts, build) use a cache, and only sccache's: plan, smoke (the
-    self-hosted GPU runner), release and pages (the jobs with write tokens) never restore anything.
-    Its keys live in a space per ref (wheels-<tag or branch>), so a tag's build reads only what
-    builds of that name wrote; no secret reaches a job.
+    Only the jobs that compile (parts, build) use a cache: sccache on the runner's disk, restored from
+    and saved to ONE Actions cache entry per job (keys from the plan: its family of toolkit, arch list,
+    compiler and runner image, then the job), whatever the build's outcome, unless a bucket holds the
+    objects or the repository asks for none. plan, smoke (the self-hosted GPU runner), release and pages
+    (the jobs with write tokens) never restore anything. No secret reaches a job.
     """
     text = (WORKFLOWS / "wheels.yml").read_text(encoding="utf-8")
-    assert "actions/cache" not in text
     assert "secrets." not in text  # the only credential is the job token, given where it is needed
-    for name, job in JOBS.items():
-        cached = [s for s in job.get("steps") or [] if SCCACHE in str(as_dict(s).get("uses")).lower()]  # type: ignore[union-attr]
-        assert len(cached) == (1 if name in ("parts", "build") else 0), name
-        for step in job.get("steps") or []:  # type: ignore[union-attr]
-            with_ = as_dict(as_dict(step).get("with"))
-            assert "cache" not in with_
     build_defaults = env_defaults("build")
-    for name in ("parts", "build"):
-        env = as_dict(JOBS[name]["env"])
+    for name, job in JOBS.items():
+        steps = job_steps(name)
+        cache_steps = {_uses(s): as_dict(s) for s in steps if _uses(s).startswith("actions/cache")}
+        if name not in ("parts", "build"):
+            assert not cache_steps, name
+            continue
+        assert set(cache_steps) == {"actions/cache/restore", "actions/cache/save"}, name
+        restore, save = cache_steps["actions/cache/restore"], cache_steps["actions/cache/save"]
+        key = "${{ matrix.cache_key }}-${{ matrix.cache_job }}-${{ github.run_id }}-${{ github.run_attempt }}"
+        assert as_dict(restore["with"])["key"] == as_dict(save["with"])["key"] == key
+        assert str(as_dict(restore["with"])["restore-keys"]).splitlines() == [
+            "${{ matrix.cache_key }}-${{ matrix.cache_job }}-",
+            "${{ matrix.cache_key }}-",
+        ]
+        assert as_dict(restore["with"])["path"] == as_dict(save["with"])["path"] == "${{ runner.temp }}/sccache"
+        assert str(save["if"]).startswith("always()")  # a failed or cut-off build keeps what it compiled
+        order = [_uses(s) or str(s.get("name")) for s in steps]
+        assert order.index("actions/cache/restore") < order.index("Build") < order.index("actions/cache/save")
+        for step in steps:  # no other action of a building job keeps a cache of its own (CUDA: a run step)
+            if not _uses(step).startswith("actions/cache"):
+                assert "cache" not in as_dict(step.get("with")), step
+        env = as_dict(job["env"])
         sccache = {variable for variable in env if variable.startswith("DSWHEELS_SCCACHE_")}
         assert sccache == {
             build_defaults[f"sccache_{key}"] for key in ("backend", "bucket", "endpoint", "region", "namespace")
         }
         assert env["DSWHEELS_SCCACHE_NAMESPACE"] == "wheels-${{ github.ref_name }}"
         assert env["DSWHEELS_SCCACHE_BUCKET"] == "${{ vars.DSWHEELS_SCCACHE_BUCKET }}"
-        build = next(s for s in job_steps(name) if "dswheels build" in str(s.get("run", "")))
+        build = next(s for s in steps if "dswheels build" in str(s.get("run", "")))
         assert "--compiler-cache sccache" in str(build["run"])  # its time limit: tests/unit/test_workflows_budget.py
+        assert as_dict(build["env"])["SCCACHE_DIR"] == "${{ runner.temp }}/sccache"
     ci = (WORKFLOWS / "ci.yml").read_text(encoding="utf-8")
     assert "sccache" not in ci  # ci.yml's ccache directory has keys of its own (ccache-<os>-...)
     assert "key: ccache-${{ runner.os }}-" in ci
@@ -108,9 +154,23 @@ def test_the_cache_policy_compiler_cache_in_build_jobs_only_keyed_per_ref() -> N
     assert zizmor == {"rules": {"cache-poisoning": {"ignore": ["wheels.yml"]}}}
     smoke = json.dumps(JOBS["smoke"])
     assert "github.token" not in smoke
-    for step in (s for job in JOBS.values() for s in job.get("steps") or []):  # type: ignore[union-attr]
-        if "actions/checkout" in str(as_dict(step).get("uses")):
-            assert as_dict(as_dict(step)["with"])["persist-credentials"] is False
+    for checkout in (s for job in JOBS.values() for s in job.get("steps") or []):  # type: ignore[union-attr]
+        if "actions/checkout" in str(as_dict(checkout).get("uses")):
+            assert as_dict(as_dict(checkout)["with"])["persist-credentials"] is False
+
+
+@pytest.mark.parametrize("state", ["default", "bucket", "local"])
+def test_the_actions_cache_is_used_unless_a_bucket_holds_the_objects_or_none_is_wanted(state: str) -> None:
+    variables = {
+        "default": {},
+        "bucket": {"DSWHEELS_SCCACHE_BUCKET": "b"},
+        "local": {"DSWHEELS_SCCACHE_BACKEND": "local"},
+    }
+    expression = str(as_dict(JOBS["build"]["env"])["SAVE_COMPILER_CACHE"]).removeprefix("${{").removesuffix("}}")
+    contexts: dict[str, Value] = {
+        "vars": {"DSWHEELS_SCCACHE_BUCKET": "", "DSWHEELS_SCCACHE_BACKEND": "", **variables[state]}
+    }
+    assert condition(expression.strip(), contexts, Status()) is (state == "default")
 
 
 def test_windows_build_steps_enable_long_paths_and_msvc_from_the_plan() -> None:
@@ -124,7 +184,7 @@ def test_windows_build_steps_enable_long_paths_and_msvc_from_the_plan() -> None:
 
 def _runs_on(step: dict[str, Value], os_name: str) -> bool:
     return "if" not in step or condition(
-        str(step["if"]), {"runner": {"os": os_name}, "matrix": {}, "steps": {}}, Status()
+        str(step["if"]), {"runner": {"os": os_name}, "matrix": {}, "steps": {}, "env": {}}, Status()
     )
 
 

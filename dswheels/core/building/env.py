@@ -54,7 +54,7 @@ class BuildSetup:
     os: str  # "linux" | "windows"
     path: str  # the PATH the build starts from
     path_sep: str  # os.pathsep of the build machine
-    jobs: int  # parallel compile jobs (ninja -j via MAX_JOBS)
+    jobs: int  # parallel compile jobs (ninja -j via MAX_JOBS; 0: none given, ninja takes its slots from a jobserver)
     cuda_home: str | None  # toolkit root for CUDA variants
     nvcc: str | None  # the nvcc executable inside cuda_home
     cache: CompilerCache | None
@@ -124,7 +124,8 @@ def build_env(planned: PlannedCell, setup: BuildSetup) -> dict[str, str]:
         "DS_BUILD_STRING": build_string(planned.cell),
         # ninja compiles an op's sources in parallel (setup.py turns it off unless this is set)
         "DS_ENABLE_NINJA": "1",
-        "MAX_JOBS": str(max(1, setup.jobs)),
+        # "" when a jobserver gives the slots: torch passes ninja no -j, and a ninja given no -j joins it
+        "MAX_JOBS": str(setup.jobs) if setup.jobs > 0 else "",
         # the pip/uv/build output stays readable in logs
         "PYTHONUNBUFFERED": "1",
     }

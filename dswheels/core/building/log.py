@@ -47,6 +47,9 @@ class OpSources:
     sources: tuple[str, ...]  # relative to the source tree
     # the SASS archs its builder asks nvcc for when the op is built alone (empty: a C++ op, or not asked)
     sass: frozenset[int] = frozenset()
+    include_paths: tuple[str, ...] = ()  # its builder's include_paths(), relative to the source tree
+    # each source with its scope (dswheels.core.building.scopes): which builds share its object
+    scopes: tuple[tuple[str, str], ...] = ()
 
 
 _ERROR_RE = re.compile(

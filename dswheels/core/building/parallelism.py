@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["GIB", "Parallelism", "fit_jobs", "split_jobs", "split_parallelism"]
+__all__ = ["GIB", "Parallelism", "fit_jobs", "pooled_parallelism", "split_jobs", "split_parallelism"]
 
 
 def split_jobs(jobs: int, ops: int, parallel: int = 0) -> tuple[int, int]:
@@ -51,10 +51,14 @@ class Parallelism:
     """How ``jobs`` concurrent compiles are spent: extensions at once x ninja jobs x nvcc arch threads."""
 
     at_once: int  # extensions setuptools builds at the same time (build_ext --parallel)
-    ninja_jobs: int  # MAX_JOBS: translation units ninja compiles at once within one extension
+    ninja_jobs: int  # MAX_JOBS: translation units ninja compiles at once within one extension (0: the pool's)
     nvcc_threads: int  # DS_NVCC_THREADS: archs one nvcc compiles at once (DeepSpeed's default: min(cores, 8))
+    pool: int = 0  # slots of the build's jobserver every extension's units draw on (0: none)
 
     def describe(self) -> str:
+        if self.pool:
+            slots = self.pool + (1 if self.at_once == 1 else 0)  # a lone extension's ninja runs one unit beside it
+            return f"longest first, {self.at_once} at a time, every unit from one pool of {slots} compile slot(s)"
         threads = f", {self.nvcc_threads} nvcc thread(s) each" if self.nvcc_threads > 1 else ""
         return f"{self.at_once} at a time with {self.ninja_jobs} compile job(s){threads}"
 
@@ -68,12 +72,28 @@ def split_parallelism(jobs: int, *, ops: int, archs: int, parallel: int = 0) -> 
     the rest to ninja jobs.
 
     >>> split_parallelism(4, ops=1, archs=8)
-    Parallelism(at_once=1, ninja_jobs=1, nvcc_threads=4)
-    >>> split_parallelism(4, ops=16, archs=8), split_parallelism(4, ops=3, archs=0)
-    (Parallelism(at_once=4, ninja_jobs=1, nvcc_threads=1), Parallelism(at_once=3, ninja_jobs=1, nvcc_threads=1))
+    Parallelism(at_once=1, ninja_jobs=1, nvcc_threads=4, pool=0)
     >>> split_parallelism(16, ops=2, archs=2)
-    Parallelism(at_once=2, ninja_jobs=4, nvcc_threads=2)
+    Parallelism(at_once=2, ninja_jobs=4, nvcc_threads=2, pool=0)
     """
     at_once, per_op = split_jobs(jobs, ops, parallel)
     threads = max(1, min(per_op, archs)) if archs else 1
     return Parallelism(at_once=at_once, ninja_jobs=max(1, per_op // threads), nvcc_threads=threads)
+
+
+def pooled_parallelism(jobs: int, *, ops: int) -> Parallelism:
+    """``jobs`` slots shared by every op's units (a jobserver): as many extensions at once as slots, each
+    holding one while it builds (its ninja's first unit runs on it); one extension holds none (its
+    ninja's first unit runs beside the pool's ``jobs - 1``). A unit is one process (one nvcc thread: the
+    same nvcc command, and cache key, whatever else the build holds), so the slots are the processes.
+
+    >>> pooled_parallelism(4, ops=16)
+    Parallelism(at_once=4, ninja_jobs=0, nvcc_threads=1, pool=4)
+    >>> pooled_parallelism(4, ops=1)
+    Parallelism(at_once=1, ninja_jobs=0, nvcc_threads=1, pool=3)
+    >>> pooled_parallelism(1, ops=1)
+    Parallelism(at_once=1, ninja_jobs=1, nvcc_threads=1, pool=0)
+    """
+    at_once = max(1, min(ops, jobs))
+    pool = max(1, jobs) - (1 if at_once == 1 else 0)
+    return Parallelism(at_once=at_once, ninja_jobs=0 if pool else 1, nvcc_threads=1, pool=pool)

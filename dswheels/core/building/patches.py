@@ -214,27 +214,62 @@ def patch_torch_requirement(text: str, pin: str) -> tuple[str, int]:
 _CMDCLASS_RE = re.compile(r"^(?P<indent>[ \t]*)cmdclass\['build_ext'\] = .*$", re.MULTILINE)
 _PER_EXTENSION = """\
 {i}# dswheels: one build directory per extension, so that extensions build in parallel
-{i}# (torch writes each extension's build.ninja into the build directory it is given)
+{i}# (torch writes each extension's build.ninja into the build directory it is given); the longest
+{i}# first (DSWHEELS_EXT_ORDER), each thread holding a slot of the build's jobserver while its extension
+{i}# builds (DSWHEELS_JOBSERVER: ninja takes one more for every further unit it runs at once)
 {i}def _dswheels_per_extension(base):
 {i}    import copy as _copy
+{i}    class _Slot:
+{i}        def __init__(self, auth):
+{i}            self.auth = auth
+{i}        def __enter__(self):
+{i}            if self.auth.startswith('fifo:'):
+{i}                self.fd = os.open(self.auth[5:], os.O_RDWR)
+{i}                self.token = os.read(self.fd, 1)
+{i}            elif self.auth:
+{i}                import ctypes
+{i}                from ctypes import wintypes
+{i}                self.k32 = ctypes.WinDLL('kernel32')
+{i}                self.k32.OpenSemaphoreW.restype = wintypes.HANDLE
+{i}                self.k32.OpenSemaphoreW.argtypes = (wintypes.DWORD, wintypes.BOOL, wintypes.LPCWSTR)
+{i}                self.k32.WaitForSingleObject.argtypes = (wintypes.HANDLE, wintypes.DWORD)
+{i}                self.k32.ReleaseSemaphore.argtypes = (wintypes.HANDLE, wintypes.LONG, wintypes.LPVOID)
+{i}                self.k32.CloseHandle.argtypes = (wintypes.HANDLE,)
+{i}                self.handle = self.k32.OpenSemaphoreW(0x00100000 | 0x0002, False, self.auth)
+{i}                self.k32.WaitForSingleObject(self.handle, 0xFFFFFFFF)
+{i}            return self
+{i}        def __exit__(self, *exc):
+{i}            if self.auth.startswith('fifo:'):
+{i}                os.write(self.fd, self.token)
+{i}                os.close(self.fd)
+{i}            elif self.auth:
+{i}                self.k32.ReleaseSemaphore(self.handle, 1, None)
+{i}                self.k32.CloseHandle(self.handle)
 {i}    class _PerExtensionBuildDir(base):
 {i}        def build_extensions(self):
+{i}            order = [m for m in os.environ.get('DSWHEELS_EXT_ORDER', '').split(',') if m]
+{i}            self.extensions.sort(key=lambda e: order.index(e.name) if e.name in order else len(order))
 {i}            # MSVC's compiler set up once, before setuptools' threads: torch initializes it lazily
 {i}            # in whichever thread compiles first, and a second initialize() asserts
 {i}            if getattr(self.compiler, 'compiler_type', '') == 'msvc' and not self.compiler.initialized:
 {i}                self.compiler.initialize()
 {i}            return base.build_extensions(self)
 {i}        def build_extension(self, ext):
+{i}            # the .cu units first (each compiles every arch): ninja starts its edges in this order
+{i}            if os.environ.get('DSWHEELS_EXT_ORDER'):
+{i}                ext.sources.sort(key=lambda s: not str(s).endswith('.cu'))
 {i}            clone = _copy.copy(self)
 {i}            clone.build_temp = os.path.join(self.build_temp, ext.name)
-{i}            return base.build_extension(clone, ext)
+{i}            with _Slot(os.environ.get('DSWHEELS_JOBSERVER', '')):
+{i}                return base.build_extension(clone, ext)
 {i}    return _PerExtensionBuildDir
 {i}cmdclass['build_ext'] = _dswheels_per_extension(cmdclass['build_ext'])
 """
 
 
 def patch_parallel_extensions(text: str) -> str:
-    r"""Give every extension its own build directory in DeepSpeed's ``setup.py``.
+    r"""Give every extension its own build directory in DeepSpeed's ``setup.py``, start the longest first
+    and let each hold a slot of the build's jobserver (dswheels.effects.jobserver) while it builds.
 
     setuptools builds extensions in parallel with ``[build_ext] parallel = N``
     (``DIST_EXTRA_CONFIG``), but torch's ninja builds of two extensions would share one

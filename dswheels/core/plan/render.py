@@ -11,6 +11,7 @@ import json
 from collections import Counter
 from collections.abc import Sequence
 
+from dswheels.core.building.compiler_cache import cache_keys
 from dswheels.core.model import PlannedCell
 from dswheels.core.naming import cell_id, wheel_filename
 from dswheels.core.plan.planner import Plan
@@ -52,6 +53,8 @@ def _job_json(job: Job, *, plan_mode: str) -> dict[str, object]:
     # `dswheels build --ops`: "" builds what the matrix plans; a part names its ops, the canary its own
     canary = " ".join(first.ops.build_names) if plan_mode == "canary" else ""
     ops = " ".join(job.ops) if job.ops else canary
+    keys = cache_keys(items, part=job.part if job.stage == "part" else "")
+    group = cache_keys(items).job
     return {
         "name": _job_name(job),
         "cells": " ".join(cell_id(i.cell) for i in items),
@@ -74,6 +77,11 @@ def _job_json(job: Job, *, plan_mode: str) -> dict[str, object]:
         "stage": job.stage,
         "part": job.part,
         "estimate_minutes": f"{job.estimate.minutes:.0f}",
+        # the compiler cache: one Actions cache entry per job, restored newest first from the family's
+        # (dswheels.core.building.compiler_cache.cache_keys); a build job after parts also takes their objects
+        "cache_key": keys.family,
+        "cache_job": keys.job,
+        "cache_parts": f"sccache-{group}-part*" if job.stage == "build" and job.part else "",
     }
 
 

@@ -66,6 +66,8 @@ class BuiltOp:
     units: tuple[tuple[str, float], ...] = ()
     # the SASS archs its builder asked nvcc for (sm_80 -> 80; empty for a C++ op or an older manifest)
     sass: tuple[int, ...] = ()
+    # each source's scope (dswheels.core.building.scopes: which builds share its object; empty: not probed)
+    scopes: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +130,7 @@ def render_manifest(manifest: Manifest) -> str:
                     "seconds": op.seconds,
                     "units": [{"source": source, "seconds": round(s, 2)} for source, s in op.units],
                     "sass": list(op.sass),
+                    "scopes": dict(op.scopes),
                 }
                 for op in manifest.ops_built
             ],
@@ -190,6 +193,12 @@ class _Get:
             raise ManifestError(f"manifest: {self.path} should be a list")
         return [_Get(item, f"{self.path}[{i}]") for i, item in enumerate(self.data)]
 
+    def opt_map(self, key: str) -> dict[str, str]:
+        """The string mapping under ``key``; absent or null reads as empty (a key newer than the manifest)."""
+        if not isinstance(self.data, dict) or self.data.get(key) is None:
+            return {}
+        return self[key].strmap()
+
     def opt_items(self, key: str) -> list[_Get]:
         """The list under ``key``; absent or null reads as empty (a key newer than the manifest)."""
         if not isinstance(self.data, dict) or self.data.get(key) is None:
@@ -247,6 +256,7 @@ def parse_manifest(text: str) -> Manifest:
                 # per-unit compile times (since the cost model), the SASS its builder asked for (since that check)
                 units=tuple((u["source"].text(), u["seconds"].num() or 0.0) for u in op.opt_items("units")),
                 sass=tuple(a.integer() for a in op.opt_items("sass")),
+                scopes=tuple(op.opt_map("scopes").items()),
             )
             for op in ops["built"].items()
         ),

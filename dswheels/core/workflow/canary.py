@@ -2,7 +2,7 @@
 
 A fork's first full tag build runs a hundred Windows jobs of an hour or more each. The canary
 runs the same pipeline (CUDA install, MSVC, the sdist with its Windows files, the builders'
-flags, the compile, post-processing, verify) on one cell in 20 to 30 minutes, so a broken
+flags, the compile, post-processing, verify) on one cell in about half an hour, so a broken
 Windows path shows before the matrix is launched. Its wheel is never published: it lacks most
 ops.
 

@@ -18,14 +18,14 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from dswheels.core.model import PlannedCell
 from dswheels.core.versions import format_version
-from dswheels.core.workflow.costs import CostModel, JobEstimate, estimate_job
+from dswheels.core.workflow.costs import CostModel, Figure, JobEstimate, estimate_job, figures_used
 from dswheels.errors import ConfigError
 
-__all__ = ["GITHUB_JOB_LIMIT", "LEVELS", "Job", "JobPlan", "job_key", "plan_jobs"]
+__all__ = ["GITHUB_JOB_LIMIT", "LEVELS", "Job", "JobPlan", "ReleasePath", "job_key", "plan_jobs", "release_path"]
 
 GITHUB_JOB_LIMIT = 256
 LEVELS = ("cell", "python", "toolchain")
@@ -45,6 +45,8 @@ class JobPlan:
     level: str
     jobs: tuple[Job, ...]
     budget_minutes: float
+    path: ReleasePath | None = None  # the tag's critical path by the model
+    figures: tuple[tuple[str, Figure], ...] = ()  # every figure of the model the estimates read
 
     @property
     def builds(self) -> tuple[Job, ...]:
@@ -141,15 +143,72 @@ def plan_jobs(
     limit: int = GITHUB_JOB_LIMIT,
     finest: str = "python",
 ) -> JobPlan:
-    """Jobs for ``planned``: grouped from ``finest`` up as far as ``limit`` needs, split where over budget."""
+    """Jobs for ``planned``: grouped from ``finest`` up as far as ``limit`` needs, split where over budget.
+
+    Each stage's jobs come longest first: GitHub starts a matrix's jobs in its order as runners
+    free up, so the longest start first and the release's last job ends soonest.
+    """
     for level in LEVELS[LEVELS.index(finest) :]:
         jobs = [job for group in _by(planned, level) for job in _fit(group, model)]
+        jobs.sort(key=lambda j: (j.stage != "part", -j.estimate.minutes))
         builds = sum(1 for j in jobs if j.stage == "build")
         if builds <= limit and len(jobs) - builds <= limit:
-            return JobPlan(level=level, jobs=tuple(jobs), budget_minutes=model.budget_minutes)
+            done = JobPlan(level=level, jobs=tuple(jobs), budget_minutes=model.budget_minutes)
+            ops = {name for item in planned for name in item.ops.build_names}
+            figures = figures_used(model, ops, {item.cell.platform.os for item in planned})
+            return replace(done, path=release_path(done, model), figures=tuple(figures))
     raise ConfigError(
         f"{len(planned)} cells need more than {limit} jobs even grouped by toolchain "
         "(deepspeed, platform, variant, CUDA toolkit, compiler)",
         hint="GitHub runs at most 256 jobs per matrix: split the selection, e.g. one run per DeepSpeed "
         "version (--deepspeed) or per platform (--platform)",
+    )
+
+
+# --- the release's critical path -----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ReleasePath:
+    """Minutes from a tag push to its last wheel indexed, by the model: wheels.yml's jobs in their order."""
+
+    plan: float
+    parts: float  # every part job, on the runners GitHub gives at once (0: none)
+    builds: float  # every build job, after the parts, likewise
+    release: float
+    pages: float
+    concurrent: int  # jobs GitHub runs at once
+    budget: float  # the tag's budget (minutes)
+
+    @property
+    def minutes(self) -> float:
+        return self.plan + self.parts + self.builds + self.release + self.pages
+
+
+def _makespan(minutes: Sequence[float], runners: int) -> float:
+    """Jobs started in order, each on the first runner free: when the last one ends.
+
+    >>> _makespan([100, 60, 50, 40], 2)
+    140.0
+    """
+    ends = [0.0] * max(1, runners)
+    for job in minutes:
+        ends[ends.index(min(ends))] += job
+    return max(ends)
+
+
+def release_path(jobs: JobPlan, model: CostModel) -> ReleasePath:
+    """The tag's critical path: plan, then every part job, then every build job (wheels.yml's ``build``
+    needs the whole ``parts`` matrix), then release and pages. A smoke job on a self-hosted GPU runner
+    is not counted (its runner is the repository's own)."""
+    wf = model.workflow
+    runners = int(wf.concurrent_jobs.value)
+    return ReleasePath(
+        plan=wf.plan.value / 60,
+        parts=_makespan([j.estimate.minutes for j in jobs.parts], runners),
+        builds=_makespan([j.estimate.minutes for j in jobs.builds], runners),
+        release=wf.release.value / 60,
+        pages=wf.pages.value / 60,
+        concurrent=runners,
+        budget=wf.tag_budget.value,
     )
