@@ -17,17 +17,19 @@ from dswheels.commands.flags import (
     parse_nvcc_option,
     parse_torch_source,
 )
-from dswheels.core.building.compiler_cache import SCCACHE_BACKENDS, SccacheSettings
+from dswheels.core.building.compiler_cache import CompilerCacheChoice, SccacheBackend, SccacheSettings
 from dswheels.core.building.report import render_results_markdown, render_results_table
 from dswheels.core.cuda_redist import REDIST_URL
 from dswheels.core.locations import WHEELHOUSE
-from dswheels.effects.build import CellResult
+from dswheels.effects.build import CellResult, CellStatus
 from dswheels.effects.gha import in_github_actions, write_summary
-from dswheels.effects.steps.build import BuildCellsOptions, BuildRun, build_cells, install_here, outcome_of
+from dswheels.effects.interpreter import InterpreterMode
+from dswheels.effects.steps.build import BuildOptions, BuildRun, build_cells, install_here, outcome_of
 from dswheels.effects.steps.selection import CellSelection, NamedCells, PlanFileCells, ThisMachine
 from dswheels.effects.steps.verify import VerifyOptions
-from dswheels.effects.wine.cuda import SOURCES
+from dswheels.effects.wine.cuda import WineCudaSource
 from dswheels.errors import ConfigError
+from dswheels.host import Host
 from dswheels.log import get_reporter
 
 __all__ = ["register", "run"]
@@ -91,8 +93,8 @@ def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
     add_torch_index_argument(p, what="the build interpreter")
     p.add_argument(
         "--interpreter",
-        choices=("auto", "current", "venv"),
-        default="auto",
+        choices=[m.value for m in InterpreterMode],
+        default=InterpreterMode.AUTO.value,
         help="auto: this interpreter when it has the cell's torch, else a venv (default); current; venv",
     )
     p.add_argument("--install", action="store_true", help="install the built wheel into this interpreter")
@@ -125,8 +127,8 @@ def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
     )
     p.add_argument(
         "--compiler-cache",
-        choices=("auto", "ccache", "sccache", "none"),
-        default="auto",
+        choices=[m.value for m in CompilerCacheChoice],
+        default=CompilerCacheChoice.AUTO.value,
         help="ccache/sccache from PATH for C++ and nvcc (default: auto, whichever is installed)",
     )
     _add_sccache_arguments(p)
@@ -164,8 +166,8 @@ def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
     )
     p.add_argument(
         "--wine-cuda",
-        choices=SOURCES,
-        default="auto",
+        choices=[m.value for m in WineCudaSource],
+        default=WineCudaSource.AUTO.value,
         help="under Wine, where the CUDA components come from: NVIDIA's PyPI wheels (pypi), NVIDIA's redistributable "
         "archives as the runners install them (nvidia: compat.yml must pin the release's JSON), or auto: PyPI from "
         "CUDA 13, the archives for 12.x (PyPI's 12.x nvcc wheels carry no nvcc.exe) (default: %(default)s)",
@@ -190,8 +192,8 @@ def _add_sccache_arguments(p: argparse.ArgumentParser) -> None:
         group,
         "--sccache-backend",
         env="DSWHEELS_SCCACHE_BACKEND",
-        default="auto",
-        choices=SCCACHE_BACKENDS,
+        default=SccacheBackend.AUTO.value,
+        choices=[m.value for m in SccacheBackend],
         help="auto: the bucket when named, else the local disk (SCCACHE_DIR: wheels.yml saves it as one Actions "
         "cache entry per job); local: the local disk only. Never sccache's own Actions cache backend: one entry "
         "per object, more than GitHub lets a repository create (docs/costs.md)",
@@ -213,7 +215,7 @@ def _add_sccache_arguments(p: argparse.ArgumentParser) -> None:
 
 def _sccache_settings(args: argparse.Namespace) -> SccacheSettings:
     return SccacheSettings(
-        backend=args.sccache_backend,
+        backend=SccacheBackend(args.sccache_backend),
         bucket=args.sccache_bucket or "",
         endpoint=args.sccache_endpoint or "",
         region=args.sccache_region or "",
@@ -257,23 +259,22 @@ def _selection(args: argparse.Namespace) -> CellSelection:
     )
 
 
-def _options(args: argparse.Namespace) -> BuildCellsOptions:
+def _options(args: argparse.Namespace) -> BuildOptions:
     if (args.jobs is not None and args.jobs < 1) or args.parallel_ops < 0:
         raise ConfigError("--jobs must be at least 1 and --parallel-ops at least 0")
     if args.prepare_only and (args.install or args.verify):
         raise ConfigError("--prepare-only compiles nothing: it cannot be combined with --install or --verify")
     torch_source = parse_torch_source(args.torch_index)
-    return BuildCellsOptions(
+    return BuildOptions(
         selection=_selection(args),
         ops=tuple(name for name in (args.ops or "").replace(",", " ").split() if name),
         out_dir=args.out,
-        cache_dir=args.cache_dir,
         work_dir=args.work_dir,
         jobs=args.jobs,
         parallel_ops=args.parallel_ops,
-        interpreter=args.interpreter,
+        interpreter=InterpreterMode(args.interpreter),
         torch_source=torch_source,
-        compiler_cache=args.compiler_cache,
+        compiler_cache=CompilerCacheChoice(args.compiler_cache),
         sccache=_sccache_settings(args),
         debug_symbols=args.debug_symbols,
         keep_work=args.keep_work,
@@ -284,7 +285,8 @@ def _options(args: argparse.Namespace) -> BuildCellsOptions:
         verify=VerifyOptions(matrix=args.matrix, torch_source=torch_source) if args.verify else None,
         install=args.install,
         msvc_root=args.msvc_root,
-        wine_cuda=(args.wine_cuda, args.cuda_redist_url),
+        wine_cuda=WineCudaSource(args.wine_cuda),
+        cuda_redist_url=args.cuda_redist_url,
     )
 
 
@@ -296,14 +298,15 @@ def _show_failure(result: CellResult) -> None:
 
 def run(args: argparse.Namespace) -> int:
     options = _options(args)
-    result = build_cells(options, on_failure=_show_failure)
+    host = Host.real(cache_dir=args.cache_dir)
+    result = build_cells(options, host, on_failure=_show_failure)
     if result.stopped_by is not None:
         if not options.prepare_only:
             _report(result)
         raise result.stopped_by
     if options.prepare_only:
         for cell in result.results:
-            if cell.prepared is not None:
+            if cell.status is CellStatus.PREPARED:
                 sys.stdout.write(f"prepared {cell.cell_id}: {cell.prepared}\n")
     else:
         _report(result)
@@ -314,7 +317,7 @@ def run(args: argparse.Namespace) -> int:
     if options.install:
         wheel = result.results[0].wheel
         assert wheel is not None  # noqa: S101 - a cell built without error has its wheel
-        install_here(wheel)
+        install_here(wheel, host)
     return 0
 
 

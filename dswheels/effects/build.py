@@ -18,7 +18,8 @@ The steps, in order, each in the module that owns it:
 
 With ``prepare_only`` the build stops after step 3. A failure anywhere raises the right
 :mod:`dswheels.errors` class naming the op, the log tail and the log path, and leaves no wheel
-of this cell in ``<out>``.
+of this cell in ``<out>``. The environment, the clock and the cache directory are the ``Host``'s
+(:mod:`dswheels.host`) the command made.
 """
 
 from __future__ import annotations
@@ -29,15 +30,18 @@ import sys
 from collections.abc import Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
+from enum import Enum
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dswheels.core.binaries.linux_runtime import RuntimeFloor
-from dswheels.core.building.compiler_cache import CacheTool, SccacheSettings, compile_family
+from dswheels.core.building.compiler_cache import CacheTool, CompilerCacheChoice, SccacheSettings, compile_family
 from dswheels.core.building.log import OpSources
 from dswheels.core.building.parallelism import Parallelism, pooled_parallelism, split_parallelism
 from dswheels.core.building.report import OpOutcome
 from dswheels.core.compat import Compat
 from dswheels.core.cuda_redist import REDIST_URL
+from dswheels.core.locations import WHEELHOUSE
 from dswheels.core.model import PlannedCell
 from dswheels.core.naming import cell_id, wheel_filename
 from dswheels.core.sources import TorchSource, TorchSourceKind
@@ -45,12 +49,11 @@ from dswheels.core.versions import format_version
 from dswheels.core.wheel.manifest import Manifest
 from dswheels.core.workflow.costs import cell_units, load_costs, op_order
 from dswheels.effects.buildlog import log_note, write_log_header
-from dswheels.effects.clock import monotonic, utc_now
 from dswheels.effects.compile import compile_wheel, the_wheel
 from dswheels.effects.compile_env import CompileEnv, check_toolchain, compile_environment, inherited_env
 from dswheels.effects.compiler_cache import cache_stats
 from dswheels.effects.files import exclusive
-from dswheels.effects.interpreter import Interpreter, find_uv, prepare_interpreter, torch_index_args
+from dswheels.effects.interpreter import Interpreter, InterpreterMode, find_uv, prepare_interpreter, torch_index_args
 from dswheels.effects.jobserver import jobserver, ninja_joins_jobservers
 from dswheels.effects.manifest import assemble_manifest
 from dswheels.effects.opflags import check_tree_flags
@@ -59,103 +62,204 @@ from dswheels.effects.postprocess import Postprocessed, postprocess_wheel
 from dswheels.effects.source_tree import patch_tree, prepare_source
 from dswheels.effects.wheel_checks import check_planned_ops, check_postprocessed
 from dswheels.effects.wheelhouse import discard_wheel, place_wheel, remove_stale
+from dswheels.effects.wine.cuda import WineCudaSource
 from dswheels.effects.wine.host import wait_for_wineserver, wine_prefix
 from dswheels.effects.wine.toolchain import prepare_wine
 from dswheels.effects.workdir import set_aside, wipe, work_dir_for
 from dswheels.errors import BuildError, DswheelsError
 from dswheels.log import get_reporter
 
+if TYPE_CHECKING:
+    from dswheels.effects.steps.selection import CellSelection
+    from dswheels.effects.steps.verify import VerifyOptions
+    from dswheels.host import Host
+
 # patch_tree, discard_wheel and work_dir_for are imported from here by the commands and the tests
-__all__ = ["BuildOptions", "CellResult", "build_cell", "discard_wheel", "patch_tree", "work_dir_for"]
+__all__ = [
+    "BuildOptions",
+    "CellResult",
+    "CellStatus",
+    "build_cell",
+    "cell_work_dir",
+    "discard_wheel",
+    "patch_tree",
+    "work_dir_for",
+    "work_root",
+]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class BuildOptions:
-    out_dir: Path
-    cache_dir: Path
-    work_root: Path
-    compat: Compat
-    jobs: int
-    interpreter: str = "auto"  # auto | current | venv
+    """``dswheels build``'s options, made once from its arguments; the run (effects/steps/build.py) and every
+    cell's build read them as they are."""
+
+    selection: CellSelection
+    ops: tuple[str, ...] = ()  # build only these of the planned ops; (): every planned op
+    out_dir: Path = WHEELHOUSE  # wheels go to OUT/<variant>/
+    work_dir: Path | None = None  # sources unpacked and built (None: CACHE/w)
+    jobs: int | None = None  # concurrent compiles in all (None: what this machine holds)
+    parallel_ops: int = 0  # extensions built at once (0: as many as --jobs allows)
+    interpreter: InterpreterMode = InterpreterMode.AUTO
     torch_source: TorchSource = field(default_factory=lambda: TorchSource(TorchSourceKind.PLAN))
-    compiler_cache: str = "auto"  # auto | ccache | sccache | none
+    compiler_cache: CompilerCacheChoice = CompilerCacheChoice.AUTO
     sccache: SccacheSettings = field(default_factory=SccacheSettings)  # where sccache keeps its objects
     debug_symbols: bool = False
     keep_work: bool = False
-    pypi_json: str = "https://pypi.org/pypi/deepspeed/json"
-    verbose: bool = False  # stream the compiler output (always in the log file)
-    parallel_ops: int = 0  # extensions built at once (0: as many as --jobs allows)
     prepare_only: bool = False  # stop before the compile: source, patches, interpreter (any OS)
+    pypi: str | None = None  # PyPI JSON API for DeepSpeed (None: compat.yml's)
+    verbose: bool = False  # stream the compiler output (always in the log file)
+    keep_going: bool = False  # build the other cells after a failure
+    verify: VerifyOptions | None = None  # verify every built wheel (a failing one is removed)
+    install: bool = False  # the one cell will be installed here (install_here)
     msvc_root: Path | None = None  # Windows cells on Linux: build under Wine with this MSVC root
-    wine_cuda: tuple[str, str] = ("auto", REDIST_URL)  # under Wine: CUDA from auto|pypi|nvidia, NVIDIA's redist URL
+    wine_cuda: WineCudaSource = WineCudaSource.AUTO  # under Wine: where the CUDA components come from
+    cuda_redist_url: str = REDIST_URL  # NVIDIA's redist folder or a mirror (wine_cuda nvidia)
 
 
-@dataclass
+class CellStatus(Enum):
+    """How one cell's build ended."""
+
+    BUILT = "built"  # its wheel and manifest are in OUT/<variant>/
+    PREPARED = "prepared"  # --prepare-only: its source tree is ready to compile
+    FAILED = "failed"  # ``error`` says why; no wheel of the cell is left in OUT
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class CellResult:
+    """One cell's build: its status, why it failed, how long it took, and what it left."""
+
     cell_id: str
     planned: PlannedCell
-    ok: bool = False
-    wheel: Path | None = None
+    status: CellStatus
+    duration: float  # seconds
+    error: DswheelsError | None = None  # status FAILED: the reason
+    log_path: Path | None = None
+    wheel: Path | None = None  # status BUILT
     manifest: Path | None = None
     manifest_data: Manifest | None = None
-    error: DswheelsError | None = None
-    log_path: Path | None = None
-    seconds: float = 0.0
-    prepared: Path | None = None  # --prepare-only: the patched source tree, ready to compile
+    prepared: Path | None = None  # status PREPARED: the patched source tree, ready to compile
     op_outcomes: tuple[OpOutcome, ...] = ()  # after a compile: each op's fate
+
+    @property
+    def ok(self) -> bool:
+        return self.status is not CellStatus.FAILED
+
+    @property
+    def reason(self) -> str:
+        return self.error.message if self.error is not None else ""
+
+
+@dataclass(slots=True)
+class _Progress:
+    """What a build learnt before it ended, failed or not: each op's fate once the compile ran."""
+
+    op_outcomes: tuple[OpOutcome, ...] = ()
+
+
+def work_root(options: BuildOptions, host: Host) -> Path:
+    """Where the work directories are: ``--work-dir``, else CACHE/w."""
+    return (options.work_dir or host.cache_dir / "w").expanduser().resolve()
 
 
 _OWNER = "cell.txt"  # in a work directory: the cell whose build made it
 
 
-def _work_dir(planned: PlannedCell, opts: BuildOptions) -> Path:
+@dataclass(frozen=True, slots=True)
+class _Cell:
+    """One cell's build: the run's options, the host, and what the run resolved once for all its cells."""
+
+    planned: PlannedCell
+    options: BuildOptions
+    host: Host
+    compat: Compat
+    jobs: int
+    work_root: Path
+
+    def monotonic(self) -> float:
+        return self.host.clock.monotonic()
+
+
+def cell_work_dir(planned: PlannedCell, root: Path, *, prepare_only: bool) -> Path:
     """One directory for every cell of the compile family (every DeepSpeed, torch and Python of one
     toolkit, compiler and arch list): the same paths, so the compiler cache hits (--prepare-only
     compiles nothing and leaves each cell's tree: one directory per cell)."""
-    return work_dir_for(opts.work_root, cell_id(planned.cell) if opts.prepare_only else compile_family(planned))
+    return work_dir_for(root, cell_id(planned.cell) if prepare_only else compile_family(planned))
 
 
-def build_cell(planned: PlannedCell, opts: BuildOptions) -> CellResult:
-    """Build one cell; never raises a :class:`DswheelsError` (it is in the result)."""
+def _work_dir(cell: _Cell) -> Path:
+    return cell_work_dir(cell.planned, cell.work_root, prepare_only=cell.options.prepare_only)
+
+
+def build_cell(planned: PlannedCell, options: BuildOptions, host: Host, *, compat: Compat, jobs: int) -> CellResult:
+    """Build one cell with ``jobs`` concurrent compiles; never raises a :class:`DswheelsError` (it is in the
+    result)."""
+    cell = _Cell(planned, options, host, compat, jobs, work_root(options, host))
     cid = cell_id(planned.cell)
-    stamp = utc_now().strftime("%Y%m%dT%H%M%SZ")
-    log = (opts.out_dir / "logs" / f"{cid}-{stamp}.log").resolve()
-    result = CellResult(cell_id=cid, planned=planned, log_path=log)
-    start = monotonic()
+    stamp = host.clock.utc_now().strftime("%Y%m%dT%H%M%SZ")
+    log = (options.out_dir / "logs" / f"{cid}-{stamp}.log").resolve()
+    progress = _Progress()
+    start = cell.monotonic()
     reporter = get_reporter()
     try:
-        with reporter.group(f"{cid}: {'prepare' if opts.prepare_only else 'build'}"):
+        with reporter.group(f"{cid}: {'prepare' if options.prepare_only else 'build'}"):
             reporter.info(f"log: {log}")
             # two builds of one family share its work directory: the second waits for the first
-            work = _work_dir(planned, opts)
+            work = _work_dir(cell)
             with exclusive(work.with_name(f".{work.name}.lock"), what=f"building {cid}", error=BuildError):
-                built = _build_keeping_failed_tree(planned, opts, log, start, result)
-        if isinstance(built, Path):
-            result.prepared = built
-        else:
-            result.wheel, result.manifest, result.manifest_data = built
-        result.ok = True
+                built = _build_keeping_failed_tree(cell, log, start, progress)
     except DswheelsError as exc:
         if exc.hint is None or str(log) not in (exc.hint or ""):
             exc.hint = (exc.hint + f"; full log: {log}") if exc.hint else f"full log: {log}"
-        result.error = exc
-        remove_stale(opts.out_dir / planned.cell.variant.name / wheel_filename(planned.cell))
+        remove_stale(options.out_dir / planned.cell.variant.name / wheel_filename(planned.cell))
         if log.parent.exists():
             log_note(log, f"FAILED: {exc.message}")
-    result.seconds = monotonic() - start
-    return result
+        return CellResult(
+            cell_id=cid,
+            planned=planned,
+            status=CellStatus.FAILED,
+            duration=cell.monotonic() - start,
+            error=exc,
+            log_path=log,
+            op_outcomes=progress.op_outcomes,
+        )
+    if isinstance(built, Path):
+        return CellResult(
+            cell_id=cid,
+            planned=planned,
+            status=CellStatus.PREPARED,
+            duration=cell.monotonic() - start,
+            log_path=log,
+            prepared=built,
+        )
+    wheel, manifest, manifest_data = built
+    return CellResult(
+        cell_id=cid,
+        planned=planned,
+        status=CellStatus.BUILT,
+        duration=cell.monotonic() - start,
+        log_path=log,
+        wheel=wheel,
+        manifest=manifest,
+        manifest_data=manifest_data,
+        op_outcomes=progress.op_outcomes,
+    )
 
 
 def _build_keeping_failed_tree(
-    planned: PlannedCell, opts: BuildOptions, log: Path, start: float, result: CellResult
+    cell: _Cell, log: Path, start: float, progress: _Progress
 ) -> tuple[Path, Path, Manifest] | Path:
     """:func:`_build`; when it fails, the next cell of the family would wipe the work directory: keep it aside."""
+    planned = cell.planned
     try:
-        return _build(planned, opts, log, start, result)
+        return _build(cell, log, start, progress)
     except DswheelsError as exc:
-        work = _work_dir(planned, opts)
+        work = _work_dir(cell)
         owner = work / _OWNER
-        ours = owner.is_file() and owner.read_text(encoding="utf-8") == cell_id(planned.cell) and not opts.prepare_only
+        ours = (
+            owner.is_file()
+            and owner.read_text(encoding="utf-8") == cell_id(planned.cell)
+            and not cell.options.prepare_only
+        )
         tag = f"torch{format_version(planned.cell.torch)}-{planned.cell.python.tag}"  # a cell of the family
         kept = set_aside(work, tag) if ours else None
         if kept is not None:
@@ -163,60 +267,59 @@ def _build_keeping_failed_tree(
             exc.hint = f"{exc.hint}; {note}" if exc.hint else note
         raise
     finally:
-        if opts.msvc_root is not None and planned.cell.platform.os == "windows":  # built under Wine
-            wait_for_wineserver(wine_prefix(opts.cache_dir), os.environ)
+        if cell.options.msvc_root is not None and planned.cell.platform.os == "windows":  # built under Wine
+            wait_for_wineserver(wine_prefix(cell.host.cache_dir), cell.host.environ)
 
 
-def _build(
-    planned: PlannedCell, opts: BuildOptions, log: Path, start: float, result: CellResult
-) -> tuple[Path, Path, Manifest] | Path:
+def _build(cell: _Cell, log: Path, start: float, progress: _Progress) -> tuple[Path, Path, Manifest] | Path:
     """The wheel, its manifest path and manifest; with ``prepare_only`` the prepared source tree."""
+    planned, opts, host = cell.planned, cell.options, cell.host
     reporter = get_reporter()
     durations: dict[str, float] = {}
     write_log_header(log, planned)
     # toolchain: the plan's nvcc (and MSVC), checked before anything is downloaded, installed or compiled
-    inherited = inherited_env(os.environ)
+    inherited = inherited_env(host.environ)
     tools = check_toolchain(
         planned,
         inherited,
         prepare_only=opts.prepare_only,
         msvc_root=opts.msvc_root,
-        cache_dir=opts.cache_dir,
-        wine_cuda=opts.wine_cuda,
+        cache_dir=host.cache_dir,
+        wine_cuda=(opts.wine_cuda, opts.cuda_redist_url),
     )
-    work = _work_dir(planned, opts)
+    work = _work_dir(cell)
     wipe(work)
     work.mkdir(parents=True)
     (work / _OWNER).write_text(cell_id(planned.cell), encoding="utf-8")  # whose tree it is (set aside if it fails)
     parallelism = split_parallelism(
-        opts.jobs, ops=len(planned.ops.build), archs=len(planned.toolchain.arch_list), parallel=opts.parallel_ops
+        cell.jobs, ops=len(planned.ops.build), archs=len(planned.toolchain.arch_list), parallel=opts.parallel_ops
     )
 
-    t0 = monotonic()
+    t0 = cell.monotonic()
     source = prepare_source(
         planned,
         src=work / "src",
-        compat=opts.compat,
-        cache_dir=opts.cache_dir,
-        pypi_json=opts.pypi_json,
+        compat=cell.compat,
+        cache_dir=host.cache_dir,
+        pypi_json=opts.pypi or cell.compat.sdist_json,
         debug_symbols=opts.debug_symbols,
         parallel=parallelism.at_once > 1,
         log=log,
     )
-    durations["source"] = monotonic() - t0
+    durations["source"] = cell.monotonic() - t0
     reporter.info(f"source ready in {work} ({source.fetched.verified_by})")
 
-    t0 = monotonic()
+    t0 = cell.monotonic()
     interp: Interpreter = prepare_interpreter(
         planned,
         mode=opts.interpreter,
         torch_source=opts.torch_source,
-        venv_root=opts.cache_dir / "venvs",
+        venv_root=host.cache_dir / "venvs",
         log_file=log,
         # under Wine the build interpreter is Linux CPython answering as Windows: its platform differs
         foreign=tools.foreign or tools.wine is not None,
     )
-    durations["interpreter"] = monotonic() - t0
+    durations["interpreter"] = cell.monotonic() - t0
     if opts.prepare_only:
         # the flags the cell's compilers will get, judged with stand-ins for its machine (raises BuildError)
         check_tree_flags(planned, interp.python, source.src, inherited, log, stand_in=True)
@@ -224,14 +327,14 @@ def _build(
         reporter.info(f"prepared {source.src}: the source is verified and patched for {planned.cell.platform.value}")
         return source.src
 
-    parallelism = _pooled(parallelism, planned, opts, interp)
+    parallelism = _pooled(parallelism, cell, interp)
     wine = (
         prepare_wine(
             planned,
             tools.wine,
-            compat=opts.compat,
+            compat=cell.compat,
             work=work,
-            cache_dir=opts.cache_dir,
+            cache_dir=host.cache_dir,
             build_python=interp.python,
             linux_torch=Path(interp.info.torch_parent) / "torch" if interp.info.torch_parent else None,
             uv=find_uv(),
@@ -258,7 +361,7 @@ def _build(
     python = wine.python if wine is not None else interp.python
     accelerator, ops = probe_ops(planned, python, source.src, setup.env, log)
 
-    t0 = monotonic()
+    t0 = cell.monotonic()
     with jobserver(parallelism.pool, work) if parallelism.pool else nullcontext() as pool:
         setup = _scheduled(setup, planned, ops, pool.env() if pool else {}, log)
         compiled = compile_wheel(
@@ -271,23 +374,23 @@ def _build(
             log=log,
             verbose=opts.verbose,
         )
-    durations["compile"] = monotonic() - t0
+    durations["compile"] = cell.monotonic() - t0
     if compiled.cpu_seconds is not None and not (setup.cache and setup.cache.tool is CacheTool.SCCACHE):
         # (sccache's server, not the build, runs the compilers: their CPU seconds are not the build's children's)
         durations["compile_cpu"] = compiled.cpu_seconds
-    result.op_outcomes = compiled.outcomes
+    progress.op_outcomes = compiled.outcomes
     built = the_wheel(compiled, planned, log)
     # every planned op must really be in the wheel
     contents = check_planned_ops(planned, built, ops=ops, accelerator=accelerator, lines=compiled.lines, log=log)
 
-    t0 = monotonic()
-    pp, runtime = _postprocess(planned, opts, built, work=work, ops=ops, names=contents.names, log=log)
-    durations["postprocess"] = monotonic() - t0
+    t0 = cell.monotonic()
+    pp, runtime = _postprocess(cell, built, work=work, ops=ops, names=contents.names, log=log)
+    durations["postprocess"] = cell.monotonic() - t0
 
     stats = cache_stats(setup.cache, setup.env) if setup.cache else None
     if stats is not None:
         reporter.info(f"compiler cache: {stats.describe()}")
-    durations["total"] = monotonic() - start
+    durations["total"] = cell.monotonic() - start
     manifest = assemble_manifest(
         planned,
         source=source,
@@ -311,15 +414,15 @@ def _build(
     return final, manifest_path, manifest
 
 
-def _pooled(parallelism: Parallelism, planned: PlannedCell, opts: BuildOptions, interp: Interpreter) -> Parallelism:
+def _pooled(parallelism: Parallelism, cell: _Cell, interp: Interpreter) -> Parallelism:
     """One pool of slots for every op's units when the build's ninja joins a jobserver (>= 1.13) and
     ``--parallel-ops`` asks for nothing else."""
-    if opts.parallel_ops:
+    if cell.options.parallel_ops:
         return parallelism
-    scripts = {"PATH": os.pathsep.join([interp.info.scripts, os.environ.get("PATH", "")])}
+    scripts = {"PATH": os.pathsep.join([interp.info.scripts, cell.host.environ.get("PATH", "")])}
     if not ninja_joins_jobservers(scripts):
         return parallelism
-    return pooled_parallelism(opts.jobs, ops=len(planned.ops.build))
+    return pooled_parallelism(cell.jobs, ops=len(cell.planned.ops.build))
 
 
 def _scheduled(
@@ -335,8 +438,7 @@ def _scheduled(
 
 
 def _postprocess(
-    planned: PlannedCell,
-    opts: BuildOptions,
+    cell: _Cell,
     built: Path,
     *,
     work: Path,
@@ -345,8 +447,8 @@ def _postprocess(
     log: Path,
 ) -> tuple[Postprocessed, RuntimeFloor | None]:
     """Strip, pin torch and rewrite RECORD into a staging directory, then check what the wheel's code needs."""
-    reporter = get_reporter()
-    baseline = opts.compat.cpu_baselines[planned.toolchain.cpu_baseline]
+    planned, opts, reporter = cell.planned, cell.options, get_reporter()
+    baseline = cell.compat.cpu_baselines[planned.toolchain.cpu_baseline]
     with reporter.group(f"{cell_id(planned.cell)}: post-process"):
         pp = postprocess_wheel(
             built,
@@ -357,7 +459,7 @@ def _postprocess(
             forbidden_registers=baseline.forbidden_registers,
             log_file=log,
         )
-        runtime = check_postprocessed(planned, pp, ops=ops, names=names, compat=opts.compat)
+        runtime = check_postprocessed(planned, pp, ops=ops, names=names, compat=cell.compat)
         if pp.stripped_bytes:
             reporter.info(f"stripped {pp.stripped_bytes / 1e6:.1f} MB of symbols")
     return pp, runtime

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from dswheels.core.building.compiler_cache import CacheTool, SccacheSettings
+from dswheels.core.building.compiler_cache import CacheTool, CompilerCacheChoice, SccacheSettings
 from dswheels.core.building.env import BuildSetup, CompilerCache, build_env, dist_extra_config
 from dswheels.core.building.parallelism import Parallelism
 from dswheels.core.cuda_redist import REDIST_URL
@@ -152,7 +152,7 @@ def compile_environment(
     inherited: Mapping[str, str],
     tools: BuildTools,
     parallelism: Parallelism,
-    compiler_cache: str,
+    compiler_cache: CompilerCacheChoice,
     sccache: SccacheSettings,
     debug_symbols: bool,
     log: Path,
@@ -174,9 +174,11 @@ def compile_environment(
     python_path = os.pathsep.join([str(site), *([inherited["PYTHONPATH"]] if inherited.get("PYTHONPATH") else [])])
     include_dirs = _header_dirs(planned, cuda, site)
     compilers = pick_compilers(planned, inherited)
-    if wine is not None and compiler_cache != "none":
+    if wine is not None and compiler_cache is not CompilerCacheChoice.NONE:
         get_reporter().info("no compiler cache under Wine: neither ccache nor Linux sccache runs MSVC's cl")
-    cache = find_compiler_cache("none" if wine else compiler_cache, env=inherited, work_dir=work, compilers=compilers)
+    cache = find_compiler_cache(
+        CompilerCacheChoice.NONE if wine else compiler_cache, env=inherited, work_dir=work, compilers=compilers
+    )
     cuda_home = str(cuda.home) if cuda else (str(wine.cuda_home) if wine and wine.cuda_home else None)
     setup = BuildSetup(
         os=planned.cell.platform.os,

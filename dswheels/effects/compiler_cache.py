@@ -14,7 +14,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from dswheels.core.building.compiler_cache import CacheTool, SccacheSettings, sccache_backend
+from dswheels.core.building.compiler_cache import CacheTool, CompilerCacheChoice, SccacheSettings, sccache_backend
 from dswheels.core.building.env import CompilerCache
 from dswheels.core.building.log import CacheStats, parse_ccache_stats_log, parse_sccache_stats
 from dswheels.effects import proc
@@ -49,12 +49,12 @@ def _sccache_cxx(sccache: str, work_dir: Path, compilers: tuple[str, str] | None
 
 
 def find_compiler_cache(
-    choice: str, *, env: Mapping[str, str], work_dir: Path, compilers: tuple[str, str] | None
+    choice: CompilerCacheChoice, *, env: Mapping[str, str], work_dir: Path, compilers: tuple[str, str] | None
 ) -> CompilerCache | None:
-    """ccache (preferred) or sccache from PATH; ``choice`` is auto|ccache|sccache|none."""
-    if choice == "none":
+    """ccache (preferred) or sccache from PATH, or the one ``choice`` names."""
+    if choice is CompilerCacheChoice.NONE:
         return None
-    tools = tuple(CacheTool) if choice == "auto" else (CacheTool(choice),)
+    tools = tuple(CacheTool) if choice is CompilerCacheChoice.AUTO else (CacheTool(choice.value),)
     for name in tools:
         exe = proc.find_tool(name.value, env)
         if exe is None:
@@ -86,7 +86,7 @@ def find_compiler_cache(
             stats_log=str(work_dir / "ccache-stats.log"),
             base_dir=str(work_dir),
         )
-    if choice != "auto":
+    if choice is not CompilerCacheChoice.AUTO:
         raise EnvironmentMismatchError(
             f"--compiler-cache {choice}: {choice} is not on PATH", hint=f"install {choice} or use --compiler-cache auto"
         )

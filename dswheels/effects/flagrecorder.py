@@ -21,7 +21,7 @@ from dswheels.core.model import Accelerator, PlannedCell, Python, Variant
 from dswheels.core.sources import TorchSource, TorchSourceKind, sdist_from_pypi_json
 from dswheels.core.versions import format_version, parse_version
 from dswheels.effects import proc
-from dswheels.effects.interpreter import Interpreter, prepare_interpreter
+from dswheels.effects.interpreter import Interpreter, InterpreterMode, prepare_interpreter
 from dswheels.effects.opflags import run_probe
 from dswheels.effects.source_tree import patch_tree
 from dswheels.effects.sources import Downloader, extract_archive
@@ -123,7 +123,11 @@ def record_interpreter(planned: Sequence[PlannedCell], *, venv_root: Path, log_f
     if cell is None:
         raise EnvironmentMismatchError(f"the plan has no torch 2.13 cpu cell for Python {python} on Linux")
     return prepare_interpreter(
-        cell, mode="auto", torch_source=TorchSource(TorchSourceKind.PIP), venv_root=venv_root, log_file=log_file
+        cell,
+        mode=InterpreterMode.AUTO,
+        torch_source=TorchSource(TorchSourceKind.PIP),
+        venv_root=venv_root,
+        log_file=log_file,
     )
 
 

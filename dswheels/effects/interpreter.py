@@ -27,6 +27,7 @@ from dswheels.probes import interpreter as _probe_module
 __all__ = [
     "BUILD_REQUIREMENTS",
     "Interpreter",
+    "InterpreterMode",
     "Origin",
     "PythonInfo",
     "find_uv",
@@ -42,6 +43,17 @@ __all__ = [
 BUILD_REQUIREMENTS = ("setuptools>=69", "wheel", "build>=1.2", "ninja", "packaging", "numpy")
 _PROBE_MODULES = ("setuptools", "wheel", "build", "ninja", "packaging", "numpy")
 PROBE_SCRIPT = Path(_probe_module.__file__)
+
+
+class InterpreterMode(str, Enum):
+    """Which interpreter builds a cell (``dswheels build --interpreter``)."""
+
+    AUTO = "auto"  # this one when it has the cell's torch, else a venv
+    CURRENT = "current"  # this one, or an error saying why it cannot
+    VENV = "venv"  # a venv made by uv for the cell
+
+    def __str__(self) -> str:
+        return self.value
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,7 +212,7 @@ def _venv_key(planned: PlannedCell, index_args: Sequence[str]) -> str:
 def prepare_interpreter(
     planned: PlannedCell,
     *,
-    mode: str,
+    mode: InterpreterMode,
     torch_source: TorchSource,
     venv_root: Path,
     log_file: Path | None,
@@ -212,7 +224,7 @@ def prepare_interpreter(
     """
     reporter = get_reporter()
     current = Path(sys.executable)
-    if mode in ("auto", "current"):
+    if mode in (InterpreterMode.AUTO, InterpreterMode.CURRENT):
         info = probe_python(current)
         why = interpreter_mismatch(info, planned, foreign=foreign)
         if why is None:
@@ -223,7 +235,7 @@ def prepare_interpreter(
                 info = probe_python(current)
             reporter.info(f"interpreter: this one ({current}, torch {info.torch})")
             return Interpreter(python=current, info=info, origin=Origin.CURRENT)
-        if mode == "current":
+        if mode is InterpreterMode.CURRENT:
             raise EnvironmentMismatchError(
                 f"this interpreter cannot build the cell: {why}",
                 hint="install the cell's torch here, or let dswheels make a venv (--interpreter auto)",

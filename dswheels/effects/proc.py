@@ -26,14 +26,14 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Protocol
 
 from dswheels.core.urls import redact_text
 from dswheels.effects.clock import monotonic, utc_now
 from dswheels.errors import DswheelsError
 from dswheels.log import TEXT_ERRORS, format_duration, get_reporter
 
-__all__ = ["RunResult", "Runner", "capture", "find_tool", "marked_json", "marked_line", "run"]
+__all__ = ["Capturer", "RunResult", "Runner", "capture", "find_tool", "marked_json", "marked_line", "run"]
 
 TAIL_LINES = 60
 
@@ -48,7 +48,48 @@ class RunResult:
     log_path: Path | None
 
 
-Runner = Callable[..., RunResult]
+class Runner(Protocol):
+    """What runs a program to completion: :func:`run`, or a stand-in a test records with (``Host.run``)."""
+
+    def __call__(
+        self,
+        argv: Sequence[str | os.PathLike[str]],
+        /,
+        *,
+        cwd: Path | None = ...,
+        env: Mapping[str, str] | None = ...,
+        log_file: Path | None = ...,
+        capture: bool = ...,
+        echo: bool = ...,
+        stream: bool = ...,
+        heartbeat: float | None = ...,
+        heartbeat_label: str = ...,
+        timeout: float | None = ...,
+        check: bool = ...,
+        error: type[DswheelsError] = ...,
+        what: str = ...,
+        on_line: Callable[[str], None] | None = ...,
+        timestamps: bool = ...,
+    ) -> RunResult: ...
+
+
+class Capturer(Protocol):
+    """What runs a probe for its output: :func:`capture`, or a test's stand-in (``Host.capture``)."""
+
+    def __call__(
+        self,
+        argv: Sequence[str | os.PathLike[str]],
+        /,
+        *,
+        cwd: Path | None = ...,
+        env: Mapping[str, str] | None = ...,
+        log_file: Path | None = ...,
+        heartbeat: float | None = ...,
+        heartbeat_label: str = ...,
+        timeout: float | None = ...,
+        error: type[DswheelsError] = ...,
+        what: str = ...,
+    ) -> RunResult: ...
 
 
 def find_tool(name: str, env: Mapping[str, str] | None = None) -> str | None:

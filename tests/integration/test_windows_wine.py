@@ -30,7 +30,7 @@ from dswheels.core.compat import load_compat
 from dswheels.core.flags.msvc import judge_cl
 from dswheels.core.sources import TorchSource, TorchSourceKind
 from dswheels.core.wheel.manifest import parse_manifest
-from dswheels.effects.interpreter import find_uv, prepare_interpreter, torch_index_args
+from dswheels.effects.interpreter import InterpreterMode, find_uv, prepare_interpreter, torch_index_args
 from dswheels.effects.toolchain import MsvcEnv, check_msvc_link
 from dswheels.effects.wine.cuda import WindowsCuda, assemble_windows_cuda
 from dswheels.effects.wine.host import wait_for_wineserver, wine_prefix
@@ -334,7 +334,7 @@ def test_four_extensions_at_once_set_up_msvc_once_before_the_threads(
     planned = planned_cell(WIN_CELL)
     interp = prepare_interpreter(
         planned,
-        mode="venv",
+        mode=InterpreterMode.VENV,
         torch_source=TorchSource(TorchSourceKind.PIP),
         venv_root=dswheels_cache / "venvs",
         log_file=tmp_path / "prepare.log",

@@ -4,21 +4,20 @@ from __future__ import annotations
 
 from collections import defaultdict
 from pathlib import Path
-from types import SimpleNamespace
 
 from dswheels.core.building.compiler_cache import cache_keys
 from dswheels.core.compat import load_compat
 from dswheels.core.model import PlannedCell
 from dswheels.core.naming import cell_id
 from dswheels.core.plan.planner import plan
-from dswheels.effects.build import _work_dir
+from dswheels.effects.build import cell_work_dir
 from dswheels.effects.matrix_file import load_matrix
 from dswheels.effects.workdir import HEADER_TIME, link_site, set_aside, settle_header_times, wipe
 from tests.conftest import ROOT
 
 
 def _dir(planned: PlannedCell, root: Path, *, prepare_only: bool = False) -> Path:
-    return _work_dir(planned, SimpleNamespace(work_root=root, prepare_only=prepare_only))  # type: ignore[arg-type]
+    return cell_work_dir(planned, root, prepare_only=prepare_only)
 
 
 def test_every_cell_of_a_cache_family_builds_in_one_directory(tmp_path: Path) -> None:

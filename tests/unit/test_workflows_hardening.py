@@ -9,7 +9,7 @@ import re
 import pytest
 import yaml
 
-from dswheels.core.building.compiler_cache import SccacheSettings, sccache_backend
+from dswheels.core.building.compiler_cache import SccacheBackend, SccacheSettings, sccache_backend
 from tests.conftest import ROOT
 from tests.gha.expressions import Status, Value, condition
 from tests.gha.invocations import env_defaults
@@ -98,7 +98,7 @@ def test_a_job_creates_at_most_one_cache_entry_never_one_per_object(job: str) ->
         return
     # the build's sccache, started by dswheels with the job's settings in a runner that exposes the token
     env = {str(k): str(v) for k, v in as_dict(JOBS[job].get("env")).items()}
-    settings = SccacheSettings(backend="auto", bucket="", namespace=env["DSWHEELS_SCCACHE_NAMESPACE"])
+    settings = SccacheSettings(backend=SccacheBackend.AUTO, bucket="", namespace=env["DSWHEELS_SCCACHE_NAMESPACE"])
     variables, where = sccache_backend(settings, {**TOKEN, "SCCACHE_DIR": "/runner/temp/sccache"}, base_dir="/w")
     assert not [k for k in variables if k.startswith("SCCACHE_GHA")], f"{job}: sccache would write one entry per object"
     assert where == "local disk (/runner/temp/sccache)"

@@ -32,16 +32,25 @@ from dswheels.core.model import PlannedCell
 from dswheels.core.versions import format_version
 
 __all__ = [
-    "SCCACHE_BACKENDS",
     "CacheKeys",
     "CacheTool",
+    "CompilerCacheChoice",
+    "SccacheBackend",
     "SccacheSettings",
     "cache_keys",
     "compile_family",
     "sccache_backend",
 ]
 
-SCCACHE_BACKENDS = ("auto", "local")  # auto: a bucket when named, else the local disk (saved by the workflow)
+
+class SccacheBackend(str, Enum):
+    """Where sccache keeps its objects (``--sccache-backend``)."""
+
+    AUTO = "auto"  # a bucket when named, else the local disk (saved by the workflow)
+    LOCAL = "local"  # the local disk only
+
+    def __str__(self) -> str:
+        return self.value
 
 
 class CacheTool(str, Enum):
@@ -54,11 +63,23 @@ class CacheTool(str, Enum):
         return self.value
 
 
+class CompilerCacheChoice(str, Enum):
+    """``--compiler-cache``: one of the tools, whichever is installed, or none."""
+
+    AUTO = "auto"  # ccache, else sccache, else none
+    CCACHE = "ccache"
+    SCCACHE = "sccache"
+    NONE = "none"
+
+    def __str__(self) -> str:
+        return self.value
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class SccacheSettings:
     """Where sccache keeps its objects (``dswheels build --sccache-*``)."""
 
-    backend: str = "auto"  # one of SCCACHE_BACKENDS
+    backend: SccacheBackend = SccacheBackend.AUTO
     bucket: str = ""
     endpoint: str = ""
     region: str = ""
@@ -76,7 +97,7 @@ def sccache_backend(settings: SccacheSettings, env: Mapping[str, str], *, base_d
     namespace = settings.namespace or "dswheels"
     out = {"SCCACHE_BASEDIRS": base_dir}
     bucket = settings.bucket
-    if settings.backend == "local":
+    if settings.backend is SccacheBackend.LOCAL:
         what = f"local disk ({env.get('SCCACHE_DIR') or 'sccache default directory'}; --sccache-backend local)"
     elif bucket:
         out["SCCACHE_BUCKET"] = bucket

@@ -29,6 +29,7 @@ import json
 import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
+from enum import Enum
 from pathlib import Path
 
 from dswheels.core.compat import Compat
@@ -42,13 +43,21 @@ from dswheels.effects.wine.import_libs import import_library_from_dll
 from dswheels.errors import EnvironmentMismatchError
 from dswheels.log import get_reporter
 
-__all__ = ["SOURCES", "WindowsCuda", "assemble_windows_cuda", "cuda_source"]
+__all__ = ["WindowsCuda", "WineCudaSource", "assemble_windows_cuda", "cuda_source"]
 
 # DLL stem -> the import library torch's and DeepSpeed's builders name (``libraries``)
 _MADE_LIBS = {"cublas64_": "cublas.lib", "cublasLt64_": "cublasLt.lib", "curand64_": "curand.lib"}
 
 
-SOURCES = ("auto", "pypi", "nvidia")  # where the Wine host takes the components from
+class WineCudaSource(str, Enum):
+    """Where the Wine host takes the CUDA components from (``--wine-cuda``)."""
+
+    AUTO = "auto"  # PyPI's wheels from CUDA 13 (they carry nvcc.exe), NVIDIA's archives before
+    PYPI = "pypi"  # NVIDIA's wheels on PyPI
+    NVIDIA = "nvidia"  # NVIDIA's redistributable archives (compat.yml pins the release's JSON)
+
+    def __str__(self) -> str:
+        return self.value
 
 
 @dataclass(frozen=True, slots=True)
