@@ -49,7 +49,8 @@ from dswheels.core.cuda_redist import (
 from dswheels.core.jsondoc import parse_json
 from dswheels.core.versions import format_version, parse_version
 from dswheels.effects.files import exclusive, public_mode, read_bounded, replace_dir, staging_dir, write_text_atomic
-from dswheels.effects.sources import TIMEOUT, Downloader
+from dswheels.effects.http import TIMEOUTS
+from dswheels.effects.sources import Downloader
 from dswheels.effects.unpack import extract_archive
 from dswheels.errors import ConfigError, SourceError
 from dswheels.log import get_reporter
@@ -71,7 +72,7 @@ class CudaInstallOptions:
     redist_url: str = REDIST_URL  # NVIDIA's redist folder, or a mirror of it
     redist_sha256: str = ""  # the JSON's digest when it is not compat.yml's (another release, a mirror's copy)
     retries: int = 5
-    timeout: tuple[float, float] = TIMEOUT
+    timeout: tuple[float, float] = TIMEOUTS.for_request
     attempt_seconds: float = ATTEMPT_SECONDS
 
 

@@ -32,7 +32,7 @@ from dswheels.core.jsondoc import parse_json
 from dswheels.core.urls import origin
 from dswheels.effects.clock import utc_now
 from dswheels.effects.environ import read_variable
-from dswheels.effects.http import TooSlow, iter_body, read_limited
+from dswheels.effects.http import TIMEOUTS, Timeouts, TooSlow, iter_body, read_limited
 from dswheels.effects.http import session as http_session
 from dswheels.errors import PublishError
 from dswheels.log import format_duration, get_reporter
@@ -154,7 +154,7 @@ class GitHub:
         api_url: str = API_URL,
         session: requests.Session | None = None,
         retry: Retry | None = None,
-        timeout: float = 60.0,
+        timeouts: Timeouts = TIMEOUTS,
     ) -> None:
         # it goes into API paths and the site's URL: only the characters GitHub allows in these names
         if not _REPO_RE.match(repo) or repo.split("/")[1] in (".", ".."):
@@ -162,7 +162,7 @@ class GitHub:
         self.repo = repo
         self.api_url = api_url.rstrip("/")
         self.retry = retry or Retry()
-        self.timeout = timeout
+        self.timeouts = timeouts
         self._token = token
         self._auth_origins = {origin(self.api_url)}
         self._session = session or http_session()
@@ -217,12 +217,17 @@ class GitHub:
         if not url.startswith(("http://", "https://")):
             url = f"{self.api_url}/{url.lstrip('/')}"
         attempts = self.retry.attempts if retry else 1
+        timeout = self.timeouts.for_upload if "data" in kwargs else self.timeouts.for_request  # a body: an upload
         reporter = get_reporter()
         for attempt in range(attempts):
             last = attempt == attempts - 1
             try:
                 response = self._session.request(
-                    method, url, headers=self._headers(url, headers), timeout=self.timeout, **kwargs
+                    method,
+                    url,
+                    headers=self._headers(url, headers),
+                    timeout=timeout,
+                    **kwargs,
                 )
             except TooSlow as exc:  # not retried: each try would take as long again
                 raise PublishError(f"GitHub ({method} {url}): {exc}", hint="run again later") from None

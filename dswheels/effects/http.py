@@ -52,9 +52,11 @@ __all__ = [
     "MAX_PAGE_BYTES",
     "MIN_RATE",
     "READ_CHUNK",
+    "TIMEOUTS",
     "AttemptCut",
     "OriginAuth",
     "Pace",
+    "Timeouts",
     "TooSlow",
     "attempt_limit",
     "check_redirects",
@@ -68,6 +70,28 @@ FLOOR_SECONDS = 60.0  # any response may take this long, whatever its size (a sl
 MIN_RATE = 32 * 1024  # bytes per second on average after that: 256 kbit/s, far below any link that fetches wheels
 # a read returns when this much has arrived: the deadline sees progress this often (half a second at MIN_RATE)
 READ_CHUNK = 16 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Timeouts:
+    """requests' ``timeout`` (connect, read) for every request: ``connect`` seconds to connect, then how long
+    one read may wait: ``read`` for a response (its whole download is bounded by :class:`Pace`), ``upload``
+    for the answer to an upload (the server stores and hashes the file before it answers)."""
+
+    connect: float
+    read: float
+    upload: float
+
+    @property
+    def for_request(self) -> tuple[float, float]:
+        return (self.connect, self.read)
+
+    @property
+    def for_upload(self) -> tuple[float, float]:
+        return (self.connect, self.upload)
+
+
+TIMEOUTS = Timeouts(connect=15.0, read=120.0, upload=600.0)  # the one policy: every module that talks HTTP takes it
 
 
 @dataclass(frozen=True, slots=True)

@@ -40,7 +40,7 @@ from dswheels.effects.files import (
     sweep,
     write_text_atomic,
 )
-from dswheels.effects.http import MAX_PAGE_BYTES, read_limited
+from dswheels.effects.http import MAX_PAGE_BYTES, TIMEOUTS, read_limited
 from dswheels.effects.http import session as http_session
 from dswheels.effects.index_read import MAX_MANIFEST_BYTES
 from dswheels.effects.wheel import MAX_METADATA_BYTES, read_admitted
@@ -414,7 +414,7 @@ def _iter_local(location: Path) -> Iterator[str]:
     yield from (p.name for p in location.iterdir() if p.name.endswith(".whl") and _is_regular(p))
 
 
-def list_published(location: str, *, session: requests.Session | None = None, timeout: float = 60) -> list[str]:
+def list_published(location: str, *, session: requests.Session | None = None) -> list[str]:
     """The wheel filenames published at a directory or an index URL.
 
     A directory is a generated site (its ``simple/deepspeed/index.html`` is read) or a
@@ -426,7 +426,7 @@ def list_published(location: str, *, session: requests.Session | None = None, ti
         url = project_page_url(location)
         http = session or http_session()
         try:
-            response = http.get(url, timeout=timeout, headers={"Accept": "text/html"}, stream=True)
+            response = http.get(url, timeout=TIMEOUTS.for_request, headers={"Accept": "text/html"}, stream=True)
         except requests.RequestException as exc:
             raise SourceError(f"cannot read the published index at {url}: {exc}") from None
         with response:

@@ -16,12 +16,11 @@ from dswheels.core.doctor import PublishedRuntime
 from dswheels.core.index.files import IndexFile, parse_project_page, project_page_url
 from dswheels.core.wheel.manifest import ManifestError, manifest_name, parse_manifest
 from dswheels.effects.files import copy_bounded, open_regular, read_bounded
-from dswheels.effects.http import MAX_PAGE_BYTES, check_redirects, iter_body, read_limited, session
+from dswheels.effects.http import MAX_PAGE_BYTES, TIMEOUTS, check_redirects, iter_body, read_limited, session
 from dswheels.errors import SourceError
 
 __all__ = ["check_followable", "download_wheel", "read_index", "read_manifest"]
 
-_TIMEOUT = 30.0
 MAX_WHEEL_BYTES = 8 * 1024**3  # GitHub's asset limit is 2 GiB
 MAX_MANIFEST_BYTES = 4 * 1024**2
 _NO_MANIFEST = "the index has no build manifest beside the wheel"
@@ -60,7 +59,7 @@ def read_index(index: str) -> tuple[str, tuple[IndexFile, ...]]:
             raise SourceError(str(exc)) from None
         return page, _parse(html, path.resolve().as_uri())
     try:
-        response = session().get(page, timeout=_TIMEOUT, headers={"Accept": "text/html"}, stream=True)
+        response = session().get(page, timeout=TIMEOUTS.for_request, headers={"Accept": "text/html"}, stream=True)
     except requests.RequestException as exc:
         raise SourceError(f"cannot reach the index {page}: {exc}", hint="check the URL and your network") from None
     with response:
@@ -84,7 +83,7 @@ def _parse(html: str, url: str) -> tuple[IndexFile, ...]:
 
 
 def _copy_http(url: str, out: BinaryIO, digest: hashlib._Hash) -> None:
-    with session().get(url, stream=True, timeout=_TIMEOUT) as response:
+    with session().get(url, stream=True, timeout=TIMEOUTS.for_request) as response:
         if not response.ok:
             raise SourceError(f"downloading {url} failed: HTTP {response.status_code}")
         check_redirects(url, response, error=SourceError)
@@ -194,7 +193,7 @@ def _manifest_text(url: str) -> tuple[str | None, str]:
     try:
         if local is not None:  # beside a local wheel: as the wheel, never through a link
             return read_bounded(local, limit=MAX_MANIFEST_BYTES, follow_symlinks=False).decode("utf-8"), ""
-        with session().get(url, timeout=_TIMEOUT, stream=True) as response:
+        with session().get(url, timeout=TIMEOUTS.for_request, stream=True) as response:
             if response.status_code == 404:
                 return None, _NO_MANIFEST
             if not response.ok:

@@ -29,6 +29,7 @@ from dswheels.effects.environ import read_variable
 from dswheels.effects.files import exclusive, sha256_file, temp_file
 from dswheels.effects.http import (
     READ_CHUNK,
+    TIMEOUTS,
     TooSlow,
     attempt_limit,
     check_redirects,
@@ -53,7 +54,6 @@ __all__ = [
 MAX_DOWNLOAD_BYTES = 4 * 1024**3  # a source archive is ~10 MB: an endless response stops here
 MAX_JSON_BYTES = 64 * 1024**2  # PyPI's JSON for deepspeed is a few MB
 STREAM_CHUNK = READ_CHUNK  # one read: what arrived before a connection breaks is kept for resuming
-TIMEOUT = (15, 120)  # connect, read
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +95,7 @@ class Downloader:
         *,
         retries: int = 5,
         connect_retries: int | None = None,
-        timeout: tuple[float, float] = TIMEOUT,
+        timeout: tuple[float, float] = TIMEOUTS.for_request,
         attempt_seconds: float | None = None,
     ) -> None:
         self.cache_dir = cache_dir

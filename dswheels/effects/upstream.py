@@ -57,8 +57,8 @@ from dswheels.core.upstream.torch_index import torch_index_seen
 from dswheels.core.versions import VersionTuple, format_version
 from dswheels.core.wheel.contents import parse_metadata
 from dswheels.effects.files import read_bounded
-from dswheels.effects.http import MAX_PAGE_BYTES, check_redirects, read_limited
-from dswheels.effects.sources import TIMEOUT, Downloader
+from dswheels.effects.http import MAX_PAGE_BYTES, TIMEOUTS, check_redirects, read_limited
+from dswheels.effects.sources import Downloader
 from dswheels.effects.wheel_metadata import read_wheel_metadata
 from dswheels.errors import SourceError
 from dswheels.log import get_reporter
@@ -96,7 +96,7 @@ def _get_text(session: requests.Session, url: str, *, missing_ok: bool = False) 
         except ValueError as exc:  # not UTF-8, too large, or not a regular file (a FIFO, a device)
             raise SourceError(f"cannot read {path}: {exc}") from None
     try:
-        response = session.get(url, timeout=TIMEOUT, stream=True)
+        response = session.get(url, timeout=TIMEOUTS.for_request, stream=True)
     except requests.RequestException as exc:
         raise SourceError(f"cannot reach {url}: {type(exc).__name__}") from None
     with response:

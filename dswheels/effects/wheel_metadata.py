@@ -15,6 +15,7 @@ import zlib
 
 import requests
 
+from dswheels.effects.http import TIMEOUTS
 from dswheels.errors import SourceError
 
 __all__ = ["read_wheel_metadata"]
@@ -24,7 +25,6 @@ _EOCD = b"PK\x05\x06"
 _ZIP64_LOCATOR = b"PK\x06\x07"
 _CENTRAL = b"PK\x01\x02"
 _METADATA_RE = re.compile(r"^[^/]+\.dist-info/METADATA$")
-_TIMEOUT = (15, 60)
 
 
 class _Ranges:
@@ -35,7 +35,7 @@ class _Ranges:
 
     def _get(self, spec: str) -> requests.Response:
         try:
-            response = self.session.get(self.url, headers={"Range": f"bytes={spec}"}, timeout=_TIMEOUT)
+            response = self.session.get(self.url, headers={"Range": f"bytes={spec}"}, timeout=TIMEOUTS.for_request)
         except requests.RequestException as exc:
             raise SourceError(
                 f"cannot read {self.url}: {exc}", hint="check the network, or --skip the source"

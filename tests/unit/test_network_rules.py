@@ -8,6 +8,7 @@ The admission cases are real zip files read by the same reader as publish, index
 
 from __future__ import annotations
 
+import ast
 import string
 import sys
 import zipfile
@@ -31,6 +32,7 @@ from dswheels.effects.http import OriginAuth, session
 from dswheels.effects.proc import run
 from dswheels.effects.wheel import read_admitted
 from dswheels.errors import PublishError
+from tests.conftest import ROOT
 from tests.support.fuzz import examples
 
 LINUX = "deepspeed-0.19.8+cu128torch2.9-cp312-cp312-linux_x86_64.whl"
@@ -309,3 +311,41 @@ def test_a_yanked_wheel_comes_before_the_nearest_others() -> None:
     lines = nearest(WANTED, [_index_file(LINUX, yanked="bad"), _index_file(other)])
     assert lines[0] == f"{LINUX}, the wheel for this environment, is yanked: bad"
     assert "wheels exist for torch 2.8" in lines[1]
+
+
+# --- one timeout policy (effects/http.py: TIMEOUTS) -------------------------------------------------------------
+
+
+def _numbers_in(node: ast.AST | None) -> bool:
+    return node is not None and any(
+        isinstance(n, ast.Constant) and isinstance(n.value, (int, float)) and not isinstance(n.value, bool)
+        for n in ast.walk(node)
+    )
+
+
+def test_every_module_that_talks_http_takes_the_one_timeout_policy() -> None:
+    """No module that imports requests sets its own seconds: a request's timeout, a timeout parameter's default
+    and a *TIMEOUT* constant come from http.TIMEOUTS (there were five: 15/120, 15/60, 30, 60 and 600 s)."""
+    own: list[str] = []
+    for path in sorted((ROOT / "dswheels").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        if path.name == "http.py" or not any(
+            isinstance(n, ast.Import) and any(a.name == "requests" for a in n.names) for n in ast.walk(tree)
+        ):
+            continue
+        where = path.relative_to(ROOT)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                own += [f"{where}:{k.lineno}" for k in node.keywords if k.arg == "timeout" and _numbers_in(k.value)]
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                args = node.args
+                pairs = [
+                    *zip(args.args[len(args.args) - len(args.defaults) :], args.defaults, strict=True),
+                    *zip(args.kwonlyargs, args.kw_defaults, strict=True),
+                ]
+                own += [f"{where}:{a.lineno}" for a, d in pairs if "timeout" in a.arg and _numbers_in(d)]
+            elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                named = any(isinstance(t, ast.Name) and "TIMEOUT" in t.id.upper() for t in targets)
+                own += [f"{where}:{node.lineno}"] if named and _numbers_in(node.value) else []
+    assert own == [], "timeouts of their own (take http.TIMEOUTS): " + ", ".join(own)

@@ -23,7 +23,7 @@ from dswheels.core.index.files import parse_project_page
 from dswheels.core.naming import PROJECT
 from dswheels.core.wheel.contents import parse_metadata
 from dswheels.effects.environ import read_variable
-from dswheels.effects.http import MAX_PAGE_BYTES, OriginAuth, iter_body, read_limited
+from dswheels.effects.http import MAX_PAGE_BYTES, TIMEOUTS, OriginAuth, iter_body, read_limited
 from dswheels.effects.http import session as http_session
 from dswheels.effects.index import LocalWheel
 from dswheels.effects.publish.outgoing import PublishResult, sort_out
@@ -132,11 +132,11 @@ def upload_credentials(env: Mapping[str, str] | None = None) -> tuple[str | None
     return user, password
 
 
-def _server_files(session: requests.Session, simple_url: str, timeout: float) -> dict[str, tuple[str, str]]:
+def _server_files(session: requests.Session, simple_url: str) -> dict[str, tuple[str, str]]:
     """filename -> (url, sha256 from the link's fragment or "") of what the server already has."""
     url = urljoin(simple_url if simple_url.endswith("/") else simple_url + "/", f"{PROJECT}/")
     try:
-        response = session.get(url, timeout=timeout, allow_redirects=False, stream=True)
+        response = session.get(url, timeout=TIMEOUTS.for_request, allow_redirects=False, stream=True)
     except requests.RequestException as exc:
         raise PublishError(f"cannot read {url}: {exc}") from None
     with response:
@@ -153,13 +153,13 @@ def _server_files(session: requests.Session, simple_url: str, timeout: float) ->
     return {f.filename: (f.url, f.sha256) for f in files if not f.problem}
 
 
-def _stream_sha256(session: requests.Session, url: str, timeout: float, *, limit: int) -> str:
+def _stream_sha256(session: requests.Session, url: str, *, limit: int) -> str:
     """The sha256 of the file at ``url`` (a server that lists no hash); "" when it is larger than ``limit``
     (then it is not our file). Any failure is a PublishError."""
     digest = hashlib.sha256()
     read = 0
     try:
-        with session.get(url, timeout=timeout, stream=True) as response:
+        with session.get(url, timeout=TIMEOUTS.for_request, stream=True) as response:
             if response.status_code != 200:
                 raise PublishError(
                     f"cannot download {url} to compare it with ours: HTTP {response.status_code} {response.reason}",
@@ -183,7 +183,6 @@ def publish_upload(
     username: str | None = None,
     password: str | None = None,
     session: requests.Session | None = None,
-    timeout: float = 600,
 ) -> PublishResult:
     """Upload to a PEP 503 server through the upload API (what ``twine upload`` does).
 
@@ -197,7 +196,7 @@ def publish_upload(
         http.auth = OriginAuth(repository_url, username or "", password or "")
     simple = simple_url or urljoin(repository_url if repository_url.endswith("/") else repository_url + "/", "simple/")
     result = PublishResult(where=repository_url)
-    existing = _server_files(http, simple, timeout)
+    existing = _server_files(http, simple)
     sizes = {wheel.wheel.filename: wheel.size for wheel in wheels}
 
     def published(name: str) -> str | None:
@@ -205,7 +204,7 @@ def publish_upload(
             return None
         url, sha256 = existing[name]
         # a server that gives no hash: download it (no larger than ours, or it is not ours)
-        return sha256 or _stream_sha256(http, url, timeout, limit=sizes[name]) or "larger than ours"
+        return sha256 or _stream_sha256(http, url, limit=sizes[name]) or "larger than ours"
 
     todo = sort_out(
         wheels,
@@ -219,15 +218,15 @@ def publish_upload(
     for number, wheel in enumerate(todo, start=1):
         name = wheel.wheel.filename
         reporter.info(f"[{number}/{len(todo)}] uploading {name} ({wheel.size / 1e6:.1f} MB) to {repository_url}")
-        if _post(http, repository_url, wheel, timeout):
+        if _post(http, repository_url, wheel):
             result.uploaded.append(name)
         else:  # it arrived meanwhile (another run): the check below judges the bytes
             raced.append(name)
-    _check_listed(http, simple, todo, raced=raced, result=result, repository_url=repository_url, timeout=timeout)
+    _check_listed(http, simple, todo, raced=raced, result=result, repository_url=repository_url)
     return result
 
 
-def _post(http: requests.Session, repository_url: str, wheel: LocalWheel, timeout: float) -> bool:
+def _post(http: requests.Session, repository_url: str, wheel: LocalWheel) -> bool:
     """Upload one wheel; False when the server already has its name (HTTP 409), PublishError on a refusal."""
     name = wheel.wheel.filename
     body, content_type, _size = _multipart(wheel)
@@ -236,7 +235,7 @@ def _post(http: requests.Session, repository_url: str, wheel: LocalWheel, timeou
             repository_url,
             data=body,
             headers={"Content-Type": content_type},
-            timeout=timeout,
+            timeout=TIMEOUTS.for_upload,
             allow_redirects=False,
         )
     except requests.RequestException as exc:
@@ -265,10 +264,9 @@ def _check_listed(
     raced: Sequence[str],
     result: PublishResult,
     repository_url: str,
-    timeout: float,
 ) -> None:
     """After uploading: the simple page lists every wheel of ``todo`` with our bytes (``raced``: answered 409)."""
-    after = _server_files(http, simple, timeout)
+    after = _server_files(http, simple)
     wrong: list[str] = []
     for wheel in todo:
         name = wheel.wheel.filename
@@ -277,7 +275,7 @@ def _check_listed(
             continue
         url, published = after[name]
         if name in raced and not published:  # another run's upload won: only its bytes can tell
-            published = _stream_sha256(http, url, timeout, limit=wheel.size) or "larger than ours"
+            published = _stream_sha256(http, url, limit=wheel.size) or "larger than ours"
         if published and published != wheel.sha256:
             wrong.append(f"{name}: published {published[:16]}..., ours {wheel.sha256[:16]}...")
         elif name in raced:
