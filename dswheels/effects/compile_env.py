@@ -37,6 +37,7 @@ from dswheels.effects.toolchain import (
     host_os,
     pick_compilers,
 )
+from dswheels.effects.wine.cuda import WineCudaSource
 from dswheels.effects.wine.toolchain import WineBuild, WineTools, check_wine
 from dswheels.effects.workdir import link_site, settle_header_times
 from dswheels.errors import EnvironmentMismatchError
@@ -86,7 +87,7 @@ def check_toolchain(
     prepare_only: bool,
     msvc_root: Path | None = None,
     cache_dir: Path | None = None,
-    wine_cuda: tuple[str, str] = ("auto", REDIST_URL),
+    wine_cuda: tuple[WineCudaSource, str] = (WineCudaSource.AUTO, REDIST_URL),
 ) -> BuildTools:
     """The plan's nvcc (and MSVC) on this machine, checked before anything is downloaded, installed or compiled.
 

@@ -27,7 +27,7 @@ import pytest
 from dswheels.cli import main
 from dswheels.core.compat import load_compat
 from dswheels.effects.cuda_install import MARKER, CudaInstallOptions, install_cuda
-from dswheels.effects.wine.cuda import assemble_windows_cuda, cuda_source
+from dswheels.effects.wine.cuda import WineCudaSource, assemble_windows_cuda, cuda_source
 from dswheels.errors import ConfigError, SourceError
 from tests.conftest import DATA, require
 from tests.support.planned import planned_cell
@@ -409,8 +409,9 @@ def test_the_wine_host_takes_the_same_components_from_nvidias_archives(
         compat, cuda={**compat.cuda, (13, 0): dataclasses.replace(compat.cuda[(13, 0)], redist_sha256=JSON_SHA)}
     )
     cu130 = planned_cell("ds0.19.8-torch2.14-cu130-cp311-win_amd64")
-    assert cuda_source(cu130, "auto") == "pypi"
-    assert cuda_source(planned_cell("ds0.19.8-torch2.14-cu126-cp311-win_amd64"), "auto") == "nvidia"
+    assert cuda_source(cu130, WineCudaSource.AUTO) is WineCudaSource.PYPI
+    cu126 = planned_cell("ds0.19.8-torch2.14-cu126-cp311-win_amd64")
+    assert cuda_source(cu126, WineCudaSource.AUTO) is WineCudaSource.NVIDIA
     cuda = assemble_windows_cuda(
         cu130,
         compat=pinned,
@@ -419,10 +420,10 @@ def test_the_wine_host_takes_the_same_components_from_nvidias_archives(
         dumpbin=tmp_path / "no-dumpbin",
         lib_tool=tmp_path / "no-lib",
         log=tmp_path / "assemble.log",
-        source="nvidia",
+        source=WineCudaSource.NVIDIA,
         redist_url=url,
     )
-    assert cuda.source == "nvidia"
+    assert cuda.source is WineCudaSource.NVIDIA
     assert set(cuda.components) == {c.name for c in compat.components_for((13, 0))}
     assert all(name.startswith(tuple(c.redist for c in compat.components_for((13, 0)))) for name in cuda.wheels)
     assert all("windows-x86_64" in path for path in served.downloads() if path.endswith(".zip"))

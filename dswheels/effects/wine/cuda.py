@@ -67,15 +67,15 @@ class WindowsCuda:
     components: tuple[str, ...]  # compat.yml names
     wheels: tuple[str, ...]  # what was installed: name==version of each wheel, or each archive's file name
     made_libs: tuple[str, ...]  # import libraries made from a DLL's exports (``cublas.lib <- cublas64_13.dll``)
-    source: str = "pypi"  # pypi | nvidia
+    source: WineCudaSource = WineCudaSource.PYPI  # PYPI or NVIDIA (never AUTO)
 
 
-def cuda_source(planned: PlannedCell, wanted: str) -> str:
-    """``pypi`` or ``nvidia``; ``auto``: PyPI's wheels from CUDA 13 (they carry nvcc.exe), NVIDIA's archives before."""
-    if wanted != "auto":
+def cuda_source(planned: PlannedCell, wanted: WineCudaSource) -> WineCudaSource:
+    """PYPI or NVIDIA; AUTO: PyPI's wheels from CUDA 13 (they carry nvcc.exe), NVIDIA's archives before."""
+    if wanted is not WineCudaSource.AUTO:
         return wanted
     nvcc = planned.toolchain.nvcc
-    return "pypi" if nvcc is not None and nvcc >= (13, 0) else "nvidia"
+    return WineCudaSource.PYPI if nvcc is not None and nvcc >= (13, 0) else WineCudaSource.NVIDIA
 
 
 def _key(toolkit: str, extras: Sequence[str]) -> str:
@@ -91,7 +91,7 @@ def assemble_windows_cuda(
     dumpbin: Path,
     lib_tool: Path,
     log: Path,
-    source: str = "auto",
+    source: WineCudaSource = WineCudaSource.AUTO,
     redist_url: str = REDIST_URL,
 ) -> WindowsCuda:
     """The plan's toolkit for Windows, from the list's components (cached by release and component list)."""
@@ -100,7 +100,7 @@ def assemble_windows_cuda(
         msg = "a CUDA cell has an nvcc and a toolkit release"
         raise ValueError(msg)
     components = compat.components_for(tc.nvcc)
-    if cuda_source(planned, source) == "nvidia":
+    if cuda_source(planned, source) is WineCudaSource.NVIDIA:
         return _from_archives(
             tc.cuda_toolkit, compat, cache_dir, redist_url, dumpbin=dumpbin, lib_tool=lib_tool, log=log
         )
@@ -178,7 +178,7 @@ def _from_archives(
         components=tuple(c.name for c in installed.components),
         wheels=tuple(a.filename for a in installed.archives),
         made_libs=tuple(made),
-        source="nvidia",
+        source=WineCudaSource.NVIDIA,
     )
 
 

@@ -25,7 +25,7 @@ from dswheels.core.versions import format_version
 from dswheels.effects import proc
 from dswheels.effects.files import write_text_atomic
 from dswheels.effects.sources import Downloader
-from dswheels.effects.wine.cuda import WindowsCuda, assemble_windows_cuda
+from dswheels.effects.wine.cuda import WindowsCuda, WineCudaSource, assemble_windows_cuda
 from dswheels.effects.wine.host import WineHost, find_wine, windows_path, write_tool_scripts
 from dswheels.effects.wine.msvc import MsvcRoot, find_msvc_root
 from dswheels.effects.wine.python import WindowsPython, prepare_windows_python
@@ -52,7 +52,7 @@ class WineTools:
 
     host: WineHost
     msvc: MsvcRoot
-    cuda_source: str = "auto"  # auto | pypi | nvidia (effects/wine/cuda.py)
+    cuda_source: WineCudaSource = WineCudaSource.AUTO
     cuda_redist_url: str = REDIST_URL  # NVIDIA's redist folder or a mirror (cuda_source nvidia)
 
 
@@ -102,7 +102,9 @@ class WineBuild:
             record["torch_headers_added"] = list(self.torch.added_headers)
         if self.cuda is not None:
             record["cuda_components"] = list(self.cuda.components)
-            record["cuda_from"] = "NVIDIA's redistributable archives" if self.cuda.source == "nvidia" else "PyPI"
+            record["cuda_from"] = (
+                "NVIDIA's redistributable archives" if self.cuda.source is WineCudaSource.NVIDIA else "PyPI"
+            )
             record["cuda_wheels"] = list(self.cuda.wheels)
             record["cuda_import_libraries_made"] = list(self.cuda.made_libs)
         synthesized = self.synthesized()
@@ -126,7 +128,7 @@ def check_wine(
     msvc_root: Path,
     env: Mapping[str, str],
     cache_dir: Path,
-    cuda_source: str = "auto",
+    cuda_source: WineCudaSource = WineCudaSource.AUTO,
     cuda_redist_url: str = REDIST_URL,
 ) -> WineTools:
     """Wine and the plan's MSVC toolset in ``msvc_root``; nothing is downloaded yet."""
