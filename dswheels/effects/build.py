@@ -359,7 +359,7 @@ def _build(cell: _Cell, log: Path, start: float, progress: _Progress) -> tuple[P
     )
     # the interpreter the build's scripts run in: under Wine, the build interpreter answering as Windows
     python = wine.python if wine is not None else interp.python
-    accelerator, ops = probe_ops(planned, python, source.src, setup.env, log)
+    accelerator, ops = probe_ops(planned, python, source.src, setup.env, log, capture=host.capture)
 
     t0 = cell.monotonic()
     with jobserver(parallelism.pool, work) if parallelism.pool else nullcontext() as pool:
@@ -373,6 +373,7 @@ def _build(cell: _Cell, log: Path, start: float, progress: _Progress) -> tuple[P
             env=setup.env,
             log=log,
             verbose=opts.verbose,
+            runner=host.run,
         )
     durations["compile"] = cell.monotonic() - t0
     if compiled.cpu_seconds is not None and not (setup.cache and setup.cache.tool is CacheTool.SCCACHE):

@@ -30,10 +30,16 @@ OP_SOURCES_SCRIPT = Path(op_sources.__file__)
 
 
 def probe_ops(
-    planned: PlannedCell, python: Path, src: Path, env: Mapping[str, str], log: Path
+    planned: PlannedCell,
+    python: Path,
+    src: Path,
+    env: Mapping[str, str],
+    log: Path,
+    *,
+    capture: proc.Capturer = proc.capture,
 ) -> tuple[str, list[OpSources]]:
     """The accelerator DeepSpeed picked, and each planned op as its builder describes it (raises BuildError)."""
-    result = proc.capture(
+    result = capture(
         [str(python), str(OP_SOURCES_SCRIPT), json.dumps(list(planned.ops.build_names))],
         cwd=src,
         env=env,
