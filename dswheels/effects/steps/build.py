@@ -24,7 +24,7 @@ from dswheels.errors import ConfigError, DswheelsError, EnvironmentMismatchError
 from dswheels.host import Host
 from dswheels.log import get_reporter
 
-__all__ = ["BuildOptions", "BuildRun", "CellBuilder", "build_cells", "install_here", "outcome_of"]
+__all__ = ["BuildOptions", "BuildRun", "CellBuilder", "Verifier", "build_cells", "install_here", "outcome_of"]
 
 
 class CellBuilder(Protocol):
@@ -35,7 +35,7 @@ class CellBuilder(Protocol):
     ) -> CellResult: ...
 
 
-Verifier = Callable[[Path, VerifyOptions], WheelVerification]
+Verifier = Callable[[Path, VerifyOptions], WheelVerification]  # verify_wheel, or a test's stand-in
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
