@@ -295,3 +295,22 @@ def test_the_result_of_a_run_is_what_the_cells_left(tmp_path: Path) -> None:
     assert run.not_built == (CPU_312,)
     assert ok.ok
     assert ok.reason == ""
+
+
+def test_the_real_host_reads_the_environment_once_and_the_token_only_when_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DSWHEELS_CACHE", str(tmp_path / "env-cache"))
+    monkeypatch.setenv("GITHUB_TOKEN", "not a token")  # a space: it cannot go into a header
+    monkeypatch.chdir(tmp_path)
+    host = Host.real()  # a build: no token, and a bad one is no reason to fail
+    assert host.cache_dir == (tmp_path / "env-cache").resolve()
+    assert host.github_token is None
+    assert host.run is proc.run
+    assert Host.real(cache_dir=Path("given")).cache_dir == (tmp_path / "given").resolve()  # --cache-dir first
+    monkeypatch.setenv("PATH_SEEN", "1")
+    assert "PATH_SEEN" not in host.environ  # a snapshot taken once, not os.environ itself
+    with pytest.raises(ConfigError, match="GITHUB_TOKEN"):
+        Host.real(github=True)
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_abc")
+    assert Host.real(github=True).github_token == "ghp_abc"  # noqa: S105 - a made-up token
