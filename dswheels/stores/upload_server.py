@@ -181,6 +181,16 @@ def _stream_sha256(session: requests.Session, url: str, timeout: float, *, limit
     return digest.hexdigest()
 
 
+def _authorized(
+    repository_url: str, username: str | None, password: str | None, *, session: requests.Session | None = None
+) -> requests.Session:
+    """A session that sends the credentials to ``repository_url``'s origin (scheme, host, port) only."""
+    http = session or http_session()
+    if username is not None or password is not None:
+        http.auth = OriginAuth(repository_url, username or "", password or "")
+    return http
+
+
 def _default_simple(repository_url: str) -> str:
     """pypiserver's layout: the simple index at ``<upload URL>/simple/``."""
     return urljoin(repository_url if repository_url.endswith("/") else repository_url + "/", "simple/")
@@ -203,9 +213,7 @@ def publish_upload(
     only to ``repository_url``'s origin (scheme, host, port): a simple page or a file elsewhere
     is read without them.
     """
-    http = session or http_session()
-    if username is not None or password is not None:
-        http.auth = OriginAuth(repository_url, username or "", password or "")
+    http = _authorized(repository_url, username, password, session=session)
     simple = simple_url or _default_simple(repository_url)
     result = PublishResult(where=repository_url)
     existing = _server_files(http, simple, timeout)
@@ -321,7 +329,9 @@ class UploadServerStore:
         return [f.filename for f in self.list()]
 
     def list(self) -> tuple[IndexFile, ...]:
-        return _server_page(http_session(), self._simple(), self.timeout)
+        """Its simple page, read with the upload credentials where it is on the upload URL's origin."""
+        http = _authorized(self.target.url, *upload_credentials())
+        return _server_page(http, self._simple(), self.timeout)
 
     def fetch(self, file: IndexFile, dest: Path) -> Path:
         return download_wheel(file, dest)

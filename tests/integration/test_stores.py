@@ -8,7 +8,9 @@ served over HTTP (a served index is read-only: ``put`` refuses).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import base64
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
@@ -28,6 +30,7 @@ from dswheels.stores import (
 )
 from dswheels.stores.served_index import ServedIndexStore
 from dswheels.stores.wheel_ref import LocalWheel
+from tests.integration.conftest import Handler
 from tests.support.github_fake import FakeGitHub
 from tests.support.servers import StaticServer
 from tests.support.wheels import write_deepspeed_wheel
@@ -119,3 +122,35 @@ def test_the_served_index_store_reads_a_site_and_refuses_to_be_published_to(tmp_
                 assert fetched.read_bytes() == wheel.path.read_bytes()
             with pytest.raises(PublishError, match="is a served index"):
                 store.put(wheels)
+
+
+def test_the_upload_server_store_reads_its_page_with_the_credentials_on_the_upload_origin_only(
+    http_server: Callable[[Handler], str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A private server lists only to the uploader; a simple index elsewhere never sees the password."""
+    name = "deepspeed-0.19.8+cu128torch2.9-cp311-cp311-linux_x86_64.whl"
+    seen: list[tuple[str, str]] = []
+
+    def handle(request: BaseHTTPRequestHandler) -> None:
+        authorization = request.headers.get("Authorization", "")
+        seen.append((request.path, authorization))
+        if not authorization:
+            request.send_response(401)
+            request.end_headers()
+            return
+        body = f'<a href="/packages/{name}#sha256={"a" * 64}">{name}</a>'.encode()
+        request.send_response(200)
+        request.send_header("Content-Type", "text/html")
+        request.send_header("Content-Length", str(len(body)))
+        request.end_headers()
+        request.wfile.write(body)
+
+    monkeypatch.setenv("DSWHEELS_UPLOAD_USERNAME", "alice")
+    monkeypatch.setenv("DSWHEELS_UPLOAD_PASSWORD", "s3cret")
+    private = http_server(handle)
+    assert store_for(ToUploadServer(url=private + "/")).names() == [name]
+    assert seen == [("/simple/deepspeed/", "Basic " + base64.b64encode(b"alice:s3cret").decode())]
+    elsewhere = http_server(handle)  # the simple index on another origin: no credentials, refused
+    with pytest.raises(PublishError, match="HTTP 401"):
+        store_for(ToUploadServer(url=private + "/", simple_url=elsewhere + "/simple/")).list()
+    assert seen[-1] == ("/simple/deepspeed/", "")

@@ -82,14 +82,15 @@ def _published(options: IndexOptions) -> tuple[list[IndexFile], Sequence[LocalWh
     reporter = get_reporter()
     with reporter.group("read the published wheels"):
         if options.github:
-            store = store_for(ToGitHubRelease(repository=options.github))
-            files = list(store.list())  # its warnings are reported
+            releases = store_for(ToGitHubRelease(repository=options.github))
+            files = list(releases.list())  # the store reports what it skipped
             wheels: Sequence[LocalWheel] = []
+            where = releases.where
         else:  # the site carries the wheels themselves: read with their METADATA
-            store = directory = DirectoryStore(ToDirectory(path=options.source))
+            directory = DirectoryStore(ToDirectory(path=options.source))
             wheels = directory.wheels()
             files = local_index_files(wheels)
-        where = store.where
+            where = directory.where
         reporter.info(f"{len(files)} wheels in {where}")
     return files, wheels
 
