@@ -135,12 +135,7 @@ def scan_directory(directory: Path) -> list[LocalWheel]:
     taken from it; any other wheel is read and hashed. Only regular files are read: a link,
     a FIFO or a device named ``*.whl`` is left out with a warning (publish never makes one).
     """
-    if not directory.is_dir():
-        raise ConfigError(
-            f"no directory {directory}",
-            hint=f"publish first (`dswheels publish` copies what `dswheels build` wrote to {PUBLISHED}/), "
-            "or give the directory it copied the wheels to (--from DIR)",
-        )
+    _require_directory(directory)
     ledger = load_ledger(directory)
     with os.scandir(directory) as listing:
         entries = sorted((e for e in listing if e.name.endswith(".whl")), key=lambda e: e.name)
@@ -157,9 +152,19 @@ def scan_directory(directory: Path) -> list[LocalWheel]:
     return wheels
 
 
+def _require_directory(directory: Path) -> None:
+    if not directory.is_dir():
+        raise ConfigError(
+            f"no directory {directory}",
+            hint=f"publish first (`dswheels publish` copies what `dswheels build` wrote to {PUBLISHED}/), "
+            "or give the directory it copied the wheels to (--from DIR)",
+        )
+
+
 def directory_names(directory: Path) -> list[str]:
     """The wheels published in ``directory``, by name: regular files only (a link is not followed:
     it is not what was published), without reading them."""
+    _require_directory(directory)
     return sorted(p.name for p in directory.iterdir() if p.name.endswith(".whl") and is_regular(p))
 
 

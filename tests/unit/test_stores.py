@@ -155,3 +155,10 @@ def test_a_location_string_names_its_destination(tmp_path: Path) -> None:
     assert isinstance(store_for(str(tmp_path)), DirectoryStore)
     with pytest.raises(ConfigError, match=r"--flag 'ftp://x/' is neither a directory nor an http\(s\) URL"):
         destination_of("ftp://x/", what="--flag")
+
+
+def test_a_directory_that_is_not_there_is_said_so_by_names_and_list(tmp_path: Path) -> None:
+    store = store_for(ToDirectory(path=tmp_path / "nowhere"))
+    for read in (store.names, store.list):
+        with pytest.raises(ConfigError, match=r"no directory .*nowhere"):
+            read()
