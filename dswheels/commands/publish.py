@@ -11,7 +11,6 @@ from dswheels.commands.common import Subparsers, add_command
 from dswheels.commands.flags import add_github_argument
 from dswheels.core.locations import PUBLISHED, SITE, WHEELHOUSE
 from dswheels.effects.gha import write_summary
-from dswheels.effects.publish import PublishResult
 from dswheels.effects.steps.publish import (
     PublishOptions,
     PublishTarget,
@@ -21,6 +20,7 @@ from dswheels.effects.steps.publish import (
     publish_wheels,
 )
 from dswheels.errors import ConfigError
+from dswheels.stores.outgoing import PublishResult
 
 __all__ = ["register", "run"]
 

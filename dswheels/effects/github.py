@@ -4,7 +4,7 @@ What it handles: pagination (``Link: <...>; rel="next"``), retries with exponent
 and jitter for 5xx, 429 and rate-limit 403s (honouring ``Retry-After`` and
 ``X-RateLimit-Reset``), and errors that quote GitHub's own message. Uploads are not retried
 blindly: a failed upload may leave a half-made asset (state ``starter``), so the caller
-re-lists the assets before trying again (:func:`dswheels.effects.publish.github_release.publish_github`).
+re-lists the assets before trying again (:func:`dswheels.stores.github_release.publish_github`).
 
 The token comes from the environment (``GITHUB_TOKEN`` or ``GH_TOKEN``) and goes only into
 the ``Authorization`` header of requests to the API's origin (scheme, host and port) and the

@@ -30,12 +30,12 @@ from dswheels.core.wheel.verify import Check, Expected, binary_checks, expected_
 from dswheels.effects import proc
 from dswheels.effects.binaries import read_extensions
 from dswheels.effects.files import read_bounded
-from dswheels.effects.index_read import MAX_MANIFEST_BYTES
 from dswheels.effects.interpreter import find_uv, probe_python, torch_index_args, uv_install, uv_venv
 from dswheels.effects.opload import jit_files, load_ops
 from dswheels.effects.wheel import WheelContents, read_wheel
 from dswheels.errors import VerifyError
 from dswheels.log import get_reporter
+from dswheels.stores.wheel_ref import MAX_MANIFEST_BYTES
 
 __all__ = [
     "RuntimeResult",

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 from dswheels.cli import main
-from dswheels.effects.index import LEDGER
+from dswheels.stores.ledger import LEDGER
 from tests.bench.common import Result
 from tests.support.installers import Installer
 from tests.support.servers import StaticServer

@@ -16,10 +16,12 @@ import pytest
 from dswheels.cli import main
 from dswheels.core.index.site import GITHUB_ASSET_MAX_BYTES
 from dswheels.effects.github import GitHub, GitHubAPIError, Retry
-from dswheels.effects.index import LocalWheel
-from dswheels.effects.publish import Outgoing, check_github_limits, collect_wheels, github_index_files, publish_github
+from dswheels.effects.publish import collect_wheels
 from dswheels.errors import PublishError
 from dswheels.log import RecordingReporter, reset_reporter, set_reporter
+from dswheels.stores.github_release import check_github_limits, github_index_files, publish_github
+from dswheels.stores.outgoing import Outgoing
+from dswheels.stores.wheel_ref import LocalWheel
 from tests.support.github_fake import FakeGitHub
 from tests.support.wheels import write_deepspeed_wheel
 

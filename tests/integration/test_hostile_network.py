@@ -21,9 +21,9 @@ import pytest
 
 from dswheels.cli import main
 from dswheels.core.doctor.render import DOCTOR_SCHEMA
-from dswheels.effects.index_read import download_wheel, read_index
 from dswheels.effects.sources import STREAM_CHUNK, Downloader
 from dswheels.errors import PublishError, SourceError
+from dswheels.stores.served_index import download_wheel, read_index
 from tests.support.limits import run_limited
 from tests.support.wheels import write_deepspeed_wheel
 from tests.unit.machines import machine_data

@@ -31,7 +31,7 @@ from pathlib import Path
 import pytest
 
 from dswheels.effects.index import list_published
-from dswheels.effects.index_read import read_index, read_manifest
+from dswheels.stores.served_index import read_index, read_manifest
 from tests.conftest import ROOT
 from tests.support.wheels import write_deepspeed_wheel, write_manifest
 
@@ -222,7 +222,7 @@ _DOWNLOAD = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from dswheels.effects.index_read import download_wheel, read_index
+    from dswheels.stores.served_index import download_wheel, read_index
     from dswheels.errors import DswheelsError
 
     _page, files = read_index(sys.argv[1])

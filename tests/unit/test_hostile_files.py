@@ -31,9 +31,10 @@ from dswheels.core.naming import cell_id
 from dswheels.core.plan.planner import Combo, plan
 from dswheels.core.versions import TorchMinor
 from dswheels.effects.files import copy_bounded
-from dswheels.effects.index import local_index_files, scan_directory, write_site
-from dswheels.effects.publish import collect_wheels, publish_dir
+from dswheels.effects.index import local_index_files, write_site
+from dswheels.effects.publish import collect_wheels
 from dswheels.errors import ConfigError, PublishError
+from dswheels.stores.directory import publish_dir, scan_directory
 from tests.support.fuzz import examples
 from tests.support.wheels import write_deepspeed_wheel
 
@@ -91,7 +92,7 @@ def test_a_writer_that_wins_between_check_and_write_is_never_replaced(
             target.write_bytes(theirs.read_bytes())
         return real_copy(src, out, limit=limit, what=what)
 
-    monkeypatch.setattr("dswheels.effects.publish.directory.copy_bounded", copy_after_the_other_writer)
+    monkeypatch.setattr("dswheels.stores.directory.copy_bounded", copy_after_the_other_writer)
     with pytest.raises(PublishError, match="already published"):
         publish_dir(collect_wheels([ours]), published)
     assert (published / ours.name).read_bytes() == theirs.read_bytes()

@@ -29,8 +29,8 @@ from dswheels.core.matrix.parse import parse_matrix
 from dswheels.core.naming import parse_wheel
 from dswheels.core.sources import sdist_from_pypi_json
 from dswheels.core.wheel.manifest import ManifestError, parse_manifest
-from dswheels.effects.index import load_ledger
 from dswheels.errors import ConfigError
+from dswheels.stores.ledger import load_ledger
 from tests.conftest import DATA
 from tests.support.fuzz import examples
 from tests.support.wheels import write_deepspeed_wheel

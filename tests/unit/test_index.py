@@ -25,8 +25,9 @@ from dswheels.core.model import Cell, Platform, Python, Variant
 from dswheels.core.naming import parse_wheel, partition, wheel_filename
 from dswheels.core.versions import TorchMinor
 from dswheels.core.wheel.manifest import manifest_name
-from dswheels.effects.index import list_published, local_index_files, scan_directory, write_site
+from dswheels.effects.index import list_published, local_index_files, write_site
 from dswheels.errors import ConfigError, PublishError
+from dswheels.stores.directory import scan_directory
 from tests.conftest import ROOT
 from tests.support.wheels import write_deepspeed_wheel, write_manifest
 from tests.unit.strategies import any_cells

@@ -17,9 +17,9 @@ from dswheels.core.doctor.facts import LinuxRuntime
 from dswheels.core.index.files import IndexFile
 from dswheels.core.naming import parse_wheel
 from dswheels.core.wheel.manifest import manifest_name, render_manifest
-from dswheels.effects.index_read import read_manifest
 from dswheels.effects.steps.install import check_runtime
 from dswheels.errors import EnvironmentMismatchError
+from dswheels.stores.served_index import read_manifest
 from tests.unit.test_manifest_runtime import _manifest
 
 WHEEL = "deepspeed-0.19.8+cputorch2.13-cp311-cp311-linux_x86_64.whl"

@@ -12,9 +12,10 @@ import requests
 
 from dswheels.cli import main
 from dswheels.effects.files import sha256_file
-from dswheels.effects.publish import collect_wheels, publish_dir, upload_credentials
-from dswheels.effects.publish.upload_server import _multipart
+from dswheels.effects.publish import collect_wheels
 from dswheels.errors import ConfigError, PublishError
+from dswheels.stores.directory import publish_dir
+from dswheels.stores.upload_server import _multipart, upload_credentials
 from tests.support.wheels import write_deepspeed_wheel, write_manifest
 
 MATRIX = """\
@@ -143,27 +144,29 @@ def test_plan_skips_cells_whose_wheel_is_published(tmp_path: Path, capsys: pytes
 def test_the_index_trusts_the_ledger_only_for_untouched_wheels(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import os
 
-    from dswheels.effects import index as effects_index
+    from dswheels.stores import directory as store_directory
+    from dswheels.stores.ledger import load_ledger
+    from dswheels.stores.wheel_ref import LocalWheel, local_wheel
 
     write_deepspeed_wheel(tmp_path / "dist", variant="cu128", torch="2.9")
     write_deepspeed_wheel(tmp_path / "dist", variant="cpu", torch="2.9")
     published = tmp_path / "published"
     publish_dir(collect_wheels([tmp_path / "dist"]), published)
-    ledger = effects_index.load_ledger(published)
+    ledger = load_ledger(published)
     assert sorted(ledger) == sorted(p.name for p in (tmp_path / "dist").iterdir())
     read: list[str] = []
-    original = effects_index.local_wheel
+    original = local_wheel
 
-    def spy(path: Path, *, follow_symlinks: bool = True) -> effects_index.LocalWheel:
+    def spy(path: Path, *, follow_symlinks: bool = True) -> LocalWheel:
         read.append(path.name)
         return original(path, follow_symlinks=follow_symlinks)
 
-    monkeypatch.setattr(effects_index, "local_wheel", spy)
-    first = effects_index.scan_directory(published)
+    monkeypatch.setattr(store_directory, "local_wheel", spy)
+    first = store_directory.scan_directory(published)
     assert read == []  # every fact came from the ledger
     touched = published / first[0].wheel.filename
     os.utime(touched, ns=(touched.stat().st_atime_ns, touched.stat().st_mtime_ns + 1))
-    second = effects_index.scan_directory(published)
+    second = store_directory.scan_directory(published)
     assert read == [touched.name]  # a file changed behind publish's back is read again
     assert [(w.sha256, w.metadata_sha256, w.requires_python) for w in first] == [
         (w.sha256, w.metadata_sha256, w.requires_python) for w in second

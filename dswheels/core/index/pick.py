@@ -1,6 +1,6 @@
 """Pick the published wheel for an environment, or say which published cells are nearest.
 
-Pure: the caller fetches and parses the index page (:mod:`dswheels.effects.index_read`,
+Pure: the caller fetches and parses the index page (:mod:`dswheels.stores.served_index`,
 :func:`dswheels.core.index.files.parse_project_page`); every file carries the cell its name
 says (:func:`dswheels.core.naming.parse_wheel`), and this module decides.
 """

@@ -1,29 +1,39 @@
-"""Publishing wheels: to a directory, to a GitHub Release, or to a PEP 503 upload server.
+"""What `dswheels publish` sends: the wheels named on the command line (or `dswheels build`'s).
 
-All three keep one rule (:mod:`~dswheels.effects.publish.outgoing`): a published file is
-immutable. Publishing a name that is already there with the same bytes does nothing (so a
-re-run of a tag is a no-op); the same name with other bytes is an error, reported for every
-such file before anything is written. Each destination is its own module:
-:mod:`~dswheels.effects.publish.directory`, :mod:`~dswheels.effects.publish.github_release`,
-:mod:`~dswheels.effects.publish.upload_server`; their entry points are re-exported here.
+Where they go is a store (:mod:`dswheels.stores`: a directory, a GitHub Release, an upload
+server), each keeping one rule (:mod:`~dswheels.stores.outgoing`): a published file is immutable.
 """
 
 from __future__ import annotations
 
-from dswheels.effects.publish.directory import publish_dir
-from dswheels.effects.publish.github_release import check_github_limits, github_index_files, publish_github
-from dswheels.effects.publish.outgoing import Outgoing, PublishResult, collect_wheels, outgoing_files
-from dswheels.effects.publish.upload_server import publish_upload, upload_credentials
+from collections.abc import Sequence
+from pathlib import Path
 
-__all__ = [
-    "Outgoing",
-    "PublishResult",
-    "check_github_limits",
-    "collect_wheels",
-    "github_index_files",
-    "outgoing_files",
-    "publish_dir",
-    "publish_github",
-    "publish_upload",
-    "upload_credentials",
-]
+from dswheels.core.naming import parse_wheel
+from dswheels.effects.wheelhouse import find_wheels, is_wheel_file
+from dswheels.errors import ConfigError
+from dswheels.stores.wheel_ref import LocalWheel, local_wheel
+
+__all__ = ["collect_wheels"]
+
+
+def collect_wheels(paths: Sequence[Path]) -> list[LocalWheel]:
+    """Wheels named directly, or every ``*.whl`` in the directories given (and one level down, as
+    `dswheels build` writes them); no paths: what `dswheels build` wrote (``wheelhouse/``)."""
+    found = find_wheels(paths)
+    for path in found:
+        if not is_wheel_file(path):
+            raise ConfigError(f"{path}: no such wheel or directory")
+    names: dict[str, Path] = {}
+    for path in found:
+        try:
+            parse_wheel(path.name)
+        except ValueError as exc:
+            raise ConfigError(
+                f"not a dswheels wheel: {exc}",
+                hint="only wheels built by `dswheels build` can be published (their names carry the torch build)",
+            ) from None
+        if path.name in names and names[path.name].resolve() != path.resolve():
+            raise ConfigError(f"{path.name} is given twice: {names[path.name]} and {path}")
+        names[path.name] = path
+    return [local_wheel(p) for p in names.values()]

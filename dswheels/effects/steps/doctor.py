@@ -13,10 +13,10 @@ from dswheels.core.doctor.facts_json import FactsError, facts_from_data
 from dswheels.core.jsondoc import parse_json
 from dswheels.core.versions import VersionTuple
 from dswheels.effects.files import MAX_INPUT_BYTES, read_bounded
-from dswheels.effects.index_read import read_index, read_manifest
 from dswheels.effects.probe import collect, current_environment
 from dswheels.errors import ConfigError, DswheelsError
 from dswheels.log import get_reporter
+from dswheels.stores.served_index import read_index, read_manifest
 
 __all__ = ["DoctorOptions", "Examination", "examine", "index_view"]
 

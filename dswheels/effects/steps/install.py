@@ -15,12 +15,12 @@ from dswheels.core.doctor.facts import LinuxRuntime
 from dswheels.core.index.files import IndexFile
 from dswheels.core.naming import wheel_version
 from dswheels.core.versions import VersionTuple
-from dswheels.effects.index_read import check_followable, download_wheel, read_index, read_manifest
 from dswheels.effects.install import choose_installer, install_argv, install_wheel, quick_verify
 from dswheels.effects.probe import collect, current_environment
 from dswheels.effects.wheel import read_admitted
 from dswheels.errors import EnvironmentMismatchError, SourceError
 from dswheels.log import get_reporter
+from dswheels.stores.served_index import check_followable, download_wheel, read_index, read_manifest
 
 __all__ = ["InstallOptions", "InstallOutcome", "check_runtime", "install_published"]
 

@@ -1,8 +1,10 @@
 """The index step (``dswheels index``): the static site of every published wheel, from a directory
-or a GitHub repository's releases, written whole or not at all (:mod:`dswheels.effects.index`)."""
+or a GitHub repository's releases (each read through its store, :mod:`dswheels.stores`), written
+whole or not at all (:mod:`dswheels.effects.index`)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,11 +18,13 @@ from dswheels.core.urls import page_url_problem
 from dswheels.core.workflow.event import default_index_url
 from dswheels.effects.clock import monotonic
 from dswheels.effects.files import read_bounded
-from dswheels.effects.github import GitHub, api_url_from_env, token_from_env
-from dswheels.effects.index import LocalWheel, check_target, local_index_files, scan_directory, write_site
-from dswheels.effects.publish import github_index_files
+from dswheels.effects.index import check_target, local_index_files, write_site
 from dswheels.errors import ConfigError, PublishError
 from dswheels.log import get_reporter
+from dswheels.stores import ToGitHubRelease, store_for
+from dswheels.stores.directory import DirectoryStore
+from dswheels.stores.protocol import ToDirectory
+from dswheels.stores.wheel_ref import LocalWheel
 
 __all__ = ["IndexOptions", "SiteWritten", "site_url_for", "write_index"]
 
@@ -73,21 +77,20 @@ def _yank(files: list[IndexFile], path: Path | None) -> list[IndexFile]:
     return marked
 
 
-def _published(options: IndexOptions) -> tuple[list[IndexFile], list[LocalWheel]]:
+def _published(options: IndexOptions) -> tuple[list[IndexFile], Sequence[LocalWheel]]:
     """The published wheels as index entries, and the local wheels the site carries (none for GitHub)."""
     reporter = get_reporter()
     with reporter.group("read the published wheels"):
         if options.github:
-            gh = GitHub(options.github, token=token_from_env(), api_url=api_url_from_env())
-            files, warnings = github_index_files(gh)
-            for warning in warnings:
-                reporter.warning(warning)
-            wheels: list[LocalWheel] = []
-            where = f"the releases of {options.github}"
-        else:
-            wheels = scan_directory(options.source)
+            releases = store_for(ToGitHubRelease(repository=options.github))
+            files = list(releases.list())  # the store reports what it skipped
+            wheels: Sequence[LocalWheel] = []
+            where = releases.where
+        else:  # the site carries the wheels themselves: read with their METADATA
+            directory = DirectoryStore(ToDirectory(path=options.source))
+            wheels = directory.wheels()
             files = local_index_files(wheels)
-            where = str(options.source)
+            where = directory.where
         reporter.info(f"{len(files)} wheels in {where}")
     return files, wheels
 

@@ -19,18 +19,20 @@ from urllib.parse import urljoin
 import requests
 
 from dswheels.core.envvars import credential, username
-from dswheels.core.index.files import parse_project_page
+from dswheels.core.index.files import IndexFile, parse_project_page
 from dswheels.core.naming import PROJECT
 from dswheels.core.wheel.contents import parse_metadata
 from dswheels.effects.environ import read_variable
 from dswheels.effects.http import MAX_PAGE_BYTES, TIMEOUTS, OriginAuth, iter_body, read_limited
 from dswheels.effects.http import session as http_session
-from dswheels.effects.index import LocalWheel
-from dswheels.effects.publish.outgoing import PublishResult, sort_out
 from dswheels.errors import PublishError
 from dswheels.log import get_reporter
+from dswheels.stores.outgoing import PublishResult, sort_out
+from dswheels.stores.protocol import ToUploadServer
+from dswheels.stores.served_index import download_wheel
+from dswheels.stores.wheel_ref import LocalWheel
 
-__all__ = ["publish_upload", "upload_credentials"]
+__all__ = ["UploadServerStore", "publish_upload", "upload_credentials"]
 
 
 class _MultipartBody(io.RawIOBase):
@@ -132,8 +134,8 @@ def upload_credentials(env: Mapping[str, str] | None = None) -> tuple[str | None
     return user, password
 
 
-def _server_files(session: requests.Session, simple_url: str) -> dict[str, tuple[str, str]]:
-    """filename -> (url, sha256 from the link's fragment or "") of what the server already has."""
+def _server_page(session: requests.Session, simple_url: str) -> tuple[IndexFile, ...]:
+    """The files the server's project page lists (none when the project is not there yet)."""
     url = urljoin(simple_url if simple_url.endswith("/") else simple_url + "/", f"{PROJECT}/")
     try:
         response = session.get(url, timeout=TIMEOUTS.for_request, allow_redirects=False, stream=True)
@@ -142,15 +144,19 @@ def _server_files(session: requests.Session, simple_url: str) -> dict[str, tuple
     with response:
         # 404, or pypiserver's redirect to its PyPI fallback: the project is not there yet
         if response.status_code == 404 or 300 <= response.status_code < 400:
-            return {}
+            return ()
         if response.status_code != 200:
             raise PublishError(f"cannot read {url}: HTTP {response.status_code}", hint="check --simple-url")
         body = read_limited(response, limit=MAX_PAGE_BYTES, what=url, error=PublishError)
     try:
-        files = parse_project_page(body.decode("utf-8", "replace"), url)
+        return tuple(f for f in parse_project_page(body.decode("utf-8", "replace"), url) if not f.problem)
     except ValueError as exc:
         raise PublishError(str(exc), hint="check --simple-url") from None
-    return {f.filename: (f.url, f.sha256) for f in files if not f.problem}
+
+
+def _server_files(session: requests.Session, simple_url: str) -> dict[str, tuple[str, str]]:
+    """filename -> (url, sha256 from the link's fragment or "") of what the server already has."""
+    return {f.filename: (f.url, f.sha256) for f in _server_page(session, simple_url)}
 
 
 def _stream_sha256(session: requests.Session, url: str, *, limit: int) -> str:
@@ -175,6 +181,21 @@ def _stream_sha256(session: requests.Session, url: str, *, limit: int) -> str:
     return digest.hexdigest()
 
 
+def _authorized(
+    repository_url: str, username: str | None, password: str | None, *, session: requests.Session | None = None
+) -> requests.Session:
+    """A session that sends the credentials to ``repository_url``'s origin (scheme, host, port) only."""
+    http = session or http_session()
+    if username is not None or password is not None:
+        http.auth = OriginAuth(repository_url, username or "", password or "")
+    return http
+
+
+def _default_simple(repository_url: str) -> str:
+    """pypiserver's layout: the simple index at ``<upload URL>/simple/``."""
+    return urljoin(repository_url if repository_url.endswith("/") else repository_url + "/", "simple/")
+
+
 def publish_upload(
     wheels: Sequence[LocalWheel],
     repository_url: str,
@@ -191,10 +212,8 @@ def publish_upload(
     only to ``repository_url``'s origin (scheme, host, port): a simple page or a file elsewhere
     is read without them.
     """
-    http = session or http_session()
-    if username is not None or password is not None:
-        http.auth = OriginAuth(repository_url, username or "", password or "")
-    simple = simple_url or urljoin(repository_url if repository_url.endswith("/") else repository_url + "/", "simple/")
+    http = _authorized(repository_url, username, password, session=session)
+    simple = simple_url or _default_simple(repository_url)
     result = PublishResult(where=repository_url)
     existing = _server_files(http, simple)
     sizes = {wheel.wheel.filename: wheel.size for wheel in wheels}
@@ -286,4 +305,36 @@ def _check_listed(
             details="\n".join(wrong),
             hint=f"another run may have published the same name with other bytes (published files are immutable: "
             f"re-spin with a build tag); else check that --simple-url is where {repository_url} serves its index",
+        )
+
+
+class UploadServerStore:
+    """The store of a :class:`~dswheels.stores.protocol.ToUploadServer`: read through its simple index,
+    published to through its upload API with the credentials of :func:`upload_credentials`."""
+
+    def __init__(self, target: ToUploadServer) -> None:
+        self.target = target
+
+    @property
+    def where(self) -> str:
+        return self.target.url
+
+    def _simple(self) -> str:
+        return self.target.simple_url or _default_simple(self.target.url)
+
+    def names(self) -> list[str]:
+        return [f.filename for f in self.list()]
+
+    def list(self) -> tuple[IndexFile, ...]:
+        """Its simple page, read with the upload credentials where it is on the upload URL's origin."""
+        http = _authorized(self.target.url, *upload_credentials())
+        return _server_page(http, self._simple())
+
+    def fetch(self, file: IndexFile, dest: Path) -> Path:
+        return download_wheel(file, dest)
+
+    def put(self, wheels: Sequence[LocalWheel]) -> PublishResult:
+        username, password = upload_credentials()
+        return publish_upload(
+            wheels, self.target.url, simple_url=self.target.simple_url, username=username, password=password
         )

@@ -17,18 +17,14 @@ from pathlib import Path
 from typing import IO, TypeVar
 
 from dswheels.core.index.links import metadata_name
-from dswheels.core.naming import parse_wheel
 from dswheels.core.wheel.manifest import ManifestError, manifest_name, parse_manifest
 from dswheels.effects.files import read_bounded
-from dswheels.effects.index import LocalWheel, local_wheel
-from dswheels.effects.index_read import MAX_MANIFEST_BYTES
-from dswheels.effects.wheelhouse import find_wheels, is_wheel_file
-from dswheels.errors import ConfigError, PublishError
+from dswheels.errors import PublishError
+from dswheels.stores.wheel_ref import MAX_MANIFEST_BYTES, LocalWheel
 
 __all__ = [
     "Outgoing",
     "PublishResult",
-    "collect_wheels",
     "conflict_error",
     "conflict_line",
     "outgoing_files",
@@ -63,28 +59,6 @@ class PublishResult:
     where: str
     uploaded: list[str] = field(default_factory=list)
     present: list[str] = field(default_factory=list)  # already published with the same bytes
-
-
-def collect_wheels(paths: Sequence[Path]) -> list[LocalWheel]:
-    """Wheels named directly, or every ``*.whl`` in the directories given (and one level down, as
-    `dswheels build` writes them); no paths: what `dswheels build` wrote (``wheelhouse/``)."""
-    found = find_wheels(paths)
-    for path in found:
-        if not is_wheel_file(path):
-            raise ConfigError(f"{path}: no such wheel or directory")
-    names: dict[str, Path] = {}
-    for path in found:
-        try:
-            parse_wheel(path.name)
-        except ValueError as exc:
-            raise ConfigError(
-                f"not a dswheels wheel: {exc}",
-                hint="only wheels built by `dswheels build` can be published (their names carry the torch build)",
-            ) from None
-        if path.name in names and names[path.name].resolve() != path.resolve():
-            raise ConfigError(f"{path.name} is given twice: {names[path.name]} and {path}")
-        names[path.name] = path
-    return [local_wheel(p) for p in names.values()]
 
 
 def outgoing_files(wheel: LocalWheel) -> list[Outgoing]:

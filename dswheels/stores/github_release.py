@@ -13,19 +13,22 @@ import contextvars
 import hashlib
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 from dswheels.core.index.files import IndexFile
 from dswheels.core.index.links import metadata_name
 from dswheels.core.index.site import GITHUB_ASSET_LIMIT, GITHUB_ASSET_MAX_BYTES
 from dswheels.core.naming import parse_wheel
 from dswheels.core.wheel.contents import parse_metadata
-from dswheels.effects.github import JSON, GitHub, GitHubAPIError
-from dswheels.effects.index import LocalWheel
-from dswheels.effects.publish.outgoing import Outgoing, PublishResult, outgoing_files, sort_out
-from dswheels.errors import PublishError
+from dswheels.effects.github import JSON, GitHub, GitHubAPIError, api_url_from_env, token_from_env
+from dswheels.errors import ConfigError, PublishError
 from dswheels.log import get_reporter
+from dswheels.stores.outgoing import Outgoing, PublishResult, outgoing_files, sort_out
+from dswheels.stores.protocol import ToGitHubRelease
+from dswheels.stores.served_index import download_wheel
+from dswheels.stores.wheel_ref import LocalWheel
 
-__all__ = ["check_github_limits", "github_index_files", "publish_github"]
+__all__ = ["GitHubReleaseStore", "check_github_limits", "github_index_files", "publish_github"]
 
 
 def check_github_limits(files: Sequence[Outgoing], *, existing: int, new: int, tag: str) -> None:
@@ -229,3 +232,48 @@ def github_index_files(gh: GitHub) -> tuple[list[IndexFile], list[str]]:
             continue  # the same file twice: the oldest release's copy is the one linked
         chosen[result.filename] = (result, tag)
     return [item for item, _tag in chosen.values()], warnings
+
+
+class GitHubReleaseStore:
+    """The store of a :class:`~dswheels.stores.protocol.ToGitHubRelease`: reading lists every published
+    release of the repository, publishing goes to the target's tag. The client is made from the
+    environment (GITHUB_TOKEN, GITHUB_API_URL) unless one is given."""
+
+    def __init__(self, target: ToGitHubRelease, *, gh: GitHub | None = None) -> None:
+        self.target = target
+        self._gh = gh
+
+    @property
+    def where(self) -> str:
+        return f"the releases of {self.target.repository}"
+
+    def _client(self, *, token_needed: bool = False) -> GitHub:
+        if self._gh is not None:
+            return self._gh
+        token = token_from_env()
+        if token is None and token_needed:
+            raise PublishError(
+                "publishing to GitHub needs a token",
+                hint="set GITHUB_TOKEN (in a workflow: env: GITHUB_TOKEN: ${{ github.token }}, "
+                "with permissions: contents: write)",
+            )
+        return GitHub(self.target.repository, token=token, api_url=api_url_from_env())
+
+    def names(self) -> list[str]:
+        return [str(asset["name"]) for _tag, asset, _meta in _published_wheels(self._client())]
+
+    def list(self) -> list[IndexFile]:
+        """:func:`github_index_files`; its warnings (a wheel skipped, one without .metadata) are reported."""
+        files, warnings = github_index_files(self._client())
+        for warning in warnings:
+            get_reporter().warning(warning)
+        return files
+
+    def fetch(self, file: IndexFile, dest: Path) -> Path:
+        return download_wheel(file, dest)
+
+    def put(self, wheels: Sequence[LocalWheel]) -> PublishResult:
+        if not self.target.tag:
+            raise ConfigError("publishing to a GitHub Release needs the release's tag", hint="pass --tag")
+        gh = self._client(token_needed=True)
+        return publish_github(wheels, gh, self.target.tag, title=self.target.title, target=self.target.target)

@@ -1,15 +1,20 @@
-"""Publishing into a directory (the local "release"): what `dswheels index --from` reads.
+"""A directory of wheels (the local "release"): what `dswheels publish --dir` writes and
+`dswheels index --from` reads.
 
-Runs on one directory take turns (a lock file in it); each file is placed under its name only
+Publishing: runs on one directory take turns (a lock file in it); each file is placed under its name only
 if the name is free, so even a writer that ignores the lock cannot be replaced, and what an
 earlier run killed mid-copy left behind is removed first.
 """
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Sequence
 from pathlib import Path
 
+from dswheels.core.index.files import IndexFile
+from dswheels.core.locations import PUBLISHED
 from dswheels.effects.files import (
     NotRegularFileError,
     copy_bounded,
@@ -21,8 +26,10 @@ from dswheels.effects.files import (
     sweep,
     temp_file,
 )
-from dswheels.effects.index import LocalWheel, update_ledger
-from dswheels.effects.publish.outgoing import (
+from dswheels.errors import ConfigError, PublishError
+from dswheels.log import get_reporter
+from dswheels.stores.ledger import from_ledger, is_regular, load_ledger, update_ledger
+from dswheels.stores.outgoing import (
     Outgoing,
     PublishResult,
     conflict_error,
@@ -30,10 +37,11 @@ from dswheels.effects.publish.outgoing import (
     outgoing_files,
     sort_out,
 )
-from dswheels.errors import ConfigError, PublishError
-from dswheels.log import get_reporter
+from dswheels.stores.protocol import ToDirectory
+from dswheels.stores.served_index import download_wheel
+from dswheels.stores.wheel_ref import LocalWheel, local_wheel
 
-__all__ = ["publish_dir"]
+__all__ = ["DirectoryStore", "directory_names", "publish_dir", "scan_directory"]
 
 
 def _copy_new(source: Outgoing, target: Path) -> bool:
@@ -115,3 +123,83 @@ def _publish_into(
                 raise conflict_error([conflict_line(item.name, published or "", item.sha256)], str(dest))
             result.present.append(item.name)  # it published the same bytes
         update_ledger(dest, wheels)
+
+
+# --- reading: what `dswheels index` and `plan --skip-published` see -----------------------------------
+
+
+def scan_directory(directory: Path) -> list[LocalWheel]:
+    """Every ``*.whl`` directly in ``directory`` (other files are ignored), with its published METADATA.
+
+    Wheels the ledger of `dswheels publish` describes, unchanged since (size, mtime), are
+    taken from it; any other wheel is read and hashed. Only regular files are read: a link,
+    a FIFO or a device named ``*.whl`` is left out with a warning (publish never makes one).
+    """
+    _require_directory(directory)
+    ledger = load_ledger(directory)
+    with os.scandir(directory) as listing:
+        entries = sorted((e for e in listing if e.name.endswith(".whl")), key=lambda e: e.name)
+    wheels = []
+    for entry in entries:
+        path = directory / entry.name
+        info = entry.stat(follow_symlinks=False)
+        if not stat.S_ISREG(info.st_mode):
+            if not stat.S_ISDIR(info.st_mode):
+                get_reporter().warning(f"{path} is not a regular file (a link?): left out; it was not published here")
+            continue
+        known = from_ledger(path, info.st_size, info.st_mtime_ns, ledger.get(entry.name))
+        wheels.append(known or local_wheel(path, follow_symlinks=False))
+    return wheels
+
+
+def _require_directory(directory: Path) -> None:
+    if not directory.is_dir():
+        raise ConfigError(
+            f"no directory {directory}",
+            hint=f"publish first (`dswheels publish` copies what `dswheels build` wrote to {PUBLISHED}/), "
+            "or give the directory it copied the wheels to (--from DIR)",
+        )
+
+
+def directory_names(directory: Path) -> list[str]:
+    """The wheels published in ``directory``, by name: regular files only (a link is not followed:
+    it is not what was published), without reading them."""
+    _require_directory(directory)
+    return sorted(p.name for p in directory.iterdir() if p.name.endswith(".whl") and is_regular(p))
+
+
+class DirectoryStore:
+    """The store of a :class:`~dswheels.stores.protocol.ToDirectory`."""
+
+    def __init__(self, target: ToDirectory) -> None:
+        self.path = target.path
+
+    @property
+    def where(self) -> str:
+        return str(self.path)
+
+    def names(self) -> list[str]:
+        return directory_names(self.path)
+
+    def wheels(self) -> list[LocalWheel]:
+        """The wheels with their METADATA, as a self-contained site carries them (:func:`scan_directory`)."""
+        return scan_directory(self.path)
+
+    def list(self) -> list[IndexFile]:
+        return [
+            IndexFile.of_wheel(
+                w.wheel,
+                url=w.path.absolute().as_uri(),
+                sha256=w.sha256,
+                size=w.size,
+                requires_python=w.requires_python,
+                metadata_sha256=w.metadata_sha256,
+            )
+            for w in scan_directory(self.path)
+        ]
+
+    def fetch(self, file: IndexFile, dest: Path) -> Path:
+        return download_wheel(file, dest)
+
+    def put(self, wheels: Sequence[LocalWheel]) -> PublishResult:
+        return publish_dir(wheels, self.path)

@@ -1,11 +1,13 @@
-"""Read the ``deepspeed`` project page of a published index (HTTP(S), file:// or a directory),
-and download a wheel from it with its sha256 checked."""
+"""A served index (the store of a :class:`~dswheels.stores.protocol.ToServedIndex`): read the
+``deepspeed`` project page of a published index (HTTP(S), file:// or a directory), and download
+a wheel from it with its sha256 checked. It is written by `dswheels index`, never published to."""
 
 from __future__ import annotations
 
 import hashlib
 import os
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 from typing import BinaryIO
 from urllib.parse import quote, unquote, urlsplit
@@ -14,15 +16,17 @@ import requests
 
 from dswheels.core.doctor import PublishedRuntime
 from dswheels.core.index.files import IndexFile, parse_project_page, project_page_url
+from dswheels.core.naming import PROJECT
 from dswheels.core.wheel.manifest import ManifestError, manifest_name, parse_manifest
 from dswheels.effects.files import copy_bounded, open_regular, read_bounded
 from dswheels.effects.http import MAX_PAGE_BYTES, TIMEOUTS, check_redirects, iter_body, read_limited, session
-from dswheels.errors import SourceError
+from dswheels.errors import PublishError, SourceError
+from dswheels.stores.outgoing import PublishResult
+from dswheels.stores.protocol import ToServedIndex
+from dswheels.stores.wheel_ref import MAX_MANIFEST_BYTES, MAX_WHEEL_BYTES, LocalWheel
 
-__all__ = ["check_followable", "download_wheel", "read_index", "read_manifest"]
+__all__ = ["ServedIndexStore", "check_followable", "download_wheel", "published_names", "read_index", "read_manifest"]
 
-MAX_WHEEL_BYTES = 8 * 1024**3  # GitHub's asset limit is 2 GiB
-MAX_MANIFEST_BYTES = 4 * 1024**2
 _NO_MANIFEST = "the index has no build manifest beside the wheel"
 
 
@@ -205,3 +209,63 @@ def _manifest_text(url: str) -> tuple[str | None, str]:
         return None, _NO_MANIFEST
     except (OSError, ValueError, requests.RequestException, SourceError) as exc:
         return None, f"cannot read {url}: {exc}"
+
+
+# --- what `plan --skip-published` sees -------------------------------------------------------------
+
+
+def published_names(location: str) -> list[str]:
+    """The wheel filenames a served index lists: a site root, a PEP 503 index (``.../simple/``) or a
+    project page over http(s), where a 404 means nothing is published yet; or a site's directory,
+    whose ``simple/deepspeed/index.html`` is read (never through a link)."""
+    local = _local_page(location)
+    if local is not None:
+        project_page = local / "simple" / PROJECT / "index.html"
+        base = project_page.resolve().as_uri()
+        try:
+            page = read_bounded(project_page, limit=MAX_PAGE_BYTES, follow_symlinks=False)
+            files = parse_project_page(page.decode("utf-8", "replace"), base)
+        except (OSError, ValueError) as exc:
+            raise SourceError(f"cannot read the published index {project_page}: {exc}") from None
+        return [f.filename for f in files]
+    url = project_page_url(location)
+    try:
+        response = session().get(url, timeout=TIMEOUTS.for_request, headers={"Accept": "text/html"}, stream=True)
+    except requests.RequestException as exc:
+        raise SourceError(f"cannot read the published index at {url}: {exc}") from None
+    with response:
+        if response.status_code == 404:
+            return []
+        if response.status_code != 200:
+            raise SourceError(f"cannot read the published index at {url}: HTTP {response.status_code}")
+        body = read_limited(response, limit=MAX_PAGE_BYTES, what=url, error=SourceError)
+    try:
+        return [f.filename for f in parse_project_page(body.decode("utf-8", "replace"), response.url)]
+    except ValueError as exc:
+        raise SourceError(str(exc)) from None
+
+
+class ServedIndexStore:
+    """The store of a :class:`~dswheels.stores.protocol.ToServedIndex`: read-only."""
+
+    def __init__(self, target: ToServedIndex) -> None:
+        self.url = target.url
+
+    @property
+    def where(self) -> str:
+        return self.url
+
+    def names(self) -> list[str]:
+        return published_names(self.url)
+
+    def list(self) -> tuple[IndexFile, ...]:
+        return read_index(self.url)[1]
+
+    def fetch(self, file: IndexFile, dest: Path) -> Path:
+        return download_wheel(file, dest)
+
+    def put(self, wheels: Sequence[LocalWheel]) -> PublishResult:  # noqa: ARG002 - the protocol's
+        raise PublishError(
+            f"{self.url} is a served index: `dswheels index` writes it from where the wheels are published",
+            hint="publish to that directory, GitHub Release or upload server, then run `dswheels index` again",
+        )
