@@ -22,7 +22,7 @@ from dswheels.core.wheel.contents import parse_metadata
 from dswheels.effects.github import JSON, GitHub, GitHubAPIError
 from dswheels.effects.index import LocalWheel
 from dswheels.effects.publish.outgoing import Outgoing, PublishResult, outgoing_files, sort_out
-from dswheels.errors import PublishError
+from dswheels.errors import GitHubError, PublishError
 from dswheels.log import get_reporter
 
 __all__ = ["check_github_limits", "github_index_files", "publish_github"]
@@ -84,7 +84,7 @@ def _upload_one(gh: GitHub, release: JSON, item: Outgoing) -> None:
             if not _retryable(exc, release, item) or last:
                 raise
             reporter.warning(f"upload of {item.name} failed ({exc.status}); checking what GitHub kept")
-        except PublishError:  # the connection broke: the asset may or may not be there
+        except (GitHubError, PublishError):  # the connection broke: the asset may or may not be there
             if last:
                 raise
             reporter.warning(f"upload of {item.name} was interrupted; checking what GitHub kept")

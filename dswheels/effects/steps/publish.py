@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dswheels.core.locations import PUBLISHED
-from dswheels.effects.github import GitHub, api_url_from_env, token_from_env
+from dswheels.effects.github import GitHub, api_url_from_env, failing_as, token_from_env
 from dswheels.effects.index import LocalWheel
 from dswheels.effects.publish import (
     PublishResult,
@@ -60,8 +60,9 @@ def _to_github(wheels: Sequence[LocalWheel], target: ToGitHubRelease) -> Publish
             hint="set GITHUB_TOKEN (in a workflow: env: GITHUB_TOKEN: ${{ github.token }}, "
             "with permissions: contents: write)",
         )
-    gh = GitHub(target.repository, token=token, api_url=api_url_from_env())
-    return publish_github(wheels, gh, target.tag, title=target.title, target=target.target)
+    with failing_as(PublishError):
+        gh = GitHub(target.repository, token=token, api_url=api_url_from_env())
+        return publish_github(wheels, gh, target.tag, title=target.title, target=target.target)
 
 
 def publish_wheels(options: PublishOptions) -> PublishResult:

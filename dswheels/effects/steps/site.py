@@ -16,7 +16,7 @@ from dswheels.core.urls import page_url_problem
 from dswheels.core.workflow.event import default_index_url
 from dswheels.effects.clock import monotonic
 from dswheels.effects.files import read_bounded
-from dswheels.effects.github import GitHub, api_url_from_env, token_from_env
+from dswheels.effects.github import GitHub, api_url_from_env, failing_as, token_from_env
 from dswheels.effects.index import LocalWheel, check_target, local_index_files, scan_directory, write_site
 from dswheels.effects.publish import github_index_files
 from dswheels.errors import ConfigError, PublishError
@@ -78,8 +78,9 @@ def _published(options: IndexOptions) -> tuple[list[IndexFile], list[LocalWheel]
     reporter = get_reporter()
     with reporter.group("read the published wheels"):
         if options.github:
-            gh = GitHub(options.github, token=token_from_env(), api_url=api_url_from_env())
-            files, warnings = github_index_files(gh)
+            with failing_as(PublishError):
+                gh = GitHub(options.github, token=token_from_env(), api_url=api_url_from_env())
+                files, warnings = github_index_files(gh)
             for warning in warnings:
                 reporter.warning(warning)
             wheels: list[LocalWheel] = []
