@@ -61,7 +61,7 @@ def tests(session: nox.Session) -> None:
 def unit(session: nox.Session) -> None:
     """Only the fast tests (no builds, no servers): the loop while editing."""
     _install(session, "test")
-    session.run("pytest", "-m", "not integration and not gpu", *session.posargs)
+    session.run("pytest", "-m", "not integration", *session.posargs)
 
 
 HOSTILE_TESTS = [

@@ -1,7 +1,8 @@
 """The ``dswheels`` command line: parse arguments, run one command, map errors to exit codes.
 
 Exit codes: 0 ok, 1 internal error, 2 bad input, 3 nothing to do, 4 source, 5 build,
-6 verify, 7 publish, 8 smoke, 9 environment (no wheel fits), 130 interrupted, 143 terminated (SIGTERM).
+6 verify, 7 publish, 8 smoke, 9 environment (no wheel fits), 10 GitHub (outside publishing), 130 interrupted,
+143 terminated (SIGTERM).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ __all__ = ["build_parser", "main"]
 EPILOG = """\
 exit codes: 0 ok, 1 internal error, 2 bad input, 3 nothing to do, 4 source failed,
             5 build failed, 6 verify failed, 7 publish failed, 8 smoke failed,
-            9 environment problem, 130 interrupted, 143 terminated
+            9 environment problem, 10 GitHub failed, 130 interrupted, 143 terminated
 
 Run `dswheels COMMAND --help` for each command. Docs: README.md and docs/."""
 

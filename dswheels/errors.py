@@ -7,13 +7,15 @@ Only :func:`dswheels.cli.main` catches them.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 __all__ = [
     "BuildError",
     "ConfigError",
     "DswheelsError",
     "EnvironmentMismatchError",
+    "GitHubAPIError",
+    "GitHubError",
     "NothingToDoError",
     "PublishError",
     "SmokeError",
@@ -98,3 +100,32 @@ class EnvironmentMismatchError(DswheelsError):
 
     exit_code = 9
     title = "environment problem"
+
+
+class GitHubError(DswheelsError):
+    """GitHub's API failed: no answer, an error answer, or one that is not what the API sends.
+
+    A command that publishes says so as its own error (``publish``, ``index --github``: 7, through
+    :func:`dswheels.effects.github.failing_as`); the follow commands (``dswheels facts dispatch``,
+    ``facts issue``) fail with this one."""
+
+    exit_code = 10
+    title = "GitHub failed"
+
+
+class GitHubAPIError(GitHubError):
+    """GitHub answered with an error; ``status`` and the parsed body are kept for callers."""
+
+    def __init__(self, message: str, *, status: int, body: dict[str, Any], hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.status = status
+        self.body = body
+
+    def has_error_code(self, code: str) -> bool:
+        errors = self.body.get("errors")
+        return isinstance(errors, list) and any(isinstance(e, dict) and e.get("code") == code for e in errors)
+
+    @property
+    def github_message(self) -> str:
+        message = self.body.get("message")
+        return message if isinstance(message, str) else ""

@@ -28,7 +28,6 @@ __all__ = [
     "TEXT_ERRORS",
     "GitHubReporter",
     "NullReporter",
-    "RecordingReporter",
     "Reporter",
     "TerminalReporter",
     "format_duration",
@@ -210,42 +209,6 @@ class NullReporter:
 
     def output(self, line: str) -> None:
         pass
-
-
-@dataclass
-class RecordingReporter:
-    """Keeps every event; for tests and for building summaries."""
-
-    events: list[tuple[str, str]] = field(default_factory=list)
-
-    @contextmanager
-    def group(self, title: str) -> Iterator[None]:
-        self.events.append(("group", title))
-        try:
-            yield
-        finally:
-            self.events.append(("endgroup", title))
-
-    def info(self, message: str) -> None:
-        self.events.append(("info", message))
-
-    def notice(self, title: str, message: str) -> None:
-        self.events.append(("notice", f"{title}: {message}"))
-
-    def warning(self, message: str) -> None:
-        self.events.append(("warning", message))
-
-    def error(self, message: str) -> None:
-        self.events.append(("error", message))
-
-    def command(self, argv: Sequence[str]) -> None:
-        self.events.append(("command", shlex.join(argv)))
-
-    def output(self, line: str) -> None:
-        self.events.append(("output", line))
-
-    def of(self, kind: str) -> list[str]:
-        return [text for k, text in self.events if k == kind]
 
 
 _REPORTER: contextvars.ContextVar[Reporter | None] = contextvars.ContextVar("dswheels_reporter", default=None)

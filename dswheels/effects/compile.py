@@ -4,7 +4,7 @@ setup.py says when it starts an extension and nothing when one is done, so progr
 two places: the output (``[2/6] compiling cpu_adam ...``) and the build directory, where an
 extension's file appears once it is linked (``cpu_adam compiled in 1m12s``). Each op's fate
 (built, failed, not reached) is kept for the build's report; a failed compile is blamed on the
-ops its errors name (:func:`dswheels.core.buildlog.failing_ops`).
+ops its errors name (:func:`dswheels.core.building.log.failing_ops`).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ tools are not looked for. :func:`compile_environment` comes once the interpreter
 (the interpreter's scripts, whose ninja torch finds, then MSVC's tools), ``<work>/site`` first on
 PYTHONPATH (the same header paths for every Python: :mod:`dswheels.effects.workdir`), the CUDA
 header directories, the compilers, the compiler cache, and the variables
-:func:`dswheels.core.buildenv.build_env` decides. Inherited variables that would change which
+:func:`dswheels.core.building.env.build_env` decides. Inherited variables that would change which
 ops DeepSpeed builds, or how, are dropped first: the plan decides them (:func:`inherited_env`).
 """
 

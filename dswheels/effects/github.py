@@ -20,6 +20,7 @@ import random
 import re
 import time
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,10 +35,19 @@ from dswheels.effects.clock import utc_now
 from dswheels.effects.environ import read_variable
 from dswheels.effects.http import TIMEOUTS, Timeouts, TooSlow, iter_body, read_limited
 from dswheels.effects.http import session as http_session
-from dswheels.errors import PublishError
+from dswheels.errors import DswheelsError, GitHubAPIError, GitHubError
 from dswheels.log import format_duration, get_reporter
 
-__all__ = ["API_URL", "GitHub", "GitHubAPIError", "Retry", "api_object", "api_url_from_env", "token_from_env"]
+__all__ = [
+    "API_URL",
+    "GitHub",
+    "GitHubAPIError",
+    "Retry",
+    "api_object",
+    "api_url_from_env",
+    "failing_as",
+    "token_from_env",
+]
 
 API_URL = "https://api.github.com"
 API_VERSION = "2022-11-28"
@@ -58,22 +68,13 @@ def api_url_from_env(env: Mapping[str, str] | None = None) -> str:
     return read_variable("GITHUB_API_URL", api_url, env=env) or API_URL.rstrip("/")
 
 
-class GitHubAPIError(PublishError):
-    """GitHub answered with an error; ``status`` and the parsed body are kept for callers."""
-
-    def __init__(self, message: str, *, status: int, body: JSON, hint: str | None = None) -> None:
-        super().__init__(message, hint=hint)
-        self.status = status
-        self.body = body
-
-    def has_error_code(self, code: str) -> bool:
-        errors = self.body.get("errors")
-        return isinstance(errors, list) and any(isinstance(e, dict) and e.get("code") == code for e in errors)
-
-    @property
-    def github_message(self) -> str:
-        message = self.body.get("message")
-        return message if isinstance(message, str) else ""
+@contextmanager
+def failing_as(error: type[DswheelsError]) -> Iterator[None]:
+    """GitHub's failures inside as ``error``, the failing command's own (publishing: PublishError, exit 7)."""
+    try:
+        yield
+    except GitHubError as exc:
+        raise error(exc.message, hint=exc.hint, details=exc.details) from exc
 
 
 @dataclass
@@ -120,18 +121,18 @@ MAX_PAGES = 1000  # 100,000 items: far more releases or assets than a repository
 
 
 def _api_json(response: requests.Response) -> object:
-    """The JSON body of an API answer; ``PublishError`` (not a traceback) when it is not JSON."""
+    """The JSON body of an API answer; ``GitHubError`` (not a traceback) when it is not JSON."""
     try:
         return parse_json(response.content, what=f"GitHub's answer to {response.request.method} {response.url}")
     except ValueError as exc:
-        raise PublishError(str(exc), hint="GitHub (or GITHUB_API_URL) did not answer with JSON; run again") from None
+        raise GitHubError(str(exc), hint="GitHub (or GITHUB_API_URL) did not answer with JSON; run again") from None
 
 
 def api_object(response: requests.Response) -> JSON:
-    """The JSON object of an API answer; ``PublishError`` when it is not one."""
+    """The JSON object of an API answer; ``GitHubError`` when it is not one."""
     data = _api_json(response)
     if not isinstance(data, dict):
-        raise PublishError(f"GitHub answered {response.url} with {type(data).__name__}, expected an object")
+        raise GitHubError(f"GitHub answered {response.url} with {type(data).__name__}, expected an object")
     return data
 
 
@@ -158,7 +159,7 @@ class GitHub:
     ) -> None:
         # it goes into API paths and the site's URL: only the characters GitHub allows in these names
         if not _REPO_RE.match(repo) or repo.split("/")[1] in (".", ".."):
-            raise PublishError(f"not a GitHub repository: {repo!r}", hint="give it as OWNER/NAME, e.g. octo/dswheels")
+            raise GitHubError(f"not a GitHub repository: {repo!r}", hint="give it as OWNER/NAME, e.g. octo/dswheels")
         self.repo = repo
         self.api_url = api_url.rstrip("/")
         self.retry = retry or Retry()
@@ -230,10 +231,10 @@ class GitHub:
                     **kwargs,
                 )
             except TooSlow as exc:  # not retried: each try would take as long again
-                raise PublishError(f"GitHub ({method} {url}): {exc}", hint="run again later") from None
+                raise GitHubError(f"GitHub ({method} {url}): {exc}", hint="run again later") from None
             except (requests.ConnectionError, requests.Timeout) as exc:
                 if last:
-                    raise PublishError(
+                    raise GitHubError(
                         f"cannot reach GitHub ({method} {url}): {type(exc).__name__}",
                         hint="check the network and GitHub's status (githubstatus.com), then run again: "
                         "publishing resumes where it stopped",
@@ -243,7 +244,7 @@ class GitHub:
                 self.retry.wait(delay)
                 continue
             except requests.RequestException as exc:  # a bad URL, too many redirects, a broken body
-                raise PublishError(f"GitHub ({method} {url}): {type(exc).__name__}: {exc}") from None
+                raise GitHubError(f"GitHub ({method} {url}): {type(exc).__name__}: {exc}") from None
             if response.status_code in expected:
                 return response
             wait = self._rate_limit_wait(response)
@@ -289,11 +290,11 @@ class GitHub:
             first = False
             data = _api_json(response)
             if not isinstance(data, list):
-                raise PublishError(f"GitHub answered GET {next_url} with {type(data).__name__}, expected a list")
+                raise GitHubError(f"GitHub answered GET {next_url} with {type(data).__name__}, expected a list")
             yield from (item for item in data if isinstance(item, dict))
             next_url = response.links.get("next", {}).get("url")
         if next_url:
-            raise PublishError(f"GitHub's list at {url} goes on past {MAX_PAGES} pages: refusing to read further")
+            raise GitHubError(f"GitHub's list at {url} goes on past {MAX_PAGES} pages: refusing to read further")
 
     # --- releases ----------------------------------------------------------------------------------
 
@@ -319,7 +320,7 @@ class GitHub:
                 response = self.request(
                     "POST", f"repos/{self.repo}/releases", json=payload, expected=(201,), retry=False
                 )
-            except PublishError as exc:
+            except GitHubError as exc:
                 transient = not isinstance(exc, GitHubAPIError) or exc.status >= 500
                 # it may have been created before the error reached us: never make a second draft
                 existing = self.release_by_tag(tag)
@@ -378,7 +379,7 @@ class GitHub:
     def download_asset(self, asset: JSON, *, limit: int) -> bytes:
         """A small asset's bytes (a .metadata file); more than ``limit`` bytes is an error."""
         with self._download(asset) as response:
-            return read_limited(response, limit=limit, what=f"the asset {asset.get('name')}", error=PublishError)
+            return read_limited(response, limit=limit, what=f"the asset {asset.get('name')}", error=GitHubError)
 
     def asset_sha256(self, asset: JSON) -> str:
         """GitHub's own digest of the asset (computed at upload); downloaded and hashed for old assets."""
@@ -391,5 +392,5 @@ class GitHub:
                 for chunk in iter_body(response):
                     hasher.update(chunk)
         except requests.RequestException as exc:
-            raise PublishError(f"downloading the asset {asset.get('name')} to hash it failed: {exc}") from None
+            raise GitHubError(f"downloading the asset {asset.get('name')} to hash it failed: {exc}") from None
         return hasher.hexdigest()

@@ -1,4 +1,4 @@
-"""Read a matrix file: bounded, UTF-8, validated (:func:`dswheels.core.config.parse_matrix`)."""
+"""Read a matrix file: bounded, UTF-8, validated (:func:`dswheels.core.matrix.parse.parse_matrix`)."""
 
 from __future__ import annotations
 

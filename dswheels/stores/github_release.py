@@ -20,8 +20,8 @@ from dswheels.core.index.links import metadata_name
 from dswheels.core.index.site import GITHUB_ASSET_LIMIT, GITHUB_ASSET_MAX_BYTES
 from dswheels.core.naming import parse_wheel
 from dswheels.core.wheel.contents import parse_metadata
-from dswheels.effects.github import JSON, GitHub, GitHubAPIError, api_url_from_env, token_from_env
-from dswheels.errors import ConfigError, PublishError
+from dswheels.effects.github import JSON, GitHub, GitHubAPIError, api_url_from_env, failing_as, token_from_env
+from dswheels.errors import ConfigError, GitHubError, PublishError
 from dswheels.log import get_reporter
 from dswheels.stores.outgoing import Outgoing, PublishResult, outgoing_files, sort_out
 from dswheels.stores.protocol import ToGitHubRelease
@@ -87,7 +87,7 @@ def _upload_one(gh: GitHub, release: JSON, item: Outgoing) -> None:
             if not _retryable(exc, release, item) or last:
                 raise
             reporter.warning(f"upload of {item.name} failed ({exc.status}); checking what GitHub kept")
-        except PublishError:  # the connection broke: the asset may or may not be there
+        except (GitHubError, PublishError):  # the connection broke: the asset may or may not be there
             if last:
                 raise
             reporter.warning(f"upload of {item.name} was interrupted; checking what GitHub kept")
@@ -259,12 +259,16 @@ class GitHubReleaseStore:
             )
         return GitHub(self.target.repository, token=token, api_url=api_url_from_env())
 
+    # GitHub's failures (GitHubError, exit 10) are this store's: publishing and indexing fail with exit 7
+
     def names(self) -> list[str]:
-        return [str(asset["name"]) for _tag, asset, _meta in _published_wheels(self._client())]
+        with failing_as(PublishError):
+            return [str(asset["name"]) for _tag, asset, _meta in _published_wheels(self._client())]
 
     def list(self) -> list[IndexFile]:
         """:func:`github_index_files`; its warnings (a wheel skipped, one without .metadata) are reported."""
-        files, warnings = github_index_files(self._client())
+        with failing_as(PublishError):
+            files, warnings = github_index_files(self._client())
         for warning in warnings:
             get_reporter().warning(warning)
         return files
@@ -276,4 +280,5 @@ class GitHubReleaseStore:
         if not self.target.tag:
             raise ConfigError("publishing to a GitHub Release needs the release's tag", hint="pass --tag")
         gh = self._client(token_needed=True)
-        return publish_github(wheels, gh, self.target.tag, title=self.target.title, target=self.target.target)
+        with failing_as(PublishError):
+            return publish_github(wheels, gh, self.target.tag, title=self.target.title, target=self.target.target)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from dswheels.cli import build_parser
 from tests.gha.expressions import Value
 from tests.gha.model import as_map, as_str_map
+from tests.gha.steps import reusable
 
 __all__ = ["RUNNER_VARIABLES", "Invocation", "Script", "env_defaults", "invocations", "scripts"]
 
@@ -65,10 +66,12 @@ class Invocation:
 
 
 def scripts(workflow: dict[str, Value]) -> Iterator[Script]:
-    """Every ``run:`` script of the workflow with the variables its step can read from ``env:``."""
-    top = set(as_str_map(workflow.get("env"), "env"))
-    for job_name, job in as_map(workflow["jobs"], "jobs").items():
-        spec = as_map(job, job_name)
+    """Every ``run:`` script of the workflow with the variables its step can read from ``env:``; a job
+    that calls a reusable workflow runs that workflow's job, with that workflow's ``env:``."""
+    for job_name in as_map(workflow["jobs"], "jobs"):
+        source, name = reusable(workflow, job_name) or (workflow, job_name)
+        spec = as_map(as_map(source["jobs"], "jobs")[name], job_name)
+        top = set(as_str_map(source.get("env"), "env"))
         in_job = top | set(as_str_map(spec.get("env"), f"{job_name}.env"))
         for index, value in enumerate(spec.get("steps") or []):  # type: ignore[arg-type]
             step = as_map(value, f"{job_name}.steps[{index}]")

@@ -26,11 +26,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.gha.expressions import Status, Value, condition, interpolate, to_string
-from tests.gha.model import WorkflowError, as_map, as_str_map, read_file_commands
+from tests.gha.model import WorkflowError, as_map, as_str_map, load_workflow, read_file_commands
 
-__all__ = ["NOT_RUN_HERE", "SETUP_STEPS", "Artifacts", "Caches", "Job", "JobRun", "StepRun", "run_job"]
+__all__ = [
+    "NOT_RUN_HERE",
+    "SETUP_STEPS",
+    "Artifacts",
+    "Caches",
+    "Job",
+    "JobRun",
+    "StepRun",
+    "called_job",
+    "reusable",
+    "run_job",
+]
 
 _HOST_DROP_PREFIX = ("GITHUB_", "RUNNER_", "INPUT_", "DSWHEELS_", "ACTIONS_")
+REPOSITORY = Path(__file__).resolve().parents[2]  # where a job's ``uses: ./...`` is found
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -59,6 +71,10 @@ class Job:
     paths: list[str] = field(default_factory=list)  # GITHUB_PATH of the steps so far, first first
 
     def __post_init__(self) -> None:
+        self.name = self.job  # the workflow's job, also when what runs is the job of a workflow it calls
+        called = called_job(self.workflow, self.job, self.contexts)
+        if called is not None:  # a job that calls a reusable workflow runs that workflow's job, as GitHub does
+            self.workflow, self.job, self.contexts = called
         self.workspace.mkdir(parents=True, exist_ok=True)
         self.temp = self.workspace.parent / f"{self.workspace.name}-temp"
         self.temp.mkdir(exist_ok=True)
@@ -173,6 +189,47 @@ class Job:
         return {key: to_string(interpolate(str(value), contexts)) for key, value in spec.items()}
 
 
+def reusable(workflow: dict[str, Value], job: str) -> tuple[dict[str, Value], str] | None:
+    """The reusable workflow of this repository a job calls (``uses: ./.github/workflows/X.yml``) and the
+    name of its one job; None for a job with steps."""
+    uses = as_map(as_map(workflow["jobs"], "jobs").get(job), f"jobs.{job}").get("uses")
+    if not isinstance(uses, str):
+        return None
+    if not uses.startswith("./.github/workflows/"):
+        raise WorkflowError(f"jobs.{job}: {uses}: only this repository's reusable workflows run here")
+    called = load_workflow(REPOSITORY / uses)
+    (name,) = as_map(called["jobs"], "jobs")  # one job: what the callers here need
+    return called, name
+
+
+def called_job(
+    workflow: dict[str, Value], job: str, contexts: Mapping[str, Value]
+) -> tuple[dict[str, Value], str, dict[str, Value]] | None:
+    """For a job that calls a reusable workflow: that workflow, its job and the contexts the job sees
+    (``github``, ``vars``, ``runner``, and ``inputs``: the caller's ``with:``, evaluated in the caller's
+    contexts, typed by ``on.workflow_call``); None for a job with steps. The caller's ``env:``,
+    ``matrix`` and ``needs`` do not reach it, as on GitHub."""
+    found = reusable(workflow, job)
+    if found is None:
+        return None
+    called, name = found
+    trigger = as_map(as_map(called.get("on"), "on").get("workflow_call"), "on.workflow_call")
+    declared = as_map(trigger.get("inputs"), "on.workflow_call.inputs")
+    spec = as_map(as_map(workflow["jobs"], "jobs").get(job), f"jobs.{job}")
+    inputs: dict[str, Value] = {}
+    for key, value in as_str_map(spec.get("with"), f"jobs.{job}.with").items():
+        if key not in declared:
+            raise WorkflowError(f"jobs.{job}.with.{key}: {spec['uses']} declares no such input")
+        text = to_string(interpolate(value, dict(contexts)))
+        kind = as_map(declared[key], f"inputs.{key}").get("type")
+        inputs[key] = (text == "true") if kind == "boolean" else text
+    missing = [key for key, d in declared.items() if as_map(d, key).get("required") is True and key not in inputs]
+    if missing:
+        raise WorkflowError(f"jobs.{job}: {spec['uses']} needs the input(s) {', '.join(missing)}")
+    seen = {key: contexts[key] for key in ("github", "vars", "runner") if key in contexts}
+    return called, name, {**seen, "inputs": inputs}
+
+
 class Artifacts:
     """A run's artifacts: upload-artifact's ``path`` (one file or directory, the root being the
     directory itself or the file's directory) and download-artifact's ``name`` or ``pattern``
@@ -260,7 +317,7 @@ class Caches:
             return  # "Unable to reserve cache with key ...", or "Path Validation Error": no entry
         folder = self.root / uuid.uuid4().hex
         shutil.copytree(path, folder)
-        self.entries.append(CacheEntry(key=with_["key"], ref=self._ref(job), job=job.job, folder=folder))
+        self.entries.append(CacheEntry(key=with_["key"], ref=self._ref(job), job=job.name, folder=folder))
 
 
 # the actions that set up a runner or talk to GitHub: not run here (tests/unit/test_workflows.py checks their use)

@@ -17,12 +17,13 @@ from dswheels.cli import main
 from dswheels.core.index.site import GITHUB_ASSET_MAX_BYTES
 from dswheels.effects.github import GitHub, GitHubAPIError, Retry
 from dswheels.effects.publish import collect_wheels
-from dswheels.errors import PublishError
-from dswheels.log import RecordingReporter, reset_reporter, set_reporter
+from dswheels.errors import GitHubError, PublishError
+from dswheels.log import reset_reporter, set_reporter
 from dswheels.stores.github_release import check_github_limits, github_index_files, publish_github
 from dswheels.stores.outgoing import Outgoing
 from dswheels.stores.wheel_ref import LocalWheel
 from tests.support.github_fake import FakeGitHub
+from tests.support.recording import RecordingReporter
 from tests.support.wheels import write_deepspeed_wheel
 
 pytestmark = pytest.mark.integration
@@ -281,5 +282,5 @@ def test_an_oversized_metadata_asset_is_refused_not_read_whole(fake: FakeGitHub,
     release = fake.add_release(TAG)
     fake.add_asset(release, wheel.wheel.filename, wheel.path.read_bytes())
     fake.add_asset(release, wheel.wheel.filename + ".metadata", b"Metadata-Version: 2.1\n" + b"x" * (1 << 21))
-    with pytest.raises(PublishError, match=r"\.metadata is larger than 1 MiB; refusing to read further"):
+    with pytest.raises(GitHubError, match=r"\.metadata is larger than 1 MiB; refusing to read further"):
         github_index_files(_client(fake))

@@ -22,7 +22,7 @@ import pytest
 from dswheels.cli import main
 from dswheels.core.doctor.render import DOCTOR_SCHEMA
 from dswheels.effects.sources import STREAM_CHUNK, Downloader
-from dswheels.errors import PublishError, SourceError
+from dswheels.errors import GitHubError, SourceError
 from dswheels.stores.served_index import download_wheel, read_index
 from tests.support.limits import run_limited
 from tests.support.wheels import write_deepspeed_wheel
@@ -233,7 +233,7 @@ def test_downloads_that_lie_about_their_length_or_go_elsewhere(
 # --- GitHub's API (or a GITHUB_API_URL that is not GitHub) ------------------------------------------------------
 
 
-def test_an_endless_or_broken_github_list_is_a_publish_error(
+def test_an_endless_or_broken_github_list_is_a_github_error(
     http_server: Callable[[Handler], str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from dswheels.effects import github as github_module
@@ -249,10 +249,10 @@ def test_an_endless_or_broken_github_list_is_a_publish_error(
 
     monkeypatch.setattr(github_module, "MAX_PAGES", 5)
     gh = GitHub("o/r", token=None, api_url=http_server(handle), retry=Retry(attempts=1))
-    with pytest.raises(PublishError, match="past 5 pages"):
+    with pytest.raises(GitHubError, match="past 5 pages"):
         gh.releases()
     mode["answer"] = "deep"
-    with pytest.raises(PublishError, match="not JSON"):
+    with pytest.raises(GitHubError, match="not JSON"):
         gh.releases()
 
 
@@ -260,5 +260,5 @@ def test_an_endless_or_broken_github_list_is_a_publish_error(
 def test_github_repository_names_that_would_change_a_url_are_refused(repo: str) -> None:
     from dswheels.effects.github import GitHub
 
-    with pytest.raises(PublishError, match="not a GitHub repository"):
+    with pytest.raises(GitHubError, match="not a GitHub repository"):
         GitHub(repo, token=None)

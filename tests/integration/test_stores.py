@@ -18,7 +18,7 @@ import pytest
 from dswheels.cli import main
 from dswheels.effects.publish import collect_wheels
 from dswheels.errors import ConfigError, PublishError, SourceError
-from dswheels.log import RecordingReporter, reset_reporter, set_reporter
+from dswheels.log import reset_reporter, set_reporter
 from dswheels.stores import (
     STORES,
     Store,
@@ -32,6 +32,7 @@ from dswheels.stores.served_index import ServedIndexStore
 from dswheels.stores.wheel_ref import LocalWheel
 from tests.integration.conftest import Handler
 from tests.support.github_fake import FakeGitHub
+from tests.support.recording import RecordingReporter
 from tests.support.servers import StaticServer
 from tests.support.wheels import write_deepspeed_wheel
 

@@ -128,7 +128,7 @@ def test_the_wheels_workflow_chain_runs_here_for_one_linux_cell(tmp_path: Path, 
         "Build",
         "Save the compiler cache",
         "Verify",
-        "actions/upload-artifact",
+        "The wheels",
     ]
     assert build.runs["Restore the compiler cache"].outputs == {"cache-hit": "false"}  # nothing saved before
     # the job's whole compiler cache as ONE entry: its family, the job, the run and attempt

@@ -54,7 +54,7 @@ def broken(tmp_path: Path) -> Path:
 
 
 def test_there_are_workflows() -> None:
-    assert [p.name for p in WORKFLOWS] == ["ci.yml", "follow.yml", "wheels.yml"]
+    assert [p.name for p in WORKFLOWS] == ["build-cells.yml", "ci.yml", "follow.yml", "wheels.yml"]
 
 
 def test_zizmor_finds_nothing_at_medium_or_above() -> None:

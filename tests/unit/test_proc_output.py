@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from dswheels.effects import buildlog, gha, proc
-from dswheels.log import RecordingReporter, reset_reporter, set_reporter
+from dswheels.log import reset_reporter, set_reporter
+from tests.support.recording import RecordingReporter
 
 FULLWIDTH_COMMA = "\uff0c"
 # more than any pipe buffer holds (64 KiB on Linux, 4 KiB to 64 KiB on Windows): a reader that

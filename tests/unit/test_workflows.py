@@ -23,16 +23,21 @@ from dswheels.core.versions import format_version
 from tests.conftest import ROOT
 from tests.gha.expressions import Status, Value, condition
 from tests.gha.invocations import RUNNER_VARIABLES, env_defaults, invocations, scripts
-from tests.gha.model import tag_matches
-from tests.gha.steps import Job, StepRun
+from tests.gha.model import WorkflowError, tag_matches
+from tests.gha.steps import Job, StepRun, called_job
 from tests.gha.workflow_files import (
+    BUILD_CELLS,
+    CELL,
     CI,
     JOBS,
     PLAN_MATRIX,
     SMOKE_MATRIX,
     WHEELS,
     as_dict,
+    entry,
+    entry_keys,
     expressions,
+    job_spec,
     job_steps,
 )
 
@@ -71,8 +76,8 @@ def test_every_matrix_key_the_workflow_reads_is_one_the_plan_writes(capsys: pyte
         written |= set(job)
     read: set[str] = set()
     for name in [*plan_jobs, "smoke", "parts"]:
-        for expression in expressions(JOBS[name]):
-            read |= set(re.findall(r"\bmatrix\.([A-Za-z_][\w-]*)", expression))
+        for expression in expressions(job_spec(name)):
+            read |= entry_keys(expression)
     assert read, "the build jobs read nothing from the plan?"
     assert read <= written, f"read but never written by dswheels plan --format github: {sorted(read - written)}"
     # and the documented contract covers them (docs/plan-json.md, `--format github`)
@@ -140,20 +145,29 @@ def test_part_jobs_come_first_and_run_the_build_jobs_steps() -> None:
     check = str(JOBS["parts"]["if"])
     for parts, expected in (('{"include":[]}', False), ('{"include":[{"name":"x part 1/2"}]}', True)):
         assert condition(check, {"needs": {"plan": {"outputs": {"parts": parts}}}}, Status()) is expected
-    build, parts_steps = job_steps("build"), job_steps("parts")
-    cut = next(i for i, s in enumerate(build) if s.get("name") == "Verify")
-    # the one difference: a part hands its objects on as an artifact, the build job takes them
-    taken = [s for s in build[:cut] if s.get("name") != "The part jobs' objects"]
-    handed = [s for s in parts_steps if s.get("name") != "Hand the objects to the build job"]
-    assert len(taken) == cut - 1
-    assert len(handed) == len(parts_steps) - 1
-    same = json.dumps(taken).replace("--out wheelhouse", "--out parts")
-    assert json.dumps(handed) == same  # one definition of how a job compiles; parts publish no wheel
-    uploads = [as_dict(s["with"])["name"] for s in parts_steps if "upload-artifact" in str(s.get("uses"))]
-    assert uploads == ["sccache-${{ matrix.cache_job }}"]
-    download = next(s for s in build if s.get("name") == "The part jobs' objects")
-    assert as_dict(download["with"])["pattern"] == "${{ matrix.cache_parts }}"
-    assert as_dict(JOBS["parts"]["env"]) == as_dict(JOBS["build"]["env"])
+    # one definition of how a job compiles: both call build-cells.yml with their matrix entry; parts make no wheel
+    assert JOBS["parts"]["uses"] == JOBS["build"]["uses"] == "./.github/workflows/build-cells.yml"
+    assert as_dict(JOBS["parts"]["with"]) == {"cell": "${{ toJSON(matrix) }}", "wheels": False}
+    assert as_dict(JOBS["build"]["with"]) == {"cell": "${{ toJSON(matrix) }}", "wheels": True}
+    steps = job_steps("build")
+    # what differs, by the `wheels` input: a part hands its objects on as an artifact, the build job takes
+    # them (an entry of the parts matrix has no cache_parts) and makes, verifies and uploads the wheels
+    by_name = {str(s.get("name")): s for s in steps}
+    assert by_name["Hand the objects to the build job"]["if"] == (
+        "always() && !inputs.wheels && env.SAVE_COMPILER_CACHE == 'true' && steps.build.outcome != 'skipped'"
+    )
+    assert (
+        as_dict(by_name["Hand the objects to the build job"]["with"])["name"] == f"sccache-${{{{ {CELL}.cache_job }}}}"
+    )
+    download = by_name["The part jobs' objects"]
+    assert str(download["if"]).startswith(f"{CELL}.cache_parts != ''")
+    assert as_dict(download["with"])["pattern"] == f"${{{{ {CELL}.cache_parts }}}}"
+    assert as_dict(by_name["Build"]["env"])["OUT"] == "${{ inputs.wheels && 'wheelhouse' || 'parts' }}"
+    assert '--out "$OUT"' in str(by_name["Build"]["run"])
+    assert by_name["Verify"]["if"] == by_name["The wheels"]["if"] == "inputs.wheels"
+    # a called workflow does not see its caller's env: build-cells.yml repeats wheels.yml's
+    assert as_dict(BUILD_CELLS["env"]) == as_dict(WHEELS["env"])
+    assert BUILD_CELLS["defaults"] == WHEELS["defaults"]
 
 
 # --- triggers and inputs -------------------------------------------------------------------------
@@ -326,11 +340,12 @@ def test_setup_python_gets_the_jobs_pythons_then_dswheels_own() -> None:
     for job in ("parts", "build", "smoke"):
         setup = next(s for s in job_steps(job) if "setup-python" in str(s.get("uses")))
         lines = str(as_dict(setup["with"])["python-version"]).splitlines()
-        assert lines == ["${{ matrix.setup_python }}", "${{ env.HOST_PYTHON }}"], job  # the last is `python`
+        pythons = f"${{{{ {entry(job, 'setup_python')} }}}}"
+        assert lines == [pythons, "${{ env.HOST_PYTHON }}"], job  # the last is `python`
 
 
 def test_no_expression_is_expanded_inside_a_script() -> None:
-    for workflow in (WHEELS, CI):
+    for workflow in (WHEELS, CI, BUILD_CELLS):
         for job_name, job in as_dict(workflow["jobs"]).items():
             for step in as_dict(job).get("steps") or []:  # type: ignore[union-attr]
                 assert "${{" not in str(as_dict(step).get("run", "")), f"{job_name}: pass values through env:"
@@ -413,3 +428,25 @@ def test_publish_and_index_go_where_the_plan_says() -> None:
                 assert as_dict(ran[0]["env"])["PUBLISH_DIR"] == "${{ needs.plan.outputs.publish_dir }}"
     index_env = [as_dict(s["env"]) for s in job_steps("pages") if "dswheels index" in str(s.get("run", ""))]
     assert all(env["INDEX_URL"] == "${{ needs.plan.outputs.index_url }}" for env in index_env)
+
+
+def test_the_build_jobs_call_build_cells_with_their_matrix_entry_as_github_passes_it() -> None:
+    """The caller's with: evaluated in its own contexts, typed by the called workflow's declared inputs;
+    actionlint (one file at a time here) cannot follow a call, so the harness checks every call it runs."""
+    entry: dict[str, Value] = {"name": "n", "cells": "c", "cache_parts": ""}
+    for job, wheels in (("parts", False), ("build", True)):
+        called = called_job(WHEELS, job, {"matrix": entry, "github": {"ref_name": "v1"}, "needs": {}})
+        assert called is not None
+        workflow, name, contexts = called
+        assert (workflow, name) == (BUILD_CELLS, "cells")
+        assert set(contexts) == {"github", "inputs"}  # no matrix, needs or env of the caller
+        inputs = as_dict(contexts["inputs"])
+        assert inputs["wheels"] is wheels
+        assert json.loads(str(inputs["cell"])) == entry
+    uses = "./.github/workflows/build-cells.yml"
+    unknown: dict[str, Value] = {"jobs": {"x": {"uses": uses, "with": {"cell": "{}", "wheels": True, "nope": "1"}}}}
+    with pytest.raises(WorkflowError, match="declares no such input"):
+        called_job(unknown, "x", {})
+    missing: dict[str, Value] = {"jobs": {"x": {"uses": uses, "with": {"cell": "{}"}}}}
+    with pytest.raises(WorkflowError, match="needs the input"):
+        called_job(missing, "x", {})

@@ -27,7 +27,7 @@ from dswheels.effects.steps.plan import jobs_of
 from tests.conftest import ROOT
 from tests.gha.expressions import Status, Value, condition, interpolate
 from tests.gha.steps import Job, StepRun
-from tests.gha.workflow_files import JOBS, WHEELS, as_dict, job_steps
+from tests.gha.workflow_files import JOBS, WHEELS, as_dict, job_spec, job_steps, seen_by_steps
 
 # after the last step: the actions' post steps (sccache's stats, setup-python, checkout) and completing the job
 POST_MINUTES = 3
@@ -50,7 +50,7 @@ def _entries() -> list[dict[str, Value]]:
 ENTRIES = _entries()
 
 
-def _contexts(entry: dict[str, Value], steps: list[dict[str, Value]]) -> dict[str, Value]:
+def _contexts(job: str, entry: dict[str, Value], steps: list[dict[str, Value]]) -> dict[str, Value]:
     """The worst case: every step that may fail without failing the job (a first try) failed."""
     outcomes: dict[str, Value] = {
         str(s["id"]): {"outcome": "failure" if s.get("continue-on-error") else "success", "outputs": {}}
@@ -58,7 +58,8 @@ def _contexts(entry: dict[str, Value], steps: list[dict[str, Value]]) -> dict[st
         if "id" in s
     }
     runner_os = "Windows" if entry["os"] == "windows" else "Linux"
-    return {"runner": {"os": runner_os}, "matrix": entry, "steps": outcomes, "env": {}, "vars": {}, "github": {}}
+    job_contexts = seen_by_steps(job, {"matrix": entry, "vars": {}, "github": {}})
+    return {**job_contexts, "runner": {"os": runner_os}, "steps": outcomes, "env": {}}
 
 
 def _timeout(step: dict[str, Value]) -> int | None:
@@ -104,7 +105,7 @@ def test_the_build_stops_in_time_for_the_rerun_notice_whatever_the_steps_before_
     job: str, tmp_path: Path
 ) -> None:
     steps = job_steps(job)
-    limit = JOBS[job]["timeout-minutes"]
+    limit = job_spec(job)["timeout-minutes"]
     assert isinstance(limit, int)
     assert limit <= 360  # GitHub's cap for a hosted job
     build_at = _build_index(steps)
@@ -114,7 +115,7 @@ def test_the_build_stops_in_time_for_the_rerun_notice_whatever_the_steps_before_
     failed: dict[str, Value] = {
         "steps": {str(build["id"]): {"outcome": "failure"} for build in [steps[build_at]]},
         "env": {"SAVE_COMPILER_CACHE": "true"},
-        "matrix": ENTRIES[0],
+        **seen_by_steps(job, {"matrix": ENTRIES[0]}),
     }
     after = [s for s in steps[build_at + 1 :] if condition(s.get("if"), failed, Status(success=False, failure=True))]  # type: ignore[arg-type]
     assert any(NOTICE in str(s.get("run", "")) for s in after)
@@ -124,7 +125,7 @@ def test_the_build_stops_in_time_for_the_rerun_notice_whatever_the_steps_before_
     # the clock starts before anything else, so what it measures covers every step before the build
     assert steps[0].get("id") == "clock"
     for entry in ENTRIES:
-        contexts = _contexts(entry, steps)
+        contexts = _contexts(job, entry, steps)
         before = [s for s in steps[:build_at] if condition(s.get("if"), contexts, Status())]  # type: ignore[arg-type]
         timeouts = [_timeout(s) for s in before]
         untimed = [_name(s) for s, t in zip(before, timeouts, strict=True) if t is None]

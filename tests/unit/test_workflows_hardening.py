@@ -14,13 +14,20 @@ from tests.conftest import ROOT
 from tests.gha.expressions import Status, Value, condition
 from tests.gha.invocations import env_defaults
 from tests.gha.workflow_files import (
+    BUILD_CELLS,
     CI,
     JOBS,
     WHEELS,
     WORKFLOWS,
     as_dict,
+    entry,
+    job_spec,
     job_steps,
+    seen_by_steps,
 )
+
+# wheels.yml and the reusable workflow its build jobs call (.github/workflows/build-cells.yml)
+WHEELS_TEXT = "\n".join((WORKFLOWS / name).read_text(encoding="utf-8") for name in ("wheels.yml", "build-cells.yml"))
 
 
 @pytest.fixture(autouse=True)
@@ -49,6 +56,11 @@ def test_permissions_are_the_minimum(name: str) -> None:
     assert workflow["permissions"] == {}
     jobs = as_dict(workflow["jobs"])
     assert {job: as_dict(jobs[job]).get("permissions") for job in jobs} == MINIMAL[name]
+    if name == "wheels":  # what the build jobs call asks for no more than they may have
+        assert BUILD_CELLS["permissions"] == {}
+        assert {job: as_dict(spec).get("permissions") for job, spec in as_dict(BUILD_CELLS["jobs"]).items()} == {
+            "cells": {"contents": "read"}
+        }
 
 
 @pytest.mark.parametrize("name", ["wheels", "ci"])
@@ -56,14 +68,15 @@ def test_every_job_has_a_timeout_and_the_runs_have_a_concurrency_group(name: str
     workflow = WHEELS if name == "wheels" else CI
     assert "github.ref" in str(as_dict(workflow["concurrency"])["group"])
     for job_name, job in as_dict(workflow["jobs"]).items():
-        assert isinstance(as_dict(job).get("timeout-minutes"), int), job_name
+        spec = job_spec(job_name) if workflow is WHEELS else as_dict(job)  # a called workflow's job has the limit
+        assert isinstance(spec.get("timeout-minutes"), int), job_name
 
 
 def test_every_action_is_pinned_by_sha_with_its_version() -> None:
     pins: dict[str, str] = {}
     for path in sorted(WORKFLOWS.glob("*.yml")):
         for line in path.read_text(encoding="utf-8").splitlines():
-            if "uses:" not in line:
+            if "uses:" not in line or "uses: ./.github/workflows/" in line:  # this repository's own: no pin
                 continue
             match = re.search(r"uses: ([\w.-]+/[\w./-]+)@([0-9a-f]{40}) # (v\d+\.\d+\.\d+)$", line)
             assert match, f"{path.name}: not pinned to a commit with its tag: {line.strip()}"
@@ -97,7 +110,7 @@ def test_a_job_creates_at_most_one_cache_entry_never_one_per_object(job: str) ->
     if not any("dswheels build" in str(s.get("run", "")) for s in steps):
         return
     # the build's sccache, started by dswheels with the job's settings in a runner that exposes the token
-    env = {str(k): str(v) for k, v in as_dict(JOBS[job].get("env")).items()}
+    env = {str(k): str(v) for k, v in as_dict(job_spec(job).get("env")).items()}
     settings = SccacheSettings(backend=SccacheBackend.AUTO, bucket="", namespace=env["DSWHEELS_SCCACHE_NAMESPACE"])
     variables, where = sccache_backend(settings, {**TOKEN, "SCCACHE_DIR": "/runner/temp/sccache"}, base_dir="/w")
     assert not [k for k in variables if k.startswith("SCCACHE_GHA")], f"{job}: sccache would write one entry per object"
@@ -113,10 +126,9 @@ def test_the_cache_policy_compiler_cache_in_build_jobs_only_one_entry_per_job() 
     objects or the repository asks for none. plan, smoke (the self-hosted GPU runner), release and pages
     (the jobs with write tokens) never restore anything. No secret reaches a job.
     """
-    text = (WORKFLOWS / "wheels.yml").read_text(encoding="utf-8")
-    assert "secrets." not in text  # the only credential is the job token, given where it is needed
+    assert "secrets." not in WHEELS_TEXT  # the only credential is the job token, given where it is needed
     build_defaults = env_defaults("build")
-    for name, job in JOBS.items():
+    for name in JOBS:
         steps = job_steps(name)
         cache_steps = {_uses(s): as_dict(s) for s in steps if _uses(s).startswith("actions/cache")}
         if name not in ("parts", "build"):
@@ -124,12 +136,10 @@ def test_the_cache_policy_compiler_cache_in_build_jobs_only_one_entry_per_job() 
             continue
         assert set(cache_steps) == {"actions/cache/restore", "actions/cache/save"}, name
         restore, save = cache_steps["actions/cache/restore"], cache_steps["actions/cache/save"]
-        key = "${{ matrix.cache_key }}-${{ matrix.cache_job }}-${{ github.run_id }}-${{ github.run_attempt }}"
+        family, job_key = f"${{{{ {entry(name, 'cache_key')} }}}}", f"${{{{ {entry(name, 'cache_job')} }}}}"
+        key = f"{family}-{job_key}-${{{{ github.run_id }}}}-${{{{ github.run_attempt }}}}"
         assert as_dict(restore["with"])["key"] == as_dict(save["with"])["key"] == key
-        assert str(as_dict(restore["with"])["restore-keys"]).splitlines() == [
-            "${{ matrix.cache_key }}-${{ matrix.cache_job }}-",
-            "${{ matrix.cache_key }}-",
-        ]
+        assert str(as_dict(restore["with"])["restore-keys"]).splitlines() == [f"{family}-{job_key}-", f"{family}-"]
         assert as_dict(restore["with"])["path"] == as_dict(save["with"])["path"] == "${{ runner.temp }}/sccache"
         assert str(save["if"]).startswith("always()")  # a failed or cut-off build keeps what it compiled
         order = [_uses(s) or str(s.get("name")) for s in steps]
@@ -137,7 +147,7 @@ def test_the_cache_policy_compiler_cache_in_build_jobs_only_one_entry_per_job() 
         for step in steps:  # no other action of a building job keeps a cache of its own (CUDA: a run step)
             if not _uses(step).startswith("actions/cache"):
                 assert "cache" not in as_dict(step.get("with")), step
-        env = as_dict(job["env"])
+        env = as_dict(job_spec(name)["env"])
         sccache = {variable for variable in env if variable.startswith("DSWHEELS_SCCACHE_")}
         assert sccache == {
             build_defaults[f"sccache_{key}"] for key in ("backend", "bucket", "endpoint", "region", "namespace")
@@ -154,7 +164,7 @@ def test_the_cache_policy_compiler_cache_in_build_jobs_only_one_entry_per_job() 
     assert zizmor == {"rules": {"cache-poisoning": {"ignore": ["wheels.yml"]}}}
     smoke = json.dumps(JOBS["smoke"])
     assert "github.token" not in smoke
-    for checkout in (s for job in JOBS.values() for s in job.get("steps") or []):  # type: ignore[union-attr]
+    for checkout in (s for job in JOBS for s in job_steps(job)):
         if "actions/checkout" in str(as_dict(checkout).get("uses")):
             assert as_dict(as_dict(checkout)["with"])["persist-credentials"] is False
 
@@ -166,7 +176,7 @@ def test_the_actions_cache_is_used_unless_a_bucket_holds_the_objects_or_none_is_
         "bucket": {"DSWHEELS_SCCACHE_BUCKET": "b"},
         "local": {"DSWHEELS_SCCACHE_BACKEND": "local"},
     }
-    expression = str(as_dict(JOBS["build"]["env"])["SAVE_COMPILER_CACHE"]).removeprefix("${{").removesuffix("}}")
+    expression = str(as_dict(job_spec("build")["env"])["SAVE_COMPILER_CACHE"]).removeprefix("${{").removesuffix("}}")
     contexts: dict[str, Value] = {
         "vars": {"DSWHEELS_SCCACHE_BUCKET": "", "DSWHEELS_SCCACHE_BACKEND": "", **variables[state]}
     }
@@ -179,13 +189,18 @@ def test_windows_build_steps_enable_long_paths_and_msvc_from_the_plan() -> None:
     assert "core.longpaths true" in str(long_paths["run"])
     assert long_paths["if"] == "runner.os == 'Windows'"
     msvc = next(s for s in steps if "setup-msvc-dev" in str(s.get("uses")))
-    assert as_dict(msvc["with"]) == {"arch": "x64", "toolset": "${{ matrix.msvc_toolset }}"}
+    assert as_dict(msvc["with"]) == {"arch": "x64", "toolset": f"${{{{ {entry('build', 'msvc_toolset')} }}}}"}
 
 
-def _runs_on(step: dict[str, Value], os_name: str) -> bool:
-    return "if" not in step or condition(
-        str(step["if"]), {"runner": {"os": os_name}, "matrix": {}, "steps": {}, "env": {}}, Status()
-    )
+def _runs_on(step: dict[str, Value], os_name: str, job: str = "build") -> bool:
+    """Whether ``step`` of ``job`` runs on ``os_name`` (an entry that names nothing, a build job's inputs)."""
+    contexts: dict[str, Value] = {
+        **seen_by_steps(job, {"matrix": {}}),
+        "runner": {"os": os_name},
+        "steps": {},
+        "env": {},
+    }
+    return "if" not in step or condition(str(step["if"]), contexts, Status())
 
 
 def test_one_build_step_for_both_platforms() -> None:
@@ -204,7 +219,7 @@ def test_one_build_step_for_both_platforms() -> None:
         '--work-dir "$RUNNER_TEMP/w"',
     ):
         assert flag in script
-    assert "cibuildwheel" not in (WORKFLOWS / "wheels.yml").read_text(encoding="utf-8")
+    assert "cibuildwheel" not in WHEELS_TEXT
 
 
 def test_no_windows_build_step_can_reach_gnu_link() -> None:
@@ -226,21 +241,22 @@ def test_no_windows_build_step_can_reach_gnu_link() -> None:
 
 def test_cuda_comes_from_nvidias_archives_through_dswheels_on_both_oses_within_a_step_timeout() -> None:
     """No third-party action and no installer: `dswheels cuda install` (sha256-checked archives) before the build."""
-    text = (WORKFLOWS / "wheels.yml").read_text(encoding="utf-8")
-    assert "cuda-toolkit@" not in text  # the action with the pin problem is gone
+    assert "cuda-toolkit@" not in WHEELS_TEXT  # the action with the pin problem is gone
     for name in ("parts", "build"):
         steps = job_steps(name)
         (install,) = [s for s in steps if "dswheels cuda install" in str(s.get("run", ""))]
         assert str(install["run"]).strip() == (
             'dswheels cuda install --toolkit "$CUDA_TOOLKIT" --dest "$RUNNER_TEMP/cuda" --github-env'
         )
-        assert as_dict(install["env"]) == {"CUDA_TOOLKIT": "${{ matrix.cuda_toolkit }}"}  # no ${{ }} in run:
+        toolkit = f"${{{{ {entry(name, 'cuda_toolkit')} }}}}"
+        assert as_dict(install["env"]) == {"CUDA_TOOLKIT": toolkit}  # no ${{ }} in run:
         timeout = install.get("timeout-minutes")
         assert isinstance(timeout, int)
         assert timeout <= 45
         for os_name in ("Windows", "Linux"):
-            cuda: dict[str, Value] = {"runner": {"os": os_name}, "matrix": {"cuda_toolkit": "13.0.3"}, "steps": {}}
-            cpu: dict[str, Value] = {"runner": {"os": os_name}, "matrix": {"cuda_toolkit": ""}, "steps": {}}
+            on_os: dict[str, Value] = {"runner": {"os": os_name}, "steps": {}}
+            cuda: dict[str, Value] = {**seen_by_steps(name, {"matrix": {"cuda_toolkit": "13.0.3"}}), **on_os}
+            cpu: dict[str, Value] = {**seen_by_steps(name, {"matrix": {"cuda_toolkit": ""}}), **on_os}
             assert condition(str(install["if"]), cuda, Status())
             assert not condition(str(install["if"]), cpu, Status())
         order = [str(s.get("name", s.get("uses", ""))) for s in steps]
@@ -251,11 +267,10 @@ def test_cuda_comes_from_nvidias_archives_through_dswheels_on_both_oses_within_a
 
 def test_dswheels_comes_from_the_checkout_only() -> None:
     """A job never installs a dswheels release (0.1.0 is on no index): every install is the checkout's."""
-    text = (WORKFLOWS / "wheels.yml").read_text(encoding="utf-8")
-    assert "dswheels==" not in text
-    assert "test-requires" not in text
-    for job in JOBS.values():
-        for step in job.get("steps") or []:  # type: ignore[union-attr]
+    assert "dswheels==" not in WHEELS_TEXT
+    assert "test-requires" not in WHEELS_TEXT
+    for job in JOBS:
+        for step in job_steps(job):
             script = str(as_dict(step).get("run", ""))
             for line in script.splitlines():
                 if "pip install" in line and "dswheels" not in line:
@@ -267,8 +282,8 @@ def test_every_build_uploads_wheels_and_runs_verify() -> None:
     verify = next(s for s in steps if "dswheels verify" in str(s.get("run", "")))
     assert _runs_on(verify, "Windows")
     assert _runs_on(verify, "Linux")
-    upload = next(s for s in steps if "upload-artifact" in str(s.get("uses")))
-    assert as_dict(upload["with"])["name"] == "wheels-${{ matrix.name }}"
+    (upload,) = [s for s in steps if "upload-artifact" in str(s.get("uses")) and _runs_on(s, "Linux")]
+    assert as_dict(upload["with"])["name"] == f"wheels-${{{{ {entry('build', 'name')} }}}}"
     assert as_dict(upload["with"])["if-no-files-found"] == "error"
     release = job_steps("release")
     download = next(s for s in release if "download-artifact" in str(s.get("uses")))

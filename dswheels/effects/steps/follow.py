@@ -31,7 +31,7 @@ from dswheels.effects.github_follow import close_issue, comment, create_issue, d
 from dswheels.effects.matrix_file import load_matrix
 from dswheels.effects.repository import repository_file
 from dswheels.effects.steps.published import PublishedAt, published_wheels
-from dswheels.errors import ConfigError, PublishError
+from dswheels.errors import ConfigError
 from dswheels.log import get_reporter
 
 __all__ = [
@@ -62,7 +62,7 @@ def _report(path: Path) -> Untyped:
 def _github(repo: str) -> GitHub:
     token = token_from_env()
     if not token:
-        raise PublishError("no GitHub token", hint="set GITHUB_TOKEN (the workflow passes its job token)")
+        raise ConfigError("no GitHub token", hint="set GITHUB_TOKEN (the workflow passes its job token)")
     return GitHub(repo, token=token, api_url=api_url_from_env())
 
 

@@ -12,7 +12,7 @@ Windows tools come from and how they are run:
 * torch's win_amd64 wheel (headers and import libraries), CPython's Windows headers and import
   library; :mod:`~.windows_torch`, :mod:`~.python`;
 * each tool run by ``wine`` through a script that translates paths (:mod:`dswheels.probes.wine_tool`),
-  and DeepSpeed's setup.py run with the answers Windows gives (:mod:`dswheels.probes.win32_setup`).
+  and DeepSpeed's setup.py run with the answers Windows gives (:mod:`dswheels.probes.win32_python`).
 
 :mod:`~.host` ties them together into what the build needs: an environment and a command.
 """
