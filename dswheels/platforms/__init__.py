@@ -60,6 +60,10 @@ class PlatformModule(Protocol):
         """The cell's compilers on this ``host`` (which may be another OS: then only prepared, or Wine)."""
         ...
 
+    def add_source_files(self, src: Path, compat: Compat) -> list[str]:
+        """Write what DeepSpeed's setup.py needs on this OS and its sdist leaves out; notes for the log."""
+        ...
+
     def finish_build(self, *, msvc_root: Path | None, cache_dir: Path, env: Mapping[str, str]) -> None:
         """What is left to do once a build of the cell ended, passed or not (Wine's server to stop)."""
         ...

@@ -47,6 +47,10 @@ class Linux:
             return foreign_tools(planned, host=host, prepare_only=prepare_only, wine_host=False)
         return BuildTools(foreign=False, cuda=planned_cuda(planned, inherited), msvc=None)
 
+    def add_source_files(self, src: Path, compat: Compat) -> list[str]:  # noqa: ARG002
+        """Nothing: the sdist builds as it is on Linux."""
+        return []
+
     def finish_build(self, *, msvc_root: Path | None, cache_dir: Path, env: Mapping[str, str]) -> None:
         """Nothing outlives a Linux build."""
 

@@ -15,6 +15,7 @@ from dswheels.core.compat import Compat
 from dswheels.core.model import OS, PlannedCell
 from dswheels.core.versions import VersionTuple, format_version
 from dswheels.effects.compile_env import BuildTools, foreign_tools, planned_cuda
+from dswheels.effects.source_tree import add_windows_files
 from dswheels.effects.toolchain import check_msvc
 from dswheels.effects.wine.host import wait_for_wineserver, wine_prefix
 from dswheels.effects.wine.toolchain import check_wine
@@ -68,6 +69,10 @@ class Windows:
             )
             return BuildTools(foreign=False, cuda=None, msvc=None, wine=wine)
         return foreign_tools(planned, host=host, prepare_only=prepare_only, wine_host=True)
+
+    def add_source_files(self, src: Path, compat: Compat) -> list[str]:
+        """compat.yml's ``windows_files`` (in DeepSpeed's git, not in its sdist)."""
+        return add_windows_files(src, compat.windows_files)
 
     def finish_build(self, *, msvc_root: Path | None, cache_dir: Path, env: Mapping[str, str]) -> None:
         """Under Wine: wait for the prefix's wineserver, so the build leaves no process behind."""

@@ -46,6 +46,7 @@ def test_every_platform_has_a_module_and_every_os_a_row() -> None:
 @pytest.mark.parametrize("platform", list(Platform))
 def test_each_module_answers_every_protocol_member_with_its_signature(platform: Platform) -> None:
     assert MEMBERS == [
+        "add_source_files",
         "check_build_tools",
         "check_runtime",
         "cuda_roots",
@@ -133,3 +134,15 @@ def test_check_toolchain_asks_the_cells_module_for_this_host() -> None:
     native = _cell(traits(host_os()).platform)
     if not native.cell.variant.is_cuda:  # a CPU cell needs no nvcc: nothing to find
         assert check_toolchain(native, {}, prepare_only=False) == type(tools)(foreign=False, cuda=None, msvc=None)
+
+
+def test_only_windows_cells_get_the_files_their_setup_py_needs(tmp_path: Path) -> None:
+    linux_src, windows_src = tmp_path / "linux", tmp_path / "windows"
+    linux_src.mkdir()
+    windows_src.mkdir()
+    assert platform_module(OS.LINUX).add_source_files(linux_src, COMPAT) == []
+    assert list(linux_src.iterdir()) == []
+    notes = platform_module(OS.WINDOWS).add_source_files(windows_src, COMPAT)
+    assert len(notes) == len(COMPAT.windows_files) > 0
+    for rel, text in COMPAT.windows_files.items():
+        assert (windows_src / rel).read_bytes() == text.encode()
