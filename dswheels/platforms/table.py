@@ -13,7 +13,7 @@ from types import MappingProxyType
 
 from dswheels.core.model import OS, Platform
 
-__all__ = ["ALL_TRAITS", "PlatformTraits", "traits"]
+__all__ = ["ALL_TRAITS", "PlatformTraits", "conventions", "traits"]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -33,6 +33,7 @@ class PlatformTraits:
     cuda_root_var: str | None  # the variable torch's cpp_extension reads the CUDA root from, set by the build
     toolkit_include_dirs: tuple[str, ...]  # a CUDA root's header directories
     toolkit_lib_paths: tuple[str, ...]  # a CUDA root's import/shared library of ``{lib}``, in search order
+    cuda_root_links: tuple[tuple[str, str], ...]  # links a root merged from NVIDIA's archives needs (link, target)
     runtime_floor: bool  # its wheels promise a glibc/libstdc++ floor (manylinux-style symbol versions)
 
     def exe(self, name: str) -> str:
@@ -60,6 +61,13 @@ ALL_TRAITS: Mapping[OS, PlatformTraits] = MappingProxyType(
             cuda_root_var=None,
             toolkit_include_dirs=("include", "targets/x86_64-linux/include"),
             toolkit_lib_paths=("lib64/lib{lib}.so", "lib/lib{lib}.so", "targets/x86_64-linux/lib/lib{lib}.so"),
+            # nvcc.profile looks in $(TOP)/targets/x86_64-linux/ (the installer's layout, not the archives'), and
+            # DeepSpeed's op builders link with -L$CUDA_HOME/lib64 where the archives have lib/
+            cuda_root_links=(
+                ("lib64", "lib"),
+                ("targets/x86_64-linux/include", "../../include"),
+                ("targets/x86_64-linux/lib", "../../lib"),
+            ),
             runtime_floor=True,
         ),
         OS.WINDOWS: PlatformTraits(
@@ -76,6 +84,7 @@ ALL_TRAITS: Mapping[OS, PlatformTraits] = MappingProxyType(
             cuda_root_var="CUDA_PATH",
             toolkit_include_dirs=("include",),
             toolkit_lib_paths=("lib/x64/{lib}.lib",),
+            cuda_root_links=(),  # the archives have the layout nvcc.profile and torch use (lib/x64)
             runtime_floor=False,
         ),
     }
@@ -91,3 +100,13 @@ def traits(of: OS | Platform | str) -> PlatformTraits:
     if isinstance(of, Platform):
         return ALL_TRAITS[of.os]
     return ALL_TRAITS[OS(of)]
+
+
+def conventions(os_name: str) -> PlatformTraits:
+    """The row whose file layout a machine of ``os_name`` (``platform.system()``, lower case) follows: Windows'
+    for Windows, Linux's (POSIX) for every other, as doctor reads any machine.
+
+    >>> conventions("darwin").exe("nvcc"), conventions("windows").exe("nvcc")
+    ('nvcc', 'nvcc.exe')
+    """
+    return ALL_TRAITS[OS.WINDOWS if os_name == OS.WINDOWS else OS.LINUX]
