@@ -257,8 +257,8 @@ class Resolver:
     ) -> _Host | Reason:
         """This machine's compiler (``dswheels build`` for the current environment)."""
         picked: tuple[HostCompiler, tuple[str, ...]] | str
-        if host.os == "windows":
-            image = RunnerImage(name="this machine", os="windows", msvc=host.msvc, gcc=(), inferred=False, source="")
+        if traits(host.os).compiler == "msvc":
+            image = RunnerImage(name="this machine", os=host.os, msvc=host.msvc, gcc=(), inferred=False, source="")
             picked = pick_msvc(cell, nvcc, image, release, self.compat) if host.msvc else "no MSVC toolset found"
         else:
             gcc = pick_gcc(cell, nvcc, (host.gcc,) if host.gcc else (), "this machine", self.compat)
