@@ -352,7 +352,7 @@ def _postprocess(
             built,
             staging=work / "staged",
             torch=planned.cell.torch,
-            linux=platform_module(planned.cell.platform).strips_symbols(host_os()),
+            strip=platform_module(planned.cell.platform).strips_symbols(host_os()),
             keep_debug=opts.debug_symbols,
             forbidden_registers=baseline.forbidden_registers,
             log_file=log,
