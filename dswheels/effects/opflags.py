@@ -95,7 +95,6 @@ def check_tree_flags(
     built wheel must then carry (empty without an arch list).
     """
     version = format_version(planned.cell.deepspeed)
-    msvc = traits(planned.cell.platform).compiler == "msvc"  # judged by what cl accepts
     if stand_in:
         arch_list = planned.toolchain.arch_list_text or None
         contexts = (_cell_context(planned, isolate=False),) + (
@@ -119,7 +118,9 @@ def check_tree_flags(
     findings: list[Finding] = []
     for name in planned.ops.build_names:
         if name in flags:  # an op DeepSpeed lacks is the ops probe's to report
-            findings += judge_op(flags[name], windows=msvc, deepspeed=version, nvcc_append=nvcc_append, nvcc=nvcc)
+            findings += judge_op(
+                flags[name], platform=planned.cell.platform, deepspeed=version, nvcc_append=nvcc_append, nvcc=nvcc
+            )
     fatal = [f for f in findings if f.fatal]
     if fatal:
         ops = list(dict.fromkeys(f.op for f in fatal))
