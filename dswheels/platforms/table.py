@@ -27,7 +27,6 @@ class PlatformTraits:
     compiler: str  # the host compiler family: "msvc" | "gcc" (the CPU baseline's flag is named by it)
     exe_suffix: str
     extension_suffix: str  # of a compiled extension module
-    binary_format: str  # of its extensions, as dswheels.core.binaries.extension names it
     venv_python: str  # a venv's interpreter, relative to the venv
     include_var: str  # the compiler's extra header search path variable
     cuda_root_var: str | None  # the variable torch's cpp_extension reads the CUDA root from, set by the build
@@ -55,7 +54,6 @@ ALL_TRAITS: Mapping[OS, PlatformTraits] = MappingProxyType(
             compiler="gcc",
             exe_suffix="",
             extension_suffix=".so",
-            binary_format="elf",
             venv_python="bin/python",
             include_var="CPATH",
             cuda_root_var=None,
@@ -78,7 +76,6 @@ ALL_TRAITS: Mapping[OS, PlatformTraits] = MappingProxyType(
             compiler="msvc",
             exe_suffix=".exe",
             extension_suffix=".pyd",
-            binary_format="pe",
             venv_python="Scripts/python.exe",
             include_var="INCLUDE",
             cuda_root_var="CUDA_PATH",
