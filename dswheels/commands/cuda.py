@@ -8,6 +8,8 @@ from pathlib import Path
 
 from dswheels.commands.common import Subparsers, add_command, add_env_option
 from dswheels.core.cuda_redist import REDIST_URL
+from dswheels.core.model import Platform
+from dswheels.platforms import host_os, traits
 
 __all__ = ["register", "run_install"]
 
@@ -26,7 +28,7 @@ examples:
   dswheels cuda install --toolkit 13.0.3 --platform win_amd64 --dest C:/cuda   # a Windows root
   dswheels cuda install --toolkit "$CUDA_TOOLKIT" --github-env                  # wheels.yml's build jobs"""
 
-_PLATFORMS = {"linux_x86_64": "linux", "win_amd64": "windows"}
+_PLATFORMS = {p.value: p.os for p in Platform}
 
 
 def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
@@ -42,7 +44,7 @@ def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--platform",
         choices=sorted(_PLATFORMS),
-        default="win_amd64" if sys.platform == "win32" else "linux_x86_64",
+        default=traits(host_os()).platform.value,
         help="whose archives (default: this machine's, %(default)s)",
     )
     p.add_argument(

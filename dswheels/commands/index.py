@@ -14,6 +14,7 @@ from dswheels.core.locations import LOCAL_SITE_URL, PUBLISHED, SITE, serve_comma
 from dswheels.effects.gha import write_summary
 from dswheels.effects.steps.site import IndexOptions, SiteWritten, write_index
 from dswheels.log import format_duration
+from dswheels.platforms import OS, host_os
 
 __all__ = ["register", "run"]
 
@@ -110,7 +111,7 @@ MAX_LINES_SHOWN = 3  # partitions whose install line is printed; the page has th
 def _where_to_install(site: SiteWritten) -> str:
     """How the site is used: the command that serves it here and its install lines, or where it is deployed."""
     page = urljoin(site.site_url, "index.html#install")
-    serve = serve_command(site.out, site.site_url, python="python" if sys.platform == "win32" else "python3")
+    serve = serve_command(site.out, site.site_url, python="python" if host_os() is OS.WINDOWS else "python3")
     if serve is None:
         return f"deploy {site.out} to {site.site_url}: the install lines are on {page}\n"
     pairs = install_lines(site.files, site_url=site.site_url, torch_index=site.torch_index)

@@ -28,6 +28,7 @@ from dswheels.core.compat.entries import CudaComponent, CudaToolkit
 from dswheels.core.digests import is_sha256
 from dswheels.core.jsondoc import parse_json
 from dswheels.core.untyped import Untyped
+from dswheels.platforms.table import traits
 
 __all__ = [
     "PLATFORMS",
@@ -183,15 +184,9 @@ def root_links(os: str) -> tuple[tuple[str, str], ...]:
     On Linux, nvcc.profile looks for headers and libraries in ``$(TOP)/targets/x86_64-linux/``
     (the full installer's layout; NVIDIA's component archives have no ``targets/``), and
     DeepSpeed's op builders link with ``-L$CUDA_HOME/lib64`` where the archives have ``lib/``.
-    Windows archives already have the layout nvcc.profile and torch use (``lib/x64``).
+    Windows archives already have the layout nvcc.profile and torch use (``lib/x64``). The table says which.
     """
-    if os != "linux":
-        return ()
-    return (
-        ("lib64", "lib"),
-        ("targets/x86_64-linux/include", "../../include"),
-        ("targets/x86_64-linux/lib", "../../lib"),
-    )
+    return traits(os).cuda_root_links
 
 
 def install_key(json_sha256: str, archives: Sequence[RedistArchive]) -> str:

@@ -14,6 +14,7 @@ from dswheels.core.binaries.linux_runtime import RuntimeFloor
 from dswheels.core.versions import TorchMinor, TorchVersion, VersionTuple, format_version, parse_version
 
 __all__ = [
+    "OS",
     "Accelerator",
     "Cell",
     "DroppedCell",
@@ -30,24 +31,39 @@ __all__ = [
 ]
 
 
-_PLATFORM_OS = {"win_amd64": "windows", "linux_x86_64": "linux"}
+class OS(str, Enum):
+    """The operating system a wheel is for: a ``str`` enum, so compat.yml's ``windows``/``linux`` keys compare equal.
+
+    What differs per OS is asked of :mod:`dswheels.platforms` (its table), not decided by comparing names.
+    """
+
+    _value_: str
+    WINDOWS = "windows"
+    LINUX = "linux"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+_PLATFORM_OS = {"win_amd64": OS.WINDOWS, "linux_x86_64": OS.LINUX}
 _SYSCONFIG_PLATFORM = {"win-amd64": "win_amd64", "linux-x86_64": "linux_x86_64"}
 
 
 class Platform(str, Enum):
     """Wheel platform tags we build for."""
 
+    _value_: str
     WIN_AMD64 = "win_amd64"
     LINUX_X86_64 = "linux_x86_64"
 
-    os: str  # ``windows`` or ``linux``: the key used throughout compat.yml
+    os: OS  # the key used throughout compat.yml (``windows``/``linux``)
 
     def __init__(self, value: str) -> None:
         # a plain attribute, not a property: the planner asks this ~10^5 times per plan
         self.os = _PLATFORM_OS[value]
 
     def __str__(self) -> str:
-        return self.value
+        return self._value_
 
     @classmethod
     def from_sysconfig(cls, name: str) -> Platform | None:

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 from collections.abc import Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
@@ -63,11 +62,11 @@ from dswheels.effects.source_tree import patch_tree, prepare_source
 from dswheels.effects.wheel_checks import check_planned_ops, check_postprocessed
 from dswheels.effects.wheelhouse import discard_wheel, place_wheel, remove_stale
 from dswheels.effects.wine.cuda import WineCudaSource
-from dswheels.effects.wine.host import wait_for_wineserver, wine_prefix
 from dswheels.effects.wine.toolchain import prepare_wine
 from dswheels.effects.workdir import set_aside, wipe, work_dir_for
 from dswheels.errors import BuildError, DswheelsError
 from dswheels.log import get_reporter
+from dswheels.platforms import host_os, platform_module
 
 if TYPE_CHECKING:
     from dswheels.effects.steps.selection import CellSelection
@@ -267,8 +266,9 @@ def _build_keeping_failed_tree(
             exc.hint = f"{exc.hint}; {note}" if exc.hint else note
         raise
     finally:
-        if cell.options.msvc_root is not None and planned.cell.platform.os == "windows":  # built under Wine
-            wait_for_wineserver(wine_prefix(cell.host.cache_dir), cell.host.environ)
+        platform_module(planned.cell.platform).finish_build(
+            msvc_root=cell.options.msvc_root, cache_dir=cell.host.cache_dir, env=cell.host.environ
+        )
 
 
 def _build(cell: _Cell, log: Path, start: float, progress: _Progress) -> tuple[Path, Path, Manifest] | Path:
@@ -455,7 +455,7 @@ def _postprocess(
             built,
             staging=work / "staged",
             torch=planned.cell.torch,
-            linux=planned.cell.platform.os == "linux" and sys.platform != "win32",
+            strip=platform_module(planned.cell.platform).strips_symbols(host_os()),
             keep_debug=opts.debug_symbols,
             forbidden_registers=baseline.forbidden_registers,
             log_file=log,

@@ -20,6 +20,7 @@ from dswheels.core.building.log import OpSources, extension_started, failing_ops
 from dswheels.core.building.report import OpOutcome, op_outcomes
 from dswheels.core.model import PlannedCell
 from dswheels.core.naming import cell_id, wheel_filename
+from dswheels.core.wheel.contents import EXTENSION_SUFFIXES
 from dswheels.effects import proc
 from dswheels.errors import BuildError
 from dswheels.log import format_duration, get_reporter
@@ -60,7 +61,7 @@ class _OpTracker:
         leaf = module.rpartition(".")[2]
         for lib in self.src.glob("build/lib*"):
             for path in (lib / folder).glob(f"{leaf}.*"):
-                if path.suffix in (".so", ".pyd"):
+                if path.suffix in EXTENSION_SUFFIXES:
                     return path
         return None
 

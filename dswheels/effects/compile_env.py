@@ -21,7 +21,7 @@ from dswheels.core.building.compiler_cache import CacheTool, CompilerCacheChoice
 from dswheels.core.building.env import BuildSetup, CompilerCache, build_env, dist_extra_config
 from dswheels.core.building.parallelism import Parallelism
 from dswheels.core.cuda_redist import REDIST_URL
-from dswheels.core.model import PlannedCell
+from dswheels.core.model import OS, PlannedCell
 from dswheels.core.naming import cell_id
 from dswheels.core.versions import format_version
 from dswheels.effects.buildlog import log_note
@@ -30,20 +30,27 @@ from dswheels.effects.interpreter import Interpreter
 from dswheels.effects.toolchain import (
     CudaInstall,
     MsvcEnv,
-    check_msvc,
     check_msvc_link,
     cuda_header_dirs,
     find_cuda,
-    host_os,
     pick_compilers,
 )
 from dswheels.effects.wine.cuda import WineCudaSource
-from dswheels.effects.wine.toolchain import WineBuild, WineTools, check_wine
+from dswheels.effects.wine.toolchain import WineBuild, WineTools
 from dswheels.effects.workdir import link_site, settle_header_times
 from dswheels.errors import EnvironmentMismatchError
 from dswheels.log import get_reporter
+from dswheels.platforms import host_os, platform_module, traits
 
-__all__ = ["BuildTools", "CompileEnv", "check_toolchain", "compile_environment", "inherited_env"]
+__all__ = [
+    "BuildTools",
+    "CompileEnv",
+    "check_toolchain",
+    "compile_environment",
+    "foreign_tools",
+    "inherited_env",
+    "planned_cuda",
+]
 
 # Variables an outer environment may carry that would change which ops DeepSpeed builds or how:
 # the plan decides them, so inherited values are dropped.
@@ -91,46 +98,44 @@ def check_toolchain(
 ) -> BuildTools:
     """The plan's nvcc (and MSVC) on this machine, checked before anything is downloaded, installed or compiled.
 
-    A Windows cell on Linux with ``msvc_root`` is built under Wine (:mod:`dswheels.effects.wine`): Wine and
-    the root's toolset are checked here, the rest of its toolchain is put together once the interpreter is ready.
+    The cell's platform module decides (:mod:`dswheels.platforms`): a Windows cell on Linux with ``msvc_root`` is
+    built under Wine (:mod:`dswheels.effects.wine`): Wine and the root's toolset are checked here, the rest of its
+    toolchain is put together once the interpreter is ready.
     """
-    reporter = get_reporter()
-    here = host_os()
-    if planned.cell.platform.os != here:
-        wine_host = here == "linux" and planned.cell.platform.os == "windows"
-        if wine_host and msvc_root is not None and not prepare_only:
-            assert cache_dir is not None  # noqa: S101 - the build passes its cache
-            return BuildTools(
-                foreign=False,
-                cuda=None,
-                msvc=None,
-                wine=check_wine(
-                    planned,
-                    msvc_root=msvc_root,
-                    env=inherited,
-                    cache_dir=cache_dir,
-                    cuda_source=wine_cuda[0],
-                    cuda_redist_url=wine_cuda[1],
-                ),
-            )
-        if not prepare_only:
-            raise EnvironmentMismatchError(
-                f"{cell_id(planned.cell)} is built on {planned.cell.platform.os.capitalize()}, and this machine "
-                f"runs {here.capitalize()}",
-                hint="build it on such a machine (wheels.yml does, on GitHub's runners)"
-                + ("; or here under Wine with --msvc-root DIR (docs/build.md#windows-under-wine)" if wine_host else "")
-                + "; --prepare-only fetches, checks and patches its source here without compiling",
-            )
-        reporter.info(f"preparing a {planned.cell.platform.value} cell here: its toolchain is not checked")
-        return BuildTools(foreign=True, cuda=None, msvc=None)
-    cuda: CudaInstall | None = None
-    if planned.cell.variant.is_cuda:
-        tc = planned.toolchain
-        assert tc.nvcc is not None  # noqa: S101 - the plan gives CUDA variants an nvcc
-        cuda = find_cuda(tc.nvcc, inherited)
-        reporter.info(f"nvcc {format_version(cuda.version)} at {cuda.home} (the plan's {format_version(tc.nvcc)})")
-    msvc = check_msvc(planned, inherited) if here == "windows" else None
-    return BuildTools(foreign=False, cuda=cuda, msvc=msvc)
+    return platform_module(planned.cell.platform).check_build_tools(
+        planned,
+        inherited,
+        host=host_os(),
+        prepare_only=prepare_only,
+        msvc_root=msvc_root,
+        cache_dir=cache_dir,
+        wine_cuda=wine_cuda,
+    )
+
+
+def foreign_tools(planned: PlannedCell, *, host: OS, prepare_only: bool, wine_host: bool) -> BuildTools:
+    """A cell of another OS than ``host``'s: only prepared here (``wine_host``: or built under Wine)."""
+    os_name = planned.cell.platform.os
+    if not prepare_only:
+        raise EnvironmentMismatchError(
+            f"{cell_id(planned.cell)} is built on {os_name.capitalize()}, and this machine runs {host.capitalize()}",
+            hint="build it on such a machine (wheels.yml does, on GitHub's runners)"
+            + ("; or here under Wine with --msvc-root DIR (docs/build.md#windows-under-wine)" if wine_host else "")
+            + "; --prepare-only fetches, checks and patches its source here without compiling",
+        )
+    get_reporter().info(f"preparing a {planned.cell.platform.value} cell here: its toolchain is not checked")
+    return BuildTools(foreign=True, cuda=None, msvc=None)
+
+
+def planned_cuda(planned: PlannedCell, inherited: Mapping[str, str]) -> CudaInstall | None:
+    """The plan's toolkit on this machine, for a CUDA cell built natively (EnvironmentMismatchError if absent)."""
+    if not planned.cell.variant.is_cuda:
+        return None
+    tc = planned.toolchain
+    assert tc.nvcc is not None  # noqa: S101 - the plan gives CUDA variants an nvcc
+    cuda = find_cuda(tc.nvcc, inherited)
+    get_reporter().info(f"nvcc {format_version(cuda.version)} at {cuda.home} (the plan's {format_version(tc.nvcc)})")
+    return cuda
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -193,7 +198,7 @@ def compile_environment(
         compilers=compilers,
         extra_config=_extra_config(work, parallelism.at_once, wine),
         include_dirs=tuple(str(d) for d in include_dirs),
-        include_var_value=inherited.get("INCLUDE" if planned.cell.platform.os == "windows" else "CPATH", ""),
+        include_var_value=inherited.get(traits(planned.cell.platform).include_var, ""),
         debug_symbols=debug_symbols,
         # setuptools replaces Python's CFLAGS with $CFLAGS (84 does) or appends it (older): start from
         # what it would use anyway, so only -g0 is added

@@ -17,7 +17,7 @@ from pathlib import Path
 from dswheels.core.compat import Compat
 from dswheels.core.flags.nvcc import NvccOptions, parse_nvcc_help
 from dswheels.core.flags.op_flags import EvalContext, OpFlags, ProbeAnswer, ProbeJob
-from dswheels.core.model import Accelerator, PlannedCell, Python, Variant
+from dswheels.core.model import OS, Accelerator, PlannedCell, Python, Variant
 from dswheels.core.sources import TorchSource, TorchSourceKind, sdist_from_pypi_json
 from dswheels.core.versions import format_version, parse_version
 from dswheels.effects import proc
@@ -26,6 +26,7 @@ from dswheels.effects.opflags import run_probe
 from dswheels.effects.source_tree import patch_tree
 from dswheels.effects.sources import Downloader, extract_archive
 from dswheels.errors import BuildError, DswheelsError, EnvironmentMismatchError
+from dswheels.platforms.table import traits
 
 __all__ = [
     "RecordContext",
@@ -40,7 +41,7 @@ __all__ = [
 ]
 
 # platform as the builders see it -> the OS of dswheels' cells
-PLATFORMS = {"win32": "windows", "linux": "linux"}
+PLATFORMS = {traits(os).sys_platform: os for os in (OS.WINDOWS, OS.LINUX)}  # as the builders see it -> OS
 
 
 @dataclass(frozen=True, slots=True)

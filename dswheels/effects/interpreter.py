@@ -8,7 +8,6 @@ machine, not once per venv or per test session.
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
 import sys
 from collections.abc import Mapping, Sequence
@@ -22,6 +21,7 @@ from dswheels.core.versions import format_version
 from dswheels.effects import proc
 from dswheels.errors import DswheelsError, EnvironmentMismatchError
 from dswheels.log import get_reporter
+from dswheels.platforms import host_os, traits
 from dswheels.probes import interpreter as _probe_module
 
 __all__ = [
@@ -244,7 +244,7 @@ def prepare_interpreter(
     uv = find_uv()
     index_args = torch_index_args(torch_source, planned.torch_index)
     venv = venv_root / _venv_key(planned, index_args)
-    python = venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+    python = venv / traits(host_os()).venv_python
     origin = Origin.REUSED_VENV
     if not python.exists():
         origin = Origin.NEW_VENV

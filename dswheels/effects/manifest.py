@@ -25,6 +25,7 @@ from dswheels.effects.interpreter import Interpreter
 from dswheels.effects.postprocess import Postprocessed
 from dswheels.effects.source_tree import PreparedSource
 from dswheels.effects.toolchain import tool_version
+from dswheels.platforms.table import traits
 
 __all__ = ["assemble_manifest"]
 
@@ -125,7 +126,7 @@ def _toolchain(planned: PlannedCell, interp: Interpreter, setup: CompileEnv) -> 
     if setup.cuda is not None:
         toolchain["nvcc"] = setup.cuda.version_line
         toolchain["cuda_home"] = str(setup.cuda.home)
-    if planned.cell.platform.os == "linux":
+    if traits(planned.cell.platform).compiler == "gcc":
         toolchain["cxx"] = tool_version([setup.compilers[1] if setup.compilers else "c++", "--version"], env)
     if setup.msvc is not None:
         toolchain["msvc"] = setup.msvc.toolset

@@ -29,6 +29,7 @@ from dswheels.core.versions import format_version
 from dswheels.effects import proc
 from dswheels.errors import BuildError, DswheelsError
 from dswheels.log import get_reporter
+from dswheels.platforms.table import traits
 from dswheels.probes import op_flags as _probe_module
 
 __all__ = ["PROBE_SCRIPT", "apply_flag_patches", "check_tree_flags", "run_probe"]
@@ -71,7 +72,7 @@ def _cell_context(planned: PlannedCell, *, isolate: bool) -> EvalContext:
     """Stand-ins for the cell's machine: its platform, toolkit, torch minor and arch list."""
     tc = planned.toolchain
     return EvalContext(
-        platform="win32" if planned.cell.platform.os == "windows" else "linux",
+        platform=traits(planned.cell.platform).sys_platform,
         cuda=format_version(tc.nvcc) if planned.cell.variant.is_cuda and tc.nvcc else None,
         torch=format_version(planned.cell.torch),
         arch_list=tc.arch_list_text or None,
@@ -94,7 +95,6 @@ def check_tree_flags(
     built wheel must then carry (empty without an arch list).
     """
     version = format_version(planned.cell.deepspeed)
-    windows = planned.cell.platform.os == "windows"
     if stand_in:
         arch_list = planned.toolchain.arch_list_text or None
         contexts = (_cell_context(planned, isolate=False),) + (
@@ -118,7 +118,9 @@ def check_tree_flags(
     findings: list[Finding] = []
     for name in planned.ops.build_names:
         if name in flags:  # an op DeepSpeed lacks is the ops probe's to report
-            findings += judge_op(flags[name], windows=windows, deepspeed=version, nvcc_append=nvcc_append, nvcc=nvcc)
+            findings += judge_op(
+                flags[name], platform=planned.cell.platform, deepspeed=version, nvcc_append=nvcc_append, nvcc=nvcc
+            )
     fatal = [f for f in findings if f.fatal]
     if fatal:
         ops = list(dict.fromkeys(f.op for f in fatal))
@@ -159,7 +161,7 @@ def apply_flag_patches(src: Path, planned: PlannedCell) -> list[str]:
             hint="the TORCH_CUDA_ARCH_LIST patch (dswheels/core/building/patches.py patch_arch_list_leak) "
             "needs updating",
         )
-    if planned.cell.platform.os == "windows":
+    if traits(planned.cell.platform).compiler == "msvc":  # cl rejects the GCC options
         notes += _patch_files(
             src,
             CPU_BUILDER_FILES,

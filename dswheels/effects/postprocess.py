@@ -95,7 +95,7 @@ def postprocess_wheel(
     *,
     staging: Path,
     torch: VersionTuple,
-    linux: bool,
+    strip: bool,  # strip the extensions' symbols (the platform module decides: ELF, on Linux)
     keep_debug: bool,
     forbidden_registers: Sequence[str],
     log_file: Path | None,
@@ -103,8 +103,8 @@ def postprocess_wheel(
     """Write the finished wheel (same filename) into ``staging``."""
     staging.mkdir(parents=True, exist_ok=True)
     out = staging / wheel.name
-    can_strip = linux and proc.find_tool("strip") is not None and proc.find_tool("objcopy") is not None
-    if linux and not can_strip:
+    can_strip = strip and proc.find_tool("strip") is not None and proc.find_tool("objcopy") is not None
+    if strip and not can_strip:
         raise BuildError("strip/objcopy (binutils) are needed to post-process Linux wheels", hint="install binutils")
     tools = _Tools(
         strip=can_strip,

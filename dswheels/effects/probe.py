@@ -35,6 +35,7 @@ from dswheels.core.doctor.facts import (
 from dswheels.core.versions import format_version
 from dswheels.effects.proc import capture, find_tool, marked_json
 from dswheels.errors import DswheelsError
+from dswheels.platforms import host_os, traits
 from dswheels.probes import environment as _probe_module
 
 __all__ = ["ENV_KEYS", "PROBE_SCRIPT", "collect", "current_environment", "probe_target"]
@@ -214,7 +215,7 @@ else:
 
 
 def _ninja(env: Mapping[str, str], scripts: str) -> str | None:
-    candidates = [Path(scripts) / ("ninja.exe" if sys.platform == "win32" else "ninja")] if scripts else []
+    candidates = [Path(scripts) / traits(host_os()).exe("ninja")] if scripts else []
     exe = next((str(p) for p in candidates if p.is_file()), None) or find_tool("ninja", env)
     if exe is None:
         return None

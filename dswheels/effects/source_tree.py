@@ -34,6 +34,7 @@ from dswheels.effects.opflags import apply_flag_patches
 from dswheels.effects.sources import Downloader, FetchedSource, extract_archive, fetch_source
 from dswheels.errors import BuildError
 from dswheels.log import get_reporter
+from dswheels.platforms import platform_module
 
 __all__ = ["PreparedSource", "add_windows_files", "patch_tree", "prepare_source"]
 
@@ -71,8 +72,7 @@ def patch_tree(
 ) -> list[str]:
     """Apply the source patches; returns notes for the log (``parallel``: per-extension build dirs)."""
     notes = _make_cpu_portable(src, planned, compat)
-    if planned.cell.platform.os == "windows":
-        notes += add_windows_files(src, compat.windows_files)
+    notes += platform_module(planned.cell.platform).add_source_files(src, compat)
     if parallel:
         notes.append(_build_extensions_apart(src, planned))
     notes += apply_flag_patches(src, planned)

@@ -19,6 +19,7 @@ from dswheels.core.versions import VersionTuple, format_version, parse_nvcc_vers
 from dswheels.effects import proc
 from dswheels.errors import EnvironmentMismatchError
 from dswheels.log import get_reporter
+from dswheels.platforms import host_os, platform_module, traits
 
 __all__ = [
     "CudaInstall",
@@ -30,12 +31,11 @@ __all__ = [
     "detect_host",
     "find_cuda",
     "gcc_major",
-    "host_os",
     "pick_compilers",
     "tool_version",
 ]
 
-EXE = ".exe" if sys.platform == "win32" else ""
+EXE = traits(host_os()).exe_suffix
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,20 +54,7 @@ def _nvcc_version(nvcc: Path) -> tuple[VersionTuple | None, str]:
 
 def _cuda_candidates(env: Mapping[str, str], want: VersionTuple | None) -> list[Path]:
     found: list[Path] = [Path(env[key]) for key in ("CUDA_HOME", "CUDA_PATH") if env.get(key)]
-    if want is not None:
-        if sys.platform == "win32":
-            if value := env.get(f"CUDA_PATH_V{want[0]}_{want[1]}"):
-                found.append(Path(value))
-            found.append(
-                Path(env.get("ProgramFiles", r"C:\Program Files"))
-                / "NVIDIA GPU Computing Toolkit"
-                / "CUDA"
-                / f"v{format_version(want)}",
-            )
-        else:
-            found.append(Path(f"/usr/local/cuda-{format_version(want)}"))
-    if sys.platform != "win32":
-        found += [Path("/usr/local/cuda"), *sorted(Path("/usr/local").glob("cuda-*")), Path("/opt/cuda")]
+    found += platform_module(host_os()).cuda_roots(env, want)
     if nvcc := shutil.which("nvcc", path=env.get("PATH")):
         found.append(Path(nvcc).resolve().parent.parent)
     unique: list[Path] = []
@@ -220,19 +207,11 @@ def check_msvc_link(path: str, msvc: MsvcEnv, *, sep: str = os.pathsep) -> None:
     )
 
 
-def host_os() -> str:
-    """``windows`` or ``linux``: the OS this machine builds for (a cell's ``platform.os``)."""
-    return "windows" if sys.platform == "win32" else "linux"
-
-
 def detect_host(env: Mapping[str, str] | None = None) -> HostTools:
     """This machine's compilers and nvcc (CUDA_HOME/CUDA_PATH first, then the usual places)."""
     env = dict(os.environ) if env is None else env
     os_name = host_os()
-    msvc: tuple[str, ...] = ()
-    if os_name == "windows" and (tools := env.get("VCToolsVersion")):
-        msvc = (".".join(tools.split(".")[:2]),)
-    gcc = "" if os_name == "windows" else gcc_major("c++", env)
+    gcc, msvc = platform_module(os_name).host_compilers(env)
     nvcc_version: VersionTuple | None = None
     for home in _cuda_candidates(env, None):
         nvcc = home / "bin" / f"nvcc{EXE}"

@@ -10,7 +10,6 @@ fail loudly, proving each op came from the wheel.
 from __future__ import annotations
 
 import shutil
-import sys
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -35,6 +34,7 @@ from dswheels.effects.opload import jit_files, load_ops
 from dswheels.effects.wheel import WheelContents, read_wheel
 from dswheels.errors import VerifyError
 from dswheels.log import get_reporter
+from dswheels.platforms import host_os, traits
 from dswheels.stores.wheel_ref import MAX_MANIFEST_BYTES
 
 __all__ = [
@@ -169,7 +169,7 @@ def fresh_venv(
     root.mkdir(parents=True, exist_ok=True)
     venv = Path(tempfile.mkdtemp(prefix="venv-", dir=root))
     uv_venv(uv, cell.python, venv / "env", log_file=log, error=VerifyError)
-    python = venv / "env" / ("Scripts/python.exe" if sys.platform == "win32" else "bin/python")
+    python = venv / "env" / traits(host_os()).venv_python
     version = torch_version or compat.torch[cell.torch].latest
     plan_index = compat.torch_index.format(variant=cell.variant.name)
     index_args = torch_index_args(torch_source, plan_index)

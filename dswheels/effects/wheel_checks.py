@@ -24,8 +24,9 @@ from dswheels.effects.postprocess import Postprocessed
 from dswheels.effects.wheel import WheelContents, read_wheel
 from dswheels.errors import BuildError
 from dswheels.log import get_reporter
+from dswheels.platforms import platform_module
 
-__all__ = ["check_planned_ops", "check_postprocessed"]
+__all__ = ["check_planned_ops", "check_postprocessed", "report_runtime"]
 
 
 def check_planned_ops(
@@ -62,10 +63,10 @@ def check_planned_ops(
 def check_postprocessed(
     planned: PlannedCell, pp: Postprocessed, *, ops: Sequence[OpSources], names: Sequence[str], compat: Compat
 ) -> RuntimeFloor | None:
-    """The CPU baseline and the GPU code (BuildError), then the runtime floor of a Linux wheel (reported)."""
+    """The CPU baseline and the GPU code (BuildError), then what the wheel needs of the OS's runtime (reported)."""
     _check_cpu_baseline(planned, pp.isa)
     _check_gpu_code(planned, pp.gpu, ops, names)
-    return _report_runtime(planned, pp.needs, compat) if planned.cell.platform.os == "linux" else None
+    return platform_module(planned.cell.platform).check_runtime(planned, pp.needs, compat)
 
 
 def _check_cpu_baseline(planned: PlannedCell, isa: Mapping[str, IsaReport]) -> None:
@@ -115,7 +116,7 @@ def _check_gpu_code(
         )
 
 
-def _report_runtime(
+def report_runtime(
     planned: PlannedCell, needs: Mapping[str, Mapping[str, tuple[str, ...]]], compat: Compat
 ) -> RuntimeFloor:
     """The wheel's glibc/libstdc++ floor, said out loud; a warning when it is above the plan's promise.

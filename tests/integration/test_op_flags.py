@@ -152,7 +152,7 @@ def _judge(cells: list[PlannedCell], flags: dict[str, dict[str, OpFlags]]) -> li
         for op in ops.values():
             findings += judge_op(
                 op,
-                windows=item.cell.platform.os == "windows",
+                platform=item.cell.platform,
                 deepspeed=format_version(item.cell.deepspeed),
                 nvcc_append=item.toolchain.nvcc_flags,
                 nvcc=RECORD.nvcc,

@@ -60,7 +60,7 @@ def test_debug_symbols_go_to_a_separate_archive(tmp_path: Path) -> None:
         wheel,
         staging=tmp_path / "staged",
         torch=(2, 13),
-        linux=True,
+        strip=True,
         keep_debug=True,
         forbidden_registers=forbidden,
         log_file=None,
@@ -96,7 +96,7 @@ def test_native_code_is_caught(tmp_path: Path) -> None:
         wheel,
         staging=tmp_path / "staged",
         torch=(2, 13),
-        linux=True,
+        strip=True,
         keep_debug=False,
         forbidden_registers=forbidden,
         log_file=None,
@@ -113,7 +113,7 @@ def test_not_a_wheel(tmp_path: Path) -> None:
             bad,
             staging=tmp_path / "s",
             torch=(2, 13),
-            linux=True,
+            strip=True,
             keep_debug=False,
             forbidden_registers=(),
             log_file=None,
@@ -121,7 +121,7 @@ def test_not_a_wheel(tmp_path: Path) -> None:
 
 
 def test_a_windows_wheel_is_read_like_a_linux_one(tmp_path: Path) -> None:
-    """linux=False: nothing stripped, but the .pyd's GPU code, DLL imports and ISA are read (PE via objdump)."""
+    """strip=False: nothing stripped, but the .pyd's GPU code, DLL imports and ISA are read (PE via objdump)."""
     require(shutil.which("objdump") is not None, "binutils' objdump")
     pyd = "deepspeed/ops/adam/fused_adam_op.cp311-win_amd64.pyd"
     data = (DATA / "pe" / "fixture.pyd").read_bytes()
@@ -135,7 +135,7 @@ def test_a_windows_wheel_is_read_like_a_linux_one(tmp_path: Path) -> None:
         wheel,
         staging=tmp_path / "staged",
         torch=(2, 14),
-        linux=False,
+        strip=False,
         keep_debug=False,
         forbidden_registers=load_compat().cpu_baselines["x86-64-v2"].forbidden_registers,
         log_file=None,

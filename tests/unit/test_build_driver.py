@@ -27,9 +27,9 @@ from dswheels.effects.steps import build as driver
 from dswheels.effects.steps.build import BuildRun, build_cells, install_here
 from dswheels.effects.steps.selection import NamedCells, select_cells
 from dswheels.effects.steps.verify import VerifyOptions, WheelVerification
-from dswheels.effects.toolchain import host_os
 from dswheels.errors import BuildError, ConfigError, DswheelsError, EnvironmentMismatchError, VerifyError
 from dswheels.host import Host
+from dswheels.platforms import host_os
 from tests.conftest import ROOT
 
 CPU_311 = "ds0.19.8-torch2.13-cpu-cp311-linux_x86_64"

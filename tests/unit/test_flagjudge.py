@@ -16,6 +16,7 @@ from dswheels.core.flags.msvc import judge_cl, judge_link
 from dswheels.core.flags.nvcc import judge_nvcc
 from dswheels.core.flags.op_flags import OpFlags
 from dswheels.core.flags.record import load_flag_record
+from dswheels.core.model import Platform
 
 NVCC = load_flag_record().nvcc  # the option table recorded from nvcc 13.0's --help
 
@@ -221,17 +222,17 @@ UNPATCHED_CPU_ADAM = OpFlags(
 
 
 def test_the_0198_cpu_op_fault_is_fatal_for_cl_and_fine_for_gcc() -> None:
-    windows = judge_op(UNPATCHED_CPU_ADAM, windows=True, deepspeed="0.19.8", nvcc=NVCC)
+    windows = judge_op(UNPATCHED_CPU_ADAM, platform=Platform.WIN_AMD64, deepspeed="0.19.8", nvcc=NVCC)
     [fatal] = [f for f in windows if f.fatal]
     assert (fatal.op, fatal.tool, fatal.issue.flag, fatal.issue.code) == ("cpu_adam", "cl", "-Wno-reorder", "D8021")
     assert "DeepSpeed 0.19.8, win_amd64" in fatal.describe()
-    assert judge_op(UNPATCHED_CPU_ADAM, windows=False, deepspeed="0.19.8", nvcc=NVCC) == ()
+    assert judge_op(UNPATCHED_CPU_ADAM, platform=Platform.LINUX_X86_64, deepspeed="0.19.8", nvcc=NVCC) == ()
 
 
 def test_an_op_judges_nvcc_append_flags_and_names_the_host_behind_xcompiler() -> None:
     op = OpFlags(op="fused_adam", extension="CUDAExtension", cxx=("-O2",), nvcc=("-O3",), link=("-lcurand",))
     findings = judge_op(
-        op, windows=True, deepspeed="0.19.8", nvcc_append=("-DUSE_CUDA", "-Xcompiler=-Wno-x"), nvcc=NVCC
+        op, platform=Platform.WIN_AMD64, deepspeed="0.19.8", nvcc_append=("-DUSE_CUDA", "-Xcompiler=-Wno-x"), nvcc=NVCC
     )
     assert [(f.tool, f.issue.flag, f.fatal) for f in findings] == [
         ("cl (via nvcc -Xcompiler)", "-Wno-x", True),
@@ -241,7 +242,7 @@ def test_an_op_judges_nvcc_append_flags_and_names_the_host_behind_xcompiler() ->
 
 def test_an_op_whose_builder_raised_is_fatal() -> None:
     op = OpFlags(op="fp_quantizer", extension="", cxx=(), nvcc=None, error="RuntimeError: no compute capabilities")
-    [finding] = judge_op(op, windows=False, deepspeed="0.19.8", nvcc=NVCC)
+    [finding] = judge_op(op, platform=Platform.LINUX_X86_64, deepspeed="0.19.8", nvcc=NVCC)
     assert finding.fatal
     assert "setup.py stops" in finding.issue.why
 

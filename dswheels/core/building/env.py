@@ -16,8 +16,9 @@ from dataclasses import dataclass
 
 from dswheels.core.building.compiler_cache import CacheTool
 from dswheels.core.compat.entries import CpuBaseline
-from dswheels.core.model import PlannedCell
+from dswheels.core.model import OS, PlannedCell
 from dswheels.core.naming import build_string
+from dswheels.platforms.table import traits
 
 __all__ = [
     "CUDA_LIBRARY_HEADERS",
@@ -51,7 +52,7 @@ class CompilerCache:
 class BuildSetup:
     """Everything besides the plan that the environment depends on (found by the builder)."""
 
-    os: str  # "linux" | "windows"
+    os: OS
     path: str  # the PATH the build starts from
     path_sep: str  # os.pathsep of the build machine
     jobs: int  # parallel compile jobs (ninja -j via MAX_JOBS; 0: none given, ninja takes its slots from a jobserver)
@@ -94,9 +95,9 @@ def first_on_path(path: str, sep: str, has_it: Callable[[str], bool]) -> str | N
     return next((d for d in path.split(sep) if d and has_it(d)), None)
 
 
-def baseline_flag(baseline: CpuBaseline, os: str) -> str:
+def baseline_flag(baseline: CpuBaseline, os: OS) -> str:
     """The compiler flag that replaces ``-march=native``: GCC's ``-march=...`` or MSVC's ``/arch:...``."""
-    return baseline.msvc if os == "windows" else baseline.gcc
+    return {"msvc": baseline.msvc, "gcc": baseline.gcc}[traits(os).compiler]
 
 
 def build_env(planned: PlannedCell, setup: BuildSetup) -> dict[str, str]:
@@ -160,12 +161,11 @@ def _cuda_env(planned: PlannedCell, setup: BuildSetup) -> dict[str, str]:
         env["DS_SKIP_CUDA_CHECK"] = "1"
     if tc.nvcc_flags:
         env["NVCC_APPEND_FLAGS"] = " ".join(tc.nvcc_flags)
-    if setup.os == "windows":
-        env["CUDA_PATH"] = setup.cuda_home
+    if root_var := traits(setup.os).cuda_root_var:
+        env[root_var] = setup.cuda_home
     if setup.include_dirs:
         # searched after the -I paths, so the toolkit's own headers win where both have one
-        var = "INCLUDE" if setup.os == "windows" else "CPATH"
-        env[var] = setup.path_sep.join(
+        env[traits(setup.os).include_var] = setup.path_sep.join(
             [*setup.include_dirs, *([setup.include_var_value] if setup.include_var_value else [])]
         )
     return env
@@ -173,7 +173,7 @@ def _cuda_env(planned: PlannedCell, setup: BuildSetup) -> dict[str, str]:
 
 def _compiler_env(setup: BuildSetup) -> dict[str, str]:
     """What the C++ compiler needs on this OS: MSVC's SDK switch, or GCC's flags without debug info."""
-    if setup.os == "windows":
+    if traits(setup.os).compiler == "msvc":
         # torch refuses an active VC environment without it, and it makes setuptools use the PATH's cl
         return {"DISTUTILS_USE_SDK": "1"}
     if setup.debug_symbols:

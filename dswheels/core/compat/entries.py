@@ -11,6 +11,7 @@ from functools import cached_property
 from dswheels.core.binaries.linux_runtime import LibstdcxxRelease, RuntimeFloor
 from dswheels.core.model import Accelerator, Cell, Python, Variant
 from dswheels.core.versions import Range, TorchMinor, TorchVersion, VersionTuple, format_version
+from dswheels.platforms.table import traits
 
 __all__ = [
     "OSES",
@@ -88,7 +89,7 @@ class CudaComponent:
         'bin/nvcc.exe'
         """
         tool = "/bin/" in f"/{self.provides}" and "." not in self.provides.rsplit("/", 1)[-1]
-        return f"{self.provides}.exe" if tool and os == "windows" else self.provides
+        return traits(os).exe(self.provides) if tool else self.provides
 
 
 @dataclass(frozen=True, slots=True)

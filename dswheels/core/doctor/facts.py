@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from dswheels.core.versions import VersionTuple, format_version, parse_nvcc_version, parse_version
+from dswheels.platforms.table import conventions
 
 __all__ = [
     "DEV_LIBRARIES",
@@ -276,19 +277,15 @@ def ops_linking(lib: DevLibrary, os: str, ops: Sequence[str]) -> tuple[str, ...]
 
 
 def _nvcc_rel(os: str) -> str:
-    return "bin/nvcc.exe" if os == "windows" else "bin/nvcc"
+    return conventions(os).exe("bin/nvcc")
 
 
 def _header_rels(os: str, header: str) -> tuple[str, ...]:
-    if os == "windows":
-        return (f"include/{header}",)
-    return (f"include/{header}", f"targets/x86_64-linux/include/{header}")
+    return tuple(f"{folder}/{header}" for folder in conventions(os).toolkit_include_dirs)
 
 
 def lib_paths(os: str, lib: str) -> tuple[str, ...]:
-    if os == "windows":
-        return (f"lib/x64/{lib}.lib",)
-    return (f"lib64/lib{lib}.so", f"lib/lib{lib}.so", f"targets/x86_64-linux/lib/lib{lib}.so")
+    return conventions(os).lib_paths(lib)
 
 
 def toolkit_probe_paths(os: str) -> tuple[str, ...]:

@@ -18,6 +18,7 @@ from dswheels.core.matrix.spec import MatrixSpec
 from dswheels.core.model import Cell, DroppedCell, PlannedCell, Reason
 from dswheels.core.plan.planner import LocalHost, resolve_cell
 from dswheels.core.versions import VersionTuple, format_version
+from dswheels.platforms.table import traits
 
 __all__ = ["judge_local_build"]
 
@@ -48,7 +49,7 @@ def _local_fix(reason: Reason, cell: Cell, nvcc: VersionTuple | None, env: Env) 
     if reason.rule == "host-compiler":
         cuda = nvcc or cell.variant.cuda
         info = env.compat.cuda.get(cuda) if cuda else None
-        if cell.platform.os == "windows":
+        if traits(cell.platform).compiler == "msvc":
             if info is None:
                 return "install Visual Studio 2022 Build Tools with 'Desktop development with C++'"
             low, high = info.msvc
@@ -82,8 +83,9 @@ def judge_local_build(env: Env, cell: Cell) -> LocalBuild:
     os = cell.platform.os
     steps = _Steps()
     nvcc, missing_libs = _toolkit_steps(env, cell, steps) if cell.variant.cuda is not None else (None, ())
-    msvc = _msvc_toolsets(env) if os == "windows" else ()
-    host = LocalHost(os=os, gcc=gcc_major(env.facts) if os == "linux" else "", msvc=msvc, nvcc=nvcc)
+    compiler = traits(cell.platform).compiler
+    msvc = _msvc_toolsets(env) if compiler == "msvc" else ()
+    host = LocalHost(os=os, gcc=gcc_major(env.facts) if compiler == "gcc" else "", msvc=msvc, nvcc=nvcc)
     resolved = resolve_cell(cell, env.compat, _local_spec(cell, env.compat), host=host)
     if isinstance(resolved, DroppedCell):
         steps.blockers.extend(
@@ -157,7 +159,7 @@ def _build_steps(
                 f"the toolkit lacks {lib_paths(os, lib.link)[0]}: {', '.join(hit)} would fail to link; install the "
                 f"{lib.name} dev files or leave those ops out (DS_BUILD_<OP>=0)",
             )
-    if os == "windows":
+    if compiler.kind == "msvc":
         default = msvc[0] if msvc else ""
         if compiler.version != default:
             steps.workarounds.append(

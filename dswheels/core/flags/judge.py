@@ -21,6 +21,8 @@ from dswheels.core.flags.issue import Finding, FlagIssue
 from dswheels.core.flags.msvc import judge_cl, judge_link
 from dswheels.core.flags.nvcc import NvccOptions, judge_nvcc
 from dswheels.core.flags.op_flags import OpFlags
+from dswheels.core.model import Platform
+from dswheels.platforms.table import traits
 
 __all__ = ["judge_op", "narrowed_archs", "sass_archs", "summarize"]
 
@@ -28,22 +30,22 @@ _SASS_CODE = re.compile(r"code=sm_(\d+)")
 
 
 def judge_op(
-    flags: OpFlags, *, windows: bool, deepspeed: str, nvcc_append: Sequence[str] = (), nvcc: NvccOptions
+    flags: OpFlags, *, platform: Platform, deepspeed: str, nvcc_append: Sequence[str] = (), nvcc: NvccOptions
 ) -> tuple[Finding, ...]:
     """Every issue of ``flags`` for ``cl``/``link``/``nvcc`` (Windows) or ``g++``/``nvcc`` (Linux).
 
     >>> from dswheels.core.flags.nvcc import NvccOption
     >>> op = OpFlags(op="cpu_adam", extension="CppExtension", cxx=("-O3", "-Wno-reorder"), nvcc=None)
-    >>> for f in judge_op(op, windows=True, deepspeed="0.19.8", nvcc=NvccOptions("13.0", ())):
+    >>> for f in judge_op(op, platform=Platform.WIN_AMD64, deepspeed="0.19.8", nvcc=NvccOptions("13.0", ())):
     ...     print(f.describe()[:59])
     cpu_adam: cl warns about '-O3' (D9002: cl ignores an option
     cpu_adam: cl rejects '-Wno-reorder' (D8021: invalid numeric
     """
-    platform = "win_amd64" if windows else "linux_x86_64"
+    windows = traits(platform).compiler == "msvc"  # cl and link.exe judge the flags, else g++
     host_tool = "cl" if windows else "g++"
 
     def finding(tool: str, issue: FlagIssue) -> Finding:
-        return Finding(op=flags.op, tool=tool, issue=issue, deepspeed=deepspeed, platform=platform)
+        return Finding(op=flags.op, tool=tool, issue=issue, deepspeed=deepspeed, platform=platform.value)
 
     if flags.error:
         why = f"builder() raised {flags.error}: setup.py stops on it before compiling anything"

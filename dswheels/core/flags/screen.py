@@ -28,6 +28,7 @@ from dswheels.core.flags.op_flags import OpFlags
 from dswheels.core.flags.record import FLAGS_FILE, FlagRecord
 from dswheels.core.model import Cell, OpPlan, Reason
 from dswheels.core.versions import format_version
+from dswheels.platforms.table import traits
 
 __all__ = ["screen_ops"]
 
@@ -63,8 +64,7 @@ def screen_ops(
 ) -> tuple[OpPlan, tuple[str, ...], Reason | None]:
     """(ops with those that cannot compile left out, notes, a Reason to drop the cell or None)."""
     version = format_version(cell.deepspeed)
-    windows = cell.platform.os == "windows"
-    key = ("win32" if windows else "linux", "cuda" if cell.variant.is_cuda else "cpu", arch_list)
+    key = (traits(cell.platform).sys_platform, "cuda" if cell.variant.is_cuda else "cpu", arch_list)
     found = record.lookup(version, key)
     if found is None:
         why = record.not_recorded.get(f"{version} {key[0]} {key[1]}")
@@ -98,7 +98,7 @@ def screen_ops(
             build.append((name, var))
             continue
         judged = flags if exact else _without_arch_flags(flags)
-        findings = judge_op(judged, windows=windows, deepspeed=version, nvcc_append=nvcc_flags, nvcc=record.nvcc)
+        findings = judge_op(judged, platform=cell.platform, deepspeed=version, nvcc_append=nvcc_flags, nvcc=record.nvcc)
         fatal = [f for f in findings if f.fatal]
         warnings += [f for f in findings if not f.fatal]
         if fatal:

@@ -39,7 +39,7 @@ from dswheels.core.index.links import (
     release_order,
     url_encoded,
 )
-from dswheels.core.model import Platform, Python
+from dswheels.core.model import Python
 from dswheels.core.naming import PROJECT, canonical_filename
 from dswheels.core.versions import format_version, parse_version
 
@@ -175,7 +175,7 @@ def _coverage(files: Sequence[IndexFile]) -> list[str]:
 
 
 def _mark(item: IndexFile, *, page: str) -> str:
-    label = "windows" if item.published.cell.platform is Platform.WIN_AMD64 else "linux"
+    label = item.published.cell.platform.os.value
     tip = f"{item.filename} ({(item.size or 0) / 1e6:.1f} MB)"
     cls = ""
     if item.yanked is not None:

@@ -13,6 +13,7 @@ from dswheels.core.compat import Compat
 from dswheels.core.compat.entries import CudaToolkit, RunnerImage, TorchRelease
 from dswheels.core.model import Cell, HostCompiler
 from dswheels.core.versions import format_version, parse_version
+from dswheels.platforms.table import traits
 
 __all__ = ["image_above", "pick_compiler", "pick_gcc", "pick_msvc"]
 
@@ -23,7 +24,7 @@ def pick_compiler(
     cell: Cell, nvcc: CudaToolkit | None, image: RunnerImage, release: TorchRelease, compat: Compat
 ) -> tuple[HostCompiler, tuple[str, ...]] | str:
     """The compiler of ``image`` for the cell's OS, with the nvcc flags it needs; or why none works."""
-    if cell.platform.os == "windows":
+    if traits(cell.platform).compiler == "msvc":
         return pick_msvc(cell, nvcc, image, release, compat)
     gcc = pick_gcc(cell, nvcc, image.gcc, image.name, compat)
     return gcc if isinstance(gcc, str) else (gcc, ())

@@ -20,6 +20,7 @@ from dswheels.core.model import Accelerator, Cell, HostCompiler, OpPlan, Platfor
 from dswheels.core.plan.cuda import arch_value, cuda_check, nvcc_facts, redist_reason, resolve_arch_list
 from dswheels.core.plan.host_compiler import image_above, pick_compiler, pick_gcc, pick_msvc
 from dswheels.core.versions import VersionTuple, format_version
+from dswheels.platforms.table import traits
 
 __all__ = ["LocalHost", "Resolver"]
 
@@ -125,7 +126,7 @@ class Resolver:
         if isinstance(nvcc, Reason):
             return nvcc
         # What a Linux wheel may need of glibc and libstdc++ at most (the matrix's, else compat.yml's).
-        runtime = (spec.linux_runtime or compat.linux_runtime_floor) if cell.platform.os == "linux" else None
+        runtime = (spec.linux_runtime or compat.linux_runtime_floor) if traits(cell.platform).runtime_floor else None
         host = self._host(cell, nvcc, runtime)
         if isinstance(host, Reason):
             return host
@@ -256,8 +257,8 @@ class Resolver:
     ) -> _Host | Reason:
         """This machine's compiler (``dswheels build`` for the current environment)."""
         picked: tuple[HostCompiler, tuple[str, ...]] | str
-        if host.os == "windows":
-            image = RunnerImage(name="this machine", os="windows", msvc=host.msvc, gcc=(), inferred=False, source="")
+        if traits(host.os).compiler == "msvc":
+            image = RunnerImage(name="this machine", os=host.os, msvc=host.msvc, gcc=(), inferred=False, source="")
             picked = pick_msvc(cell, nvcc, image, release, self.compat) if host.msvc else "no MSVC toolset found"
         else:
             gcc = pick_gcc(cell, nvcc, (host.gcc,) if host.gcc else (), "this machine", self.compat)
@@ -268,7 +269,7 @@ class Resolver:
 
 
 def _no_host_compiler(cell: Cell, failures: list[str]) -> Reason:
-    images = "ubuntu-22.04" if cell.platform.os == "linux" else "windows-2022"
+    images = traits(cell.platform).runner_image
     return Reason(
         rule="host-compiler",
         message="; ".join(failures),

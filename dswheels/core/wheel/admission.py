@@ -27,6 +27,7 @@ from collections.abc import Sequence
 
 from packaging.utils import canonicalize_name, canonicalize_version
 
+from dswheels.core.model import OS
 from dswheels.core.naming import PROJECT, PublishedWheel
 from dswheels.core.versions import format_version
 from dswheels.core.wheel.contents import Metadata, torch_pin
@@ -39,6 +40,7 @@ SCRIPTS_POSIX = frozenset(
 )
 # on win32 (since 0.14.5): the .bat launchers and the two Python scripts they run
 SCRIPTS_WINDOWS = frozenset({"deepspeed.bat", "ds", "ds_report.bat", "ds_report"})
+_SCRIPTS = {OS.LINUX: SCRIPTS_POSIX, OS.WINDOWS: SCRIPTS_WINDOWS}
 
 _MAX_SHOWN = 8  # problems of one kind listed before "and N more"
 _SCRIPT_GROUPS = ("console_scripts", "gui_scripts")
@@ -158,8 +160,7 @@ def admission_problems(
     tags = wheel_tags(wheel_file) if wheel_file is not None else []
     if tags != [tag]:
         problems.append(f"its WHEEL file says Tag: {', '.join(tags) or 'none'}; its name says {tag}")
-    windows = wheel.cell.platform.os == "windows"
-    scripts = SCRIPTS_WINDOWS if windows else SCRIPTS_POSIX
+    scripts = _SCRIPTS[wheel.cell.platform.os]
     members = list(dict.fromkeys(p for name in names if (p := _member_problem(name, version=version, scripts=scripts))))
     problems.extend(_capped(members))
     foreign = [n for n in entry_point_scripts(entry_points or "") if n not in scripts]

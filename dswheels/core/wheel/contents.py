@@ -25,6 +25,7 @@ from packaging.utils import canonicalize_name
 
 from dswheels.core.pysource import PythonSourceError, parse_source
 from dswheels.core.versions import VersionTuple, format_version
+from dswheels.platforms.table import ALL_TRAITS
 
 __all__ = [
     "EXTENSION_SUFFIXES",
@@ -48,7 +49,7 @@ __all__ = [
 
 INSTALLED_INFO = "deepspeed/git_version_info_installed.py"
 OP_BUILDER_DIR = "deepspeed/ops/op_builder/"
-EXTENSION_SUFFIXES = (".so", ".pyd")
+EXTENSION_SUFFIXES = tuple(row.extension_suffix for row in ALL_TRAITS.values())  # (".so", ".pyd")
 
 
 class WheelContentError(ValueError):

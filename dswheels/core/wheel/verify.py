@@ -29,6 +29,7 @@ from dswheels.core.versions import TorchMinor, format_version, parse_version
 from dswheels.core.wheel.contents import InstalledInfo, Metadata, builder_modules, check_ops, torch_pin
 from dswheels.core.wheel.manifest import Manifest
 from dswheels.core.wheel.placement import place_extensions
+from dswheels.platforms.table import traits
 
 __all__ = [
     "Check",
@@ -126,7 +127,7 @@ def expected_from_manifest(manifest: Manifest, cell: Cell, *, default_runtime: R
     """What the manifest says the wheel is; the runtime limit is its plan's, else ``default_runtime``."""
     arch = tuple(t for t in manifest.arch_list.split(";") if t)
     promise = manifest.plan.toolchain.linux_runtime
-    linux = cell.platform.os == "linux"
+    linux = traits(cell.platform).runtime_floor
     return Expected(
         cell=cell,
         ops=manifest.ops,
