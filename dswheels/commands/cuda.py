@@ -8,7 +8,7 @@ from pathlib import Path
 
 from dswheels.commands.common import Subparsers, add_command, add_env_option
 from dswheels.commands.flags import add_report_argument
-from dswheels.core.cuda_redist import REDIST_URL
+from dswheels.core.cuda_redist import REDIST_URL, RedistOs
 from dswheels.core.result import Done
 from dswheels.log import get_reporter
 
@@ -29,7 +29,7 @@ examples:
   dswheels cuda install --toolkit 13.0.3 --platform win_amd64 --dest C:/cuda   # a Windows root
   dswheels cuda install --toolkit "$CUDA_TOOLKIT" --github-env                  # wheels.yml's build jobs"""
 
-_PLATFORMS = {"linux_x86_64": "linux", "win_amd64": "windows"}
+_PLATFORMS = {"linux_x86_64": RedistOs.LINUX, "win_amd64": RedistOs.WINDOWS}
 
 
 def register(sub: Subparsers[argparse.ArgumentParser]) -> None:

@@ -9,6 +9,7 @@ from dswheels.commands.common import Subparsers, add_command
 from dswheels.commands.flags import add_report_argument, add_target_arguments, parse_deepspeed, parse_interpreter
 from dswheels.core.result import Done
 from dswheels.core.urls import shell_word
+from dswheels.effects.install import Installer
 from dswheels.effects.steps.install import InstallOptions, install_published
 from dswheels.errors import ConfigError
 from dswheels.log import get_reporter
@@ -54,8 +55,8 @@ def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
     add_target_arguments(p)
     p.add_argument(
         "--installer",
-        choices=("auto", "pip", "uv"),
-        default="auto",
+        choices=[i.value for i in Installer],
+        default=Installer.AUTO.value,
         help="pip in the target environment, or uv (auto: pip when the target has it, else uv)",
     )
     p.add_argument("--dry-run", action="store_true", help="pick the wheel and print the install command only")
@@ -75,7 +76,7 @@ def _options(args: argparse.Namespace) -> InstallOptions:
         index=args.index,
         python=str(python) if python else None,
         deepspeed=parse_deepspeed(args.deepspeed),
-        installer=args.installer,
+        installer=Installer(args.installer),
         dry_run=args.dry_run,
         verify=not args.no_verify,
     )

@@ -12,7 +12,7 @@ from dswheels.core.plan.contract import render_json
 from dswheels.core.plan.render import render_explain, render_github, render_table
 from dswheels.core.result import Done
 from dswheels.core.workflow.render_costs import render_cost_table
-from dswheels.effects.steps.plan import PlanOptions, PlanRun, run_plan
+from dswheels.effects.steps.plan import JobGrouping, PlanOptions, PlanRun, run_plan
 from dswheels.errors import NothingToDoError
 from dswheels.log import get_reporter
 
@@ -64,8 +64,8 @@ def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
     )
     p.add_argument(
         "--group",
-        choices=("python", "cell"),
-        default="python",
+        choices=[g.value for g in JobGrouping],
+        default=JobGrouping.PYTHON.value,
         help="python (default): one job builds every Python of a (deepspeed, torch, variant, platform), compiling "
         "the .cu objects once; cell: one job per cell (coarser either way past 256 jobs)",
     )
@@ -102,7 +102,7 @@ def _options(args: argparse.Namespace) -> PlanOptions:
         selection=matrix_selection(args),
         canary=args.canary,
         skip_published=args.skip_published,
-        group=None if args.explain or args.format == "json" else args.group,
+        group=None if args.explain or args.format == "json" else JobGrouping(args.group),
     )
 
 

@@ -21,6 +21,7 @@ import hashlib
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from enum import Enum
 
 from dswheels.core.archive import ArchiveMemberError, member_parts
 from dswheels.core.compat import Compat
@@ -34,6 +35,7 @@ __all__ = [
     "REDIST_URL",
     "MissingComponentsError",
     "RedistArchive",
+    "RedistOs",
     "RedistRelease",
     "archives_for",
     "install_key",
@@ -45,8 +47,17 @@ __all__ = [
 ]
 
 REDIST_URL = "https://developer.download.nvidia.com/compute/cuda/redist/"
+
+
+class RedistOs(str, Enum):
+    """The OS whose archives a CUDA root is assembled from."""
+
+    LINUX = "linux"
+    WINDOWS = "windows"
+
+
 # NVIDIA's platform names for the two OSes dswheels builds on (x86-64)
-PLATFORMS: Mapping[str, str] = {"linux": "linux-x86_64", "windows": "windows-x86_64"}
+PLATFORMS: Mapping[str, str] = {RedistOs.LINUX.value: "linux-x86_64", RedistOs.WINDOWS.value: "windows-x86_64"}
 _RELEASE = re.compile(r"\d+\.\d+\.\d+")
 _HEADER_KEYS = ("release_date", "release_label", "release_product")
 _ARCHIVE_SUFFIXES = (".tar.xz", ".zip")

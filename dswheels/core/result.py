@@ -9,9 +9,9 @@ schema of their own before (``dswheels.verify/1``, ``dswheels.smoke/2``) keep ev
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import Enum
 
 from dswheels.errors import DswheelsError, NothingToDoError
 
@@ -23,7 +23,7 @@ REPORT_SCHEMA = "dswheels.stage/1"  # the schema of a stage whose data has none 
 COMMON_FIELDS = ("schema", "dswheels", "stage", "status", "reason", "duration_s", "exit_code")
 
 
-class StageStatus(str, enum.Enum):
+class StageStatus(str, Enum):
     OK = "ok"
     FAILED = "failed"
     NOTHING_TO_DO = "nothing-to-do"  # a valid request that leaves nothing to do (exit 3)

@@ -39,6 +39,7 @@ from dswheels.core.cuda_redist import (
     REDIST_URL,
     MissingComponentsError,
     RedistArchive,
+    RedistOs,
     RedistRelease,
     archives_for,
     install_key,
@@ -65,7 +66,7 @@ ATTEMPT_SECONDS = 20 * 60  # one attempt at one archive (cuBLAS is ~0.85 GB); th
 @dataclass(frozen=True, kw_only=True, slots=True)
 class CudaInstallOptions:
     toolkit: str  # the release, X.Y.Z
-    os: str  # linux | windows: whose archives
+    os: RedistOs  # whose archives
     cache: Path  # the download cache; the root goes under it unless ``dest`` is given
     dest: Path | None = None
     redist_url: str = REDIST_URL  # NVIDIA's redist folder, or a mirror of it

@@ -6,15 +6,20 @@ import argparse
 import ast
 import io
 import json
+import re
 from pathlib import Path
 
 import pytest
 
 from dswheels.cli import build_parser, main
 from dswheels.commands.flags import REPORT_DEST, STAGE_DEST
+from dswheels.core.cuda_redist import PLATFORMS, RedistOs
 from dswheels.core.doctor.render import DOCTOR_SCHEMA
 from dswheels.core.result import COMMON_FIELDS, Done, StageResult, StageStatus, failed_result
+from dswheels.core.workflow.jobs import LEVELS
+from dswheels.effects.install import Installer
 from dswheels.effects.report import write_report
+from dswheels.effects.steps.plan import JobGrouping
 from dswheels.errors import ConfigError, NothingToDoError, VerifyError
 from dswheels.log import GitHubReporter, RecordingReporter, TerminalReporter
 from tests.conftest import ROOT
@@ -246,3 +251,49 @@ def test_terminal_reporter_doors(
     recording.aside("b")
     recording.summary("c")
     assert recording.events == [("emit", "a"), ("aside", "b"), ("summary", "c")]
+
+
+# --- closed sets are enums ----------------------------------------------------------------------
+
+# the build stage's options are issue 24's build part (another change): not judged here
+BUILD_STAGE = {"dswheels/commands/build.py", "dswheels/effects/build.py", "dswheels/effects/steps/build.py"}
+_ONE_OF = re.compile(r"[\w.-]+ \| [\w.-]+")  # a comment listing the values: "# a | b | c", "(python | cell)"
+
+
+def _closed_sets_as_strings(path: Path) -> list[str]:
+    """Fields of an ``*Options`` class typed ``str`` whose comment lists the values they may take."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    found = []
+    for node in ast.walk(ast.parse("\n".join(lines))):
+        if not (isinstance(node, ast.ClassDef) and node.name.endswith("Options")):
+            continue
+        for field in node.body:
+            if not isinstance(field, ast.AnnAssign) or "str" not in ast.unparse(field.annotation):
+                continue
+            if _ONE_OF.search(lines[field.lineno - 1].partition("#")[2]):
+                found.append(f"{path.name}:{field.lineno}: {node.name}.{ast.unparse(field.target)}")
+    return found
+
+
+def test_options_hold_closed_sets_as_enums() -> None:
+    modules = [
+        p
+        for p in sorted((ROOT / "dswheels").rglob("*.py"))
+        if p.relative_to(ROOT).as_posix() not in BUILD_STAGE and "__pycache__" not in p.parts
+    ]
+    assert [hit for module in modules for hit in _closed_sets_as_strings(module)] == []
+
+
+def test_the_closed_set_check_sees_one(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text(
+        "class InstallOptions:\n    installer: str = 'auto'  # auto | pip | uv\n    index: str  # a URL\n",
+        encoding="utf-8",
+    )
+    assert _closed_sets_as_strings(module) == ["m.py:2: InstallOptions.installer"]
+
+
+def test_enum_options_take_the_flag_values() -> None:
+    assert {g.value for g in JobGrouping} <= set(LEVELS)  # plan_jobs groups by these
+    assert [i.value for i in Installer] == ["auto", "pip", "uv"]
+    assert {o.value for o in RedistOs} == set(PLATFORMS)
