@@ -16,14 +16,19 @@ import sys
 import threading
 import traceback
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import TextIO
 
 from dswheels import __version__
 from dswheels.commands import COMMANDS
 from dswheels.commands.common import apply_env_defaults, env_sources_named, formatter
+from dswheels.commands.flags import REPORT_DEST, STAGE_DEST
+from dswheels.core.result import Done, StageResult, failed_result
 from dswheels.core.urls import redact_text
+from dswheels.effects.clock import monotonic
 from dswheels.effects.environ import check_environment
 from dswheels.effects.gha import in_github_actions
+from dswheels.effects.report import write_report
 from dswheels.errors import DswheelsError
 from dswheels.log import (
     TEXT_ERRORS,
@@ -138,8 +143,7 @@ def _main(argv: Sequence[str] | None) -> int:
     token = set_reporter(_default_reporter())
     try:
         debug = check_environment() or debug  # DSWHEELS_DEBUG, SOURCE_DATE_EPOCH, the Actions files
-        apply_env_defaults(args, os.environ)
-        code: int = args.func(args)
+        code = _run_stage(args)
     except DswheelsError as exc:
         sys.stdout.flush()
         reporter = get_reporter()
@@ -164,3 +168,34 @@ def _main(argv: Sequence[str] | None) -> int:
     finally:
         reset_reporter(token)
     return code
+
+
+def _run_stage(args: argparse.Namespace) -> int:
+    """Run the command, timed; with ``--report FILE``, its result (or the error that ended it) is written
+    there before the error is raised, so a failed stage leaves its report too."""
+    report: Path | None = getattr(args, REPORT_DEST, None)
+    stage: str = getattr(args, STAGE_DEST, "")
+    start = monotonic()
+    try:
+        apply_env_defaults(args, os.environ)
+        returned: Done | int = args.func(args)
+    except (DswheelsError, KeyboardInterrupt) as exc:
+        if report is not None:
+            code = exc.exit_code if isinstance(exc, DswheelsError) else 143 if isinstance(exc, Terminated) else 130
+            _write_report_beside(report, failed_result(stage, exc, monotonic() - start, exit_code=code))
+        raise
+    done = returned if isinstance(returned, Done) else Done(exit_code=returned)
+    if report is not None:
+        write_report(report, done.result(stage, monotonic() - start))
+    if done.error is not None:
+        raise done.error
+    return done.exit_code
+
+
+def _write_report_beside(report: Path, result: StageResult) -> None:
+    """The report of a stage that failed: a report that cannot be written is a warning, so the stage's
+    own error is the one shown."""
+    try:
+        write_report(report, result)
+    except DswheelsError as exc:
+        get_reporter().warning(exc.message)

@@ -7,7 +7,10 @@ Only :func:`dswheels.cli.main` catches them.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:
+    from typing_extensions import Self  # typing.Self from Python 3.11
 
 __all__ = [
     "BuildError",
@@ -25,7 +28,11 @@ __all__ = [
 
 
 class DswheelsError(Exception):
-    """Base class: an error the user can act on. Exit code 1 is reserved for it and for bugs."""
+    """Base class: an error the user can act on. Exit code 1 is reserved for it and for bugs.
+
+    Its hint is given when it is made and never changes after it is raised: a caller that knows more
+    (the build log's path) raises :meth:`with_hint`'s copy in its place.
+    """
 
     exit_code: ClassVar[int] = 1
     title: ClassVar[str] = "error"
@@ -33,8 +40,25 @@ class DswheelsError(Exception):
     def __init__(self, message: str, *, hint: str | None = None, details: str | None = None) -> None:
         super().__init__(message)
         self.message = message
-        self.hint = hint
+        self._hint = hint
         self.details = details
+
+    @property
+    def hint(self) -> str | None:
+        """What to do about it."""
+        return self._hint
+
+    def with_hint(self, note: str) -> Self:
+        """A copy of this error (its type, message, details and every attribute) whose hint ends with ``note``.
+
+        >>> error = ConfigError("bad", hint="fix it")
+        >>> error.with_hint("full log: x.log").hint, error.hint
+        ('fix it; full log: x.log', 'fix it')
+        """
+        copied = type(self).__new__(type(self), *self.args)  # not __init__: a subclass may take other arguments
+        copied.__dict__.update(self.__dict__)
+        copied._hint = f"{self._hint}; {note}" if self._hint else note  # noqa: SLF001 - a copy of this class
+        return copied
 
     def render(self) -> str:
         """The text the CLI prints: what happened, then supporting details, then what to do."""

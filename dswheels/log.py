@@ -6,6 +6,11 @@ durations; the GitHub reporter folds steps into ``::group::`` blocks and turns w
 and errors into annotations. An error always closes the open group first, or GitHub would
 hide it inside a collapsed block.
 
+A command's own output goes through the reporter too, so it is the only door out: :meth:`Reporter.emit`
+is the command's result on stdout (a table, plan JSON, ``CUDA_HOME=...``: what a script reads),
+:meth:`Reporter.aside` a line for people on stderr (kept off stdout because stdout carries the result),
+:meth:`Reporter.summary` Markdown for the GitHub job summary (``$GITHUB_STEP_SUMMARY``).
+
 Text dswheels shows never fails on a character (:data:`TEXT_ERRORS`): piped stdout on Windows is
 the ANSI code page (cp1252), and a compiler line quoting a source comment in another script must
 not stop a build.
@@ -35,6 +40,7 @@ __all__ = [
     "reset_reporter",
     "set_reporter",
     "write_line",
+    "write_text",
 ]
 
 # How every text stream dswheels writes for people (the terminal, log files, the job summary) and its
@@ -43,15 +49,19 @@ __all__ = [
 TEXT_ERRORS = "backslashreplace"
 
 
+def write_text(stream: TextIO, text: str) -> None:
+    """``text`` as it is on ``stream``, flushed; a character its encoding lacks is written as its escape."""
+    try:
+        stream.write(text)
+    except UnicodeEncodeError:  # nothing was written: the whole text is encoded first
+        encoding = stream.encoding or "utf-8"
+        stream.write(text.encode(encoding, TEXT_ERRORS).decode(encoding))
+    stream.flush()
+
+
 def write_line(stream: TextIO, text: str) -> None:
     """``text`` and a newline on ``stream``, flushed; a character its encoding lacks is written as its escape."""
-    line = text + "\n"
-    try:
-        stream.write(line)
-    except UnicodeEncodeError:  # nothing was written: the whole line is encoded first
-        encoding = stream.encoding or "utf-8"
-        stream.write(line.encode(encoding, TEXT_ERRORS).decode(encoding))
-    stream.flush()
+    write_text(stream, text + "\n")
 
 
 class Reporter(Protocol):
@@ -80,13 +90,47 @@ class Reporter(Protocol):
         """One line of a subprocess's output (already without its newline)."""
         ...
 
+    def emit(self, text: str) -> None:
+        """The command's result, as it is (newlines included), on stdout: what a script or a pipe reads."""
+        ...
+
+    def aside(self, line: str) -> None:
+        """A line for people on stderr, beside a result on stdout that it must not mix into."""
+        ...
+
+    def summary(self, markdown: str) -> None:
+        """Markdown for the job summary of a GitHub Actions run (nothing elsewhere)."""
+        ...
+
+
+class _Doors:
+    """The command's own output of a reporter that shows it: stdout, stderr and the job summary (looked
+    up when written, so a redirected or captured stream gets it)."""
+
+    def emit(self, text: str) -> None:
+        write_text(sys.stdout, text)
+
+    def aside(self, line: str) -> None:
+        sys.stdout.flush()  # in order with what came before it
+        write_line(sys.stderr, line)
+
+    def summary(self, markdown: str) -> None:
+        from dswheels.effects.gha import write_summary  # noqa: PLC0415 - gha warns through this module
+
+        write_summary(markdown)
+
 
 @dataclass
-class TerminalReporter:
+class TerminalReporter(_Doors):
     stream: TextIO = field(default_factory=lambda: sys.stdout)
     color: bool = False
     quiet_output: bool = False  # True: subprocess output goes only to the log file
     _depth: int = 0
+
+    @classmethod
+    def on_stderr(cls) -> TerminalReporter:
+        """Progress on stderr: for a command whose stdout is a document (``doctor --json``)."""
+        return cls(stream=sys.stderr)
 
     def _style(self, text: str, code: str) -> str:
         return f"\033[{code}m{text}\033[0m" if self.color else text
@@ -129,7 +173,7 @@ class TerminalReporter:
 
 
 @dataclass
-class GitHubReporter:
+class GitHubReporter(_Doors):
     """GitHub Actions workflow commands: groups, annotations."""
 
     stream: TextIO = field(default_factory=lambda: sys.stdout)
@@ -208,6 +252,15 @@ class NullReporter:
         pass
 
     def output(self, line: str) -> None:
+        pass
+
+    def emit(self, text: str) -> None:
+        pass
+
+    def aside(self, line: str) -> None:
+        pass
+
+    def summary(self, markdown: str) -> None:
         pass
 
 

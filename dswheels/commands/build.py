@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from dswheels.commands.common import Subparsers, add_command, add_env_option
 from dswheels.commands.flags import (
+    add_report_argument,
     add_selection_arguments,
     add_torch_index_argument,
     combo_given,
@@ -22,7 +22,7 @@ from dswheels.core.building.report import render_results_markdown, render_result
 from dswheels.core.cuda_redist import REDIST_URL
 from dswheels.core.locations import WHEELHOUSE
 from dswheels.effects.build import CellResult, CellStatus
-from dswheels.effects.gha import in_github_actions, write_summary
+from dswheels.effects.gha import in_github_actions
 from dswheels.effects.interpreter import InterpreterMode
 from dswheels.effects.steps.build import BuildOptions, BuildRun, build_cells, install_here, outcome_of
 from dswheels.effects.steps.selection import CellSelection, NamedCells, PlanFileCells, ThisMachine
@@ -182,6 +182,7 @@ def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--pypi", metavar="URL", help="PyPI JSON API URL for DeepSpeed (default: compat.yml's)")
     p.add_argument("--verbose", "-v", action="store_true", help="show the compiler output (always in the log)")
+    add_report_argument(p)
     p.set_defaults(func=run)
 
 
@@ -293,7 +294,7 @@ def _options(args: argparse.Namespace) -> BuildOptions:
 def _show_failure(result: CellResult) -> None:
     assert result.error is not None  # noqa: S101 - only failures are shown
     get_reporter().error(f"{result.cell_id}: {result.error.message}")
-    sys.stderr.write(result.error.render() + "\n")
+    get_reporter().aside(result.error.render())
 
 
 def run(args: argparse.Namespace) -> int:
@@ -307,11 +308,11 @@ def run(args: argparse.Namespace) -> int:
     if options.prepare_only:
         for cell in result.results:
             if cell.status is CellStatus.PREPARED:
-                sys.stdout.write(f"prepared {cell.cell_id}: {cell.prepared}\n")
+                get_reporter().emit(f"prepared {cell.cell_id}: {cell.prepared}\n")
     else:
         _report(result)
     if result.failed:
-        sys.stderr.write(f"{len(result.failed)} of {len(result.results)} cell(s) failed\n")
+        get_reporter().aside(f"{len(result.failed)} of {len(result.results)} cell(s) failed")
         first = result.failed[0].error
         return first.exit_code if first else 1
     if options.install:
@@ -323,5 +324,5 @@ def run(args: argparse.Namespace) -> int:
 
 def _report(result: BuildRun) -> None:
     rows = [outcome_of(r) for r in result.results]
-    sys.stdout.write(render_results_table(rows, skipped=result.not_built))
-    write_summary(render_results_markdown(rows, skipped=result.not_built))
+    get_reporter().emit(render_results_table(rows, skipped=result.not_built))
+    get_reporter().summary(render_results_markdown(rows, skipped=result.not_built))

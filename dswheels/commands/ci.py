@@ -8,12 +8,13 @@ which wins): see ``dswheels ci plan --help``.
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from dswheels.commands.common import Subparsers, add_command, add_env_flag, add_env_option
-from dswheels.commands.flags import add_matrix_argument, add_published_arguments, published_at
+from dswheels.commands.flags import add_matrix_argument, add_published_arguments, add_report_argument, published_at
+from dswheels.core.naming import cell_id
 from dswheels.core.plan.render import render_table
+from dswheels.core.result import Done
 from dswheels.core.workflow.event import (
     AXES,
     DispatchInputs,
@@ -24,9 +25,10 @@ from dswheels.core.workflow.event import (
     parse_gpu_platforms,
 )
 from dswheels.core.workflow.render_costs import render_cost_table
-from dswheels.effects.gha import write_output, write_summary
+from dswheels.effects.gha import write_output
 from dswheels.effects.steps.ci import OUTPUTS, CiPlanOptions, CiRun, plan_ci_run
 from dswheels.errors import ConfigError
+from dswheels.log import get_reporter
 
 __all__ = ["OUTPUTS", "register"]
 
@@ -97,6 +99,7 @@ def register(ci_sub: Subparsers[argparse.ArgumentParser]) -> None:
         help="platforms with a self-hosted GPU runner for the smoke jobs, e.g. 'linux_x86_64 win_amd64'",
     )
     p.add_argument("--out", type=Path, default=Path("plan"), metavar="DIR", help="where plan.json goes (%(default)s)")
+    add_report_argument(p)
     p.set_defaults(func=run_plan)
 
 
@@ -120,20 +123,27 @@ def _options(args: argparse.Namespace) -> CiPlanOptions:
     return CiPlanOptions(intent=intent, gpu=gpu, matrix=args.matrix, published=published_at(args), out=args.out)
 
 
-def run_plan(args: argparse.Namespace) -> int:
+def run_plan(args: argparse.Namespace) -> Done:
     result = plan_ci_run(_options(args))
     if result.skipped is not None:
-        sys.stderr.write(result.skipped.line + "\n")
+        get_reporter().aside(result.skipped.line)
     _render(result)
-    return 0
+    return Done(
+        data={
+            "planned": [cell_id(p.cell) for p in result.plan.planned],
+            "jobs": len(result.jobs.jobs),
+            "outputs": dict(result.outputs),
+        }
+    )
 
 
 def _render(result: CiRun) -> None:
     report = render_table(result.plan, result.jobs, per_cell=result.per_cell)
     report += "\n" + render_cost_table(result.jobs, per_cell=result.per_cell)
     notes = "\n".join(result.notes)
-    sys.stdout.write(notes + "\n\n" + report)
+    shown = get_reporter()
+    shown.emit(notes + "\n\n" + report)
     written = [write_output(name, value) for name, value in result.outputs.items()]
     if not all(written):  # not in GitHub Actions: show what the workflow would get
-        sys.stdout.write("\n" + "".join(f"{name}={value}\n" for name, value in result.outputs.items()))
-    write_summary("### Plan\n\n" + "\n\n".join(result.notes) + "\n\n```\n" + report + "```")
+        shown.emit("\n" + "".join(f"{name}={value}\n" for name, value in result.outputs.items()))
+    shown.summary("### Plan\n\n" + "\n\n".join(result.notes) + "\n\n```\n" + report + "```")

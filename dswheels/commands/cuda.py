@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from dswheels.commands.common import Subparsers, add_command, add_env_option
+from dswheels.commands.flags import add_report_argument
 from dswheels.core.cuda_redist import REDIST_URL
 from dswheels.core.model import Platform
+from dswheels.core.result import Done
+from dswheels.log import get_reporter
 from dswheels.platforms import host_os, traits
 
 __all__ = ["register", "run_install"]
@@ -73,10 +75,11 @@ def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
         help="set CUDA_HOME and CUDA_PATH to the root, and put its bin/ on PATH, for the job's later steps "
         "($GITHUB_ENV, $GITHUB_PATH)",
     )
+    add_report_argument(p)
     p.set_defaults(func=run_install)
 
 
-def run_install(args: argparse.Namespace) -> int:
+def run_install(args: argparse.Namespace) -> Done:
     from dswheels.effects.steps.cuda import CudaStepOptions, install_toolkit  # noqa: PLC0415 - keeps --help fast
 
     installed = install_toolkit(
@@ -90,8 +93,19 @@ def run_install(args: argparse.Namespace) -> int:
         )
     )
     how = "already assembled" if installed.reused else f"assembled from NVIDIA's archives ({installed.json_from})"
-    sys.stderr.write(f"CUDA {installed.release} ({installed.platform}), {how}:\n")
+    reporter = get_reporter()
+    reporter.aside(f"CUDA {installed.release} ({installed.platform}), {how}:")
     for component, archive in zip(installed.components, installed.archives, strict=True):
-        sys.stderr.write(f"  {component.name:<13} {archive.component} {archive.version}  sha256 {archive.sha256}\n")
-    sys.stdout.write(f"CUDA_HOME={installed.root}\n")
-    return 0
+        reporter.aside(f"  {component.name:<13} {archive.component} {archive.version}  sha256 {archive.sha256}")
+    reporter.emit(f"CUDA_HOME={installed.root}\n")
+    return Done(
+        data={
+            "release": installed.release,
+            "platform": installed.platform,
+            "root": str(installed.root),
+            "reused": installed.reused,
+            "archives": [
+                {"component": a.component, "version": a.version, "sha256": a.sha256} for a in installed.archives
+            ],
+        }
+    )

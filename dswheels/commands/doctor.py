@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from dswheels import __version__
 from dswheels.commands.common import Subparsers, add_command
-from dswheels.commands.flags import add_target_arguments, parse_deepspeed, parse_interpreter
+from dswheels.commands.flags import add_report_argument, add_target_arguments, parse_deepspeed, parse_interpreter
 from dswheels.core.doctor import Status
-from dswheels.core.doctor.render import render_json, render_text
+from dswheels.core.doctor.render import render_json, render_text, report_to_data
+from dswheels.core.result import Done
 from dswheels.effects.steps.doctor import DoctorOptions, examine
-from dswheels.log import TerminalReporter, reset_reporter, set_reporter
+from dswheels.log import TerminalReporter, get_reporter, reset_reporter, set_reporter
 
 __all__ = ["register", "run"]
 
@@ -56,6 +56,7 @@ def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
         metavar="FILE",
         help="judge facts saved by `dswheels doctor --json` instead of probing this machine",
     )
+    add_report_argument(p)
     p.set_defaults(func=run)
 
 
@@ -69,17 +70,23 @@ def _options(args: argparse.Namespace) -> DoctorOptions:
     )
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> Done:
     options = _options(args)
+    shown = get_reporter()
     if args.json:
         # progress would break the JSON on stdout: send it to stderr
-        token = set_reporter(TerminalReporter(stream=sys.stderr))
+        token = set_reporter(TerminalReporter.on_stderr())
         try:
             found = examine(options)
         finally:
             reset_reporter(token)
-        sys.stdout.write(render_json(found.report, found.facts, version=__version__))
+        shown.emit(render_json(found.report, found.facts, version=__version__))
     else:
         found = examine(options)
-        sys.stdout.write(render_text(found.report))
-    return 9 if found.report.worst is Status.FAIL else 0
+        shown.emit(render_text(found.report))
+    failed = found.report.worst is Status.FAIL
+    return Done(
+        data={"doctor": report_to_data(found.report)},
+        exit_code=9 if failed else 0,
+        reason="a check failed" if failed else "",
+    )

@@ -8,17 +8,19 @@ and one drift issue kept up to date. They live in :mod:`dswheels.commands.follow
 from __future__ import annotations
 
 import argparse
-import sys
+import json
 from pathlib import Path
 
 from dswheels.commands.common import Subparsers, add_command, add_env_option
+from dswheels.commands.flags import add_report_argument
+from dswheels.core.result import Done
 from dswheels.core.upstream.findings import render_json, render_markdown, render_text
 from dswheels.core.urls import redact_text
 from dswheels.effects.files import write_text_atomic
-from dswheels.effects.gha import write_summary
 from dswheels.effects.steps.facts import FactsCheckOptions, check_compat
 from dswheels.effects.upstream import SOURCES, WORKFLOW, UpstreamOptions
 from dswheels.errors import SourceError
+from dswheels.log import get_reporter
 
 __all__ = ["register", "run_check"]
 
@@ -103,6 +105,7 @@ def register(facts_sub: Subparsers[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--torch-minors", type=_count, default=3, metavar="N|all", help="newest torch minors to check")
     p.add_argument("--sdists", type=_count, default=2, metavar="N|all", help="newest DeepSpeed sdists to read")
+    add_report_argument(p)
     p.set_defaults(func=run_check)
 
 
@@ -119,32 +122,36 @@ def _options(args: argparse.Namespace) -> FactsCheckOptions:
     return FactsCheckOptions(compat=args.compat, upstream=upstream)
 
 
-def run_check(args: argparse.Namespace) -> int:
+def run_check(args: argparse.Namespace) -> Done:
     checked = check_compat(_options(args))
     report, diff, path = checked.report, checked.diff, checked.path
     text = render_text(report)
-    sys.stdout.write(text)
-    write_summary(f"### Facts check\n\n```\n{text}```")
+    shown = get_reporter()
+    shown.emit(text)
+    shown.summary(f"### Facts check\n\n```\n{text}```")
     # reports are shown (an issue, a summary): no URL's credentials in them
     if args.json:
         write_text_atomic(args.json, redact_text(render_json(report, diff=diff)))
     if args.markdown:
         write_text_atomic(args.markdown, redact_text(render_markdown(report, diff=diff)))
     if (args.diff or args.write) and diff:
-        sys.stdout.write("\n" + diff)
+        shown.emit("\n" + diff)
     failed = ", ".join(report.unreachable)
     if args.write and report.unreachable:
-        sys.stdout.write(f"\nnot written: {failed} could not be read\n")
+        shown.emit(f"\nnot written: {failed} could not be read\n")
     elif args.write and diff:
         write_text_atomic(path, report.after)
-        sys.stdout.write(f"\nwrote {path}\n")
+        shown.emit(f"\nwrote {path}\n")
     elif args.write:
-        sys.stdout.write("\nnothing to write: no finding changes compat.yml\n")
+        shown.emit("\nnothing to write: no finding changes compat.yml\n")
+    # the report's data: the facts check's own JSON report (--json), whole
+    data = {"facts_report": json.loads(render_json(report, diff=diff))}
     if report.unreachable:
-        raise SourceError(
+        failure = SourceError(
             f"could not read {len(report.unreachable)} of the sources: "
             + "; ".join(f"{name}: {why}" for name, why in report.unreachable.items()),
             hint="the report above (and --json/--markdown) holds what the other sources say; run again when "
             f"they can be reached, or leave them out with {' '.join(f'--skip {n}' for n in report.unreachable)}",
         )
-    return 0
+        return Done(data=data, error=failure)
+    return Done(data=data)

@@ -18,6 +18,8 @@ from dswheels.errors import ConfigError
 
 __all__ = [
     "COMBO_AXES",
+    "REPORT_DEST",
+    "STAGE_DEST",
     "add_deepspeed_argument",
     "add_github_argument",
     "add_interpreter_argument",
@@ -210,6 +212,16 @@ def add_github_argument(p: Container, *, help: str) -> None:  # noqa: A002 - arg
     p.add_argument("--github", metavar="OWNER/REPO", help=help)
 
 
-def add_report_argument(p: argparse.ArgumentParser, *, help: str) -> None:  # noqa: A002 - argparse's name
-    """``--report FILE``: where a command writes its results as JSON."""
-    p.add_argument("--report", type=Path, metavar="FILE", help=help)
+REPORT_DEST = "stage_report"  # the --report path (not "report": `facts builds` reads a facts report by that name)
+STAGE_DEST = "report_stage"  # the command's name in its report, e.g. "facts check"
+
+
+def add_report_argument(
+    p: argparse.ArgumentParser,
+    *,
+    help: str = "write the result (status, reason, duration and what the command found) as JSON",  # noqa: A002
+) -> None:
+    """``--report FILE``: where the CLI writes the command's result as JSON (:mod:`dswheels.core.result`),
+    whether it succeeds or fails; the command only returns its data."""
+    p.add_argument("--report", dest=REPORT_DEST, type=Path, metavar="FILE", help=help)
+    p.set_defaults(**{STAGE_DEST: p.prog.removeprefix("dswheels ")})

@@ -12,12 +12,12 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import sys
 from pathlib import Path
 
 from dswheels.commands.common import Subparsers, add_command
-from dswheels.commands.flags import add_matrix_argument, add_published_arguments, published_at
+from dswheels.commands.flags import add_matrix_argument, add_published_arguments, add_report_argument, published_at
 from dswheels.core.locations import MATRIX
+from dswheels.core.result import Done
 from dswheels.core.workflow.follow import ISSUE_TITLE
 from dswheels.effects.gha import write_output
 from dswheels.effects.steps.follow import (
@@ -29,6 +29,7 @@ from dswheels.effects.steps.follow import (
     keep_drift_issue,
 )
 from dswheels.errors import ConfigError
+from dswheels.log import get_reporter
 
 __all__ = ["register"]
 
@@ -77,6 +78,7 @@ def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
     p.add_argument("--repo", required=True, metavar="OWNER/NAME")
     p.add_argument("--workflow", default="wheels.yml", help="the workflow file to dispatch (default: %(default)s)")
     p.add_argument("--ref", default="main", help="the branch it runs on (default: %(default)s)")
+    add_report_argument(p)
     p.set_defaults(func=run_dispatch)
     p = add_command(sub, "issue", help="open, update or close the one facts-drift issue", description=ISSUE)
     p.add_argument("--report", type=Path, required=True, metavar="PATH", help="`dswheels facts check --json` output")
@@ -96,12 +98,12 @@ def run_builds(args: argparse.Namespace) -> int:
             if version in found.placeable
             else f"{found.unpublished[version]} cells not published"
         )
-        sys.stderr.write(f"build DeepSpeed {version}: {why}\n")
+        get_reporter().aside(f"build DeepSpeed {version}: {why}")
     if not found.start:
-        sys.stderr.write("nothing to build: every planned cell is published and no new release was placed\n")
+        get_reporter().aside("nothing to build: every planned cell is published and no new release was placed")
     text = json.dumps(list(found.start))
     write_output("versions", text)
-    sys.stdout.write(text + "\n")
+    get_reporter().emit(text + "\n")
     return 0
 
 
@@ -118,18 +120,18 @@ def _versions(text: str) -> list[str]:
     return versions
 
 
-def run_dispatch(args: argparse.Namespace) -> int:
+def run_dispatch(args: argparse.Namespace) -> Done:
     options = DispatchOptions(
         versions=tuple(_versions(args.versions_json)), repo=args.repo, workflow=args.workflow, ref=args.ref
     )
-    dispatch_builds(options)
-    return 0
+    started = dispatch_builds(options)
+    return Done(data={"versions": list(options.versions), "started": list(started)})
 
 
 def run_issue(args: argparse.Namespace) -> int:
     outcome = keep_drift_issue(IssueOptions(report=args.report, markdown=args.markdown, repo=args.repo))
     if outcome.opened is not None:
-        sys.stdout.write(f"opened issue #{outcome.opened}: {outcome.action.why}\n")
+        get_reporter().emit(f"opened issue #{outcome.opened}: {outcome.action.why}\n")
     else:
-        sys.stdout.write(f"{outcome.action.why}\n")
+        get_reporter().emit(f"{outcome.action.why}\n")
     return 0

@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from urllib.parse import urljoin
 
 from dswheels.commands.common import Subparsers, add_command
-from dswheels.commands.flags import add_github_argument
+from dswheels.commands.flags import add_github_argument, add_report_argument
 from dswheels.core.index.links import install_lines
 from dswheels.core.locations import LOCAL_SITE_URL, PUBLISHED, SITE, serve_command
-from dswheels.effects.gha import write_summary
+from dswheels.core.result import Done
 from dswheels.effects.steps.site import IndexOptions, SiteWritten, write_index
-from dswheels.log import format_duration
+from dswheels.log import format_duration, get_reporter
 from dswheels.platforms import OS, host_os
 
 __all__ = ["register", "run"]
@@ -77,6 +76,7 @@ def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--yanked", type=Path, metavar="FILE", help="wheels to mark yanked (see below)")
     p.add_argument("--title", default="DeepSpeed wheels", help="title of the human page (default: %(default)s)")
+    add_report_argument(p)
     p.set_defaults(func=run)
 
 
@@ -92,7 +92,7 @@ def _options(args: argparse.Namespace) -> IndexOptions:
     )
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> Done:
     site = write_index(_options(args))
     partitions = site.partitions
     shown = ", ".join(partitions[:6]) + (f", ... ({len(partitions) - 6} more)" if len(partitions) > 6 else "")
@@ -100,9 +100,16 @@ def run(args: argparse.Namespace) -> int:
         f"wrote {site.out}: {len(site.files)} wheels in {len(partitions)} partitions ({shown or 'none'})"
         f" in {format_duration(site.seconds)}"
     )
-    sys.stdout.write(summary + "\n" + _where_to_install(site))
-    write_summary(f"### dswheels index\n\n{summary}\n")
-    return 0
+    get_reporter().emit(summary + "\n" + _where_to_install(site))
+    get_reporter().summary(f"### dswheels index\n\n{summary}\n")
+    return Done(
+        data={
+            "out": str(site.out),
+            "site_url": site.site_url,
+            "wheels": len(site.files),
+            "partitions": list(partitions),
+        }
+    )
 
 
 MAX_LINES_SHOWN = 3  # partitions whose install line is printed; the page has them all

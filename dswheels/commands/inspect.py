@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
 from dswheels.commands.common import Subparsers, add_command
+from dswheels.commands.flags import add_report_argument
 from dswheels.core.compat import load_compat
+from dswheels.core.result import Done
 from dswheels.core.wheel.inspect import SCHEMA, render_inspection
 from dswheels.effects.inspect import inspect_path
+from dswheels.log import get_reporter
 
 __all__ = ["register", "run"]
 
@@ -37,14 +39,16 @@ def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("wheels", nargs="+", type=Path, metavar="WHEEL")
     p.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: %(default)s)")
+    add_report_argument(p)
     p.set_defaults(func=run)
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> Done:
     compat = load_compat()
     found = [inspect_path(wheel, compat) for wheel in args.wheels]
+    document = {"schema": SCHEMA, "wheels": [i.as_json() for i in found]}
     if args.format == "json":
-        sys.stdout.write(json.dumps({"schema": SCHEMA, "wheels": [i.as_json() for i in found]}, indent=2) + "\n")
+        get_reporter().emit(json.dumps(document, indent=2) + "\n")
     else:
-        sys.stdout.write("\n".join(render_inspection(i) for i in found))
-    return 0
+        get_reporter().emit("\n".join(render_inspection(i) for i in found))
+    return Done(data=document)

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 import shlex
-import sys
 
 from dswheels.commands.common import Subparsers, add_command
-from dswheels.commands.flags import add_target_arguments, parse_deepspeed, parse_interpreter
+from dswheels.commands.flags import add_report_argument, add_target_arguments, parse_deepspeed, parse_interpreter
+from dswheels.core.result import Done
 from dswheels.core.urls import shell_word
+from dswheels.effects.install import Installer
 from dswheels.effects.steps.install import InstallOptions, install_published
 from dswheels.errors import ConfigError
 from dswheels.log import get_reporter
@@ -54,12 +55,13 @@ def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
     add_target_arguments(p)
     p.add_argument(
         "--installer",
-        choices=("auto", "pip", "uv"),
-        default="auto",
+        choices=[i.value for i in Installer],
+        default=Installer.AUTO.value,
         help="pip in the target environment, or uv (auto: pip when the target has it, else uv)",
     )
     p.add_argument("--dry-run", action="store_true", help="pick the wheel and print the install command only")
     p.add_argument("--no-verify", action="store_true", help="skip loading the ops after installing")
+    add_report_argument(p)
     p.set_defaults(func=run)
 
 
@@ -74,18 +76,18 @@ def _options(args: argparse.Namespace) -> InstallOptions:
         index=args.index,
         python=str(python) if python else None,
         deepspeed=parse_deepspeed(args.deepspeed),
-        installer=args.installer,
+        installer=Installer(args.installer),
         dry_run=args.dry_run,
         verify=not args.no_verify,
     )
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> Done:
     outcome = install_published(_options(args))
     if not outcome.installed:
         # the URL is the index's: one shell word, whatever the page put in it
-        sys.stdout.write(f"# download {shell_word(outcome.wheel.url)} (sha256 {outcome.wheel.sha256}), then:\n")
-        sys.stdout.write(shlex.join(outcome.command) + "\n")
+        get_reporter().emit(f"# download {shell_word(outcome.wheel.url)} (sha256 {outcome.wheel.sha256}), then:\n")
+        get_reporter().emit(shlex.join(outcome.command) + "\n")
     elif outcome.loaded is None:
         get_reporter().info(f"installed deepspeed {outcome.version} (not verified: --no-verify)")
     else:
@@ -94,4 +96,13 @@ def run(args: argparse.Namespace) -> int:
             f"installed deepspeed {outcome.version} into {outcome.python}: {len(outcome.loaded)} prebuilt ops "
             f"load without JIT ({ops})",
         )
-    return 0
+    return Done(
+        data={
+            "wheel": outcome.wheel.filename,
+            "sha256": outcome.wheel.sha256,
+            "version": outcome.version,
+            "python": outcome.python,
+            "installed": outcome.installed,
+            "loaded": None if outcome.loaded is None else list(outcome.loaded),
+        }
+    )

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 from dswheels import __version__
 from dswheels.commands.common import Subparsers, add_command
-from dswheels.commands.flags import add_selection_arguments, matrix_selection
+from dswheels.commands.flags import add_report_argument, add_selection_arguments, matrix_selection
+from dswheels.core.naming import cell_id
 from dswheels.core.plan.contract import render_json
 from dswheels.core.plan.render import render_explain, render_github, render_table
+from dswheels.core.result import Done
 from dswheels.core.workflow.render_costs import render_cost_table
-from dswheels.effects.steps.plan import PlanOptions, PlanRun, run_plan
+from dswheels.effects.steps.plan import JobGrouping, PlanOptions, PlanRun, run_plan
 from dswheels.errors import NothingToDoError
+from dswheels.log import get_reporter
 
 __all__ = ["register", "run"]
 
@@ -62,8 +64,8 @@ def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
     )
     p.add_argument(
         "--group",
-        choices=("python", "cell"),
-        default="python",
+        choices=[g.value for g in JobGrouping],
+        default=JobGrouping.PYTHON.value,
         help="python (default): one job builds every Python of a (deepspeed, torch, variant, platform), compiling "
         "the .cu objects once; cell: one job per cell (coarser either way past 256 jobs)",
     )
@@ -91,6 +93,7 @@ def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
         action="store_true",
         help="with nothing left to build, print an empty job list and exit 0 instead of 3",
     )
+    add_report_argument(p)
     p.set_defaults(func=run)
 
 
@@ -99,21 +102,34 @@ def _options(args: argparse.Namespace) -> PlanOptions:
         selection=matrix_selection(args),
         canary=args.canary,
         skip_published=args.skip_published,
-        group=None if args.explain or args.format == "json" else args.group,
+        group=None if args.explain or args.format == "json" else JobGrouping(args.group),
     )
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> Done:
     result = run_plan(_options(args))
     if result.skipped is not None:
-        sys.stderr.write(result.skipped.line + "\n")
+        get_reporter().aside(result.skipped.line)
         if not result.plan.planned and not args.allow_empty:
             raise NothingToDoError(
                 f"all {result.skipped.total} selected cells are already published at {result.skipped.location}",
                 hint="pass --allow-empty to get an empty plan (exit 0) instead",
             )
-    sys.stdout.write(_render(result, args))
-    return 0
+    get_reporter().emit(_render(result, args))
+    return Done(data=_data(result))
+
+
+def _data(result: PlanRun) -> dict[str, object]:
+    """The report's data: the cells planned and dropped (``--format json`` is the whole plan)."""
+    skipped = result.skipped
+    return {
+        "matrix": result.plan.matrix,
+        "mode": result.plan.mode,
+        "planned": [cell_id(p.cell) for p in result.plan.planned],
+        "dropped": [cell_id(d.cell) for d in result.plan.dropped],
+        "skipped_published": None if skipped is None else {"skipped": skipped.skipped, "at": skipped.location},
+        "jobs": None if result.jobs is None else len(result.jobs.jobs),
+    }
 
 
 def _render(result: PlanRun, args: argparse.Namespace) -> str:

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import argparse
 import shlex
-import sys
 from pathlib import Path
 
 from dswheels.commands.common import Subparsers, add_command
-from dswheels.commands.flags import add_github_argument
+from dswheels.commands.flags import add_github_argument, add_report_argument
 from dswheels.core.locations import PUBLISHED, SITE, WHEELHOUSE
-from dswheels.effects.gha import write_summary
+from dswheels.core.result import Done
 from dswheels.effects.steps.publish import (
     PublishOptions,
     PublishTarget,
@@ -20,6 +19,7 @@ from dswheels.effects.steps.publish import (
     publish_wheels,
 )
 from dswheels.errors import ConfigError
+from dswheels.log import get_reporter
 from dswheels.stores.outgoing import PublishResult
 
 __all__ = ["register", "run"]
@@ -75,6 +75,7 @@ def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
     p.add_argument("--title", help="with --github: the release title for a new release (default: the tag)")
     p.add_argument("--target", metavar="COMMITISH", help="with --github: commit a new tag points at (default branch)")
     p.add_argument("--simple-url", metavar="URL", help="with --repository-url: the server's simple index")
+    add_report_argument(p)
     p.set_defaults(func=run)
 
 
@@ -110,10 +111,10 @@ def _next(target: PublishTarget) -> str:
     return f"next: dswheels index --from {shlex.quote(str(target.path))}   (writes {SITE}/)\n"
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> Done:
     options = PublishOptions(paths=tuple(args.paths), target=_target(args))
     result = publish_wheels(options)
     text = _report(result)
-    sys.stdout.write(text + _next(options.target))
-    write_summary("### dswheels publish\n\n```\n" + text + "```")
-    return 0
+    get_reporter().emit(text + _next(options.target))
+    get_reporter().summary("### dswheels publish\n\n```\n" + text + "```")
+    return Done(data={"where": result.where, "uploaded": list(result.uploaded), "present": list(result.present)})

@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from dswheels import __version__
 from dswheels.commands.common import Subparsers, add_command
 from dswheels.commands.flags import (
     add_interpreter_argument,
@@ -18,9 +15,8 @@ from dswheels.commands.flags import (
     parse_torch_source,
 )
 from dswheels.core.naming import cell_id
+from dswheels.core.result import Done
 from dswheels.core.wheel.smoke import render_smoke_markdown
-from dswheels.effects.files import write_text_atomic
-from dswheels.effects.gha import write_summary
 from dswheels.effects.steps.smoke import SmokeDevice, SmokeOptions, WheelSmoke, smoke_wheel
 from dswheels.errors import ConfigError, DswheelsError
 from dswheels.log import get_reporter
@@ -88,8 +84,8 @@ def _options(args: argparse.Namespace) -> SmokeOptions:
 
 def _show(smoked: WheelSmoke) -> None:
     table = render_smoke_markdown(smoked.result.runs, smoked.skipped)
-    sys.stdout.write(f"\n{cell_id(smoked.cell)} on {smoked.device}:\n{table}")
-    write_summary(f"### dswheels smoke: {smoked.wheel.name} on {smoked.device}\n\n{table}")
+    get_reporter().emit(f"\n{cell_id(smoked.cell)} on {smoked.device}:\n{table}")
+    get_reporter().summary(f"### dswheels smoke: {smoked.wheel.name} on {smoked.device}\n\n{table}")
 
 
 def _smoke_each(wheels: Sequence[Path], options: SmokeOptions) -> tuple[list[dict[str, object]], list[DswheelsError]]:
@@ -105,7 +101,7 @@ def _smoke_each(wheels: Sequence[Path], options: SmokeOptions) -> tuple[list[dic
             entries.append({"wheel": wheel.name, "ok": False, "error": exc.message})
             errors.append(exc)
             get_reporter().error(f"{wheel.name}: {exc.message}")
-            sys.stderr.write(exc.render() + "\n")
+            get_reporter().aside(exc.render())
             continue
         _show(smoked)
         entries.append(smoked.as_json())
@@ -114,18 +110,17 @@ def _smoke_each(wheels: Sequence[Path], options: SmokeOptions) -> tuple[list[dic
     return entries, errors
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> Done:
     wheels: list[Path] = args.wheels
     entries, errors = _smoke_each(wheels, _options(args))
-    if args.report:
-        report = {"schema": SMOKE_SCHEMA, "dswheels": __version__, "ok": not errors, "wheels": entries}
-        write_text_atomic(args.report, json.dumps(report, indent=2) + "\n")
+    data = {"schema": SMOKE_SCHEMA, "ok": not errors, "wheels": entries}
     if len(wheels) > 1:
         verdicts = "".join(f"  {'ok' if e['ok'] else 'FAILED':6}  {e['wheel']}\n" for e in entries)
-        sys.stdout.write(f"\nsmoke: {len(wheels) - len(errors)} of {len(wheels)} wheel(s) passed\n{verdicts}")
+        get_reporter().emit(f"\nsmoke: {len(wheels) - len(errors)} of {len(wheels)} wheel(s) passed\n{verdicts}")
     if len(errors) == 1 and len(wheels) == 1:
-        raise errors[0]
+        return Done(data=data, error=errors[0])
     if errors:
-        sys.stderr.write(f"{len(errors)} of {len(wheels)} wheel(s) failed the smoke test\n")
-        return errors[0].exit_code
-    return 0
+        why = f"{len(errors)} of {len(wheels)} wheel(s) failed the smoke test"
+        get_reporter().aside(why)
+        return Done(data=data, exit_code=errors[0].exit_code, reason=why)
+    return Done(data=data)

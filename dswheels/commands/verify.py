@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from pathlib import Path
 
-from dswheels import __version__
 from dswheels.commands.common import Subparsers, add_command
 from dswheels.commands.flags import (
     add_interpreter_argument,
@@ -18,12 +15,12 @@ from dswheels.commands.flags import (
     parse_torch_source,
 )
 from dswheels.core.locations import WHEELHOUSE
+from dswheels.core.result import Done
 from dswheels.core.versions import parse_torch_release
 from dswheels.core.wheel.verify import render_checks_markdown
-from dswheels.effects.files import write_text_atomic
-from dswheels.effects.gha import write_summary
 from dswheels.effects.steps.verify import RuntimeAccelerator, VerifyOptions, WheelVerification, verify_wheels
 from dswheels.errors import VerifyError
+from dswheels.log import get_reporter
 
 __all__ = ["register", "run"]
 
@@ -112,23 +109,22 @@ def _options(args: argparse.Namespace) -> VerifyOptions:
     )
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> Done:
     results = verify_wheels(args.wheels, _options(args))
-    if args.report:
-        document = {"schema": "dswheels.verify/1", "dswheels": __version__, "wheels": [r.as_json() for r in results]}
-        write_text_atomic(args.report, json.dumps(document, indent=2) + "\n")
+    data = {"schema": "dswheels.verify/1", "wheels": [r.as_json() for r in results]}
     markdown = ["### dswheels verify", ""]
     markdown += [render_checks_markdown(f"{r.wheel.name}: {'FAILED' if r.failed else 'ok'}", r.checks) for r in results]
-    write_summary("\n".join(markdown))
+    get_reporter().summary("\n".join(markdown))
     failures = [_failure_line(r) for r in results if r.failed]
     if failures:
-        raise VerifyError(
+        failed = VerifyError(
             f"{len(failures)} of {len(results)} wheel(s) failed verification",
             details="\n".join(failures),
             hint="do not publish these wheels; the checks above say what is wrong",
         )
-    sys.stdout.write(f"verified {len(results)} wheel(s)\n")
-    return 0
+        return Done(data=data, error=failed)
+    get_reporter().emit(f"verified {len(results)} wheel(s)\n")
+    return Done(data=data)
 
 
 def _failure_line(result: WheelVerification) -> str:

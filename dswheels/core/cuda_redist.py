@@ -27,6 +27,7 @@ from dswheels.core.compat import Compat
 from dswheels.core.compat.entries import CudaComponent, CudaToolkit
 from dswheels.core.digests import is_sha256
 from dswheels.core.jsondoc import parse_json
+from dswheels.core.model import OS
 from dswheels.core.untyped import Untyped
 from dswheels.platforms.table import traits
 
@@ -46,8 +47,10 @@ __all__ = [
 ]
 
 REDIST_URL = "https://developer.download.nvidia.com/compute/cuda/redist/"
+
+
 # NVIDIA's platform names for the two OSes dswheels builds on (x86-64)
-PLATFORMS: Mapping[str, str] = {"linux": "linux-x86_64", "windows": "windows-x86_64"}
+PLATFORMS: Mapping[str, str] = {OS.LINUX.value: "linux-x86_64", OS.WINDOWS.value: "windows-x86_64"}
 _RELEASE = re.compile(r"\d+\.\d+\.\d+")
 _HEADER_KEYS = ("release_date", "release_label", "release_product")
 _ARCHIVE_SUFFIXES = (".tar.xz", ".zip")

@@ -206,9 +206,8 @@ def build_cell(planned: PlannedCell, options: BuildOptions, host: Host, *, compa
             work = _work_dir(cell)
             with exclusive(work.with_name(f".{work.name}.lock"), what=f"building {cid}", error=BuildError):
                 built = _build_keeping_failed_tree(cell, log, start, progress)
-    except DswheelsError as exc:
-        if exc.hint is None or str(log) not in (exc.hint or ""):
-            exc.hint = (exc.hint + f"; full log: {log}") if exc.hint else f"full log: {log}"
+    except DswheelsError as raised:
+        exc = raised if str(log) in (raised.hint or "") else raised.with_hint(f"full log: {log}")
         remove_stale(options.out_dir / planned.cell.variant.name / wheel_filename(planned.cell))
         if log.parent.exists():
             log_note(log, f"FAILED: {exc.message}")
@@ -262,8 +261,8 @@ def _build_keeping_failed_tree(
         tag = f"torch{format_version(planned.cell.torch)}-{planned.cell.python.tag}"  # a cell of the family
         kept = set_aside(work, tag) if ours else None
         if kept is not None:
-            note = f"the build tree is kept in {kept}"
-            exc.hint = f"{exc.hint}; {note}" if exc.hint else note
+            noted = exc.with_hint(f"the build tree is kept in {kept}")
+            raise noted.with_traceback(exc.__traceback__) from exc.__cause__
         raise
     finally:
         platform_module(planned.cell.platform).finish_build(

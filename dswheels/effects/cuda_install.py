@@ -47,6 +47,7 @@ from dswheels.core.cuda_redist import (
     root_links,
 )
 from dswheels.core.jsondoc import parse_json
+from dswheels.core.model import OS
 from dswheels.core.versions import format_version, parse_version
 from dswheels.effects.files import exclusive, public_mode, read_bounded, replace_dir, staging_dir, write_text_atomic
 from dswheels.effects.http import TIMEOUTS
@@ -66,7 +67,7 @@ ATTEMPT_SECONDS = 20 * 60  # one attempt at one archive (cuBLAS is ~0.85 GB); th
 @dataclass(frozen=True, kw_only=True, slots=True)
 class CudaInstallOptions:
     toolkit: str  # the release, X.Y.Z
-    os: str  # linux | windows: whose archives
+    os: OS  # whose archives
     cache: Path  # the download cache; the root goes under it unless ``dest`` is given
     dest: Path | None = None
     redist_url: str = REDIST_URL  # NVIDIA's redist folder, or a mirror of it

@@ -1,4 +1,5 @@
-"""GitHub Actions: detection, job summaries and step outputs (files named by the runner)."""
+"""GitHub Actions: detection, job summaries and step outputs (files named by the runner). Commands write the
+job summary through their reporter (:meth:`dswheels.log.Reporter.summary`), which calls :func:`write_summary`."""
 
 from __future__ import annotations
 

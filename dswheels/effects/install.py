@@ -12,6 +12,7 @@ from __future__ import annotations
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
+from enum import Enum
 from pathlib import Path
 
 from dswheels.core.model import Accelerator
@@ -20,7 +21,7 @@ from dswheels.effects.opload import load_ops
 from dswheels.effects.proc import capture, find_tool, run
 from dswheels.errors import DswheelsError, EnvironmentMismatchError, VerifyError
 
-__all__ = ["VerifyResult", "choose_installer", "install_argv", "install_wheel", "quick_verify"]
+__all__ = ["Installer", "VerifyResult", "choose_installer", "install_argv", "install_wheel", "quick_verify"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,36 +32,44 @@ class VerifyResult:
     loaded: Mapping[str, str]  # op -> module name it loaded as
 
 
-def choose_installer(python: str, requested: str, env: Mapping[str, str]) -> str:
+class Installer(str, Enum):
+    """What installs a wheel into the target: its pip, or uv; auto picks one (:func:`choose_installer`)."""
+
+    AUTO = "auto"
+    PIP = "pip"
+    UV = "uv"
+
+
+def choose_installer(python: str, requested: Installer, env: Mapping[str, str]) -> Installer:
     """``pip`` when the target has it (or was asked for), else ``uv`` when on PATH."""
-    if requested in ("pip", "uv"):
+    if requested is not Installer.AUTO:
         return requested
     probe = capture([python, "-m", "pip", "--version"], env=env, error=EnvironmentMismatchError)
     if probe.returncode == 0:
-        return "pip"
+        return Installer.PIP
     if find_tool("uv", env) is not None:
-        return "uv"
+        return Installer.UV
     raise EnvironmentMismatchError(
         f"{python} has no pip and uv is not on PATH",
         hint=f"add pip ({python} -m ensurepip) or install uv, then run again (or pass --installer)",
     )
 
 
-def install_argv(python: str, wheel: str, installer: str) -> list[str]:
+def install_argv(python: str, wheel: str, installer: Installer) -> list[str]:
     """The command that installs ``wheel`` (a path or URL) and its dependencies into ``python``."""
-    if installer == "uv":
+    if installer is Installer.UV:
         return ["uv", "pip", "install", "--python", python, wheel]
     return [python, "-m", "pip", "install", "--disable-pip-version-check", wheel]
 
 
-def install_wheel(python: str, wheel: Path, *, installer: str, env: Mapping[str, str]) -> None:
+def install_wheel(python: str, wheel: Path, *, installer: Installer, env: Mapping[str, str]) -> None:
     """Install a downloaded (and sha256-checked) wheel file and its dependencies."""
     run(
         install_argv(python, str(wheel), installer),
         env=env,
         heartbeat=30.0,
         error=EnvironmentMismatchError,
-        what=f"{installer} install",
+        what=f"{installer.value} install",
     )
 
 

@@ -28,6 +28,7 @@ from pathlib import Path
 import pytest
 
 from dswheels.core.compat import load_compat
+from dswheels.core.model import OS
 from dswheels.effects.cuda_install import CudaInstallOptions, install_cuda
 from tests.conftest import require
 from tests.integration.conftest import CUDA_HOME
@@ -125,7 +126,7 @@ def test_the_assembled_root_compiles_and_links_cuda_with_its_own_nvcc(tmp_path: 
             dataclasses.replace(compat, cuda_components=covered),
             CudaInstallOptions(
                 toolkit="13.0.3",
-                os="linux",
+                os=OS.LINUX,
                 cache=tmp_path / "cache",
                 redist_url=server.url,
                 redist_sha256=hashlib.sha256(text.encode()).hexdigest(),

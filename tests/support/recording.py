@@ -43,5 +43,14 @@ class RecordingReporter:
     def output(self, line: str) -> None:
         self.events.append(("output", line))
 
+    def emit(self, text: str) -> None:
+        self.events.append(("emit", text))
+
+    def aside(self, line: str) -> None:
+        self.events.append(("aside", line))
+
+    def summary(self, markdown: str) -> None:
+        self.events.append(("summary", markdown))
+
     def of(self, kind: str) -> list[str]:
         return [text for k, text in self.events if k == kind]

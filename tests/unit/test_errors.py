@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import ast
 import re
+
+import pytest
 
 from dswheels import errors
 from dswheels.cli import EPILOG
+from dswheels.effects.github import GitHubAPIError
 from tests.conftest import ROOT
 
 
@@ -45,3 +49,33 @@ def test_ci_runs_the_readme_test_command() -> None:
     install, _, _main = quick[0].partition(" && ")
     assert install in ci
     assert quick[1] in ci.splitlines()
+
+
+def test_a_hint_is_given_when_the_error_is_made() -> None:
+    """An error never changes after it is raised: its hint has no setter; a caller that knows more raises a copy."""
+    exc = errors.BuildError("cpu_adam did not compile", hint="see the log")
+    with pytest.raises(AttributeError):
+        exc.hint = "changed"  # type: ignore[misc]
+    noted = exc.with_hint("full log: x.log")
+    assert (type(noted), noted.message, noted.hint) == (errors.BuildError, exc.message, "see the log; full log: x.log")
+    assert exc.hint == "see the log"
+    assert errors.ConfigError("bad").with_hint("a note").render() == "bad input: bad\nhint: a note"
+
+
+def test_a_copy_with_a_hint_keeps_a_subclass_s_own_fields() -> None:
+    api = GitHubAPIError("not found", status=404, body={"errors": [{"code": "already_exists"}]})
+    noted = api.with_hint("check --repo")
+    assert (noted.status, noted.has_error_code("already_exists"), noted.hint) == (404, True, "check --repo")
+    assert noted.exit_code == errors.PublishError.exit_code
+
+
+def test_no_module_sets_a_hint_after_raising() -> None:
+    assigned = [
+        f"{path.relative_to(ROOT)}:{node.lineno}"
+        for path in sorted((ROOT / "dswheels").rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, (ast.Assign, ast.AugAssign))
+        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        if isinstance(target, ast.Attribute) and target.attr == "hint"
+    ]
+    assert assigned == []

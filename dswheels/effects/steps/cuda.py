@@ -7,6 +7,7 @@ from pathlib import Path
 
 from dswheels.core.compat import load_compat
 from dswheels.core.cuda_redist import REDIST_URL
+from dswheels.core.model import OS
 from dswheels.effects.cuda_install import CudaInstallOptions, InstalledCuda, install_cuda
 from dswheels.effects.gha import add_path, write_env
 from dswheels.effects.sources import env_cache_dir
@@ -18,7 +19,7 @@ __all__ = ["CudaStepOptions", "install_toolkit"]
 @dataclass(frozen=True, kw_only=True, slots=True)
 class CudaStepOptions:
     toolkit: str
-    os: str
+    os: OS
     dest: Path | None = None
     redist_url: str = REDIST_URL
     redist_sha256: str = ""

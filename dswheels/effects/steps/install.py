@@ -15,7 +15,7 @@ from dswheels.core.doctor.facts import LinuxRuntime
 from dswheels.core.index.files import IndexFile
 from dswheels.core.naming import wheel_version
 from dswheels.core.versions import VersionTuple
-from dswheels.effects.install import choose_installer, install_argv, install_wheel, quick_verify
+from dswheels.effects.install import Installer, choose_installer, install_argv, install_wheel, quick_verify
 from dswheels.effects.probe import collect, current_environment
 from dswheels.effects.wheel import read_admitted
 from dswheels.errors import EnvironmentMismatchError, SourceError
@@ -30,7 +30,7 @@ class InstallOptions:
     index: str  # the published site's base URL or directory
     python: str | None = None  # the environment's interpreter (None: the one running dswheels)
     deepspeed: VersionTuple | None = None  # the release to install (None: the newest that fits)
-    installer: str = "auto"  # auto | pip | uv
+    installer: Installer = Installer.AUTO
     dry_run: bool = False  # pick the wheel, install nothing
     verify: bool = True  # load every prebuilt op after installing
 
@@ -124,8 +124,8 @@ def install_published(options: InstallOptions) -> InstallOutcome:
     check_followable(wheel)  # before anything else is read from where it points
     if facts.linux_runtime is not None:
         check_runtime(facts.linux_runtime, wheel, compat)
-    auto_pip = options.dry_run and options.installer == "auto"
-    installer = "pip" if auto_pip else choose_installer(python, options.installer, env)
+    auto_pip = options.dry_run and options.installer is Installer.AUTO
+    installer = Installer.PIP if auto_pip else choose_installer(python, options.installer, env)
     command = tuple(install_argv(python, wheel.filename, installer))
     outcome = InstallOutcome(wheel=wheel, python=python, version=version, command=command, installed=False, loaded=None)
     if options.dry_run:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, replace
+from enum import Enum
 
 from dswheels.core.compat import load_compat
 from dswheels.core.plan.planner import Plan
@@ -15,7 +16,14 @@ from dswheels.effects.steps.published import Skipped, skip_published
 from dswheels.effects.steps.selection import MatrixCells, plan_matrix
 from dswheels.errors import ConfigError
 
-__all__ = ["PlanOptions", "PlanRun", "canary_plan", "jobs_of", "run_plan"]
+__all__ = ["JobGrouping", "PlanOptions", "PlanRun", "canary_plan", "jobs_of", "run_plan"]
+
+
+class JobGrouping(str, Enum):
+    """The finest grouping of cells into build jobs (``plan --group``): coarser still past the job limit."""
+
+    PYTHON = "python"  # one job builds every Python of a (deepspeed, torch, variant, platform)
+    CELL = "cell"  # one job per cell
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -23,7 +31,7 @@ class PlanOptions:
     selection: MatrixCells
     canary: bool = False  # only the canary of the selected cells
     skip_published: str | None = None  # leave out the cells whose wheels this index or directory lists
-    group: str | None = "python"  # the jobs' grouping (python | cell); None: no jobs
+    group: JobGrouping | None = JobGrouping.PYTHON  # the jobs' finest grouping; None: no jobs
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -45,12 +53,14 @@ def canary_plan(result: Plan) -> Plan:
     return replace(result, planned=(picked,), mode="canary")
 
 
-def jobs_of(result: Plan, *, group: str = "python") -> tuple[JobPlan, JobPlan | None]:
+def jobs_of(result: Plan, *, group: JobGrouping = JobGrouping.PYTHON) -> tuple[JobPlan, JobPlan | None]:
     """The plan's jobs (grouped by ``group``, under the cost model's budget) and, for the runner-hours
     comparison, one job per cell (None for an empty plan)."""
     model = load_costs()
-    jobs = plan_jobs(result.planned, model, finest=group)
-    per_cell = plan_jobs(result.planned, model, finest="cell", limit=sys.maxsize) if result.planned else None
+    jobs = plan_jobs(result.planned, model, finest=group.value)
+    per_cell = (
+        plan_jobs(result.planned, model, finest=JobGrouping.CELL.value, limit=sys.maxsize) if result.planned else None
+    )
     return jobs, per_cell
 
 

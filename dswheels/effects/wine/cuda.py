@@ -35,7 +35,7 @@ from pathlib import Path
 from dswheels.core.compat import Compat
 from dswheels.core.compat.entries import CudaComponent
 from dswheels.core.cuda_redist import REDIST_URL
-from dswheels.core.model import PlannedCell
+from dswheels.core.model import OS, PlannedCell
 from dswheels.effects.cuda_install import CudaInstallOptions, install_cuda
 from dswheels.effects.files import exclusive, staging_dir, write_text_atomic
 from dswheels.effects.wine.host import install_for_windows
@@ -168,7 +168,7 @@ def _from_archives(
     """The toolkit as a windows-2022 runner gets it: NVIDIA's archives for windows-x86_64, sha256-checked."""
     get_reporter().info(f"assembling the Windows CUDA {toolkit} root from NVIDIA's redistributable archives")
     installed = install_cuda(
-        compat, CudaInstallOptions(toolkit=toolkit, os="windows", cache=cache_dir, redist_url=redist_url)
+        compat, CudaInstallOptions(toolkit=toolkit, os=OS.WINDOWS, cache=cache_dir, redist_url=redist_url)
     )
     made = _make_import_libs(installed.root, dumpbin=dumpbin, lib_tool=lib_tool, log=log)  # archives carry .lib
     _check_provides(installed.root, installed.components, toolkit)
