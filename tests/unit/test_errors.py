@@ -66,7 +66,7 @@ def test_a_copy_with_a_hint_keeps_a_subclass_s_own_fields() -> None:
     api = GitHubAPIError("not found", status=404, body={"errors": [{"code": "already_exists"}]})
     noted = api.with_hint("check --repo")
     assert (noted.status, noted.has_error_code("already_exists"), noted.hint) == (404, True, "check --repo")
-    assert noted.exit_code == errors.PublishError.exit_code
+    assert noted.exit_code == errors.GitHubError.exit_code  # exit 10: its own, not publish's
 
 
 def test_no_module_sets_a_hint_after_raising() -> None:
