@@ -15,7 +15,7 @@ import nox
 
 ROOT = Path(__file__).parent
 sys.path.insert(0, str(ROOT))  # the default locations are the package's (a pure module: no dependencies)
-from dswheels.core.locations import LOCAL_SITE_URL, PUBLISHED, SITE, WHEELHOUSE, serve_command  # noqa: E402
+from dswheels.kernel.locations import LOCAL_SITE_URL, PUBLISHED, SITE, WHEELHOUSE, serve_command  # noqa: E402
 
 nox.needs_version = ">=2025.2.9"
 nox.options.default_venv_backend = "uv|virtualenv"
@@ -37,6 +37,7 @@ def _lint(session: nox.Session) -> None:
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
     session.run("mypy")
+    session.run("lint-imports")  # the package's shape (pyproject's [tool.importlinter])
     # again as Windows sees it: a POSIX-only name (fcntl, os.getuid) in code the Windows job runs fails here.
     # Code after a platform check is unreachable there by design: the first run checks it is reachable.
     session.run("mypy", "--platform", "win32", "--no-warn-unreachable", "dswheels")

@@ -43,9 +43,9 @@ import requests
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from dswheels.core.upstream.cuda_action import ACTION, find_action_pin  # noqa: E402
-from dswheels.core.upstream.pypi import linux_wheel, torch_minors, wheel_platform  # noqa: E402
-from dswheels.effects import wheel_metadata  # noqa: E402
+from dswheels.facts.cuda_action import ACTION, find_action_pin  # noqa: E402
+from dswheels.facts.pypi_json import linux_wheel, torch_minors, wheel_platform  # noqa: E402
+from dswheels.host import wheel_metadata  # noqa: E402
 
 OUT = ROOT / "tests" / "data" / "upstream"
 PYPI = "https://pypi.org/pypi/{project}/json"

@@ -5,7 +5,7 @@ since issue 23, each unit's scope (which builds share its object). Builds whose 
 served anything are left out: a unit from the cache measures a lookup, not a compile. Linux
 manifests refit an op's seconds, Windows manifests (a windows-2022 runner, or the Wine host) its
 ``windows`` seconds; every op found gets the median of its builds
-(dswheels.core.workflow.costs.refit_op), its units by scope when the builds probed them, and the
+(dswheels.plan.costs.refit_op), its units by scope when the builds probed them, and the
 other ops keep their lines. With Windows and Linux figures both measured for some ops, the Windows
 runner's ``speed`` (for the ops with no Windows figures) becomes the median of their ratios.
 
@@ -48,10 +48,10 @@ from pathlib import Path
 
 import yaml
 
-from dswheels.core.building.log import OpSources
-from dswheels.core.building.scopes import Scope
-from dswheels.core.wheel.manifest import Manifest, parse_manifest
-from dswheels.core.workflow.costs import (
+from dswheels.build.effects.op_sources_asked import OP_SOURCES_SCRIPT, unit_scopes
+from dswheels.build.output_reading import OpSources
+from dswheels.kernel.manifest import Manifest, parse_manifest
+from dswheels.plan.costs import (
     CostModel,
     Figure,
     OpCost,
@@ -61,7 +61,7 @@ from dswheels.core.workflow.costs import (
     refit_op,
     replace_op_lines,
 )
-from dswheels.effects.opsources import OP_SOURCES_SCRIPT, unit_scopes
+from dswheels.plan.scopes import Scope
 from dswheels.probes import op_sources
 
 DATA = Path(__file__).resolve().parents[1] / "dswheels" / "compile_times.yml"

@@ -15,12 +15,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from dswheels.core.compat import load_compat
-from dswheels.core.flags.record import EMPTY_RECORD, FLAGS_FILE, load_flag_record, render_flag_record
-from dswheels.core.plan.planner import plan
-from dswheels.core.versions import format_version
-from dswheels.effects.files import write_text_atomic
-from dswheels.effects.flagrecorder import (
+from dswheels.build.effects.flag_recorder import (
     evaluate_releases,
     fetch_sdists,
     read_nvcc_options,
@@ -28,9 +23,14 @@ from dswheels.effects.flagrecorder import (
     record_interpreter,
     templates,
 )
-from dswheels.effects.matrix_file import load_matrix
-from dswheels.effects.sources import Downloader, env_cache_dir
-from dswheels.errors import DswheelsError
+from dswheels.host.downloads import Downloader, env_cache_dir
+from dswheels.host.files import write_text_atomic
+from dswheels.kernel.compat import load_compat
+from dswheels.kernel.compiler_flags.record import EMPTY_RECORD, FLAGS_FILE, load_flag_record, render_flag_record
+from dswheels.kernel.errors import DswheelsError
+from dswheels.kernel.versions import format_version
+from dswheels.plan.effects.matrix_file import load_matrix
+from dswheels.plan.planner import plan
 
 ROOT = Path(__file__).resolve().parent.parent
 ABOUT = (

@@ -1,10 +1,10 @@
 """The platform seam: what differs between Linux and Windows, behind one Protocol and one table.
 
-:data:`ALL_PLATFORMS` maps every :class:`~dswheels.core.model.Platform` to its module
+:data:`ALL_PLATFORMS` maps every :class:`~dswheels.kernel.model.Platform` to its module
 (:mod:`dswheels.platforms.linux`, :mod:`dswheels.platforms.windows`); code that needs a per-OS
-decision asks :func:`platform_module` (or, for pure data, :func:`dswheels.platforms.table.traits`)
+decision asks :func:`platform_module` (or, for pure data, :func:`dswheels.kernel.platform_traits.traits`)
 instead of comparing OS names. The Windows module is the one place that chooses between its two
-hosts: a Windows machine (MSVC, natively) and Linux under Wine (:mod:`dswheels.effects.wine`).
+hosts: a Windows machine (MSVC, natively) and Linux under Wine (:mod:`dswheels.platforms.wine`).
 
 The modules themselves are imported on first use: they reach into the effects, which import the
 core, and the core imports this package's pure table.
@@ -13,23 +13,22 @@ core, and the core imports this package's pure table.
 from __future__ import annotations
 
 import importlib
-import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, cast, runtime_checkable
 
-from dswheels.core.model import OS, Platform
-from dswheels.platforms.table import PlatformTraits, traits
+from dswheels.kernel.model import OS, Platform
+from dswheels.kernel.platform_traits import PlatformTraits, traits
 
 if TYPE_CHECKING:
-    from dswheels.core.binaries.linux_runtime import RuntimeFloor
-    from dswheels.core.compat import Compat
-    from dswheels.core.model import PlannedCell
-    from dswheels.core.versions import VersionTuple
-    from dswheels.effects.compile_env import BuildTools
-    from dswheels.effects.wine.cuda import WineCudaSource
+    from dswheels.build.effects.compile_tools import BuildTools
+    from dswheels.kernel.binaries.linux_runtime import RuntimeFloor
+    from dswheels.kernel.compat import Compat
+    from dswheels.kernel.model import PlannedCell
+    from dswheels.kernel.versions import VersionTuple
+    from dswheels.platforms.wine.cuda_root import WineCudaSource
 
-__all__ = ["ALL_PLATFORMS", "OS", "PlatformModule", "PlatformTraits", "host_os", "platform_module", "traits"]
+__all__ = ["ALL_PLATFORMS", "OS", "PlatformModule", "PlatformTraits", "platform_module", "traits"]
 
 
 @runtime_checkable
@@ -102,9 +101,3 @@ ALL_PLATFORMS: Mapping[Platform, PlatformModule] = _Table()
 def platform_module(of: Platform | OS) -> PlatformModule:
     """The module of a wheel platform or of an OS."""
     return ALL_PLATFORMS[of if isinstance(of, Platform) else traits(of).platform]
-
-
-def host_os() -> OS:
-    """The OS this machine runs (and builds natively for)."""
-    # sys.platform, not os.name: mypy narrows on it (`--platform win32`)
-    return OS.WINDOWS if sys.platform == "win32" else OS.LINUX

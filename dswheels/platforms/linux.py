@@ -5,15 +5,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from dswheels.core.binaries.linux_runtime import RuntimeFloor
-from dswheels.core.compat import Compat
-from dswheels.core.model import OS, PlannedCell
-from dswheels.core.versions import VersionTuple, format_version
-from dswheels.effects.compile_env import BuildTools, foreign_tools, planned_cuda
-from dswheels.effects.toolchain import gcc_major
-from dswheels.effects.wheel_checks import report_runtime
-from dswheels.effects.wine.cuda import WineCudaSource
-from dswheels.platforms.table import ALL_TRAITS
+from dswheels.build.effects.compile_tools import BuildTools, foreign_tools, planned_cuda
+from dswheels.build.effects.wheel_checks import report_runtime
+from dswheels.kernel.binaries.linux_runtime import RuntimeFloor
+from dswheels.kernel.compat import Compat
+from dswheels.kernel.model import OS, PlannedCell
+from dswheels.kernel.platform_traits import ALL_TRAITS
+from dswheels.kernel.versions import VersionTuple, format_version
+from dswheels.platforms.find_tools import gcc_major
+from dswheels.platforms.wine.cuda_root import WineCudaSource
 
 __all__ = ["PLATFORM", "Linux"]
 

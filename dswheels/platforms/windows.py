@@ -1,8 +1,8 @@
 """Windows (``win_amd64``): MSVC and nvcc, on two hosts: a Windows machine, or Linux under Wine.
 
 This module is the one place that chooses the host: a Windows cell on Windows is built with the
-active MSVC (:func:`dswheels.effects.toolchain.check_msvc`); on Linux with ``--msvc-root`` under Wine
-(:mod:`dswheels.effects.wine`, which stays the implementation); on Linux otherwise it is only prepared.
+active MSVC (:func:`dswheels.platforms.find_tools.check_msvc`); on Linux with ``--msvc-root`` under Wine
+(:mod:`dswheels.platforms.wine`, which stays the implementation); on Linux otherwise it is only prepared.
 """
 
 from __future__ import annotations
@@ -10,17 +10,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from dswheels.core.binaries.linux_runtime import RuntimeFloor
-from dswheels.core.compat import Compat
-from dswheels.core.model import OS, PlannedCell
-from dswheels.core.versions import VersionTuple, format_version
-from dswheels.effects.compile_env import BuildTools, foreign_tools, planned_cuda
-from dswheels.effects.source_tree import add_windows_files
-from dswheels.effects.toolchain import check_msvc
-from dswheels.effects.wine.cuda import WineCudaSource
-from dswheels.effects.wine.host import wait_for_wineserver, wine_prefix
-from dswheels.effects.wine.toolchain import check_wine
-from dswheels.platforms.table import ALL_TRAITS
+from dswheels.build.effects.compile_tools import BuildTools, foreign_tools, planned_cuda
+from dswheels.build.effects.source_tree import add_windows_files
+from dswheels.kernel.binaries.linux_runtime import RuntimeFloor
+from dswheels.kernel.compat import Compat
+from dswheels.kernel.model import OS, PlannedCell
+from dswheels.kernel.platform_traits import ALL_TRAITS
+from dswheels.kernel.versions import VersionTuple, format_version
+from dswheels.platforms.find_tools import check_msvc
+from dswheels.platforms.wine.assembly import check_wine
+from dswheels.platforms.wine.cuda_root import WineCudaSource
+from dswheels.platforms.wine.host import wait_for_wineserver, wine_prefix
 
 __all__ = ["PLATFORM", "Windows"]
 

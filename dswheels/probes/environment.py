@@ -1,7 +1,7 @@
 """What ``dswheels doctor`` and ``install`` need to know of the target interpreter, seen from inside it.
 
 Run as ``python environment.py [--light]``: prints one line, :data:`MARK` and a JSON object
-(read by :mod:`dswheels.effects.probe`): the Python, its torch (version, CUDA, devices,
+(read by :mod:`dswheels.doctor.effects.collect_facts`): the Python, its torch (version, CUDA, devices,
 ``CUDA_HOME`` as torch computes it), the DeepSpeed installed there (read from its
 ``git_version_info_installed.py``, never imported: that takes seconds and prints warnings),
 on Linux the glibc and ``libstdc++.so.6`` the process really loads, and the CUDA headers of

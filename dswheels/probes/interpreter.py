@@ -1,7 +1,7 @@
 """What an interpreter is: its Python, platform, paths, torch, and the build modules it has.
 
 Run as ``python interpreter.py [--gpus] MODULE...``: prints one line, :data:`MARK` and a JSON
-object (the keys :class:`dswheels.effects.interpreter.PythonInfo` reads). torch is imported
+object (the keys :class:`dswheels.host.venvs.PythonInfo` reads). torch is imported
 (its version and CUDA, and where it lives); a torch that fails to import is reported, never
 raised. Each MODULE is imported for its ``__version__`` (``"?"`` without one, ``null`` when
 it does not import). ``--gpus`` also asks torch how many CUDA devices it sees (``smoke``

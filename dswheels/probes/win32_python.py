@@ -1,6 +1,6 @@
 """The Wine host's interpreter: the build's Linux CPython, answering as a Windows one where the build asks.
 
-The Wine host (:mod:`dswheels.effects.wine`) runs every script of a Windows build through a small
+The Wine host (:mod:`dswheels.platforms.wine`) runs every script of a Windows build through a small
 launcher, ``python win32_python.py CONFIG_JSON ARGS...``, so the build steps that run the
 interpreter (DeepSpeed's op builders probed, ``python -m build``, setup.py) are the same as on a
 windows-2022 runner. Everything that decides the build is the real code of the cell's DeepSpeed,

@@ -1,6 +1,6 @@
 """A Windows build tool (cl, link, lib, nvcc, ...) run under Wine, called as the Linux program it stands in for.
 
-The Wine host (:mod:`dswheels.effects.wine`) writes one small script per tool into a folder on
+The Wine host (:mod:`dswheels.platforms.wine`) writes one small script per tool into a folder on
 the build's ``PATH`` (``cl``, ``cl.exe``, ``link.exe``, ``nvcc``, ...); each runs
 ``python wine_tool.py CONFIG TOOL ARGS...``. This program:
 

@@ -25,8 +25,8 @@ from typing import Any
 from urllib.parse import urlsplit
 from urllib.request import url2pathname
 
-from dswheels.core.naming import PROJECT
-from dswheels.errors import ConfigError
+from dswheels.kernel.errors import ConfigError
+from dswheels.kernel.naming import PROJECT
 from dswheels.stores.directory import DirectoryStore
 from dswheels.stores.github_release import GitHubReleaseStore
 from dswheels.stores.protocol import (
@@ -49,6 +49,7 @@ __all__ = [
     "ToServedIndex",
     "ToUploadServer",
     "destination_of",
+    "list_published",
     "store_for",
 ]
 
@@ -89,3 +90,19 @@ def store_for(target: Destination | str) -> Store:
     """The store of ``target``: a destination, or a location string (:func:`destination_of`)."""
     destination = destination_of(target) if isinstance(target, str) else target
     return STORES[destination.kind](destination)
+
+
+def list_published(location: str) -> list[str]:
+    """The wheel filenames published at a directory or an index URL (through its store).
+
+    A directory is a generated site (its ``simple/deepspeed/index.html`` is read) or a
+    directory of wheels. A URL is a site root, a PEP 503 index (``.../simple/``) or a
+    project page; a 404 there means nothing is published yet.
+    """
+    destination = destination_of(location, what="--skip-published")
+    if isinstance(destination, ToDirectory) and not destination.path.is_dir():
+        raise ConfigError(
+            f"--skip-published {location!r} is neither a directory nor an http(s) URL",
+            hint="give the site URL (https://OWNER.github.io/REPO/), its simple/ index, or a local directory",
+        )
+    return sorted(store_for(destination).names())

@@ -13,9 +13,7 @@ import stat
 from collections.abc import Sequence
 from pathlib import Path
 
-from dswheels.core.index.files import IndexFile
-from dswheels.core.locations import PUBLISHED
-from dswheels.effects.files import (
+from dswheels.host.files import (
     NotRegularFileError,
     copy_bounded,
     exclusive,
@@ -26,8 +24,10 @@ from dswheels.effects.files import (
     sweep,
     temp_file,
 )
-from dswheels.errors import ConfigError, PublishError
-from dswheels.log import get_reporter
+from dswheels.host.log import get_reporter
+from dswheels.kernel.errors import ConfigError, PublishError
+from dswheels.kernel.index_files import IndexFile
+from dswheels.kernel.locations import PUBLISHED
 from dswheels.stores.ledger import from_ledger, is_regular, load_ledger, update_ledger
 from dswheels.stores.outgoing import (
     Outgoing,
@@ -46,7 +46,7 @@ __all__ = ["DirectoryStore", "directory_names", "publish_dir", "scan_directory"]
 
 def _copy_new(source: Outgoing, target: Path) -> bool:
     """Write the whole file under a temporary name, then give it its name only if that name is
-    free (:func:`~dswheels.effects.files.place_new`): a reader never sees half a file, and two
+    free (:func:`~dswheels.host.files.place_new`): a reader never sees half a file, and two
     writers of one name cannot replace each other. False when the name was taken meanwhile."""
     with temp_file(target.parent, target.name) as tmp:
         if source.path is not None:

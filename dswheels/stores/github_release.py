@@ -15,14 +15,13 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from dswheels.core.index.files import IndexFile
-from dswheels.core.index.links import metadata_name
-from dswheels.core.index.site import GITHUB_ASSET_LIMIT, GITHUB_ASSET_MAX_BYTES
-from dswheels.core.naming import parse_wheel
-from dswheels.core.wheel.contents import parse_metadata
-from dswheels.effects.github import JSON, GitHub, GitHubAPIError, api_url_from_env, failing_as, token_from_env
-from dswheels.errors import ConfigError, GitHubError, PublishError
-from dswheels.log import get_reporter
+from dswheels.host.github import JSON, GitHub, GitHubAPIError, api_url_from_env, failing_as, token_from_env
+from dswheels.host.log import get_reporter
+from dswheels.kernel.errors import ConfigError, GitHubError, PublishError
+from dswheels.kernel.index_files import IndexFile
+from dswheels.kernel.index_links import GITHUB_ASSET_LIMIT, GITHUB_ASSET_MAX_BYTES, metadata_name
+from dswheels.kernel.naming import parse_wheel
+from dswheels.kernel.wheel_contents import parse_metadata
 from dswheels.stores.outgoing import Outgoing, PublishResult, outgoing_files, sort_out
 from dswheels.stores.protocol import ToGitHubRelease
 from dswheels.stores.served_index import download_wheel

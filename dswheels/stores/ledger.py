@@ -10,12 +10,12 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from dswheels.core.digests import is_sha256
-from dswheels.core.index.links import metadata_name
-from dswheels.core.jsondoc import parse_json
-from dswheels.core.naming import parse_wheel
-from dswheels.effects.files import read_bounded, write_text_atomic
-from dswheels.effects.wheel import MAX_METADATA_BYTES
+from dswheels.host.files import read_bounded, write_text_atomic
+from dswheels.host.wheel_file import MAX_METADATA_BYTES
+from dswheels.kernel.digests import is_sha256
+from dswheels.kernel.index_links import metadata_name
+from dswheels.kernel.jsondoc import parse_json
+from dswheels.kernel.naming import parse_wheel
 from dswheels.stores.wheel_ref import LocalWheel
 
 __all__ = ["LEDGER", "LedgerEntry", "from_ledger", "is_regular", "load_ledger", "update_ledger"]

@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TypeVar
 
-from dswheels.core.index.links import metadata_name
-from dswheels.core.wheel.manifest import ManifestError, manifest_name, parse_manifest
-from dswheels.effects.files import read_bounded
-from dswheels.errors import PublishError
+from dswheels.host.files import read_bounded
+from dswheels.kernel.errors import PublishError
+from dswheels.kernel.index_links import metadata_name
+from dswheels.kernel.manifest import ManifestError, manifest_name, parse_manifest
 from dswheels.stores.wheel_ref import MAX_MANIFEST_BYTES, LocalWheel
 
 __all__ = [

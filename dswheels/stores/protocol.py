@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, Protocol
 
-from dswheels.core.index.files import IndexFile
-from dswheels.core.locations import PUBLISHED
+from dswheels.kernel.index_files import IndexFile
+from dswheels.kernel.locations import PUBLISHED
 from dswheels.stores.outgoing import PublishResult
 from dswheels.stores.wheel_ref import LocalWheel
 

@@ -14,13 +14,13 @@ from urllib.parse import quote, unquote, urlsplit
 
 import requests
 
-from dswheels.core.doctor import PublishedRuntime
-from dswheels.core.index.files import IndexFile, parse_project_page, project_page_url
-from dswheels.core.naming import PROJECT
-from dswheels.core.wheel.manifest import ManifestError, manifest_name, parse_manifest
-from dswheels.effects.files import copy_bounded, open_regular, read_bounded
-from dswheels.effects.http import MAX_PAGE_BYTES, TIMEOUTS, check_redirects, iter_body, read_limited, session
-from dswheels.errors import PublishError, SourceError
+from dswheels.host.files import copy_bounded, open_regular, read_bounded
+from dswheels.host.http import MAX_PAGE_BYTES, TIMEOUTS, check_redirects, iter_body, read_limited, session
+from dswheels.kernel.binaries.linux_runtime import PublishedRuntime
+from dswheels.kernel.errors import PublishError, SourceError
+from dswheels.kernel.index_files import IndexFile, parse_project_page, project_page_url
+from dswheels.kernel.manifest import ManifestError, manifest_name, parse_manifest
+from dswheels.kernel.naming import PROJECT
 from dswheels.stores.outgoing import PublishResult
 from dswheels.stores.protocol import ToServedIndex
 from dswheels.stores.wheel_ref import MAX_MANIFEST_BYTES, MAX_WHEEL_BYTES, LocalWheel

@@ -18,15 +18,15 @@ from urllib.parse import urljoin
 
 import requests
 
-from dswheels.core.envvars import credential, username
-from dswheels.core.index.files import IndexFile, parse_project_page
-from dswheels.core.naming import PROJECT
-from dswheels.core.wheel.contents import parse_metadata
-from dswheels.effects.environ import read_variable
-from dswheels.effects.http import MAX_PAGE_BYTES, TIMEOUTS, OriginAuth, iter_body, read_limited
-from dswheels.effects.http import session as http_session
-from dswheels.errors import PublishError
-from dswheels.log import get_reporter
+from dswheels.host.environ import read_variable
+from dswheels.host.http import MAX_PAGE_BYTES, TIMEOUTS, OriginAuth, iter_body, read_limited
+from dswheels.host.http import session as http_session
+from dswheels.host.log import get_reporter
+from dswheels.kernel.envvars import credential, username
+from dswheels.kernel.errors import PublishError
+from dswheels.kernel.index_files import IndexFile, parse_project_page
+from dswheels.kernel.naming import PROJECT
+from dswheels.kernel.wheel_contents import parse_metadata
 from dswheels.stores.outgoing import PublishResult, sort_out
 from dswheels.stores.protocol import ToUploadServer
 from dswheels.stores.served_index import download_wheel

@@ -8,9 +8,9 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from dswheels.core.naming import PublishedWheel, WheelNameError, parse_wheel
-from dswheels.effects.wheel import read_admitted
-from dswheels.errors import PublishError
+from dswheels.host.wheel_file import read_admitted
+from dswheels.kernel.errors import PublishError
+from dswheels.kernel.naming import PublishedWheel, WheelNameError, parse_wheel
 
 __all__ = ["MAX_MANIFEST_BYTES", "MAX_WHEEL_BYTES", "LocalWheel", "local_wheel"]
 

@@ -7,12 +7,12 @@ differ only in Python), as a straightforward loop over `check_cell` + `resolve_c
 
 from __future__ import annotations
 
-from dswheels.core.compat import Compat, load_compat
-from dswheels.core.matrix.parse import parse_matrix
-from dswheels.core.matrix.spec import MatrixSpec
-from dswheels.core.plan.contract import render_json
-from dswheels.core.plan.planner import check_cell, plan, resolve_cell
-from dswheels.core.versions import format_version
+from dswheels.kernel.compat import Compat, load_compat
+from dswheels.kernel.plan_json import render_json
+from dswheels.kernel.versions import format_version
+from dswheels.plan.matrix.parse import parse_matrix
+from dswheels.plan.matrix.spec import MatrixSpec
+from dswheels.plan.planner import check_cell, plan, resolve_cell
 from tests.bench.common import Result, best_of
 
 

@@ -8,13 +8,13 @@ six archs) built cold: a job of its own with an empty compiler cache (sccache, a
 
 1. **The second Python of a job.** 3.12's compile as a ratio of the cold 3.11 one (target <= 0.3).
 2. **A second torch minor.** quantizer's five kernels reach no torch header
-   (dswheels.core.building.scopes), so torch 2.14 takes them from torch 2.13's compile: its nvcc
+   (dswheels.plan.scopes), so torch 2.14 takes them from torch 2.13's compile: its nvcc
    seconds (the ``.cu`` units) against the cold build's, with the C++ unit (compiled in both) as the
    measure of how loaded the machine was. The proof that sharing changes nothing in the wheel: the
    cold cell and the same cell after torch 2.13 have byte-identical GPU code, and so has 3.12; the
    cold 3.11 and the grouped 3.12 wheel pass the same ``dswheels verify`` checks.
 3. **The CPU op set against its limit.** The CPU cell's six ops (torch 2.13, Python 3.11) with one
-   pool of compile slots for every op's units, longest op first (dswheels.effects.jobserver): its
+   pool of compile slots for every op's units, longest op first (dswheels.build.effects.jobserver): its
    compile against the sum of its units' compile seconds over the cores (target <= 1.15x); then the
    same with one ninja job per op (``--parallel-ops``, the way before), both cold.
 4. **The shipped matrix.** ``dswheels plan``'s estimate (compile_times.yml): runner-hours grouped
@@ -44,12 +44,12 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from dswheels.core.binaries.fatbin import fatbin_section
-from dswheels.core.compat import load_compat
-from dswheels.core.plan.planner import plan
-from dswheels.core.workflow.costs import load_costs
-from dswheels.core.workflow.jobs import plan_jobs
-from dswheels.effects.matrix_file import load_matrix
+from dswheels.kernel.binaries.fatbin import fatbin_section
+from dswheels.kernel.compat import load_compat
+from dswheels.plan.costs import load_costs
+from dswheels.plan.effects.matrix_file import load_matrix
+from dswheels.plan.jobs import plan_jobs
+from dswheels.plan.planner import plan
 from tests.bench.common import Result, cache_env, stop_cache
 from tests.support.pythons import python_on_path
 

@@ -15,16 +15,16 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from dswheels.core.binaries.extension import BinaryError, read_extension
-from dswheels.core.compat import load_compat
-from dswheels.core.index.files import link_problem, parse_project_page
-from dswheels.core.index.yank import parse_yanked
-from dswheels.core.matrix.parse import parse_matrix
-from dswheels.core.naming import parse_wheel
-from dswheels.core.sources import torch_index_problem
-from dswheels.core.wheel.manifest import ManifestError, parse_manifest
-from dswheels.effects.unpack import extract_archive
-from dswheels.errors import ConfigError, SourceError
+from dswheels.host.unpack import extract_archive
+from dswheels.index.yank import parse_yanked
+from dswheels.kernel.binaries.extension import BinaryError, read_extension
+from dswheels.kernel.compat import load_compat
+from dswheels.kernel.errors import ConfigError, SourceError
+from dswheels.kernel.index_files import link_problem, parse_project_page
+from dswheels.kernel.manifest import ManifestError, parse_manifest
+from dswheels.kernel.naming import parse_wheel
+from dswheels.kernel.sources import torch_index_problem
+from dswheels.plan.matrix.parse import parse_matrix
 
 __all__ = ["SEEDS", "TARGETS"]
 

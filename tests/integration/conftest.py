@@ -32,7 +32,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from dswheels.core.locations import WHEELHOUSE
+from dswheels.kernel.locations import WHEELHOUSE
 from tests.conftest import DATA, ROOT, require
 from tests.support.processes import stop_sccache
 from tests.support.servers import LoopbackServer

@@ -24,13 +24,13 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 
-from dswheels.core.binaries.fatbin import gpu_code
-from dswheels.core.binaries.isa import scan_disassembly
-from dswheels.core.compat import load_compat
-from dswheels.core.wheel.contents import parse_installed_info
-from dswheels.core.wheel.manifest import parse_manifest
-from dswheels.effects.sources import Downloader
-from dswheels.errors import SourceError
+from dswheels.host.downloads import Downloader
+from dswheels.kernel.binaries.fatbin import gpu_code
+from dswheels.kernel.binaries.isa import scan_disassembly
+from dswheels.kernel.compat import load_compat
+from dswheels.kernel.errors import SourceError
+from dswheels.kernel.manifest import parse_manifest
+from dswheels.kernel.wheel_contents import parse_installed_info
 from tests.conftest import DATA, require
 from tests.integration.conftest import (
     CPU_CELL,

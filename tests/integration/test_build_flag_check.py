@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from dswheels.core.compat import load_compat
-from dswheels.effects.flagrecorder import fetch_sdists
-from dswheels.effects.sources import Downloader
+from dswheels.build.effects.flag_recorder import fetch_sdists
+from dswheels.host.downloads import Downloader
+from dswheels.kernel.compat import load_compat
 from tests.conftest import DATA
 from tests.integration.conftest import build_env, dswheels, record_time, require_compilers
 

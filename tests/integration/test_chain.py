@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from dswheels.core.locations import LOCAL_SITE_URL, PUBLISHED, SITE, WHEELHOUSE
+from dswheels.kernel.locations import LOCAL_SITE_URL, PUBLISHED, SITE, WHEELHOUSE
 from tests.conftest import ROOT
 from tests.integration.conftest import Built, _free_port, build_env, dswheels
 from tests.support.readme import README_CACHE, README_CWD, check_example

@@ -25,10 +25,10 @@ from urllib.parse import unquote
 import pytest
 
 from dswheels.cli import main
-from dswheels.core.compat import load_compat
-from dswheels.effects.cuda_install import MARKER, CudaInstallOptions, install_cuda
-from dswheels.effects.wine.cuda import WineCudaSource, assemble_windows_cuda, cuda_source
-from dswheels.errors import ConfigError, SourceError
+from dswheels.cuda.effects.install_toolkit import MARKER, CudaInstallOptions, install_cuda
+from dswheels.kernel.compat import load_compat
+from dswheels.kernel.errors import ConfigError, SourceError
+from dswheels.platforms.wine.cuda_root import WineCudaSource, assemble_windows_cuda, cuda_source
 from tests.conftest import DATA, require
 from tests.support.planned import planned_cell
 

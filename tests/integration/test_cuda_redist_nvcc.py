@@ -27,9 +27,9 @@ from pathlib import Path
 
 import pytest
 
-from dswheels.core.compat import load_compat
-from dswheels.core.model import OS
-from dswheels.effects.cuda_install import CudaInstallOptions, install_cuda
+from dswheels.cuda.effects.install_toolkit import CudaInstallOptions, install_cuda
+from dswheels.kernel.compat import load_compat
+from dswheels.kernel.model import OS
 from tests.conftest import require
 from tests.integration.conftest import CUDA_HOME
 from tests.support.servers import StaticServer

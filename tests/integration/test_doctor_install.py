@@ -30,10 +30,10 @@ from urllib.parse import quote
 
 import pytest
 
-from dswheels.core.compat import load_compat
-from dswheels.core.model import Cell, Platform, Python, Variant
-from dswheels.core.naming import cell_id, parse_wheel, partition, wheel_filename, wheel_version
-from dswheels.core.versions import TorchMinor, format_version, parse_nvcc_version
+from dswheels.kernel.compat import load_compat
+from dswheels.kernel.model import Cell, Platform, Python, Variant
+from dswheels.kernel.naming import cell_id, parse_wheel, partition, wheel_filename, wheel_version
+from dswheels.kernel.versions import TorchMinor, format_version, parse_nvcc_version
 from tests.conftest import require
 from tests.support.deepspeed_standin import deepspeed_package
 from tests.support.servers import StaticServer

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from dswheels.core.upstream.yaml_edit import Edit, apply_edits
-from dswheels.errors import SourceError
+from dswheels.facts.yaml_edit import Edit, apply_edits
+from dswheels.kernel.errors import SourceError
 from tests.conftest import DATA, ROOT, require
 from tests.support.upstream import UpstreamServer, assemble, urls
 

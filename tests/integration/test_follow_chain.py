@@ -27,10 +27,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from dswheels.core.compat import parse_compat
-from dswheels.core.naming import cell_id, wheel_filename
-from dswheels.core.plan.planner import plan
-from dswheels.effects.matrix_file import load_matrix
+from dswheels.kernel.compat import parse_compat
+from dswheels.kernel.naming import cell_id, wheel_filename
+from dswheels.plan.effects.matrix_file import load_matrix
+from dswheels.plan.planner import plan
 from tests.conftest import DATA, ROOT, require
 from tests.gha.expressions import Status, Value, condition
 from tests.gha.model import as_map, load_workflow, validate_inputs

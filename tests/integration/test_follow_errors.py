@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 
 from dswheels.cli import main
-from dswheels.errors import ConfigError, GitHubError, PublishError
+from dswheels.kernel.errors import ConfigError, GitHubError, PublishError
 from tests.conftest import ROOT
 from tests.support.github_follow_fake import FollowGitHub
 

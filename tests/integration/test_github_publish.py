@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 from dswheels.cli import main
-from dswheels.core.index.site import GITHUB_ASSET_MAX_BYTES
-from dswheels.effects.github import GitHub, GitHubAPIError, Retry
-from dswheels.effects.publish import collect_wheels
-from dswheels.errors import GitHubError, PublishError
-from dswheels.log import reset_reporter, set_reporter
+from dswheels.host.github import GitHub, GitHubAPIError, Retry
+from dswheels.host.log import reset_reporter, set_reporter
+from dswheels.kernel.errors import GitHubError, PublishError
+from dswheels.kernel.index_links import GITHUB_ASSET_MAX_BYTES
+from dswheels.publish.effects.collect import collect_wheels
 from dswheels.stores.github_release import check_github_limits, github_index_files, publish_github
 from dswheels.stores.outgoing import Outgoing
 from dswheels.stores.wheel_ref import LocalWheel

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from dswheels.core.doctor.render import DOCTOR_SCHEMA
+from dswheels.doctor.render_report import DOCTOR_SCHEMA
 from tests.support.limits import run_limited
 from tests.unit.machines import machine_data
 

@@ -20,9 +20,9 @@ from urllib.parse import unquote
 import pytest
 
 from dswheels.cli import main
-from dswheels.core.doctor.render import DOCTOR_SCHEMA
-from dswheels.effects.sources import STREAM_CHUNK, Downloader
-from dswheels.errors import GitHubError, SourceError
+from dswheels.doctor.render_report import DOCTOR_SCHEMA
+from dswheels.host.downloads import STREAM_CHUNK, Downloader
+from dswheels.kernel.errors import GitHubError, SourceError
 from dswheels.stores.served_index import download_wheel, read_index
 from tests.support.limits import run_limited
 from tests.support.wheels import write_deepspeed_wheel
@@ -236,8 +236,8 @@ def test_downloads_that_lie_about_their_length_or_go_elsewhere(
 def test_an_endless_or_broken_github_list_is_a_github_error(
     http_server: Callable[[Handler], str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from dswheels.effects import github as github_module
-    from dswheels.effects.github import GitHub, Retry
+    from dswheels.host import github as github_module
+    from dswheels.host.github import GitHub, Retry
 
     mode = {"answer": "endless"}
 
@@ -258,7 +258,7 @@ def test_an_endless_or_broken_github_list_is_a_github_error(
 
 @pytest.mark.parametrize("repo", ["o/r/x", "o/..", "../r", "o/r?x=1", "o/r#x", "o /r", "o/r%2F..", "o/"])
 def test_github_repository_names_that_would_change_a_url_are_refused(repo: str) -> None:
-    from dswheels.effects.github import GitHub
+    from dswheels.host.github import GitHub
 
     with pytest.raises(GitHubError, match="not a GitHub repository"):
         GitHub(repo, token=None)

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-from dswheels.effects.index import list_published
+from dswheels.stores import list_published
 from dswheels.stores.served_index import read_index, read_manifest
 from tests.conftest import ROOT
 from tests.support.wheels import write_deepspeed_wheel, write_manifest
@@ -223,7 +223,7 @@ _DOWNLOAD = textwrap.dedent(
     import sys
     from pathlib import Path
     from dswheels.stores.served_index import download_wheel, read_index
-    from dswheels.errors import DswheelsError
+    from dswheels.kernel.errors import DswheelsError
 
     _page, files = read_index(sys.argv[1])
     try:

@@ -29,7 +29,7 @@ from urllib.parse import quote, unquote
 import pytest
 
 from dswheels.cli import main
-from dswheels.core.doctor.render import DOCTOR_SCHEMA
+from dswheels.doctor.render_report import DOCTOR_SCHEMA
 from tests.conftest import ROOT, require
 from tests.support.servers import LoopbackServer
 from tests.support.wheels import interpreter_tag, write_deepspeed_wheel, write_wheel
@@ -413,7 +413,7 @@ def _trickle(body: bytes, *, seconds: float = 40.0) -> Callable[[http.server.Bas
 @pytest.fixture
 def fast_deadline(monkeypatch: pytest.MonkeyPatch) -> float:
     """A 2-second floor and 16 KiB/s (the defaults are 60 s and 32 KiB/s); what a run may take at most."""
-    from dswheels.effects import http as http_module
+    from dswheels.host import http as http_module
 
     monkeypatch.setattr(http_module, "FLOOR_SECONDS", 2.0, raising=False)
     monkeypatch.setattr(http_module, "MIN_RATE", 16 * 1024, raising=False)
@@ -499,8 +499,8 @@ def test_a_retried_download_whose_headers_trickle_is_bounded(
 ) -> None:
     """Even its status line comes a byte a second; urllib3 retries the request (a source download
     retries 3 times here): every retry after the deadline ends at once."""
-    from dswheels.effects.sources import Downloader
-    from dswheels.errors import SourceError
+    from dswheels.host.downloads import Downloader
+    from dswheels.kernel.errors import SourceError
 
     state, base = served
 

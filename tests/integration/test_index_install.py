@@ -28,8 +28,8 @@ import requests
 from pypi_simple import IndexPage, ProjectPage, PyPISimple
 
 from dswheels.cli import main
-from dswheels.core.index.links import install_command
-from dswheels.core.naming import PROJECT
+from dswheels.kernel.index_links import install_command
+from dswheels.kernel.naming import PROJECT
 from tests.support.installers import Installer
 from tests.support.servers import StaticServer
 from tests.support.wheels import (

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from dswheels.core.index.files import IndexFile
-from dswheels.core.index.site import render_site
-from dswheels.core.model import Cell, Platform, Python, Variant
-from dswheels.core.naming import parse_wheel, wheel_filename
-from dswheels.core.versions import TorchMinor
-from dswheels.effects.index import write_site
+from dswheels.index.effects.site_files import write_site
+from dswheels.index.pages import render_site
+from dswheels.kernel.index_files import IndexFile
+from dswheels.kernel.model import Cell, Platform, Python, Variant
+from dswheels.kernel.naming import parse_wheel, wheel_filename
+from dswheels.kernel.versions import TorchMinor
 from tests.conftest import ROOT, require
 
 pytestmark = pytest.mark.integration

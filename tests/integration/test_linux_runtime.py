@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from dswheels.core.binaries.linux_runtime import floor_of, version_needs
-from dswheels.core.compat import load_compat
-from dswheels.core.wheel.manifest import parse_manifest
+from dswheels.kernel.binaries.linux_runtime import floor_of, version_needs
+from dswheels.kernel.compat import load_compat
+from dswheels.kernel.manifest import parse_manifest
 from tests.conftest import require
 from tests.integration.conftest import Built, dswheels, record_time
 

@@ -24,20 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from dswheels.core.building.patches import CPU_BUILDER_FILES, patch_debug_flags
-from dswheels.core.compat import load_compat
-from dswheels.core.flags.gcc import judge_gcc
-from dswheels.core.flags.issue import Finding
-from dswheels.core.flags.judge import judge_op, narrowed_archs, summarize
-from dswheels.core.flags.nvcc import judge_nvcc
-from dswheels.core.flags.op_flags import EvalContext, OpFlags, ProbeJob
-from dswheels.core.flags.record import EMPTY_RECORD, load_flag_record
-from dswheels.core.matrix.parse import parse_matrix
-from dswheels.core.model import DroppedCell, PlannedCell, Platform
-from dswheels.core.naming import cell_id
-from dswheels.core.plan.planner import Combo, plan
-from dswheels.core.versions import format_version, parse_version
-from dswheels.effects.flagrecorder import (
+from dswheels.build.effects.flag_recorder import (
     RecordContext,
     evaluate_releases,
     fetch_sdists,
@@ -47,9 +34,22 @@ from dswheels.effects.flagrecorder import (
     templates,
     unpack_patched,
 )
-from dswheels.effects.opflags import run_probe
-from dswheels.effects.sources import Downloader, extract_archive
-from dswheels.errors import DswheelsError
+from dswheels.build.effects.op_flags_asked import run_probe
+from dswheels.build.patches import CPU_BUILDER_FILES, patch_debug_flags
+from dswheels.host.downloads import Downloader, extract_archive
+from dswheels.kernel.compat import load_compat
+from dswheels.kernel.compiler_flags.gcc import judge_gcc
+from dswheels.kernel.compiler_flags.issue import Finding
+from dswheels.kernel.compiler_flags.judge import judge_op, narrowed_archs, summarize
+from dswheels.kernel.compiler_flags.nvcc import judge_nvcc
+from dswheels.kernel.compiler_flags.op_flag_set import EvalContext, OpFlags, ProbeJob
+from dswheels.kernel.compiler_flags.record import EMPTY_RECORD, load_flag_record
+from dswheels.kernel.errors import DswheelsError
+from dswheels.kernel.model import DroppedCell, PlannedCell, Platform
+from dswheels.kernel.naming import cell_id
+from dswheels.kernel.versions import format_version, parse_version
+from dswheels.plan.matrix.parse import parse_matrix
+from dswheels.plan.planner import Combo, plan
 from tests.conftest import ROOT, require
 from tests.integration.conftest import CUDA_HOME, record_time
 
@@ -306,7 +306,9 @@ def test_the_gcc_model_agrees_with_gcc(tmp_path: Path) -> None:
         if (not [i for i in issues if i.fatal]) != _gcc_accepts(flags, tmp_path):
             disagree.append(flags)
     assert disagree == []
-    assert unmodelled == [], "DeepSpeed passes flags the gcc model does not know: teach dswheels/core/flags/gcc.py"
+    assert unmodelled == [], (
+        "DeepSpeed passes flags the gcc model does not know: teach dswheels/kernel/compiler_flags/gcc.py"
+    )
 
 
 def test_an_earlier_ops_filter_narrows_later_ops_unless_patched(sources: Sources, tmp_path: Path) -> None:

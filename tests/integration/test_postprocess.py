@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from dswheels.core.compat import load_compat
-from dswheels.core.wheel.contents import render_record
-from dswheels.effects.postprocess import postprocess_wheel
-from dswheels.errors import BuildError
+from dswheels.build.effects.postprocess import postprocess_wheel
+from dswheels.kernel.compat import load_compat
+from dswheels.kernel.errors import BuildError
+from dswheels.kernel.wheel_contents import render_record
 from tests.conftest import DATA, require
 
 pytestmark = pytest.mark.integration

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from dswheels.cli import main
-from dswheels.core.naming import PROJECT
+from dswheels.kernel.naming import PROJECT
 from tests.support.installers import Installer
 from tests.support.servers import StaticServer
 from tests.support.wheels import interpreter_tag, write_deepspeed_wheel, write_fake_torch

@@ -23,11 +23,11 @@ from pathlib import Path
 
 import pytest
 
-from dswheels.core.binaries.linux_runtime import defined_maximum, version_defs
-from dswheels.core.compat import load_compat
-from dswheels.core.versions import format_version, parse_version
-from dswheels.core.wheel.manifest import manifest_name, parse_manifest
-from dswheels.effects.probe import collect
+from dswheels.doctor.effects.collect_facts import collect
+from dswheels.kernel.binaries.linux_runtime import defined_maximum, version_defs
+from dswheels.kernel.compat import load_compat
+from dswheels.kernel.manifest import manifest_name, parse_manifest
+from dswheels.kernel.versions import format_version, parse_version
 from tests.conftest import require
 from tests.integration.conftest import Built, record_time
 from tests.support.servers import StaticServer

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from dswheels.core.binaries.fatbin import fatbin_section
-from dswheels.core.wheel.manifest import parse_manifest
+from dswheels.kernel.binaries.fatbin import fatbin_section
+from dswheels.kernel.manifest import parse_manifest
 from tests.conftest import DATA, require
 from tests.integration.conftest import Built, build_env, cache_dirs, dswheels, record_time
 from tests.support.pythons import python_on_path

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from dswheels.cli import main
-from dswheels.effects.publish import collect_wheels
-from dswheels.errors import ConfigError, PublishError, SourceError
-from dswheels.log import reset_reporter, set_reporter
+from dswheels.host.log import reset_reporter, set_reporter
+from dswheels.kernel.errors import ConfigError, PublishError, SourceError
+from dswheels.publish.effects.collect import collect_wheels
 from dswheels.stores import (
     STORES,
     Store,

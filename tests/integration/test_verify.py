@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from dswheels.core.naming import parse_cell_id
-from dswheels.core.wheel.contents import dist_info_dir, render_record
-from dswheels.core.wheel.manifest import parse_manifest, render_manifest
+from dswheels.kernel.manifest import parse_manifest, render_manifest
+from dswheels.kernel.naming import parse_cell_id
+from dswheels.kernel.wheel_contents import dist_info_dir, render_record
 from tests.integration.conftest import Built, build_env, dswheels, record_time
 from tests.support.readme import README_CACHE, README_CWD, check_example
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from dswheels.core.compat import load_compat
+from dswheels.kernel.compat import load_compat
 from tests.conftest import ROOT
 from tests.integration.conftest import build_env, require_compilers
 

@@ -25,8 +25,8 @@ pytestmark = pytest.mark.integration
 
 # (module, code appended to it): POSIX-only names used in modules every Windows build imports
 PLANTS = (
-    ("dswheels/effects/proc.py", "import fcntl\n\n\ndef _planted(fd: int) -> None:\n    fcntl.flock(fd, 2)"),
-    ("dswheels/effects/files.py", "def _planted_owner() -> int:\n    return os.getuid()"),
+    ("dswheels/host/proc.py", "import fcntl\n\n\ndef _planted(fd: int) -> None:\n    fcntl.flock(fd, 2)"),
+    ("dswheels/host/files.py", "def _planted_owner() -> int:\n    return os.getuid()"),
 )
 ERROR = re.compile(r"^(?P<path>[\w/.]+\.py):(?P<line>\d+): error: ", re.MULTILINE)
 

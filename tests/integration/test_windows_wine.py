@@ -23,19 +23,19 @@ from pathlib import Path
 
 import pytest
 
-from dswheels.core.binaries.fatbin import gpu_code
-from dswheels.core.building.env import dist_extra_config
-from dswheels.core.building.patches import patch_parallel_extensions
-from dswheels.core.compat import load_compat
-from dswheels.core.flags.msvc import judge_cl
-from dswheels.core.sources import TorchSource, TorchSourceKind
-from dswheels.core.wheel.manifest import parse_manifest
-from dswheels.effects.interpreter import InterpreterMode, find_uv, prepare_interpreter, torch_index_args
-from dswheels.effects.toolchain import MsvcEnv, check_msvc_link
-from dswheels.effects.wine.cuda import WindowsCuda, assemble_windows_cuda
-from dswheels.effects.wine.host import wait_for_wineserver, wine_prefix
-from dswheels.effects.wine.toolchain import WineTools, check_wine, prepare_wine, write_wine_tools
-from dswheels.errors import EnvironmentMismatchError
+from dswheels.build.environment import dist_extra_config
+from dswheels.build.patches import patch_parallel_extensions
+from dswheels.host.venvs import InterpreterMode, find_uv, prepare_interpreter, torch_index_args
+from dswheels.kernel.binaries.fatbin import gpu_code
+from dswheels.kernel.compat import load_compat
+from dswheels.kernel.compiler_flags.msvc import judge_cl
+from dswheels.kernel.errors import EnvironmentMismatchError
+from dswheels.kernel.manifest import parse_manifest
+from dswheels.kernel.sources import TorchSource, TorchSourceKind
+from dswheels.platforms.find_tools import MsvcEnv, check_msvc_link
+from dswheels.platforms.wine.assembly import WineTools, check_wine, prepare_wine, write_wine_tools
+from dswheels.platforms.wine.cuda_root import WindowsCuda, assemble_windows_cuda
+from dswheels.platforms.wine.host import wait_for_wineserver, wine_prefix
 from tests.conftest import DATA, require
 from tests.integration.conftest import Built, _build, dswheels
 from tests.support.planned import planned_cell
@@ -159,7 +159,7 @@ def test_a_gcc_flag_reaching_cl_stops_it_as_the_flag_judge_says(
     wine_tools: tuple[WineTools, Path], tmp_path: Path
 ) -> None:
     """D8021: cl reads ``-Wno-reorder`` (DeepSpeed's CPU builders before the win32 patch) as ``/W`` with a bad
-    number and stops; flags cl only warns about go on. dswheels' judge (core/flags/msvc.py) agrees with cl."""
+    number and stops; flags cl only warns about go on. the judge (kernel/compiler_flags/msvc.py) agrees with cl."""
     _tools, bin_dir = wine_tools
     source = tmp_path / "op.cpp"
     source.write_text("int op() { return 0; }\n", encoding="utf-8")

@@ -1,6 +1,6 @@
 """ELF, PE and fatbin files built from their parts, with whatever links a test asks for.
 
-The binary readers (``dswheels.core.binaries``) follow offsets a file states: a chain of
+The binary readers (``dswheels.kernel.binaries``) follow offsets a file states: a chain of
 version records, import descriptors naming DLLs by RVA, fatbin entries sized by their headers.
 Random bytes rarely make such a chain; these builders make files whose *shape* is valid (a real
 ELF header and section table, a real PE with sections and an import directory) and whose links

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from dswheels.core.binaries.linux_runtime import RuntimeFloor
-from dswheels.core.compat import load_compat
-from dswheels.core.matrix.parse import parse_matrix
-from dswheels.core.model import PlannedCell
-from dswheels.core.naming import parse_cell_id
-from dswheels.core.plan.planner import resolve_cell
+from dswheels.kernel.binaries.linux_runtime import RuntimeFloor
+from dswheels.kernel.compat import load_compat
+from dswheels.kernel.model import PlannedCell
+from dswheels.kernel.naming import parse_cell_id
+from dswheels.plan.matrix.parse import parse_matrix
+from dswheels.plan.planner import resolve_cell
 
 __all__ = ["planned_cell"]
 

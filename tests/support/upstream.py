@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urljoin, urlsplit
 
-from dswheels.core.upstream.cuda_action import ActionPin
-from dswheels.core.upstream.seen import Upstream
+from dswheels.facts.cuda_action import ActionPin
+from dswheels.facts.seen import Upstream
 from tests.conftest import DATA
 from tests.support.servers import LoopbackServer
 
@@ -68,7 +68,7 @@ def assemble(root: Path, sdist_cache: Path, *, sdists: Iterable[str] = SDISTS) -
     (root / "_ranges").mkdir()
     for recording in (RECORDED / "ranges").glob("*.gz"):
         shutil.copy2(recording, root / "_ranges" / recording.name)
-    from dswheels.effects.sources import Downloader
+    from dswheels.host.downloads import Downloader
 
     data = json.loads((RECORDED / "pypi" / "deepspeed" / "json").read_text(encoding="utf-8"))
     with Downloader(sdist_cache) as downloader:
@@ -172,7 +172,7 @@ def urls(base: str) -> list[str]:
 
 def recorded_action_pin() -> ActionPin:
     """The action wheels.yml pinned (v0.2.35) until it installed CUDA from NVIDIA's archives: the recorded tables'."""
-    from dswheels.core.upstream.cuda_action import find_action_pin
+    from dswheels.facts.cuda_action import find_action_pin
 
     (commit,) = [p.name for p in (RECORDED / "cuda-toolkit").iterdir()]
     step = f"      - uses: Jimver/cuda-toolkit@{commit} # v0.2.35\n        with:\n          method: network\n"
@@ -183,9 +183,9 @@ def recorded_action_pin() -> ActionPin:
 
 def recorded_upstream(*, with_index: bool = True, with_action: bool = True, with_toolkits: bool = True) -> Upstream:
     """The recordings parsed by the same code a real check uses (no sdists, no METADATA ranges)."""
-    from dswheels.core.upstream.cuda_action import cuda_action_seen
-    from dswheels.core.upstream.pypi import cuda_toolkit_releases, deepspeed_releases, torch_minors
-    from dswheels.core.upstream.torch_index import torch_index_seen
+    from dswheels.facts.cuda_action import cuda_action_seen
+    from dswheels.facts.pypi_json import cuda_toolkit_releases, deepspeed_releases, torch_minors
+    from dswheels.facts.torch_index import torch_index_seen
 
     def load(project: str) -> object:
         return json.loads((RECORDED / "pypi" / project / "json").read_text(encoding="utf-8"))

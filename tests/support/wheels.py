@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from dswheels.core.wheel.manifest import FileInfo, Manifest, render_manifest
+from dswheels.kernel.manifest import FileInfo, Manifest, render_manifest
 from tests.support.planned import planned_cell
 
 __all__ = [

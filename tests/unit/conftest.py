@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dswheels.core.compat import Compat
+from dswheels.kernel.compat import Compat
 from tests.unit.machines import COMPAT
 
 

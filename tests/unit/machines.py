@@ -11,11 +11,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from dswheels.core.compat import load_compat
-from dswheels.core.doctor import Check, Report, Status
-from dswheels.core.doctor.facts import Facts
-from dswheels.core.doctor.facts_json import facts_from_data
-from dswheels.core.versions import format_version
+from dswheels.doctor import Check, Report, Status
+from dswheels.doctor.machine_facts import Facts
+from dswheels.doctor.machine_facts_json import facts_from_data
+from dswheels.kernel.compat import load_compat
+from dswheels.kernel.versions import format_version
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 MACHINES = DATA / "machines"

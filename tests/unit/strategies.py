@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from dswheels.core.binaries.linux_runtime import RuntimeFloor
-from dswheels.core.compat import load_compat
-from dswheels.core.model import (
+from dswheels.kernel.binaries.linux_runtime import RuntimeFloor
+from dswheels.kernel.compat import load_compat
+from dswheels.kernel.model import (
     Cell,
     DroppedCell,
     HostCompiler,
     OpPlan,
+    Plan,
     PlannedCell,
     Platform,
     Python,
@@ -20,7 +21,6 @@ from dswheels.core.model import (
     Toolchain,
     Variant,
 )
-from dswheels.core.plan.planner import Plan
 
 COMPAT = load_compat()
 

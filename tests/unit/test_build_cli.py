@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from dswheels.arguments.shared import parse_nvcc_option, parse_torch_source
+from dswheels.build.command import _split_cells
 from dswheels.cli import main
-from dswheels.commands.build import _split_cells
-from dswheels.commands.flags import parse_nvcc_option, parse_torch_source
-from dswheels.core.compat import load_compat
-from dswheels.core.naming import cell_id
-from dswheels.core.sources import TorchSourceKind
-from dswheels.effects.steps.selection import NamedCells, PlanFileCells, plan_cell_ids, read_plan_cells
+from dswheels.kernel.compat import load_compat
+from dswheels.kernel.naming import cell_id
+from dswheels.kernel.sources import TorchSourceKind
+from dswheels.plan.effects.selection import NamedCells, PlanFileCells, plan_cell_ids, read_plan_cells
 
 DATA = Path(__file__).parent.parent / "data"
 CPU = "ds0.19.8-torch2.13-cpu-cp311-linux_x86_64"

@@ -1,4 +1,4 @@
-"""The build driver (effects/steps/build.py: build_cells) with a stand-in for the per-cell build, a recording
+"""The build driver (build/step.py: build_cells) with a stand-in for the per-cell build, a recording
 runner and a set clock: which cells it builds and in what order, with which options, jobs and host; --ops;
 --keep-going; a wheel that fails verification removed; --install. The real builds are the integration tests."""
 
@@ -14,22 +14,22 @@ from types import MappingProxyType
 
 import pytest
 
-from dswheels.core.building.parallelism import GIB
-from dswheels.core.compat import Compat, load_compat
-from dswheels.core.model import PlannedCell
-from dswheels.core.naming import cell_id, wheel_filename
-from dswheels.core.wheel.manifest import manifest_name
-from dswheels.core.wheel.verify import Check, Expected, ExpectedFrom
-from dswheels.effects import proc
-from dswheels.effects.build import BuildOptions, CellResult, CellStatus, build_cell
-from dswheels.effects.clock import Clock
-from dswheels.effects.steps import build as driver
-from dswheels.effects.steps.build import BuildRun, build_cells, install_here
-from dswheels.effects.steps.selection import NamedCells, select_cells
-from dswheels.effects.steps.verify import VerifyOptions, WheelVerification
-from dswheels.errors import BuildError, ConfigError, DswheelsError, EnvironmentMismatchError, VerifyError
-from dswheels.host import Host
-from dswheels.platforms import host_os
+from dswheels.build import step as driver
+from dswheels.build.effects.cell import BuildOptions, CellResult, CellStatus, build_cell
+from dswheels.build.parallelism import GIB
+from dswheels.build.step import BuildRun, build_cells, install_here
+from dswheels.host import proc
+from dswheels.host.clock import Clock
+from dswheels.host.machine import host_os
+from dswheels.host.ports import Host
+from dswheels.kernel.compat import Compat, load_compat
+from dswheels.kernel.errors import BuildError, ConfigError, DswheelsError, EnvironmentMismatchError, VerifyError
+from dswheels.kernel.manifest import manifest_name
+from dswheels.kernel.model import PlannedCell
+from dswheels.kernel.naming import cell_id, wheel_filename
+from dswheels.plan.effects.selection import NamedCells, select_cells
+from dswheels.verify.static_checks import Check, Expected, ExpectedFrom
+from dswheels.verify.step import VerifyOptions, WheelVerification
 from tests.conftest import ROOT
 
 CPU_311 = "ds0.19.8-torch2.13-cpu-cp311-linux_x86_64"

@@ -7,15 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from dswheels.core.building.compiler_cache import CacheTool
-from dswheels.core.building.env import BuildSetup, CompilerCache, build_env, dist_extra_config
-from dswheels.core.building.patches import PatchError, patch_debug_flags, patch_portable_cpu
-from dswheels.core.compat import load_compat
-from dswheels.core.matrix.parse import parse_matrix
-from dswheels.core.model import PlannedCell
-from dswheels.core.naming import parse_cell_id
-from dswheels.core.plan.planner import Combo, plan
-from dswheels.core.versions import parse_nvcc_version
+from dswheels.build.environment import BuildSetup, CompilerCache, build_env, dist_extra_config
+from dswheels.build.patches import PatchError, patch_debug_flags, patch_portable_cpu
+from dswheels.kernel.compat import load_compat
+from dswheels.kernel.model import PlannedCell
+from dswheels.kernel.naming import parse_cell_id
+from dswheels.kernel.versions import parse_nvcc_version
+from dswheels.plan.compiler_cache_keys import CacheTool
+from dswheels.plan.matrix.parse import parse_matrix
+from dswheels.plan.planner import Combo, plan
 
 DATA = Path(__file__).parent.parent / "data"
 EXCERPT = (DATA / "ds0198_builder_excerpt.txt").read_text(encoding="utf-8")

@@ -10,11 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from dswheels.arguments.parsing import add_env_flag, add_env_option, apply_env_defaults
 from dswheels.cli import main
-from dswheels.commands.ci import OUTPUTS
-from dswheels.commands.common import add_env_flag, add_env_option, apply_env_defaults
-from dswheels.core.model import Platform
-from dswheels.core.workflow.event import (
+from dswheels.index.step import IndexOptions, site_url_for
+from dswheels.kernel.errors import ConfigError
+from dswheels.kernel.model import Platform
+from dswheels.plan.ci_command import OUTPUTS
+from dswheels.plan.event import (
     DispatchInputs,
     Event,
     EventError,
@@ -23,8 +25,6 @@ from dswheels.core.workflow.event import (
     parse_gpu_platforms,
     parse_release_tag,
 )
-from dswheels.effects.steps.site import IndexOptions, site_url_for
-from dswheels.errors import ConfigError
 from tests.conftest import ROOT
 from tests.gha.model import read_file_commands
 
@@ -81,7 +81,7 @@ def test_the_canary_is_never_published() -> None:
 
 def test_the_canary_is_drawn_from_the_versions_matrix_whatever_the_other_inputs_say() -> None:
     """The dispatch always sends every axis (its defaults name one cu130 cell); the canary's cell is the
-    matrix's newest CUDA (dswheels.core.workflow.canary), so the other axes would only hide it."""
+    matrix's newest CUDA (dswheels.plan.canary), so the other axes would only hide it."""
     axes = {"torch": "2.14", "cuda": "cu130", "python": "3.12", "platform": "win_amd64"}
     one = DispatchInputs(deepspeed="0.19.8", torch="2.14", cuda="cu130", python="3.12", platform="win_amd64")
     canary = replace(one, canary=True)

@@ -7,10 +7,10 @@ from importlib import resources
 import pytest
 import yaml
 
-from dswheels.core.compat import CompatDataError, load_compat, parse_compat
-from dswheels.core.compat.entries import OSES
-from dswheels.core.model import Accelerator
-from dswheels.core.versions import format_version
+from dswheels.kernel.compat import CompatDataError, load_compat, parse_compat
+from dswheels.kernel.compat.entries import OSES
+from dswheels.kernel.model import Accelerator
+from dswheels.kernel.versions import format_version
 
 COMPAT = load_compat()
 

@@ -13,9 +13,9 @@ import copy
 import pytest
 import yaml
 
-from dswheels.core.compat import parse_compat
-from dswheels.core.compat.read import CompatDataError
-from dswheels.core.upstream.compare import inferred_entries
+from dswheels.facts.compare import inferred_entries
+from dswheels.kernel.compat import parse_compat
+from dswheels.kernel.compat.read import CompatDataError
 from tests.conftest import ROOT
 
 SHIPPED = yaml.safe_load((ROOT / "dswheels" / "compat.yml").read_text(encoding="utf-8"))

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from dswheels.cli import main
-from dswheels.core.compat import load_compat
-from dswheels.core.matrix.parse import parse_matrix
-from dswheels.errors import ConfigError
+from dswheels.kernel.compat import load_compat
+from dswheels.kernel.errors import ConfigError
+from dswheels.plan.matrix.parse import parse_matrix
 
 COMPAT = load_compat()
 

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from dswheels.core.building.scopes import Scope
-from dswheels.core.compat import load_compat
-from dswheels.core.workflow.costs import (
+from dswheels.kernel.compat import load_compat
+from dswheels.kernel.errors import ConfigError
+from dswheels.plan.costs import (
     STATUSES,
     OpCost,
     OpSample,
@@ -25,7 +25,7 @@ from dswheels.core.workflow.costs import (
     refit_op,
     replace_op_lines,
 )
-from dswheels.errors import ConfigError
+from dswheels.plan.scopes import Scope
 from tests.conftest import ROOT
 from tests.support.deepspeed_standin import source_tree, write_files
 

@@ -11,10 +11,10 @@ import json
 
 from packaging.version import Version
 
-from dswheels.core.compat import Compat, load_compat
-from dswheels.core.plan.planner import plan
-from dswheels.core.versions import format_version
-from dswheels.effects.matrix_file import load_matrix
+from dswheels.kernel.compat import Compat, load_compat
+from dswheels.kernel.versions import format_version
+from dswheels.plan.effects.matrix_file import load_matrix
+from dswheels.plan.planner import plan
 from tests.conftest import DATA, ROOT
 
 RECORDED = json.loads((DATA / "upstream" / "pypi" / "cuda-toolkit" / "json").read_text(encoding="utf-8"))

@@ -9,9 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from dswheels.core.compat import Compat, load_compat
-from dswheels.core.compat.read import recorded_redist
-from dswheels.core.cuda_redist import (
+from dswheels.cuda.redist import (
     PLATFORMS,
     MissingComponentsError,
     archives_for,
@@ -19,11 +17,13 @@ from dswheels.core.cuda_redist import (
     recorded_release,
     root_links,
 )
-from dswheels.core.matrix.parse import parse_matrix
-from dswheels.core.model import Platform, Python, Variant
-from dswheels.core.plan.planner import Combo, plan
-from dswheels.core.versions import TorchMinor, parse_version
-from dswheels.errors import ConfigError
+from dswheels.kernel.compat import Compat, load_compat
+from dswheels.kernel.compat.read import recorded_redist
+from dswheels.kernel.errors import ConfigError
+from dswheels.kernel.model import Platform, Python, Variant
+from dswheels.kernel.versions import TorchMinor, parse_version
+from dswheels.plan.matrix.parse import parse_matrix
+from dswheels.plan.planner import Combo, plan
 from tests.conftest import ROOT
 
 RECORDS = ROOT / "dswheels" / "cuda_redist"

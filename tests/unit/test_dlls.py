@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from dswheels.core.binaries.dlls import (
+from dswheels.kernel.binaries.dlls import (
     DllTarget,
     describe_providers,
     judge_dll,
@@ -13,10 +13,10 @@ from dswheels.core.binaries.dlls import (
     load_dll_facts,
     parse_dll_facts,
 )
-from dswheels.core.compat import load_compat
-from dswheels.core.matrix.parse import parse_matrix
-from dswheels.core.model import Python
-from dswheels.core.plan.planner import plan
+from dswheels.kernel.compat import load_compat
+from dswheels.kernel.model import Python
+from dswheels.plan.matrix.parse import parse_matrix
+from dswheels.plan.planner import plan
 from tests.conftest import ROOT
 
 FACTS = load_dll_facts()

@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from dswheels.core.compat import Compat
-from dswheels.core.doctor import IndexView, Status, diagnose
-from dswheels.core.doctor.facts import (
+from dswheels.doctor import IndexView, Status, diagnose
+from dswheels.doctor.machine_facts import (
     DeepSpeedFacts,
     Facts,
     PythonFacts,
@@ -23,14 +22,15 @@ from dswheels.core.doctor.facts import (
     parse_nvidia_smi,
     parse_vswhere,
 )
-from dswheels.core.doctor.facts_json import facts_from_data, facts_to_data
-from dswheels.core.doctor.render import render_text
-from dswheels.core.index.files import IndexFile
-from dswheels.core.matrix.spec import MatrixSpec
-from dswheels.core.naming import try_parse_wheel
-from dswheels.core.plan.planner import Combo, plan
-from dswheels.core.versions import parse_nvcc_version, parse_version
-from dswheels.effects.matrix_file import load_matrix
+from dswheels.doctor.machine_facts_json import facts_from_data, facts_to_data
+from dswheels.doctor.render_report import render_text
+from dswheels.kernel.compat import Compat
+from dswheels.kernel.index_files import IndexFile
+from dswheels.kernel.naming import try_parse_wheel
+from dswheels.kernel.versions import parse_nvcc_version, parse_version
+from dswheels.plan.effects.matrix_file import load_matrix
+from dswheels.plan.matrix.spec import MatrixSpec
+from dswheels.plan.planner import Combo, plan
 from tests.conftest import ROOT
 from tests.unit.machines import DATA, NEWEST_DS, checks, load_machine, machine_names, nvcc_text, one
 

@@ -10,17 +10,17 @@ from pathlib import Path
 import pytest
 
 from dswheels.cli import main
-from dswheels.core.binaries.linux_runtime import RuntimeFloor
-from dswheels.core.compat import Compat
-from dswheels.core.doctor import IndexView, PublishedRuntime, Status, diagnose
-from dswheels.core.doctor.facts import (
+from dswheels.doctor import IndexView, Status, diagnose
+from dswheels.doctor.machine_facts import (
     LinuxRuntime,
 )
-from dswheels.core.doctor.facts_json import facts_from_data, facts_to_data
-from dswheels.core.doctor.render import DOCTOR_SCHEMA, render_json, render_text
-from dswheels.core.index.files import IndexFile
-from dswheels.core.model import Platform, Python, Variant
-from dswheels.core.naming import cell_id, try_parse_wheel, wheel_filename
+from dswheels.doctor.machine_facts_json import facts_from_data, facts_to_data
+from dswheels.doctor.render_report import DOCTOR_SCHEMA, render_json, render_text
+from dswheels.kernel.binaries.linux_runtime import PublishedRuntime, RuntimeFloor
+from dswheels.kernel.compat import Compat
+from dswheels.kernel.index_files import IndexFile
+from dswheels.kernel.model import Platform, Python, Variant
+from dswheels.kernel.naming import cell_id, try_parse_wheel, wheel_filename
 from tests.unit.machines import (
     DATA,
     NEWEST_DS,

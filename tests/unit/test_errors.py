@@ -7,9 +7,9 @@ import re
 
 import pytest
 
-from dswheels import errors
 from dswheels.cli import EPILOG
-from dswheels.effects.github import GitHubAPIError
+from dswheels.host.github import GitHubAPIError
+from dswheels.kernel import errors
 from tests.conftest import ROOT
 
 

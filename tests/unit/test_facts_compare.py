@@ -15,14 +15,14 @@ from dataclasses import replace
 import pytest
 import yaml
 
-from dswheels.core.compat import parse_compat
-from dswheels.core.upstream.compare import check_facts, inferred_entries
-from dswheels.core.upstream.cuda_action import find_action_pin, table_versions
-from dswheels.core.upstream.findings import Kind, Report, render_diff, render_json, render_markdown, render_text
-from dswheels.core.upstream.pypi import parse_cuda_pin
-from dswheels.core.upstream.seen import CudaToolkitSeen, Upstream
-from dswheels.core.upstream.yaml_edit import Edit, apply_edits
-from dswheels.core.versions import format_version
+from dswheels.facts.compare import check_facts, inferred_entries
+from dswheels.facts.cuda_action import find_action_pin, table_versions
+from dswheels.facts.findings import Kind, Report, render_diff, render_json, render_markdown, render_text
+from dswheels.facts.pypi_json import parse_cuda_pin
+from dswheels.facts.seen import CudaToolkitSeen, Upstream
+from dswheels.facts.yaml_edit import Edit, apply_edits
+from dswheels.kernel.compat import parse_compat
+from dswheels.kernel.versions import format_version
 from tests.conftest import ROOT
 from tests.support.upstream import RECORDED, recorded_action_pin, recorded_upstream
 

@@ -1,7 +1,7 @@
 """The compiler models, rule by rule, each with where the rule comes from.
 
 cl/link: Microsoft's option pages and the compilers' reported messages (sources in
-dswheels/core/flags/msvc.py; no cl runs here). nvcc and g++: the same verdicts are checked
+dswheels/kernel/compiler_flags/msvc.py; no cl runs here). nvcc and g++: the same verdicts are checked
 against the real nvcc 13.0 and gcc 12 in tests/integration/test_op_flags.py.
 """
 
@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import pytest
 
-from dswheels.core.flags.gcc import judge_gcc
-from dswheels.core.flags.issue import Finding, FlagIssue
-from dswheels.core.flags.judge import judge_op, summarize
-from dswheels.core.flags.msvc import judge_cl, judge_link
-from dswheels.core.flags.nvcc import judge_nvcc
-from dswheels.core.flags.op_flags import OpFlags
-from dswheels.core.flags.record import load_flag_record
-from dswheels.core.model import Platform
+from dswheels.kernel.compiler_flags.gcc import judge_gcc
+from dswheels.kernel.compiler_flags.issue import Finding, FlagIssue
+from dswheels.kernel.compiler_flags.judge import judge_op, summarize
+from dswheels.kernel.compiler_flags.msvc import judge_cl, judge_link
+from dswheels.kernel.compiler_flags.nvcc import judge_nvcc
+from dswheels.kernel.compiler_flags.op_flag_set import OpFlags
+from dswheels.kernel.compiler_flags.record import load_flag_record
+from dswheels.kernel.model import Platform
 
 NVCC = load_flag_record().nvcc  # the option table recorded from nvcc 13.0's --help
 

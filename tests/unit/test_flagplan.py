@@ -10,16 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from dswheels.core.building.patches import PatchError, patch_cpu_builder_win32, patch_debug_flags
-from dswheels.core.compat import load_compat
-from dswheels.core.flags.op_flags import OpFlags
-from dswheels.core.flags.record import FlagRecord, load_flag_record, parse_flag_record, render_flag_record
-from dswheels.core.flags.screen import screen_ops
-from dswheels.core.matrix.parse import parse_matrix
-from dswheels.core.model import OpPlan
-from dswheels.core.naming import cell_id, parse_cell_id
-from dswheels.core.plan.planner import plan
-from dswheels.core.versions import format_version
+from dswheels.build.patches import PatchError, patch_cpu_builder_win32, patch_debug_flags
+from dswheels.kernel.compat import load_compat
+from dswheels.kernel.compiler_flags.op_flag_set import OpFlags
+from dswheels.kernel.compiler_flags.record import FlagRecord, load_flag_record, parse_flag_record, render_flag_record
+from dswheels.kernel.compiler_flags.screen import screen_ops
+from dswheels.kernel.model import OpPlan
+from dswheels.kernel.naming import cell_id, parse_cell_id
+from dswheels.kernel.versions import format_version
+from dswheels.plan.matrix.parse import parse_matrix
+from dswheels.plan.planner import plan
 
 ROOT = Path(__file__).parent.parent.parent
 DATA = ROOT / "tests" / "data"

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from dswheels.cli import build_parser
-from dswheels.core.workflow.follow import (
+from dswheels.facts.follow import (
     ISSUE_MARKER,
     ActiveRuns,
     active_versions,

@@ -7,18 +7,18 @@ import dataclasses
 
 import pytest
 
-from dswheels.core.binaries.fatbin import GpuCode, gpu_code, judge_gpu_code
-from dswheels.core.building.log import OpSources
-from dswheels.core.compat import load_compat
-from dswheels.core.flags.judge import sass_archs
-from dswheels.core.flags.op_flags import OpFlags
-from dswheels.core.matrix.parse import parse_matrix
-from dswheels.core.model import PlannedCell
-from dswheels.core.naming import parse_cell_id
-from dswheels.core.plan.planner import Combo, plan
-from dswheels.core.wheel.verify import Expected, gpu_checks
-from dswheels.effects.wheel_checks import _check_gpu_code
-from dswheels.errors import BuildError
+from dswheels.build.effects.wheel_checks import _check_gpu_code
+from dswheels.build.output_reading import OpSources
+from dswheels.kernel.binaries.fatbin import GpuCode, gpu_code, judge_gpu_code
+from dswheels.kernel.compat import load_compat
+from dswheels.kernel.compiler_flags.judge import sass_archs
+from dswheels.kernel.compiler_flags.op_flag_set import OpFlags
+from dswheels.kernel.errors import BuildError
+from dswheels.kernel.model import PlannedCell
+from dswheels.kernel.naming import parse_cell_id
+from dswheels.plan.matrix.parse import parse_matrix
+from dswheels.plan.planner import Combo, plan
+from dswheels.verify.static_checks import Expected, gpu_checks
 from tests.conftest import ROOT
 from tests.unit.machines import DATA
 

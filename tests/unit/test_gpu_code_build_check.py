@@ -1,7 +1,7 @@
 """The build refuses a wheel whose op lacks SASS its builder asked for, through the build's own entry point.
 
 tests/unit/test_gpu_code.py calls the private ``_check_gpu_code`` directly, so it still passes
-when ``check_postprocessed`` (what effects/build.py runs after post-processing) stops calling it;
+when ``check_postprocessed`` (what build/effects/cell.py runs after post-processing) stops calling it;
 the real CUDA build test only sees a wheel that is right. Here the post-processed wheel is short
 of sm_120 and ``check_postprocessed`` must refuse it.
 """
@@ -13,16 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from dswheels.core.binaries.fatbin import GpuCode, arch_number
-from dswheels.core.building.log import OpSources
-from dswheels.core.compat import load_compat
-from dswheels.core.matrix.parse import parse_matrix
-from dswheels.core.model import PlannedCell
-from dswheels.core.naming import parse_cell_id
-from dswheels.core.plan.planner import Combo, plan
-from dswheels.effects.postprocess import Postprocessed
-from dswheels.effects.wheel_checks import check_postprocessed
-from dswheels.errors import BuildError
+from dswheels.build.effects.postprocess import Postprocessed
+from dswheels.build.effects.wheel_checks import check_postprocessed
+from dswheels.build.output_reading import OpSources
+from dswheels.kernel.binaries.fatbin import GpuCode, arch_number
+from dswheels.kernel.compat import load_compat
+from dswheels.kernel.errors import BuildError
+from dswheels.kernel.model import PlannedCell
+from dswheels.kernel.naming import parse_cell_id
+from dswheels.plan.matrix.parse import parse_matrix
+from dswheels.plan.planner import Combo, plan
 from tests.conftest import ROOT
 
 COMPAT = load_compat()

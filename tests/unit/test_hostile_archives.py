@@ -22,8 +22,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dswheels.effects.sources import extract_archive
-from dswheels.errors import SourceError
+from dswheels.host.downloads import extract_archive
+from dswheels.kernel.errors import SourceError
 from tests.support.fuzz import examples
 
 KINDS = ("tar", "tar.gz", "zip")

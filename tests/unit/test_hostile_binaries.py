@@ -22,10 +22,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dswheels.core.binaries.extension import BinaryError, read_extension
-from dswheels.core.binaries.fatbin import FatbinError, gpu_code
-from dswheels.core.binaries.linux_runtime import ElfError, version_defs, version_needs
-from dswheels.core.binaries.pe import PeError, read_pe
+from dswheels.kernel.binaries.extension import BinaryError, read_extension
+from dswheels.kernel.binaries.fatbin import FatbinError, gpu_code
+from dswheels.kernel.binaries.linux_runtime import ElfError, version_defs, version_needs
+from dswheels.kernel.binaries.pe import PeError, read_pe
 from tests.fuzz.targets import binary, seed_binaries
 from tests.support.binaries import (
     SHT_GNU_VERDEF,

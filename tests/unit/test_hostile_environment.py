@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from dswheels.cli import main
-from dswheels.effects.sources import env_cache_dir
+from dswheels.host.downloads import env_cache_dir
 from tests.conftest import DATA, ROOT
 from tests.support.wheels import write_deepspeed_wheel
 
@@ -58,7 +58,7 @@ def test_source_date_epoch_that_is_no_ascii_number_of_seconds(
 
 
 def test_source_date_epoch_fixes_the_date(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    from dswheels.effects.clock import today
+    from dswheels.host.clock import today
 
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "253402300799")
     assert today() == "9999-12-31"
@@ -149,8 +149,8 @@ def test_an_option_taken_from_its_variable_is_named_when_its_value_is_refused(
 def test_a_summary_that_cannot_be_written_is_a_warning_and_an_output_an_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from dswheels.effects.gha import write_output, write_summary
-    from dswheels.errors import ConfigError
+    from dswheels.host.gha import write_output, write_summary
+    from dswheels.kernel.errors import ConfigError
 
     folder = tmp_path / "gone"
     folder.mkdir()

@@ -23,17 +23,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dswheels.cli import main
-from dswheels.core.compat import load_compat
-from dswheels.core.index.site import render_site
-from dswheels.core.matrix.parse import parse_matrix
-from dswheels.core.model import Platform, Python, Variant
-from dswheels.core.naming import cell_id
-from dswheels.core.plan.planner import Combo, plan
-from dswheels.core.versions import TorchMinor
-from dswheels.effects.files import copy_bounded
-from dswheels.effects.index import local_index_files, write_site
-from dswheels.effects.publish import collect_wheels
-from dswheels.errors import ConfigError, PublishError
+from dswheels.host.files import copy_bounded
+from dswheels.index.effects.site_files import local_index_files, write_site
+from dswheels.index.pages import render_site
+from dswheels.kernel.compat import load_compat
+from dswheels.kernel.errors import ConfigError, PublishError
+from dswheels.kernel.model import Platform, Python, Variant
+from dswheels.kernel.naming import cell_id
+from dswheels.kernel.versions import TorchMinor
+from dswheels.plan.matrix.parse import parse_matrix
+from dswheels.plan.planner import Combo, plan
+from dswheels.publish.effects.collect import collect_wheels
 from dswheels.stores.directory import publish_dir, scan_directory
 from tests.support.fuzz import examples
 from tests.support.wheels import write_deepspeed_wheel
@@ -242,6 +242,6 @@ def test_one_expansion(exclude: list[dict[str, str]], include: list[dict[str, st
     if "variant" in combo and (combo.get("torch") != "2.14"):
         return  # --cuda replaces the variants of every torch (names combinations the matrix lacks; documented)
     whole = [c for c in spec.axis_cells() if wanted.matches(c)]
-    from dswheels.core.plan.planner import _combo_cells
+    from dswheels.plan.planner import _combo_cells
 
     assert sorted(map(cell_id, _combo_cells(spec, wanted))) == sorted(map(cell_id, whole))

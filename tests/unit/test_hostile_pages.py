@@ -3,7 +3,7 @@
 html.parser (which read them before) is quadratic on malformed markup (each "<" it cannot finish
 makes it search the rest of the page again: 2 MB of "<!" took 110 s on Python 3.11.7) and
 builds every attribute of a tag (one tag of 6 million attributes held 3.2 GB). The reader in
-dswheels.core.index.files reads a page in one pass with html.parser's grammar; on pages
+dswheels.kernel.index_files reads a page in one pass with html.parser's grammar; on pages
 html.parser reads without trouble it finds the same links (compared here with html.parser itself).
 """
 
@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dswheels.core.index.files import MAX_ATTRIBUTES, MAX_LINKS, MAX_TAG, parse_project_page
+from dswheels.kernel.index_files import MAX_ATTRIBUTES, MAX_LINKS, MAX_TAG, parse_project_page
 from tests.support.fuzz import examples
 
 PAGE = "https://idx.example/simple/deepspeed/"
@@ -167,7 +167,7 @@ def test_the_links_html_parser_finds(pieces: list[str]) -> None:
 def _absolute(href: str, base: str | None) -> str:
     from urllib.parse import urldefrag, urljoin
 
-    from dswheels.core.index.files import link_problem
+    from dswheels.kernel.index_files import link_problem
 
     start = PAGE
     if base:

@@ -21,15 +21,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dswheels.cli import main
-from dswheels.core.compat import load_compat
-from dswheels.core.doctor.facts_json import FactsError, facts_from_data
-from dswheels.core.index.files import parse_project_page
-from dswheels.core.index.yank import parse_yanked
-from dswheels.core.matrix.parse import parse_matrix
-from dswheels.core.naming import parse_wheel
-from dswheels.core.sources import sdist_from_pypi_json
-from dswheels.core.wheel.manifest import ManifestError, parse_manifest
-from dswheels.errors import ConfigError
+from dswheels.doctor.machine_facts_json import FactsError, facts_from_data
+from dswheels.index.yank import parse_yanked
+from dswheels.kernel.compat import load_compat
+from dswheels.kernel.errors import ConfigError
+from dswheels.kernel.index_files import parse_project_page
+from dswheels.kernel.manifest import ManifestError, parse_manifest
+from dswheels.kernel.naming import parse_wheel
+from dswheels.kernel.sources import sdist_from_pypi_json
+from dswheels.plan.matrix.parse import parse_matrix
 from dswheels.stores.ledger import load_ledger
 from tests.conftest import DATA
 from tests.support.fuzz import examples
@@ -187,7 +187,7 @@ def test_index_torch_index_template_is_bad_input(
 @FAST
 @given(template=st.text(max_size=40), variant=st.sampled_from(["cpu", "cu128"]))
 def test_torch_index_templates(template: str, variant: str) -> None:
-    from dswheels.core.sources import torch_index_problem, torch_index_url
+    from dswheels.kernel.sources import torch_index_problem, torch_index_url
 
     problem = torch_index_problem(template)
     if problem:
@@ -268,7 +268,7 @@ def test_index_pages_yield_only_followable_links_or_say_why(
 ) -> None:
     from html import escape
 
-    from dswheels.core.index.files import link_problem
+    from dswheels.kernel.index_files import link_problem
 
     head = f'<base href="{escape(base)}">' if base is not None else ""
     body = "".join(
@@ -369,7 +369,7 @@ def test_yanked_file(text: str) -> None:
 )
 def test_wheel_metadata(data: bytes) -> None:
     """A wheel's METADATA (or a release's .metadata asset): its fields, or ValueError."""
-    from dswheels.core.wheel.contents import parse_metadata
+    from dswheels.kernel.wheel_contents import parse_metadata
 
     error_of(lambda: parse_metadata(data), ValueError)
 

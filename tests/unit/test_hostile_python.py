@@ -4,7 +4,7 @@ every shape of deep nesting is a malformed-input judgement, never a RecursionErr
 CPython's parser recurses with an expression's depth. 200,000 attributes, unary minuses, ``not``,
 operators, calls, subscripts, lambdas or conditional expressions made ``inspect`` and ``verify
 --static`` end in RecursionError/MemoryError (Python 3.11); Python 3.10's parser dies with
-SIGSEGV on the chains. :mod:`dswheels.core.pysource` counts what can nest before it parses.
+SIGSEGV on the chains. :mod:`dswheels.kernel.pysource` counts what can nest before it parses.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from dswheels.cli import main
-from dswheels.core.pysource import MAX_LINE_DEPTH, MAX_SOURCE_CHARS, PythonSourceError, parse_source
-from dswheels.core.wheel.contents import INSTALLED_INFO, WheelContentError, builder_modules, parse_installed_info
+from dswheels.kernel.pysource import MAX_LINE_DEPTH, MAX_SOURCE_CHARS, PythonSourceError, parse_source
+from dswheels.kernel.wheel_contents import INSTALLED_INFO, WheelContentError, builder_modules, parse_installed_info
 from dswheels.probes.environment import MARK
 from tests.conftest import DATA, ROOT, require
 from tests.support.pythons import python_on_path
@@ -145,7 +145,7 @@ def test_every_python_refuses_the_chains_instead_of_crashing(version: str, tmp_p
     require(folder is not None, f"python{version} is needed to check its parser")
     script = (
         "import importlib.util, sys\n"
-        f"spec = importlib.util.spec_from_file_location('pysource', {str(ROOT / 'dswheels/core/pysource.py')!r})\n"
+        f"spec = importlib.util.spec_from_file_location('pysource', {str(ROOT / 'dswheels/kernel/pysource.py')!r})\n"
         "m = importlib.util.module_from_spec(spec); sys.modules['pysource'] = m; spec.loader.exec_module(m)\n"
         f"for unit in ('.b', '+1', '()', '[0]', '-', 'not '):\n"
         f"    text = 'x = a' + unit * {N} if unit[0] in '.+([' else 'x = ' + unit * {N} + '1'\n"

@@ -17,16 +17,17 @@ import pytest
 from hypothesis import given
 from pypi_simple import IndexPage, ProjectPage, RepositoryPage
 
-from dswheels.core.index.files import IndexFile, parse_project_page
-from dswheels.core.index.links import file_href, install_command, partition_url
-from dswheels.core.index.site import MARKER, render_site
-from dswheels.core.index.yank import apply_yanked, parse_yanked
-from dswheels.core.model import Cell, Platform, Python, Variant
-from dswheels.core.naming import parse_wheel, partition, wheel_filename
-from dswheels.core.versions import TorchMinor
-from dswheels.core.wheel.manifest import manifest_name
-from dswheels.effects.index import list_published, local_index_files, write_site
-from dswheels.errors import ConfigError, PublishError
+from dswheels.index.effects.site_files import local_index_files, write_site
+from dswheels.index.pages import MARKER, render_site
+from dswheels.index.yank import apply_yanked, parse_yanked
+from dswheels.kernel.errors import ConfigError, PublishError
+from dswheels.kernel.index_files import IndexFile, parse_project_page
+from dswheels.kernel.index_links import file_href, install_command, partition_url
+from dswheels.kernel.manifest import manifest_name
+from dswheels.kernel.model import Cell, Platform, Python, Variant
+from dswheels.kernel.naming import parse_wheel, partition, wheel_filename
+from dswheels.kernel.versions import TorchMinor
+from dswheels.stores import list_published
 from dswheels.stores.directory import scan_directory
 from tests.conftest import ROOT
 from tests.support.wheels import write_deepspeed_wheel, write_manifest

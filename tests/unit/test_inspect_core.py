@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from dswheels.core.binaries.dlls import load_dll_facts
-from dswheels.core.binaries.extension import read_extension
-from dswheels.core.compat import load_compat
-from dswheels.core.wheel.contents import parse_installed_info, parse_metadata
-from dswheels.core.wheel.inspect import Inspection, NotDeepSpeedError, inspect_wheel, render_inspection
+from dswheels.kernel.binaries.dlls import load_dll_facts
+from dswheels.kernel.binaries.extension import read_extension
+from dswheels.kernel.compat import load_compat
+from dswheels.kernel.wheel_contents import parse_installed_info, parse_metadata
+from dswheels.verify.inspection import Inspection, NotDeepSpeedError, inspect_wheel, render_inspection
 from tests.conftest import DATA
 
 PYD = "deepspeed/ops/adam/fused_adam_op.cp311-win_amd64.pyd"

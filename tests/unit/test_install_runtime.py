@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from dswheels.core.binaries.linux_runtime import RuntimeFloor
-from dswheels.core.compat import load_compat
-from dswheels.core.doctor.facts import LinuxRuntime
-from dswheels.core.index.files import IndexFile
-from dswheels.core.naming import parse_wheel
-from dswheels.core.wheel.manifest import manifest_name, render_manifest
-from dswheels.effects.steps.install import check_runtime
-from dswheels.errors import EnvironmentMismatchError
+from dswheels.doctor.machine_facts import LinuxRuntime
+from dswheels.install.step import check_runtime
+from dswheels.kernel.binaries.linux_runtime import RuntimeFloor
+from dswheels.kernel.compat import load_compat
+from dswheels.kernel.errors import EnvironmentMismatchError
+from dswheels.kernel.index_files import IndexFile
+from dswheels.kernel.manifest import manifest_name, render_manifest
+from dswheels.kernel.naming import parse_wheel
 from dswheels.stores.served_index import read_manifest
 from tests.unit.test_manifest_runtime import _manifest
 

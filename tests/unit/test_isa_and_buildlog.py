@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from dswheels.core.binaries.isa import scan_disassembly
-from dswheels.core.building.log import (
+from dswheels.build.output_reading import (
     OpSources,
     extension_started,
     failing_ops,
@@ -11,8 +10,9 @@ from dswheels.core.building.log import (
     parse_ccache_stats_log,
     parse_sccache_stats,
 )
-from dswheels.core.building.report import CellOutcome, render_results_markdown, render_results_table
-from dswheels.core.compat import load_compat
+from dswheels.build.summary import CellOutcome, render_results_markdown, render_results_table
+from dswheels.kernel.binaries.isa import scan_disassembly
+from dswheels.kernel.compat import load_compat
 
 # `objdump -d --no-show-raw-insn` of `float sc(float x, float y) { return x * y + 1.0f; }` and a dot
 # product, compiled by gcc 12 -O3 with each -march (recorded on the build machine)
@@ -211,7 +211,7 @@ def _fatbin(entries: list[tuple[int, int, int]]) -> bytes:
 
 
 def test_fatbin_sass_and_ptx() -> None:
-    from dswheels.core.binaries.fatbin import arch_number, gpu_code
+    from dswheels.kernel.binaries.fatbin import arch_number, gpu_code
 
     # what nvcc made of TORCH_CUDA_ARCH_LIST="7.5;8.0+PTX" for fused_adam (recorded shape)
     so = _elf_with_section(b".nv_fatbin", _fatbin([(2, 75, 40), (1, 80, 24), (2, 80, 40)]) + bytes(8))

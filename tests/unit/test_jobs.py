@@ -6,16 +6,16 @@ import dataclasses
 
 import pytest
 
-from dswheels.core.building.scopes import Scope
-from dswheels.core.compat import load_compat
-from dswheels.core.matrix.parse import parse_matrix
-from dswheels.core.model import PlannedCell
-from dswheels.core.naming import cell_id
-from dswheels.core.plan.planner import plan
-from dswheels.core.workflow.costs import STATUSES, CostModel, Figure, OpCost, Seconds, Units, estimate_job, load_costs
-from dswheels.core.workflow.jobs import JobPlan, plan_jobs
-from dswheels.core.workflow.render_costs import render_job_summary
-from dswheels.errors import ConfigError
+from dswheels.kernel.compat import load_compat
+from dswheels.kernel.errors import ConfigError
+from dswheels.kernel.model import PlannedCell
+from dswheels.kernel.naming import cell_id
+from dswheels.plan.costs import STATUSES, CostModel, Figure, OpCost, Seconds, Units, estimate_job, load_costs
+from dswheels.plan.jobs import JobPlan, plan_jobs
+from dswheels.plan.matrix.parse import parse_matrix
+from dswheels.plan.planner import plan
+from dswheels.plan.render_costs import render_job_summary
+from dswheels.plan.scopes import Scope
 
 COMPAT = load_compat()
 COSTS = load_costs()
@@ -163,7 +163,7 @@ def test_the_shipped_matrix_fits_by_the_model() -> None:
     """Issue 23: no job over 150 minutes, a tag's last wheel indexed within three hours, a job's compile
     within 5% of its work over its slots (where the tail matters: jobs compiling 20 minutes or more), and
     every figure the estimate reads says where it comes from."""
-    from dswheels.effects.matrix_file import load_matrix
+    from dswheels.plan.effects.matrix_file import load_matrix
     from tests.conftest import ROOT
 
     planned = plan(load_matrix(ROOT / "matrix" / "matrix.yml", COMPAT), COMPAT).planned

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from dswheels.core.building.patches import patch_parallel_extensions
-from dswheels.core.workflow.costs import compile_makespan, op_order
-from dswheels.effects.jobserver import jobserver, ninja_joins_jobservers
+from dswheels.build.effects.jobserver import jobserver, ninja_joins_jobservers
+from dswheels.build.patches import patch_parallel_extensions
+from dswheels.plan.costs import compile_makespan, op_order
 
 NINJA = shutil.which("ninja", path=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
 

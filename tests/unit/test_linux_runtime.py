@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from dswheels.core.binaries.linux_runtime import (
+from dswheels.kernel.binaries.linux_runtime import (
     SHT_GNU_VERDEF,
     SHT_GNU_VERNEED,
     ElfError,
@@ -27,7 +27,7 @@ from dswheels.core.binaries.linux_runtime import (
     version_defs,
     version_needs,
 )
-from dswheels.core.compat import CompatDataError, load_compat, parse_compat
+from dswheels.kernel.compat import CompatDataError, load_compat, parse_compat
 from tests.conftest import DATA
 
 COMPAT = load_compat()

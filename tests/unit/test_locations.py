@@ -1,4 +1,4 @@
-"""The default locations (dswheels/core/locations.py): build, verify, publish and index with no
+"""The default locations (dswheels/kernel/locations.py): build, verify, publish and index with no
 path flags pick up each other's outputs, and every command's --help names its defaults.
 
 The real chain (a real build, publish, index, the site served and pip installing from it) is
@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from dswheels.arguments.parsing import apply_env_defaults
 from dswheels.cli import build_parser, main
-from dswheels.commands.common import apply_env_defaults
-from dswheels.core.locations import LOCAL_SITE_URL, MATRIX, PUBLISHED, SITE, WHEELHOUSE
-from dswheels.effects.wheelhouse import find_wheels
-from dswheels.errors import ConfigError
+from dswheels.host.wheelhouse import find_wheels
+from dswheels.kernel.errors import ConfigError
+from dswheels.kernel.locations import LOCAL_SITE_URL, MATRIX, PUBLISHED, SITE, WHEELHOUSE
 from tests.support.wheels import write_deepspeed_wheel
 
 

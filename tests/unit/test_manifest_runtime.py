@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from dswheels.core.binaries.linux_runtime import RuntimeFloor
-from dswheels.core.compat import load_compat
-from dswheels.core.naming import parse_cell_id
-from dswheels.core.wheel.manifest import (
+from dswheels.kernel.binaries.linux_runtime import RuntimeFloor
+from dswheels.kernel.compat import load_compat
+from dswheels.kernel.errors import ConfigError
+from dswheels.kernel.manifest import (
     MANIFEST_SCHEMA,
     BuiltOp,
     FileInfo,
@@ -23,10 +23,10 @@ from dswheels.core.wheel.manifest import (
     parse_manifest,
     render_manifest,
 )
-from dswheels.core.wheel.verify import Expected, ExpectedFrom, expected_from_manifest, linux_runtime_checks
-from dswheels.effects.steps.verify import _plan_expectation
-from dswheels.effects.verify import load_expected
-from dswheels.errors import ConfigError
+from dswheels.kernel.naming import parse_cell_id
+from dswheels.verify.effects.prove import load_expected
+from dswheels.verify.static_checks import Expected, ExpectedFrom, expected_from_manifest, linux_runtime_checks
+from dswheels.verify.step import _plan_expectation
 from tests.support.planned import planned_cell
 
 COMPAT = load_compat()

@@ -7,15 +7,15 @@ from pathlib import Path
 import pytest
 
 from dswheels.cli import main
-from dswheels.core.compat import load_compat
-from dswheels.core.matrix.parse import parse_matrix
-from dswheels.core.matrix.spec import MatrixSpec
-from dswheels.core.plan.planner import plan
-from dswheels.core.plan.render import render_table
-from dswheels.core.versions import format_version
-from dswheels.core.workflow.costs import load_costs
-from dswheels.core.workflow.jobs import plan_jobs
-from dswheels.errors import ConfigError
+from dswheels.kernel.compat import load_compat
+from dswheels.kernel.errors import ConfigError
+from dswheels.kernel.versions import format_version
+from dswheels.plan.costs import load_costs
+from dswheels.plan.jobs import plan_jobs
+from dswheels.plan.matrix.parse import parse_matrix
+from dswheels.plan.matrix.spec import MatrixSpec
+from dswheels.plan.planner import plan
+from dswheels.plan.render_plan import render_table
 from tests.conftest import ROOT
 
 RUNNERS = """\

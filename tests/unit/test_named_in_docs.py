@@ -1,6 +1,6 @@
 """Every dswheels name the package's own docstrings and comments cite exists.
 
-A docstring that cites ``dswheels.core.config.parse_matrix`` after the function moved sends a
+A docstring that cites ``dswheels.kernel.config.parse_matrix`` after the function moved sends a
 reader to nothing. The names are read generically (every ``dswheels.a.b`` in a docstring or a
 comment of ``dswheels/``) and resolved as Python would: the longest importable module, then
 attributes (a dataclass field or an annotated attribute counts). So the check follows any move of
@@ -86,11 +86,11 @@ def test_every_cited_name_resolves() -> None:
 @pytest.mark.parametrize(
     ("name", "exists"),
     [
-        ("dswheels.core.matrix.parse.parse_matrix", True),  # a function
-        ("dswheels.effects", True),  # a package
-        ("dswheels.errors.DswheelsError.exit_code", True),  # a class attribute
-        ("dswheels.core.config.parse_matrix", False),  # no such module
-        ("dswheels.core.matrix.parse.no_such_function", False),  # no such attribute
+        ("dswheels.plan.matrix.parse.parse_matrix", True),  # a function
+        ("dswheels.host", True),  # a package
+        ("dswheels.kernel.errors.DswheelsError.exit_code", True),  # a class attribute
+        ("dswheels.kernel.config.parse_matrix", False),  # no such module
+        ("dswheels.plan.matrix.parse.no_such_function", False),  # no such attribute
     ],
 )
 def test_resolves(name: str, *, exists: bool) -> None:

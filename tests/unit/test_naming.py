@@ -5,8 +5,8 @@ from hypothesis import given
 from packaging.utils import parse_wheel_filename
 from packaging.version import Version
 
-from dswheels.core.model import Cell, Platform, Python, Variant
-from dswheels.core.naming import (
+from dswheels.kernel.model import Cell, Platform, Python, Variant
+from dswheels.kernel.naming import (
     build_string,
     cell_id,
     check_names,
@@ -16,7 +16,7 @@ from dswheels.core.naming import (
     wheel_filename,
     wheel_version,
 )
-from dswheels.core.versions import TorchMinor
+from dswheels.kernel.versions import TorchMinor
 from tests.unit.strategies import any_cells
 
 

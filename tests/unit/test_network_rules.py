@@ -20,18 +20,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dswheels.cli import main
-from dswheels.core.index.files import IndexFile
-from dswheels.core.index.links import install_command
-from dswheels.core.index.pick import Wanted, nearest
-from dswheels.core.model import Platform, Python, Variant
-from dswheels.core.naming import parse_wheel, try_parse_wheel
-from dswheels.core.urls import origin, page_url_problem, redact_text, shell_url_problem, shell_word
-from dswheels.core.versions import TorchMinor
-from dswheels.effects.github import GitHub
-from dswheels.effects.http import OriginAuth, session
-from dswheels.effects.proc import run
-from dswheels.effects.wheel import read_admitted
-from dswheels.errors import PublishError
+from dswheels.doctor.pick import Wanted, nearest
+from dswheels.host.github import GitHub
+from dswheels.host.http import OriginAuth, session
+from dswheels.host.proc import run
+from dswheels.host.wheel_file import read_admitted
+from dswheels.kernel.errors import PublishError
+from dswheels.kernel.index_files import IndexFile
+from dswheels.kernel.index_links import install_command
+from dswheels.kernel.model import Platform, Python, Variant
+from dswheels.kernel.naming import parse_wheel, try_parse_wheel
+from dswheels.kernel.urls import origin, page_url_problem, redact_text, shell_url_problem, shell_word
+from dswheels.kernel.versions import TorchMinor
 from tests.conftest import ROOT
 from tests.support.fuzz import examples
 
@@ -313,7 +313,7 @@ def test_a_yanked_wheel_comes_before_the_nearest_others() -> None:
     assert "wheels exist for torch 2.8" in lines[1]
 
 
-# --- one timeout policy (effects/http.py: TIMEOUTS) -------------------------------------------------------------
+# --- one timeout policy (host/http.py: TIMEOUTS) -------------------------------------------------------------
 
 
 def _numbers_in(node: ast.AST | None) -> bool:

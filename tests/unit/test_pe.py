@@ -1,4 +1,4 @@
-"""The PE/COFF reader (``dswheels.core.binaries.pe``) and the format-agnostic extension reader on real files.
+"""The PE/COFF reader (``dswheels.kernel.binaries.pe``) and the format-agnostic extension reader on real files.
 
 ``tests/data/pe/fixture.pyd`` is a real x86-64 DLL with a real fatbin in ``.nv_fatb`` (how it is
 made: tests/data/pe/README.md). The reader is compared with pefile (an independent reader) and
@@ -14,9 +14,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dswheels.core.binaries.extension import BinaryError, read_extension
-from dswheels.core.binaries.fatbin import GpuCode, fatbin_section, gpu_code
-from dswheels.core.binaries.pe import PeError, is_pe, read_pe
+from dswheels.kernel.binaries.extension import BinaryError, read_extension
+from dswheels.kernel.binaries.fatbin import GpuCode, fatbin_section, gpu_code
+from dswheels.kernel.binaries.pe import PeError, is_pe, read_pe
 from tests.conftest import DATA
 
 FIXTURE = (DATA / "pe" / "fixture.pyd").read_bytes()

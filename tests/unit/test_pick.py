@@ -7,11 +7,11 @@ import itertools
 import pytest
 from packaging.utils import parse_wheel_filename
 
-from dswheels.core.index.files import IndexFile, parse_project_page
-from dswheels.core.index.pick import Wanted, nearest, pick_wheel
-from dswheels.core.model import Cell, Platform, Python, Variant
-from dswheels.core.naming import try_parse_wheel, wheel_filename
-from dswheels.core.versions import TorchMinor
+from dswheels.doctor.pick import Wanted, nearest, pick_wheel
+from dswheels.kernel.index_files import IndexFile, parse_project_page
+from dswheels.kernel.model import Cell, Platform, Python, Variant
+from dswheels.kernel.naming import try_parse_wheel, wheel_filename
+from dswheels.kernel.versions import TorchMinor
 
 CELLS = [
     Cell(deepspeed=ds, torch=TorchMinor(torch), variant=Variant.parse(v), python=Python.parse(py), platform=pl)

@@ -8,17 +8,17 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 
-from dswheels.core.compat import Compat, load_compat
-from dswheels.core.compat.entries import RunnerImage
-from dswheels.core.matrix.parse import parse_matrix
-from dswheels.core.matrix.spec import MatrixSpec
-from dswheels.core.model import Cell, DroppedCell, PlannedCell, Source, SourceKind, Variant
-from dswheels.core.naming import cell_id, parse_cell_id
-from dswheels.core.plan.planner import Combo, plan, resolve_cell
-from dswheels.core.plan.rules import check_cell
-from dswheels.core.versions import TorchMinor, parse_version
-from dswheels.effects.matrix_file import load_matrix
-from dswheels.errors import ConfigError
+from dswheels.kernel.compat import Compat, load_compat
+from dswheels.kernel.compat.entries import RunnerImage
+from dswheels.kernel.errors import ConfigError
+from dswheels.kernel.model import Cell, DroppedCell, PlannedCell, Source, SourceKind, Variant
+from dswheels.kernel.naming import cell_id, parse_cell_id
+from dswheels.kernel.versions import TorchMinor, parse_version
+from dswheels.plan.effects.matrix_file import load_matrix
+from dswheels.plan.matrix.parse import parse_matrix
+from dswheels.plan.matrix.spec import MatrixSpec
+from dswheels.plan.planner import Combo, plan, resolve_cell
+from dswheels.plan.rules import check_cell
 from tests.unit.strategies import cells
 
 COMPAT = load_compat()

@@ -11,9 +11,8 @@ import pytest
 from hypothesis import given, settings
 
 from dswheels.cli import main
-from dswheels.core.model import PlannedCell, Source, SourceKind
-from dswheels.core.plan.contract import PlanFormatError, parse_plan, parse_planned_cell, planned_cell_json, render_json
-from dswheels.core.plan.planner import Plan
+from dswheels.kernel.model import Plan, PlannedCell, Source, SourceKind
+from dswheels.kernel.plan_json import PlanFormatError, parse_plan, parse_planned_cell, planned_cell_json, render_json
 from tests.conftest import DATA, GOLDEN
 from tests.unit.strategies import planned_cells, plans
 

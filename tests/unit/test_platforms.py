@@ -8,14 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from dswheels.core.compat import load_compat
-from dswheels.core.matrix.parse import parse_matrix
-from dswheels.core.model import OS, PlannedCell, Platform
-from dswheels.core.plan.planner import plan
-from dswheels.effects.compile_env import check_toolchain
-from dswheels.errors import EnvironmentMismatchError
-from dswheels.platforms import ALL_PLATFORMS, PlatformModule, host_os, platform_module
-from dswheels.platforms.table import ALL_TRAITS, traits
+from dswheels.build.effects.compile_tools import check_toolchain
+from dswheels.host.machine import host_os
+from dswheels.kernel.compat import load_compat
+from dswheels.kernel.errors import EnvironmentMismatchError
+from dswheels.kernel.model import OS, PlannedCell, Platform
+from dswheels.kernel.platform_traits import ALL_TRAITS, traits
+from dswheels.plan.matrix.parse import parse_matrix
+from dswheels.plan.planner import plan
+from dswheels.platforms import ALL_PLATFORMS, PlatformModule, platform_module
 from tests.conftest import ROOT
 
 COMPAT = load_compat()

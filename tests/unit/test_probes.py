@@ -18,15 +18,15 @@ import packaging
 import pytest
 
 import dswheels.probes
-from dswheels.core.flags.op_flags import OpFlags, ProbeJob
-from dswheels.core.wheel.opload import judge_loads, load_problems
-from dswheels.effects import proc
-from dswheels.effects.interpreter import probe_python
-from dswheels.effects.opflags import run_probe
-from dswheels.effects.opload import NO_JIT_SCRIPT, load_ops
-from dswheels.effects.opsources import OP_SOURCES_SCRIPT
-from dswheels.effects.probe import collect, probe_target
-from dswheels.errors import EnvironmentMismatchError
+from dswheels.build.effects.op_flags_asked import run_probe
+from dswheels.build.effects.op_sources_asked import OP_SOURCES_SCRIPT
+from dswheels.doctor.effects.collect_facts import collect, probe_target
+from dswheels.host import proc
+from dswheels.host.opload import NO_JIT_SCRIPT, load_ops
+from dswheels.host.venvs import probe_python
+from dswheels.kernel.compiler_flags.op_flag_set import OpFlags, ProbeJob
+from dswheels.kernel.errors import EnvironmentMismatchError
+from dswheels.kernel.opload_result import judge_loads, load_problems
 from dswheels.probes import environment, interpreter, no_jit, op_sources
 from tests.support.deepspeed_standin import deepspeed_package, source_tree, torch_package, write_files
 

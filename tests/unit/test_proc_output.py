@@ -2,7 +2,7 @@
 
 Piped stdout on Windows is the ANSI code page (cp1252) unless PYTHONUTF8/PYTHONIOENCODING says
 otherwise. DeepSpeed 0.19.8's kernel_matmul.cuh has U+FF0C in a comment, and cl prints bytes in
-the OEM code page: one such line made the reader thread of effects/proc.py die on the write to
+the OEM code page: one such line made the reader thread of host/proc.py die on the write to
 stdout, the child filled the pipe, and the build hung until the job's timeout. Here dswheels runs
 in a subprocess with its stdout in cp1252 and a child that prints both, then more than a pipe holds.
 """
@@ -18,8 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from dswheels.effects import buildlog, gha, proc
-from dswheels.log import reset_reporter, set_reporter
+from dswheels.build.effects import cell_log as buildlog
+from dswheels.host import gha, proc
+from dswheels.host.log import reset_reporter, set_reporter
 from tests.support.recording import RecordingReporter
 
 FULLWIDTH_COMMA = "\uff0c"
@@ -43,8 +44,8 @@ DRIVER = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from dswheels.effects import proc
-    from dswheels.log import GitHubReporter, TerminalReporter, set_reporter
+    from dswheels.host import proc
+    from dswheels.host.log import GitHubReporter, TerminalReporter, set_reporter
 
     set_reporter(GitHubReporter() if sys.argv[1] == "github" else TerminalReporter())
     result = proc.run([sys.executable, sys.argv[3]], log_file=Path(sys.argv[2]), heartbeat=None)

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from dswheels.cli import build_parser, main
-from dswheels.core.naming import cell_id
-from dswheels.core.wheel.smoke import render_smoke_markdown, runs_for
-from dswheels.core.wheel.verify import cell_from_wheel_filename
+from dswheels.kernel.naming import cell_id
+from dswheels.smoke.runs import render_smoke_markdown, runs_for
+from dswheels.verify.static_checks import cell_from_wheel_filename
 from tests.conftest import ROOT, TESTS
 from tests.support.readme import check_example, examples, match_lines
 

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import pytest
 
 from dswheels.cli import main
-from dswheels.core.compat import load_compat
-from dswheels.core.versions import format_version
+from dswheels.kernel.compat import load_compat
+from dswheels.kernel.versions import format_version
 from tests.conftest import ROOT
 
 _JOBS = re.compile(r"^(\d+) build job\(s\)", re.MULTILINE)

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from dswheels.core.sources import TorchSource, TorchSourceKind, parse_pip_config, sdist_from_pypi_json, uv_index_args
+from dswheels.kernel.sources import TorchSource, TorchSourceKind, parse_pip_config, sdist_from_pypi_json, uv_index_args
 from tests.conftest import DATA
 
 SHA = "9e491abd0827ea5c389dd702e15e11e13d83d904bac4a20d6c2a4cb37207a9af"

@@ -11,18 +11,18 @@ from pathlib import Path
 
 import pytest
 
+from dswheels.arguments.shared import REPORT_DEST, STAGE_DEST
 from dswheels.cli import build_parser, main
-from dswheels.commands.flags import REPORT_DEST, STAGE_DEST
-from dswheels.core.cuda_redist import PLATFORMS
-from dswheels.core.doctor.render import DOCTOR_SCHEMA
-from dswheels.core.model import OS
-from dswheels.core.result import COMMON_FIELDS, Done, StageResult, StageStatus, failed_result
-from dswheels.core.workflow.jobs import LEVELS
-from dswheels.effects.install import Installer
-from dswheels.effects.report import write_report
-from dswheels.effects.steps.plan import JobGrouping
-from dswheels.errors import ConfigError, NothingToDoError, VerifyError
-from dswheels.log import GitHubReporter, TerminalReporter
+from dswheels.cuda.redist import PLATFORMS
+from dswheels.doctor.render_report import DOCTOR_SCHEMA
+from dswheels.host.log import GitHubReporter, TerminalReporter
+from dswheels.host.stage_report import write_report
+from dswheels.install.effects.install_wheel import Installer
+from dswheels.kernel.errors import ConfigError, NothingToDoError, VerifyError
+from dswheels.kernel.model import OS
+from dswheels.kernel.result import COMMON_FIELDS, Done, StageResult, StageStatus, failed_result
+from dswheels.plan.jobs import LEVELS
+from dswheels.plan.step import JobGrouping
 from tests.conftest import ROOT
 from tests.support.recording import RecordingReporter
 from tests.support.wheels import write_wheel
@@ -216,7 +216,7 @@ def _doors(path: Path) -> list[str]:
             found.append(f"{path.name}:{node.lineno}: print(")
         if isinstance(node, ast.ImportFrom) and node.module == "sys":
             found += [f"{path.name}:{node.lineno}: from sys import {a.name}" for a in node.names]
-        if isinstance(node, ast.ImportFrom) and node.module == "dswheels.effects.gha":
+        if isinstance(node, ast.ImportFrom) and node.module == "dswheels.host.gha":
             found += [f"{path.name}:{node.lineno}: {a.name}" for a in node.names if a.name == "write_summary"]
     return found
 
@@ -230,7 +230,7 @@ def test_commands_write_only_through_the_reporter() -> None:
 def test_the_door_check_sees_each_way_out(tmp_path: Path) -> None:
     module = tmp_path / "m.py"
     module.write_text(
-        "import sys\nfrom sys import stderr\nfrom dswheels.effects.gha import write_summary\n"
+        "import sys\nfrom sys import stderr\nfrom dswheels.host.gha import write_summary\n"
         "sys.stdout.write('x')\nprint('y')\n",
         encoding="utf-8",
     )
@@ -258,7 +258,7 @@ def test_terminal_reporter_doors(
 # --- closed sets are enums ----------------------------------------------------------------------
 
 # the build stage's options are issue 24's build part (another change): not judged here
-BUILD_STAGE = {"dswheels/commands/build.py", "dswheels/effects/build.py", "dswheels/effects/steps/build.py"}
+BUILD_STAGE = {"dswheels/build/command.py", "dswheels/build/effects/cell.py", "dswheels/build/step.py"}
 _ONE_OF = re.compile(r"[\w.-]+ \| [\w.-]+")  # a comment listing the values: "# a | b | c", "(python | cell)"
 
 

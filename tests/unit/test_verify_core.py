@@ -6,13 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from dswheels.core.binaries.fatbin import GpuCode
-from dswheels.core.building.patches import PORTABLE_MARK
-from dswheels.core.naming import parse_cell_id
-from dswheels.core.wheel.contents import parse_installed_info, parse_metadata
-from dswheels.core.wheel.dsreport import parse_ds_report
-from dswheels.core.wheel.smoke import deepspeed_config, render_smoke_markdown, runs_for
-from dswheels.core.wheel.verify import (
+from dswheels.kernel.binaries.fatbin import GpuCode
+from dswheels.kernel.naming import parse_cell_id
+from dswheels.kernel.wheel_contents import PORTABLE_MARK, parse_installed_info, parse_metadata
+from dswheels.smoke.runs import deepspeed_config, render_smoke_markdown, runs_for
+from dswheels.verify.ds_report import parse_ds_report
+from dswheels.verify.static_checks import (
     Check,
     Expected,
     cell_from_wheel_filename,

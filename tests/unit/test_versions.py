@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dswheels.core.versions import format_version, parse_range, parse_version
+from dswheels.kernel.versions import format_version, parse_range, parse_version
 
 versions = st.lists(st.integers(min_value=0, max_value=30), min_size=1, max_size=4).map(tuple)
 

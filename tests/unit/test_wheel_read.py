@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from dswheels.core.wheel.contents import INSTALLED_INFO, WheelContentError
-from dswheels.effects.wheel import MAX_MEMBERS_READ, MAX_METADATA_BYTES, read_member, read_wheel
-from dswheels.errors import BuildError, ConfigError, PublishError, VerifyError
+from dswheels.host.wheel_file import MAX_MEMBERS_READ, MAX_METADATA_BYTES, read_member, read_wheel
+from dswheels.kernel.errors import BuildError, ConfigError, PublishError, VerifyError
+from dswheels.kernel.wheel_contents import INSTALLED_INFO, WheelContentError
 from tests.support.wheels import Bomb, write_zip
 
 DIST = "deepspeed-0.19.8+cputorch2.13.dist-info"

@@ -11,7 +11,7 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.version import Version
 
-from dswheels.core.wheel.contents import (
+from dswheels.kernel.wheel_contents import (
     WheelContentError,
     dist_info_dir,
     extension_for_module,

@@ -10,18 +10,18 @@ from pathlib import Path
 
 import pytest
 
-from dswheels.core.building.env import msvc_bin_dir
-from dswheels.core.building.parallelism import GIB, fit_jobs, split_parallelism
-from dswheels.core.compat import load_compat
-from dswheels.core.matrix.parse import parse_matrix
-from dswheels.core.model import PlannedCell, Platform, SourceKind
-from dswheels.core.naming import cell_id, parse_cell_id
-from dswheels.core.plan.planner import Combo, plan
-from dswheels.core.workflow.canary import CANARY_OPS, PROFILER_API_OPS, pick_canary, restrict_ops
-from dswheels.core.workflow.costs import estimate_job, load_costs
-from dswheels.effects.source_tree import add_windows_files
-from dswheels.effects.toolchain import MsvcEnv, check_msvc_link
-from dswheels.errors import EnvironmentMismatchError
+from dswheels.build.effects.source_tree import add_windows_files
+from dswheels.build.parallelism import GIB, fit_jobs, split_parallelism
+from dswheels.kernel.compat import load_compat
+from dswheels.kernel.errors import EnvironmentMismatchError
+from dswheels.kernel.model import PlannedCell, Platform, SourceKind
+from dswheels.kernel.naming import cell_id, parse_cell_id
+from dswheels.kernel.platform_traits import msvc_bin_dir
+from dswheels.plan.canary import CANARY_OPS, PROFILER_API_OPS, pick_canary, restrict_ops
+from dswheels.plan.costs import estimate_job, load_costs
+from dswheels.plan.matrix.parse import parse_matrix
+from dswheels.plan.planner import Combo, plan
+from dswheels.platforms.find_tools import MsvcEnv, check_msvc_link
 from tests.conftest import ROOT
 
 COMPAT = load_compat()

@@ -1,18 +1,18 @@
-"""The paths a compile sees are the same for every cell of a compile family (dswheels/effects/workdir.py)."""
+"""The paths a compile sees are the same for every cell of a compile family (dswheels/build/effects/workdir.py)."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 from pathlib import Path
 
-from dswheels.core.building.compiler_cache import cache_keys
-from dswheels.core.compat import load_compat
-from dswheels.core.model import PlannedCell
-from dswheels.core.naming import cell_id
-from dswheels.core.plan.planner import plan
-from dswheels.effects.build import cell_work_dir
-from dswheels.effects.matrix_file import load_matrix
-from dswheels.effects.workdir import HEADER_TIME, link_site, set_aside, settle_header_times, wipe
+from dswheels.build.effects.cell import cell_work_dir
+from dswheels.build.effects.workdir import HEADER_TIME, link_site, set_aside, settle_header_times, wipe
+from dswheels.kernel.compat import load_compat
+from dswheels.kernel.model import PlannedCell
+from dswheels.kernel.naming import cell_id
+from dswheels.plan.compiler_cache_keys import cache_keys
+from dswheels.plan.effects.matrix_file import load_matrix
+from dswheels.plan.planner import plan
 from tests.conftest import ROOT
 
 

@@ -19,11 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from dswheels.core.compat import load_compat
-from dswheels.core.matrix.parse import parse_matrix
-from dswheels.core.plan.planner import plan
-from dswheels.core.plan.render import render_github
-from dswheels.effects.steps.plan import jobs_of
+from dswheels.kernel.compat import load_compat
+from dswheels.plan.matrix.parse import parse_matrix
+from dswheels.plan.planner import plan
+from dswheels.plan.render_plan import render_github
+from dswheels.plan.step import jobs_of
 from tests.conftest import ROOT
 from tests.gha.expressions import Status, Value, condition, interpolate
 from tests.gha.steps import Job, StepRun

@@ -9,7 +9,7 @@ import re
 import pytest
 import yaml
 
-from dswheels.core.building.compiler_cache import SccacheBackend, SccacheSettings, sccache_backend
+from dswheels.plan.compiler_cache_keys import SccacheBackend, SccacheSettings, sccache_backend
 from tests.conftest import ROOT
 from tests.gha.expressions import Status, Value, condition
 from tests.gha.invocations import env_defaults

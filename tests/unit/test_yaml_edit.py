@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 import yaml
 
-from dswheels.core.upstream.yaml_edit import Edit, EditError, apply_edits, parse_spans
+from dswheels.facts.yaml_edit import Edit, EditError, apply_edits, parse_spans
 from tests.conftest import ROOT
 
 DOC = """\

@@ -1,0 +1,328 @@
+"""``dswheels build``: compile every planned op of each selected cell into a verified wheel."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+
+from dswheels.arguments.parsing import Subparsers, add_command, add_env_option
+from dswheels.arguments.shared import (
+    add_report_argument,
+    add_selection_arguments,
+    add_torch_index_argument,
+    combo_given,
+    combo_of,
+    matrix_selection,
+    parse_nvcc_option,
+    parse_torch_source,
+)
+from dswheels.build.effects.cell import CellResult, CellStatus
+from dswheels.build.step import BuildOptions, BuildRun, build_cells, install_here, outcome_of
+from dswheels.build.summary import render_results_markdown, render_results_table
+from dswheels.cuda.redist import REDIST_URL
+from dswheels.host.gha import in_github_actions
+from dswheels.host.log import get_reporter
+from dswheels.host.ports import Host
+from dswheels.host.venvs import InterpreterMode
+from dswheels.kernel.errors import ConfigError
+from dswheels.kernel.locations import WHEELHOUSE
+from dswheels.plan.compiler_cache_keys import CompilerCacheChoice, SccacheBackend, SccacheSettings
+from dswheels.plan.effects.selection import CellSelection, NamedCells, PlanFileCells, ThisMachine
+from dswheels.platforms.wine.cuda_root import WineCudaSource
+from dswheels.verify.step import VerifyOptions
+
+__all__ = ["register", "run"]
+
+DESCRIPTION = """\
+Build DeepSpeed wheels with every planned C++/CUDA op precompiled. For each selected cell:
+fetch the DeepSpeed source and check its sha256, unpack it into a fresh work directory,
+make its CPU code portable (the plan's CPU baseline instead of -march=native), get an
+interpreter with the cell's torch (this one if it matches, else a venv made by uv),
+compile exactly the planned ops with the plan's nvcc and arch list, check every op landed
+in the wheel, strip it, pin torch to the built MAJOR.MINOR, and write the wheel with its
+build manifest to OUT/<variant>/. A failed cell leaves no wheel behind.
+
+--plan FILE builds cells of a plan `dswheels plan --format json` (or `dswheels ci plan`)
+wrote, exactly as planned, without planning again: all of them, or those --cell/--only name.
+With no --plan/--cell/--only/--python/--platform, builds for this machine: this Python and OS,
+the torch installed here (or --torch/--cuda; without either, the newest torch for this
+Python with the CUDA of the toolkit found, else cpu), the newest DeepSpeed (or --deepspeed).
+
+examples:
+  dswheels build                                    # this machine: its Python, torch, CUDA
+  dswheels build --deepspeed 0.19.8 --install       # ... and install the wheel here
+  dswheels build --torch 2.13 --cuda cpu            # this Python, torch 2.13 CPU (in a venv)
+  dswheels build --cell ds0.19.8-torch2.14-cu130-cp311-linux_x86_64
+  dswheels build --plan plan/plan.json --cell "$CELLS" --keep-going   # the workflow: the plan job's cells
+  dswheels build --only 'ds0.19.8-torch2.13-cpu-*' --torch-index pip
+  dswheels build --cell ds0.19.8-torch2.13-cpu-cp311-linux_x86_64 --torch-index ~/wheels"""
+
+
+def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
+    p = add_command(sub, "build", help="build wheels with every planned op precompiled", description=DESCRIPTION)
+    add_selection_arguments(p)
+    p.add_argument(
+        "--cell",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="a cell id to build, planned from the rules alone (repeatable; one value may hold several "
+        "whitespace-separated ids)",
+    )
+    p.add_argument(
+        "--plan",
+        type=Path,
+        metavar="FILE",
+        help="build cells of this plan (`dswheels plan --format json`) as planned: all, or those --cell/--only name",
+    )
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=WHEELHOUSE,
+        metavar="DIR",
+        help="output: DIR/<variant>/ (default: %(default)s, where `dswheels verify` and `dswheels publish` look)",
+    )
+    p.add_argument("--keep-going", action="store_true", help="build the other cells after a failure; report all")
+    p.add_argument(
+        "--ops",
+        metavar="NAMES",
+        help="build only these of the planned ops (comma- or space-separated; the others are left out of the wheel, "
+        "with the reason in its manifest); '' or absent: every planned op",
+    )
+    add_torch_index_argument(p, what="the build interpreter")
+    p.add_argument(
+        "--interpreter",
+        choices=[m.value for m in InterpreterMode],
+        default=InterpreterMode.AUTO.value,
+        help="auto: this interpreter when it has the cell's torch, else a venv (default); current; venv",
+    )
+    p.add_argument("--install", action="store_true", help="install the built wheel into this interpreter")
+    p.add_argument(
+        "--verify",
+        action="store_true",
+        help="run `dswheels verify` on every built wheel (a fresh venv each); a failing wheel is removed",
+    )
+    p.add_argument(
+        "--jobs",
+        "-j",
+        type=int,
+        metavar="N",
+        help="concurrent compiles in all (default: this machine's cores, fewer if its available memory would not "
+        "hold them: ~2 GiB per CUDA compile, ~1 GiB per C++ one): one pool every op's translation units draw on, "
+        "the longest op first (a jobserver; docs/build.md#compile-parallelism)",
+    )
+    p.add_argument(
+        "--parallel-ops",
+        type=int,
+        default=0,
+        metavar="N",
+        help="extensions built at once, each with JOBS/N compile jobs of its own instead of the shared pool "
+        "(default: the pool, as many extensions at once as --jobs)",
+    )
+    p.add_argument(
+        "--debug-symbols",
+        action="store_true",
+        help="compile with -g and keep the debug info as a separate .debug.tar.gz beside the wheel",
+    )
+    p.add_argument(
+        "--compiler-cache",
+        choices=[m.value for m in CompilerCacheChoice],
+        default=CompilerCacheChoice.AUTO.value,
+        help="ccache/sccache from PATH for C++ and nvcc (default: auto, whichever is installed)",
+    )
+    _add_sccache_arguments(p)
+    p.add_argument(
+        "--cache-dir",
+        type=Path,
+        metavar="DIR",
+        help="downloads and venvs (default: DSWHEELS_CACHE or the user cache dir)",
+    )
+    p.add_argument(
+        "--work-dir",
+        type=Path,
+        metavar="DIR",
+        help="where sources are unpacked and built (keep it short on Windows; default: CACHE/w)",
+    )
+    p.add_argument("--keep-work", action="store_true", help="keep the work directory of successful builds too")
+    p.add_argument(
+        "--prepare-only",
+        action="store_true",
+        help="stop before the compile: fetch and verify the source, unpack and patch it for the cell's platform, "
+        "get the build interpreter; works for a Windows cell on Linux and the other way round (CI checks the "
+        "Windows path this way); prints each prepared source tree",
+    )
+    add_env_option(
+        p,
+        "--msvc-root",
+        env="DSWHEELS_MSVC_ROOT",
+        type=Path,
+        parse=Path,
+        metavar="DIR",
+        help="build Windows cells on Linux under Wine, with the MSVC toolset and Windows SDK in DIR (made by "
+        "msvc-wine's vsdownload.py, which asks you to accept Microsoft's license, or copied from a Visual Studio "
+        "Build Tools install); the CUDA components and torch's Windows wheel come from PyPI "
+        "(docs/build.md#windows-under-wine)",
+    )
+    p.add_argument(
+        "--wine-cuda",
+        choices=[m.value for m in WineCudaSource],
+        default=WineCudaSource.AUTO.value,
+        help="under Wine, where the CUDA components come from: NVIDIA's PyPI wheels (pypi), NVIDIA's redistributable "
+        "archives as the runners install them (nvidia: compat.yml must pin the release's JSON), or auto: PyPI from "
+        "CUDA 13, the archives for 12.x (PyPI's 12.x nvcc wheels carry no nvcc.exe) (default: %(default)s)",
+    )
+    add_env_option(
+        p,
+        "--cuda-redist-url",
+        env="DSWHEELS_CUDA_REDIST_URL",
+        default=REDIST_URL,
+        metavar="URL",
+        help="NVIDIA's redist folder, or a mirror of it (--wine-cuda nvidia)",
+    )
+    p.add_argument("--pypi", metavar="URL", help="PyPI JSON API URL for DeepSpeed (default: compat.yml's)")
+    p.add_argument("--verbose", "-v", action="store_true", help="show the compiler output (always in the log)")
+    add_report_argument(p)
+    p.set_defaults(func=run)
+
+
+def _add_sccache_arguments(p: argparse.ArgumentParser) -> None:
+    """Where sccache keeps its objects (docs/costs.md); each the repository variable of its name."""
+    group = p.add_argument_group("sccache's storage (with --compiler-cache sccache)")
+    add_env_option(
+        group,
+        "--sccache-backend",
+        env="DSWHEELS_SCCACHE_BACKEND",
+        default=SccacheBackend.AUTO.value,
+        choices=[m.value for m in SccacheBackend],
+        help="auto: the bucket when named, else the local disk (SCCACHE_DIR: wheels.yml saves it as one Actions "
+        "cache entry per job); local: the local disk only. Never sccache's own Actions cache backend: one entry "
+        "per object, more than GitHub lets a repository create (docs/costs.md)",
+    )
+    add_env_option(group, "--sccache-bucket", env="DSWHEELS_SCCACHE_BUCKET", metavar="NAME", help="an S3 bucket")
+    add_env_option(
+        group, "--sccache-endpoint", env="DSWHEELS_SCCACHE_ENDPOINT", metavar="URL", help="an S3-compatible store"
+    )
+    add_env_option(group, "--sccache-region", env="DSWHEELS_SCCACHE_REGION", metavar="REGION", help="its region")
+    add_env_option(
+        group,
+        "--sccache-namespace",
+        env="DSWHEELS_SCCACHE_NAMESPACE",
+        default="dswheels",
+        metavar="NAME",
+        help="the bucket's key space (wheels.yml: wheels-<tag or branch>)",
+    )
+
+
+def _sccache_settings(args: argparse.Namespace) -> SccacheSettings:
+    return SccacheSettings(
+        backend=SccacheBackend(args.sccache_backend),
+        bucket=args.sccache_bucket or "",
+        endpoint=args.sccache_endpoint or "",
+        region=args.sccache_region or "",
+        namespace=args.sccache_namespace,
+    )
+
+
+def _split_cells(values: Sequence[str]) -> list[str]:
+    return [cid for value in values for cid in value.split()]
+
+
+def _selection(args: argparse.Namespace) -> CellSelection:
+    """--plan's cells; --cell ids; the matrix (--only, or a combination naming --python/--platform); else
+    this machine."""
+    cells = tuple(_split_cells(args.cell))
+    if args.plan is not None:
+        if combo_given(args) or args.nvcc:
+            raise ConfigError(
+                "--plan builds cells as the plan resolved them; it cannot be combined with --deepspeed/--torch/"
+                "--cuda/--python/--platform/--nvcc",
+                hint="select cells of the plan with --cell or --only",
+            )
+        if cells and args.only:
+            raise ConfigError("--cell and --only both select cells of the plan: give one")
+        return PlanFileCells(path=args.plan, ids=cells, only=tuple(args.only))
+    if cells:
+        if args.only or combo_given(args):
+            raise ConfigError(
+                "--cell names complete cells; it cannot be combined with --only or --deepspeed/--torch/..."
+            )
+        return NamedCells(ids=cells, matrix=args.matrix, nvcc=parse_nvcc_option(args.nvcc))
+    if args.only or args.python or args.platform:
+        return matrix_selection(args)
+    combo = combo_of(args)
+    return ThisMachine(
+        matrix=args.matrix,
+        deepspeed=combo.deepspeed,
+        torch=combo.torch,
+        variant=combo.variant,
+        nvcc=parse_nvcc_option(args.nvcc),
+    )
+
+
+def _options(args: argparse.Namespace) -> BuildOptions:
+    if (args.jobs is not None and args.jobs < 1) or args.parallel_ops < 0:
+        raise ConfigError("--jobs must be at least 1 and --parallel-ops at least 0")
+    if args.prepare_only and (args.install or args.verify):
+        raise ConfigError("--prepare-only compiles nothing: it cannot be combined with --install or --verify")
+    torch_source = parse_torch_source(args.torch_index)
+    return BuildOptions(
+        selection=_selection(args),
+        ops=tuple(name for name in (args.ops or "").replace(",", " ").split() if name),
+        out_dir=args.out,
+        work_dir=args.work_dir,
+        jobs=args.jobs,
+        parallel_ops=args.parallel_ops,
+        interpreter=InterpreterMode(args.interpreter),
+        torch_source=torch_source,
+        compiler_cache=CompilerCacheChoice(args.compiler_cache),
+        sccache=_sccache_settings(args),
+        debug_symbols=args.debug_symbols,
+        keep_work=args.keep_work,
+        prepare_only=args.prepare_only,
+        pypi=args.pypi,
+        verbose=args.verbose or in_github_actions(),
+        keep_going=args.keep_going,
+        verify=VerifyOptions(matrix=args.matrix, torch_source=torch_source) if args.verify else None,
+        install=args.install,
+        msvc_root=args.msvc_root,
+        wine_cuda=WineCudaSource(args.wine_cuda),
+        cuda_redist_url=args.cuda_redist_url,
+    )
+
+
+def _show_failure(result: CellResult) -> None:
+    assert result.error is not None  # noqa: S101 - only failures are shown
+    get_reporter().error(f"{result.cell_id}: {result.error.message}")
+    get_reporter().aside(result.error.render())
+
+
+def run(args: argparse.Namespace) -> int:
+    options = _options(args)
+    host = Host.real(cache_dir=args.cache_dir)
+    result = build_cells(options, host, on_failure=_show_failure)
+    if result.stopped_by is not None:
+        if not options.prepare_only:
+            _report(result)
+        raise result.stopped_by
+    if options.prepare_only:
+        for cell in result.results:
+            if cell.status is CellStatus.PREPARED:
+                get_reporter().emit(f"prepared {cell.cell_id}: {cell.prepared}\n")
+    else:
+        _report(result)
+    if result.failed:
+        get_reporter().aside(f"{len(result.failed)} of {len(result.results)} cell(s) failed")
+        first = result.failed[0].error
+        return first.exit_code if first else 1
+    if options.install:
+        wheel = result.results[0].wheel
+        assert wheel is not None  # noqa: S101 - a cell built without error has its wheel
+        install_here(wheel, host)
+    return 0
+
+
+def _report(result: BuildRun) -> None:
+    rows = [outcome_of(r) for r in result.results]
+    get_reporter().emit(render_results_table(rows, skipped=result.not_built))
+    get_reporter().summary(render_results_markdown(rows, skipped=result.not_built))

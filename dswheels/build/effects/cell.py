@@ -1,0 +1,466 @@
+"""Build one planned cell into a verified, post-processed wheel with its manifest.
+
+The steps, in order, each in the module that owns it:
+
+1. check the toolchain: the plan's nvcc, and MSVC on Windows (:mod:`~dswheels.build.effects.compile_tools`);
+2. fetch and verify the source, unpack it into a fresh short work directory and patch it
+   (portable CPU baseline, no ``-g``, the files win32 needs; :mod:`~dswheels.build.effects.source_tree`);
+3. get an interpreter with the cell's torch (:mod:`~dswheels.host.venvs`);
+4. set up the compile's environment: PATH, compilers, compiler cache (:mod:`~dswheels.build.effects.compile_tools`);
+5. check with DeepSpeed's own op builders that every planned op exists, is compatible and has
+   flags the compilers accept (:mod:`~dswheels.build.effects.op_sources_asked`);
+6. run ``python -m build --wheel --no-isolation`` with per-op progress (:mod:`~dswheels.build.effects.compile`);
+7. check that every planned op is in ``installed_ops`` with its extension, post-process (strip,
+   torch pin, RECORD; :mod:`~dswheels.build.effects.postprocess`) and check the code against the CPU
+   baseline and the arch list (:mod:`~dswheels.build.effects.wheel_checks`);
+8. assemble the manifest (:mod:`~dswheels.build.effects.manifest_assembly`) and move the wheel and its manifest
+   into ``<out>/<variant>/`` (:mod:`~dswheels.host.wheelhouse`).
+
+With ``prepare_only`` the build stops after step 3. A failure anywhere raises the right
+:mod:`dswheels.kernel.errors` class naming the op, the log tail and the log path, and leaves no wheel
+of this cell in ``<out>``. The environment, the clock and the cache directory are the ``Host``'s
+(:mod:`dswheels.host.ports`) the command made.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Mapping
+from contextlib import nullcontext
+from dataclasses import dataclass, field, replace
+from enum import Enum
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from dswheels.build.effects.cell_log import log_note, write_log_header
+from dswheels.build.effects.compile import compile_wheel, the_wheel
+from dswheels.build.effects.compile_tools import CompileEnv, check_toolchain, compile_environment, inherited_env
+from dswheels.build.effects.compiler_cache import cache_stats
+from dswheels.build.effects.jobserver import jobserver, ninja_joins_jobservers
+from dswheels.build.effects.manifest_assembly import assemble_manifest
+from dswheels.build.effects.op_flags_asked import check_tree_flags
+from dswheels.build.effects.op_sources_asked import probe_ops
+from dswheels.build.effects.postprocess import Postprocessed, postprocess_wheel
+from dswheels.build.effects.source_tree import patch_tree, prepare_source
+from dswheels.build.effects.wheel_checks import check_planned_ops, check_postprocessed
+from dswheels.build.effects.workdir import set_aside, wipe, work_dir_for
+from dswheels.build.output_reading import OpSources
+from dswheels.build.parallelism import Parallelism, pooled_parallelism, split_parallelism
+from dswheels.build.summary import OpOutcome
+from dswheels.cuda.redist import REDIST_URL
+from dswheels.host.files import exclusive
+from dswheels.host.log import get_reporter
+from dswheels.host.machine import host_os
+from dswheels.host.venvs import Interpreter, InterpreterMode, find_uv, prepare_interpreter, torch_index_args
+from dswheels.host.wheelhouse import discard_wheel, place_wheel, remove_stale
+from dswheels.kernel.binaries.linux_runtime import RuntimeFloor
+from dswheels.kernel.compat import Compat
+from dswheels.kernel.errors import BuildError, DswheelsError
+from dswheels.kernel.locations import WHEELHOUSE
+from dswheels.kernel.manifest import Manifest
+from dswheels.kernel.model import PlannedCell
+from dswheels.kernel.naming import cell_id, wheel_filename
+from dswheels.kernel.sources import TorchSource, TorchSourceKind
+from dswheels.kernel.versions import format_version
+from dswheels.plan.compiler_cache_keys import CacheTool, CompilerCacheChoice, SccacheSettings, compile_family
+from dswheels.plan.costs import cell_units, load_costs, op_order
+from dswheels.platforms import platform_module
+from dswheels.platforms.wine.assembly import prepare_wine
+from dswheels.platforms.wine.cuda_root import WineCudaSource
+
+if TYPE_CHECKING:
+    from dswheels.host.ports import Host
+    from dswheels.plan.effects.selection import CellSelection
+    from dswheels.verify.step import VerifyOptions
+
+# patch_tree, discard_wheel and work_dir_for are imported from here by the commands and the tests
+__all__ = [
+    "BuildOptions",
+    "CellResult",
+    "CellStatus",
+    "build_cell",
+    "cell_work_dir",
+    "discard_wheel",
+    "patch_tree",
+    "work_dir_for",
+    "work_root",
+]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class BuildOptions:
+    """``dswheels build``'s options, made once from its arguments; the run (build/step.py) and every
+    cell's build read them as they are."""
+
+    selection: CellSelection
+    ops: tuple[str, ...] = ()  # build only these of the planned ops; (): every planned op
+    out_dir: Path = WHEELHOUSE  # wheels go to OUT/<variant>/
+    work_dir: Path | None = None  # sources unpacked and built (None: CACHE/w)
+    jobs: int | None = None  # concurrent compiles in all (None: what this machine holds)
+    parallel_ops: int = 0  # extensions built at once (0: as many as --jobs allows)
+    interpreter: InterpreterMode = InterpreterMode.AUTO
+    torch_source: TorchSource = field(default_factory=lambda: TorchSource(TorchSourceKind.PLAN))
+    compiler_cache: CompilerCacheChoice = CompilerCacheChoice.AUTO
+    sccache: SccacheSettings = field(default_factory=SccacheSettings)  # where sccache keeps its objects
+    debug_symbols: bool = False
+    keep_work: bool = False
+    prepare_only: bool = False  # stop before the compile: source, patches, interpreter (any OS)
+    pypi: str | None = None  # PyPI JSON API for DeepSpeed (None: compat.yml's)
+    verbose: bool = False  # stream the compiler output (always in the log file)
+    keep_going: bool = False  # build the other cells after a failure
+    verify: VerifyOptions | None = None  # verify every built wheel (a failing one is removed)
+    install: bool = False  # the one cell will be installed here (install_here)
+    msvc_root: Path | None = None  # Windows cells on Linux: build under Wine with this MSVC root
+    wine_cuda: WineCudaSource = WineCudaSource.AUTO  # under Wine: where the CUDA components come from
+    cuda_redist_url: str = REDIST_URL  # NVIDIA's redist folder or a mirror (wine_cuda nvidia)
+
+
+class CellStatus(Enum):
+    """How one cell's build ended."""
+
+    BUILT = "built"  # its wheel and manifest are in OUT/<variant>/
+    PREPARED = "prepared"  # --prepare-only: its source tree is ready to compile
+    FAILED = "failed"  # ``error`` says why; no wheel of the cell is left in OUT
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CellResult:
+    """One cell's build: its status, why it failed, how long it took, and what it left."""
+
+    cell_id: str
+    planned: PlannedCell
+    status: CellStatus
+    duration: float  # seconds
+    error: DswheelsError | None = None  # status FAILED: the reason
+    log_path: Path | None = None
+    wheel: Path | None = None  # status BUILT
+    manifest: Path | None = None
+    manifest_data: Manifest | None = None
+    prepared: Path | None = None  # status PREPARED: the patched source tree, ready to compile
+    op_outcomes: tuple[OpOutcome, ...] = ()  # after a compile: each op's fate
+
+    @property
+    def ok(self) -> bool:
+        return self.status is not CellStatus.FAILED
+
+    @property
+    def reason(self) -> str:
+        return self.error.message if self.error is not None else ""
+
+
+@dataclass(slots=True)
+class _Progress:
+    """What a build learnt before it ended, failed or not: each op's fate once the compile ran."""
+
+    op_outcomes: tuple[OpOutcome, ...] = ()
+
+
+def work_root(options: BuildOptions, host: Host) -> Path:
+    """Where the work directories are: ``--work-dir``, else CACHE/w."""
+    return (options.work_dir or host.cache_dir / "w").expanduser().resolve()
+
+
+_OWNER = "cell.txt"  # in a work directory: the cell whose build made it
+
+
+@dataclass(frozen=True, slots=True)
+class _Cell:
+    """One cell's build: the run's options, the host, and what the run resolved once for all its cells."""
+
+    planned: PlannedCell
+    options: BuildOptions
+    host: Host
+    compat: Compat
+    jobs: int
+    work_root: Path
+
+    def monotonic(self) -> float:
+        return self.host.clock.monotonic()
+
+
+def cell_work_dir(planned: PlannedCell, root: Path, *, prepare_only: bool) -> Path:
+    """One directory for every cell of the compile family (every DeepSpeed, torch and Python of one
+    toolkit, compiler and arch list): the same paths, so the compiler cache hits (--prepare-only
+    compiles nothing and leaves each cell's tree: one directory per cell)."""
+    return work_dir_for(root, cell_id(planned.cell) if prepare_only else compile_family(planned))
+
+
+def _work_dir(cell: _Cell) -> Path:
+    return cell_work_dir(cell.planned, cell.work_root, prepare_only=cell.options.prepare_only)
+
+
+def build_cell(planned: PlannedCell, options: BuildOptions, host: Host, *, compat: Compat, jobs: int) -> CellResult:
+    """Build one cell with ``jobs`` concurrent compiles; never raises a :class:`DswheelsError` (it is in the
+    result)."""
+    cell = _Cell(planned, options, host, compat, jobs, work_root(options, host))
+    cid = cell_id(planned.cell)
+    stamp = host.clock.utc_now().strftime("%Y%m%dT%H%M%SZ")
+    log = (options.out_dir / "logs" / f"{cid}-{stamp}.log").resolve()
+    progress = _Progress()
+    start = cell.monotonic()
+    reporter = get_reporter()
+    try:
+        with reporter.group(f"{cid}: {'prepare' if options.prepare_only else 'build'}"):
+            reporter.info(f"log: {log}")
+            # two builds of one family share its work directory: the second waits for the first
+            work = _work_dir(cell)
+            with exclusive(work.with_name(f".{work.name}.lock"), what=f"building {cid}", error=BuildError):
+                built = _build_keeping_failed_tree(cell, log, start, progress)
+    except DswheelsError as raised:
+        exc = raised if str(log) in (raised.hint or "") else raised.with_hint(f"full log: {log}")
+        remove_stale(options.out_dir / planned.cell.variant.name / wheel_filename(planned.cell))
+        if log.parent.exists():
+            log_note(log, f"FAILED: {exc.message}")
+        return CellResult(
+            cell_id=cid,
+            planned=planned,
+            status=CellStatus.FAILED,
+            duration=cell.monotonic() - start,
+            error=exc,
+            log_path=log,
+            op_outcomes=progress.op_outcomes,
+        )
+    if isinstance(built, Path):
+        return CellResult(
+            cell_id=cid,
+            planned=planned,
+            status=CellStatus.PREPARED,
+            duration=cell.monotonic() - start,
+            log_path=log,
+            prepared=built,
+        )
+    wheel, manifest, manifest_data = built
+    return CellResult(
+        cell_id=cid,
+        planned=planned,
+        status=CellStatus.BUILT,
+        duration=cell.monotonic() - start,
+        log_path=log,
+        wheel=wheel,
+        manifest=manifest,
+        manifest_data=manifest_data,
+        op_outcomes=progress.op_outcomes,
+    )
+
+
+def _build_keeping_failed_tree(
+    cell: _Cell, log: Path, start: float, progress: _Progress
+) -> tuple[Path, Path, Manifest] | Path:
+    """:func:`_build`; when it fails, the next cell of the family would wipe the work directory: keep it aside."""
+    planned = cell.planned
+    try:
+        return _build(cell, log, start, progress)
+    except DswheelsError as exc:
+        work = _work_dir(cell)
+        owner = work / _OWNER
+        ours = (
+            owner.is_file()
+            and owner.read_text(encoding="utf-8") == cell_id(planned.cell)
+            and not cell.options.prepare_only
+        )
+        tag = f"torch{format_version(planned.cell.torch)}-{planned.cell.python.tag}"  # a cell of the family
+        kept = set_aside(work, tag) if ours else None
+        if kept is not None:
+            noted = exc.with_hint(f"the build tree is kept in {kept}")
+            raise noted.with_traceback(exc.__traceback__) from exc.__cause__
+        raise
+    finally:
+        platform_module(planned.cell.platform).finish_build(
+            msvc_root=cell.options.msvc_root, cache_dir=cell.host.cache_dir, env=cell.host.environ
+        )
+
+
+def _build(cell: _Cell, log: Path, start: float, progress: _Progress) -> tuple[Path, Path, Manifest] | Path:
+    """The wheel, its manifest path and manifest; with ``prepare_only`` the prepared source tree."""
+    planned, opts, host = cell.planned, cell.options, cell.host
+    reporter = get_reporter()
+    durations: dict[str, float] = {}
+    write_log_header(log, planned)
+    # toolchain: the plan's nvcc (and MSVC), checked before anything is downloaded, installed or compiled
+    inherited = inherited_env(host.environ)
+    tools = check_toolchain(
+        planned,
+        inherited,
+        prepare_only=opts.prepare_only,
+        msvc_root=opts.msvc_root,
+        cache_dir=host.cache_dir,
+        wine_cuda=(opts.wine_cuda, opts.cuda_redist_url),
+    )
+    work = _work_dir(cell)
+    wipe(work)
+    work.mkdir(parents=True)
+    (work / _OWNER).write_text(cell_id(planned.cell), encoding="utf-8")  # whose tree it is (set aside if it fails)
+    parallelism = split_parallelism(
+        cell.jobs, ops=len(planned.ops.build), archs=len(planned.toolchain.arch_list), parallel=opts.parallel_ops
+    )
+
+    t0 = cell.monotonic()
+    source = prepare_source(
+        planned,
+        src=work / "src",
+        compat=cell.compat,
+        cache_dir=host.cache_dir,
+        pypi_json=opts.pypi or cell.compat.sdist_json,
+        debug_symbols=opts.debug_symbols,
+        parallel=parallelism.at_once > 1,
+        log=log,
+    )
+    durations["source"] = cell.monotonic() - t0
+    reporter.info(f"source ready in {work} ({source.fetched.verified_by})")
+
+    t0 = cell.monotonic()
+    interp: Interpreter = prepare_interpreter(
+        planned,
+        mode=opts.interpreter,
+        torch_source=opts.torch_source,
+        venv_root=host.cache_dir / "venvs",
+        log_file=log,
+        # under Wine the build interpreter is Linux CPython answering as Windows: its platform differs
+        foreign=tools.foreign or tools.wine is not None,
+    )
+    durations["interpreter"] = cell.monotonic() - t0
+    if opts.prepare_only:
+        # the flags the cell's compilers will get, judged with stand-ins for its machine (raises BuildError)
+        check_tree_flags(planned, interp.python, source.src, inherited, log, stand_in=True)
+        log_note(log, f"prepared {source.src} with {interp.python}; stopped before the compile (--prepare-only)")
+        reporter.info(f"prepared {source.src}: the source is verified and patched for {planned.cell.platform.value}")
+        return source.src
+
+    parallelism = _pooled(parallelism, cell, interp)
+    wine = (
+        prepare_wine(
+            planned,
+            tools.wine,
+            compat=cell.compat,
+            work=work,
+            cache_dir=host.cache_dir,
+            build_python=interp.python,
+            linux_torch=Path(interp.info.torch_parent) / "torch" if interp.info.torch_parent else None,
+            uv=find_uv(),
+            index_args=torch_index_args(opts.torch_source, planned.torch_index),
+            log=log,
+        )
+        if tools.wine is not None
+        else None
+    )
+    setup = compile_environment(
+        planned,
+        interp=interp,
+        work=work,
+        inherited=inherited,
+        tools=tools,
+        parallelism=parallelism,
+        compiler_cache=opts.compiler_cache,
+        sccache=opts.sccache,
+        debug_symbols=opts.debug_symbols,
+        log=log,
+        wine=wine,
+    )
+    # the interpreter the build's scripts run in: under Wine, the build interpreter answering as Windows
+    python = wine.python if wine is not None else interp.python
+    accelerator, ops = probe_ops(planned, python, source.src, setup.env, log, capture=host.capture)
+
+    t0 = cell.monotonic()
+    with jobserver(parallelism.pool, work) if parallelism.pool else nullcontext() as pool:
+        setup = _scheduled(setup, planned, ops, pool.env() if pool else {}, log)
+        compiled = compile_wheel(
+            planned,
+            python=python,
+            src=source.src,
+            dist=work / "dist",
+            ops=ops,
+            env=setup.env,
+            log=log,
+            verbose=opts.verbose,
+            runner=host.run,
+        )
+    durations["compile"] = cell.monotonic() - t0
+    if compiled.cpu_seconds is not None and not (setup.cache and setup.cache.tool is CacheTool.SCCACHE):
+        # (sccache's server, not the build, runs the compilers: their CPU seconds are not the build's children's)
+        durations["compile_cpu"] = compiled.cpu_seconds
+    progress.op_outcomes = compiled.outcomes
+    built = the_wheel(compiled, planned, log)
+    # every planned op must really be in the wheel
+    contents = check_planned_ops(planned, built, ops=ops, accelerator=accelerator, lines=compiled.lines, log=log)
+
+    t0 = cell.monotonic()
+    pp, runtime = _postprocess(cell, built, work=work, ops=ops, names=contents.names, log=log)
+    durations["postprocess"] = cell.monotonic() - t0
+
+    stats = cache_stats(setup.cache, setup.env) if setup.cache else None
+    if stats is not None:
+        reporter.info(f"compiler cache: {stats.describe()}")
+    durations["total"] = cell.monotonic() - start
+    manifest = assemble_manifest(
+        planned,
+        source=source,
+        interp=interp,
+        setup=setup,
+        accelerator=accelerator,
+        ops=ops,
+        names=contents.names,
+        op_seconds=compiled.op_seconds,
+        pp=pp,
+        durations=durations,
+        stats=stats,
+        runtime=runtime,
+    )
+    final, manifest_path = place_wheel(
+        opts.out_dir / planned.cell.variant.name, pp.wheel, debug_archive=pp.debug_archive, manifest=manifest
+    )
+    log_note(log, f"wrote {final} ({final.stat().st_size} bytes, sha256 {manifest.wheel.sha256})")
+    if not opts.keep_work:
+        shutil.rmtree(work, ignore_errors=True)
+    return final, manifest_path, manifest
+
+
+def _pooled(parallelism: Parallelism, cell: _Cell, interp: Interpreter) -> Parallelism:
+    """One pool of slots for every op's units when the build's ninja joins a jobserver (>= 1.13) and
+    ``--parallel-ops`` asks for nothing else."""
+    if cell.options.parallel_ops:
+        return parallelism
+    scripts = {"PATH": os.pathsep.join([interp.info.scripts, cell.host.environ.get("PATH", "")])}
+    if not ninja_joins_jobservers(scripts):
+        return parallelism
+    return pooled_parallelism(cell.jobs, ops=len(cell.planned.ops.build))
+
+
+def _scheduled(
+    setup: CompileEnv, planned: PlannedCell, ops: list[OpSources], pool: Mapping[str, str], log: Path
+) -> CompileEnv:
+    """The compile's environment with the order its extensions start in (longest first, by the cost model) and
+    the jobserver they share (``pool``: its variables, or none)."""
+    work = cell_units(planned, load_costs(), ops=[op.name for op in ops])
+    modules = {op.name: op.module for op in ops}
+    order = {"DSWHEELS_EXT_ORDER": ",".join(modules[name] for name in op_order(work) if name in modules), **pool}
+    log_note(log, "compile order and slots:\n" + "\n".join(f"  {k}={v}" for k, v in order.items()))
+    return replace(setup, env={**setup.env, **order}, set_by_dswheels={**setup.set_by_dswheels, **order})
+
+
+def _postprocess(
+    cell: _Cell,
+    built: Path,
+    *,
+    work: Path,
+    ops: list[OpSources],
+    names: tuple[str, ...],
+    log: Path,
+) -> tuple[Postprocessed, RuntimeFloor | None]:
+    """Strip, pin torch and rewrite RECORD into a staging directory, then check what the wheel's code needs."""
+    planned, opts, reporter = cell.planned, cell.options, get_reporter()
+    baseline = cell.compat.cpu_baselines[planned.toolchain.cpu_baseline]
+    with reporter.group(f"{cell_id(planned.cell)}: post-process"):
+        pp = postprocess_wheel(
+            built,
+            staging=work / "staged",
+            torch=planned.cell.torch,
+            strip=platform_module(planned.cell.platform).strips_symbols(host_os()),
+            keep_debug=opts.debug_symbols,
+            forbidden_registers=baseline.forbidden_registers,
+            log_file=log,
+        )
+        runtime = check_postprocessed(planned, pp, ops=ops, names=names, compat=cell.compat)
+        if pp.stripped_bytes:
+            reporter.info(f"stripped {pp.stripped_bytes / 1e6:.1f} MB of symbols")
+    return pp, runtime

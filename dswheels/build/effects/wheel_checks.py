@@ -1,0 +1,139 @@
+"""What a freshly built wheel must hold before it leaves the build: every planned op, and only allowed code.
+
+Right after the compile (:func:`check_planned_ops`): every planned op is marked built in
+``installed_ops`` with its extension file, for the accelerator DeepSpeed was asked for. After
+post-processing (:func:`check_postprocessed`): no instruction above the CPU baseline outside
+run-time dispatched code, SASS and PTX only for the planned archs, and the Linux runtime floor
+said out loud (a warning when it is above the plan's promise: ``dswheels verify`` fails such a wheel).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from dswheels.build.effects.postprocess import Postprocessed
+from dswheels.build.output_reading import OpSources
+from dswheels.host.log import get_reporter
+from dswheels.host.wheel_file import WheelContents, read_wheel
+from dswheels.kernel.binaries.fatbin import GpuCode, judge_gpu_code
+from dswheels.kernel.binaries.isa import IsaReport
+from dswheels.kernel.binaries.linux_runtime import RuntimeFloor, exceeds, floor_of
+from dswheels.kernel.compat import Compat
+from dswheels.kernel.errors import BuildError
+from dswheels.kernel.model import PlannedCell
+from dswheels.kernel.naming import cell_id
+from dswheels.kernel.wheel_contents import check_ops, extension_for_module
+from dswheels.platforms import platform_module
+
+__all__ = ["check_planned_ops", "check_postprocessed", "report_runtime"]
+
+
+def check_planned_ops(
+    planned: PlannedCell, built: Path, *, ops: Sequence[OpSources], accelerator: str, lines: Sequence[str], log: Path
+) -> WheelContents:
+    """The wheel ``built``, read; BuildError unless every op of ``ops`` is in it (``lines``: the compile's output)."""
+    cid = cell_id(planned.cell)
+    contents = read_wheel(built, error=BuildError)
+    installed = contents.installed
+    if installed.accelerator_name != accelerator:
+        raise BuildError(f"{cid}: the wheel says accelerator {installed.accelerator_name!r}, expected {accelerator!r}")
+    found = check_ops(
+        [op.name for op in ops],
+        installed=installed,
+        modules={op.name: (op.module,) for op in ops},
+        names=contents.names,
+    )
+    if found.missing or found.no_file:
+        details = []
+        if found.missing:
+            details.append(f"not in installed_ops: {', '.join(found.missing)} (DeepSpeed skipped them)")
+        if found.no_file:
+            details.append(f"no extension file in the wheel: {', '.join(found.no_file)}")
+        named = [*found.missing, *found.no_file]
+        excerpt = [ln for ln in lines if any(name in ln for name in named)][-20:]
+        raise BuildError(
+            f"{cid}: planned op(s) missing from the wheel: {', '.join(named)}",
+            details="\n".join([*details, "log lines naming them:", *excerpt]),
+            hint=f"full log: {log}",
+        )
+    return contents
+
+
+def check_postprocessed(
+    planned: PlannedCell, pp: Postprocessed, *, ops: Sequence[OpSources], names: Sequence[str], compat: Compat
+) -> RuntimeFloor | None:
+    """The CPU baseline and the GPU code (BuildError), then what the wheel needs of the OS's runtime (reported)."""
+    _check_cpu_baseline(planned, pp.isa)
+    _check_gpu_code(planned, pp.gpu, ops, names)
+    return platform_module(planned.cell.platform).check_runtime(planned, pp.needs, compat)
+
+
+def _check_cpu_baseline(planned: PlannedCell, isa: Mapping[str, IsaReport]) -> None:
+    """No extension uses instructions above the plan's CPU baseline outside run-time dispatched code."""
+    reporter = get_reporter()
+    baseline = planned.toolchain.cpu_baseline
+    bad = {name: rep for name, rep in isa.items() if not rep.ok}
+    if bad:
+        raise BuildError(
+            f"{cell_id(planned.cell)}: compiled code uses instructions above the {baseline} baseline",
+            details="\n".join(f"{name}: {rep.describe(baseline)}" for name, rep in bad.items()),
+            hint="the portable-CPU patch did not reach this code, or DeepSpeed compiles it for newer CPUs without "
+            "checking at run time; do not publish this wheel (leave the op out of the matrix)",
+        )
+    for name, rep in isa.items():
+        if rep.violations:
+            reporter.info(f"  {name.rsplit('/', 1)[-1]}: {rep.describe(baseline)}")
+    if isa:
+        total = sum(r.instructions for r in isa.values())
+        reporter.info(
+            f"CPU baseline {baseline} holds: {total} instructions in {len(isa)} extension(s), "
+            "none above it outside run-time dispatched code",
+        )
+
+
+def _check_gpu_code(
+    planned: PlannedCell, gpu: Mapping[str, GpuCode], ops: Sequence[OpSources], names: Sequence[str]
+) -> None:
+    """Every CUDA extension carries SASS only for planned archs (and at least one), PTX only where planned, and
+    SASS for every arch its op's builder asked nvcc for."""
+    if not planned.cell.variant.is_cuda:
+        return
+    problems: list[str] = []
+    for op in ops:
+        ext = extension_for_module(op.module, names)
+        code = gpu.get(ext or "")
+        if code is None:
+            continue
+        get_reporter().info(f"  {op.name}: {code.describe()}")
+        judged = judge_gpu_code(code, planned.toolchain.arch_list, op.sass)
+        problems += [f"{op.name}: {problem}" for problem in judged.problems()]
+    if problems:
+        raise BuildError(
+            f"{cell_id(planned.cell)}: the GPU code does not match the arch list {planned.toolchain.arch_list_text}",
+            details="\n".join(problems),
+            hint="TORCH_CUDA_ARCH_LIST did not reach nvcc as planned",
+        )
+
+
+def report_runtime(
+    planned: PlannedCell, needs: Mapping[str, Mapping[str, tuple[str, ...]]], compat: Compat
+) -> RuntimeFloor:
+    """The wheel's glibc/libstdc++ floor, said out loud; a warning when it is above the plan's promise.
+
+    ``dswheels verify`` fails such a wheel; the build still finishes so the wheel can be inspected.
+    """
+    reporter = get_reporter()
+    floor = floor_of(needs.values())
+    reporter.info(f"Linux runtime floor: {floor.describe(compat.libstdcxx)}")
+    promised = planned.toolchain.linux_runtime
+    if promised is not None and (above := exceeds(floor, promised)):
+        worst = sorted(
+            name.rsplit("/", 1)[-1] for name, per_lib in needs.items() if exceeds(floor_of([per_lib]), promised)
+        )
+        reporter.warning(
+            f"{cell_id(planned.cell)} needs more than the promised {promised.describe(compat.libstdcxx)}: "
+            f"{'; '.join(above)} (in {', '.join(worst)}); dswheels verify will fail it. Build on an older image "
+            "or with an older GCC (runners in the matrix), or raise linux_runtime",
+        )
+    return floor

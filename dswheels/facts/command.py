@@ -1,0 +1,157 @@
+"""``dswheels facts check``: compat.yml against the sources it was written from (``--write`` fixes it).
+
+``dswheels facts builds``, ``dswheels facts dispatch`` and ``dswheels facts issue`` are the follow
+workflow's steps (.github/workflows/follow.yml): wheel builds started for what became buildable,
+and one drift issue kept up to date. They live in :mod:`dswheels.facts.follow_command`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from dswheels.arguments.parsing import Subparsers, add_command, add_env_option
+from dswheels.arguments.shared import add_report_argument
+from dswheels.facts.effects.fetch_sources import SOURCES, WORKFLOW, UpstreamOptions
+from dswheels.facts.findings import render_json, render_markdown, render_text
+from dswheels.facts.step import FactsCheckOptions, check_compat
+from dswheels.host.files import write_text_atomic
+from dswheels.host.log import get_reporter
+from dswheels.kernel.errors import SourceError
+from dswheels.kernel.result import Done
+from dswheels.kernel.urls import redact_text
+
+__all__ = ["register", "run_check"]
+
+DESCRIPTION = """\
+Read the sources compat.yml's facts come from and report, entry by entry, where compat.yml
+disagrees, which `inferred` entries the sources confirm or refute, and what is new upstream:
+
+  pypi-deepspeed    PyPI's JSON API: DeepSpeed releases and their sdists
+  pypi-torch        PyPI's JSON API: torch releases, Requires-Python, wheels per platform, and
+                    the CUDA toolkit each minor's newest patch pins (its METADATA)
+  pypi-cuda-toolkit PyPI's JSON API: the CUDA toolkit releases NVIDIA published (each install
+                    pin against the newest patch of its minor; pre-releases flagged)
+  torch-index       PyTorch's per-variant indexes: which variants and Pythons exist per minor
+  cuda-action       the CUDA versions the CUDA-install action pinned in the wheels workflow
+                    can install, per OS (its version tables at the pinned commit)
+  deepspeed-sdists  DeepSpeed's own sdists: the ops its builders define, cuda_minor_mismatch_ok,
+                    the C++ standard passed to nvcc and the host compiler, ops not for win32
+
+--write turns the findings into an edit of compat.yml (every source note kept), printed as a
+diff first. Every source is read on its own: one that cannot be reached is named, its facts
+reported unchecked, the others checked and the report (--json, --markdown) written; the run
+then exits 4 and compat.yml is not written. --skip NAME checks (and writes) without a source.
+
+examples:
+  dswheels facts check                                  # report only
+  dswheels facts check --write                          # ... and fix dswheels/compat.yml
+  dswheels facts check --skip torch-index --diff        # what would change, without that source
+  dswheels facts check --json report.json --markdown report.md   # what the follow workflow reads"""
+
+
+def _count(text: str) -> int | None:
+    if text == "all":
+        return None
+    if text.isdigit() and int(text) > 0:
+        return int(text)
+    raise argparse.ArgumentTypeError(f"expected a positive number or 'all', got {text!r}")
+
+
+def register(facts_sub: Subparsers[argparse.ArgumentParser]) -> None:
+    """``dswheels facts check``, on the ``facts`` group (:data:`dswheels.cli.commands.COMMANDS`)."""
+    p = add_command(
+        facts_sub, "check", help="report where compat.yml drifted from its sources", description=DESCRIPTION
+    )
+    p.add_argument("--compat", type=Path, default=None, metavar="PATH", help="the facts file (default: the package's)")
+    p.add_argument("--write", action="store_true", help="print the diff, then write it to the facts file")
+    p.add_argument("--diff", action="store_true", help="print the diff --write would make")
+    p.add_argument("--json", type=Path, metavar="PATH", help="write the report as JSON (dswheels.facts-report/1)")
+    p.add_argument("--markdown", type=Path, metavar="PATH", help="write the report as Markdown (the drift issue)")
+    p.add_argument("--skip", action="append", choices=SOURCES, default=[], metavar="SOURCE", help="leave a source out")
+    # each source's location may come from a repository variable (mirrors; the chain test's loopback hosts)
+    add_env_option(
+        p,
+        "--pypi",
+        env="DSWHEELS_FACTS_PYPI",
+        default=UpstreamOptions.pypi,
+        metavar="URL",
+        help="PyPI JSON API, with {project}",
+    )
+    add_env_option(
+        p,
+        "--torch-index",
+        env="DSWHEELS_FACTS_TORCH_INDEX",
+        default=UpstreamOptions.torch_index,
+        metavar="URL",
+        help="PyTorch's per-variant index pages, with {variant}",
+    )
+    add_env_option(
+        p,
+        "--action-links",
+        env="DSWHEELS_FACTS_ACTION_LINKS",
+        default=UpstreamOptions.action_links,
+        metavar="URL",
+        help="the CUDA-install action's links files, with {action}, {commit} and {os}",
+    )
+    p.add_argument(
+        "--workflow",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help=f"the workflow that installs CUDA (default: {WORKFLOW} of the repository, looked up from the "
+        "facts file's directory, else from the working directory)",
+    )
+    p.add_argument("--torch-minors", type=_count, default=3, metavar="N|all", help="newest torch minors to check")
+    p.add_argument("--sdists", type=_count, default=2, metavar="N|all", help="newest DeepSpeed sdists to read")
+    add_report_argument(p)
+    p.set_defaults(func=run_check)
+
+
+def _options(args: argparse.Namespace) -> FactsCheckOptions:
+    upstream = UpstreamOptions(
+        pypi=args.pypi,
+        torch_index=args.torch_index,
+        action_links=args.action_links,
+        workflow=args.workflow,
+        torch_minors=args.torch_minors,
+        sdists=args.sdists,
+        skip=frozenset(args.skip),
+    )
+    return FactsCheckOptions(compat=args.compat, upstream=upstream)
+
+
+def run_check(args: argparse.Namespace) -> Done:
+    checked = check_compat(_options(args))
+    report, diff, path = checked.report, checked.diff, checked.path
+    text = render_text(report)
+    shown = get_reporter()
+    shown.emit(text)
+    shown.summary(f"### Facts check\n\n```\n{text}```")
+    # reports are shown (an issue, a summary): no URL's credentials in them
+    if args.json:
+        write_text_atomic(args.json, redact_text(render_json(report, diff=diff)))
+    if args.markdown:
+        write_text_atomic(args.markdown, redact_text(render_markdown(report, diff=diff)))
+    if (args.diff or args.write) and diff:
+        shown.emit("\n" + diff)
+    failed = ", ".join(report.unreachable)
+    if args.write and report.unreachable:
+        shown.emit(f"\nnot written: {failed} could not be read\n")
+    elif args.write and diff:
+        write_text_atomic(path, report.after)
+        shown.emit(f"\nwrote {path}\n")
+    elif args.write:
+        shown.emit("\nnothing to write: no finding changes compat.yml\n")
+    # the report's data: the facts check's own JSON report (--json), whole
+    data = {"facts_report": json.loads(render_json(report, diff=diff))}
+    if report.unreachable:
+        failure = SourceError(
+            f"could not read {len(report.unreachable)} of the sources: "
+            + "; ".join(f"{name}: {why}" for name, why in report.unreachable.items()),
+            hint="the report above (and --json/--markdown) holds what the other sources say; run again when "
+            f"they can be reached, or leave them out with {' '.join(f'--skip {n}' for n in report.unreachable)}",
+        )
+        return Done(data=data, error=failure)
+    return Done(data=data)

@@ -1,0 +1,132 @@
+"""``dswheels index``: the static release index, regenerated from what is really published."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from urllib.parse import urljoin
+
+from dswheels.arguments.parsing import Subparsers, add_command
+from dswheels.arguments.shared import add_github_argument, add_report_argument
+from dswheels.host.log import format_duration, get_reporter
+from dswheels.host.machine import host_os
+from dswheels.index.step import IndexOptions, SiteWritten, write_index
+from dswheels.kernel.index_links import install_lines
+from dswheels.kernel.locations import LOCAL_SITE_URL, PUBLISHED, SITE, serve_command
+from dswheels.kernel.model import OS
+from dswheels.kernel.result import Done
+
+__all__ = ["register", "run"]
+
+DESCRIPTION = f"""\
+Write the static index of every published wheel: PEP 503 pages with sha256 hashes,
+Requires-Python and PEP 658 metadata, one partition per torch build (e.g. cu128-torch2.9)
+usable as a --find-links page (whl/<partition>/) and as an index (whl/<partition>/simple/),
+an index of all wheels (simple/), and index.html for people: what exists and the install
+line of each partition. The layout is docs/index-layout.md.
+
+The published set is either a directory (what `dswheels publish --dir` fills; the site
+then carries the wheels in files/ and is self-contained) or every published release of a
+GitHub repository (the site links the release assets; deploy it to GitHub Pages).
+The install lines name the site where it will be served: --site-url; by default, for a
+directory, this machine's {LOCAL_SITE_URL}, as the command printed at the end serves
+it ({serve_command(SITE, LOCAL_SITE_URL)}). People paste those lines into a shell, and the
+page is public: a --site-url or --torch-index with a character a shell reads, no host, or
+credentials (user:password@) is refused (exit 2).
+The new pages replace the old ones only once they are all written: a failed run leaves
+the previous site whole.
+
+examples:
+  dswheels index                                      # {PUBLISHED}/ -> {SITE}/, for {LOCAL_SITE_URL}
+  {serve_command(SITE, LOCAL_SITE_URL)}     # then the install line it printed
+  dswheels index --from published --out site --site-url https://wheels.example.org/
+  GITHUB_TOKEN=... dswheels index --github OWNER/dswheels --out site --yanked yanked.txt
+
+yanked file: one '<filename or glob> <reason>' per line ('#' comments); installers skip a
+yanked wheel unless it is pinned exactly."""
+
+
+def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
+    p = add_command(
+        sub,
+        "index",
+        help="write the static index (PEP 503 + per-torch partitions + a page for people)",
+        description=DESCRIPTION,
+    )
+    source = p.add_mutually_exclusive_group()
+    source.add_argument(
+        "--from",
+        dest="source",
+        type=Path,
+        default=PUBLISHED,
+        metavar="DIR",
+        help="directory of published wheels (default: %(default)s, where `dswheels publish` copies them)",
+    )
+    add_github_argument(source, help="index the published releases of this repository")
+    p.add_argument("--out", type=Path, default=SITE, metavar="DIR", help="site directory (default: %(default)s)")
+    p.add_argument(
+        "--site-url",
+        metavar="URL",
+        help="where the site will be served, for the install lines (default: https://OWNER.github.io/REPO/ "
+        f"with --github, else {LOCAL_SITE_URL}, where the serve command printed at the end serves --out)",
+    )
+    p.add_argument(
+        "--torch-index",
+        metavar="TEMPLATE",
+        help="PyTorch's index per variant, with {variant} (default: compat.yml's, download.pytorch.org/whl/{variant})",
+    )
+    p.add_argument("--yanked", type=Path, metavar="FILE", help="wheels to mark yanked (see below)")
+    p.add_argument("--title", default="DeepSpeed wheels", help="title of the human page (default: %(default)s)")
+    add_report_argument(p)
+    p.set_defaults(func=run)
+
+
+def _options(args: argparse.Namespace) -> IndexOptions:
+    return IndexOptions(
+        source=args.source,
+        github=args.github,
+        out=args.out,
+        site_url=args.site_url,
+        torch_index=args.torch_index,
+        yanked=args.yanked,
+        title=args.title,
+    )
+
+
+def run(args: argparse.Namespace) -> Done:
+    site = write_index(_options(args))
+    partitions = site.partitions
+    shown = ", ".join(partitions[:6]) + (f", ... ({len(partitions) - 6} more)" if len(partitions) > 6 else "")
+    summary = (
+        f"wrote {site.out}: {len(site.files)} wheels in {len(partitions)} partitions ({shown or 'none'})"
+        f" in {format_duration(site.seconds)}"
+    )
+    get_reporter().emit(summary + "\n" + _where_to_install(site))
+    get_reporter().summary(f"### dswheels index\n\n{summary}\n")
+    return Done(
+        data={
+            "out": str(site.out),
+            "site_url": site.site_url,
+            "wheels": len(site.files),
+            "partitions": list(partitions),
+        }
+    )
+
+
+MAX_LINES_SHOWN = 3  # partitions whose install line is printed; the page has them all
+
+
+def _where_to_install(site: SiteWritten) -> str:
+    """How the site is used: the command that serves it here and its install lines, or where it is deployed."""
+    page = urljoin(site.site_url, "index.html#install")
+    serve = serve_command(site.out, site.site_url, python="python" if host_os() is OS.WINDOWS else "python3")
+    if serve is None:
+        return f"deploy {site.out} to {site.site_url}: the install lines are on {page}\n"
+    pairs = install_lines(site.files, site_url=site.site_url, torch_index=site.torch_index)
+    lines = [pair[0] for _part, pair in pairs if pair]
+    text = f"serve it: {serve}\nthen install, in the environment that will use DeepSpeed, with its partition's line "
+    if not 0 < len(lines) <= MAX_LINES_SHOWN:
+        return text + f"on {page}\n"
+    text += f"(all on {page}):\n"
+    text += "".join(f"  {line}\n" for line in lines)
+    return text

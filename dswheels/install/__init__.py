@@ -1,0 +1,3 @@
+"""``dswheels install``: the published wheel for this environment picked (:mod:`.pick`), installed and verified.
+Entry :mod:`.step`, command :mod:`.command`.
+"""

@@ -1,0 +1,1 @@
+"""The install stage's effects: the picked wheel installed into the target interpreter, its ops loaded."""

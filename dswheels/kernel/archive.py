@@ -1,0 +1,120 @@
+"""Which members of a source archive may be unpacked, and where their links lead: pure rules.
+
+One rule for every archive kind (tar, tar.gz, zip) and both path flavours: a member name
+must be a relative path that stays inside the tree on POSIX *and* on Windows, so ``..``,
+absolute paths, backslashes (a separator on Windows), drive letters and ``:`` streams,
+UNC names, Windows device names (``CON``, ``NUL``, ``COM1`` ...) and the characters Windows
+forbids are refused wherever the build runs. A link is judged by where it *resolves*,
+following every other link of the archive the way the file system would
+(:func:`resolve_member`), so a chain of links that are each harmless alone cannot reach
+outside the tree either.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+__all__ = ["MAX_LINK_HOPS", "ArchiveMemberError", "link_parts", "member_parts", "resolve_member"]
+
+MAX_LINK_HOPS = 40  # what Linux allows (ELOOP) before it gives up on a chain of links
+
+_WINDOWS_FORBIDDEN = set('<>:"|?*\\')
+_WINDOWS_DEVICES = re.compile(r"^(con|prn|aux|nul|conin\$|conout\$|com[0-9¹²³]|lpt[0-9¹²³])(\..*)?$", re.IGNORECASE)
+
+Parts = tuple[str, ...]
+
+
+class ArchiveMemberError(ValueError):
+    """A member name or link target that could land outside the tree (on some OS)."""
+
+
+def _check_part(part: str, name: str) -> None:
+    if part == "..":
+        msg = f"{name!r}: '..' leads out of the tree"
+        raise ArchiveMemberError(msg)
+    bad = sorted({c for c in part if c in _WINDOWS_FORBIDDEN or ord(c) < 32})
+    if bad:
+        shown = ", ".join(repr(c) for c in bad)
+        msg = f"{name!r}: {shown} in a name (a separator, drive or stream on Windows, or a control character)"
+        raise ArchiveMemberError(msg)
+    if part.rstrip(". ") == "":  # Windows drops trailing dots and spaces: '.. ' is '..' there
+        msg = f"{name!r}: a name of only dots and spaces ({part!r}) is '..' or '.' on Windows"
+        raise ArchiveMemberError(msg)
+    if _WINDOWS_DEVICES.match(part.rstrip(". ")):
+        msg = f"{name!r}: {part!r} is a device name on Windows"
+        raise ArchiveMemberError(msg)
+
+
+def member_parts(name: str) -> Parts:
+    """The path components of an archive member name; ``ArchiveMemberError`` if it may escape.
+
+    >>> member_parts("./deepspeed-0.19.8/op_builder/builder.py")
+    ('deepspeed-0.19.8', 'op_builder', 'builder.py')
+    >>> member_parts("top/C:/x")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    dswheels.kernel.archive.ArchiveMemberError: 'top/C:/x': ':' in a name (a separator, drive or stream on Windows, ...)
+    """
+    if not name or "\x00" in name:
+        msg = f"{name!r}: an empty name or one with a NUL byte"
+        raise ArchiveMemberError(msg)
+    if name.startswith(("/", "\\")):
+        msg = f"{name!r}: an absolute path"
+        raise ArchiveMemberError(msg)
+    parts = tuple(p for p in name.split("/") if p not in ("", "."))
+    for part in parts:
+        _check_part(part, name)
+    return parts
+
+
+def link_parts(linkname: str) -> Parts:
+    """The components of a symlink's target text; ``ArchiveMemberError`` if it is absolute.
+
+    The text follows the rules of member names, except that ``..`` may appear
+    (``deepspeed/ops/op_builder -> ../../op_builder`` is how DeepSpeed ships): where it
+    leads is for :func:`resolve_member` to say.
+    """
+    if not linkname or "\x00" in linkname or linkname.startswith(("/", "\\")):
+        msg = f"link to {linkname!r}: an absolute or empty target"
+        raise ArchiveMemberError(msg)
+    parts = tuple(p for p in linkname.split("/") if p not in ("", "."))
+    for part in parts:
+        if part != "..":
+            _check_part(part, linkname)
+    return parts
+
+
+def resolve_member(parts: Parts, links: Mapping[Parts, str]) -> Parts | None:
+    """Resolve ``parts`` as the file system would once every link in ``links`` exists.
+
+    ``links`` maps a link's path (from the root) to its target text. Returns the resolved
+    path, or None when it leaves the tree at any step or loops more than
+    :data:`MAX_LINK_HOPS` times (the file system would give up: refuse it too).
+
+    >>> links = {("x", "l1"): "..", ("esc",): "x/l1/.."}
+    >>> resolve_member(("x", "l1", "y"), links)
+    ('y',)
+    >>> resolve_member(("esc", "etc"), links) is None
+    True
+    """
+    pending = list(parts)
+    done: list[str] = []
+    hops = 0
+    while pending:
+        part = pending.pop(0)
+        if part == "..":
+            if not done:
+                return None
+            done.pop()
+            continue
+        here = (*done, part)
+        if here in links:
+            hops += 1
+            if hops > MAX_LINK_HOPS:
+                return None
+            pending = [*done, *link_parts(links[here]), *pending]  # from the root again: done holds no link
+            done = []
+            continue
+        done.append(part)
+    return tuple(done)

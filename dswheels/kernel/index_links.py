@@ -1,0 +1,163 @@
+"""Where things are on a dswheels site, and the install line that reaches them.
+
+A file's href from any page (``+`` percent-encoded once), a partition's index URL, the
+PEP 658 metadata name, and per partition the pip and uv lines that can only install that
+partition's wheel (:func:`install_command`).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from urllib.parse import quote, unquote, urljoin, urlsplit, urlunsplit
+
+from packaging.version import Version
+
+from dswheels.kernel.index_files import IndexFile
+from dswheels.kernel.model import Variant
+from dswheels.kernel.naming import PROJECT, canonical_filename
+from dswheels.kernel.sources import torch_index_url
+from dswheels.kernel.urls import shell_word
+from dswheels.kernel.versions import parse_version
+
+__all__ = [
+    "GITHUB_ASSET_LIMIT",
+    "GITHUB_ASSET_MAX_BYTES",
+    "file_href",
+    "install_command",
+    "install_lines",
+    "is_absolute",
+    "metadata_name",
+    "newest_live",
+    "partition_order",
+    "partition_url",
+    "published_canonical_names",
+    "url_encoded",
+]
+
+
+def metadata_name(filename: str) -> str:
+    """PEP 658: the core metadata of ``X.whl`` is served at ``X.whl.metadata``."""
+    return f"{filename}.metadata"
+
+
+def _encode_path(path: str) -> str:
+    """Percent-encode a URL path once (``+`` -> ``%2B``), leaving ``/`` alone.
+
+    >>> _encode_path("files/deepspeed-0.19.8+cu128torch2.9-cp312-cp312-win_amd64.whl")
+    'files/deepspeed-0.19.8%2Bcu128torch2.9-cp312-cp312-win_amd64.whl'
+    """
+    return quote(unquote(path), safe="/")
+
+
+def is_absolute(url: str) -> bool:
+    """Whether ``url`` names its scheme (else it is relative to the site root)."""
+    return bool(urlsplit(url).scheme)
+
+
+def file_href(url: str, *, page: str) -> str:
+    """The href from ``page`` (a site-relative file path) to a file at ``url``.
+
+    ``url`` is absolute, or relative to the site root (``files/<name>``, never with ``..``).
+
+    >>> file_href("files/a+b.whl", page="whl/cpu-torch2.9/simple/deepspeed/index.html")
+    '../../../../files/a%2Bb.whl'
+    >>> file_href("https://github.com/o/r/releases/download/v1/a+b.whl", page="simple/deepspeed/index.html")
+    'https://github.com/o/r/releases/download/v1/a%2Bb.whl'
+    """
+    return ("" if is_absolute(url) else "../" * page.count("/")) + url_encoded(url)
+
+
+def url_encoded(url: str) -> str:
+    """``url`` with its path percent-encoded once (an absolute URL loses its fragment)."""
+    if is_absolute(url):
+        parts = urlsplit(url)
+        return urlunsplit((parts.scheme, parts.netloc, _encode_path(parts.path), parts.query, ""))
+    return _encode_path(url)
+
+
+def _site_base(site_url: str) -> str:
+    return site_url if site_url.endswith("/") else site_url + "/"
+
+
+def partition_url(site_url: str, part: str) -> str:
+    """The ``--extra-index-url`` of a partition: ``<site>/whl/<partition>/simple/``."""
+    return urljoin(_site_base(site_url), f"whl/{part}/simple/")
+
+
+def install_command(*, tool: str, version: str, site_url: str, part: str, torch_index: str) -> str:
+    """The install line that cannot go wrong (README, "Install"; docs/index-layout.md).
+
+    The exact local version (``==0.19.8+cu128torch2.9``) matches our wheel only: PyPI
+    cannot hold local versions, so pip (which merges every index and would take PyPI's
+    newer sdist and compile it) and uv alike can only pick this partition's wheel, for
+    this torch minor; with no wheel for the user's Python or platform they stop with
+    "no matching distribution" instead of compiling. The partition's index comes first
+    (uv takes a package from the first index that has it), then PyTorch's index for the
+    variant, so a torch the wheel pins (``torch==M.m.*``) comes in the matching CUDA build.
+
+    >>> line = install_command(tool="pip", version="0.19.8+cu128torch2.9", site_url="https://h/ds/",
+    ...                        part="cu128-torch2.9", torch_index="https://t/whl/cu128")
+    >>> print(line.replace(" --", "\\n  --"))
+    pip install "deepspeed==0.19.8+cu128torch2.9"
+      --extra-index-url https://h/ds/whl/cu128-torch2.9/simple/
+      --extra-index-url https://t/whl/cu128
+    """
+    program = {"pip": "pip install", "uv": "uv pip install"}[tool]
+    return (
+        f'{program} "{PROJECT}=={version}" --extra-index-url {shell_word(partition_url(site_url, part))}'
+        f" --extra-index-url {shell_word(torch_index)}"
+    )
+
+
+def install_lines(
+    files: Sequence[IndexFile], *, site_url: str, torch_index: str
+) -> list[tuple[str, tuple[str, str] | None]]:
+    """Per partition, newest torch first: the pip and uv lines for its newest DeepSpeed (see
+    :func:`install_command`), or None when every wheel of the partition is yanked."""
+    by_partition: dict[str, list[IndexFile]] = defaultdict(list)
+    for item in files:
+        by_partition[item.published.partition].append(item)
+    lines: list[tuple[str, tuple[str, str] | None]] = []
+    for part in sorted(by_partition, key=partition_order):
+        newest = newest_live(by_partition[part])
+        if newest is None:
+            lines.append((part, None))
+            continue
+        index = torch_index_url(torch_index, part.partition("-torch")[0])
+        pip, uv = (
+            install_command(
+                tool=tool, version=str(newest.published.version), site_url=site_url, part=part, torch_index=index
+            )
+            for tool in ("pip", "uv")
+        )
+        lines.append((part, (pip, uv)))
+    return lines
+
+
+def partition_order(part: str) -> tuple[tuple[int, ...], bool, tuple[int, ...]]:
+    """Newest torch first, then CUDA variants newest first, cpu last."""
+    variant, _sep, torch = part.partition("-torch")
+    cuda = Variant.parse(variant).cuda
+    return (tuple(-x for x in parse_version(torch)), cuda is None, tuple(-x for x in cuda or ()))
+
+
+def newest_live(files: Iterable[IndexFile]) -> IndexFile | None:
+    live = [f for f in files if f.yanked is None]
+    return max(live, key=release_order, default=None)
+
+
+def release_order(item: IndexFile) -> tuple[Version, str]:
+    """Files in version order (then by name): how every page lists them."""
+    return (item.published.version, item.filename)
+
+
+def published_canonical_names(filenames: Iterable[str]) -> frozenset[str]:
+    """Canonical dswheels names among ``filenames`` (foreign files ignored)."""
+    return frozenset(name for f in filenames if (name := canonical_filename(f)) is not None)
+
+
+GITHUB_ASSET_LIMIT = 1000  # assets per release
+
+
+GITHUB_ASSET_MAX_BYTES = 2 * 1024**3 - 1  # "each file ... must be under 2 GiB"

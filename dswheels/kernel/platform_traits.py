@@ -1,0 +1,143 @@
+"""What differs between the OSes dswheels builds for, as data: one row per :class:`~dswheels.kernel.model.OS`.
+
+Pure (no IO): the core reads it as much as the effects do. The behaviour that differs (finding the
+toolchain, checking a built wheel's runtime) is in :mod:`dswheels.platforms.linux` and
+:mod:`dswheels.platforms.windows`, behind :class:`dswheels.platforms.PlatformModule`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from dswheels.kernel.model import OS, Platform
+
+__all__ = [
+    "ALL_TRAITS",
+    "CUDA_LIBRARY_HEADERS",
+    "PlatformTraits",
+    "conventions",
+    "first_on_path",
+    "msvc_bin_dir",
+    "traits",
+]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class PlatformTraits:
+    """One OS's names, suffixes and layouts."""
+
+    os: OS
+    platform: Platform  # the wheel platform tag dswheels builds for it
+    sys_platform: str  # ``sys.platform`` there: what DeepSpeed's builders and setup.py test
+    runner_image: str  # the GitHub-hosted image wheels.yml builds it on
+    compiler: str  # the host compiler family: "msvc" | "gcc" (the CPU baseline's flag is named by it)
+    exe_suffix: str
+    extension_suffix: str  # of a compiled extension module
+    venv_python: str  # a venv's interpreter, relative to the venv
+    include_var: str  # the compiler's extra header search path variable
+    cuda_root_var: str | None  # the variable torch's cpp_extension reads the CUDA root from, set by the build
+    toolkit_include_dirs: tuple[str, ...]  # a CUDA root's header directories
+    toolkit_lib_paths: tuple[str, ...]  # a CUDA root's import/shared library of ``{lib}``, in search order
+    cuda_root_links: tuple[tuple[str, str], ...]  # links a root merged from NVIDIA's archives needs (link, target)
+    runtime_floor: bool  # its wheels promise a glibc/libstdc++ floor (manylinux-style symbol versions)
+
+    def exe(self, name: str) -> str:
+        """``name`` as an executable's file name there (``nvcc`` -> ``nvcc.exe`` on Windows)."""
+        return name + self.exe_suffix
+
+    def lib_paths(self, lib: str) -> tuple[str, ...]:
+        """Where a CUDA root keeps the library ``lib`` (``curand`` -> ``lib/x64/curand.lib``)."""
+        return tuple(p.format(lib=lib) for p in self.toolkit_lib_paths)
+
+
+ALL_TRAITS: Mapping[OS, PlatformTraits] = MappingProxyType(
+    {
+        OS.LINUX: PlatformTraits(
+            os=OS.LINUX,
+            platform=Platform.LINUX_X86_64,
+            sys_platform="linux",
+            runner_image="ubuntu-22.04",
+            compiler="gcc",
+            exe_suffix="",
+            extension_suffix=".so",
+            venv_python="bin/python",
+            include_var="CPATH",
+            cuda_root_var=None,
+            toolkit_include_dirs=("include", "targets/x86_64-linux/include"),
+            toolkit_lib_paths=("lib64/lib{lib}.so", "lib/lib{lib}.so", "targets/x86_64-linux/lib/lib{lib}.so"),
+            # nvcc.profile looks in $(TOP)/targets/x86_64-linux/ (the installer's layout, not the archives'), and
+            # DeepSpeed's op builders link with -L$CUDA_HOME/lib64 where the archives have lib/
+            cuda_root_links=(
+                ("lib64", "lib"),
+                ("targets/x86_64-linux/include", "../../include"),
+                ("targets/x86_64-linux/lib", "../../lib"),
+            ),
+            runtime_floor=True,
+        ),
+        OS.WINDOWS: PlatformTraits(
+            os=OS.WINDOWS,
+            platform=Platform.WIN_AMD64,
+            sys_platform="win32",
+            runner_image="windows-2022",
+            compiler="msvc",
+            exe_suffix=".exe",
+            extension_suffix=".pyd",
+            venv_python="Scripts/python.exe",
+            include_var="INCLUDE",
+            cuda_root_var="CUDA_PATH",
+            toolkit_include_dirs=("include",),
+            toolkit_lib_paths=("lib/x64/{lib}.lib",),
+            cuda_root_links=(),  # the archives have the layout nvcc.profile and torch use (lib/x64)
+            runtime_floor=False,
+        ),
+    }
+)
+
+
+def traits(of: OS | Platform | str) -> PlatformTraits:
+    """The row of an OS, of a wheel platform, or of an OS's name (``"windows"``, as compat.yml spells it).
+
+    >>> traits(Platform.WIN_AMD64).extension_suffix, traits("linux").include_var
+    ('.pyd', 'CPATH')
+    """
+    if isinstance(of, Platform):
+        return ALL_TRAITS[of.os]
+    return ALL_TRAITS[OS(of)]
+
+
+def conventions(os_name: str) -> PlatformTraits:
+    """The row whose file layout a machine of ``os_name`` (``platform.system()``, lower case) follows: Windows'
+    for Windows, Linux's (POSIX) for every other, as doctor reads any machine.
+
+    >>> conventions("darwin").exe("nvcc"), conventions("windows").exe("nvcc")
+    ('nvcc', 'nvcc.exe')
+    """
+    return ALL_TRAITS[OS.WINDOWS if os_name == OS.WINDOWS else OS.LINUX]
+
+
+CUDA_LIBRARY_HEADERS = ("cublas_v2.h", "cublasLt.h", "cusparse.h", "cusolverDn.h", "curand.h")
+
+
+def msvc_bin_dir(env: Mapping[str, str]) -> str | None:
+    """The directory of the active MSVC's ``cl.exe``/``link.exe`` (a VS developer environment), or None.
+
+    >>> msvc_bin_dir({"VCToolsInstallDir": "C:/VC/Tools/MSVC/14.44.35207/", "VSCMD_ARG_TGT_ARCH": "x64"})
+    'C:/VC/Tools/MSVC/14.44.35207\\\\bin\\\\Hostx64\\\\x64'
+    """
+    root = env.get("VCToolsInstallDir", "").rstrip("\\/")
+    if not root:
+        return None
+    host, target = env.get("VSCMD_ARG_HOST_ARCH", "x64"), env.get("VSCMD_ARG_TGT_ARCH", "x64")
+    return f"{root}\\bin\\Host{host}\\{target}"
+
+
+def first_on_path(path: str, sep: str, has_it: Callable[[str], bool]) -> str | None:
+    """The first directory of ``path`` where ``has_it(dir)``: how CreateProcess and setuptools' MSVC
+    compiler find ``link.exe`` (in PATH order; the first one wins).
+
+    >>> first_on_path("C:/Git/usr/bin;C:/VC/bin", ";", lambda d: True)
+    'C:/Git/usr/bin'
+    """
+    return next((d for d in path.split(sep) if d and has_it(d)), None)

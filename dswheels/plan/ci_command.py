@@ -1,0 +1,149 @@
+"""``dswheels ci plan``: everything a run of the wheels workflow needs, from the event GitHub describes.
+
+The plan job of .github/workflows/wheels.yml runs this one command; the workflow only wires
+its outputs to the jobs. Every setting comes from the environment GitHub sets (or a flag,
+which wins): see ``dswheels ci plan --help``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from dswheels.arguments.parsing import Subparsers, add_command, add_env_flag, add_env_option
+from dswheels.arguments.shared import add_matrix_argument, add_published_arguments, add_report_argument, published_at
+from dswheels.host.gha import write_output
+from dswheels.host.log import get_reporter
+from dswheels.kernel.errors import ConfigError
+from dswheels.kernel.naming import cell_id
+from dswheels.kernel.result import Done
+from dswheels.plan.ci_step import OUTPUTS, CiPlanOptions, CiRun, plan_ci_run
+from dswheels.plan.event import (
+    AXES,
+    DispatchInputs,
+    Event,
+    EventError,
+    RunIntent,
+    intent_for,
+    parse_gpu_platforms,
+)
+from dswheels.plan.render_costs import render_cost_table
+from dswheels.plan.render_plan import render_table
+
+__all__ = ["OUTPUTS", "register"]
+
+DESCRIPTION = """\
+Decide what a run of the wheels workflow builds and publishes, plan it once, and hand the
+workflow its jobs. A tag push v<DeepSpeed version>[-<suffix>] builds that version across the
+matrix and publishes to the release of the tag; a dispatch builds its combination (an input
+set to "matrix" takes the matrix's values) and publishes to v<DeepSpeed version> when
+"publish" is ticked; the canary (one cell of the version's matrix, whatever the other inputs
+say) is never published. A run that publishes leaves out the cells
+already published (in --publish-dir when set, else at --index-url).
+
+Writes the plan (docs/plan-json.md) to OUT/plan.json for the build jobs (`dswheels build
+--plan`), the step outputs to $GITHUB_OUTPUT (printed when it is unset), and the plan's table
+and runner-minutes to $GITHUB_STEP_SUMMARY:
+
+  matrix       the build jobs ({"include": [...]}, docs/plan-json.md `--format github`)
+  parts        the part jobs that fill the compiler cache first (usually none)
+  smoke        the build jobs of the platforms with a GPU runner (--gpu-runners)
+  release      the GitHub Release the wheels go to ("" publishes nothing)
+  plan         the plan file the build jobs read
+  publish_dir  --publish-dir ("" publishes to the GitHub Release)
+  index_url    where the index is served (the pages job deploys it there)
+
+examples:
+  dswheels ci plan                                   # in the workflow: everything from the environment
+  dswheels ci plan --event push --ref-name v0.19.8 --repository OWNER/dswheels   # what a tag push does
+  dswheels ci plan --event workflow_dispatch --deepspeed 0.19.8 --torch 2.14 --cuda cu130 \\
+                   --python 3.12 --platform win_amd64 --canary"""
+
+
+def register(ci_sub: Subparsers[argparse.ArgumentParser]) -> None:
+    """``dswheels ci plan``, on the ``ci`` group (:data:`dswheels.cli.commands.COMMANDS`)."""
+    p = add_command(
+        ci_sub, "plan", help="the run's jobs, release and plan file, from the event", description=DESCRIPTION
+    )
+    add_env_option(
+        p,
+        "--event",
+        env="GITHUB_EVENT_NAME",
+        choices=[e.value for e in Event],
+        help="what started the run: a tag push or a dispatch",
+    )
+    add_env_option(p, "--ref-name", env="GITHUB_REF_NAME", metavar="TAG", help="the pushed tag, v<DeepSpeed version>")
+    helps = {
+        "deepspeed": "the dispatch's DeepSpeed version (X.Y.Z)",
+        "torch": "the dispatch's torch MAJOR.MINOR, or matrix",
+        "cuda": "the dispatch's torch variant (cuXYZ or cpu), or matrix",
+        "python": "the dispatch's Python, or matrix",
+        "platform": "the dispatch's platform, or matrix",
+    }
+    for axis in AXES:
+        add_env_option(p, f"--{axis}", env=f"INPUT_{axis.upper()}", metavar="VALUE", help=helps[axis])
+    add_env_flag(
+        p,
+        "--canary",
+        env="INPUT_CANARY",
+        help="the dispatch builds the canary only: one cell of the version's matrix (never published)",
+    )
+    add_env_flag(p, "--publish", env="INPUT_PUBLISH", help="the dispatch publishes to the release v<DeepSpeed>")
+    add_matrix_argument(p)
+    add_published_arguments(p)
+    add_env_option(
+        p,
+        "--gpu-runners",
+        env="DSWHEELS_GPU_RUNNERS",
+        metavar="PLATFORMS",
+        help="platforms with a self-hosted GPU runner for the smoke jobs, e.g. 'linux_x86_64 win_amd64'",
+    )
+    p.add_argument("--out", type=Path, default=Path("plan"), metavar="DIR", help="where plan.json goes (%(default)s)")
+    add_report_argument(p)
+    p.set_defaults(func=run_plan)
+
+
+def _intent(args: argparse.Namespace) -> RunIntent:
+    if args.event is None:
+        raise ConfigError("no event: run in GitHub Actions (GITHUB_EVENT_NAME) or pass --event")
+    event = Event(args.event)
+    inputs = None
+    if event is Event.WORKFLOW_DISPATCH:
+        axes = {axis: getattr(args, axis) or "matrix" for axis in AXES}
+        inputs = DispatchInputs(**axes, canary=args.canary, publish=args.publish)
+    return intent_for(event, ref_name=args.ref_name or "", inputs=inputs)
+
+
+def _options(args: argparse.Namespace) -> CiPlanOptions:
+    try:
+        intent = _intent(args)
+        gpu = parse_gpu_platforms(args.gpu_runners or "")
+    except EventError as exc:
+        raise ConfigError(str(exc)) from None
+    return CiPlanOptions(intent=intent, gpu=gpu, matrix=args.matrix, published=published_at(args), out=args.out)
+
+
+def run_plan(args: argparse.Namespace) -> Done:
+    result = plan_ci_run(_options(args))
+    if result.skipped is not None:
+        get_reporter().aside(result.skipped.line)
+    _render(result)
+    return Done(
+        data={
+            "planned": [cell_id(p.cell) for p in result.plan.planned],
+            "jobs": len(result.jobs.jobs),
+            "outputs": dict(result.outputs),
+        }
+    )
+
+
+def _render(result: CiRun) -> None:
+    report = render_table(result.plan, result.jobs, per_cell=result.per_cell)
+    report += "\n" + render_cost_table(result.jobs, per_cell=result.per_cell)
+    notes = "\n".join(result.notes)
+    shown = get_reporter()
+    shown.emit(notes + "\n\n" + report)
+    written = [write_output(name, value) for name, value in result.outputs.items()]
+    if not all(written):  # not in GitHub Actions: show what the workflow would get
+        shown.emit("\n" + "".join(f"{name}={value}\n" for name, value in result.outputs.items()))
+    shown.summary("### Plan\n\n" + "\n\n".join(result.notes) + "\n\n```\n" + report + "```")

@@ -1,0 +1,3 @@
+"""``dswheels publish``: wheels admitted (:mod:`.admission`) and put into a store (:mod:`dswheels.stores`).
+Entry :mod:`.step`, command :mod:`.command`.
+"""

@@ -1,0 +1,3 @@
+"""``dswheels smoke``: a tiny model trained through ``deepspeed.initialize`` with the wheel, per config.
+Pure: :mod:`.runs`; the training in :mod:`.effects`; entry :mod:`.step`, command :mod:`.command`.
+"""

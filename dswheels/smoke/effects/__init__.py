@@ -1,0 +1,1 @@
+"""The smoke stage's effects: the training runs in the target interpreter."""

@@ -1,0 +1,131 @@
+"""``dswheels verify``: prove every wheel works before anyone can install it."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from dswheels.arguments.parsing import Subparsers, add_command
+from dswheels.arguments.shared import (
+    add_interpreter_argument,
+    add_matrix_argument,
+    add_report_argument,
+    add_torch_index_argument,
+    parse_interpreter,
+    parse_torch_source,
+)
+from dswheels.host.log import get_reporter
+from dswheels.kernel.errors import VerifyError
+from dswheels.kernel.locations import WHEELHOUSE
+from dswheels.kernel.result import Done
+from dswheels.kernel.versions import parse_torch_release
+from dswheels.verify.static_checks import render_checks_markdown
+from dswheels.verify.step import RuntimeAccelerator, VerifyOptions, WheelVerification, verify_wheels
+
+__all__ = ["register", "run"]
+
+DESCRIPTION = f"""\
+Check a DeepSpeed wheel against its build manifest (beside it) or, without one, the plan
+(--matrix). Static checks need only the wheel: its name and local label, the torch pin in
+METADATA, the accelerator, torch and CUDA DeepSpeed stamped into it, installed_ops equal to
+the manifest's ops, one extension per op, no instruction above the CPU baseline, GPU code
+only for the planned archs, and on Linux the glibc/libstdc++ floor: the highest GLIBC_x.y,
+GLIBCXX_3.4.n and CXXABI_1.3.n the extensions ask for, which must not exceed the promised
+maximum (the plan's linux_runtime: compat.yml's linux_runtime_floor unless the matrix sets
+linux_runtime); on Windows every DLL a .pyd imports must come from Windows, the Visual C++
+runtime, the wheel's Python or its torch wheel (docs/inspect.md). A DeepSpeed wheel without a
+dswheels label (DeepSpeed's own) is checked as the cell its torch_info names.
+The run-time part installs the wheel into a fresh venv with
+the cell's torch, parses ds_report, and loads every op with an empty TORCH_EXTENSIONS_DIR
+while JIT compilation is made to fail: each op must come from the wheel.
+
+A CUDA wheel is checked with DS_ACCELERATOR=cuda (a GPU-less host would otherwise pick the
+cpu accelerator and JIT-compile every op); --accelerator none shows what a user without the
+variable gets.
+
+With no WHEEL|DIR: the wheels `dswheels build` wrote ({WHEELHOUSE}/<variant>/*.whl); a
+directory stands for the wheels in it and one level down.
+
+examples:
+  dswheels verify                                      # what dswheels build wrote
+  dswheels verify wheelhouse/cpu/deepspeed-0.19.8+cputorch2.13-cp311-cp311-linux_x86_64.whl
+  dswheels verify wheelhouse/ --torch-index pip --report verify.json
+  dswheels verify some.whl --static                    # no install
+  dswheels verify some.whl --python current            # in this environment (its torch), no venv"""
+
+
+def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
+    p = add_command(
+        sub, "verify", help="prove wheels are what they claim and load without JIT", description=DESCRIPTION
+    )
+    p.add_argument(
+        "wheels",
+        nargs="*",
+        type=Path,
+        metavar="WHEEL|DIR",
+        help=f"wheels, or directories of wheels (default: {WHEELHOUSE}/, what `dswheels build` wrote)",
+    )
+    p.add_argument("--manifest", type=Path, metavar="FILE", help="the build manifest (default: beside the wheel)")
+    add_matrix_argument(p, help="plan to compare with when a wheel has no manifest")
+    p.add_argument("--static", action="store_true", help="static checks only (no install)")
+    add_interpreter_argument(
+        p,
+        help="run the run-time part in this interpreter (the wheel must be installed there) instead of a fresh venv",
+    )
+    add_torch_index_argument(p, what="the fresh venv")
+    p.add_argument(
+        "--accelerator",
+        choices=[a.value for a in RuntimeAccelerator],
+        default=RuntimeAccelerator.AUTO.value,
+        help="DS_ACCELERATOR at run time (auto: the wheel's; none: leave it unset)",
+    )
+    p.add_argument(
+        "--torch-version",
+        type=_torch_release,
+        metavar="X.Y.Z",
+        help="install this exact torch release into the fresh venv instead of the cell's (to see what a user "
+        "with another torch gets)",
+    )
+    add_report_argument(p, help="write the results as JSON")
+    p.set_defaults(func=run)
+
+
+def _torch_release(text: str) -> str:
+    try:
+        return parse_torch_release(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _options(args: argparse.Namespace) -> VerifyOptions:
+    return VerifyOptions(
+        matrix=args.matrix,
+        manifest=args.manifest,
+        static_only=args.static,
+        python=parse_interpreter(args.python),
+        torch_source=parse_torch_source(args.torch_index),
+        accelerator=RuntimeAccelerator(args.accelerator),
+        torch_version=args.torch_version,
+    )
+
+
+def run(args: argparse.Namespace) -> Done:
+    results = verify_wheels(args.wheels, _options(args))
+    data = {"schema": "dswheels.verify/1", "wheels": [r.as_json() for r in results]}
+    markdown = ["### dswheels verify", ""]
+    markdown += [render_checks_markdown(f"{r.wheel.name}: {'FAILED' if r.failed else 'ok'}", r.checks) for r in results]
+    get_reporter().summary("\n".join(markdown))
+    failures = [_failure_line(r) for r in results if r.failed]
+    if failures:
+        failed = VerifyError(
+            f"{len(failures)} of {len(results)} wheel(s) failed verification",
+            details="\n".join(failures),
+            hint="do not publish these wheels; the checks above say what is wrong",
+        )
+        return Done(data=data, error=failed)
+    get_reporter().emit(f"verified {len(results)} wheel(s)\n")
+    return Done(data=data)
+
+
+def _failure_line(result: WheelVerification) -> str:
+    return f"{result.wheel.name}: " + "; ".join(f"{c.name}: {c.detail}" for c in result.failed)

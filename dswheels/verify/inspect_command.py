@@ -1,0 +1,54 @@
+"""``dswheels inspect``: what is inside DeepSpeed wheels, ours or not, Linux or Windows."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from dswheels.arguments.parsing import Subparsers, add_command
+from dswheels.arguments.shared import add_report_argument
+from dswheels.host.log import get_reporter
+from dswheels.kernel.compat import load_compat
+from dswheels.kernel.result import Done
+from dswheels.verify.effects.inspect_wheel import inspect_path
+from dswheels.verify.inspection import SCHEMA, render_inspection
+
+__all__ = ["register", "run"]
+
+DESCRIPTION = """\
+Show what a DeepSpeed wheel contains, whoever built it: its version and local label, the torch
+it pins (Requires-Dist), the accelerator and the torch/CUDA DeepSpeed stamped into it
+(torch_info), the installed ops, and per extension file: the op it belongs to, its GPU code
+(SASS per architecture, PTX or none), the highest x86-64 level its instructions need (objdump),
+and what it needs when it loads: glibc/GLIBCXX versions (Linux) or DLLs, each judged against
+what Windows, the Visual C++ runtime, Python and the torch wheel provide (Windows). Warnings say
+what would surprise a user at run time. Nothing is installed or run.
+
+examples:
+  dswheels inspect deepspeed-0.16.5-cp311-cp311-win_amd64.whl
+  dswheels inspect wheelhouse/*/*.whl --format json > contents.json"""
+
+
+def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
+    p = add_command(
+        sub,
+        "inspect",
+        help="show the ops, GPU code, CPU level and runtime needs inside DeepSpeed wheels",
+        description=DESCRIPTION,
+    )
+    p.add_argument("wheels", nargs="+", type=Path, metavar="WHEEL")
+    p.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: %(default)s)")
+    add_report_argument(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> Done:
+    compat = load_compat()
+    found = [inspect_path(wheel, compat) for wheel in args.wheels]
+    document = {"schema": SCHEMA, "wheels": [i.as_json() for i in found]}
+    if args.format == "json":
+        get_reporter().emit(json.dumps(document, indent=2) + "\n")
+    else:
+        get_reporter().emit("\n".join(render_inspection(i) for i in found))
+    return Done(data=document)

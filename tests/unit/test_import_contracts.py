@@ -1,0 +1,86 @@
+"""The shape of the package is checked, not hoped for: import-linter's contracts (pyproject's
+``[tool.importlinter]``) and ruff's banned-API rule (pure modules import no effect) run on the real tree,
+and each fails on a copy of it with one import the wrong way."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _tool(name: str) -> str:
+    path = shutil.which(name, path=str(Path(sys.executable).parent))
+    if path is None:
+        pytest.fail(f"{name} is not installed next to {sys.executable} (the test dependency group has it)")
+    return path
+
+
+def _copy(tmp_path: Path) -> Path:
+    tree = tmp_path / "tree"
+    shutil.copytree(ROOT / "dswheels", tree / "dswheels", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy2(ROOT / "pyproject.toml", tree / "pyproject.toml")
+    return tree
+
+
+def _lint_imports(tree: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [_tool("lint-imports"), "--no-cache"],
+        cwd=tree,
+        env={"PYTHONPATH": str(tree), "PATH": "/usr/bin:/bin", "NO_COLOR": "1"},
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+
+
+def _append(path: Path, line: str) -> None:
+    path.write_text(path.read_text(encoding="utf-8") + f"\n{line}\n", encoding="utf-8")
+
+
+def test_the_tree_keeps_every_contract(tmp_path: Path) -> None:
+    result = _lint_imports(_copy(tmp_path))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "broken" not in result.stdout.lower().replace("0 broken", "")
+
+
+@pytest.mark.parametrize(
+    ("module", "line", "says"),
+    [
+        # the kernel reaching up into a stage
+        ("dswheels/kernel/naming.py", "import dswheels.build.step", "dswheels.kernel is not allowed to import"),
+        # publish reading the index (they share the stores instead)
+        ("dswheels/publish/step.py", "import dswheels.index.step", "dswheels.publish is not allowed to import"),
+        # a step reaching for another stage's command
+        ("dswheels/smoke/step.py", "import dswheels.verify.command", "dswheels.smoke.step is not allowed to import"),
+    ],
+)
+def test_a_wrong_way_import_breaks_a_contract(tmp_path: Path, module: str, line: str, says: str) -> None:
+    tree = _copy(tmp_path)
+    _append(tree / module, line)
+    result = _lint_imports(tree)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert says in " ".join(result.stdout.split()), result.stdout
+
+
+def test_a_pure_module_importing_an_effect_is_refused_by_ruff(tmp_path: Path) -> None:
+    tree = _copy(tmp_path)
+    pure = tree / "dswheels" / "build" / "patches.py"
+    _append(pure, "from dswheels.build.effects import compile as _compile  # noqa: F401")
+    ruff = [_tool("ruff"), "check", "--no-cache", "--select", "TID251", "--output-format", "concise"]
+    result = subprocess.run([*ruff, "dswheels"], cwd=tree, capture_output=True, text=True, check=False, timeout=120)
+    assert result.returncode == 1, result.stdout
+    assert "dswheels/build/patches.py" in result.stdout
+    assert "`dswheels.build.effects` is banned" in result.stdout
+    # the same import in the stage's effects is allowed
+    effectful = tree / "dswheels" / "build" / "effects" / "postprocess.py"
+    pure.write_text((ROOT / "dswheels" / "build" / "patches.py").read_text(encoding="utf-8"), encoding="utf-8")
+    _append(effectful, "from dswheels.build.effects import compile as _compile  # noqa: F401")
+    result = subprocess.run([*ruff, "dswheels"], cwd=tree, capture_output=True, text=True, check=False, timeout=120)
+    assert result.returncode == 0, result.stdout
