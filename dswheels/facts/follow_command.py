@@ -54,7 +54,14 @@ https://api.github.com).
 
 def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
     p = add_command(sub, "builds", help="the DeepSpeed versions whose wheels should be built now", description=__doc__)
-    p.add_argument("--report", type=Path, required=True, metavar="PATH", help="`dswheels facts check --json` output")
+    p.add_argument(
+        "--facts",
+        dest="facts_json",
+        type=Path,
+        required=True,
+        metavar="PATH",
+        help="`dswheels facts check --json` output",
+    )
     add_matrix_argument(
         p,
         help=f"matrix file (else {MATRIX} of the repository: the installed dswheels' clone, else the working "
@@ -67,6 +74,7 @@ def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
         help="the index the wheels are published to (default: --publish-dir when set, else --index-url)",
     )
     add_published_arguments(p)
+    add_report_argument(p)
     p.set_defaults(func=run_builds)
     p = add_command(sub, "dispatch", help="start the wheels workflow for DeepSpeed versions", description=DISPATCH)
     p.add_argument(
@@ -81,15 +89,23 @@ def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
     add_report_argument(p)
     p.set_defaults(func=run_dispatch)
     p = add_command(sub, "issue", help="open, update or close the one facts-drift issue", description=ISSUE)
-    p.add_argument("--report", type=Path, required=True, metavar="PATH", help="`dswheels facts check --json` output")
+    p.add_argument(
+        "--facts",
+        dest="facts_json",
+        type=Path,
+        required=True,
+        metavar="PATH",
+        help="`dswheels facts check --json` output",
+    )
     p.add_argument("--markdown", type=Path, required=True, metavar="PATH", help="`dswheels facts check --markdown`")
     p.add_argument("--repo", required=True, metavar="OWNER/NAME")
+    add_report_argument(p)
     p.set_defaults(func=run_issue)
 
 
-def run_builds(args: argparse.Namespace) -> int:
+def run_builds(args: argparse.Namespace) -> Done:
     options = BuildsOptions(
-        report=args.report, matrix=args.matrix, published=args.published, published_at=published_at(args)
+        report=args.facts_json, matrix=args.matrix, published=args.published, published_at=published_at(args)
     )
     found = builds_now(options)
     for version in found.start:
@@ -104,7 +120,7 @@ def run_builds(args: argparse.Namespace) -> int:
     text = json.dumps(list(found.start))
     write_output("versions", text)
     get_reporter().emit(text + "\n")
-    return 0
+    return Done(data={"start": list(found.start)})
 
 
 def _versions(text: str) -> list[str]:
@@ -128,10 +144,10 @@ def run_dispatch(args: argparse.Namespace) -> Done:
     return Done(data={"versions": list(options.versions), "started": list(started)})
 
 
-def run_issue(args: argparse.Namespace) -> int:
-    outcome = keep_drift_issue(IssueOptions(report=args.report, markdown=args.markdown, repo=args.repo))
+def run_issue(args: argparse.Namespace) -> Done:
+    outcome = keep_drift_issue(IssueOptions(report=args.facts_json, markdown=args.markdown, repo=args.repo))
     if outcome.opened is not None:
         get_reporter().emit(f"opened issue #{outcome.opened}: {outcome.action.why}\n")
     else:
         get_reporter().emit(f"{outcome.action.why}\n")
-    return 0
+    return Done(data={"opened": outcome.opened, "why": outcome.action.why})

@@ -172,7 +172,7 @@ def test_facts_builds_reads_the_repository_matrix_from_any_directory(tmp_path: P
     report = tmp_path / "report.json"
     report.write_text(json.dumps({"schema": "dswheels.facts-report/1", "placeable_deepspeed": []}), encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DSWHEELS_", "GITHUB_"))}
-    args = [sys.executable, "-m", "dswheels", "facts", "builds", "--report", str(report)]
+    args = [sys.executable, "-m", "dswheels", "facts", "builds", "--facts", str(report)]
     args += ["--publish-dir", str(tmp_path / "published")]
     outputs = []
     for cwd in (ROOT, ROOT / "docs"):

@@ -330,7 +330,7 @@ def fifo(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Path]:
         ("index", "--from", "published", "--out", "site", "--yanked", "{fifo}"),
         ("facts", "check", "--compat", "{fifo}"),
         ("build", "--plan", "{fifo}", "--prepare-only"),
-        ("facts", "builds", "--report", "{fifo}"),
+        ("facts", "builds", "--facts", "{fifo}"),
     ],
     ids=lambda args: "-".join(a for a in args[:2] if not a.startswith("-")),
 )

@@ -31,10 +31,6 @@ from tests.unit.machines import machine_data
 # every stage's command line: <stage>/command.py (and a second command's <stage>/<name>_command.py)
 COMMAND_GLOBS = ("*/command.py", "*/*_command.py")
 
-# the follow workflow's steps that read a facts report by the name --report (their input, not their result)
-READS_A_REPORT = {"facts builds", "facts issue"}
-
-
 # --- the result ----------------------------------------------------------------------------------
 
 
@@ -114,9 +110,6 @@ def test_every_command_takes_report_and_no_flag_shadows_it() -> None:
     for name, parser in leaves.items():
         dests = [a.dest for a in parser._actions]
         assert dests.count(STAGE_DEST) == 0, name  # a default, never a flag's
-        if name in READS_A_REPORT:
-            assert REPORT_DEST not in dests, name
-            continue
         assert dests.count(REPORT_DEST) == 1, f"{name} has no --report"
         assert parser.get_default(STAGE_DEST) == name
 
