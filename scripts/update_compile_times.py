@@ -48,8 +48,8 @@ from pathlib import Path
 
 import yaml
 
-from dswheels.build.effects.op_sources_asked import OP_SOURCES_SCRIPT, unit_scopes
-from dswheels.build.output_reading import OpSources
+from dswheels.building.effects.op_sources_asked import OP_SOURCES_SCRIPT, unit_scopes
+from dswheels.building.output_reading import OpSources
 from dswheels.kernel.manifest import Manifest, parse_manifest
 from dswheels.plan.costs import (
     CostModel,

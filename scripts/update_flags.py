@@ -15,7 +15,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from dswheels.build.effects.flag_recorder import (
+from dswheels.building.effects.flag_recorder import (
     evaluate_releases,
     fetch_sdists,
     read_nvcc_options,

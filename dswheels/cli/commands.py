@@ -9,7 +9,7 @@ Flags that several commands take are defined once, in :mod:`dswheels.arguments.s
 from __future__ import annotations
 
 from dswheels.arguments.parsing import CommandGroup
-from dswheels.build import command as build
+from dswheels.building import command as build
 from dswheels.cuda import command as cuda
 from dswheels.doctor import command as doctor
 from dswheels.facts import command as facts

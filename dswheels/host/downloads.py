@@ -1,7 +1,7 @@
 """Fetch DeepSpeed sources: verified, cached by content, resumable, retried with backoff.
 
 Every build uses the PyPI sdist, checked against the sha256 PyPI's JSON API gives (a Windows
-build then adds the few files the sdist leaves out: ``patch_tree`` in build/effects/source_tree.py). A
+build then adds the few files the sdist leaves out: ``patch_tree`` in building/effects/source_tree.py). A
 matrix ``source`` override names another archive and must pin its sha256. Downloads land in
 ``<cache>/sources/sha256/<hex>`` so the same bytes are fetched once.
 """

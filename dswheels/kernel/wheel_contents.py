@@ -1,6 +1,6 @@
 """Pure reading and rewriting of what is inside a DeepSpeed wheel.
 
-The effectful side (:mod:`dswheels.host.wheel_file` reads, :mod:`dswheels.build.effects.postprocess`
+The effectful side (:mod:`dswheels.host.wheel_file` reads, :mod:`dswheels.building.effects.postprocess`
 rewrites) opens the zip; everything that decides *what* the bytes mean or become lives here:
 ``METADATA`` (:func:`parse_metadata`, the one reader; :func:`pin_requirement`, the torch pin),
 the ``RECORD`` lines, the op list DeepSpeed stamped into ``git_version_info_installed.py``,

@@ -132,7 +132,7 @@ def _slug(text: str) -> str:
 def compile_family(planned: PlannedCell) -> str:
     """What a cell's objects depend on besides its sources: the runner image, the CUDA toolkit, the host
     compiler and the arch list; not the DeepSpeed version, torch or Python. The cells of one family
-    compile in one work directory (dswheels.build.effects.workdir), so a unit compiled for one is the same
+    compile in one work directory (dswheels.building.effects.workdir), so a unit compiled for one is the same
     compile, paths and all, for every other: a compiler cache can serve it.
 
     >>> from dswheels.kernel.model import *

@@ -9,7 +9,7 @@ neither once per job (every torch and Python of the toolkit). A unit the job com
 comes from the compiler cache at a small lookup cost.
 
 Within one cell the build runs its ops longest first (by this model), every unit of every op
-drawing on one pool of compile slots, the runner's cores (a jobserver: dswheels.build.effects.jobserver):
+drawing on one pool of compile slots, the runner's cores (a jobserver: dswheels.building.effects.jobserver):
 :func:`compile_makespan` simulates that schedule, and the job's compile is the sum over its cells.
 
 Every figure says where it comes from (:class:`Figure`): ``measured`` (a real build or run, and
@@ -328,7 +328,7 @@ def cell_units(
         per_device = device * archs / max(1, cost.units.device_count)
         units: list[float] = []
         # a CPU cell builds the CPU accelerator's ops: C++ only (its fused_adam has no .cu); the build starts an
-        # op's .cu units first (dswheels.build.patches)
+        # op's .cu units first (dswheels.building.patches)
         kinds_of = (
             ((cost.units.device, per_device), (cost.units.host, per_host)) if archs else ((cost.units.host, per_host),)
         )
@@ -348,7 +348,7 @@ def op_order(units: Mapping[str, Sequence[float]]) -> list[str]:
 def compile_makespan(units: Mapping[str, Sequence[float]], slots: int) -> float:
     """Seconds the build's schedule takes: ops started longest first, units drawn from ``slots`` tokens.
 
-    The build's shape (dswheels.build.effects.jobserver): one thread per op up to ``slots``, each
+    The build's shape (dswheels.building.effects.jobserver): one thread per op up to ``slots``, each
     holding a token while its op builds (its ninja's first job runs on it); every further unit of
     a running op takes a token of the same pool. A free token starts the next op first, then
     another unit of the running ops, the op started first first; an op's units start in the order

@@ -21,7 +21,7 @@ from dswheels.kernel.model import OS, Platform
 from dswheels.kernel.platform_traits import PlatformTraits, traits
 
 if TYPE_CHECKING:
-    from dswheels.build.effects.compile_tools import BuildTools
+    from dswheels.building.effects.compile_tools import BuildTools
     from dswheels.kernel.binaries.linux_runtime import RuntimeFloor
     from dswheels.kernel.compat import Compat
     from dswheels.kernel.model import PlannedCell

@@ -1,6 +1,6 @@
 """Find the build machine's tools: the CUDA toolkit the plan names, compilers, MSVC, ninja.
 
-The compiler cache (ccache, sccache) is :mod:`dswheels.build.effects.compiler_cache`.
+The compiler cache (ccache, sccache) is :mod:`dswheels.building.effects.compiler_cache`.
 """
 
 from __future__ import annotations

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from dswheels.build.effects.compile_tools import BuildTools, foreign_tools, planned_cuda
-from dswheels.build.effects.wheel_checks import report_runtime
+from dswheels.building.effects.compile_tools import BuildTools, foreign_tools, planned_cuda
+from dswheels.building.effects.wheel_checks import report_runtime
 from dswheels.kernel.binaries.linux_runtime import RuntimeFloor
 from dswheels.kernel.compat import Compat
 from dswheels.kernel.model import OS, PlannedCell

@@ -7,7 +7,7 @@ directory (``setup.py``'s view: ``op_builder`` and ``accelerator`` imported from
 ``OPS_JSON`` (``["*"]``: every op) also its ``sources()``, ``include_paths()``, ``is_compatible(verbose=True)`` and what
 that printed (the reason an op would be skipped silently); and where torch's and Python's headers
 are (``include``: what each translation unit's scope is read from, dswheels.plan.scopes).
-The build (:mod:`dswheels.build.effects.op_sources_asked`) checks these against the plan before it compiles
+The build (:mod:`dswheels.building.effects.op_sources_asked`) checks these against the plan before it compiles
 anything.
 
 Standard library only, Python 3.10+: it runs in the build interpreter, where dswheels is not

@@ -14,7 +14,7 @@ six archs) built cold: a job of its own with an empty compiler cache (sccache, a
    cold cell and the same cell after torch 2.13 have byte-identical GPU code, and so has 3.12; the
    cold 3.11 and the grouped 3.12 wheel pass the same ``dswheels verify`` checks.
 3. **The CPU op set against its limit.** The CPU cell's six ops (torch 2.13, Python 3.11) with one
-   pool of compile slots for every op's units, longest op first (dswheels.build.effects.jobserver): its
+   pool of compile slots for every op's units, longest op first (dswheels.building.effects.jobserver): its
    compile against the sum of its units' compile seconds over the cores (target <= 1.15x); then the
    same with one ninja job per op (``--parallel-ops``, the way before), both cold.
 4. **The shipped matrix.** ``dswheels plan``'s estimate (compile_times.yml): runner-hours grouped

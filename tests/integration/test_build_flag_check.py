@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from dswheels.build.effects.flag_recorder import fetch_sdists
+from dswheels.building.effects.flag_recorder import fetch_sdists
 from dswheels.host.downloads import Downloader
 from dswheels.kernel.compat import load_compat
 from tests.conftest import DATA

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from dswheels.build.effects.flag_recorder import (
+from dswheels.building.effects.flag_recorder import (
     RecordContext,
     evaluate_releases,
     fetch_sdists,
@@ -34,8 +34,8 @@ from dswheels.build.effects.flag_recorder import (
     templates,
     unpack_patched,
 )
-from dswheels.build.effects.op_flags_asked import run_probe
-from dswheels.build.patches import CPU_BUILDER_FILES, patch_debug_flags
+from dswheels.building.effects.op_flags_asked import run_probe
+from dswheels.building.patches import CPU_BUILDER_FILES, patch_debug_flags
 from dswheels.host.downloads import Downloader, extract_archive
 from dswheels.kernel.compat import load_compat
 from dswheels.kernel.compiler_flags.gcc import judge_gcc

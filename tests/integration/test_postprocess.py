@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from dswheels.build.effects.postprocess import postprocess_wheel
+from dswheels.building.effects.postprocess import postprocess_wheel
 from dswheels.kernel.compat import load_compat
 from dswheels.kernel.errors import BuildError
 from dswheels.kernel.wheel_contents import render_record

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from dswheels.build.environment import dist_extra_config
-from dswheels.build.patches import patch_parallel_extensions
+from dswheels.building.environment import dist_extra_config
+from dswheels.building.patches import patch_parallel_extensions
 from dswheels.host.venvs import InterpreterMode, find_uv, prepare_interpreter, torch_index_args
 from dswheels.kernel.binaries.fatbin import gpu_code
 from dswheels.kernel.compat import load_compat

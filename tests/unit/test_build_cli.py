@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from dswheels.arguments.shared import parse_nvcc_option, parse_torch_source
-from dswheels.build.command import _split_cells
+from dswheels.building.command import _split_cells
 from dswheels.cli import main
 from dswheels.kernel.compat import load_compat
 from dswheels.kernel.naming import cell_id

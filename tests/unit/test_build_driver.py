@@ -1,4 +1,4 @@
-"""The build driver (build/step.py: build_cells) with a stand-in for the per-cell build, a recording
+"""The build driver (building/step.py: build_cells) with a stand-in for the per-cell build, a recording
 runner and a set clock: which cells it builds and in what order, with which options, jobs and host; --ops;
 --keep-going; a wheel that fails verification removed; --install. The real builds are the integration tests."""
 
@@ -14,10 +14,10 @@ from types import MappingProxyType
 
 import pytest
 
-from dswheels.build import step as driver
-from dswheels.build.effects.cell import BuildOptions, CellResult, CellStatus, build_cell
-from dswheels.build.parallelism import GIB
-from dswheels.build.step import BuildRun, build_cells, install_here
+from dswheels.building import step as driver
+from dswheels.building.effects.cell import BuildOptions, CellResult, CellStatus, build_cell
+from dswheels.building.parallelism import GIB
+from dswheels.building.step import BuildRun, build_cells, install_here
 from dswheels.host import proc
 from dswheels.host.clock import Clock
 from dswheels.host.machine import host_os

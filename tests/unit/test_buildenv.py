@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from dswheels.build.environment import BuildSetup, CompilerCache, build_env, dist_extra_config
-from dswheels.build.patches import PatchError, patch_debug_flags, patch_portable_cpu
+from dswheels.building.environment import BuildSetup, CompilerCache, build_env, dist_extra_config
+from dswheels.building.patches import PatchError, patch_debug_flags, patch_portable_cpu
 from dswheels.kernel.compat import load_compat
 from dswheels.kernel.model import PlannedCell
 from dswheels.kernel.naming import parse_cell_id

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from dswheels.build.patches import PatchError, patch_cpu_builder_win32, patch_debug_flags
+from dswheels.building.patches import PatchError, patch_cpu_builder_win32, patch_debug_flags
 from dswheels.kernel.compat import load_compat
 from dswheels.kernel.compiler_flags.op_flag_set import OpFlags
 from dswheels.kernel.compiler_flags.record import FlagRecord, load_flag_record, parse_flag_record, render_flag_record

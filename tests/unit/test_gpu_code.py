@@ -7,8 +7,8 @@ import dataclasses
 
 import pytest
 
-from dswheels.build.effects.wheel_checks import _check_gpu_code
-from dswheels.build.output_reading import OpSources
+from dswheels.building.effects.wheel_checks import _check_gpu_code
+from dswheels.building.output_reading import OpSources
 from dswheels.kernel.binaries.fatbin import GpuCode, gpu_code, judge_gpu_code
 from dswheels.kernel.compat import load_compat
 from dswheels.kernel.compiler_flags.judge import sass_archs

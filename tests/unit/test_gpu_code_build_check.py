@@ -1,7 +1,7 @@
 """The build refuses a wheel whose op lacks SASS its builder asked for, through the build's own entry point.
 
 tests/unit/test_gpu_code.py calls the private ``_check_gpu_code`` directly, so it still passes
-when ``check_postprocessed`` (what build/effects/cell.py runs after post-processing) stops calling it;
+when ``check_postprocessed`` (what building/effects/cell.py runs after post-processing) stops calling it;
 the real CUDA build test only sees a wheel that is right. Here the post-processed wheel is short
 of sm_120 and ``check_postprocessed`` must refuse it.
 """
@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from dswheels.build.effects.postprocess import Postprocessed
-from dswheels.build.effects.wheel_checks import check_postprocessed
-from dswheels.build.output_reading import OpSources
+from dswheels.building.effects.postprocess import Postprocessed
+from dswheels.building.effects.wheel_checks import check_postprocessed
+from dswheels.building.output_reading import OpSources
 from dswheels.kernel.binaries.fatbin import GpuCode, arch_number
 from dswheels.kernel.compat import load_compat
 from dswheels.kernel.errors import BuildError

@@ -54,7 +54,7 @@ def test_the_tree_keeps_every_contract(tmp_path: Path) -> None:
     ("module", "line", "says"),
     [
         # the kernel reaching up into a stage
-        ("dswheels/kernel/naming.py", "import dswheels.build.step", "dswheels.kernel is not allowed to import"),
+        ("dswheels/kernel/naming.py", "import dswheels.building.step", "dswheels.kernel is not allowed to import"),
         # publish reading the index (they share the stores instead)
         ("dswheels/publish/step.py", "import dswheels.index.step", "dswheels.publish is not allowed to import"),
         # a step reaching for another stage's command
@@ -71,16 +71,16 @@ def test_a_wrong_way_import_breaks_a_contract(tmp_path: Path, module: str, line:
 
 def test_a_pure_module_importing_an_effect_is_refused_by_ruff(tmp_path: Path) -> None:
     tree = _copy(tmp_path)
-    pure = tree / "dswheels" / "build" / "patches.py"
-    _append(pure, "from dswheels.build.effects import compile as _compile  # noqa: F401")
+    pure = tree / "dswheels" / "building" / "patches.py"
+    _append(pure, "from dswheels.building.effects import compile as _compile  # noqa: F401")
     ruff = [_tool("ruff"), "check", "--no-cache", "--select", "TID251", "--output-format", "concise"]
     result = subprocess.run([*ruff, "dswheels"], cwd=tree, capture_output=True, text=True, check=False, timeout=120)
     assert result.returncode == 1, result.stdout
-    assert "dswheels/build/patches.py" in result.stdout
-    assert "`dswheels.build.effects` is banned" in result.stdout
+    assert "dswheels/building/patches.py" in result.stdout
+    assert "`dswheels.building.effects` is banned" in result.stdout
     # the same import in the stage's effects is allowed
-    effectful = tree / "dswheels" / "build" / "effects" / "postprocess.py"
-    pure.write_text((ROOT / "dswheels" / "build" / "patches.py").read_text(encoding="utf-8"), encoding="utf-8")
-    _append(effectful, "from dswheels.build.effects import compile as _compile  # noqa: F401")
+    effectful = tree / "dswheels" / "building" / "effects" / "postprocess.py"
+    pure.write_text((ROOT / "dswheels" / "building" / "patches.py").read_text(encoding="utf-8"), encoding="utf-8")
+    _append(effectful, "from dswheels.building.effects import compile as _compile  # noqa: F401")
     result = subprocess.run([*ruff, "dswheels"], cwd=tree, capture_output=True, text=True, check=False, timeout=120)
     assert result.returncode == 0, result.stdout

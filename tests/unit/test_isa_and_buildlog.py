@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dswheels.build.output_reading import (
+from dswheels.building.output_reading import (
     OpSources,
     extension_started,
     failing_ops,
@@ -10,7 +10,7 @@ from dswheels.build.output_reading import (
     parse_ccache_stats_log,
     parse_sccache_stats,
 )
-from dswheels.build.summary import CellOutcome, render_results_markdown, render_results_table
+from dswheels.building.summary import CellOutcome, render_results_markdown, render_results_table
 from dswheels.kernel.binaries.isa import scan_disassembly
 from dswheels.kernel.compat import load_compat
 

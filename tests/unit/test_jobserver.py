@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from dswheels.build.effects.jobserver import jobserver, ninja_joins_jobservers
-from dswheels.build.patches import patch_parallel_extensions
+from dswheels.building.effects.jobserver import jobserver, ninja_joins_jobservers
+from dswheels.building.patches import patch_parallel_extensions
 from dswheels.plan.costs import compile_makespan, op_order
 
 NINJA = shutil.which("ninja", path=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))

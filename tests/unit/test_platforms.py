@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from dswheels.build.effects.compile_tools import check_toolchain
+from dswheels.building.effects.compile_tools import check_toolchain
 from dswheels.host.machine import host_os
 from dswheels.kernel.compat import load_compat
 from dswheels.kernel.errors import EnvironmentMismatchError

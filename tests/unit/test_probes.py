@@ -18,8 +18,8 @@ import packaging
 import pytest
 
 import dswheels.probes
-from dswheels.build.effects.op_flags_asked import run_probe
-from dswheels.build.effects.op_sources_asked import OP_SOURCES_SCRIPT
+from dswheels.building.effects.op_flags_asked import run_probe
+from dswheels.building.effects.op_sources_asked import OP_SOURCES_SCRIPT
 from dswheels.doctor.effects.collect_facts import collect, probe_target
 from dswheels.host import proc
 from dswheels.host.opload import NO_JIT_SCRIPT, load_ops

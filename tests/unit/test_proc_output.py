@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from dswheels.build.effects import cell_log as buildlog
+from dswheels.building.effects import cell_log as buildlog
 from dswheels.host import gha, proc
 from dswheels.host.log import reset_reporter, set_reporter
 from tests.support.recording import RecordingReporter

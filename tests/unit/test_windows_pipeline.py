@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from dswheels.build.effects.source_tree import add_windows_files
-from dswheels.build.parallelism import GIB, fit_jobs, split_parallelism
+from dswheels.building.effects.source_tree import add_windows_files
+from dswheels.building.parallelism import GIB, fit_jobs, split_parallelism
 from dswheels.kernel.compat import load_compat
 from dswheels.kernel.errors import EnvironmentMismatchError
 from dswheels.kernel.model import PlannedCell, Platform, SourceKind

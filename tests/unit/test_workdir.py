@@ -1,12 +1,12 @@
-"""The paths a compile sees are the same for every cell of a compile family (dswheels/build/effects/workdir.py)."""
+"""The paths a compile sees are the same for every cell of a compile family (dswheels/building/effects/workdir.py)."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 from pathlib import Path
 
-from dswheels.build.effects.cell import cell_work_dir
-from dswheels.build.effects.workdir import HEADER_TIME, link_site, set_aside, settle_header_times, wipe
+from dswheels.building.effects.cell import cell_work_dir
+from dswheels.building.effects.workdir import HEADER_TIME, link_site, set_aside, settle_header_times, wipe
 from dswheels.kernel.compat import load_compat
 from dswheels.kernel.model import PlannedCell
 from dswheels.kernel.naming import cell_id

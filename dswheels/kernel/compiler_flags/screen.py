@@ -123,7 +123,7 @@ def screen_ops(
                     f"set the matrix's arch_lists for {cell.variant.name} to archs DeepSpeed {version} spells right"
                     if arch_fault
                     else "leave the op out of the matrix's ops list, or teach dswheels' source patches this DeepSpeed "
-                    "(dswheels/build/patches.py)"
+                    "(dswheels/building/patches.py)"
                 ),
                 source=f"{FLAGS_FILE}, recorded from DeepSpeed's sdist by `nox -s update_flags`; "
                 f"{fatal[0].issue.source}",

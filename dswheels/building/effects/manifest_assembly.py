@@ -12,10 +12,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from dswheels import __version__
-from dswheels.build.effects.compile_tools import CompileEnv
-from dswheels.build.effects.postprocess import Postprocessed
-from dswheels.build.effects.source_tree import PreparedSource
-from dswheels.build.output_reading import CacheStats, OpSources, parse_ninja_log, unit_seconds
+from dswheels.building.effects.compile_tools import CompileEnv
+from dswheels.building.effects.postprocess import Postprocessed
+from dswheels.building.effects.source_tree import PreparedSource
+from dswheels.building.output_reading import CacheStats, OpSources, parse_ninja_log, unit_seconds
 from dswheels.host.clock import utc_now
 from dswheels.host.files import sha256_file
 from dswheels.host.venvs import Interpreter

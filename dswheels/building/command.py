@@ -17,9 +17,9 @@ from dswheels.arguments.shared import (
     parse_nvcc_option,
     parse_torch_source,
 )
-from dswheels.build.effects.cell import CellResult, CellStatus
-from dswheels.build.step import BuildOptions, BuildRun, build_cells, install_here, outcome_of
-from dswheels.build.summary import render_results_markdown, render_results_table
+from dswheels.building.effects.cell import CellResult, CellStatus
+from dswheels.building.step import BuildOptions, BuildRun, build_cells, install_here, outcome_of
+from dswheels.building.summary import render_results_markdown, render_results_table
 from dswheels.cuda.redist import REDIST_URL
 from dswheels.host.gha import in_github_actions
 from dswheels.host.log import get_reporter

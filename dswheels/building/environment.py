@@ -1,12 +1,12 @@
 """The environment of a DeepSpeed wheel build, computed from a planned cell and the tools found.
 
-Pure: the effectful builder (:mod:`dswheels.build.effects.cell`) finds the tools (CUDA home,
+Pure: the effectful builder (:mod:`dswheels.building.effects.cell`) finds the tools (CUDA home,
 compiler cache, versioned compilers), then asks this module for the exact environment
 variables to set. The planner already decided the ops, the arch list, the nvcc,
 ``DS_SKIP_CUDA_CHECK``, the ``NVCC_APPEND_FLAGS`` and the CPU baseline; this module only
 spells those decisions the way DeepSpeed's ``setup.py`` and torch's ``cpp_extension`` read
-them. The source patches are :mod:`dswheels.build.patches`, the parallelism
-:mod:`dswheels.build.parallelism`.
+them. The source patches are :mod:`dswheels.building.patches`, the parallelism
+:mod:`dswheels.building.parallelism`.
 """
 
 from __future__ import annotations

@@ -4,9 +4,9 @@
 and the manifest (``source_changes``): the op builders' CPU code made portable (the plan's CPU
 baseline instead of ``-march=native``), the files win32's setup.py needs and the sdist leaves out,
 one build directory per extension (parallel extension builds), the op-flag patches
-(:func:`dswheels.build.effects.op_flags_asked.apply_flag_patches`), torch pinned in requirements.txt, and
+(:func:`dswheels.building.effects.op_flags_asked.apply_flag_patches`), torch pinned in requirements.txt, and
 ``-g0`` for ``-g`` unless debug symbols are kept. The text edits themselves are pure
-(:mod:`dswheels.build.patches`).
+(:mod:`dswheels.building.patches`).
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from dswheels.build.effects.cell_log import log_note
-from dswheels.build.effects.op_flags_asked import apply_flag_patches
-from dswheels.build.environment import baseline_flag
-from dswheels.build.patches import (
+from dswheels.building.effects.cell_log import log_note
+from dswheels.building.effects.op_flags_asked import apply_flag_patches
+from dswheels.building.environment import baseline_flag
+from dswheels.building.patches import (
     BUILDER_FILES,
     DEBUG_FLAG_FILES,
     PatchError,

@@ -1,7 +1,7 @@
 """After ``python -m build``: strip, prove the CPU baseline, read the runtime needs, pin torch, repack.
 
 The wheel is rewritten member by member into a staging file; nothing is written where a
-later step would publish it until the whole wheel checks out (see :mod:`dswheels.build.effects.cell`).
+later step would publish it until the whole wheel checks out (see :mod:`dswheels.building.effects.cell`).
 """
 
 from __future__ import annotations

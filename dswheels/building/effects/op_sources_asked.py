@@ -5,7 +5,7 @@ DeepSpeed picks, and for every planned op its ``DS_BUILD_*`` switch, extension m
 and whether DeepSpeed would build it here. A planned op that is missing, switched by another
 variable, empty or incompatible fails the build before anything compiles (DeepSpeed would skip it
 silently), and so does a compiler flag of theirs the platform's compilers reject
-(:func:`dswheels.build.effects.op_flags_asked.check_tree_flags`).
+(:func:`dswheels.building.effects.op_flags_asked.check_tree_flags`).
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from dswheels.build.effects.op_flags_asked import check_tree_flags
-from dswheels.build.output_reading import OpSources
+from dswheels.building.effects.op_flags_asked import check_tree_flags
+from dswheels.building.output_reading import OpSources
 from dswheels.host import proc
 from dswheels.kernel.errors import BuildError
 from dswheels.kernel.model import PlannedCell

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from dswheels.build.patches import (
+from dswheels.building.patches import (
     BUILDER_FILES,
     CPU_BUILDER_FILES,
     PatchError,
@@ -136,7 +136,7 @@ def check_tree_flags(
             f"{'/'.join(dict.fromkeys(f.tool for f in fatal))} compile on {planned.cell.platform.value}",
             details="\n".join(f.describe() for f in fatal),
             hint="nothing was compiled; leave the op(s) out of the matrix's ops list, or teach dswheels' source "
-            f"patches this DeepSpeed (dswheels/build/patches.py); full log: {log}",
+            f"patches this DeepSpeed (dswheels/building/patches.py); full log: {log}",
         )
     reporter = get_reporter()
     for line in summarize(findings):
@@ -153,7 +153,7 @@ def apply_flag_patches(src: Path, planned: PlannedCell) -> list[str]:
     """The source patches that make DeepSpeed's flags what the cell needs; notes for the manifest.
 
     CUDA cells: one op's filtered arch list no longer narrows the ops built after it (0.19.0+,
-    :func:`~dswheels.build.patches.patch_arch_list_leak`). Windows: ``CPUOpBuilder.cxx_args()``
+    :func:`~dswheels.building.patches.patch_arch_list_leak`). Windows: ``CPUOpBuilder.cxx_args()``
     gets a win32 branch (cl stops at its ``-Wno-reorder``).
     """
     notes: list[str] = []
@@ -165,7 +165,7 @@ def apply_flag_patches(src: Path, planned: PlannedCell) -> list[str]:
             planned=planned,
             note="OpBuilder.compute_capability_args() sets TORCH_CUDA_ARCH_LIST for JIT builds only "
             "(one op's filtered archs narrowed every later op)",
-            hint="the TORCH_CUDA_ARCH_LIST patch (dswheels/build/patches.py patch_arch_list_leak) needs updating",
+            hint="the TORCH_CUDA_ARCH_LIST patch (dswheels/building/patches.py patch_arch_list_leak) needs updating",
         )
     if traits(planned.cell.platform).compiler == "msvc":  # cl rejects the GCC options
         notes += _patch_files(
@@ -175,7 +175,7 @@ def apply_flag_patches(src: Path, planned: PlannedCell) -> list[str]:
             planned=planned,
             note="CPUOpBuilder.cxx_args() on win32 -> ['-O2', cpu_arch, simd] (cl rejects -Wno-reorder)",
             hint="this DeepSpeed's op_builder/cpu/builder.py differs from 0.14.3-0.19.8; the win32 cxx_args patch "
-            "(dswheels/build/patches.py patch_cpu_builder_win32) needs updating",
+            "(dswheels/building/patches.py patch_cpu_builder_win32) needs updating",
         )
     return notes
 

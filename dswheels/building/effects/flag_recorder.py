@@ -1,7 +1,7 @@
 """Evaluate the op flags of DeepSpeed's PyPI sdists as dswheels patches them: ``nox -s update_flags`` and the tests.
 
 For each release: the sdist from PyPI (sha256 from its JSON API), unpacked once per OS and
-patched by :func:`dswheels.build.effects.source_tree.patch_tree` exactly as a cell of that OS is patched,
+patched by :func:`dswheels.building.effects.source_tree.patch_tree` exactly as a cell of that OS is patched,
 then every op's builder evaluated by the probe with ``win32``/``linux`` stood in for, for the
 CUDA and the CPU accelerator. The probe runs once per batch of trees (torch is imported once).
 """
@@ -14,8 +14,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from dswheels.build.effects.op_flags_asked import run_probe
-from dswheels.build.effects.source_tree import patch_tree
+from dswheels.building.effects.op_flags_asked import run_probe
+from dswheels.building.effects.source_tree import patch_tree
 from dswheels.host import proc
 from dswheels.host.downloads import Downloader, extract_archive
 from dswheels.host.venvs import Interpreter, InterpreterMode, prepare_interpreter

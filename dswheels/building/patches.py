@@ -268,7 +268,7 @@ _PER_EXTENSION = """\
 
 def patch_parallel_extensions(text: str) -> str:
     r"""Give every extension its own build directory in DeepSpeed's ``setup.py``, start the longest first
-    and let each hold a slot of the build's jobserver (dswheels.build.effects.jobserver) while it builds.
+    and let each hold a slot of the build's jobserver (dswheels.building.effects.jobserver) while it builds.
 
     setuptools builds extensions in parallel with ``[build_ext] parallel = N``
     (``DIST_EXTRA_CONFIG``), but torch's ninja builds of two extensions would share one

@@ -1,5 +1,5 @@
 """The build step (``dswheels build``): plan the selected cells, build (or only prepare) each with
-:func:`dswheels.build.effects.cell.build_cell`, verify each wheel when asked, and say how every cell went."""
+:func:`dswheels.building.effects.cell.build_cell`, verify each wheel when asked, and say how every cell went."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
 
-from dswheels.build.effects.cell import BuildOptions, CellResult, CellStatus, build_cell, discard_wheel
-from dswheels.build.parallelism import fit_jobs
-from dswheels.build.summary import CellOutcome
+from dswheels.building.effects.cell import BuildOptions, CellResult, CellStatus, build_cell, discard_wheel
+from dswheels.building.parallelism import fit_jobs
+from dswheels.building.summary import CellOutcome
 from dswheels.host.log import get_reporter
 from dswheels.host.machine import available_memory, cpu_count
 from dswheels.host.ports import Host
@@ -28,7 +28,7 @@ __all__ = ["BuildOptions", "BuildRun", "CellBuilder", "Verifier", "build_cells",
 
 
 class CellBuilder(Protocol):
-    """What builds one cell (:func:`dswheels.build.effects.cell.build_cell`; a test's stand-in)."""
+    """What builds one cell (:func:`dswheels.building.effects.cell.build_cell`; a test's stand-in)."""
 
     def __call__(
         self, planned: PlannedCell, options: BuildOptions, host: Host, *, compat: Compat, jobs: int

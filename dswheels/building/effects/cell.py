@@ -2,18 +2,18 @@
 
 The steps, in order, each in the module that owns it:
 
-1. check the toolchain: the plan's nvcc, and MSVC on Windows (:mod:`~dswheels.build.effects.compile_tools`);
+1. check the toolchain: the plan's nvcc, and MSVC on Windows (:mod:`~dswheels.building.effects.compile_tools`);
 2. fetch and verify the source, unpack it into a fresh short work directory and patch it
-   (portable CPU baseline, no ``-g``, the files win32 needs; :mod:`~dswheels.build.effects.source_tree`);
+   (portable CPU baseline, no ``-g``, the files win32 needs; :mod:`~dswheels.building.effects.source_tree`);
 3. get an interpreter with the cell's torch (:mod:`~dswheels.host.venvs`);
-4. set up the compile's environment: PATH, compilers, compiler cache (:mod:`~dswheels.build.effects.compile_tools`);
+4. set up the compile's environment: PATH, compilers, compiler cache (:mod:`~dswheels.building.effects.compile_tools`);
 5. check with DeepSpeed's own op builders that every planned op exists, is compatible and has
-   flags the compilers accept (:mod:`~dswheels.build.effects.op_sources_asked`);
-6. run ``python -m build --wheel --no-isolation`` with per-op progress (:mod:`~dswheels.build.effects.compile`);
+   flags the compilers accept (:mod:`~dswheels.building.effects.op_sources_asked`);
+6. run ``python -m build --wheel --no-isolation`` with per-op progress (:mod:`~dswheels.building.effects.compile`);
 7. check that every planned op is in ``installed_ops`` with its extension, post-process (strip,
-   torch pin, RECORD; :mod:`~dswheels.build.effects.postprocess`) and check the code against the CPU
-   baseline and the arch list (:mod:`~dswheels.build.effects.wheel_checks`);
-8. assemble the manifest (:mod:`~dswheels.build.effects.manifest_assembly`) and move the wheel and its manifest
+   torch pin, RECORD; :mod:`~dswheels.building.effects.postprocess`) and check the code against the CPU
+   baseline and the arch list (:mod:`~dswheels.building.effects.wheel_checks`);
+8. assemble the manifest (:mod:`~dswheels.building.effects.manifest_assembly`) and move the wheel and its manifest
    into ``<out>/<variant>/`` (:mod:`~dswheels.host.wheelhouse`).
 
 With ``prepare_only`` the build stops after step 3. A failure anywhere raises the right
@@ -33,21 +33,21 @@ from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from dswheels.build.effects.cell_log import log_note, write_log_header
-from dswheels.build.effects.compile import compile_wheel, the_wheel
-from dswheels.build.effects.compile_tools import CompileEnv, check_toolchain, compile_environment, inherited_env
-from dswheels.build.effects.compiler_cache import cache_stats
-from dswheels.build.effects.jobserver import jobserver, ninja_joins_jobservers
-from dswheels.build.effects.manifest_assembly import assemble_manifest
-from dswheels.build.effects.op_flags_asked import check_tree_flags
-from dswheels.build.effects.op_sources_asked import probe_ops
-from dswheels.build.effects.postprocess import Postprocessed, postprocess_wheel
-from dswheels.build.effects.source_tree import patch_tree, prepare_source
-from dswheels.build.effects.wheel_checks import check_planned_ops, check_postprocessed
-from dswheels.build.effects.workdir import set_aside, wipe, work_dir_for
-from dswheels.build.output_reading import OpSources
-from dswheels.build.parallelism import Parallelism, pooled_parallelism, split_parallelism
-from dswheels.build.summary import OpOutcome
+from dswheels.building.effects.cell_log import log_note, write_log_header
+from dswheels.building.effects.compile import compile_wheel, the_wheel
+from dswheels.building.effects.compile_tools import CompileEnv, check_toolchain, compile_environment, inherited_env
+from dswheels.building.effects.compiler_cache import cache_stats
+from dswheels.building.effects.jobserver import jobserver, ninja_joins_jobservers
+from dswheels.building.effects.manifest_assembly import assemble_manifest
+from dswheels.building.effects.op_flags_asked import check_tree_flags
+from dswheels.building.effects.op_sources_asked import probe_ops
+from dswheels.building.effects.postprocess import Postprocessed, postprocess_wheel
+from dswheels.building.effects.source_tree import patch_tree, prepare_source
+from dswheels.building.effects.wheel_checks import check_planned_ops, check_postprocessed
+from dswheels.building.effects.workdir import set_aside, wipe, work_dir_for
+from dswheels.building.output_reading import OpSources
+from dswheels.building.parallelism import Parallelism, pooled_parallelism, split_parallelism
+from dswheels.building.summary import OpOutcome
 from dswheels.cuda.redist import REDIST_URL
 from dswheels.host.files import exclusive
 from dswheels.host.log import get_reporter
@@ -90,7 +90,7 @@ __all__ = [
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class BuildOptions:
-    """``dswheels build``'s options, made once from its arguments; the run (build/step.py) and every
+    """``dswheels build``'s options, made once from its arguments; the run (building/step.py) and every
     cell's build read them as they are."""
 
     selection: CellSelection

@@ -4,7 +4,7 @@ setup.py says when it starts an extension and nothing when one is done, so progr
 two places: the output (``[2/6] compiling cpu_adam ...``) and the build directory, where an
 extension's file appears once it is linked (``cpu_adam compiled in 1m12s``). Each op's fate
 (built, failed, not reached) is kept for the build's report; a failed compile is blamed on the
-ops its errors name (:func:`dswheels.build.output_reading.failing_ops`).
+ops its errors name (:func:`dswheels.building.output_reading.failing_ops`).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from dswheels.build.output_reading import OpSources, extension_started, failing_ops, failure_excerpt
-from dswheels.build.summary import OpOutcome, op_outcomes
+from dswheels.building.output_reading import OpSources, extension_started, failing_ops, failure_excerpt
+from dswheels.building.summary import OpOutcome, op_outcomes
 from dswheels.host import proc
 from dswheels.host.log import format_duration, get_reporter
 from dswheels.kernel.errors import BuildError

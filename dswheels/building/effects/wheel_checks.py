@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from dswheels.build.effects.postprocess import Postprocessed
-from dswheels.build.output_reading import OpSources
+from dswheels.building.effects.postprocess import Postprocessed
+from dswheels.building.output_reading import OpSources
 from dswheels.host.log import get_reporter
 from dswheels.host.wheel_file import WheelContents, read_wheel
 from dswheels.kernel.binaries.fatbin import GpuCode, judge_gpu_code

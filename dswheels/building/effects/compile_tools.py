@@ -4,9 +4,9 @@
 Windows, the active MSVC. A cell of another OS is only prepared here (``--prepare-only``), so its
 tools are not looked for. :func:`compile_environment` comes once the interpreter is ready: PATH
 (the interpreter's scripts, whose ninja torch finds, then MSVC's tools), ``<work>/site`` first on
-PYTHONPATH (the same header paths for every Python: :mod:`dswheels.build.effects.workdir`), the CUDA
+PYTHONPATH (the same header paths for every Python: :mod:`dswheels.building.effects.workdir`), the CUDA
 header directories, the compilers, the compiler cache, and the variables
-:func:`dswheels.build.environment.build_env` decides. Inherited variables that would change which
+:func:`dswheels.building.environment.build_env` decides. Inherited variables that would change which
 ops DeepSpeed builds, or how, are dropped first: the plan decides them (:func:`inherited_env`).
 """
 
@@ -17,11 +17,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from dswheels.build.effects.cell_log import log_note
-from dswheels.build.effects.compiler_cache import find_compiler_cache, start_sccache
-from dswheels.build.effects.workdir import link_site, settle_header_times
-from dswheels.build.environment import BuildSetup, CompilerCache, build_env, dist_extra_config
-from dswheels.build.parallelism import Parallelism
+from dswheels.building.effects.cell_log import log_note
+from dswheels.building.effects.compiler_cache import find_compiler_cache, start_sccache
+from dswheels.building.effects.workdir import link_site, settle_header_times
+from dswheels.building.environment import BuildSetup, CompilerCache, build_env, dist_extra_config
+from dswheels.building.parallelism import Parallelism
 from dswheels.cuda.redist import REDIST_URL
 from dswheels.host.log import get_reporter
 from dswheels.host.machine import host_os
@@ -68,7 +68,7 @@ _SCRUB = (
     "CCACHE_STATSLOG",
     "DIST_EXTRA_CONFIG",
     "MAX_JOBS",
-    "MAKEFLAGS",  # an outer make's jobserver: the build's own pool decides (dswheels.build.effects.jobserver)
+    "MAKEFLAGS",  # an outer make's jobserver: the build's own pool decides (dswheels.building.effects.jobserver)
     "DSWHEELS_JOBSERVER",
     "DSWHEELS_EXT_ORDER",
     "CC",
@@ -175,7 +175,7 @@ def compile_environment(
         [*([str(wine.bin_dir)] if wine else []), interp.info.scripts, *([msvc.bin_dir] if msvc else []), outer_path]
     )
     # torch (and the nvidia-* wheels beside it) imported through <work>/site: the same header paths
-    # for every Python (dswheels/build/effects/workdir.py)
+    # for every Python (dswheels/building/effects/workdir.py)
     site = link_site(work, Path(interp.info.torch_parent or interp.info.purelib))
     if interp.origin.is_venv:
         settle_header_times(site)

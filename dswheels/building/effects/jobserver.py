@@ -3,7 +3,7 @@
 setuptools builds several extensions at once (one thread each) and torch runs one ninja per
 extension; alone, each ninja would compile its units one at a time (or ``MAX_JOBS`` at a time,
 every ninja at once). With a jobserver the build's ``jobs`` slots are tokens: each extension's
-thread takes one before its ninja starts (the patched setup.py: dswheels.build.patches)
+thread takes one before its ninja starts (the patched setup.py: dswheels.building.patches)
 and ninja takes one more for every further unit it runs at once (ninja >= 1.13 joins the
 jobserver that ``MAKEFLAGS`` names when it is given no ``-j``). So while many ops build, each gets
 one slot; when the last ones are left, their units take every slot the others gave back: the

@@ -1,7 +1,7 @@
 """The build log of one cell: a header, then every tool's output with dswheels' own notes between.
 
 The tools' lines are appended by :func:`dswheels.host.proc.run`; what they say is read by
-:mod:`dswheels.build.output_reading`.
+:mod:`dswheels.building.output_reading`.
 """
 
 from __future__ import annotations
