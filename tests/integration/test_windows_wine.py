@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from dswheels.building.environment import dist_extra_config
+from dswheels.building.build_env import dist_extra_config
 from dswheels.building.patches import patch_parallel_extensions
 from dswheels.host.venvs import InterpreterMode, find_uv, prepare_interpreter, torch_index_args
 from dswheels.kernel.binaries.fatbin import gpu_code

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from dswheels.building.environment import BuildSetup, CompilerCache, build_env, dist_extra_config
+from dswheels.building.build_env import BuildSetup, CompilerCache, build_env, dist_extra_config
 from dswheels.building.patches import PatchError, patch_debug_flags, patch_portable_cpu
 from dswheels.kernel.compat import load_compat
 from dswheels.kernel.model import PlannedCell

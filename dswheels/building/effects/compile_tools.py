@@ -6,7 +6,7 @@ tools are not looked for. :func:`compile_environment` comes once the interpreter
 (the interpreter's scripts, whose ninja torch finds, then MSVC's tools), ``<work>/site`` first on
 PYTHONPATH (the same header paths for every Python: :mod:`dswheels.building.effects.workdir`), the CUDA
 header directories, the compilers, the compiler cache, and the variables
-:func:`dswheels.building.environment.build_env` decides. Inherited variables that would change which
+:func:`dswheels.building.build_env.build_env` decides. Inherited variables that would change which
 ops DeepSpeed builds, or how, are dropped first: the plan decides them (:func:`inherited_env`).
 """
 
@@ -17,10 +17,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from dswheels.building.build_env import BuildSetup, CompilerCache, build_env, dist_extra_config
 from dswheels.building.effects.cell_log import log_note
 from dswheels.building.effects.compiler_cache import find_compiler_cache, start_sccache
 from dswheels.building.effects.workdir import link_site, settle_header_times
-from dswheels.building.environment import BuildSetup, CompilerCache, build_env, dist_extra_config
 from dswheels.building.parallelism import Parallelism
 from dswheels.cuda.redist import REDIST_URL
 from dswheels.host.log import get_reporter

@@ -1,7 +1,7 @@
 """The compiler cache a build runs through: ccache or sccache from PATH, sccache's server, the statistics.
 
 What the cache is told (its base directory, where sccache keeps its objects) is decided in
-:mod:`dswheels.building.environment` and :mod:`dswheels.plan.compiler_cache_keys`; this module finds the
+:mod:`dswheels.building.build_env` and :mod:`dswheels.plan.compiler_cache_keys`; this module finds the
 tool, makes the compiler links (ccache) or the C++ script (sccache) a build needs, starts
 sccache's server for the build and reads what the cache did.
 """
@@ -14,8 +14,8 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+from dswheels.building.build_env import CompilerCache
 from dswheels.building.effects.cell_log import log_note
-from dswheels.building.environment import CompilerCache
 from dswheels.building.output_reading import CacheStats, parse_ccache_stats_log, parse_sccache_stats
 from dswheels.host import proc
 from dswheels.host.log import get_reporter

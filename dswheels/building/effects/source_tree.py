@@ -15,9 +15,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from dswheels.building.build_env import baseline_flag
 from dswheels.building.effects.cell_log import log_note
 from dswheels.building.effects.op_flags_asked import apply_flag_patches
-from dswheels.building.environment import baseline_flag
 from dswheels.building.patches import (
     BUILDER_FILES,
     DEBUG_FLAG_FILES,
