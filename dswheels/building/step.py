@@ -35,7 +35,7 @@ class CellBuilder(Protocol):
     ) -> CellResult: ...
 
 
-Verifier = Callable[[Path, VerifyOptions], WheelVerification]  # verify_wheel, or a test's stand-in
+Verifier = Callable[[Path, VerifyOptions, Host], WheelVerification]  # verify_wheel, or a test's stand-in
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -75,10 +75,10 @@ def _jobs(options: BuildOptions, planned: Sequence[PlannedCell]) -> int:
     return jobs
 
 
-def _verify_built(result: CellResult, options: VerifyOptions, verify: Verifier) -> CellResult:
+def _verify_built(result: CellResult, options: VerifyOptions, host: Host, verify: Verifier) -> CellResult:
     """A fresh wheel verified; one that fails is removed (it must not be published) and its cell failed."""
     assert result.wheel is not None  # noqa: S101 - a built cell has its wheel
-    failed = verify(result.wheel, options).failed
+    failed = verify(result.wheel, options, host).failed
     if not failed:
         return result
     discard_wheel(result.wheel)
@@ -110,7 +110,7 @@ def build_cells(
     for item in planned:
         result = build(item, options, host, compat=compat, jobs=jobs)
         if result.status is CellStatus.BUILT and options.verify is not None:
-            result = _verify_built(result, options.verify, verify)
+            result = _verify_built(result, options.verify, host, verify)
         results.append(result)
         if result.error is not None:
             if not options.keep_going:

@@ -28,8 +28,9 @@ from dswheels.facts.follow import (
     issue_body,
 )
 from dswheels.host.files import read_bounded
-from dswheels.host.github import GitHub, api_url_from_env, token_from_env
+from dswheels.host.github import GitHub, api_url_from_env
 from dswheels.host.log import get_reporter
+from dswheels.host.ports import Host
 from dswheels.host.repository import repository_file
 from dswheels.kernel.compat import load_compat
 from dswheels.kernel.errors import ConfigError
@@ -67,11 +68,11 @@ def _report(path: Path) -> Untyped:
     return report
 
 
-def _github(repo: str) -> GitHub:
-    token = token_from_env()
-    if not token:
+def _github(repo: str, host: Host) -> GitHub:
+    """The repository's API with the host's token (``Host.real(github=True)``) and its ``GITHUB_API_URL``."""
+    if not host.github_token:
         raise ConfigError("no GitHub token", hint="set GITHUB_TOKEN (the workflow passes its job token)")
-    return GitHub(repo, token=token, api_url=api_url_from_env())
+    return GitHub(repo, token=host.github_token, api_url=api_url_from_env(host.environ))
 
 
 def _package_dir() -> Path:
@@ -127,10 +128,10 @@ class DispatchOptions:
     ref: str = "main"
 
 
-def dispatch_builds(options: DispatchOptions) -> tuple[str, ...]:
+def dispatch_builds(options: DispatchOptions, host: Host) -> tuple[str, ...]:
     """Start the workflow for each version not already queued or running; the versions started (the
     reporter says each, and why any is left for later)."""
-    gh = _github(options.repo)
+    gh = _github(options.repo, host)
     active = active_versions(runs(gh, options.workflow))
     start, later = builds_to_start(placeable=options.versions, unpublished={}, active=active)
     reporter = get_reporter()
@@ -158,7 +159,7 @@ class IssueOutcome:
     opened: str | None = None  # the number of the issue opened (as GitHub gave it)
 
 
-def keep_drift_issue(options: IssueOptions) -> IssueOutcome:
+def keep_drift_issue(options: IssueOptions, host: Host) -> IssueOutcome:
     """Open, update or close the one drift issue, as the facts report says."""
     report = _report(options.report)
     try:
@@ -167,7 +168,7 @@ def keep_drift_issue(options: IssueOptions) -> IssueOutcome:
         raise ConfigError(f"cannot read {options.markdown}: {exc.strerror}") from None
     except ValueError as exc:  # not UTF-8, too large, or not a regular file (a FIFO, a device)
         raise ConfigError(f"cannot read {options.markdown}: {exc}") from None
-    gh = _github(options.repo)
+    gh = _github(options.repo, host)
     body = issue_body(markdown)
     action = issue_action(open_issues(gh), drift=report.at("drift").data is True, body=body)
     if action.kind == "create":

@@ -15,6 +15,7 @@ from dswheels.arguments.shared import (
     parse_torch_source,
 )
 from dswheels.host.log import get_reporter
+from dswheels.host.ports import Host
 from dswheels.kernel.errors import ConfigError, DswheelsError
 from dswheels.kernel.naming import cell_id
 from dswheels.kernel.result import Done
@@ -88,13 +89,15 @@ def _show(smoked: WheelSmoke) -> None:
     get_reporter().summary(f"### dswheels smoke: {smoked.wheel.name} on {smoked.device}\n\n{table}")
 
 
-def _smoke_each(wheels: Sequence[Path], options: SmokeOptions) -> tuple[list[dict[str, object]], list[DswheelsError]]:
+def _smoke_each(
+    wheels: Sequence[Path], options: SmokeOptions, host: Host
+) -> tuple[list[dict[str, object]], list[DswheelsError]]:
     """Every wheel's report entry, and the errors of those that failed; one wheel alone raises its own."""
     entries: list[dict[str, object]] = []
     errors: list[DswheelsError] = []
     for wheel in wheels:
         try:
-            smoked = smoke_wheel(wheel, options)
+            smoked = smoke_wheel(wheel, options, host)
         except DswheelsError as exc:
             if len(wheels) == 1:
                 raise
@@ -112,7 +115,7 @@ def _smoke_each(wheels: Sequence[Path], options: SmokeOptions) -> tuple[list[dic
 
 def run(args: argparse.Namespace) -> Done:
     wheels: list[Path] = args.wheels
-    entries, errors = _smoke_each(wheels, _options(args))
+    entries, errors = _smoke_each(wheels, _options(args), Host.real())
     data = {"schema": SMOKE_SCHEMA, "ok": not errors, "wheels": entries}
     if len(wheels) > 1:
         verdicts = "".join(f"  {'ok' if e['ok'] else 'FAILED':6}  {e['wheel']}\n" for e in entries)

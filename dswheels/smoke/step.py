@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 
-from dswheels.host.downloads import env_cache_dir
 from dswheels.host.log import get_reporter
+from dswheels.host.ports import Host
 from dswheels.host.wheel_file import read_wheel
 from dswheels.kernel.compat import load_compat
 from dswheels.kernel.errors import ConfigError, EnvironmentMismatchError, SmokeError
@@ -130,18 +130,19 @@ def _train(
     return device, result, skipped
 
 
-def smoke_wheel(wheel: Path, options: SmokeOptions) -> WheelSmoke:
-    """Smoke-test one wheel (``ok`` false when a run failed; an error when it could not run)."""
+def smoke_wheel(wheel: Path, options: SmokeOptions, host: Host) -> WheelSmoke:
+    """Smoke-test one wheel (``ok`` false when a run failed; an error when it could not run); its venv and
+    log are under ``host.cache_dir``/smoke."""
     cell, ops = _wheel(wheel)
-    cache = env_cache_dir()
-    log = cache / "smoke" / f"{wheel.name}.log"
+    root = host.cache_dir / "smoke"
+    log = root / f"{wheel.name}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text("", encoding="utf-8")
     python = options.python
     if python is None:
         expected = Expected(cell=cell, ops=ops, source=ExpectedFrom.WHEEL)
         python = fresh_venv(
-            wheel, expected, compat=load_compat(), torch_source=options.torch_source, root=cache / "smoke", log=log
+            wheel, expected, compat=load_compat(), torch_source=options.torch_source, root=root, log=log
         )
     try:
         device, result, skipped = _train(python, options, wheel=wheel, cell=cell, ops=ops, log=log)

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 
-from dswheels.host.downloads import env_cache_dir
 from dswheels.host.log import get_reporter
+from dswheels.host.ports import Host
 from dswheels.host.wheel_file import WheelContents
 from dswheels.host.wheelhouse import find_wheels
 from dswheels.kernel.compat import load_compat
@@ -126,9 +126,10 @@ def _show(title: str, checks: Sequence[Check]) -> None:
         reporter.info(f"  {'ok    ' if c.ok else 'FAILED'}  {c.name}: {c.detail}")
 
 
-def _run_time(wheel: Path, expected: Expected, options: VerifyOptions) -> RuntimeResult:
+def _run_time(wheel: Path, expected: Expected, options: VerifyOptions, host: Host) -> RuntimeResult:
     accelerator = options.accelerator.for_wheel(expected)
-    log = env_cache_dir() / "verify" / f"{wheel.name}.log"
+    work_root = host.cache_dir / "verify"
+    log = work_root / f"{wheel.name}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text("", encoding="utf-8")
     with get_reporter().group(f"{cell_id(expected.cell)}: run time"):
@@ -138,7 +139,7 @@ def _run_time(wheel: Path, expected: Expected, options: VerifyOptions) -> Runtim
             compat=load_compat(),
             python=options.python,
             torch_source=options.torch_source,
-            work_root=env_cache_dir() / "verify",
+            work_root=work_root,
             accelerator=accelerator,
             log=log,
             torch_version=options.torch_version,
@@ -150,8 +151,9 @@ def _run_time(wheel: Path, expected: Expected, options: VerifyOptions) -> Runtim
     return runtime
 
 
-def verify_wheel(wheel: Path, options: VerifyOptions) -> WheelVerification:
-    """One wheel's checks; the reporter shows each part as it is done."""
+def verify_wheel(wheel: Path, options: VerifyOptions, host: Host) -> WheelVerification:
+    """One wheel's checks; the reporter shows each part as it is done. The run-time part works and logs
+    under ``host.cache_dir``/verify."""
     compat = load_compat()
     data = read_verified_wheel(wheel)
     cell = wheel_cell(wheel, data)
@@ -160,11 +162,11 @@ def verify_wheel(wheel: Path, options: VerifyOptions) -> WheelVerification:
     )
     static = tuple(static_part(data, expected, compat))
     _show(f"static checks (against the {expected.source}):", static)
-    runtime = None if options.static_only else _run_time(wheel, expected, options)
+    runtime = None if options.static_only else _run_time(wheel, expected, options, host)
     return WheelVerification(wheel=wheel, expected=expected, static=static, runtime=runtime)
 
 
-def verify_wheels(paths: Sequence[Path], options: VerifyOptions) -> tuple[WheelVerification, ...]:
+def verify_wheels(paths: Sequence[Path], options: VerifyOptions, host: Host) -> tuple[WheelVerification, ...]:
     """The wheels ``paths`` name (a directory: the wheels in it and one level down; none: what
     ``dswheels build`` wrote), each verified."""
     wheels = find_wheels(paths)
@@ -172,4 +174,4 @@ def verify_wheels(paths: Sequence[Path], options: VerifyOptions) -> tuple[WheelV
         raise ConfigError("--manifest goes with exactly one wheel")
     if not paths:
         get_reporter().info(f"{len(wheels)} wheel(s) in {WHEELHOUSE}/, what `dswheels build` wrote")
-    return tuple(verify_wheel(wheel, options) for wheel in wheels)
+    return tuple(verify_wheel(wheel, options, host) for wheel in wheels)

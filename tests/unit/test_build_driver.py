@@ -87,9 +87,9 @@ class FakeBuild:
         return [cell_id(planned.cell) for planned, *_ in self.calls]
 
 
-def _verifier(failing: set[str], seen: list[tuple[Path, VerifyOptions]]) -> driver.Verifier:
-    def verify(wheel: Path, options: VerifyOptions) -> WheelVerification:
-        seen.append((wheel, options))
+def _verifier(failing: set[str], seen: list[tuple[Path, VerifyOptions, Host]]) -> driver.Verifier:
+    def verify(wheel: Path, options: VerifyOptions, host: Host) -> WheelVerification:
+        seen.append((wheel, options, host))
         bad = wheel.name in failing
         check = Check(name="ops load", ok=not bad, detail="cpu_adam: undefined symbol" if bad else "")
         expected = Expected(cell=_planned(CPU_311).cell, ops=(), source=ExpectedFrom.PLAN)
@@ -182,14 +182,13 @@ def test_keep_going_builds_the_rest_and_reports_each_failure(tmp_path: Path) -> 
 
 def test_a_wheel_that_fails_verification_is_removed_and_its_cell_failed(tmp_path: Path) -> None:
     bad = wheel_filename(_planned(CU130).cell)
-    seen: list[tuple[Path, VerifyOptions]] = []
+    seen: list[tuple[Path, VerifyOptions, Host]] = []
     verify_options = VerifyOptions(matrix=ROOT / "matrix" / "matrix.yml")
     options = _options(tmp_path, verify=verify_options, keep_going=True)
     heard: list[CellResult] = []
-    run = build_cells(
-        options, _host(tmp_path), on_failure=heard.append, build=FakeBuild(), verify=_verifier({bad}, seen)
-    )
-    assert [options for _, options in seen] == [verify_options] * 3
+    host = _host(tmp_path)
+    run = build_cells(options, host, on_failure=heard.append, build=FakeBuild(), verify=_verifier({bad}, seen))
+    assert [(options, verify_host) for _, options, verify_host in seen] == [(verify_options, host)] * 3
     by_id = {r.cell_id: r for r in run.results}
     failed = by_id[CU130]
     assert failed.status is CellStatus.FAILED
@@ -208,14 +207,14 @@ def test_a_wheel_that_fails_verification_is_removed_and_its_cell_failed(tmp_path
 
 
 def test_verification_is_skipped_without_verify_and_for_a_failed_cell(tmp_path: Path) -> None:
-    seen: list[tuple[Path, VerifyOptions]] = []
+    seen: list[tuple[Path, VerifyOptions, Host]] = []
     verify = _verifier(set(), seen)
     build_cells(_options(tmp_path), _host(tmp_path), on_failure=_not_called, build=FakeBuild(), verify=verify)
     assert seen == []
     options = _options(tmp_path, verify=VerifyOptions(), keep_going=True)
     build = FakeBuild(fail={CU130: "failed"})
     build_cells(options, _host(tmp_path), on_failure=lambda _: None, build=build, verify=verify)
-    assert [wheel.name for wheel, _ in seen] == [wheel_filename(_planned(c).cell) for c in (CPU_311, CPU_312)]
+    assert [wheel.name for wheel, _, _ in seen] == [wheel_filename(_planned(c).cell) for c in (CPU_311, CPU_312)]
 
 
 def test_install_builds_exactly_one_cell_and_installs_it_through_the_host(tmp_path: Path) -> None:
