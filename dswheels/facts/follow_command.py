@@ -53,8 +53,11 @@ https://api.github.com).
 """
 
 
-def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
-    p = add_command(sub, "builds", help="the DeepSpeed versions whose wheels should be built now", description=__doc__)
+FACTS_HELP = "`dswheels facts check --json` output"
+
+
+def _add_facts_input(p: argparse.ArgumentParser) -> None:
+    """The facts report the follow steps read (their result is written with --report, like every stage's)."""
     p.add_argument(
         "--facts",
         dest="facts_json",
@@ -63,6 +66,11 @@ def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
         metavar="PATH",
         help="`dswheels facts check --json` output",
     )
+
+
+def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
+    p = add_command(sub, "builds", help="the DeepSpeed versions whose wheels should be built now", description=__doc__)
+    _add_facts_input(p)
     add_matrix_argument(
         p,
         help=f"matrix file (else {MATRIX} of the repository: the installed dswheels' clone, else the working "
@@ -90,14 +98,7 @@ def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
     add_report_argument(p)
     p.set_defaults(func=run_dispatch)
     p = add_command(sub, "issue", help="open, update or close the one facts-drift issue", description=ISSUE)
-    p.add_argument(
-        "--facts",
-        dest="facts_json",
-        type=Path,
-        required=True,
-        metavar="PATH",
-        help="`dswheels facts check --json` output",
-    )
+    _add_facts_input(p)
     p.add_argument("--markdown", type=Path, required=True, metavar="PATH", help="`dswheels facts check --markdown`")
     p.add_argument("--repo", required=True, metavar="OWNER/NAME")
     add_report_argument(p)

@@ -248,3 +248,16 @@ def write_zip(path: Path, members: Mapping[str, bytes | Bomb]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(bytes(local + central + end))
     return path
+
+
+def cpu_deepspeed_wheel(directory: Path) -> Path:
+    """A tiny DeepSpeed wheel as a CPU build for torch 2.14 leaves it (no ops): for the commands' plumbing."""
+    installed = "version='0.19.8+cputorch2.14'\ninstalled_ops={}\naccelerator_name='cpu'\n"
+    return write_wheel(
+        directory,
+        name="deepspeed",
+        version="0.19.8+cputorch2.14",
+        tag="cp312-cp312-linux_x86_64",
+        files={"deepspeed/git_version_info_installed.py": installed.encode()},
+        requires_dist=["torch==2.14.*"],
+    )

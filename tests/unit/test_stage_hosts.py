@@ -24,7 +24,7 @@ from dswheels.kernel.model import OS
 from dswheels.smoke import step as smoke_step
 from dswheels.verify import step as verify_step
 from tests.conftest import ROOT
-from tests.support.wheels import write_wheel
+from tests.support.wheels import cpu_deepspeed_wheel
 
 HOST_TOKEN = "ghp_from_the_host"  # noqa: S105 - a test's, which the step must take over the environment's
 
@@ -38,18 +38,6 @@ def host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Host:
     """A host whose cache is one directory while ``DSWHEELS_CACHE`` names another."""
     monkeypatch.setenv("DSWHEELS_CACHE", str(tmp_path / "from-the-environment"))
     return Host(cache_dir=tmp_path / "host-cache")
-
-
-def _wheel(directory: Path) -> Path:
-    installed = "version='0.19.8+cputorch2.14'\ninstalled_ops={}\naccelerator_name='cpu'\n"
-    return write_wheel(
-        directory,
-        name="deepspeed",
-        version="0.19.8+cputorch2.14",
-        tag="cp312-cp312-linux_x86_64",
-        files={"deepspeed/git_version_info_installed.py": installed.encode()},
-        requires_dist=["torch==2.14.*"],
-    )
 
 
 @dataclass
@@ -79,7 +67,7 @@ def test_verify_works_and_logs_under_the_hosts_cache(
     monkeypatch.setattr(verify_step, "runtime_checks", _record(seen))
     options = verify_step.VerifyOptions(matrix=ROOT / "matrix" / "matrix.yml")
     with pytest.raises(Stop):
-        verify_step.verify_wheel(_wheel(tmp_path / "wheels"), options, host)
+        verify_step.verify_wheel(cpu_deepspeed_wheel(tmp_path / "wheels"), options, host)
     assert seen.kwargs["work_root"] == host.cache_dir / "verify"
     log = seen.kwargs["log"]
     assert isinstance(log, Path)
@@ -94,7 +82,7 @@ def test_smoke_makes_its_venv_and_log_under_the_hosts_cache(
     seen = Seen()
     monkeypatch.setattr(smoke_step, "fresh_venv", _record(seen))
     with pytest.raises(Stop):
-        smoke_step.smoke_wheel(_wheel(tmp_path / "wheels"), smoke_step.SmokeOptions(), host)
+        smoke_step.smoke_wheel(cpu_deepspeed_wheel(tmp_path / "wheels"), smoke_step.SmokeOptions(), host)
     assert seen.kwargs["root"] == host.cache_dir / "smoke"
     log = seen.kwargs["log"]
     assert isinstance(log, Path)

@@ -25,7 +25,7 @@ from dswheels.plan.jobs import LEVELS
 from dswheels.plan.step import JobGrouping
 from tests.conftest import ROOT
 from tests.support.recording import RecordingReporter
-from tests.support.wheels import write_wheel
+from tests.support.wheels import cpu_deepspeed_wheel
 from tests.unit.machines import machine_data
 
 # every stage's command line: <stage>/command.py (and a second command's <stage>/<name>_command.py)
@@ -114,18 +114,6 @@ def test_every_command_takes_report_and_no_flag_shadows_it() -> None:
         assert parser.get_default(STAGE_DEST) == name
 
 
-def _deepspeed_wheel(directory: Path) -> Path:
-    installed = "version='0.19.8+cputorch2.14'\ninstalled_ops={}\naccelerator_name='cpu'\n"
-    return write_wheel(
-        directory,
-        name="deepspeed",
-        version="0.19.8+cputorch2.14",
-        tag="cp312-cp312-linux_x86_64",
-        files={"deepspeed/git_version_info_installed.py": installed.encode()},
-        requires_dist=["torch==2.14.*"],
-    )
-
-
 def _doctor_facts(tmp_path: Path) -> Path:
     saved = tmp_path / "facts.json"
     saved.write_text(json.dumps({"schema": DOCTOR_SCHEMA, "facts": machine_data("windows-healthy-cu124")}))
@@ -158,7 +146,7 @@ def test_every_stage_writes_its_report(
     for name in ("GITHUB_ACTIONS", "GITHUB_OUTPUT", "GITHUB_STEP_SUMMARY", "DSWHEELS_INDEX", "GITHUB_TOKEN"):
         monkeypatch.delenv(name, raising=False)
     (tmp_path / "published").mkdir()
-    names = {"tmp": str(tmp_path), "wheel": str(_deepspeed_wheel(tmp_path)), "facts": str(_doctor_facts(tmp_path))}
+    names = {"tmp": str(tmp_path), "wheel": str(cpu_deepspeed_wheel(tmp_path)), "facts": str(_doctor_facts(tmp_path))}
     report = tmp_path / "report.json"
     assert main([*(a.format(**names) for a in argv), "--report", str(report)]) == code
     data = json.loads(report.read_text(encoding="utf-8"))
@@ -173,7 +161,7 @@ def test_every_stage_writes_its_report(
 def test_a_failed_verify_report_keeps_its_own_keys(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """verify's report had a schema and the wheels before the common fields: failing, it still has both."""
     monkeypatch.chdir(ROOT)
-    wheel = _deepspeed_wheel(tmp_path)  # no ops in it: short of the plan's
+    wheel = cpu_deepspeed_wheel(tmp_path)  # no ops in it: short of the plan's
     report = tmp_path / "verify.json"
     assert main(["verify", str(wheel), "--static", "--report", str(report)]) == VerifyError.exit_code
     data = json.loads(report.read_text(encoding="utf-8"))
