@@ -6,15 +6,18 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dswheels.arguments.parsing import Container, add_env_option
 from dswheels.kernel.errors import ConfigError
 from dswheels.kernel.locations import MATRIX
 from dswheels.kernel.sources import TorchSource, TorchSourceKind
 from dswheels.kernel.versions import VersionTuple, parse_version
-from dswheels.plan.effects.published import PublishedAt
-from dswheels.plan.effects.selection import MatrixCells
 from dswheels.plan.planner import Combo, combo_from_values
+
+if TYPE_CHECKING:  # imported when a command runs: `dswheels --help` needs neither the stores nor compat.yml
+    from dswheels.plan.effects.published import PublishedAt
+    from dswheels.plan.effects.selection import MatrixCells
 
 __all__ = [
     "COMBO_AXES",
@@ -117,6 +120,8 @@ def combo_of(args: argparse.Namespace) -> Combo:
 
 def matrix_selection(args: argparse.Namespace) -> MatrixCells:
     """The cells of --matrix that --only or the combination flags select (never both)."""
+    from dswheels.plan.effects.selection import MatrixCells  # noqa: PLC0415 - see the imports above
+
     combo = combo_of(args)
     if combo.given and args.only:
         raise ConfigError("--only selects cells of the matrix; it cannot be combined with --deepspeed/--torch/...")
@@ -202,6 +207,8 @@ def add_published_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def published_at(args: argparse.Namespace) -> PublishedAt:
+    from dswheels.plan.effects.published import PublishedAt  # noqa: PLC0415 - see the imports above
+
     return PublishedAt(
         publish_dir=args.publish_dir or "", index_url=args.index_url or "", repository=args.repository or ""
     )

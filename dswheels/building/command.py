@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dswheels.arguments.parsing import Subparsers, add_command, add_env_option
 from dswheels.arguments.shared import (
@@ -17,20 +18,20 @@ from dswheels.arguments.shared import (
     parse_nvcc_option,
     parse_torch_source,
 )
-from dswheels.building.effects.cell import CellResult, CellStatus
-from dswheels.building.step import BuildOptions, BuildRun, build_cells, install_here, outcome_of
 from dswheels.building.summary import render_results_markdown, render_results_table
 from dswheels.cuda.redist import REDIST_URL
 from dswheels.host.gha import in_github_actions
 from dswheels.host.log import get_reporter
-from dswheels.host.ports import Host
 from dswheels.host.venvs import InterpreterMode
 from dswheels.kernel.errors import ConfigError
 from dswheels.kernel.locations import WHEELHOUSE
+from dswheels.kernel.platform_traits import WineCudaSource
 from dswheels.plan.compiler_cache_keys import CompilerCacheChoice, SccacheBackend, SccacheSettings
-from dswheels.plan.effects.selection import CellSelection, NamedCells, PlanFileCells, ThisMachine
-from dswheels.platforms.wine.cuda_root import WineCudaSource
-from dswheels.verify.step import VerifyOptions
+
+if TYPE_CHECKING:  # the build itself is imported when it runs: `dswheels --help` and `build --help` need none of it
+    from dswheels.building.effects.cell import CellResult
+    from dswheels.building.step import BuildOptions, BuildRun
+    from dswheels.plan.effects.selection import CellSelection
 
 __all__ = ["register", "run"]
 
@@ -231,6 +232,8 @@ def _split_cells(values: Sequence[str]) -> list[str]:
 def _selection(args: argparse.Namespace) -> CellSelection:
     """--plan's cells; --cell ids; the matrix (--only, or a combination naming --python/--platform); else
     this machine."""
+    from dswheels.plan.effects.selection import NamedCells, PlanFileCells, ThisMachine  # noqa: PLC0415 - see above
+
     cells = tuple(_split_cells(args.cell))
     if args.plan is not None:
         if combo_given(args) or args.nvcc:
@@ -265,6 +268,9 @@ def _options(args: argparse.Namespace) -> BuildOptions:
         raise ConfigError("--jobs must be at least 1 and --parallel-ops at least 0")
     if args.prepare_only and (args.install or args.verify):
         raise ConfigError("--prepare-only compiles nothing: it cannot be combined with --install or --verify")
+    from dswheels.building.step import BuildOptions  # noqa: PLC0415 - see the imports above
+    from dswheels.verify.step import VerifyOptions  # noqa: PLC0415
+
     torch_source = parse_torch_source(args.torch_index)
     return BuildOptions(
         selection=_selection(args),
@@ -298,6 +304,10 @@ def _show_failure(result: CellResult) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from dswheels.building.effects.cell import CellStatus  # noqa: PLC0415 - see the imports above
+    from dswheels.building.step import build_cells, install_here  # noqa: PLC0415
+    from dswheels.host.ports import Host  # noqa: PLC0415
+
     options = _options(args)
     host = Host.real(cache_dir=args.cache_dir)
     result = build_cells(options, host, on_failure=_show_failure)
@@ -323,6 +333,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _report(result: BuildRun) -> None:
+    from dswheels.building.step import outcome_of  # noqa: PLC0415 - see the imports above
+
     rows = [outcome_of(r) for r in result.results]
     get_reporter().emit(render_results_table(rows, skipped=result.not_built))
     get_reporter().summary(render_results_markdown(rows, skipped=result.not_built))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from enum import Enum
 from types import MappingProxyType
 
 from dswheels.kernel.model import OS, Platform
@@ -17,6 +18,7 @@ __all__ = [
     "ALL_TRAITS",
     "CUDA_LIBRARY_HEADERS",
     "PlatformTraits",
+    "WineCudaSource",
     "conventions",
     "first_on_path",
     "msvc_bin_dir",
@@ -141,3 +143,14 @@ def first_on_path(path: str, sep: str, has_it: Callable[[str], bool]) -> str | N
     'C:/Git/usr/bin'
     """
     return next((d for d in path.split(sep) if d and has_it(d)), None)
+
+
+class WineCudaSource(str, Enum):
+    """Where the Wine host takes the CUDA components from (``--wine-cuda``)."""
+
+    AUTO = "auto"  # PyPI's wheels from CUDA 13 (they carry nvcc.exe), NVIDIA's archives before
+    PYPI = "pypi"  # NVIDIA's wheels on PyPI
+    NVIDIA = "nvidia"  # NVIDIA's redistributable archives (compat.yml pins the release's JSON)
+
+    def __str__(self) -> str:
+        return self.value

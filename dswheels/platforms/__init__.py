@@ -25,8 +25,8 @@ if TYPE_CHECKING:
     from dswheels.kernel.binaries.linux_runtime import RuntimeFloor
     from dswheels.kernel.compat import Compat
     from dswheels.kernel.model import PlannedCell
+    from dswheels.kernel.platform_traits import WineCudaSource
     from dswheels.kernel.versions import VersionTuple
-    from dswheels.platforms.wine.cuda_root import WineCudaSource
 
 __all__ = ["ALL_PLATFORMS", "OS", "PlatformModule", "PlatformTraits", "platform_module", "traits"]
 

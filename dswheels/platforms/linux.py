@@ -10,10 +10,9 @@ from dswheels.building.effects.wheel_checks import report_runtime
 from dswheels.kernel.binaries.linux_runtime import RuntimeFloor
 from dswheels.kernel.compat import Compat
 from dswheels.kernel.model import OS, PlannedCell
-from dswheels.kernel.platform_traits import ALL_TRAITS
+from dswheels.kernel.platform_traits import ALL_TRAITS, WineCudaSource
 from dswheels.kernel.versions import VersionTuple, format_version
 from dswheels.platforms.find_tools import gcc_major
-from dswheels.platforms.wine.cuda_root import WineCudaSource
 
 __all__ = ["PLATFORM", "Linux"]
 

@@ -15,11 +15,10 @@ from dswheels.building.effects.source_tree import add_windows_files
 from dswheels.kernel.binaries.linux_runtime import RuntimeFloor
 from dswheels.kernel.compat import Compat
 from dswheels.kernel.model import OS, PlannedCell
-from dswheels.kernel.platform_traits import ALL_TRAITS
+from dswheels.kernel.platform_traits import ALL_TRAITS, WineCudaSource
 from dswheels.kernel.versions import VersionTuple, format_version
 from dswheels.platforms.find_tools import check_msvc
 from dswheels.platforms.wine.assembly import check_wine
-from dswheels.platforms.wine.cuda_root import WineCudaSource
 from dswheels.platforms.wine.host import wait_for_wineserver, wine_prefix
 
 __all__ = ["PLATFORM", "Windows"]

@@ -28,7 +28,8 @@ from dswheels.cli import main
 from dswheels.cuda.effects.install_toolkit import MARKER, CudaInstallOptions, install_cuda
 from dswheels.kernel.compat import load_compat
 from dswheels.kernel.errors import ConfigError, SourceError
-from dswheels.platforms.wine.cuda_root import WineCudaSource, assemble_windows_cuda, cuda_source
+from dswheels.kernel.platform_traits import WineCudaSource
+from dswheels.platforms.wine.cuda_root import assemble_windows_cuda, cuda_source
 from tests.conftest import DATA, require
 from tests.support.planned import planned_cell
 

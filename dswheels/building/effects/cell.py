@@ -61,13 +61,13 @@ from dswheels.kernel.locations import WHEELHOUSE
 from dswheels.kernel.manifest import Manifest
 from dswheels.kernel.model import PlannedCell
 from dswheels.kernel.naming import cell_id, wheel_filename
+from dswheels.kernel.platform_traits import WineCudaSource
 from dswheels.kernel.sources import TorchSource, TorchSourceKind
 from dswheels.kernel.versions import format_version
 from dswheels.plan.compiler_cache_keys import CacheTool, CompilerCacheChoice, SccacheSettings, compile_family
 from dswheels.plan.costs import cell_units, load_costs, op_order
 from dswheels.platforms import platform_module
 from dswheels.platforms.wine.assembly import prepare_wine
-from dswheels.platforms.wine.cuda_root import WineCudaSource
 
 if TYPE_CHECKING:
     from dswheels.host.ports import Host

@@ -29,7 +29,7 @@ from dswheels.host.venvs import Interpreter
 from dswheels.kernel.errors import EnvironmentMismatchError
 from dswheels.kernel.model import OS, PlannedCell
 from dswheels.kernel.naming import cell_id
-from dswheels.kernel.platform_traits import traits
+from dswheels.kernel.platform_traits import WineCudaSource, traits
 from dswheels.kernel.versions import format_version
 from dswheels.plan.compiler_cache_keys import CacheTool, CompilerCacheChoice, SccacheSettings
 from dswheels.platforms import platform_module
@@ -42,7 +42,6 @@ from dswheels.platforms.find_tools import (
     pick_compilers,
 )
 from dswheels.platforms.wine.assembly import WineBuild, WineTools
-from dswheels.platforms.wine.cuda_root import WineCudaSource
 
 __all__ = [
     "BuildTools",

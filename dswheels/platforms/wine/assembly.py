@@ -27,8 +27,9 @@ from dswheels.host.log import get_reporter
 from dswheels.kernel.compat import Compat
 from dswheels.kernel.errors import EnvironmentMismatchError
 from dswheels.kernel.model import PlannedCell
+from dswheels.kernel.platform_traits import WineCudaSource
 from dswheels.kernel.versions import format_version
-from dswheels.platforms.wine.cuda_root import WindowsCuda, WineCudaSource, assemble_windows_cuda
+from dswheels.platforms.wine.cuda_root import WindowsCuda, assemble_windows_cuda
 from dswheels.platforms.wine.host import WineHost, find_wine, windows_path, write_tool_scripts
 from dswheels.platforms.wine.msvc_root import MsvcRoot, find_msvc_root
 from dswheels.platforms.wine.python_dev import WindowsPython, prepare_windows_python

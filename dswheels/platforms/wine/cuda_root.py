@@ -29,7 +29,6 @@ import json
 import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
-from enum import Enum
 from pathlib import Path
 
 from dswheels.cuda.effects.install_toolkit import CudaInstallOptions, install_cuda
@@ -40,24 +39,14 @@ from dswheels.kernel.compat import Compat
 from dswheels.kernel.compat.entries import CudaComponent
 from dswheels.kernel.errors import EnvironmentMismatchError
 from dswheels.kernel.model import OS, PlannedCell
+from dswheels.kernel.platform_traits import WineCudaSource
 from dswheels.platforms.wine.host import install_for_windows
 from dswheels.platforms.wine.import_libs import import_library_from_dll
 
-__all__ = ["WindowsCuda", "WineCudaSource", "assemble_windows_cuda", "cuda_source"]
+__all__ = ["WindowsCuda", "assemble_windows_cuda", "cuda_source"]
 
 # DLL stem -> the import library torch's and DeepSpeed's builders name (``libraries``)
 _MADE_LIBS = {"cublas64_": "cublas.lib", "cublasLt64_": "cublasLt.lib", "curand64_": "curand.lib"}
-
-
-class WineCudaSource(str, Enum):
-    """Where the Wine host takes the CUDA components from (``--wine-cuda``)."""
-
-    AUTO = "auto"  # PyPI's wheels from CUDA 13 (they carry nvcc.exe), NVIDIA's archives before
-    PYPI = "pypi"  # NVIDIA's wheels on PyPI
-    NVIDIA = "nvidia"  # NVIDIA's redistributable archives (compat.yml pins the release's JSON)
-
-    def __str__(self) -> str:
-        return self.value
 
 
 @dataclass(frozen=True, slots=True)
