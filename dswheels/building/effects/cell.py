@@ -200,6 +200,11 @@ def build_cell(planned: PlannedCell, options: BuildOptions, host: Host, *, compa
     progress = _Progress()
     start = cell.monotonic()
     reporter = get_reporter()
+
+    def ended(status: CellStatus) -> CellResult:
+        """What every outcome says: the cell, its status, its log and how long it took."""
+        return CellResult(cell_id=cid, planned=planned, status=status, duration=cell.monotonic() - start, log_path=log)
+
     try:
         with reporter.group(f"{cid}: {'prepare' if options.prepare_only else 'build'}"):
             reporter.info(f"log: {log}")
@@ -212,31 +217,12 @@ def build_cell(planned: PlannedCell, options: BuildOptions, host: Host, *, compa
         remove_stale(options.out_dir / planned.cell.variant.name / wheel_filename(planned.cell))
         if log.parent.exists():
             log_note(log, f"FAILED: {exc.message}")
-        return CellResult(
-            cell_id=cid,
-            planned=planned,
-            status=CellStatus.FAILED,
-            duration=cell.monotonic() - start,
-            error=exc,
-            log_path=log,
-            op_outcomes=progress.op_outcomes,
-        )
+        return replace(ended(CellStatus.FAILED), error=exc, op_outcomes=progress.op_outcomes)
     if isinstance(built, Path):
-        return CellResult(
-            cell_id=cid,
-            planned=planned,
-            status=CellStatus.PREPARED,
-            duration=cell.monotonic() - start,
-            log_path=log,
-            prepared=built,
-        )
+        return replace(ended(CellStatus.PREPARED), prepared=built)
     wheel, manifest, manifest_data = built
-    return CellResult(
-        cell_id=cid,
-        planned=planned,
-        status=CellStatus.BUILT,
-        duration=cell.monotonic() - start,
-        log_path=log,
+    return replace(
+        ended(CellStatus.BUILT),
         wheel=wheel,
         manifest=manifest,
         manifest_data=manifest_data,
