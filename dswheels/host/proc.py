@@ -10,12 +10,20 @@ The output is read to its end whatever it holds: bytes that are not UTF-8 (cl pr
 code page) are kept as escapes, and a line that cannot be shown, logged or handled is counted and
 reported once the child is done. A reader that stopped would leave the child blocked on a full
 pipe until the job's timeout.
+
+What is kept of the output is bounded, for every caller (docs/hostile-input.md, round three): a line
+is cut at :data:`MAX_LINE` characters, the tail is the last :data:`TAIL_LINES` lines, and a capture
+holds at most :data:`MAX_CAPTURE` characters. A program whose captured output passes that bound is
+stopped and the caller's error raised, as for one that runs past its time: its output is data, and
+no answer dswheels asks a program for is that long. Output that is only shown and logged is read to
+its end, keeping only the tail.
 """
 
 from __future__ import annotations
 
 import collections
 import contextlib
+import io
 import json
 import os
 import shutil
@@ -33,9 +41,24 @@ from dswheels.host.log import TEXT_ERRORS, format_duration, get_reporter
 from dswheels.kernel.errors import DswheelsError
 from dswheels.kernel.urls import redact_text
 
-__all__ = ["Capturer", "RunResult", "Runner", "capture", "find_tool", "marked_json", "marked_line", "run"]
+__all__ = [
+    "MAX_CAPTURE",
+    "MAX_LINE",
+    "Capturer",
+    "RunResult",
+    "Runner",
+    "capture",
+    "find_tool",
+    "marked_json",
+    "marked_line",
+    "run",
+]
 
 TAIL_LINES = 60
+MAX_LINE = 64 * 1024  # characters of one line kept (a compile command line is a few KiB); the rest is cut
+MAX_CAPTURE = 16 * 1024 * 1024  # characters a capture keeps (the largest real one, op flags, is < 1 MiB)
+CUT = " [... line cut by dswheels]"
+_HEAD_LINES = 10  # of a capture that overflowed, shown with its tail
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,7 +160,8 @@ def _open_log(log_file: Path | None, args: Sequence[str]) -> IO[str] | None:
 
 
 class _Pump:
-    """Reads the child's output (in a thread): keeps its tail (all of it with ``capture``), tees the log, streams."""
+    """Reads the child's output (in a thread): keeps its tail (all of it with ``capture``, up to
+    :data:`MAX_CAPTURE`), tees the log, streams. Nothing it keeps grows past a bound."""
 
     def __init__(
         self,
@@ -155,26 +179,69 @@ class _Pump:
         self.on_line = on_line
         self.reporter = get_reporter()  # the reader thread does not see the context's reporter
         self.tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
-        self.captured: list[str] = []
+        self.captured = io.StringIO()  # one growing buffer: a list of lines costs ~50 bytes more per line
+        self.captured_chars = 0
+        self.head: list[str] = []  # the first lines, for the error when a capture overflows
+        self.overflowed = False  # the capture passed MAX_CAPTURE: the child is to be stopped
+        self.wake = threading.Event()  # set when the capture overflows and when the reading ends
         self.last_output = monotonic()
         self.faults = 0  # lines that could not be shown, logged or handled
         self.fault: Exception | None = None  # the first failure
 
     def __call__(self, stdout: IO[str]) -> None:
         try:
-            for raw in stdout:
-                self._take(raw.rstrip("\r\n"))
+            self._read(stdout)
         except Exception as exc:  # noqa: BLE001 - reading itself failed: drain the rest unread, or the child blocks
             self._failed(exc)
             with contextlib.suppress(OSError, ValueError):
                 while os.read(stdout.fileno(), 65536):
                     pass
+        finally:
+            self.wake.set()
+
+    def _read(self, stdout: IO[str]) -> None:
+        """Every line, each at most MAX_LINE characters (``readline``'s limit: a line without an end never
+        fills memory); of a longer line the first MAX_LINE characters are taken, marked, and the rest skipped."""
+        full: str | None = None  # a piece of exactly MAX_LINE characters: cut, unless the output ends there
+        skipping = False  # reading the rest of a line that was cut
+        while piece := stdout.readline(MAX_LINE):
+            ended = piece.endswith("\n")
+            if skipping:
+                skipping = not ended
+            elif full is not None:  # the same line goes on: cut, unless all that follows is its end
+                self._take(full if piece == "\n" else full + CUT)
+                full, skipping = None, not ended
+            elif not ended and len(piece) >= MAX_LINE:
+                full = piece
+            else:
+                self._take(piece.rstrip("\r\n"))
+        if full is not None:
+            self._take(full)
+
+    def _keep(self, line: str) -> None:
+        """Keep ``line`` of a capture, unless that passes MAX_CAPTURE: then nothing more is kept."""
+        if self.overflowed:
+            return
+        if self.captured_chars + len(line) + 1 > MAX_CAPTURE:
+            self.overflowed = True
+            self.wake.set()
+            return
+        if self.captured_chars:
+            self.captured.write("\n")
+        self.captured.write(line)
+        self.captured_chars += len(line) + 1
+        if len(self.head) < _HEAD_LINES:
+            self.head.append(line)
+
+    @property
+    def output(self) -> str:
+        return self.captured.getvalue()
 
     def _take(self, line: str) -> None:
         self.last_output = monotonic()
         self.tail.append(line)
         if self.capture:
-            self.captured.append(line)
+            self._keep(line)
         ok = True
         if self.log is not None:
             stamp = f"[{utc_now():%H:%M:%S}] " if self.timestamps else ""
@@ -225,13 +292,18 @@ def _wait(
 ) -> tuple[int, bool]:
     """The exit code, and whether the child was stopped for running past ``timeout``.
 
-    While it runs: a heartbeat line after every ``heartbeat`` seconds without output. Ctrl-C stops it.
+    While it runs: a heartbeat line after every ``heartbeat`` seconds without output. Ctrl-C stops it,
+    and so does a capture that passed its bound (the reader keeps draining the pipe meanwhile).
     """
     timed_out = False
     try:
         while reader.is_alive():
-            reader.join(timeout=1.0)
+            if pump.wake.wait(timeout=1.0) and not pump.overflowed:
+                reader.join(timeout=1.0)  # the reading ended: the reader is about to
             now = monotonic()
+            if pump.overflowed:
+                _stop(process)
+                break
             if timeout is not None and now - start > timeout:
                 timed_out = True
                 _stop(process)
@@ -268,7 +340,8 @@ def run(
 ) -> RunResult:
     """Run ``argv`` to completion.
 
-    ``capture`` keeps the whole output in the result; ``stream`` shows it live through the
+    ``capture`` keeps the whole output in the result, up to :data:`MAX_CAPTURE` characters (past that
+    the program is stopped and ``error`` raised); ``stream`` shows it live through the
     reporter; ``log_file`` (appended to) always gets every line. With ``check`` a non-zero
     exit raises ``error`` naming ``what`` (default: the program), with the output's tail.
     ``on_line`` sees every line as it arrives (from the reader thread), e.g. to report progress;
@@ -315,6 +388,14 @@ def run(
             process.stdout.close()  # the reader is done with it (an unclosed pipe is a ResourceWarning)
     tail = tuple(pump.tail)
     hint = f"full log: {log_file}" if log_file else None
+    if pump.overflowed:
+        shown = [*pump.head, f"[... more than {MAX_CAPTURE:,} characters; the last lines:]", *tail[-20:]]
+        raise error(
+            f"{label} printed more than {MAX_CAPTURE:,} characters of output and was stopped "
+            "(no answer dswheels asks a program for is that long)",
+            details="\n".join(shown),
+            hint=hint,
+        )
     if timed_out:
         raise error(
             f"{label} did not finish within {format_duration(timeout or 0)}", details="\n".join(tail[-30:]), hint=hint
@@ -326,7 +407,7 @@ def run(
         returncode=returncode,
         duration=monotonic() - start,
         tail=tail,
-        output="\n".join(pump.captured),
+        output=pump.output,
         log_path=log_file,
     )
 
