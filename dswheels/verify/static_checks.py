@@ -1,20 +1,21 @@
-"""What a wheel must be, checked without installing it (``dswheels verify``, static part).
+"""What a wheel must be (:class:`Expected`), and the static checks of its files: name, label, pin,
+what DeepSpeed stamped into it, its ops and their extension files.
 
-Every check is a :class:`Check` with a sentence a person can act on; the effectful side
-(:mod:`dswheels.verify.effects.prove`) gathers the wheel's contents and adds the checks that need
-tools (disassembly) or a running interpreter (ds_report, loading every op).
+Each check is a function registered in :data:`STATIC` (:mod:`dswheels.verify.registry`) that reads
+:class:`WheelFacts`, gathered by the effectful side (:mod:`dswheels.verify.effects.prove`); the
+checks of the extension binaries are :mod:`dswheels.verify.binary_checks`', the loaded ones
+:mod:`dswheels.verify.loaded_checks`'. :mod:`dswheels.verify.checks` runs them all.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 
-from dswheels.kernel.binaries.dlls import DllFacts, DllTarget, describe_providers, judge_imports
+from dswheels.kernel.binaries.dlls import DllFacts
 from dswheels.kernel.binaries.extension import ExtensionBinary
-from dswheels.kernel.binaries.fatbin import GpuCode, judge_gpu_code
-from dswheels.kernel.binaries.linux_runtime import LibstdcxxRelease, RuntimeFloor, floor_of, judge_runtime
+from dswheels.kernel.binaries.linux_runtime import LibstdcxxRelease, RuntimeFloor
 from dswheels.kernel.manifest import Manifest
 from dswheels.kernel.model import Accelerator, Cell, Platform, Python, Variant
 from dswheels.kernel.naming import (
@@ -27,31 +28,30 @@ from dswheels.kernel.naming import (
 )
 from dswheels.kernel.platform_traits import traits
 from dswheels.kernel.versions import TorchMinor, format_version, parse_version
-from dswheels.kernel.wheel_contents import PORTABLE_MARK, InstalledInfo, Metadata, builder_modules, check_ops, torch_pin
+from dswheels.kernel.wheel_contents import (
+    PORTABLE_MARK,
+    InstalledInfo,
+    Metadata,
+    OpsInWheel,
+    builder_modules,
+    check_ops,
+    torch_pin,
+)
 from dswheels.verify.placement import place_extensions
+from dswheels.verify.registry import Check, Registry, Stage, Verdict
 
 __all__ = [
-    "Check",
+    "BUILDER",
+    "STATIC",
     "Expected",
     "ExpectedFrom",
-    "binary_checks",
+    "WheelFacts",
     "cell_from_wheel_filename",
     "expected_from_manifest",
-    "gpu_checks",
-    "linux_runtime_checks",
     "render_checks_markdown",
-    "static_checks",
 ]
 
-
-@dataclass(frozen=True, slots=True)
-class Check:
-    name: str
-    ok: bool
-    detail: str
-
-    def as_json(self) -> dict[str, object]:
-        return {"name": self.name, "ok": self.ok, "detail": self.detail}
+BUILDER = "deepspeed/ops/op_builder/builder.py"  # where DeepSpeed probes the build host's CPU
 
 
 class ExpectedFrom(str, Enum):
@@ -144,200 +144,156 @@ def expected_from_manifest(manifest: Manifest, cell: Cell, *, default_runtime: R
     )
 
 
-def binary_checks(
-    binaries: Mapping[str, ExtensionBinary],
-    expected: Expected,
-    libstdcxx: Sequence[LibstdcxxRelease],
-    dlls: DllFacts,
-) -> list[Check]:
-    """What the extensions need when they load: glibc/libstdc++ versions (ELF), DLLs (PE)."""
-    elf = {m: b.version_needs for m, b in binaries.items() if b.format == "elf"}
-    checks = linux_runtime_checks(elf, expected, libstdcxx)
-    cell = expected.cell
-    target = DllTarget(
-        python=cell.python,
-        torch=cell.torch,
-        cuda_major=int(cell.variant.cuda_text.split(".")[0]) if cell.variant.is_cuda else None,
+@dataclass(frozen=True, kw_only=True, slots=True)
+class WheelFacts:
+    """What the static checks read: the wheel's files and binaries, and what it must be."""
+
+    filename: str
+    names: Sequence[str]
+    metadata: Metadata
+    installed: InstalledInfo | None  # DeepSpeed's build info; None: unreadable (``installed_problem`` says why)
+    expected: Expected
+    dlls: DllFacts  # which DLLs Windows, the VC++ runtime, Python and torch provide (windows_dlls.yml)
+    installed_problem: str = ""
+    sha256: str = ""
+    builder_sources: Mapping[str, str] = field(default_factory=dict)  # op_builder/**.py: where each op is imported
+    binaries: Mapping[str, ExtensionBinary] = field(default_factory=dict)  # extension member -> what it holds
+    baseline_known: bool = True  # compat.yml knows the expected CPU baseline
+    libstdcxx: Sequence[LibstdcxxRelease] = ()  # compat.yml's libstdc++ releases, for messages
+
+    @property
+    def info(self) -> InstalledInfo:
+        """The build info, for the checks after the gate that fails without it."""
+        assert self.installed is not None  # noqa: S101 - the gate (git_version_info_installed.py) stopped the run
+        return self.installed
+
+    @property
+    def modules(self) -> dict[str, tuple[str, ...]]:
+        """op -> the module(s) it is imported from: what the wheel's own builders say (``load()`` runs them),
+        else what the manifest recorded of the build."""
+        modules: dict[str, tuple[str, ...]] = {op: (module,) for op, module in self.expected.modules.items() if module}
+        modules.update(builder_modules(self.builder_sources))
+        return modules
+
+    @property
+    def ops(self) -> OpsInWheel:
+        return check_ops(self.expected.ops, installed=self.info, modules=self.modules, names=self.names)
+
+
+STATIC: Registry[WheelFacts] = Registry(Stage.STATIC)
+
+
+@STATIC.check(
+    "git_version_info_installed.py",
+    judges="DeepSpeed's build info (installed_ops, accelerator_name, torch_info) is in the wheel and readable",
+    gate=True,
+)
+def _installed_info(facts: WheelFacts) -> Iterator[Verdict]:
+    if facts.installed is None:
+        yield Verdict(ok=False, detail=facts.installed_problem)
+
+
+@STATIC.check("manifest sha256", judges="the wheel's sha256 is the one its build manifest records (with a manifest)")
+def _manifest_sha256(facts: WheelFacts) -> Iterator[Verdict]:
+    recorded = facts.expected.wheel_sha256
+    if recorded:
+        same = facts.sha256 == recorded
+        said = "as the manifest records" if same else f"but the manifest records {recorded[:16]}..."
+        yield Verdict(same, f"sha256 {facts.sha256[:16]}... {said}")
+
+
+@STATIC.check("filename", judges="the file name is the cell's: version, local label, tags")
+def _filename(facts: WheelFacts) -> Iterator[Verdict]:
+    want = wheel_filename(facts.expected.cell)
+    yield Verdict(facts.filename == want, facts.filename + ("" if facts.filename == want else f" != {want}"))
+
+
+@STATIC.check("version label", judges="METADATA's version and DeepSpeed's stamped version carry the cell's label")
+def _version_label(facts: WheelFacts) -> Iterator[Verdict]:
+    want = wheel_version(facts.expected.cell)
+    version, stamped = facts.metadata.version, facts.info.version
+    yield Verdict(
+        version == want and stamped == want, f"METADATA {version}, git_version_info {stamped}, expected {want}"
     )
-    for binary in (b for _, b in sorted(binaries.items()) if b.format == "pe"):
-        verdicts = judge_imports(binary.dll_imports + binary.delay_imports, target, dlls)
-        bad = [v for v in verdicts if not v.ok]
-        if bad:
-            detail = "; ".join(f"{v.name}: {v.detail}" for v in bad)
-        else:
-            detail = "all provided: " + describe_providers(verdicts)
-        checks.append(Check(f"dll imports {binary.name.split('.')[0]}", not bad, detail))
-    return checks
 
 
-def linux_runtime_checks(
-    needs: Mapping[str, Mapping[str, Sequence[str]]], expected: Expected, libstdcxx: Sequence[LibstdcxxRelease]
-) -> list[Check]:
-    """The wheel's glibc/libstdc++ floor against the promised maximum, and against the manifest's record.
+@STATIC.check("torch pin", judges="METADATA requires exactly the torch minor the wheel was built with")
+def _torch_pin(facts: WheelFacts) -> Iterator[Verdict]:
+    torch = facts.expected.cell.torch
+    reqs = [str(r) for r in facts.metadata.requirements if r.name == "torch"]
+    yield Verdict(
+        reqs == [torch_pin(torch)], f"Requires-Dist torch: {', '.join(reqs) or 'none'}; expected {torch_pin(torch)}"
+    )
 
-    ``needs``: extension member -> library -> the symbol versions it needs (``{}``: no ELF, no check).
-    """
-    if not needs:
-        return []
-    floor = floor_of(needs.values())
-    promised = expected.linux_runtime or RuntimeFloor()
-    judgement = judge_runtime(floor, promised)
-    detail = f"needs {floor.describe(libstdcxx)}"
-    if expected.linux_runtime is not None:
-        detail += f"; promised at most {promised.describe(libstdcxx)} ({expected.linux_runtime_from or 'the plan'})"
-    if judgement.problems:
-        culprits = [
-            f"{name.rsplit('/', 1)[-1]} needs {', '.join(bad)}"
-            for name, per_lib in sorted(needs.items())
-            if (bad := judge_runtime(floor_of([per_lib]), promised).problems)
-        ]
+
+@STATIC.check(
+    "accelerator",
+    judges="the accelerator DeepSpeed stamped is the variant's (else every op is JIT-compiled where it matters)",
+)
+def _accelerator(facts: WheelFacts) -> Iterator[Verdict]:
+    expected, name = facts.expected, facts.info.accelerator_name
+    ok = name == expected.accelerator
+    detail = f"accelerator_name {name!r}"
+    if not ok:
+        where = "a GPU" if expected.accelerator is Accelerator.CUDA else "this machine"
         detail += (
-            f". Above the promise: {'; '.join(culprits)}. Where only the promised versions exist the op fails "
-            "to load (version `...' not found): build on an older image (runners in the matrix), or raise "
-            "linux_runtime if the narrower reach is intended"
+            f", but the wheel is labelled {local_label(expected.cell)}: DeepSpeed loads prebuilt ops only when the "
+            f"run-time accelerator is the build's, so on {where} every op would be JIT-compiled "
+            f"(build with DS_ACCELERATOR={expected.accelerator})"
         )
-    checks = [Check("linux runtime", judgement.ok, detail)]
-    recorded = expected.recorded_runtime
-    if recorded is not None and recorded != floor:
-        checks.append(
-            Check(
-                "manifest runtime",
-                ok=False,
-                detail=f"the manifest records {recorded.describe(libstdcxx)}, "
-                f"the wheel needs {floor.describe(libstdcxx)}",
-            )
-        )
-    return checks
+    yield Verdict(ok, detail)
 
 
-def _import_modules(expected: Expected, builder_sources: Mapping[str, str]) -> dict[str, tuple[str, ...]]:
-    """op -> the module(s) it is imported from: what the wheel's own builders say (``load()`` runs them), else
-    what the manifest recorded of the build."""
-    modules: dict[str, tuple[str, ...]] = {op: (module,) for op, module in expected.modules.items() if module}
-    modules.update(builder_modules(builder_sources))
-    return modules
-
-
-def static_checks(
-    *,
-    filename: str,
-    names: Sequence[str],
-    metadata: Metadata,
-    installed: InstalledInfo,
-    expected: Expected,
-    builder_source: str | None,
-    sha256: str = "",
-    builder_sources: Mapping[str, str] | None = None,
-) -> list[Check]:
-    """Every check that needs only the wheel's bytes (the ``builder_source`` is its op_builder/builder.py;
-    ``builder_sources`` every op builder's, which say where each op is imported from)."""
-    cell = expected.cell
-    checks: list[Check] = []
-    if expected.wheel_sha256:
-        same = sha256 == expected.wheel_sha256
-        checks.append(
-            Check(
-                "manifest sha256",
-                ok=same,
-                detail=f"sha256 {sha256[:16]}... "
-                + ("as the manifest records" if same else f"but the manifest records {expected.wheel_sha256[:16]}..."),
-            ),
-        )
-    label = local_label(cell)
-
-    want_name = wheel_filename(cell)
-    checks.append(
-        Check("filename", filename == want_name, f"{filename}" + ("" if filename == want_name else f" != {want_name}")),
-    )
-    version = metadata.version
-    checks.append(
-        Check(
-            "version label",
-            version == wheel_version(cell) and installed.version == wheel_version(cell),
-            f"METADATA {version}, git_version_info {installed.version}, expected {wheel_version(cell)}",
-        ),
-    )
-    torch_reqs = [str(r) for r in metadata.requirements if r.name == "torch"]
-    checks.append(
-        Check(
-            "torch pin",
-            torch_reqs == [torch_pin(cell.torch)],
-            f"Requires-Dist torch: {', '.join(torch_reqs) or 'none'}; expected {torch_pin(cell.torch)}",
-        ),
-    )
-    accel_ok = installed.accelerator_name == expected.accelerator
-    detail = f"accelerator_name {installed.accelerator_name!r}"
-    if not accel_ok:
-        detail += (
-            f", but the wheel is labelled {label}: DeepSpeed loads prebuilt ops only when the run-time accelerator "
-            f"is the build's, so on {'a GPU' if expected.accelerator is Accelerator.CUDA else 'this machine'} every op "
-            f"would be JIT-compiled (build with DS_ACCELERATOR={expected.accelerator})"
-        )
-    checks.append(Check("accelerator", accel_ok, detail))
-    info = installed.torch_info
+@STATIC.check("torch_info", judges="the torch and CUDA DeepSpeed stamped are the label's")
+def _torch_info(facts: WheelFacts) -> Iterator[Verdict]:
+    cell, info = facts.expected.cell, facts.info.torch_info
     want_cuda = cell.variant.cuda_text if cell.variant.is_cuda else "0.0"
-    torch_ok = str(info.get("version")) == format_version(cell.torch)
-    cuda_ok = str(info.get("cuda_version")) == want_cuda
-    checks.append(
-        Check(
-            "torch_info",
-            torch_ok and cuda_ok,
-            f"built with torch {info.get('version')}, CUDA {info.get('cuda_version')}; the label says torch "
-            f"{format_version(cell.torch)}, CUDA {want_cuda}",
-        ),
+    ok = str(info.get("version")) == format_version(cell.torch) and str(info.get("cuda_version")) == want_cuda
+    yield Verdict(
+        ok,
+        f"built with torch {info.get('version')}, CUDA {info.get('cuda_version')}; the label says torch "
+        f"{format_version(cell.torch)}, CUDA {want_cuda}",
     )
-    modules = _import_modules(expected, builder_sources or {})
-    ops = check_ops(expected.ops, installed=installed, modules=modules, names=names)
+
+
+@STATIC.check("installed ops", judges="installed_ops is exactly the manifest's (or the plan's) list of ops")
+def _installed_ops(facts: WheelFacts) -> Iterator[Verdict]:
+    ops, source = facts.ops, facts.expected.source
     parts = [f"installed_ops: {', '.join(sorted(ops.installed)) or 'none'}"]
     if ops.missing:
-        parts.append(f"short of the {expected.source}'s list by {', '.join(sorted(ops.missing))}")
+        parts.append(f"short of the {source}'s list by {', '.join(sorted(ops.missing))}")
     if ops.extra:
-        parts.append(f"not in the {expected.source}'s list: {', '.join(ops.extra)}")
-    checks.append(Check("installed ops", not ops.missing and not ops.extra, "; ".join(parts)))
-    misplaced = [p for p in place_extensions(names, built=ops.installed, modules=modules) if not p.ok]
+        parts.append(f"not in the {source}'s list: {', '.join(ops.extra)}")
+    yield Verdict(not ops.missing and not ops.extra, "; ".join(parts))
+
+
+@STATIC.check("extensions", judges="one extension file per installed op, where the op's builder imports it from")
+def _extensions(facts: WheelFacts) -> Iterator[Verdict]:
+    ops, modules = facts.ops, facts.modules
+    misplaced = [p for p in place_extensions(facts.names, built=ops.installed, modules=modules) if not p.ok]
     paired = {p.op for p in misplaced}
     problems = [p.problem for p in misplaced]
     problems += [line for op, line in zip(ops.no_file, ops.describe_no_file(modules), strict=True) if op not in paired]
     if len(ops.extensions) != len(ops.installed):
         problems.append(f"{len(ops.extensions)} extension files for {len(ops.installed)} installed ops")
-    checks.append(
-        Check(
-            "extensions",
-            not problems,
-            "; ".join(problems)
-            or f"one extension per op ({len(ops.extensions)}): " + ", ".join(sorted(ops.extensions)),
-        ),
-    )
-    if builder_source is not None:
-        checks.append(
-            Check(
-                "portable op_builder",
-                PORTABLE_MARK in builder_source,
-                "deepspeed/ops/op_builder/builder.py "
-                + (
-                    "returns the CPU baseline (JIT builds on users' machines are portable too)"
-                    if PORTABLE_MARK in builder_source
-                    else "still probes the build host's CPU (-march=native)"
-                ),
-            ),
+    found = f"one extension per op ({len(ops.extensions)}): " + ", ".join(sorted(ops.extensions))
+    yield Verdict(not problems, "; ".join(problems) or found)
+
+
+@STATIC.check(
+    "portable op_builder",
+    judges="DeepSpeed's op_builder/builder.py returns the CPU baseline, not -march=native (with the file)",
+)
+def _portable_builder(facts: WheelFacts) -> Iterator[Verdict]:
+    source = facts.builder_sources.get(BUILDER)
+    if source is not None:
+        portable = PORTABLE_MARK in source
+        said = (
+            "returns the CPU baseline (JIT builds on users' machines are portable too)"
+            if portable
+            else "still probes the build host's CPU (-march=native)"
         )
-    return checks
-
-
-def gpu_checks(expected: Expected, gpu: Mapping[str, GpuCode]) -> list[Check]:
-    """SASS only for planned archs (and some), PTX only where +PTX, and every arch the manifest says its
-    builder asked for: per CUDA extension."""
-    if not expected.cell.variant.is_cuda or not expected.arch_list:
-        return []
-    checks = []
-    for name, code in sorted(gpu.items()):
-        judged = judge_gpu_code(code, expected.arch_list, expected.sass.get(name, frozenset()))
-        bad = [*judged.unplanned_sass, *judged.unplanned_ptx]
-        detail = code.describe() + (f"; unplanned {bad}" if bad else "")
-        if judged.missing_sass:
-            detail += f"; {judged.missing_text}"
-        checks.append(Check(f"gpu code {name.rsplit('/', 1)[-1]}", judged.ok, detail))
-    return checks
+        yield Verdict(portable, f"{BUILDER} {said}")
 
 
 def render_checks_markdown(title: str, checks: Sequence[Check]) -> str:

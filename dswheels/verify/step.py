@@ -21,7 +21,8 @@ from dswheels.kernel.sources import TorchSource, TorchSourceKind
 from dswheels.kernel.wheel_contents import WheelContentError
 from dswheels.plan.effects.selection import NamedCells, plan_cell_ids
 from dswheels.verify.effects.prove import RuntimeResult, load_expected, read_verified_wheel, runtime_checks, static_part
-from dswheels.verify.static_checks import Check, Expected, ExpectedFrom, cell_from_wheel_filename
+from dswheels.verify.registry import Check
+from dswheels.verify.static_checks import Expected, ExpectedFrom, cell_from_wheel_filename
 
 __all__ = ["RuntimeAccelerator", "VerifyOptions", "WheelVerification", "verify_wheel", "verify_wheels", "wheel_cell"]
 

@@ -28,7 +28,8 @@ from dswheels.kernel.manifest import manifest_name
 from dswheels.kernel.model import PlannedCell
 from dswheels.kernel.naming import cell_id, wheel_filename
 from dswheels.plan.effects.selection import NamedCells, select_cells
-from dswheels.verify.static_checks import Check, Expected, ExpectedFrom
+from dswheels.verify.registry import Check
+from dswheels.verify.static_checks import Expected, ExpectedFrom
 from dswheels.verify.step import VerifyOptions, WheelVerification
 from tests.conftest import ROOT
 

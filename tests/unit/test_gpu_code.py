@@ -18,8 +18,9 @@ from dswheels.kernel.model import PlannedCell
 from dswheels.kernel.naming import parse_cell_id
 from dswheels.plan.matrix.parse import parse_matrix
 from dswheels.plan.planner import Combo, plan
-from dswheels.verify.static_checks import Expected, gpu_checks
+from dswheels.verify.static_checks import Expected
 from tests.conftest import ROOT
+from tests.support.verify_facts import run_check, wheel_facts, with_gpu
 from tests.unit.machines import DATA
 
 COMPAT = load_compat()
@@ -110,9 +111,11 @@ def test_verify_requires_the_sass_the_manifest_says_the_builder_asked_for() -> N
     asked = Expected(
         cell=cell, ops=("fused_adam",), arch_list=("7.5", "8.0+PTX", "9.0"), sass={EXT: frozenset({75, 80, 90})}
     )
-    (check,) = gpu_checks(asked, {EXT: REAL})
+    (check,) = run_check("gpu code", wheel_facts(asked, binaries={EXT: with_gpu(EXT, REAL)}))
     assert not check.ok
     assert "no SASS for sm_90, which its builder asked nvcc for" in check.detail
     # without the manifest's record (an older manifest, or a plan) only unplanned code is judged
-    (check,) = gpu_checks(dataclasses.replace(asked, sass={}), {EXT: REAL})
+    (check,) = run_check(
+        "gpu code", wheel_facts(dataclasses.replace(asked, sass={}), binaries={EXT: with_gpu(EXT, REAL)})
+    )
     assert check.ok

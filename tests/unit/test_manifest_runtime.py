@@ -6,11 +6,12 @@ import dataclasses
 import functools
 import json
 import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pytest
 
-from dswheels.kernel.binaries.linux_runtime import RuntimeFloor
+from dswheels.kernel.binaries.linux_runtime import LibstdcxxRelease, RuntimeFloor
 from dswheels.kernel.compat import load_compat
 from dswheels.kernel.errors import ConfigError
 from dswheels.kernel.manifest import (
@@ -25,9 +26,11 @@ from dswheels.kernel.manifest import (
 )
 from dswheels.kernel.naming import parse_cell_id
 from dswheels.verify.effects.prove import load_expected
-from dswheels.verify.static_checks import Expected, ExpectedFrom, expected_from_manifest, linux_runtime_checks
+from dswheels.verify.registry import Check
+from dswheels.verify.static_checks import Expected, ExpectedFrom, expected_from_manifest
 from dswheels.verify.step import _plan_expectation
 from tests.support.planned import planned_cell
+from tests.support.verify_facts import elf, run_checks, wheel_facts
 
 COMPAT = load_compat()
 CELL = parse_cell_id("ds0.19.8-torch2.13-cpu-cp311-linux_x86_64")
@@ -195,6 +198,14 @@ def test_the_manifests_plan_is_a_typed_planned_cell_and_must_be_its_cell() -> No
     data["plan"]["wheel"] = "deepspeed-0.19.8-py3-none-any.whl"
     with pytest.raises(ManifestError, match=r"plan\.wheel is .* but the cell's own fields make it"):
         parse_manifest(json.dumps(data))
+
+
+def linux_runtime_checks(
+    needs: Mapping[str, Mapping[str, tuple[str, ...]]], expected: Expected, libstdcxx: Sequence[LibstdcxxRelease]
+) -> list[Check]:
+    """The registry's two runtime checks of the ELF extensions ``needs`` describes."""
+    facts = wheel_facts(expected, binaries={m: elf(m, n) for m, n in needs.items()}, libstdcxx=libstdcxx)
+    return run_checks(("linux runtime", "manifest runtime"), facts)
 
 
 def _expected(promise: RuntimeFloor | None, recorded: RuntimeFloor | None = None) -> Expected:

@@ -10,14 +10,11 @@ from dswheels.kernel.binaries.fatbin import GpuCode
 from dswheels.kernel.naming import parse_cell_id
 from dswheels.kernel.wheel_contents import PORTABLE_MARK, parse_installed_info, parse_metadata
 from dswheels.smoke.runs import deepspeed_config, render_smoke_markdown, runs_for
+from dswheels.verify import static_checks
 from dswheels.verify.ds_report import parse_ds_report
-from dswheels.verify.static_checks import (
-    Check,
-    Expected,
-    cell_from_wheel_filename,
-    gpu_checks,
-    static_checks,
-)
+from dswheels.verify.registry import Check
+from dswheels.verify.static_checks import BUILDER, Expected, cell_from_wheel_filename
+from tests.support.verify_facts import run_check, wheel_facts, with_gpu
 
 DATA = Path(__file__).parent.parent / "data"
 CPU = "deepspeed-0.19.8+cputorch2.13-cp311-cp311-linux_x86_64.whl"
@@ -42,16 +39,20 @@ def _expected(ops: tuple[str, ...] = ("cpu_adam",)) -> Expected:
 
 
 def _checks(**kw: object) -> dict[str, Check]:
+    """The static checks of the wheel's files (the registry of static_checks.py), by name."""
     args: dict[str, object] = {
         "filename": CPU,
         "names": ["deepspeed/__init__.py", SO],
         "metadata": parse_metadata(METADATA),
         "installed": parse_installed_info(INFO),
-        "expected": _expected(),
-        "builder_source": f"    def cpu_arch(self):\n        return '-march=x86-64-v2'  {PORTABLE_MARK} ...\n",
+        "builder_sources": {
+            BUILDER: f"    def cpu_arch(self):\n        return '-march=x86-64-v2'  {PORTABLE_MARK} ...\n"
+        },
     }
     args.update(kw)
-    return {c.name: c for c in static_checks(**args)}  # type: ignore[arg-type]
+    expected = args.pop("expected", _expected())
+    assert isinstance(expected, Expected)
+    return {c.name: c for c in static_checks.STATIC.run(wheel_facts(expected, **args))}
 
 
 def test_a_good_wheel_passes() -> None:
@@ -95,7 +96,7 @@ def test_torch_pin_and_extension_count() -> None:
     assert not extra["extensions"].ok
     assert "2 extension files for 1 installed ops" in extra["extensions"].detail
     assert not _checks(names=["deepspeed/__init__.py"])["extensions"].ok
-    assert not _checks(builder_source="    def cpu_arch(self):\n        return '-march=native'\n")[
+    assert not _checks(builder_sources={BUILDER: "    def cpu_arch(self):\n        return '-march=native'\n"})[
         "portable op_builder"
     ].ok
 
@@ -113,9 +114,10 @@ def test_gpu_checks() -> None:
         ops=("fused_adam",),
         arch_list=("7.5", "8.0+PTX"),
     )
-    good = gpu_checks(exp, {"a/fused_adam_op.so": GpuCode(sass=(75, 80), ptx=(80,))})
+    so = "a/fused_adam_op.so"
+    good = run_check("gpu code", wheel_facts(exp, binaries={so: with_gpu(so, GpuCode(sass=(75, 80), ptx=(80,)))}))
     assert [c.ok for c in good] == [True]
-    bad = gpu_checks(exp, {"a/fused_adam_op.so": GpuCode(sass=(75, 80, 90), ptx=(75,))})
+    bad = run_check("gpu code", wheel_facts(exp, binaries={so: with_gpu(so, GpuCode(sass=(75, 80, 90), ptx=(75,)))}))
     assert not bad[0].ok
     assert "[90, 75]" in bad[0].detail
 

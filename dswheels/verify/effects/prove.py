@@ -29,21 +29,15 @@ from dswheels.kernel.errors import VerifyError
 from dswheels.kernel.manifest import ManifestError, manifest_name, parse_manifest
 from dswheels.kernel.model import Accelerator, Cell
 from dswheels.kernel.naming import cell_id
-from dswheels.kernel.opload_result import judge_loads
 from dswheels.kernel.platform_traits import traits
 from dswheels.kernel.sources import TorchSource, TorchSourceKind
-from dswheels.kernel.versions import format_version
 from dswheels.kernel.wheel_contents import WheelContentError
 from dswheels.stores.wheel_ref import MAX_MANIFEST_BYTES
+from dswheels.verify.checks import judge_loaded, judge_static
 from dswheels.verify.ds_report import DsReport, parse_ds_report
-from dswheels.verify.static_checks import (
-    Check,
-    Expected,
-    binary_checks,
-    expected_from_manifest,
-    gpu_checks,
-    static_checks,
-)
+from dswheels.verify.loaded_checks import LoadedFacts
+from dswheels.verify.registry import Check
+from dswheels.verify.static_checks import Expected, WheelFacts, expected_from_manifest
 
 __all__ = [
     "RuntimeResult",
@@ -51,11 +45,9 @@ __all__ = [
     "load_expected",
     "read_verified_wheel",
     "runtime_checks",
+    "static_facts",
     "static_part",
-    "tool_checks",
 ]
-
-BUILDER = "deepspeed/ops/op_builder/builder.py"
 
 
 def read_verified_wheel(path: Path) -> WheelContents:
@@ -98,54 +90,45 @@ def load_expected(
     return from_plan
 
 
-def tool_checks(data: WheelContents, expected: Expected, compat: Compat) -> list[Check]:
-    """The extensions' binaries: CPU baseline (objdump, ELF and PE), runtime needs, GPU code; -march=native traces."""
-    checks: list[Check] = []
+def static_facts(data: WheelContents, expected: Expected, compat: Compat) -> WheelFacts:
+    """What the static checks read. The binaries are read (and disassembled) only when DeepSpeed's build
+    info is readable: without it the wheel is judged on that alone (the registry's gate)."""
+    try:
+        installed, problem = data.installed, ""
+    except WheelContentError as exc:
+        installed, problem = None, str(exc)
     baseline = compat.cpu_baselines.get(expected.cpu_baseline)
-    binaries = read_extensions(
-        data.extensions,
-        forbidden_registers=baseline.forbidden_registers if baseline is not None else None,
-        error=VerifyError,
-    )
-    native = [n for n, b in binaries.items() if b.records_native]
-    checks.append(
-        Check(
-            "no -march=native",
-            not native,
-            "no extension records -march=native" if not native else f"-march=native recorded in {', '.join(native)}",
-        ),
+    binaries = (
+        read_extensions(
+            data.extensions,
+            forbidden_registers=baseline.forbidden_registers if baseline is not None else None,
+            error=VerifyError,
+        )
+        if installed is not None
+        else {}
     )
     known = [b for b in binaries.values() if b.format != "unknown"]
-    if known and baseline is None:
-        checks.append(Check("cpu baseline", ok=False, detail=f"unknown baseline {expected.cpu_baseline!r}"))
-    elif known and proc.find_tool("objdump") is None:
+    if known and baseline is not None and proc.find_tool("objdump") is None:
         get_reporter().warning("objdump (binutils) is not on PATH: the CPU baseline of the extensions is not checked")
-    checks.extend(
-        Check(f"cpu baseline {b.name.split('.')[0]}", ok=b.isa.ok, detail=b.isa.describe(expected.cpu_baseline))
-        for b in known
-        if b.isa is not None
-    )
-    checks += binary_checks(binaries, expected, compat.libstdcxx, load_dll_facts())
-    checks += gpu_checks(expected, {m: b.gpu for m, b in binaries.items() if b.gpu is not None})
-    return checks
-
-
-def static_part(data: WheelContents, expected: Expected, compat: Compat) -> list[Check]:
-    try:
-        installed = data.installed
-    except WheelContentError as exc:
-        return [Check("git_version_info_installed.py", ok=False, detail=str(exc))]
-    checks = static_checks(
+    return WheelFacts(
         filename=data.path.name,
         names=data.names,
         metadata=data.metadata,
         installed=installed,
+        installed_problem=problem,
         expected=expected,
-        builder_source=data.builder_sources.get(BUILDER),
         sha256=data.sha256,
         builder_sources=data.builder_sources,
+        binaries=binaries,
+        baseline_known=baseline is not None,
+        libstdcxx=compat.libstdcxx,
+        dlls=load_dll_facts(),
     )
-    return checks + tool_checks(data, expected, compat)
+
+
+def static_part(data: WheelContents, expected: Expected, compat: Compat) -> list[Check]:
+    """Every static check of the registry (:mod:`dswheels.verify.checks`), in order."""
+    return judge_static(static_facts(data, expected, compat))
 
 
 # --- run time ------------------------------------------------------------------------------------
@@ -236,19 +219,9 @@ def runtime_checks(
 def _runtime(
     result: RuntimeResult, python: Path, expected: Expected, *, accelerator: Accelerator | None, log: Path | None
 ) -> None:
-    cell = expected.cell
+    """Run ds_report and load every op in ``python``; the loaded checks of the registry judge what they did."""
     info = probe_python(python)
     result.python, result.torch = info.python, info.torch or ""
-    torch_minor = ".".join((info.torch or "").split("+")[0].split(".")[:2])
-    want = format_version(cell.torch)
-    result.checks.append(
-        Check(
-            "runtime torch",
-            torch_minor == want,
-            f"the environment has torch {info.torch or 'none'}, the wheel is built for torch {want}"
-            + ("" if torch_minor == want else ": DeepSpeed refuses every prebuilt op (PyTorch version mismatch)"),
-        ),
-    )
     with tempfile.TemporaryDirectory(prefix="dsw-ext-") as ext_dir, tempfile.TemporaryDirectory() as cwd:
         env = {
             **_clean_env(),
@@ -266,22 +239,8 @@ def _runtime(
             what="ds_report",
         )
         result.ds_report_text = report.output
-        try:
-            parsed = parse_ds_report(report.output)
-        except ValueError as exc:
-            result.checks.append(Check("ds_report", ok=False, detail=f"{exc}: {' / '.join(report.tail[-5:])}"))
-            parsed = None
-        if parsed is not None:
-            result.ds_report = parsed
-            shown = set(parsed.installed)
-            want_ops = set(expected.ops)
-            compiled = parsed.compiled_with
-            want_compiled = f"torch {want}" + (f", cuda {cell.variant.cuda_text}" if cell.variant.is_cuda else "")
-            ok = shown == want_ops and compiled.startswith(want_compiled)
-            detail = f"installed [YES]: {', '.join(sorted(shown)) or 'none'}; compiled w. {compiled!r}"
-            if shown != want_ops:
-                detail += f"; expected {', '.join(sorted(want_ops))}"
-            result.checks.append(Check("ds_report", ok, detail))
+        parsed, problem = _parsed_ds_report(report)
+        result.ds_report = parsed
         loads, run = load_ops(
             python,
             sorted(expected.ops),
@@ -291,20 +250,26 @@ def _runtime(
             log_file=log,
             error=VerifyError,
         )
-        if loads is None or (loads.error and not loads.ops):
-            why = loads.error if loads is not None else " / ".join(run.tail[-8:])
-            result.checks.append(Check("load ops", ok=False, detail=f"the loader failed: {why}"))
-        else:
+        if loads is not None and not (loads.error and not loads.ops):
             result.loads = dict(loads.raw)
-            result.checks += [Check(f"load {v.name}", v.ok, v.detail) for v in judge_loads(loads)]
-        leftovers = jit_files(Path(ext_dir))
-        result.checks.append(
-            Check(
-                "no JIT",
-                not leftovers,
-                "TORCH_EXTENSIONS_DIR stayed empty" if not leftovers else f"JIT builds in it: {', '.join(leftovers)}",
-            ),
+        facts = LoadedFacts(
+            expected=expected,
+            torch=info.torch or "",
+            ds_report=parsed,
+            ds_report_problem=problem,
+            loads=loads,
+            loader_tail=run.tail,
+            jit_files=jit_files(Path(ext_dir)),
         )
+    result.checks += judge_loaded(facts)
+
+
+def _parsed_ds_report(report: proc.RunResult) -> tuple[DsReport | None, str]:
+    """ds_report's output parsed, or None and why not (with its last lines)."""
+    try:
+        return parse_ds_report(report.output), ""
+    except ValueError as exc:
+        return None, f"{exc}: {' / '.join(report.tail[-5:])}"
 
 
 def _clean_env() -> dict[str, str]:

@@ -1,0 +1,92 @@
+"""The loaded checks: the wheel installed in an interpreter with the cell's torch (a fresh venv, or the
+one ``--python`` names), ``ds_report`` run, and every op loaded with an empty ``TORCH_EXTENSIONS_DIR``
+while JIT compilation is made to fail.
+
+The effectful side (:func:`dswheels.verify.effects.prove.runtime_checks`) runs them and gathers
+:class:`LoadedFacts`; each check here is a function of :data:`LOADED`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from dswheels.kernel.opload_result import LoadReport, judge_loads
+from dswheels.kernel.versions import format_version
+from dswheels.verify.ds_report import DsReport
+from dswheels.verify.registry import Registry, Stage, Verdict
+from dswheels.verify.static_checks import Expected
+
+__all__ = ["LOADED", "LoadedFacts"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class LoadedFacts:
+    """What the wheel did once installed."""
+
+    expected: Expected
+    torch: str  # the interpreter's torch version ("": none)
+    ds_report: DsReport | None  # None: its output did not parse (``ds_report_problem`` says why)
+    ds_report_problem: str = ""
+    loads: LoadReport | None  # None: the loader printed no answer (``loader_tail`` says why)
+    loader_tail: Sequence[str] = ()
+    jit_files: Sequence[str] = ()  # what appeared in TORCH_EXTENSIONS_DIR
+
+
+LOADED: Registry[LoadedFacts] = Registry(Stage.LOADED)
+
+
+@LOADED.check("runtime torch", judges="the interpreter's torch is the minor the wheel was built for")
+def _runtime_torch(facts: LoadedFacts) -> Iterator[Verdict]:
+    minor = ".".join(facts.torch.split("+")[0].split(".")[:2])
+    want = format_version(facts.expected.cell.torch)
+    yield Verdict(
+        minor == want,
+        f"the environment has torch {facts.torch or 'none'}, the wheel is built for torch {want}"
+        + ("" if minor == want else ": DeepSpeed refuses every prebuilt op (PyTorch version mismatch)"),
+    )
+
+
+@LOADED.check(
+    "ds_report",
+    judges="ds_report runs, marks exactly the expected ops installed, and says they were compiled with the "
+    "cell's torch (and CUDA)",
+)
+def _ds_report(facts: LoadedFacts) -> Iterator[Verdict]:
+    report, cell = facts.ds_report, facts.expected.cell
+    if report is None:
+        yield Verdict(ok=False, detail=facts.ds_report_problem)
+        return
+    shown, want_ops = set(report.installed), set(facts.expected.ops)
+    compiled = report.compiled_with
+    want_compiled = f"torch {format_version(cell.torch)}" + (
+        f", cuda {cell.variant.cuda_text}" if cell.variant.is_cuda else ""
+    )
+    detail = f"installed [YES]: {', '.join(sorted(shown)) or 'none'}; compiled w. {compiled!r}"
+    if shown != want_ops:
+        detail += f"; expected {', '.join(sorted(want_ops))}"
+    yield Verdict(shown == want_ops and compiled.startswith(want_compiled), detail)
+
+
+@LOADED.check(
+    "load",
+    judges="every expected op loads the extension from the wheel, nothing JIT-compiled, per op "
+    "('load ops' when the loader itself failed)",
+)
+def _load(facts: LoadedFacts) -> Iterator[Verdict]:
+    loads = facts.loads
+    if loads is None or (loads.error and not loads.ops):
+        why = loads.error if loads is not None else " / ".join(facts.loader_tail[-8:])
+        yield Verdict(ok=False, detail=f"the loader failed: {why}", subject="ops")
+        return
+    for verdict in judge_loads(loads):
+        yield Verdict(verdict.ok, verdict.detail, subject=verdict.name)
+
+
+@LOADED.check("no JIT", judges="TORCH_EXTENSIONS_DIR is still empty after ds_report and the loads")
+def _no_jit(facts: LoadedFacts) -> Iterator[Verdict]:
+    leftovers = facts.jit_files
+    yield Verdict(
+        not leftovers,
+        "TORCH_EXTENSIONS_DIR stayed empty" if not leftovers else f"JIT builds in it: {', '.join(leftovers)}",
+    )
