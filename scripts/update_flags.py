@@ -23,7 +23,8 @@ from dswheels.building.effects.flag_recorder import (
     record_interpreter,
     templates,
 )
-from dswheels.host.downloads import Downloader, env_cache_dir
+from dswheels.host.cache import CacheLayout
+from dswheels.host.downloads import Downloader
 from dswheels.host.files import write_text_atomic
 from dswheels.kernel.compat import load_compat
 from dswheels.kernel.compiler_flags.record import EMPTY_RECORD, FLAGS_FILE, load_flag_record, render_flag_record
@@ -54,16 +55,16 @@ def main(argv: list[str] | None = None) -> int:
     spec = load_matrix(ROOT / "matrix" / "matrix.yml", compat)
     planned = plan(spec, compat, flag_record=EMPTY_RECORD).planned
     versions = args.versions or [format_version(v) for v in compat.deepspeed_releases]
-    cache = args.cache or env_cache_dir()
+    cache = CacheLayout.here(args.cache)
     nvcc = args.nvcc or shutil.which("nvcc")
     if nvcc:
         table = read_nvcc_options(nvcc)
     else:
         table = load_flag_record().nvcc
         print(f"no nvcc found: keeping the recorded option table of nvcc {table.version}", file=sys.stderr)
-    interpreter = record_interpreter(planned, venv_root=cache / "venvs", log_file=None)
+    interpreter = record_interpreter(planned, venv_root=cache.venvs, log_file=None)
     context = record_context(planned, spec.cpu_baseline)
-    with Downloader(cache / "sources") as downloader:
+    with Downloader(cache.sources) as downloader:
         sdists = fetch_sdists(versions, downloader=downloader, pypi_json=compat.sdist_json)
     with tempfile.TemporaryDirectory(prefix="dswheels-flags-") as work:
         recording = evaluate_releases(

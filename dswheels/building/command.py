@@ -306,11 +306,10 @@ def _show_failure(result: CellResult) -> None:
 def run(args: argparse.Namespace) -> int:
     from dswheels.building.effects.cell import CellStatus  # noqa: PLC0415 - see the imports above
     from dswheels.building.step import build_cells, install_here  # noqa: PLC0415
-    from dswheels.host.ports import Host  # noqa: PLC0415
+    from dswheels.host.cache import CacheLayout  # noqa: PLC0415
 
     options = _options(args)
-    host = Host.real(cache_dir=args.cache_dir)
-    result = build_cells(options, host, on_failure=_show_failure)
+    result = build_cells(options, CacheLayout.here(args.cache_dir), on_failure=_show_failure)
     if result.stopped_by is not None:
         if not options.prepare_only:
             _report(result)
@@ -328,7 +327,7 @@ def run(args: argparse.Namespace) -> int:
     if options.install:
         wheel = result.results[0].wheel
         assert wheel is not None  # noqa: S101 - a cell built without error has its wheel
-        install_here(wheel, host)
+        install_here(wheel)
     return 0
 
 

@@ -12,9 +12,10 @@ from typing import Protocol
 from dswheels.building.effects.cell import BuildOptions, CellResult, CellStatus, build_cell, discard_wheel
 from dswheels.building.parallelism import fit_jobs
 from dswheels.building.summary import CellOutcome
+from dswheels.host import proc
+from dswheels.host.cache import CacheLayout
 from dswheels.host.log import get_reporter
 from dswheels.host.machine import available_memory, cpu_count
-from dswheels.host.ports import Host
 from dswheels.host.venvs import find_uv
 from dswheels.kernel.compat import Compat, load_compat
 from dswheels.kernel.errors import ConfigError, DswheelsError, EnvironmentMismatchError, VerifyError
@@ -31,11 +32,11 @@ class CellBuilder(Protocol):
     """What builds one cell (:func:`dswheels.building.effects.cell.build_cell`; a test's stand-in)."""
 
     def __call__(
-        self, planned: PlannedCell, options: BuildOptions, host: Host, *, compat: Compat, jobs: int
+        self, planned: PlannedCell, options: BuildOptions, cache: CacheLayout, *, compat: Compat, jobs: int
     ) -> CellResult: ...
 
 
-Verifier = Callable[[Path, VerifyOptions, Host], WheelVerification]  # verify_wheel, or a test's stand-in
+Verifier = Callable[[Path, VerifyOptions, CacheLayout], WheelVerification]  # verify_wheel, or a test's stand-in
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -75,10 +76,10 @@ def _jobs(options: BuildOptions, planned: Sequence[PlannedCell]) -> int:
     return jobs
 
 
-def _verify_built(result: CellResult, options: VerifyOptions, host: Host, verify: Verifier) -> CellResult:
+def _verify_built(result: CellResult, options: VerifyOptions, cache: CacheLayout, verify: Verifier) -> CellResult:
     """A fresh wheel verified; one that fails is removed (it must not be published) and its cell failed."""
     assert result.wheel is not None  # noqa: S101 - a built cell has its wheel
-    failed = verify(result.wheel, options, host).failed
+    failed = verify(result.wheel, options, cache).failed
     if not failed:
         return result
     discard_wheel(result.wheel)
@@ -92,7 +93,7 @@ def _verify_built(result: CellResult, options: VerifyOptions, host: Host, verify
 
 def build_cells(
     options: BuildOptions,
-    host: Host,
+    cache: CacheLayout,
     *,
     on_failure: Callable[[CellResult], None],
     build: CellBuilder = build_cell,
@@ -108,9 +109,9 @@ def build_cells(
     get_reporter().info(f"{len(planned)} cell(s) to build into {options.out_dir}")
     results: list[CellResult] = []
     for item in planned:
-        result = build(item, options, host, compat=compat, jobs=jobs)
+        result = build(item, options, cache, compat=compat, jobs=jobs)
         if result.status is CellStatus.BUILT and options.verify is not None:
-            result = _verify_built(result, options.verify, host, verify)
+            result = _verify_built(result, options.verify, cache, verify)
         results.append(result)
         if result.error is not None:
             if not options.keep_going:
@@ -121,10 +122,10 @@ def build_cells(
     return BuildRun(planned=planned, results=tuple(results), out_dir=options.out_dir, stopped_by=None)
 
 
-def install_here(wheel: Path, host: Host) -> None:
+def install_here(wheel: Path) -> None:
     """Install a built wheel into the interpreter running dswheels."""
     uv = find_uv()
-    host.run(
+    proc.run(
         [uv, "pip", "install", "--python", sys.executable, "--reinstall-package", "deepspeed", str(wheel)],
         error=EnvironmentMismatchError,
         what="installing the wheel",

@@ -82,7 +82,7 @@ def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
 
 def run_install(args: argparse.Namespace) -> Done:
     from dswheels.cuda.step import CudaStepOptions, install_toolkit  # noqa: PLC0415 - keeps --help fast
-    from dswheels.host.ports import Host  # noqa: PLC0415 - keeps --help fast
+    from dswheels.host.cache import CacheLayout  # noqa: PLC0415 - keeps --help fast
 
     installed = install_toolkit(
         CudaStepOptions(
@@ -93,7 +93,7 @@ def run_install(args: argparse.Namespace) -> Done:
             redist_sha256=args.redist_sha256,
             github_env=args.github_env,
         ),
-        Host.real(),
+        CacheLayout.here(),
     )
     how = "already assembled" if installed.reused else f"assembled from NVIDIA's archives ({installed.json_from})"
     reporter = get_reporter()

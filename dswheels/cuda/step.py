@@ -7,8 +7,8 @@ from pathlib import Path
 
 from dswheels.cuda.effects.install_toolkit import CudaInstallOptions, InstalledCuda, install_cuda
 from dswheels.cuda.redist import REDIST_URL
+from dswheels.host.cache import CacheLayout
 from dswheels.host.gha import add_path, write_env
-from dswheels.host.ports import Host
 from dswheels.kernel.compat import load_compat
 from dswheels.kernel.errors import ConfigError
 from dswheels.kernel.model import OS
@@ -27,14 +27,14 @@ class CudaStepOptions:
     retries: int = 5
 
 
-def install_toolkit(options: CudaStepOptions, host: Host) -> InstalledCuda:
-    """The toolkit assembled (its downloads cached under ``host.cache_dir``), and announced to the job."""
+def install_toolkit(options: CudaStepOptions, cache: CacheLayout) -> InstalledCuda:
+    """The toolkit assembled (its downloads and root in ``cache``), and announced to the job."""
     installed = install_cuda(
         load_compat(),
         CudaInstallOptions(
             toolkit=options.toolkit,
             os=options.os,
-            cache=host.cache_dir,
+            cache=cache,
             dest=options.dest,
             redist_url=options.redist_url,
             redist_sha256=options.redist_sha256,

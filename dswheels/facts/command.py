@@ -16,9 +16,9 @@ from dswheels.arguments.shared import add_report_argument
 from dswheels.facts.effects.fetch_sources import SOURCES, WORKFLOW, UpstreamOptions
 from dswheels.facts.findings import render_json, render_markdown, render_text
 from dswheels.facts.step import FactsCheckOptions, check_compat
+from dswheels.host.cache import CacheLayout
 from dswheels.host.files import write_text_atomic
 from dswheels.host.log import get_reporter
-from dswheels.host.ports import Host
 from dswheels.kernel.errors import SourceError
 from dswheels.kernel.result import Done
 from dswheels.kernel.urls import redact_text
@@ -124,7 +124,7 @@ def _options(args: argparse.Namespace) -> FactsCheckOptions:
 
 
 def run_check(args: argparse.Namespace) -> Done:
-    checked = check_compat(_options(args), Host.real())
+    checked = check_compat(_options(args), CacheLayout.here())
     report, diff, path = checked.report, checked.diff, checked.path
     text = render_text(report)
     shown = get_reporter()

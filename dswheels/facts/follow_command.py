@@ -27,7 +27,6 @@ from dswheels.facts.follow_step import (
 )
 from dswheels.host.gha import write_output
 from dswheels.host.log import get_reporter
-from dswheels.host.ports import Host
 from dswheels.kernel.errors import ConfigError
 from dswheels.kernel.locations import MATRIX
 from dswheels.kernel.result import Done
@@ -142,13 +141,13 @@ def run_dispatch(args: argparse.Namespace) -> Done:
     options = DispatchOptions(
         versions=tuple(_versions(args.versions_json)), repo=args.repo, workflow=args.workflow, ref=args.ref
     )
-    started = dispatch_builds(options, Host.real(github=True))
+    started = dispatch_builds(options)
     return Done(data={"versions": list(options.versions), "started": list(started)})
 
 
 def run_issue(args: argparse.Namespace) -> Done:
     options = IssueOptions(report=args.facts_json, markdown=args.markdown, repo=args.repo)
-    outcome = keep_drift_issue(options, Host.real(github=True))
+    outcome = keep_drift_issue(options)
     if outcome.opened is not None:
         get_reporter().emit(f"opened issue #{outcome.opened}: {outcome.action.why}\n")
     else:

@@ -28,9 +28,8 @@ from dswheels.facts.follow import (
     issue_body,
 )
 from dswheels.host.files import read_bounded
-from dswheels.host.github import GitHub, api_url_from_env
+from dswheels.host.github import GitHub, api_url_from_env, token_from_env
 from dswheels.host.log import get_reporter
-from dswheels.host.ports import Host
 from dswheels.host.repository import repository_file
 from dswheels.kernel.compat import load_compat
 from dswheels.kernel.errors import ConfigError
@@ -68,11 +67,13 @@ def _report(path: Path) -> Untyped:
     return report
 
 
-def _github(repo: str, host: Host) -> GitHub:
-    """The repository's API with the host's token (``Host.real(github=True)``) and its ``GITHUB_API_URL``."""
-    if not host.github_token:
+def _github(repo: str) -> GitHub:
+    """The repository's API with ``GITHUB_TOKEN`` (or ``GH_TOKEN``) and ``GITHUB_API_URL``, read where the
+    client is made, as the stores' is: a command that talks to GitHub is the only one a bad token stops."""
+    token = token_from_env()
+    if not token:
         raise ConfigError("no GitHub token", hint="set GITHUB_TOKEN (the workflow passes its job token)")
-    return GitHub(repo, token=host.github_token, api_url=api_url_from_env(host.environ))
+    return GitHub(repo, token=token, api_url=api_url_from_env())
 
 
 def _package_dir() -> Path:
@@ -128,10 +129,10 @@ class DispatchOptions:
     ref: str = "main"
 
 
-def dispatch_builds(options: DispatchOptions, host: Host) -> tuple[str, ...]:
+def dispatch_builds(options: DispatchOptions) -> tuple[str, ...]:
     """Start the workflow for each version not already queued or running; the versions started (the
     reporter says each, and why any is left for later)."""
-    gh = _github(options.repo, host)
+    gh = _github(options.repo)
     active = active_versions(runs(gh, options.workflow))
     start, later = builds_to_start(placeable=options.versions, unpublished={}, active=active)
     reporter = get_reporter()
@@ -159,8 +160,9 @@ class IssueOutcome:
     opened: str | None = None  # the number of the issue opened (as GitHub gave it)
 
 
-def keep_drift_issue(options: IssueOptions, host: Host) -> IssueOutcome:
+def keep_drift_issue(options: IssueOptions) -> IssueOutcome:
     """Open, update or close the one drift issue, as the facts report says."""
+    gh = _github(options.repo)  # the token first: a command that cannot talk to GitHub reads nothing
     report = _report(options.report)
     try:
         markdown = read_bounded(options.markdown).decode("utf-8")
@@ -168,7 +170,6 @@ def keep_drift_issue(options: IssueOptions, host: Host) -> IssueOutcome:
         raise ConfigError(f"cannot read {options.markdown}: {exc.strerror}") from None
     except ValueError as exc:  # not UTF-8, too large, or not a regular file (a FIFO, a device)
         raise ConfigError(f"cannot read {options.markdown}: {exc}") from None
-    gh = _github(options.repo, host)
     body = issue_body(markdown)
     action = issue_action(open_issues(gh), drift=report.at("drift").data is True, body=body)
     if action.kind == "create":

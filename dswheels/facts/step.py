@@ -12,10 +12,10 @@ import yaml
 from dswheels.facts.compare import check_facts
 from dswheels.facts.effects.fetch_sources import CONNECT_RETRIES, WORKFLOW, UpstreamOptions, read_upstream
 from dswheels.facts.findings import Report, render_diff
+from dswheels.host.cache import CacheLayout
 from dswheels.host.clock import today
 from dswheels.host.downloads import Downloader
 from dswheels.host.files import read_bounded
-from dswheels.host.ports import Host
 from dswheels.host.repository import repository_file
 from dswheels.kernel.compat import CompatDataError, parse_compat
 from dswheels.kernel.errors import ConfigError
@@ -49,8 +49,8 @@ def _shown(path: Path) -> str:
         return str(path)
 
 
-def check_compat(options: FactsCheckOptions, host: Host) -> FactsChecked:
-    """The facts file against its sources, downloaded into ``host.cache_dir``/sources."""
+def check_compat(options: FactsCheckOptions, cache: CacheLayout) -> FactsChecked:
+    """The facts file against its sources, downloaded into the cache's sources."""
     path = options.compat or _default_compat()
     try:
         text = read_bounded(path).decode("utf-8")
@@ -68,7 +68,7 @@ def check_compat(options: FactsCheckOptions, host: Host) -> FactsChecked:
     sources = options.upstream
     if sources.workflow is None:  # the repository's: the facts file's, else the working directory's
         sources = replace(sources, workflow=repository_file(WORKFLOW, near=(path.parent, Path.cwd())))
-    with Downloader(host.cache_dir / "sources", connect_retries=CONNECT_RETRIES) as downloader:
+    with Downloader(cache.sources, connect_retries=CONNECT_RETRIES) as downloader:
         upstream = read_upstream(compat, raw, sources, downloader)
     name = _shown(path)
     report = check_facts(text, upstream, today=today(), name=name)

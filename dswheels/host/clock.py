@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
 
 from dswheels.host.environ import read_variable
 from dswheels.kernel.envvars import source_date_epoch
 
-__all__ = ["SYSTEM_CLOCK", "Clock", "monotonic", "today", "utc_now"]
+__all__ = ["monotonic", "today", "utc_now"]
 
 
 def monotonic() -> float:
@@ -26,14 +24,3 @@ def today() -> str:
     epoch = read_variable("SOURCE_DATE_EPOCH", source_date_epoch)  # ASCII digits up to year 9999, or exit 2
     moment = dt.datetime.fromtimestamp(epoch, tz=dt.timezone.utc) if epoch is not None else utc_now()
     return moment.strftime("%Y-%m-%d")
-
-
-@dataclass(frozen=True, slots=True)
-class Clock:
-    """The clock a stage reads (``Host.clock``): this machine's, or a test's that it sets."""
-
-    monotonic: Callable[[], float] = monotonic
-    utc_now: Callable[[], dt.datetime] = utc_now
-
-
-SYSTEM_CLOCK = Clock()

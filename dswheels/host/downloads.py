@@ -9,7 +9,6 @@ matrix ``source`` override names another archive and must pin its sha256. Downlo
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +19,6 @@ from urllib.request import url2pathname
 import requests
 from urllib3.util.retry import Retry
 
-from dswheels.host.environ import read_variable
 from dswheels.host.files import exclusive, sha256_file, temp_file
 from dswheels.host.http import (
     READ_CHUNK,
@@ -34,7 +32,6 @@ from dswheels.host.http import (
 )
 from dswheels.host.log import get_reporter
 from dswheels.host.unpack import extract_archive
-from dswheels.kernel.envvars import plain_path
 from dswheels.kernel.errors import SourceError
 from dswheels.kernel.jsondoc import parse_json
 from dswheels.kernel.model import PlannedCell, SourceKind
@@ -335,18 +332,3 @@ def fetch_source(planned: PlannedCell, *, downloader: Downloader, pypi_json: str
     return FetchedSource(
         path=path, kind=source.kind, url=source.url, sha256=sha, verified_by="sha256 pinned in the matrix"
     )
-
-
-def env_cache_dir() -> Path:
-    """``DSWHEELS_CACHE``, else the platform's user cache directory + ``dswheels``. A relative
-    ``XDG_CACHE_HOME`` or ``LOCALAPPDATA`` is ignored (the XDG Base Directory rule)."""
-    if value := read_variable("DSWHEELS_CACHE", plain_path):
-        return Path(value)
-    if os.name == "nt":
-        base = _absolute(read_variable("LOCALAPPDATA", plain_path)) or Path.home() / "AppData" / "Local"
-        return base / "dswheels"
-    return (_absolute(read_variable("XDG_CACHE_HOME", plain_path)) or Path.home() / ".cache") / "dswheels"
-
-
-def _absolute(value: str | None) -> Path | None:
-    return Path(value) if value and Path(value).is_absolute() else None

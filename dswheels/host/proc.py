@@ -34,7 +34,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Protocol
+from typing import IO
 
 from dswheels.host.clock import monotonic, utc_now
 from dswheels.host.log import TEXT_ERRORS, format_duration, get_reporter
@@ -44,9 +44,7 @@ from dswheels.kernel.urls import redact_text
 __all__ = [
     "MAX_CAPTURE",
     "MAX_LINE",
-    "Capturer",
     "RunResult",
-    "Runner",
     "capture",
     "find_tool",
     "marked_json",
@@ -69,50 +67,6 @@ class RunResult:
     tail: tuple[str, ...]  # the last lines of output
     output: str  # the whole output when capture=True, else ""
     log_path: Path | None
-
-
-class Runner(Protocol):
-    """What runs a program to completion: :func:`run`, or a stand-in a test records with (``Host.run``)."""
-
-    def __call__(
-        self,
-        argv: Sequence[str | os.PathLike[str]],
-        /,
-        *,
-        cwd: Path | None = ...,
-        env: Mapping[str, str] | None = ...,
-        log_file: Path | None = ...,
-        capture: bool = ...,
-        echo: bool = ...,
-        stream: bool = ...,
-        heartbeat: float | None = ...,
-        heartbeat_label: str = ...,
-        timeout: float | None = ...,
-        check: bool = ...,
-        error: type[DswheelsError] = ...,
-        what: str = ...,
-        on_line: Callable[[str], None] | None = ...,
-        timestamps: bool = ...,
-    ) -> RunResult: ...
-
-
-class Capturer(Protocol):
-    """What runs a probe for its output: :func:`capture`, or a test's stand-in (``Host.capture``)."""
-
-    def __call__(
-        self,
-        argv: Sequence[str | os.PathLike[str]],
-        /,
-        *,
-        cwd: Path | None = ...,
-        env: Mapping[str, str] | None = ...,
-        log_file: Path | None = ...,
-        heartbeat: float | None = ...,
-        heartbeat_label: str = ...,
-        timeout: float | None = ...,
-        error: type[DswheelsError] = ...,
-        what: str = ...,
-    ) -> RunResult: ...
 
 
 def find_tool(name: str, env: Mapping[str, str] | None = None) -> str | None:

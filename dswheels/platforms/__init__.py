@@ -17,6 +17,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, cast, runtime_checkable
 
+from dswheels.host.cache import CacheLayout
 from dswheels.kernel.model import OS, Platform
 from dswheels.kernel.platform_traits import PlatformTraits, traits
 
@@ -54,7 +55,7 @@ class PlatformModule(Protocol):
         host: OS,
         prepare_only: bool,
         msvc_root: Path | None,
-        cache_dir: Path | None,
+        cache: CacheLayout | None,
         wine_cuda: tuple[WineCudaSource, str],
     ) -> BuildTools:
         """The cell's compilers on this ``host`` (which may be another OS: then only prepared, or Wine)."""
@@ -64,7 +65,7 @@ class PlatformModule(Protocol):
         """Write what DeepSpeed's setup.py needs on this OS and its sdist leaves out; notes for the log."""
         ...
 
-    def finish_build(self, *, msvc_root: Path | None, cache_dir: Path, env: Mapping[str, str]) -> None:
+    def finish_build(self, *, msvc_root: Path | None, cache: CacheLayout, env: Mapping[str, str]) -> None:
         """What is left to do once a build of the cell ended, passed or not (Wine's server to stop)."""
         ...
 

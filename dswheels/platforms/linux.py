@@ -7,6 +7,7 @@ from pathlib import Path
 
 from dswheels.building.effects.compile_tools import BuildTools, foreign_tools, planned_cuda
 from dswheels.building.effects.wheel_checks import report_runtime
+from dswheels.host.cache import CacheLayout
 from dswheels.kernel.binaries.linux_runtime import RuntimeFloor
 from dswheels.kernel.compat import Compat
 from dswheels.kernel.model import OS, PlannedCell
@@ -39,7 +40,7 @@ class Linux:
         host: OS,
         prepare_only: bool,
         msvc_root: Path | None,  # noqa: ARG002 - Windows' (Wine's) only
-        cache_dir: Path | None,  # noqa: ARG002
+        cache: CacheLayout | None,  # noqa: ARG002
         wine_cuda: tuple[WineCudaSource, str],  # noqa: ARG002
     ) -> BuildTools:
         """The plan's nvcc here; on another OS the cell is only prepared."""
@@ -51,7 +52,7 @@ class Linux:
         """Nothing: the sdist builds as it is on Linux."""
         return []
 
-    def finish_build(self, *, msvc_root: Path | None, cache_dir: Path, env: Mapping[str, str]) -> None:
+    def finish_build(self, *, msvc_root: Path | None, cache: CacheLayout, env: Mapping[str, str]) -> None:
         """Nothing outlives a Linux build."""
 
     def strips_symbols(self, host: OS) -> bool:

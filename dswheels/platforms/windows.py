@@ -12,6 +12,7 @@ from pathlib import Path
 
 from dswheels.building.effects.compile_tools import BuildTools, foreign_tools, planned_cuda
 from dswheels.building.effects.source_tree import add_windows_files
+from dswheels.host.cache import CacheLayout
 from dswheels.kernel.binaries.linux_runtime import RuntimeFloor
 from dswheels.kernel.compat import Compat
 from dswheels.kernel.model import OS, PlannedCell
@@ -19,7 +20,7 @@ from dswheels.kernel.platform_traits import ALL_TRAITS, WineCudaSource
 from dswheels.kernel.versions import VersionTuple, format_version
 from dswheels.platforms.find_tools import check_msvc
 from dswheels.platforms.wine.assembly import check_wine
-from dswheels.platforms.wine.host import wait_for_wineserver, wine_prefix
+from dswheels.platforms.wine.host import wait_for_wineserver
 
 __all__ = ["PLATFORM", "Windows"]
 
@@ -50,7 +51,7 @@ class Windows:
         host: OS,
         prepare_only: bool,
         msvc_root: Path | None,
-        cache_dir: Path | None,
+        cache: CacheLayout | None,
         wine_cuda: tuple[WineCudaSource, str],
     ) -> BuildTools:
         """The plan's nvcc and the active MSVC natively; Wine and the root's MSVC toolset under Wine."""
@@ -58,12 +59,12 @@ class Windows:
             cuda = planned_cuda(planned, inherited)
             return BuildTools(foreign=False, cuda=cuda, msvc=check_msvc(planned, inherited))
         if msvc_root is not None and not prepare_only:
-            assert cache_dir is not None  # noqa: S101 - the build passes its cache
+            assert cache is not None  # noqa: S101 - the build passes its cache
             wine = check_wine(
                 planned,
                 msvc_root=msvc_root,
                 env=inherited,
-                cache_dir=cache_dir,
+                cache=cache,
                 cuda_source=wine_cuda[0],
                 cuda_redist_url=wine_cuda[1],
             )
@@ -74,10 +75,10 @@ class Windows:
         """compat.yml's ``windows_files`` (in DeepSpeed's git, not in its sdist)."""
         return add_windows_files(src, compat.windows_files)
 
-    def finish_build(self, *, msvc_root: Path | None, cache_dir: Path, env: Mapping[str, str]) -> None:
+    def finish_build(self, *, msvc_root: Path | None, cache: CacheLayout, env: Mapping[str, str]) -> None:
         """Under Wine: wait for the prefix's wineserver, so the build leaves no process behind."""
         if msvc_root is not None:
-            wait_for_wineserver(wine_prefix(cache_dir), env)
+            wait_for_wineserver(cache.wine_prefix, env)
 
     def strips_symbols(self, host: OS) -> bool:  # noqa: ARG002
         """Windows extensions are not stripped: dswheels strips ELF only, with binutils."""

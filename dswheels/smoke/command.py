@@ -14,8 +14,8 @@ from dswheels.arguments.shared import (
     parse_interpreter,
     parse_torch_source,
 )
+from dswheels.host.cache import CacheLayout
 from dswheels.host.log import get_reporter
-from dswheels.host.ports import Host
 from dswheels.kernel.errors import ConfigError, DswheelsError
 from dswheels.kernel.naming import cell_id
 from dswheels.kernel.result import Done
@@ -90,14 +90,14 @@ def _show(smoked: WheelSmoke) -> None:
 
 
 def _smoke_each(
-    wheels: Sequence[Path], options: SmokeOptions, host: Host
+    wheels: Sequence[Path], options: SmokeOptions, cache: CacheLayout
 ) -> tuple[list[dict[str, object]], list[DswheelsError]]:
     """Every wheel's report entry, and the errors of those that failed; one wheel alone raises its own."""
     entries: list[dict[str, object]] = []
     errors: list[DswheelsError] = []
     for wheel in wheels:
         try:
-            smoked = smoke_wheel(wheel, options, host)
+            smoked = smoke_wheel(wheel, options, cache)
         except DswheelsError as exc:
             if len(wheels) == 1:
                 raise
@@ -115,7 +115,7 @@ def _smoke_each(
 
 def run(args: argparse.Namespace) -> Done:
     wheels: list[Path] = args.wheels
-    entries, errors = _smoke_each(wheels, _options(args), Host.real())
+    entries, errors = _smoke_each(wheels, _options(args), CacheLayout.here())
     data = {"schema": SMOKE_SCHEMA, "ok": not errors, "wheels": entries}
     if len(wheels) > 1:
         verdicts = "".join(f"  {'ok' if e['ok'] else 'FAILED':6}  {e['wheel']}\n" for e in entries)

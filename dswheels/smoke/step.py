@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 
+from dswheels.host.cache import CacheLayout
 from dswheels.host.log import get_reporter
-from dswheels.host.ports import Host
 from dswheels.host.wheel_file import read_wheel
 from dswheels.kernel.compat import load_compat
 from dswheels.kernel.errors import ConfigError, EnvironmentMismatchError, SmokeError
@@ -130,11 +130,11 @@ def _train(
     return device, result, skipped
 
 
-def smoke_wheel(wheel: Path, options: SmokeOptions, host: Host) -> WheelSmoke:
+def smoke_wheel(wheel: Path, options: SmokeOptions, cache: CacheLayout) -> WheelSmoke:
     """Smoke-test one wheel (``ok`` false when a run failed; an error when it could not run); its venv and
-    log are under ``host.cache_dir``/smoke."""
+    log are in the cache's smoke area."""
     cell, ops = _wheel(wheel)
-    root = host.cache_dir / "smoke"
+    root = cache.smoke
     log = root / f"{wheel.name}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text("", encoding="utf-8")

@@ -14,8 +14,8 @@ from dswheels.arguments.shared import (
     parse_interpreter,
     parse_torch_source,
 )
+from dswheels.host.cache import CacheLayout
 from dswheels.host.log import get_reporter
-from dswheels.host.ports import Host
 from dswheels.kernel.errors import VerifyError
 from dswheels.kernel.locations import WHEELHOUSE
 from dswheels.kernel.result import Done
@@ -111,7 +111,7 @@ def _options(args: argparse.Namespace) -> VerifyOptions:
 
 
 def run(args: argparse.Namespace) -> Done:
-    results = verify_wheels(args.wheels, _options(args), Host.real())
+    results = verify_wheels(args.wheels, _options(args), CacheLayout.here())
     data = {"schema": "dswheels.verify/1", "wheels": [r.as_json() for r in results]}
     markdown = ["### dswheels verify", ""]
     markdown += [render_checks_markdown(f"{r.wheel.name}: {'FAILED' if r.failed else 'ok'}", r.checks) for r in results]

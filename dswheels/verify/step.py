@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 
+from dswheels.host.cache import CacheLayout
 from dswheels.host.log import get_reporter
-from dswheels.host.ports import Host
 from dswheels.host.wheel_file import WheelContents
 from dswheels.host.wheelhouse import find_wheels
 from dswheels.kernel.compat import load_compat
@@ -127,9 +127,9 @@ def _show(title: str, checks: Sequence[Check]) -> None:
         reporter.info(f"  {'ok    ' if c.ok else 'FAILED'}  {c.name}: {c.detail}")
 
 
-def _run_time(wheel: Path, expected: Expected, options: VerifyOptions, host: Host) -> RuntimeResult:
+def _run_time(wheel: Path, expected: Expected, options: VerifyOptions, cache: CacheLayout) -> RuntimeResult:
     accelerator = options.accelerator.for_wheel(expected)
-    work_root = host.cache_dir / "verify"
+    work_root = cache.verify
     log = work_root / f"{wheel.name}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text("", encoding="utf-8")
@@ -152,9 +152,9 @@ def _run_time(wheel: Path, expected: Expected, options: VerifyOptions, host: Hos
     return runtime
 
 
-def verify_wheel(wheel: Path, options: VerifyOptions, host: Host) -> WheelVerification:
+def verify_wheel(wheel: Path, options: VerifyOptions, cache: CacheLayout) -> WheelVerification:
     """One wheel's checks; the reporter shows each part as it is done. The run-time part works and logs
-    under ``host.cache_dir``/verify."""
+    in the cache's verify area."""
     compat = load_compat()
     data = read_verified_wheel(wheel)
     cell = wheel_cell(wheel, data)
@@ -163,11 +163,11 @@ def verify_wheel(wheel: Path, options: VerifyOptions, host: Host) -> WheelVerifi
     )
     static = tuple(static_part(data, expected, compat))
     _show(f"static checks (against the {expected.source}):", static)
-    runtime = None if options.static_only else _run_time(wheel, expected, options, host)
+    runtime = None if options.static_only else _run_time(wheel, expected, options, cache)
     return WheelVerification(wheel=wheel, expected=expected, static=static, runtime=runtime)
 
 
-def verify_wheels(paths: Sequence[Path], options: VerifyOptions, host: Host) -> tuple[WheelVerification, ...]:
+def verify_wheels(paths: Sequence[Path], options: VerifyOptions, cache: CacheLayout) -> tuple[WheelVerification, ...]:
     """The wheels ``paths`` name (a directory: the wheels in it and one level down; none: what
     ``dswheels build`` wrote), each verified."""
     wheels = find_wheels(paths)
@@ -175,4 +175,4 @@ def verify_wheels(paths: Sequence[Path], options: VerifyOptions, host: Host) -> 
         raise ConfigError("--manifest goes with exactly one wheel")
     if not paths:
         get_reporter().info(f"{len(wheels)} wheel(s) in {WHEELHOUSE}/, what `dswheels build` wrote")
-    return tuple(verify_wheel(wheel, options, host) for wheel in wheels)
+    return tuple(verify_wheel(wheel, options, cache) for wheel in wheels)

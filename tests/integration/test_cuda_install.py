@@ -26,6 +26,7 @@ import pytest
 
 from dswheels.cli import main
 from dswheels.cuda.effects.install_toolkit import MARKER, CudaInstallOptions, install_cuda
+from dswheels.host.cache import CacheLayout
 from dswheels.kernel.compat import load_compat
 from dswheels.kernel.errors import ConfigError, SourceError
 from dswheels.kernel.platform_traits import WineCudaSource
@@ -112,7 +113,7 @@ def _options(tmp_path: Path, url: str, **extra: object) -> CudaInstallOptions:
     values: dict[str, object] = {
         "toolkit": "13.0.3",
         "os": "linux",
-        "cache": tmp_path / "cache",
+        "cache": CacheLayout(tmp_path / "cache"),
         "redist_url": url,
         "redist_sha256": JSON_SHA,
         "retries": 1,
@@ -252,7 +253,9 @@ def test_a_broken_download_is_resumed_and_a_stalled_one_retried_then_a_clear_err
     with pytest.raises(
         SourceError, match=r"libcublas-linux-x86_64-13\.1\.1\.3-archive\.tar\.xz failed after 2 attempts"
     ) as caught:
-        install_cuda(load_compat(), _options(tmp_path, url, dest=tmp_path / "b", cache=tmp_path / "cache2"))
+        install_cuda(
+            load_compat(), _options(tmp_path, url, dest=tmp_path / "b", cache=CacheLayout(tmp_path / "cache2"))
+        )
     assert time.monotonic() - started < 60  # bounded: two attempts of one read timeout each, no hang
     assert "resumes" in (caught.value.hint or "")
     assert len([p for p, _r in served.log if p == CUBLAS]) >= 2
@@ -416,7 +419,7 @@ def test_the_wine_host_takes_the_same_components_from_nvidias_archives(
     cuda = assemble_windows_cuda(
         cu130,
         compat=pinned,
-        cache_dir=tmp_path / "cache",
+        cache=CacheLayout(tmp_path / "cache"),
         uv="uv",  # not run: the archives carry everything
         dumpbin=tmp_path / "no-dumpbin",
         lib_tool=tmp_path / "no-lib",

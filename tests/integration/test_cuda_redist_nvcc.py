@@ -28,6 +28,7 @@ from pathlib import Path
 import pytest
 
 from dswheels.cuda.effects.install_toolkit import CudaInstallOptions, install_cuda
+from dswheels.host.cache import CacheLayout
 from dswheels.kernel.compat import load_compat
 from dswheels.kernel.model import OS
 from tests.conftest import require
@@ -127,7 +128,7 @@ def test_the_assembled_root_compiles_and_links_cuda_with_its_own_nvcc(tmp_path: 
             CudaInstallOptions(
                 toolkit="13.0.3",
                 os=OS.LINUX,
-                cache=tmp_path / "cache",
+                cache=CacheLayout(tmp_path / "cache"),
                 redist_url=server.url,
                 redist_sha256=hashlib.sha256(text.encode()).hexdigest(),
             ),

@@ -25,6 +25,7 @@ import pytest
 
 from dswheels.building.build_env import dist_extra_config
 from dswheels.building.patches import patch_parallel_extensions
+from dswheels.host.cache import CacheLayout
 from dswheels.host.venvs import InterpreterMode, find_uv, prepare_interpreter, torch_index_args
 from dswheels.kernel.binaries.fatbin import gpu_code
 from dswheels.kernel.compat import load_compat
@@ -35,7 +36,7 @@ from dswheels.kernel.sources import TorchSource, TorchSourceKind
 from dswheels.platforms.find_tools import MsvcEnv, check_msvc_link
 from dswheels.platforms.wine.assembly import WineTools, check_wine, prepare_wine, write_wine_tools
 from dswheels.platforms.wine.cuda_root import WindowsCuda, assemble_windows_cuda
-from dswheels.platforms.wine.host import wait_for_wineserver, wine_prefix
+from dswheels.platforms.wine.host import wait_for_wineserver
 from tests.conftest import DATA, require
 from tests.integration.conftest import Built, _build, dswheels
 from tests.support.planned import planned_cell
@@ -66,7 +67,7 @@ def require_wine() -> Path:
 def _wine_settles(dswheels_cache: Path) -> Iterator[None]:
     """A test that ran Windows tools waits for Wine's server (and its services) to end: tests stop what they start."""
     yield
-    wait_for_wineserver(wine_prefix(dswheels_cache), os.environ)
+    wait_for_wineserver(CacheLayout(dswheels_cache).wine_prefix, os.environ)
 
 
 @pytest.fixture(scope="session")
@@ -143,7 +144,8 @@ def test_verify_static_passes_the_windows_wheel(wine_build: Built) -> None:
 def wine_tools(dswheels_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[WineTools, Path]:
     """Wine, the MSVC root and the tool scripts (cl, link.exe, lib.exe, dumpbin.exe) in a folder of their own."""
     root = require_wine()
-    tools = check_wine(planned_cell(WIN_CELL), msvc_root=root, env=dict(os.environ), cache_dir=dswheels_cache)
+    cache = CacheLayout(dswheels_cache)
+    tools = check_wine(planned_cell(WIN_CELL), msvc_root=root, env=dict(os.environ), cache=cache)
     bin_dir = tmp_path_factory.mktemp("wine-bin")
     write_wine_tools(tools, bin_dir)
     return tools, bin_dir
@@ -182,7 +184,7 @@ def windows_cuda(
     return assemble_windows_cuda(
         planned_cell(WIN_CELL),
         compat=load_compat(),
-        cache_dir=dswheels_cache,
+        cache=CacheLayout(dswheels_cache),
         uv=find_uv(),
         dumpbin=bin_dir / "dumpbin.exe",
         lib_tool=bin_dir / "lib.exe",
@@ -273,7 +275,7 @@ def test_cccl_of_cuda_13_2_needs_the_conforming_preprocessor_the_plan_adds(
     cuda = assemble_windows_cuda(
         planned,
         compat=small,
-        cache_dir=dswheels_cache,
+        cache=CacheLayout(dswheels_cache),
         uv=find_uv(),
         dumpbin=bin_dir / "dumpbin.exe",
         lib_tool=bin_dir / "lib.exe",
@@ -336,7 +338,7 @@ def test_four_extensions_at_once_set_up_msvc_once_before_the_threads(
         planned,
         mode=InterpreterMode.VENV,
         torch_source=TorchSource(TorchSourceKind.PIP),
-        venv_root=dswheels_cache / "venvs",
+        venv_root=CacheLayout(dswheels_cache).venvs,
         log_file=tmp_path / "prepare.log",
         foreign=True,
     )
@@ -345,7 +347,7 @@ def test_four_extensions_at_once_set_up_msvc_once_before_the_threads(
         tools,
         compat=load_compat(),
         work=tmp_path / "work",
-        cache_dir=dswheels_cache,
+        cache=CacheLayout(dswheels_cache),
         build_python=interp.python,
         linux_torch=Path(interp.info.torch_parent) / "torch" if interp.info.torch_parent else None,
         uv=find_uv(),

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from dswheels.cli import main
-from dswheels.host.downloads import env_cache_dir
+from dswheels.host.cache import env_cache_dir
 from tests.conftest import DATA, ROOT
 from tests.support.wheels import write_deepspeed_wheel
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from dswheels.building.effects.compile_tools import check_toolchain
+from dswheels.host.cache import CacheLayout
 from dswheels.host.machine import host_os
 from dswheels.kernel.compat import load_compat
 from dswheels.kernel.errors import EnvironmentMismatchError
@@ -117,7 +118,7 @@ def test_a_cell_of_the_other_os_is_only_prepared(platform: Platform, tmp_path: P
     planned = _cell(platform)
     other = next(o for o in OS if o is not platform.os)
     module = platform_module(platform)
-    args = {"host": other, "msvc_root": None, "cache_dir": tmp_path, "wine_cuda": ("auto", "")}
+    args = {"host": other, "msvc_root": None, "cache": CacheLayout(tmp_path), "wine_cuda": ("auto", "")}
     with pytest.raises(EnvironmentMismatchError) as err:
         module.check_build_tools(planned, {}, prepare_only=False, **args)  # type: ignore[arg-type]
     assert f"this machine runs {other.capitalize()}" in str(err.value)

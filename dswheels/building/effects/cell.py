@@ -18,8 +18,8 @@ The steps, in order, each in the module that owns it:
 
 With ``prepare_only`` the build stops after step 3. A failure anywhere raises the right
 :mod:`dswheels.kernel.errors` class naming the op, the log tail and the log path, and leaves no wheel
-of this cell in ``<out>``. The environment, the clock and the cache directory are the ``Host``'s
-(:mod:`dswheels.host.ports`) the command made.
+of this cell in ``<out>``. The cache is the one the command made (:class:`~dswheels.host.cache.CacheLayout`);
+the environment is read once per cell.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from dswheels.building.effects.cell_log import log_note, write_log_header
@@ -49,6 +50,7 @@ from dswheels.building.output_reading import OpSources
 from dswheels.building.parallelism import Parallelism, pooled_parallelism, split_parallelism
 from dswheels.building.summary import OpOutcome
 from dswheels.cuda.redist import REDIST_URL
+from dswheels.host.clock import monotonic, utc_now
 from dswheels.host.files import exclusive
 from dswheels.host.log import get_reporter
 from dswheels.host.machine import host_os
@@ -70,7 +72,7 @@ from dswheels.platforms import platform_module
 from dswheels.platforms.wine.assembly import prepare_wine
 
 if TYPE_CHECKING:
-    from dswheels.host.ports import Host
+    from dswheels.host.cache import CacheLayout
     from dswheels.plan.effects.selection import CellSelection
     from dswheels.verify.step import VerifyOptions
 
@@ -156,9 +158,9 @@ class _Progress:
     op_outcomes: tuple[OpOutcome, ...] = ()
 
 
-def work_root(options: BuildOptions, host: Host) -> Path:
-    """Where the work directories are: ``--work-dir``, else CACHE/w."""
-    return (options.work_dir or host.cache_dir / "w").expanduser().resolve()
+def work_root(options: BuildOptions, cache: CacheLayout) -> Path:
+    """Where the work directories are: ``--work-dir``, else the cache's."""
+    return (options.work_dir or cache.work).expanduser().resolve()
 
 
 _OWNER = "cell.txt"  # in a work directory: the cell whose build made it
@@ -166,17 +168,19 @@ _OWNER = "cell.txt"  # in a work directory: the cell whose build made it
 
 @dataclass(frozen=True, slots=True)
 class _Cell:
-    """One cell's build: the run's options, the host, and what the run resolved once for all its cells."""
+    """One cell's build: the run's options and cache, the environment it inherits, and what the run resolved
+    once for all its cells."""
 
     planned: PlannedCell
     options: BuildOptions
-    host: Host
+    cache: CacheLayout
+    environ: Mapping[str, str]  # read once, when the cell's build starts
     compat: Compat
     jobs: int
     work_root: Path
 
     def monotonic(self) -> float:
-        return self.host.clock.monotonic()
+        return monotonic()
 
 
 def cell_work_dir(planned: PlannedCell, root: Path, *, prepare_only: bool) -> Path:
@@ -190,12 +194,15 @@ def _work_dir(cell: _Cell) -> Path:
     return cell_work_dir(cell.planned, cell.work_root, prepare_only=cell.options.prepare_only)
 
 
-def build_cell(planned: PlannedCell, options: BuildOptions, host: Host, *, compat: Compat, jobs: int) -> CellResult:
+def build_cell(
+    planned: PlannedCell, options: BuildOptions, cache: CacheLayout, *, compat: Compat, jobs: int
+) -> CellResult:
     """Build one cell with ``jobs`` concurrent compiles; never raises a :class:`DswheelsError` (it is in the
     result)."""
-    cell = _Cell(planned, options, host, compat, jobs, work_root(options, host))
+    environ = MappingProxyType(dict(os.environ))
+    cell = _Cell(planned, options, cache, environ, compat, jobs, work_root(options, cache))
     cid = cell_id(planned.cell)
-    stamp = host.clock.utc_now().strftime("%Y%m%dT%H%M%SZ")
+    stamp = utc_now().strftime("%Y%m%dT%H%M%SZ")
     log = (options.out_dir / "logs" / f"{cid}-{stamp}.log").resolve()
     progress = _Progress()
     start = cell.monotonic()
@@ -253,24 +260,24 @@ def _build_keeping_failed_tree(
         raise
     finally:
         platform_module(planned.cell.platform).finish_build(
-            msvc_root=cell.options.msvc_root, cache_dir=cell.host.cache_dir, env=cell.host.environ
+            msvc_root=cell.options.msvc_root, cache=cell.cache, env=cell.environ
         )
 
 
 def _build(cell: _Cell, log: Path, start: float, progress: _Progress) -> tuple[Path, Path, Manifest] | Path:
     """The wheel, its manifest path and manifest; with ``prepare_only`` the prepared source tree."""
-    planned, opts, host = cell.planned, cell.options, cell.host
+    planned, opts, cache = cell.planned, cell.options, cell.cache
     reporter = get_reporter()
     durations: dict[str, float] = {}
     write_log_header(log, planned)
     # toolchain: the plan's nvcc (and MSVC), checked before anything is downloaded, installed or compiled
-    inherited = inherited_env(host.environ)
+    inherited = inherited_env(cell.environ)
     tools = check_toolchain(
         planned,
         inherited,
         prepare_only=opts.prepare_only,
         msvc_root=opts.msvc_root,
-        cache_dir=host.cache_dir,
+        cache=cache,
         wine_cuda=(opts.wine_cuda, opts.cuda_redist_url),
     )
     work = _work_dir(cell)
@@ -286,7 +293,7 @@ def _build(cell: _Cell, log: Path, start: float, progress: _Progress) -> tuple[P
         planned,
         src=work / "src",
         compat=cell.compat,
-        cache_dir=host.cache_dir,
+        cache=cache,
         pypi_json=opts.pypi or cell.compat.sdist_json,
         debug_symbols=opts.debug_symbols,
         parallel=parallelism.at_once > 1,
@@ -300,7 +307,7 @@ def _build(cell: _Cell, log: Path, start: float, progress: _Progress) -> tuple[P
         planned,
         mode=opts.interpreter,
         torch_source=opts.torch_source,
-        venv_root=host.cache_dir / "venvs",
+        venv_root=cache.venvs,
         log_file=log,
         # under Wine the build interpreter is Linux CPython answering as Windows: its platform differs
         foreign=tools.foreign or tools.wine is not None,
@@ -320,7 +327,7 @@ def _build(cell: _Cell, log: Path, start: float, progress: _Progress) -> tuple[P
             tools.wine,
             compat=cell.compat,
             work=work,
-            cache_dir=host.cache_dir,
+            cache=cache,
             build_python=interp.python,
             linux_torch=Path(interp.info.torch_parent) / "torch" if interp.info.torch_parent else None,
             uv=find_uv(),
@@ -345,7 +352,7 @@ def _build(cell: _Cell, log: Path, start: float, progress: _Progress) -> tuple[P
     )
     # the interpreter the build's scripts run in: under Wine, the build interpreter answering as Windows
     python = wine.python if wine is not None else interp.python
-    accelerator, ops = probe_ops(planned, python, source.src, setup.env, log, capture=host.capture)
+    accelerator, ops = probe_ops(planned, python, source.src, setup.env, log)
 
     t0 = cell.monotonic()
     with jobserver(parallelism.pool, work) if parallelism.pool else nullcontext() as pool:
@@ -359,7 +366,6 @@ def _build(cell: _Cell, log: Path, start: float, progress: _Progress) -> tuple[P
             env=setup.env,
             log=log,
             verbose=opts.verbose,
-            runner=host.run,
         )
     durations["compile"] = cell.monotonic() - t0
     if compiled.cpu_seconds is not None and not (setup.cache and setup.cache.tool is CacheTool.SCCACHE):
@@ -406,7 +412,7 @@ def _pooled(parallelism: Parallelism, cell: _Cell, interp: Interpreter) -> Paral
     ``--parallel-ops`` asks for nothing else."""
     if cell.options.parallel_ops:
         return parallelism
-    scripts = {"PATH": os.pathsep.join([interp.info.scripts, cell.host.environ.get("PATH", "")])}
+    scripts = {"PATH": os.pathsep.join([interp.info.scripts, cell.environ.get("PATH", "")])}
     if not ninja_joins_jobservers(scripts):
         return parallelism
     return pooled_parallelism(cell.jobs, ops=len(cell.planned.ops.build))

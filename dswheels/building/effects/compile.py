@@ -108,13 +108,11 @@ def compile_wheel(
     env: Mapping[str, str],
     log: Path,
     verbose: bool,
-    runner: proc.Runner = proc.run,
 ) -> Compiled:
-    """Compile the tree ``src`` into a wheel in ``dist`` (with ``runner``: the host's); a failure is in the result
-    (:func:`the_wheel` raises)."""
+    """Compile the tree ``src`` into a wheel in ``dist``; a failure is in the result (:func:`the_wheel` raises)."""
     tracker = _OpTracker(ops, src)
     cpu_before = children_cpu_seconds()
-    run = runner(
+    run = proc.run(
         [
             str(python),
             "-m",

@@ -23,6 +23,7 @@ from dswheels.building.effects.compiler_cache import find_compiler_cache, start_
 from dswheels.building.effects.workdir import link_site, settle_header_times
 from dswheels.building.parallelism import Parallelism
 from dswheels.cuda.redist import REDIST_URL
+from dswheels.host.cache import CacheLayout
 from dswheels.host.log import get_reporter
 from dswheels.host.machine import host_os
 from dswheels.host.venvs import Interpreter
@@ -94,7 +95,7 @@ def check_toolchain(
     *,
     prepare_only: bool,
     msvc_root: Path | None = None,
-    cache_dir: Path | None = None,
+    cache: CacheLayout | None = None,
     wine_cuda: tuple[WineCudaSource, str] = (WineCudaSource.AUTO, REDIST_URL),
 ) -> BuildTools:
     """The plan's nvcc (and MSVC) on this machine, checked before anything is downloaded, installed or compiled.
@@ -109,7 +110,7 @@ def check_toolchain(
         host=host_os(),
         prepare_only=prepare_only,
         msvc_root=msvc_root,
-        cache_dir=cache_dir,
+        cache=cache,
         wine_cuda=wine_cuda,
     )
 

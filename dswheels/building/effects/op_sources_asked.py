@@ -35,11 +35,9 @@ def probe_ops(
     src: Path,
     env: Mapping[str, str],
     log: Path,
-    *,
-    capture: proc.Capturer = proc.capture,
 ) -> tuple[str, list[OpSources]]:
     """The accelerator DeepSpeed picked, and each planned op as its builder describes it (raises BuildError)."""
-    result = capture(
+    result = proc.capture(
         [str(python), str(OP_SOURCES_SCRIPT), json.dumps(list(planned.ops.build_names))],
         cwd=src,
         env=env,

@@ -27,6 +27,7 @@ from dswheels.building.patches import (
     patch_portable_cpu,
     patch_torch_requirement,
 )
+from dswheels.host.cache import CacheLayout
 from dswheels.host.downloads import Downloader, FetchedSource, extract_archive, fetch_source
 from dswheels.host.log import get_reporter
 from dswheels.kernel.compat import Compat
@@ -51,14 +52,14 @@ def prepare_source(
     *,
     src: Path,
     compat: Compat,
-    cache_dir: Path,
+    cache: CacheLayout,
     pypi_json: str,
     debug_symbols: bool,
     parallel: bool,
     log: Path,
 ) -> PreparedSource:
-    """Fetch the cell's source (cached in ``<cache_dir>/sources``), unpack it into ``src`` and patch it."""
-    with Downloader(cache_dir / "sources") as downloader:
+    """Fetch the cell's source (cached in the cache's sources), unpack it into ``src`` and patch it."""
+    with Downloader(cache.sources) as downloader:
         fetched = fetch_source(planned, downloader=downloader, pypi_json=pypi_json)
     extract_archive(fetched.path, src)
     notes = patch_tree(src, planned, compat, debug_symbols=debug_symbols, parallel=parallel)

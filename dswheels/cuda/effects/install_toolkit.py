@@ -44,6 +44,7 @@ from dswheels.cuda.redist import (
     redist_json_name,
     root_links,
 )
+from dswheels.host.cache import CacheLayout
 from dswheels.host.downloads import Downloader
 from dswheels.host.files import exclusive, public_mode, read_bounded, replace_dir, staging_dir, write_text_atomic
 from dswheels.host.http import TIMEOUTS
@@ -68,7 +69,7 @@ ATTEMPT_SECONDS = 20 * 60  # one attempt at one archive (cuBLAS is ~0.85 GB); th
 class CudaInstallOptions:
     toolkit: str  # the release, X.Y.Z
     os: OS  # whose archives
-    cache: Path  # the download cache; the root goes under it unless ``dest`` is given
+    cache: CacheLayout  # its downloads go there, and the root unless ``dest`` is given
     dest: Path | None = None
     redist_url: str = REDIST_URL  # NVIDIA's redist folder, or a mirror of it
     redist_sha256: str = ""  # the JSON's digest when it is not compat.yml's (another release, a mirror's copy)
@@ -179,7 +180,7 @@ def install_cuda(compat: Compat, options: CudaInstallOptions) -> InstalledCuda:
     reporter = get_reporter()
     toolkit, pin = _toolkit(compat, options)
     components = compat.components_for(toolkit.minor)
-    downloads = options.cache / "cuda" / "downloads"
+    downloads = options.cache.cuda_downloads
     with Downloader(
         downloads, retries=options.retries, timeout=options.timeout, attempt_seconds=options.attempt_seconds
     ) as downloader:
@@ -196,7 +197,7 @@ def install_cuda(compat: Compat, options: CudaInstallOptions) -> InstalledCuda:
             raise SourceError(f"{where}: {exc}") from None
         key = install_key(pin, archives)
         root = (
-            options.dest or options.cache / "cuda" / f"{options.toolkit}-{PLATFORMS[options.os]}-{key[:16]}"
+            options.dest or options.cache.cuda_root(f"{options.toolkit}-{PLATFORMS[options.os]}-{key[:16]}")
         ).absolute()
         marker = _marker(options, pin, archives)
         installed = InstalledCuda(

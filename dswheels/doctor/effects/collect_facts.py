@@ -31,8 +31,9 @@ from dswheels.doctor.machine_facts import (
     VisualStudio,
     toolkit_probe_paths,
 )
+from dswheels.host import proc
 from dswheels.host.machine import host_os
-from dswheels.host.proc import capture, find_tool, marked_json
+from dswheels.host.proc import find_tool, marked_json
 from dswheels.kernel.binaries.linux_runtime import ElfError, defined_maximum, version_defs
 from dswheels.kernel.errors import DswheelsError
 from dswheels.kernel.platform_traits import traits
@@ -79,7 +80,7 @@ def probe_target(python: str, env: Mapping[str, str], *, light: bool = False) ->
     ``light`` reads torch's version and CUDA from ``torch/version.py`` instead of importing torch.
     """
     try:
-        result = capture(
+        result = proc.capture(
             [str(python), str(PROBE_SCRIPT), *(["--light"] if light else [])],
             env=env,
             timeout=_TIMEOUT,
@@ -97,7 +98,7 @@ def probe_target(python: str, env: Mapping[str, str], *, light: bool = False) ->
 def _capture(argv: list[str], env: Mapping[str, str], timeout: float = 60.0) -> tuple[int, str]:
     """Run a small tool; (-1, why) when it cannot start."""
     try:
-        result = capture(argv, env=env, timeout=timeout)
+        result = proc.capture(argv, env=env, timeout=timeout)
     except DswheelsError as exc:
         return -1, exc.message
     return result.returncode, result.output

@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
+from dswheels.host import proc
 from dswheels.host.opload import load_ops
-from dswheels.host.proc import capture, find_tool, run
+from dswheels.host.proc import find_tool
 from dswheels.kernel.errors import DswheelsError, EnvironmentMismatchError, VerifyError
 from dswheels.kernel.model import Accelerator
 from dswheels.kernel.opload_result import load_problems
@@ -44,7 +45,7 @@ def choose_installer(python: str, requested: Installer, env: Mapping[str, str]) 
     """``pip`` when the target has it (or was asked for), else ``uv`` when on PATH."""
     if requested is not Installer.AUTO:
         return requested
-    probe = capture([python, "-m", "pip", "--version"], env=env, error=EnvironmentMismatchError)
+    probe = proc.capture([python, "-m", "pip", "--version"], env=env, error=EnvironmentMismatchError)
     if probe.returncode == 0:
         return Installer.PIP
     if find_tool("uv", env) is not None:
@@ -64,7 +65,7 @@ def install_argv(python: str, wheel: str, installer: Installer) -> list[str]:
 
 def install_wheel(python: str, wheel: Path, *, installer: Installer, env: Mapping[str, str]) -> None:
     """Install a downloaded (and sha256-checked) wheel file and its dependencies."""
-    run(
+    proc.run(
         install_argv(python, str(wheel), installer),
         env=env,
         heartbeat=30.0,

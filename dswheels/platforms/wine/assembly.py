@@ -21,6 +21,7 @@ from pathlib import Path
 from dswheels import probes
 from dswheels.cuda.redist import REDIST_URL
 from dswheels.host import proc
+from dswheels.host.cache import CacheLayout
 from dswheels.host.downloads import Downloader
 from dswheels.host.files import write_text_atomic
 from dswheels.host.log import get_reporter
@@ -129,7 +130,7 @@ def check_wine(
     *,
     msvc_root: Path,
     env: Mapping[str, str],
-    cache_dir: Path,
+    cache: CacheLayout,
     cuda_source: WineCudaSource = WineCudaSource.AUTO,
     cuda_redist_url: str = REDIST_URL,
 ) -> WineTools:
@@ -139,7 +140,7 @@ def check_wine(
         msg = "a Windows cell is planned with MSVC"
         raise ValueError(msg)
     msvc = find_msvc_root(msvc_root, toolset=hc.version)
-    host = find_wine(env, cache_dir=cache_dir)
+    host = find_wine(env, cache=cache)
     get_reporter().info(
         f"Windows under Wine: {host.version}, MSVC {msvc.toolset} + SDK {msvc.sdk} from {msvc.root} "
         f"(the plan's {hc.version}: {hc.why})"
@@ -153,14 +154,14 @@ def prepare_wine(
     *,
     compat: Compat,
     work: Path,
-    cache_dir: Path,
+    cache: CacheLayout,
     build_python: Path,  # the build interpreter: the launcher runs it as Windows
     linux_torch: Path | None,
     uv: str,
     index_args: Sequence[str],
     log: Path,
 ) -> WineBuild:
-    """Everything the Windows build of ``planned`` needs besides the source, under ``cache_dir`` and ``work``."""
+    """Everything the Windows build of ``planned`` needs besides the source, in ``cache`` and ``work``."""
     bin_dir = work / "wine-bin"
     synthesized_log = work / "wine-synthesized.jsonl"
     synthesized_log.unlink(missing_ok=True)
@@ -168,14 +169,12 @@ def prepare_wine(
     python_windows = prepare_windows_python(
         planned.cell.python,
         compat=compat,
-        cache_dir=cache_dir,
-        downloader=Downloader(cache_dir / "downloads"),
+        cache=cache,
+        downloader=Downloader(cache.downloads),
         lib_tool=bin_dir / "lib.exe",
         log=log,
     )
-    torch = prepare_windows_torch(
-        planned, cache_dir=cache_dir, uv=uv, index_args=index_args, linux_torch=linux_torch, log=log
-    )
+    torch = prepare_windows_torch(planned, cache=cache, uv=uv, index_args=index_args, linux_torch=linux_torch, log=log)
     cuda: WindowsCuda | None = None
     cuda_home: Path | None = None
     extra: dict[str, object] = {}
@@ -183,7 +182,7 @@ def prepare_wine(
         cuda = assemble_windows_cuda(
             planned,
             compat=compat,
-            cache_dir=cache_dir,
+            cache=cache,
             uv=uv,
             dumpbin=bin_dir / "dumpbin.exe",
             lib_tool=bin_dir / "lib.exe",

@@ -33,6 +33,7 @@ from pathlib import Path
 
 from dswheels.cuda.effects.install_toolkit import CudaInstallOptions, install_cuda
 from dswheels.cuda.redist import REDIST_URL
+from dswheels.host.cache import CacheLayout
 from dswheels.host.files import exclusive, staging_dir, write_text_atomic
 from dswheels.host.log import get_reporter
 from dswheels.kernel.compat import Compat
@@ -75,7 +76,7 @@ def assemble_windows_cuda(
     planned: PlannedCell,
     *,
     compat: Compat,
-    cache_dir: Path,
+    cache: CacheLayout,
     uv: str,
     dumpbin: Path,
     lib_tool: Path,
@@ -90,11 +91,9 @@ def assemble_windows_cuda(
         raise ValueError(msg)
     components = compat.components_for(tc.nvcc)
     if cuda_source(planned, source) is WineCudaSource.NVIDIA:
-        return _from_archives(
-            tc.cuda_toolkit, compat, cache_dir, redist_url, dumpbin=dumpbin, lib_tool=lib_tool, log=log
-        )
+        return _from_archives(tc.cuda_toolkit, compat, cache, redist_url, dumpbin=dumpbin, lib_tool=lib_tool, log=log)
     extras = [c.pypi for c in components]
-    folder = cache_dir / "wine" / f"cuda-{tc.cuda_toolkit}-{_key(tc.cuda_toolkit, extras)}"
+    folder = cache.wine_cuda(f"{tc.cuda_toolkit}-{_key(tc.cuda_toolkit, extras)}")
     record = folder / "dswheels-cuda.json"
     with exclusive(
         folder.parent, what=f"assembling CUDA {tc.cuda_toolkit} for Windows", error=EnvironmentMismatchError
@@ -152,12 +151,12 @@ def _assemble(
 
 
 def _from_archives(
-    toolkit: str, compat: Compat, cache_dir: Path, redist_url: str, *, dumpbin: Path, lib_tool: Path, log: Path
+    toolkit: str, compat: Compat, cache: CacheLayout, redist_url: str, *, dumpbin: Path, lib_tool: Path, log: Path
 ) -> WindowsCuda:
     """The toolkit as a windows-2022 runner gets it: NVIDIA's archives for windows-x86_64, sha256-checked."""
     get_reporter().info(f"assembling the Windows CUDA {toolkit} root from NVIDIA's redistributable archives")
     installed = install_cuda(
-        compat, CudaInstallOptions(toolkit=toolkit, os=OS.WINDOWS, cache=cache_dir, redist_url=redist_url)
+        compat, CudaInstallOptions(toolkit=toolkit, os=OS.WINDOWS, cache=cache, redist_url=redist_url)
     )
     made = _make_import_libs(installed.root, dumpbin=dumpbin, lib_tool=lib_tool, log=log)  # archives carry .lib
     _check_provides(installed.root, installed.components, toolkit)

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from dswheels import probes
 from dswheels.host import proc
+from dswheels.host.cache import CacheLayout
 from dswheels.host.files import exclusive, write_text_atomic
 from dswheels.host.log import get_reporter
 from dswheels.kernel.errors import DswheelsError, EnvironmentMismatchError
@@ -29,7 +30,6 @@ __all__ = [
     "install_for_windows",
     "wait_for_wineserver",
     "windows_path",
-    "wine_prefix",
     "write_tool_scripts",
 ]
 
@@ -60,13 +60,8 @@ class WineHost:
         }
 
 
-def wine_prefix(cache_dir: Path) -> Path:
-    """The Wine prefix of a cache: made once, shared by its builds."""
-    return cache_dir / "wine" / "prefix"
-
-
-def find_wine(env: Mapping[str, str], *, cache_dir: Path) -> WineHost:
-    """Wine on PATH and a ready prefix under ``cache_dir`` (made once, by the first build that needs it)."""
+def find_wine(env: Mapping[str, str], *, cache: CacheLayout) -> WineHost:
+    """Wine on PATH and the cache's prefix, ready (made once, by the first build that needs it; its builds share it)."""
     wine = proc.find_tool("wine", env) or proc.find_tool("wine64", env)
     if wine is None:
         raise EnvironmentMismatchError(
@@ -76,7 +71,7 @@ def find_wine(env: Mapping[str, str], *, cache_dir: Path) -> WineHost:
     said = proc.capture([wine, "--version"], env=dict(env), timeout=60).output
     # Debian's wine64 also warns that wine32 is missing: only 64-bit programs run here, which is all we run
     version = next((ln.strip() for ln in said.splitlines() if ln.startswith("wine-")), said.strip()[-80:])
-    host = WineHost(wine=wine, prefix=wine_prefix(cache_dir), version=version)
+    host = WineHost(wine=wine, prefix=cache.wine_prefix, version=version)
     marker = host.prefix / ".dswheels-ready"
     if not marker.is_file():
         with exclusive(host.prefix.parent, what="making the Wine prefix", error=EnvironmentMismatchError):

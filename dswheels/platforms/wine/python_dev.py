@@ -16,6 +16,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from dswheels.host.cache import CacheLayout
 from dswheels.host.downloads import Downloader
 from dswheels.host.files import exclusive, staging_dir
 from dswheels.host.unpack import extract_archive
@@ -64,7 +65,7 @@ def exported_names(include: Path) -> tuple[list[str], list[str]]:
 
 
 def prepare_windows_python(
-    python: Python, *, compat: Compat, cache_dir: Path, downloader: Downloader, lib_tool: Path, log: Path
+    python: Python, *, compat: Compat, cache: CacheLayout, downloader: Downloader, lib_tool: Path, log: Path
 ) -> WindowsPython:
     """The Windows headers and import library of ``python``'s minor (cached by the source's sha256)."""
     pinned = compat.cpython_sources.get(python.version)
@@ -75,7 +76,7 @@ def prepare_windows_python(
             hint="add one to compat.yml `cpython_sources` (its sha256 from python.org), or build the cell on Windows",
         )
     tag = f"{python.version[0]}{python.version[1]}"
-    target = cache_dir / "wine" / f"python-{pinned.version}-{pinned.sha256[:12]}"
+    target = cache.wine_python(f"{pinned.version}-{pinned.sha256[:12]}")
     done = target / "libs" / f"python{tag}.lib"
     with exclusive(
         target.parent, what=f"preparing CPython {pinned.version}'s Windows headers", error=EnvironmentMismatchError

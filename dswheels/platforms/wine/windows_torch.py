@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from dswheels.host.cache import CacheLayout
 from dswheels.host.files import exclusive, staging_dir, write_text_atomic
 from dswheels.host.log import get_reporter
 from dswheels.kernel.errors import EnvironmentMismatchError
@@ -55,12 +56,12 @@ def _key(version: str, python: str, index_args: Sequence[str]) -> str:
 
 
 def prepare_windows_torch(
-    planned: PlannedCell, *, cache_dir: Path, uv: str, index_args: Sequence[str], linux_torch: Path | None, log: Path
+    planned: PlannedCell, *, cache: CacheLayout, uv: str, index_args: Sequence[str], linux_torch: Path | None, log: Path
 ) -> WindowsTorch:
     """The cell's torch for win_amd64, installed once per version, Python and index; checked for a CUDA cell."""
     python = format_version(planned.cell.python.version)
-    folder = cache_dir / "wine" / f"torch-{planned.torch_version}-{planned.cell.python.tag}"
-    folder = folder.with_name(f"{folder.name}-{_key(planned.torch_version, python, index_args)}")
+    key = _key(planned.torch_version, python, index_args)
+    folder = cache.wine_torch(f"{planned.torch_version}-{planned.cell.python.tag}-{key}")
     torch_dir = folder / "torch"
     with exclusive(
         folder.parent, what=f"installing torch {planned.torch_version} for Windows", error=EnvironmentMismatchError
