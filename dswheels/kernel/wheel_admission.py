@@ -12,8 +12,9 @@ environment only what DeepSpeed's ``setup.py`` makes it write:
   are the ``scripts/`` DeepSpeed declares (installed into ``bin/`` or ``Scripts\\``) and
   ``purelib/``/``platlib/`` under ``deepspeed/``; no ``data/`` (anywhere under the
   environment's prefix: ``bin/python3``) and no ``headers/``;
-- its ``entry_points.txt`` declares no console or GUI script (pip would write one into
-  ``bin/``) other than DeepSpeed's script names.
+- its ``entry_points.txt`` is read the same by a strict reading and by the readers pip and uv
+  use (:mod:`dswheels.kernel.entry_points`), and declares no console or GUI script (pip would
+  write one into ``bin/``) other than DeepSpeed's script names.
 
 So a file at the site-packages root (a ``.pth`` runs at every interpreter start), another
 distribution's ``.dist-info`` (pip would think it installed), ``bin/pip`` or ``bin/python3``
@@ -22,11 +23,11 @@ can never come from a wheel dswheels lets through.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 from packaging.utils import canonicalize_name, canonicalize_version
 
+from dswheels.kernel.entry_points import EntryPointsError, read_entry_points, script_names
 from dswheels.kernel.model import OS
 from dswheels.kernel.naming import PROJECT, PublishedWheel
 from dswheels.kernel.versions import format_version
@@ -43,8 +44,6 @@ SCRIPTS_WINDOWS = frozenset({"deepspeed.bat", "ds", "ds_report.bat", "ds_report"
 _SCRIPTS = {OS.LINUX: SCRIPTS_POSIX, OS.WINDOWS: SCRIPTS_WINDOWS}
 
 _MAX_SHOWN = 8  # problems of one kind listed before "and N more"
-_SCRIPT_GROUPS = ("console_scripts", "gui_scripts")
-_SECTION_RE = re.compile(r"^\[\s*([^\]]+?)\s*\]$")
 
 
 def wheel_tags(wheel_file: str) -> list[str]:
@@ -62,22 +61,13 @@ def wheel_tags(wheel_file: str) -> list[str]:
 
 
 def entry_point_scripts(text: str) -> list[str]:
-    """The names of the console and GUI scripts an ``entry_points.txt`` declares.
+    """The names of the console and GUI scripts an ``entry_points.txt`` declares; ``EntryPointsError``
+    when pip's readers and a strict reading would not agree on them (:mod:`dswheels.kernel.entry_points`).
 
     >>> entry_point_scripts("[pytest_randomly.random_seeder]\\nds = x:y\\n[console_scripts]\\npip = evil:main\\n")
     ['pip']
     """
-    names = []
-    group = ""
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line or line.startswith(("#", ";")):
-            continue
-        if section := _SECTION_RE.match(line):
-            group = section[1]
-        elif group in _SCRIPT_GROUPS:
-            names.append(line.partition("=")[0].strip())
-    return names
+    return script_names(read_entry_points(text))
 
 
 def _unsafe_name(name: str) -> bool:
@@ -163,7 +153,14 @@ def admission_problems(
     scripts = _SCRIPTS[wheel.cell.platform.os]
     members = list(dict.fromkeys(p for name in names if (p := _member_problem(name, version=version, scripts=scripts))))
     problems.extend(_capped(members))
-    foreign = [n for n in entry_point_scripts(entry_points or "") if n not in scripts]
+    twice = sorted({n for n in names if names.count(n) > 1} if len(set(names)) != len(names) else ())
+    if twice:  # which copy an installer takes differs (pip: the last, others: the first)
+        problems.append(f"its zip lists {', '.join(_capped(twice))} more than once")
+    try:
+        foreign = [n for n in entry_point_scripts(entry_points or "") if n not in scripts]
+    except EntryPointsError as exc:
+        problems.append(f"its {exc}: pip and uv may install scripts dswheels cannot see")
+        foreign = []
     if foreign:
         shown = ", ".join(_capped(foreign))
         problems.append(f"its entry_points.txt declares scripts DeepSpeed does not install: {shown}")

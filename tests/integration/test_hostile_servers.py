@@ -385,6 +385,49 @@ def test_install_takes_a_wheel_with_deepspeeds_own_scripts(
     target.reset()
 
 
+# --- issue 30.1: an entry_points.txt pip reads otherwise than a strict reading ---------------------------------------
+
+_READ_OTHERWISE = {
+    "double-brackets": b"[x]\n[[console_scripts]]\npip = deepspeed:main\n",
+    "bracket-after": b"[console_scripts]]\npip = deepspeed:main\n",
+    "distlib-search": b"[console_scripts]\nds = -x pip=deepspeed:main\n",
+    "semicolon-name": b"[console_scripts]\n;pip = deepspeed:main\n",
+}
+
+
+@pytest.mark.parametrize("text", _READ_OTHERWISE.values(), ids=_READ_OTHERWISE)
+def test_entry_points_pip_reads_otherwise_are_refused_by_install_publish_and_index(
+    served: tuple[Served, str], target: Target, tmp_path: Path, text: bytes
+) -> None:
+    """The control first: the venv's real pip, installing the wheel itself, writes a script DeepSpeed does not
+    (``bin/pip`` for the bracket cases); then install (exit 4), publish and index (exit 7) refuse it."""
+    state, base = served
+    target.reset()
+    wheel = _raw_wheel(tmp_path / "w" / NAME, {**_deepspeed_members(), f"{_DIST}/entry_points.txt": text})
+    aside = tmp_path / "aside"
+    done = target.pip("install", "--no-deps", "--no-index", "--target", str(aside), str(wheel))
+    assert done.returncode == 0, done.stdout + done.stderr
+    written = {p.name for p in (aside / "bin").iterdir()}
+    assert written - {"deepspeed", "ds", "ds_report"}, f"pip wrote only DeepSpeed's scripts: {written}"
+    before = target.bin_files()
+    _serve_wheel(state, wheel)
+    done = _install(target, base, "--no-verify")
+    assert done.returncode == 4, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr
+    assert "entry_points.txt" in done.stderr
+    assert target.bin_files() == before, "the environment's bin/ changed"
+    assert "deepspeed" not in target.installed()
+    for args in (
+        ("publish", str(wheel), "--dir", str(tmp_path / "pub")),
+        ("index", "--from", str(wheel.parent), "--out", str(tmp_path / "site")),
+    ):
+        done = _dswheels(*args, "--report", str(tmp_path / "r.json"), env=_clean_env(DSWHEELS_CACHE=str(tmp_path)))
+        assert done.returncode == 7, (args, done.stdout + done.stderr)
+        assert "entry_points.txt" in done.stderr, done.stderr
+        assert "Traceback" not in done.stderr
+    assert not list((tmp_path / "pub").glob("*.whl")) if (tmp_path / "pub").exists() else True
+
+
 # --- 6. servers that send a byte a second -------------------------------------------------------------------------
 
 
