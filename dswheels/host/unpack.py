@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import IO
 
 from dswheels.host.files import replace_dir, staging_dir
+from dswheels.host.tar_bounds import open_tar
 from dswheels.kernel.archive import ArchiveMemberError, Parts, link_parts, member_parts, resolve_member
 from dswheels.kernel.errors import SourceError
 
@@ -228,12 +229,12 @@ def _write(root: Path, members: list[_Member], max_bytes: int) -> None:
 
 
 @contextmanager
-def _open_members(archive: Path) -> Iterator[list[_Member]]:
+def _open_members(archive: Path, max_bytes: int) -> Iterator[list[_Member]]:
     if zipfile.is_zipfile(archive):
         with zipfile.ZipFile(archive) as zf:
             yield _bounded(_zip_members(zf))
-    else:
-        with tarfile.open(archive, "r:*") as tar:
+    else:  # every member header judged before tarfile reads it (a 2 GiB long name from 300 KB of xz)
+        with open_tar(archive, max_bytes=max_bytes, max_members=2 * MAX_MEMBERS) as tar:
             yield _bounded(_tar_members(tar))
 
 
@@ -256,7 +257,7 @@ def extract_archive(
     dest = dest.absolute()
     dest.parent.mkdir(parents=True, exist_ok=True)
     try:
-        with staging_dir(dest.parent, dest.name) as staging, _open_members(archive) as members:
+        with staging_dir(dest.parent, dest.name) as staging, _open_members(archive, max_bytes) as members:
             _judge(members, max_bytes)
             _write(Path(os.path.realpath(staging)), members, max_bytes)
             replace_dir(dest, staging)

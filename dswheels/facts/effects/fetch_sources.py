@@ -56,7 +56,10 @@ from dswheels.host.downloads import Downloader
 from dswheels.host.files import read_bounded
 from dswheels.host.http import MAX_PAGE_BYTES, TIMEOUTS, check_redirects, read_limited
 from dswheels.host.log import get_reporter
+from dswheels.host.tar_bounds import open_tar
+from dswheels.host.unpack import MAX_MEMBERS, MAX_UNPACKED_BYTES
 from dswheels.host.wheel_metadata import read_wheel_metadata
+from dswheels.kernel.archive import ArchiveMemberError
 from dswheels.kernel.compat import Compat
 from dswheels.kernel.errors import SourceError
 from dswheels.kernel.model import Variant
@@ -153,17 +156,28 @@ def _sdist_versions(
     return [r for r in releases if r.version in wanted and r.sdist_url]
 
 
+_MAX_SOURCE_FILE = 4 * 1024**2  # setup.py, op builders, version files: tens of KB
+
+
+def _source_text(name: str, data: bytes) -> str:
+    if len(data) > _MAX_SOURCE_FILE:
+        msg = f"{name!r} is larger than {_MAX_SOURCE_FILE >> 20} MiB"
+        raise ArchiveMemberError(msg)
+    return data.decode("utf-8", "replace")
+
+
 def _read_sdist(downloader: Downloader, release: DeepSpeedRelease, compat: Compat) -> DeepSpeedSourceSeen:
     path, _sha = downloader.fetch(release.sdist_url, sha256=release.sdist_sha256, size=release.sdist_size)
     files: dict[str, str] = {}
     try:
-        with tarfile.open(path, "r:*") as tar:
+        # the unpacker's bounds: every member header judged before tarfile reads it
+        with open_tar(path, max_bytes=MAX_UNPACKED_BYTES, max_members=2 * MAX_MEMBERS) as tar:
             for member in tar:
                 relative = member.name.split("/", 1)[1] if "/" in member.name else ""
                 if member.isfile() and wanted_member(relative) and (fh := tar.extractfile(member)) is not None:
                     with fh:
-                        files[relative] = fh.read().decode("utf-8", "replace")
-    except (tarfile.TarError, OSError, EOFError) as exc:
+                        files[relative] = _source_text(member.name, fh.read(_MAX_SOURCE_FILE + 1))
+    except (tarfile.TarError, OSError, EOFError, ArchiveMemberError) as exc:
         raise SourceError(f"cannot read {path.name}: {exc}") from None
     return read_deepspeed_source(
         release.version, files, cuda_versions=sorted(compat.cuda), torch_versions=sorted(compat.torch)
