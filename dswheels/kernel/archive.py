@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
 
-__all__ = ["MAX_LINK_HOPS", "ArchiveMemberError", "link_parts", "member_parts", "resolve_member"]
+__all__ = ["MAX_LINK_HOPS", "ArchiveMemberError", "link_parts", "member_parts", "resolve_member", "tree_problems"]
 
 MAX_LINK_HOPS = 40  # what Linux allows (ELOOP) before it gives up on a chain of links
 
@@ -85,12 +86,16 @@ def link_parts(linkname: str) -> Parts:
     return parts
 
 
-def resolve_member(parts: Parts, links: Mapping[Parts, str]) -> Parts | None:
+def resolve_member(
+    parts: Parts, links: Mapping[Parts, str], *, present: AbstractSet[Parts] | None = None
+) -> Parts | None:
     """Resolve ``parts`` as the file system would once every link in ``links`` exists.
 
     ``links`` maps a link's path (from the root) to its target text. Returns the resolved
     path, or None when it leaves the tree at any step or loops more than
-    :data:`MAX_LINK_HOPS` times (the file system would give up: refuse it too).
+    :data:`MAX_LINK_HOPS` times (the file system would give up: refuse it too). With
+    ``present`` (every path of the tree), also None when a step passes through a path the tree
+    lacks: the file system resolves ``x/..`` only where ``x`` exists.
 
     >>> links = {("x", "l1"): "..", ("esc",): "x/l1/.."}
     >>> resolve_member(("x", "l1", "y"), links)
@@ -109,6 +114,8 @@ def resolve_member(parts: Parts, links: Mapping[Parts, str]) -> Parts | None:
             done.pop()
             continue
         here = (*done, part)
+        if present is not None and here not in present:
+            return None
         if here in links:
             hops += 1
             if hops > MAX_LINK_HOPS:
@@ -118,3 +125,43 @@ def resolve_member(parts: Parts, links: Mapping[Parts, str]) -> Parts | None:
             continue
         done.append(part)
     return tuple(done)
+
+
+def _shown(parts: Parts) -> str:
+    return "/".join(parts) or "."
+
+
+def tree_problems(entries: Mapping[Parts, str | None]) -> list[str]:
+    """What makes a tree unsafe to write into or to hand out, judged as a whole: ``entries`` maps
+    every path of the tree to its link text (None: a folder or a file).
+
+    Trees that are each safe alone (a link to ``.`` in one, a link through it in another) can
+    together hold links that leave the tree, so a tree merged from several archives is judged
+    again, as one: nothing lies below a link (it would be written through it), and every link
+    is a relative text that resolves, through every other link, to a path of the tree (not
+    outside it, not in a loop, not to nothing). Empty when the tree is safe.
+
+    >>> tree_problems({("bin",): None, ("x",): ".", ("y",): "x/.."})
+    ["the link 'y' -> 'x/..' resolves outside the tree, loops or names nothing in it"]
+    >>> tree_problems({("lib",): None, ("lib64",): "lib", ("lib64", "f"): None})
+    ["'lib64/f' lies below the link 'lib64'"]
+    """
+    links = {parts: text for parts, text in entries.items() if text is not None}
+    present = {parts[:depth] for parts in entries for depth in range(len(parts) + 1)}
+    problems: list[str] = []
+    for parts, text in sorted(entries.items()):
+        name = _shown(parts)
+        below = next((parts[:depth] for depth in range(1, len(parts)) if parts[:depth] in links), None)
+        if below is not None:
+            problems.append(f"{name!r} lies below the link {_shown(below)!r}")
+            continue
+        if text is None:
+            continue
+        try:
+            resolved = resolve_member(parts, links, present=present)
+        except ArchiveMemberError as exc:
+            problems.append(f"the link {name!r}: {exc}")
+            continue
+        if resolved is None:
+            problems.append(f"the link {name!r} -> {text!r} resolves outside the tree, loops or names nothing in it")
+    return problems

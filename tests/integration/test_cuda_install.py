@@ -433,3 +433,98 @@ def test_the_wine_host_takes_the_same_components_from_nvidias_archives(
     assert all("windows-x86_64" in path for path in served.downloads() if path.endswith(".zip"))
     assert (cuda.root / "bin" / "nvcc.exe").is_file()
     assert (cuda.root / "include" / "cuda_profiler_api.h").is_file()
+
+
+# --- issue 30.2: archives that each pass the unpacker, merged into one root ----------------------------------------
+
+NVCC_ARCHIVE = REDIST / NVCC
+CUDART = "cuda_cudart/linux-x86_64/cuda_cudart-linux-x86_64-13.0.96-archive.tar.xz"
+
+
+def _with_links(archive: Path, links: dict[str, str]) -> bytes:
+    """The tar.xz ``archive`` with symbolic links added (name below its top folder -> target text), and
+    without its top-level LICENSE where a link is or names ``licenses`` (an archive need not carry one)."""
+    out = io.BytesIO()
+    with tarfile.open(archive) as old, tarfile.open(fileobj=out, mode="w:xz") as new:
+        top = old.getnames()[0].split("/")[0]
+        for member in old.getmembers():
+            if "licenses" in (*links, *links.values()) and member.name == f"{top}/LICENSE":
+                continue
+            new.addfile(member, old.extractfile(member) if member.isfile() else None)
+        for name, target in links.items():
+            info = tarfile.TarInfo(f"{top}/{name}")
+            info.type, info.linkname = tarfile.SYMTYPE, target
+            new.addfile(info)
+    return out.getvalue()
+
+
+def _two_archives(served: Redist, first: dict[str, str], second: dict[str, str]) -> str:
+    """cuda_nvcc (merged first) and cuda_cudart (second) with these links; the JSON's new pin."""
+    _repin(served, "cuda_nvcc", "linux-x86_64", _with_links(NVCC_ARCHIVE, first))
+    return _repin(served, "cuda_cudart", "linux-x86_64", _with_links(REDIST / CUDART, second))
+
+
+def _tree(root: Path) -> dict[str, bytes | str]:
+    return {
+        p.relative_to(root).as_posix(): (str(p.readlink()) if p.is_symlink() else p.read_bytes() if p.is_file() else "")
+        for p in sorted(root.rglob("*"))
+    }
+
+
+MERGED_ESCAPES = {
+    # a link to '.' in one; in the other a link through it (alone: a/a/../../outside is the archive's outside/),
+    # and the root's licenses/ folder a link to it: the later archives' LICENSE files would land in tmp/outside/
+    "licenses-through-dot": ({"a": "."}, {"b": "a/a/../../outside", "licenses": "b"}),
+    # the same, the link first: archives without a LICENSE (the first two) let it stand until cuda_cccl's is moved
+    "licenses-first": ({"a": ".", "licenses": "b"}, {"b": "a/a/../../outside", "x": "licenses"}),
+    # dswheels' own layout links (targets/x86_64-linux/include) made through a link of an archive
+    "targets-through-dot": ({"a": "."}, {"targets": "a/a/../../outside"}),
+    # a component folder that is itself a link, into which the later component's lib/ is merged
+    "folder-is-a-link": ({"a": "."}, {"lib": "a/a/../../outside"}),
+    "dangling": ({}, {"targets": "nowhere"}),
+    "loop-across-archives": ({"p": "q"}, {"q": "p"}),
+    "layout-link-taken": ({"x": "."}, {"lib64": "x/.."}),
+}
+
+
+@pytest.mark.parametrize(("first", "second"), MERGED_ESCAPES.values(), ids=MERGED_ESCAPES)
+def test_archives_that_merge_into_links_out_of_the_root_are_refused(
+    redist: tuple[Redist, str],
+    tmp_path: Path,
+    first: dict[str, str],
+    second: dict[str, str],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each archive passes the unpacker alone; merged, their links lead out of the root, loop or name nothing:
+    exit 4 with one paragraph, the folder outside untouched, no root made."""
+    served, url = redist
+    pin = _two_archives(served, first, second)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "sentinel").write_text("mine", encoding="utf-8")
+    before = _tree(outside)
+    monkeypatch.setenv("DSWHEELS_CACHE", str(tmp_path / "cache"))
+    args = ["cuda", "install", "--toolkit", "13.0.3", "--redist-url", url, "--redist-sha256", pin]
+    code = main([*args, "--dest", str(tmp_path / "cuda")])
+    err = capsys.readouterr().err
+    assert _tree(outside) == before, "written outside the root"
+    assert code == 4, err
+    assert "Traceback" not in err
+    assert "would merge into a root whose links" in err, err
+    assert not (tmp_path / "cuda").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cache", "outside", "redist"]
+
+
+def test_links_within_one_archive_and_across_archives_that_stay_inside_are_kept(
+    redist: tuple[Redist, str], tmp_path: Path
+) -> None:
+    """The control: links NVIDIA's archives have (lib/libx.so -> libx.so.13), one archive linking to another's
+    file, and a root whose lib64 an archive already made as dswheels would."""
+    served, url = redist
+    pin = _two_archives(
+        served, {"lib/libnvptx.so": "libnvptx.so.13", "lib/libnvptx.so.13": "../bin/nvcc"}, {"lib64": "lib"}
+    )
+    installed = install_cuda(load_compat(), _options(tmp_path, url, redist_sha256=pin, dest=tmp_path / "cuda"))
+    assert (installed.root / "lib" / "libnvptx.so").resolve() == (installed.root / "bin" / "nvcc").resolve()
+    assert (installed.root / "lib64").readlink() == Path("lib")

@@ -11,7 +11,11 @@ nothing else, and no installer runs:
    parts merged into one root, in a staging folder beside it: a file two components both carry
    with different bytes is an error, each archive's top-level files (its ``LICENSE``) go to
    ``licenses/<component>/``, and on Linux the links nvcc.profile and DeepSpeed expect are added
-   (:func:`dswheels.cuda.redist.root_links`).
+   (:func:`dswheels.cuda.redist.root_links`). Archives that each pass the unpacker can still
+   merge into links that leave the root (a link to ``.`` in one, a link through it in another),
+   so before anything is moved the merged tree, dswheels' own links included, is judged as one
+   (:func:`dswheels.kernel.archive.tree_problems`: nothing below a link, every link resolving to
+   a path of the root), and once merged its links are checked again on disk.
 4. The file each component ``provides`` checked in the root, a marker written
    (``.dswheels-cuda.json``), and the root swapped into place. Any failure before this leaves
    the destination as it was.
@@ -32,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urljoin
 
+from dswheels.cuda.effects.merged_root import LICENSES, check_links_on_disk, judge_merged
 from dswheels.cuda.redist import (
     PLATFORMS,
     REDIST_URL,
@@ -249,12 +254,17 @@ def _assemble(
     with staging_dir(root.parent, root.name) as staging:
         merged = staging / "root"
         merged.mkdir(mode=public_mode(directory=True))
+        parts = []
         for archive, path in archives:
             part = staging / "parts" / archive.component
             extract_archive(path, part, max_bytes=MAX_UNPACKED_BYTES, what=f"NVIDIA's {archive.filename}")
-            _merge(part, merged, archive.component, root=merged)
+            parts.append((archive.component, part))
+        judge_merged(parts, options.os, toolkit=options.toolkit)
+        for component, part in parts:
+            _merge(part, merged, component, root=merged)
         for link, target in root_links(options.os):
             _link(merged, link, target)
+        check_links_on_disk(merged, toolkit=options.toolkit)
         missing = _missing_files(merged, components, options.os)
         if missing:
             raise SourceError(
@@ -273,7 +283,7 @@ def _merge(part: Path, into: Path, component: str, *, root: Path) -> None:
     for entry in entries:
         source = Path(entry.path)
         if into == root and entry.is_file(follow_symlinks=False):  # LICENSE: one per component
-            target = root / "licenses" / component / entry.name
+            target = root / LICENSES / component / entry.name
             target.parent.mkdir(parents=True, exist_ok=True)
             source.replace(target)
             continue
