@@ -20,6 +20,7 @@ from dswheels.arguments.shared import (
 )
 from dswheels.building.summary import render_results_markdown, render_results_table
 from dswheels.cuda.redist import REDIST_URL
+from dswheels.host.destinations import judge_destination
 from dswheels.host.gha import in_github_actions
 from dswheels.host.log import get_reporter
 from dswheels.host.venvs import InterpreterMode
@@ -271,12 +272,14 @@ def _options(args: argparse.Namespace) -> BuildOptions:
     from dswheels.building.step import BuildOptions  # noqa: PLC0415 - see the imports above
     from dswheels.verify.step import VerifyOptions  # noqa: PLC0415
 
+    out_dir = judge_destination(args.out, what="--out")  # before anything is read or made
+    work_dir = args.work_dir and judge_destination(args.work_dir, what="--work-dir")
     torch_source = parse_torch_source(args.torch_index)
     return BuildOptions(
         selection=_selection(args),
         ops=tuple(name for name in (args.ops or "").replace(",", " ").split() if name),
-        out_dir=args.out,
-        work_dir=args.work_dir,
+        out_dir=out_dir,
+        work_dir=work_dir,
         jobs=args.jobs,
         parallel_ops=args.parallel_ops,
         interpreter=InterpreterMode(args.interpreter),

@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from dswheels.host.destinations import judge_destination
 from dswheels.host.environ import read_variable
 from dswheels.kernel.envvars import plain_path
 
@@ -26,8 +27,12 @@ class CacheLayout:
 
     @classmethod
     def here(cls, given: Path | None = None) -> CacheLayout:
-        """This machine's: ``given`` (``--cache-dir``), else :func:`env_cache_dir`; absolute."""
-        return cls((given or env_cache_dir()).expanduser().resolve())
+        """This machine's: ``given`` (``--cache-dir``), else :func:`env_cache_dir`; absolute. Judged a folder
+        dswheels may write into before anything else (:func:`~dswheels.host.destinations.judge_destination`)."""
+        root = judge_destination(
+            (given or env_cache_dir()).expanduser(), what="the cache directory (--cache-dir, $DSWHEELS_CACHE)"
+        )
+        return cls(root.resolve())
 
     @property
     def sources(self) -> Path:

@@ -31,7 +31,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-from dswheels.kernel.errors import DswheelsError
+from dswheels.host.destinations import destination_problem
+from dswheels.kernel.errors import ConfigError, DswheelsError
 
 __all__ = [
     "MAX_INPUT_BYTES",
@@ -127,12 +128,15 @@ def failing_as(error: type[DswheelsError], *, what: str, where: Path, kept: str)
     one paragraph saying which path failed and why, and what is ``kept``, not a traceback. A
     dangling link on the way to ``where`` is refused before the block runs. What the block
     writes goes through temporary names (:func:`temp_file`, :func:`staging_dir`), removed on
-    the way out, so nothing half-written is left."""
-    dangling = next((p for p in (where, *where.parents) if p.is_symlink() and not p.exists()), None)
-    if dangling is not None:
-        raise error(
-            f"{what}: {dangling} is a symbolic link to {dangling.readlink()}, which does not exist",
-            hint="dswheels does not write through a dangling link: create its target, or give another directory",
+    the way out, so nothing half-written is left. ``where`` is judged first
+    (:func:`dswheels.host.destinations.destination_problem`): a dangling link, a loop of links or a
+    file on the way is ``error``; ``where`` itself a file is a ``ConfigError``."""
+    problem = destination_problem(where)  # the one judgement of a destination (host/destinations.py)
+    if problem is not None:
+        raise (ConfigError if problem.itself else error)(
+            f"{what}: {problem}",
+            hint="dswheels does not write through a dangling link, a loop of links or a file: create its target, "
+            "or give another directory",
         )
     try:
         yield

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from dswheels.arguments.parsing import Subparsers, add_command, add_env_flag, add_env_option
 from dswheels.arguments.shared import add_matrix_argument, add_published_arguments, add_report_argument, published_at
+from dswheels.host.destinations import judge_destination
 from dswheels.host.gha import write_output
 from dswheels.host.log import get_reporter
 from dswheels.kernel.errors import ConfigError
@@ -120,7 +121,13 @@ def _options(args: argparse.Namespace) -> CiPlanOptions:
         gpu = parse_gpu_platforms(args.gpu_runners or "")
     except EventError as exc:
         raise ConfigError(str(exc)) from None
-    return CiPlanOptions(intent=intent, gpu=gpu, matrix=args.matrix, published=published_at(args), out=args.out)
+    return CiPlanOptions(
+        intent=intent,
+        gpu=gpu,
+        matrix=args.matrix,
+        published=published_at(args),
+        out=judge_destination(args.out, what="--out"),
+    )
 
 
 def run_plan(args: argparse.Namespace) -> Done:

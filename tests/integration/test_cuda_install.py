@@ -487,19 +487,18 @@ MERGED_ESCAPES = {
 }
 
 
-@pytest.mark.parametrize(("first", "second"), MERGED_ESCAPES.values(), ids=MERGED_ESCAPES)
+@pytest.mark.parametrize("links", MERGED_ESCAPES.values(), ids=MERGED_ESCAPES)
 def test_archives_that_merge_into_links_out_of_the_root_are_refused(
     redist: tuple[Redist, str],
     tmp_path: Path,
-    first: dict[str, str],
-    second: dict[str, str],
+    links: tuple[dict[str, str], dict[str, str]],
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Each archive passes the unpacker alone; merged, their links lead out of the root, loop or name nothing:
     exit 4 with one paragraph, the folder outside untouched, no root made."""
     served, url = redist
-    pin = _two_archives(served, first, second)
+    pin = _two_archives(served, *links)
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "sentinel").write_text("mine", encoding="utf-8")

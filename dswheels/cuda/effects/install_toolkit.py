@@ -50,6 +50,7 @@ from dswheels.cuda.redist import (
     root_links,
 )
 from dswheels.host.cache import CacheLayout
+from dswheels.host.destinations import judge_destination
 from dswheels.host.downloads import Downloader
 from dswheels.host.files import exclusive, public_mode, read_bounded, replace_dir, staging_dir, write_text_atomic
 from dswheels.host.http import TIMEOUTS
@@ -183,6 +184,8 @@ def _missing_files(root: Path, components: tuple[CudaComponent, ...], os: str) -
 def install_cuda(compat: Compat, options: CudaInstallOptions) -> InstalledCuda:
     """Install the toolkit ``options`` names (see the module docstring)."""
     reporter = get_reporter()
+    if options.dest is not None:  # before anything is downloaded: a file there is the user's, never replaced
+        judge_destination(options.dest, what="--dest")
     toolkit, pin = _toolkit(compat, options)
     components = compat.components_for(toolkit.minor)
     downloads = options.cache.cuda_downloads
