@@ -10,6 +10,7 @@ rest are checked where they are read.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TypeVar
@@ -43,14 +44,32 @@ def read_variable(
         raise ConfigError(f"{_shown(name, text)}: {exc}", hint=hint) from None
 
 
+_NOT_REGULAR = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISFIFO, "a FIFO (a write would wait for a reader)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
 def _appendable(text: str) -> str:
-    """A file GitHub Actions names for a step to append to: a path that is not a folder."""
+    """A file GitHub Actions names for a step to append to: a regular file, or a new one in a folder that
+    exists. Judged by looking (``stat``), never by opening: a FIFO with no reader is named, not waited on."""
     path = Path(plain_path(text))
-    if path.is_dir():
-        msg = "a folder, not the file GitHub Actions names for the step to append to"
-        raise ValueError(msg)
-    if not path.parent.is_dir():
-        msg = f"its folder {path.parent} does not exist"
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        if not path.parent.is_dir():
+            msg = f"its folder {path.parent} does not exist"
+            raise ValueError(msg) from None
+        return text
+    except OSError as exc:  # a loop of links, a file on the way
+        msg = f"{exc.strerror}: not the regular file GitHub Actions names for the step to append to"
+        raise ValueError(msg) from None
+    if not stat.S_ISREG(mode):
+        kind = next((name for test, name in _NOT_REGULAR if test(mode)), "not a regular file")
+        msg = f"{kind}, not the regular file GitHub Actions names for the step to append to"
         raise ValueError(msg)
     return text
 

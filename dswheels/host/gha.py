@@ -1,9 +1,17 @@
 """GitHub Actions: detection, job summaries and step outputs (files named by the runner). Commands write the
-job summary through their reporter (:meth:`dswheels.host.log.Reporter.summary`), which calls :func:`write_summary`."""
+job summary through their reporter (:meth:`dswheels.host.log.Reporter.summary`), which calls :func:`write_summary`.
+
+The runner's files (``$GITHUB_OUTPUT``, ``$GITHUB_STEP_SUMMARY``, ``$GITHUB_ENV``, ``$GITHUB_PATH``) are
+judged before every command (:func:`dswheels.host.environ.check_environment`: regular files only, looked
+at, never opened), and appended to by :func:`_append`, whose open never blocks (``O_NONBLOCK``: a FIFO
+swapped in with no reader fails at once) and is checked again on the descriptor; a write the system
+refuses (a full disk) is an error naming the file, not a traceback."""
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
@@ -18,6 +26,25 @@ __all__ = ["add_path", "in_github_actions", "write_env", "write_output", "write_
 _WHAT = {"GITHUB_OUTPUT": "output", "GITHUB_ENV": "variable"}
 
 
+def _flag(name: str) -> int:
+    return int(getattr(os, name, 0))  # O_NONBLOCK, O_NOCTTY: POSIX
+
+
+def _append(path: Path, text: str, *, errors: str = "strict") -> None:
+    """Append ``text`` to the regular file ``path`` (made if missing); ``OSError`` when it cannot be opened,
+    is not a regular file (``EINVAL``) or the write is refused (``ENOSPC``)."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | _flag("O_NONBLOCK") | _flag("O_NOCTTY") | _flag("O_CLOEXEC")
+    fd = os.open(path, flags, 0o666)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file: the runner names a regular file to append to", str(path))
+        data = memoryview(text.encode("utf-8", errors))
+        while data:
+            data = data[os.write(fd, data) :]
+    finally:
+        os.close(fd)
+
+
 def in_github_actions(env: Mapping[str, str] | None = None) -> bool:
     return (env if env is not None else os.environ).get("GITHUB_ACTIONS") == "true"
 
@@ -28,9 +55,8 @@ def write_summary(markdown: str, env: Mapping[str, str] | None = None) -> bool:
     path = (env if env is not None else os.environ).get("GITHUB_STEP_SUMMARY")
     if not path:
         return False
-    try:
-        with Path(path).open("a", encoding="utf-8", errors=TEXT_ERRORS) as fh:  # shown, never parsed
-            fh.write(redact_text(markdown).rstrip("\n") + "\n\n")  # a summary is shown: no URL's credentials
+    try:  # shown, never parsed; a summary is shown: no URL's credentials
+        _append(Path(path), redact_text(markdown).rstrip("\n") + "\n\n", errors=TEXT_ERRORS)
     except OSError as exc:
         get_reporter().warning(f"cannot append the job summary to $GITHUB_STEP_SUMMARY ({path}): {exc.strerror}")
         return False
@@ -55,8 +81,13 @@ def add_path(directory: str, env: Mapping[str, str] | None = None) -> bool:
     if "\n" in directory or "\r" in directory:
         msg = f"not a directory for GITHUB_PATH: {directory!r}"
         raise ValueError(msg)
-    with Path(path).open("a", encoding="utf-8") as fh:
-        fh.write(directory + "\n")
+    try:
+        _append(Path(path), directory + "\n")
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot append {directory} to $GITHUB_PATH ({path}): {exc.strerror}",
+            hint="GitHub Actions names a regular file there, on a disk with room; outside Actions, unset GITHUB_PATH",
+        ) from None
     return True
 
 
@@ -65,16 +96,17 @@ def _append_named(file_variable: str, name: str, value: str, env: Mapping[str, s
     path = (env if env is not None else os.environ).get(file_variable)
     if not path:
         return False
+    if "\n" in value:
+        delimiter = f"ghadelimiter_{uuid.uuid4()}"
+        text = f"{name}<<{delimiter}\n{value}\n{delimiter}\n"
+    else:
+        text = f"{name}={value}\n"
     try:
-        with Path(path).open("a", encoding="utf-8") as fh:
-            if "\n" in value:
-                delimiter = f"ghadelimiter_{uuid.uuid4()}"
-                fh.write(f"{name}<<{delimiter}\n{value}\n{delimiter}\n")
-            else:
-                fh.write(f"{name}={value}\n")
+        _append(Path(path), text)  # one write of the whole entry: a reader never sees half of it
     except OSError as exc:
         raise ConfigError(
             f"cannot append the step {_WHAT[file_variable]} {name} to ${file_variable} ({path}): {exc.strerror}",
-            hint=f"GitHub Actions names a file there; outside Actions, unset {file_variable}",
+            hint=f"GitHub Actions names a regular file there, on a disk with room; outside Actions, unset "
+            f"{file_variable}",
         ) from None
     return True
