@@ -73,8 +73,22 @@ HOSTILE_TESTS = [
     "tests/unit/test_network_rules.py",
     "tests/integration/test_hostile_network.py",
     "tests/integration/test_hostile_races.py",
+    "tests/unit/test_hostile_entry_points.py",
+    "tests/unit/test_hostile_tar_headers.py",
+    "tests/unit/test_hostile_cuda_root.py",
+    "tests/unit/test_hostile_destinations.py",
 ]
-FUZZ_TARGETS = ("matrix", "index_page", "manifest", "names", "archive", "binary")
+FUZZ_TARGETS = (
+    "matrix",
+    "index_page",
+    "manifest",
+    "names",
+    "archive",
+    "binary",
+    "entry_points",
+    "tar_headers",
+    "cuda_root",
+)
 _SEED_WHEEL = "deepspeed-0.19.8+cu128torch2.9-cp312-cp312-win_amd64.whl"
 FUZZ_PAGE_SEED = (
     '<!DOCTYPE html><html><head><base href="https://h/x/"></head><body>'
@@ -96,7 +110,10 @@ def fuzz(session: nox.Session) -> None:
     session.run("pytest", "-p", "no:cacheprovider", *HOSTILE_TESTS, env=env)
     corpus = Path(session.create_tmp()) / "corpus"
     shutil.rmtree(corpus, ignore_errors=True)
-    seeds = {"matrix": [*(ROOT / "tests" / "data").glob("*.yml"), ROOT / "matrix" / "matrix.yml"]}
+    seeds = {
+        "matrix": [*(ROOT / "tests" / "data").glob("*.yml"), ROOT / "matrix" / "matrix.yml"],
+        "entry_points": [ROOT / "tests" / "data" / "fuzz" / "entry_points.txt"],
+    }
     for target in FUZZ_TARGETS:
         folder = corpus / target  # libFuzzer adds what it finds here: never a folder of the repository
         folder.mkdir(parents=True)

@@ -87,7 +87,11 @@ def link_parts(linkname: str) -> Parts:
 
 
 def resolve_member(
-    parts: Parts, links: Mapping[Parts, str], *, present: AbstractSet[Parts] | None = None
+    parts: Parts,
+    links: Mapping[Parts, str],
+    *,
+    present: AbstractSet[Parts] | None = None,
+    files: AbstractSet[Parts] = frozenset(),
 ) -> Parts | None:
     """Resolve ``parts`` as the file system would once every link in ``links`` exists.
 
@@ -95,7 +99,7 @@ def resolve_member(
     path, or None when it leaves the tree at any step or loops more than
     :data:`MAX_LINK_HOPS` times (the file system would give up: refuse it too). With
     ``present`` (every path of the tree), also None when a step passes through a path the tree
-    lacks: the file system resolves ``x/..`` only where ``x`` exists.
+    lacks: the file system resolves ``x/..`` only where ``x`` exists; nor through one of ``files``.
 
     >>> links = {("x", "l1"): "..", ("esc",): "x/l1/.."}
     >>> resolve_member(("x", "l1", "y"), links)
@@ -114,7 +118,7 @@ def resolve_member(
             done.pop()
             continue
         here = (*done, part)
-        if present is not None and here not in present:
+        if (present is not None and here not in present) or (here in files and pending):
             return None
         if here in links:
             hops += 1
@@ -131,18 +135,18 @@ def _shown(parts: Parts) -> str:
     return "/".join(parts) or "."
 
 
-def tree_problems(entries: Mapping[Parts, str | None]) -> list[str]:
+def tree_problems(entries: Mapping[Parts, str | None], *, files: AbstractSet[Parts] = frozenset()) -> list[str]:
     """What makes a tree unsafe to write into or to hand out, judged as a whole: ``entries`` maps
-    every path of the tree to its link text (None: a folder or a file).
+    every path of the tree to its link text (None: a folder or a file); ``files``: which are files.
 
     Trees that are each safe alone (a link to ``.`` in one, a link through it in another) can
     together hold links that leave the tree, so a tree merged from several archives is judged
-    again, as one: nothing lies below a link (it would be written through it), and every link
-    is a relative text that resolves, through every other link, to a path of the tree (not
-    outside it, not in a loop, not to nothing). Empty when the tree is safe.
+    again, as one: nothing lies below a link (it would be written through it) or a file, and
+    every link is a relative text that resolves, through every other link, to a path of the tree
+    (not outside it, not in a loop, not to nothing, not through a file). Empty when it is safe.
 
     >>> tree_problems({("bin",): None, ("x",): ".", ("y",): "x/.."})
-    ["the link 'y' -> 'x/..' resolves outside the tree, loops or names nothing in it"]
+    ["the link 'y' -> 'x/..' resolves outside the tree, loops, goes through a file or names nothing in it"]
     >>> tree_problems({("lib",): None, ("lib64",): "lib", ("lib64", "f"): None})
     ["'lib64/f' lies below the link 'lib64'"]
     """
@@ -155,13 +159,20 @@ def tree_problems(entries: Mapping[Parts, str | None]) -> list[str]:
         if below is not None:
             problems.append(f"{name!r} lies below the link {_shown(below)!r}")
             continue
+        over = next((parts[:depth] for depth in range(1, len(parts)) if parts[:depth] in files), None)
+        if over is not None:
+            problems.append(f"{name!r} lies below the file {_shown(over)!r}")
+            continue
         if text is None:
             continue
         try:
-            resolved = resolve_member(parts, links, present=present)
+            resolved = resolve_member(parts, links, present=present, files=files)
         except ArchiveMemberError as exc:
             problems.append(f"the link {name!r}: {exc}")
             continue
         if resolved is None:
-            problems.append(f"the link {name!r} -> {text!r} resolves outside the tree, loops or names nothing in it")
+            problems.append(
+                f"the link {name!r} -> {text!r} resolves outside the tree, loops, goes through a file "
+                "or names nothing in it"
+            )
     return problems

@@ -12,13 +12,17 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TypeVar
 
+from dswheels.cuda.effects.merged_root import check_links_on_disk, judge_merged
+from dswheels.host.tar_bounds import MAX_HEADER_BYTES
 from dswheels.host.unpack import extract_archive
 from dswheels.index.yank import parse_yanked
 from dswheels.kernel.binaries.extension import BinaryError, read_extension
 from dswheels.kernel.compat import load_compat
+from dswheels.kernel.entry_points import EntryPointsError, read_entry_points
 from dswheels.kernel.errors import ConfigError, SourceError
 from dswheels.kernel.index_files import link_problem, parse_project_page
 from dswheels.kernel.manifest import ManifestError, parse_manifest
@@ -28,6 +32,7 @@ from dswheels.plan.matrix.parse import parse_matrix
 
 __all__ = ["SEEDS", "TARGETS"]
 
+T = TypeVar("T")
 COMPAT = load_compat()
 PAGE = "https://idx.example/simple/deepspeed/"
 
@@ -133,7 +138,115 @@ def seed_binaries(folder: Path) -> None:
     )
 
 
-SEEDS: dict[str, Callable[[Path], None]] = {"archive": seed_archives, "binary": seed_binaries}
+class _Recipe:
+    """The fuzzer's bytes read as choices: structure-aware targets build their input from a grammar, so a
+    mutation changes a header's kind or a link's target, not a byte the parser rejects at once."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.at = 0
+
+    def pick(self, choices: Sequence[T]) -> T:
+        byte = self.data[self.at] if self.at < len(self.data) else 0
+        self.at += 1
+        return choices[byte % len(choices)]
+
+    def more(self) -> bool:
+        return self.at < len(self.data)
+
+
+def entry_points(data: bytes) -> None:
+    """An entry_points.txt: refused, or read the same by the strict grammar, importlib.metadata (pip's
+    reader) and distlib's search (all inside read_entry_points), with names in the grammar."""
+    try:
+        points = read_entry_points(_text(data))
+    except EntryPointsError:
+        return
+    assert all(p.name and p.name.isascii() and "=" not in p.name and " " not in p.name for p in points)
+
+
+_TAR_TYPES = [b"L", b"K", b"x", b"g", b"X", b"S", b"0", b"5", b"2", b"Z"]
+_TAR_SIZES = [0, 1, 100, MAX_HEADER_BYTES, MAX_HEADER_BYTES + 1, 1 << 30, 8**11 - 1]
+
+
+def tar_headers(data: bytes) -> None:
+    """A tar built header by header from the fuzzer's choices (kind, stated size, data whole, short or
+    absent, PAX records), plain or compressed: unpacked inside its folder or refused, and tarfile never
+    takes more memory than the bound allows, whatever a header states."""
+    import gzip
+    import io
+    import tarfile
+    import tracemalloc
+
+    recipe = _Recipe(data)
+    raw = io.BytesIO()
+    while recipe.more() and raw.tell() < 1 << 20:
+        info = tarfile.TarInfo(recipe.pick(["top/a", "top/b/c", "././@LongLink", "top/" + "n" * 90]))
+        info.type, info.size = recipe.pick(_TAR_TYPES), recipe.pick(_TAR_SIZES)
+        info.linkname = "a" if info.type == tarfile.SYMTYPE else ""
+        body = recipe.pick([b"", b"a" * min(info.size, 700), b"9 path=top/p\n", b"a" * min(info.size, 70000)])
+        if body.startswith(b"9 "):
+            info.size = len(body)
+        raw.write(info.tobuf(tarfile.USTAR_FORMAT, "utf-8", "surrogateescape") + body + b"\0" * (-len(body) % 512))
+    packed = raw.getvalue() + recipe.pick([b"\0" * 1024, b"", b"junk"])
+    if recipe.pick([False, True]):
+        packed = gzip.compress(packed, 1)
+    tracemalloc.start()
+    try:
+        archive(packed)
+    finally:
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    assert peak < 64 << 20, f"{peak:,} bytes taken"
+
+
+_ROOT_NAMES = ["a", "b", "lib", "lib64", "include", "targets", "licenses", "lib/f", "a/f", "targets/x86_64-linux"]
+_ROOT_LINKS = ["", "", ".", "..", "a", "b", "lib", "a/..", "a/a/../..", "a/a/../../outside", "nowhere", "x/.."]
+
+
+def cuda_root(data: bytes) -> None:
+    """Two or three component archives built from the fuzzer's choices (folders, files, links to '.',
+    through each other, up and out, to nothing), each unpacked by the real unpacker: the merged root is
+    refused, or merging it as cuda install does writes nothing outside and every path resolves inside."""
+    from tests.unit.test_hostile_cuda_root import _everything, _merge_as_cuda_install, _unpacked
+
+    recipe = _Recipe(data)
+    components = [
+        [("include/own.h", ""), *((recipe.pick(_ROOT_NAMES), recipe.pick(_ROOT_LINKS)) for _ in range(4))]
+        for _ in range(recipe.pick([2, 3]))
+    ]
+    components = [list(dict(c).items()) for c in components]  # one entry per name
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        (root / "outside").mkdir()
+        parts = _unpacked(root, components)
+        if parts is None:
+            return
+        before = _everything(root)
+        os_name = recipe.pick(["linux", "windows"])
+        try:
+            judge_merged(parts, os_name, toolkit="13.0.3")
+        except SourceError:
+            assert _everything(root) == before
+            return
+        merged = root / "staging" / "root"
+        with contextlib.suppress(SourceError):  # two components carrying one path differently
+            _merge_as_cuda_install(parts, merged, os_name)
+            check_links_on_disk(merged, toolkit="13.0.3")
+        assert _everything(root) == before, "written outside the root"
+
+
+def seed_tar_headers(folder: Path) -> None:
+    """Choices that make the shapes of the unit tests: a long name, a PAX header, one over the bound."""
+    for number, seed in enumerate([bytes([2, 0, 0, 0]), bytes([2, 2, 3, 1, 6, 0, 1, 0]), bytes([0, 4, 3, 3])]):
+        (folder / f"seed{number}").write_bytes(seed)
+
+
+SEEDS: dict[str, Callable[[Path], None]] = {
+    "archive": seed_archives,
+    "binary": seed_binaries,
+    "tar_headers": seed_tar_headers,
+}
 
 TARGETS: dict[str, Callable[[bytes], None]] = {
     "matrix": matrix,
@@ -142,4 +255,7 @@ TARGETS: dict[str, Callable[[bytes], None]] = {
     "names": names,
     "archive": archive,
     "binary": binary,
+    "entry_points": entry_points,
+    "tar_headers": tar_headers,
+    "cuda_root": cuda_root,
 }

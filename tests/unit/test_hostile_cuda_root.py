@@ -102,6 +102,20 @@ def test_tree_problems(entries: dict[tuple[str, ...], str | None], problem: str)
     assert any(problem in p for p in tree_problems(entries)), tree_problems(entries)
 
 
+def test_a_layout_link_below_an_archives_file_is_refused(tmp_path: Path) -> None:
+    """An archive's file where dswheels' layout link needs a folder (found by the cuda_root fuzz target:
+    the link's folder could not be made, a traceback)."""
+    parts = _unpacked(tmp_path, [[("include/own.h", "")], [("targets/x86_64-linux", "")]])
+    assert parts is not None
+    with pytest.raises(SourceError) as caught:
+        judge_merged(parts, "linux", toolkit="13.0.3")
+    assert "lies below the file 'targets/x86_64-linux'" in str(caught.value.details)
+    assert any(
+        "through a file" in p or "below the file" in p
+        for p in tree_problems({("f",): None, ("l",): "f/x"}, files={("f",)})
+    )
+
+
 def test_a_tree_with_links_that_stay_inside_has_no_problem() -> None:
     entries = {
         ("lib", "libx.so.13.0"): None,

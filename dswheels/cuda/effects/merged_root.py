@@ -28,11 +28,12 @@ _HINT = (
 )
 
 
-def _entries(parts: list[tuple[str, Path]], os_name: str) -> tuple[dict[Parts, str | None], list[str]]:
+def _entries(parts: list[tuple[str, Path]], os_name: str) -> tuple[dict[Parts, str | None], set[Parts], list[str]]:
     """Every path the merged root will hold (its link text, or None), where the merge and the root's own
     links will place it (the first component's entry where two have one: the merge refuses them if they
-    differ); and the archives that carry a top-level ``licenses``."""
+    differ), which of them are files, and the archives that carry a top-level ``licenses``."""
     entries: dict[Parts, str | None] = {}
+    regular: set[Parts] = set()
     problems = []
     for component, part in parts:
         for folder, dirs, files in os.walk(part):  # links to folders are listed, never entered
@@ -45,17 +46,19 @@ def _entries(parts: list[tuple[str, Path]], os_name: str) -> tuple[dict[Parts, s
                     problems.append(f"{component} carries a top-level {LICENSES} (the root's folder of their licences)")
                 elif not here and text is None and path.is_file():
                     key = (LICENSES, component, name)
+                if text is None and path.is_file():
+                    regular.add(key)
                 entries.setdefault(key, text)
     for link, target in root_links(os_name):
         entries.setdefault(tuple(link.split("/")), target)
-    return entries, problems
+    return entries, regular, problems
 
 
 def judge_merged(parts: list[tuple[str, Path]], os_name: str, *, toolkit: str) -> None:
     """``SourceError`` (exit 4) when the unpacked ``parts`` ((component, folder), in merge order) would
     merge into a root with something below a link, or a link that leaves the root, loops or names nothing."""
-    entries, problems = _entries(parts, os_name)
-    problems += tree_problems(entries)
+    entries, regular, problems = _entries(parts, os_name)
+    problems += tree_problems(entries, files=regular)
     if problems:
         shown = problems[:_SHOWN] + ([f"... and {len(problems) - _SHOWN} more"] if len(problems) > _SHOWN else [])
         raise SourceError(
