@@ -33,6 +33,7 @@ if TYPE_CHECKING:  # the build itself is imported when it runs: `dswheels --help
     from dswheels.building.effects.cell import CellResult
     from dswheels.building.step import BuildOptions, BuildRun
     from dswheels.plan.effects.selection import CellSelection
+    from dswheels.platforms.hosts import HostChoice
 
 __all__ = ["register", "run"]
 
@@ -294,10 +295,20 @@ def _options(args: argparse.Namespace) -> BuildOptions:
         keep_going=args.keep_going,
         verify=VerifyOptions(matrix=args.matrix, torch_source=torch_source) if args.verify else None,
         install=args.install,
-        msvc_root=args.msvc_root,
-        wine_cuda=WineCudaSource(args.wine_cuda),
-        cuda_redist_url=args.cuda_redist_url,
+        hosts=_hosts(args),
     )
+
+
+def _hosts(args: argparse.Namespace) -> HostChoice:
+    """The Windows platform's Wine host, when an MSVC root is given (its other flags mean nothing without one)."""
+    from dswheels.platforms.hosts import HostChoice, WineSettings  # noqa: PLC0415 - see the imports above
+
+    if args.msvc_root is None:
+        return HostChoice()
+    wine = WineSettings(
+        msvc_root=args.msvc_root, cuda_source=WineCudaSource(args.wine_cuda), cuda_redist_url=args.cuda_redist_url
+    )
+    return HostChoice(wine=wine)
 
 
 def _show_failure(result: CellResult) -> None:

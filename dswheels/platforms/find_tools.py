@@ -1,6 +1,8 @@
 """Find the build machine's tools: the CUDA toolkit the plan names, compilers, MSVC, ninja.
 
-The compiler cache (ccache, sccache) is :mod:`dswheels.building.effects.compiler_cache`.
+Where an OS keeps its toolkits is its platform module's to say (``cuda_roots``): the callers pass
+those places in, so this module sits below the platform modules. The compiler cache (ccache,
+sccache) is :mod:`dswheels.building.effects.compiler_cache`.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ import os
 import re
 import shutil
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,7 +22,6 @@ from dswheels.kernel.errors import EnvironmentMismatchError
 from dswheels.kernel.model import HostCompiler, PlannedCell
 from dswheels.kernel.platform_traits import CUDA_LIBRARY_HEADERS, first_on_path, msvc_bin_dir, traits
 from dswheels.kernel.versions import VersionTuple, format_version, parse_nvcc_version
-from dswheels.platforms import platform_module
 
 __all__ = [
     "CudaInstall",
@@ -29,8 +30,8 @@ __all__ = [
     "check_msvc",
     "check_msvc_link",
     "cuda_header_dirs",
-    "detect_host",
     "find_cuda",
+    "find_nvcc_version",
     "gcc_major",
     "pick_compilers",
     "tool_version",
@@ -53,9 +54,10 @@ def _nvcc_version(nvcc: Path) -> tuple[VersionTuple | None, str]:
     return parse_nvcc_version(result.output), line.strip()
 
 
-def _cuda_candidates(env: Mapping[str, str], want: VersionTuple | None) -> list[Path]:
+def _cuda_candidates(env: Mapping[str, str], roots: Sequence[Path]) -> list[Path]:
+    """CUDA_HOME, CUDA_PATH, the OS's ``roots``, then the toolkit of the nvcc on PATH; each once."""
     found: list[Path] = [Path(env[key]) for key in ("CUDA_HOME", "CUDA_PATH") if env.get(key)]
-    found += platform_module(host_os()).cuda_roots(env, want)
+    found += roots
     if nvcc := shutil.which("nvcc", path=env.get("PATH")):
         found.append(Path(nvcc).resolve().parent.parent)
     unique: list[Path] = []
@@ -65,14 +67,16 @@ def _cuda_candidates(env: Mapping[str, str], want: VersionTuple | None) -> list[
     return unique
 
 
-def find_cuda(want: VersionTuple, env: Mapping[str, str]) -> CudaInstall:
+def find_cuda(want: VersionTuple, env: Mapping[str, str], roots: Sequence[Path]) -> CudaInstall:
     """The toolkit whose nvcc is exactly ``want`` (the plan's); a clear error listing what exists otherwise.
+
+    ``roots``: where this machine's OS keeps toolkits, looked at after CUDA_HOME and CUDA_PATH.
 
     A toolkit counts only with its headers (``include/cuda_runtime.h``): a bare ``nvcc`` wrapper on
     PATH (``/usr/local/bin/nvcc``) is not a ``CUDA_HOME``.
     """
     seen: list[str] = []
-    for home in _cuda_candidates(env, want):
+    for home in _cuda_candidates(env, roots):
         nvcc = home / "bin" / f"nvcc{EXE}"
         if not nvcc.is_file() or not (home / "include" / "cuda_runtime.h").is_file():
             continue
@@ -208,16 +212,12 @@ def check_msvc_link(path: str, msvc: MsvcEnv, *, sep: str = os.pathsep) -> None:
     )
 
 
-def detect_host(env: Mapping[str, str] | None = None) -> HostTools:
-    """This machine's compilers and nvcc (CUDA_HOME/CUDA_PATH first, then the usual places)."""
-    env = dict(os.environ) if env is None else env
-    os_name = host_os()
-    gcc, msvc = platform_module(os_name).host_compilers(env)
-    nvcc_version: VersionTuple | None = None
-    for home in _cuda_candidates(env, None):
+def find_nvcc_version(env: Mapping[str, str], roots: Sequence[Path]) -> VersionTuple | None:
+    """The version of the first toolkit found (CUDA_HOME/CUDA_PATH first, then ``roots``), or None."""
+    for home in _cuda_candidates(env, roots):
         nvcc = home / "bin" / f"nvcc{EXE}"
         if nvcc.is_file() and (home / "include" / "cuda_runtime.h").is_file():
-            nvcc_version, _line = _nvcc_version(nvcc)
-            if nvcc_version is not None:
-                break
-    return HostTools(os=os_name, gcc=gcc, msvc=msvc, nvcc=nvcc_version)
+            version, _line = _nvcc_version(nvcc)
+            if version is not None:
+                return version
+    return None

@@ -1,19 +1,20 @@
-"""Linux (``linux_x86_64``): GCC and nvcc found on this machine, ELF extensions stripped, a glibc/libstdc++ floor."""
+"""Linux (``linux_x86_64``): GCC and nvcc found on this machine, ELF extensions stripped.
+
+Its one host today is the machine itself (:class:`~dswheels.platforms.hosts.Native`); on Windows
+its cells are only prepared. A manylinux container is the next host of this module (docs/architecture.md).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
 
-from dswheels.building.effects.compile_tools import BuildTools, foreign_tools, planned_cuda
-from dswheels.building.effects.wheel_checks import report_runtime
-from dswheels.host.cache import CacheLayout
-from dswheels.kernel.binaries.linux_runtime import RuntimeFloor
 from dswheels.kernel.compat import Compat
-from dswheels.kernel.model import OS, PlannedCell
-from dswheels.kernel.platform_traits import ALL_TRAITS, WineCudaSource
+from dswheels.kernel.model import OS
+from dswheels.kernel.platform_traits import ALL_TRAITS
 from dswheels.kernel.versions import VersionTuple, format_version
 from dswheels.platforms.find_tools import gcc_major
+from dswheels.platforms.hosts import Elsewhere, HostChoice, Native, PlatformHost
 
 __all__ = ["PLATFORM", "Linux"]
 
@@ -32,38 +33,15 @@ class Linux:
         """The GCC behind ``c++``."""
         return gcc_major("c++", env), ()
 
-    def check_build_tools(
-        self,
-        planned: PlannedCell,
-        inherited: Mapping[str, str],
-        *,
-        host: OS,
-        prepare_only: bool,
-        msvc_root: Path | None,  # noqa: ARG002 - Windows' (Wine's) only
-        cache: CacheLayout | None,  # noqa: ARG002
-        wine_cuda: tuple[WineCudaSource, str],  # noqa: ARG002
-    ) -> BuildTools:
-        """The plan's nvcc here; on another OS the cell is only prepared."""
-        if host is not OS.LINUX:
-            return foreign_tools(planned, host=host, prepare_only=prepare_only, wine_host=False)
-        return BuildTools(foreign=False, cuda=planned_cuda(planned, inherited), msvc=None)
-
     def add_source_files(self, src: Path, compat: Compat) -> list[str]:  # noqa: ARG002
         """Nothing: the sdist builds as it is on Linux."""
         return []
 
-    def finish_build(self, *, msvc_root: Path | None, cache: CacheLayout, env: Mapping[str, str]) -> None:
-        """Nothing outlives a Linux build."""
-
-    def strips_symbols(self, host: OS) -> bool:
-        """binutils strip ELF extensions (not run on a Windows host)."""
-        return host is OS.LINUX
-
-    def check_runtime(
-        self, planned: PlannedCell, needs: Mapping[str, Mapping[str, tuple[str, ...]]], compat: Compat
-    ) -> RuntimeFloor | None:
-        """The glibc/libstdc++ symbol versions the extensions need, against the plan's promise."""
-        return report_runtime(planned, needs, compat)
+    def host(self, choice: HostChoice, *, here: OS) -> PlatformHost:  # noqa: ARG002 - nothing to choose yet
+        """This machine on Linux (binutils strip the ELF extensions); elsewhere the cell is only prepared."""
+        if here is self.traits.os:
+            return Native(self.cuda_roots, strips_symbols=True)
+        return Elsewhere(here)
 
 
 PLATFORM = Linux()

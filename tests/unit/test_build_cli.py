@@ -8,13 +8,17 @@ from pathlib import Path
 
 import pytest
 
+from dswheels.arguments.parsing import apply_env_defaults
 from dswheels.arguments.shared import parse_nvcc_option, parse_torch_source
-from dswheels.building.command import _split_cells
-from dswheels.cli import main
+from dswheels.building.command import _hosts, _split_cells
+from dswheels.cli import build_parser, main
+from dswheels.cuda.redist import REDIST_URL
 from dswheels.kernel.compat import load_compat
 from dswheels.kernel.naming import cell_id
+from dswheels.kernel.platform_traits import WineCudaSource
 from dswheels.kernel.sources import TorchSourceKind
 from dswheels.plan.effects.selection import NamedCells, PlanFileCells, plan_cell_ids, read_plan_cells
+from dswheels.platforms.hosts import HostChoice, WineSettings
 
 DATA = Path(__file__).parent.parent / "data"
 CPU = "ds0.19.8-torch2.13-cpu-cp311-linux_x86_64"
@@ -88,6 +92,37 @@ def test_a_windows_cell_is_refused_here_before_anything_is_fetched(
     assert f"{cell} is built on Windows, and this machine runs Linux" in err
     assert "--prepare-only" in err
     assert not (tmp_path / "o" / "cu130").exists()
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="Wine is Linux's host of Windows cells")
+def test_an_msvc_root_builds_a_windows_cell_under_wine_and_is_checked_first(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cell = "ds0.19.8-torch2.14-cu130-cp311-win_amd64"
+    root = tmp_path / "no-msvc"
+    matrix = str(_windows_matrix(tmp_path))
+    code = main(["build", "--matrix", matrix, "--cell", cell, "--out", str(tmp_path / "o"), "--msvc-root", str(root)])
+    assert code == 9
+    err = capsys.readouterr().err
+    assert f"{root} is not an MSVC root" in err  # the Wine host's check, before anything is fetched
+    assert not (tmp_path / "o" / "cu130").exists()
+
+
+def test_the_wine_flags_are_the_windows_platforms_host_choice(tmp_path: Path) -> None:
+    def hosts(*argv: str, env: dict[str, str] | None = None) -> HostChoice:
+        args = build_parser().parse_args(["build", *argv])
+        apply_env_defaults(args, env or {})
+        return _hosts(args)
+
+    assert hosts() == HostChoice()
+    assert hosts("--wine-cuda", "nvidia") == HostChoice()  # nothing under Wine without an MSVC root
+    assert hosts("--msvc-root", str(tmp_path)) == HostChoice(wine=WineSettings(msvc_root=tmp_path))
+    assert hosts("--msvc-root", str(tmp_path), "--wine-cuda", "nvidia", "--cuda-redist-url", "http://m/") == HostChoice(
+        wine=WineSettings(msvc_root=tmp_path, cuda_source=WineCudaSource.NVIDIA, cuda_redist_url="http://m/")
+    )
+    assert WineSettings(msvc_root=tmp_path).cuda_redist_url == REDIST_URL
+    from_env = {"DSWHEELS_MSVC_ROOT": str(tmp_path), "DSWHEELS_CUDA_REDIST_URL": "http://m/"}
+    assert hosts(env=from_env) == HostChoice(wine=WineSettings(msvc_root=tmp_path, cuda_redist_url="http://m/"))
 
 
 @pytest.mark.parametrize(

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import grimp
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -59,6 +60,16 @@ def test_the_tree_keeps_every_contract(tmp_path: Path) -> None:
         ("dswheels/publish/step.py", "import dswheels.index.step", "dswheels.publish is not allowed to import"),
         # a step reaching for another stage's command
         ("dswheels/smoke/step.py", "import dswheels.verify.command", "dswheels.smoke.step is not allowed to import"),
+        # a platform reaching up into the build it serves (the seam points one way)
+        ("dswheels/platforms/linux.py", "import dswheels.building.effects.cell", "dswheels.platforms is not allowed"),
+        # the build reaching past the seam into the Windows platform's Wine host
+        (
+            "dswheels/building/effects/cell.py",
+            "import dswheels.platforms.wine.assembly",
+            "dswheels.building is not allowed to import dswheels.platforms.wine",
+        ),
+        # a stage reaching a platform's module instead of the table
+        ("dswheels/verify/step.py", "import dswheels.platforms.windows", "dswheels.verify is not allowed to import"),
     ],
 )
 def test_a_wrong_way_import_breaks_a_contract(tmp_path: Path, module: str, line: str, says: str) -> None:
@@ -84,3 +95,41 @@ def test_a_pure_module_importing_an_effect_is_refused_by_ruff(tmp_path: Path) ->
     _append(effectful, "from dswheels.building.effects import compile as _compile  # noqa: F401")
     result = subprocess.run([*ruff, "dswheels"], cwd=tree, capture_output=True, text=True, check=False, timeout=120)
     assert result.returncode == 0, result.stdout
+
+
+def _cycles_through(graph: grimp.ImportGraph, package: str) -> list[tuple[str, ...]]:
+    """Every import of a module of ``package`` that leads back to it: the circles the package is part of."""
+    inside = sorted(m for m in graph.modules if m == package or m.startswith(f"{package}."))
+    cycles: list[tuple[str, ...]] = []
+    for module in inside:
+        for imported in sorted(graph.find_modules_directly_imported_by(module)):
+            chain = graph.find_shortest_chain(importer=imported, imported=module)
+            if chain is not None:
+                cycles.append((module, *chain))
+    return cycles
+
+
+def test_no_import_circle_passes_through_the_platform_seam() -> None:
+    """The table imports the platform modules plainly; none of them, their hosts or the tool finders import it back
+    (or the build, which imports the table): import-linter's layers see packages, not this."""
+    graph = grimp.build_graph("dswheels", cache_dir=None)
+    assert "dswheels.platforms.linux" in graph.find_modules_directly_imported_by("dswheels.platforms")
+    assert _cycles_through(graph, "dswheels.platforms") == []
+
+
+def test_a_circle_through_the_seam_is_found() -> None:
+    graph = grimp.ImportGraph()
+    for module in ("dswheels.platforms", "dswheels.platforms.linux", "dswheels.platforms.find_tools", "dswheels.x"):
+        graph.add_module(module)
+    graph.add_import(importer="dswheels.platforms", imported="dswheels.platforms.linux")
+    graph.add_import(importer="dswheels.platforms.linux", imported="dswheels.platforms.find_tools")
+    graph.add_import(importer="dswheels.x", imported="dswheels.platforms")
+    assert _cycles_through(graph, "dswheels.platforms") == []
+    # find_tools asking the table for the machine's module (what it did before the seam was turned around)
+    graph.add_import(importer="dswheels.platforms.find_tools", imported="dswheels.platforms")
+    assert (
+        "dswheels.platforms.find_tools",
+        "dswheels.platforms",
+        "dswheels.platforms.linux",
+        "dswheels.platforms.find_tools",
+    ) in _cycles_through(graph, "dswheels.platforms")

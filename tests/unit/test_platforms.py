@@ -1,4 +1,5 @@
-"""The platform seam (dswheels.platforms): one module per wheel platform, each answering the whole Protocol."""
+"""The platform seam (dswheels.platforms): one module per wheel platform, each answering the whole Protocol and
+choosing the host its cells are built on from this machine (dswheels.platforms.hosts)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from dswheels.building.effects.compile_tools import check_toolchain
 from dswheels.host.cache import CacheLayout
 from dswheels.host.machine import host_os
 from dswheels.kernel.compat import load_compat
@@ -18,13 +18,46 @@ from dswheels.kernel.platform_traits import ALL_TRAITS, traits
 from dswheels.plan.matrix.parse import parse_matrix
 from dswheels.plan.planner import plan
 from dswheels.platforms import ALL_PLATFORMS, PlatformModule, platform_module
+from dswheels.platforms.hosts import (
+    BuildTools,
+    CheckedTools,
+    CrossToolchain,
+    Elsewhere,
+    HostChoice,
+    HostKind,
+    Native,
+    PlatformHost,
+    WineSettings,
+)
+from dswheels.platforms.wine.assembly import WineBuild
+from dswheels.platforms.wine.platform_host import UnderWine, WineChecked
 from tests.conftest import ROOT
 
 COMPAT = load_compat()
 SHIPPED = parse_matrix((ROOT / "matrix" / "matrix.yml").read_text(), "matrix/matrix.yml", COMPAT)
 PLANNED = plan(SHIPPED, COMPAT).planned
-# the Protocol's members, as its class body declares them
-MEMBERS = sorted(name for name in vars(PlatformModule) if not name.startswith("_"))
+WINE = HostChoice(wine=WineSettings(msvc_root=Path("/nonexistent/msvc")))
+
+
+def _members(protocol: type) -> list[str]:
+    """A Protocol's members, as its class body declares them."""
+    return sorted(name for name in vars(protocol) if not name.startswith("_"))
+
+
+MEMBERS = _members(PlatformModule)
+
+
+def _same_signatures(implementation: type, protocol: type) -> None:
+    """``implementation`` has every member of ``protocol``, each method with the same parameters, of the same kinds."""
+    for name in _members(protocol):
+        declared = getattr(protocol, name)
+        assert hasattr(implementation, name), name
+        if isinstance(declared, property):
+            continue
+        got = inspect.signature(getattr(implementation, name))
+        want = inspect.signature(declared)
+        assert list(got.parameters) == list(want.parameters), name
+        assert [p.kind for p in got.parameters.values()] == [p.kind for p in want.parameters.values()], name
 
 
 def _cell(platform: Platform) -> PlannedCell:
@@ -47,26 +80,20 @@ def test_every_platform_has_a_module_and_every_os_a_row() -> None:
 
 @pytest.mark.parametrize("platform", list(Platform))
 def test_each_module_answers_every_protocol_member_with_its_signature(platform: Platform) -> None:
-    assert MEMBERS == [
-        "add_source_files",
-        "check_build_tools",
-        "check_runtime",
-        "cuda_roots",
-        "finish_build",
-        "host_compilers",
-        "strips_symbols",
-        "traits",
-    ]
+    assert MEMBERS == ["add_source_files", "cuda_roots", "host", "host_compilers", "traits"]
     module = ALL_PLATFORMS[platform]
     assert isinstance(module, PlatformModule)
-    for name in MEMBERS:
-        declared = getattr(PlatformModule, name)
-        if isinstance(declared, property):
-            continue
-        got = inspect.signature(getattr(module, name))
-        want = inspect.signature(declared)
-        assert list(got.parameters) == list(want.parameters)[1:], name  # less `self`
-        assert [p.kind for p in got.parameters.values()] == [p.kind for p in want.parameters.values()][1:], name
+    _same_signatures(type(module), PlatformModule)
+
+
+def test_every_host_answers_its_protocols_with_their_signatures() -> None:
+    assert _members(PlatformHost) == ["check", "finish", "kind", "strips_symbols"]
+    assert _members(CheckedTools) == ["assemble", "cuda", "foreign", "foreign_interpreter", "msvc"]
+    for host in (Native, Elsewhere, UnderWine):
+        _same_signatures(host, PlatformHost)
+    for tools in (BuildTools, WineChecked):
+        _same_signatures(tools, CheckedTools)
+    _same_signatures(WineBuild, CrossToolchain)  # Wine's toolchain, as the build sees it
 
 
 def test_os_is_the_str_compat_yml_spells() -> None:
@@ -107,35 +134,79 @@ def test_toolkit_places_and_compilers_per_host_os() -> None:
 
 
 def test_post_processing_strips_linux_wheels_on_linux_only() -> None:
-    assert platform_module(OS.LINUX).strips_symbols(OS.LINUX)
-    assert not platform_module(OS.LINUX).strips_symbols(OS.WINDOWS)
-    assert not platform_module(OS.WINDOWS).strips_symbols(OS.LINUX)
-    assert not platform_module(OS.WINDOWS).strips_symbols(OS.WINDOWS)
+    def strips(platform: OS, here: OS, choice: HostChoice = HostChoice()) -> bool:  # noqa: B008 - frozen
+        return platform_module(platform).host(choice, here=here).strips_symbols
+
+    assert strips(OS.LINUX, OS.LINUX)
+    assert not strips(OS.LINUX, OS.WINDOWS)
+    assert not strips(OS.WINDOWS, OS.LINUX)
+    assert not strips(OS.WINDOWS, OS.LINUX, WINE)
+    assert not strips(OS.WINDOWS, OS.WINDOWS)
+
+
+def test_each_module_chooses_its_host_for_the_machine() -> None:
+    linux, windows = platform_module(OS.LINUX), platform_module(OS.WINDOWS)
+    assert linux.host(HostChoice(), here=OS.LINUX).kind is HostKind.NATIVE
+    assert linux.host(WINE, here=OS.WINDOWS).kind is HostKind.NONE
+    assert windows.host(WINE, here=OS.WINDOWS).kind is HostKind.NATIVE  # a Windows machine needs no Wine
+    assert windows.host(HostChoice(), here=OS.LINUX).kind is HostKind.NONE
+    wine = windows.host(WINE, here=OS.LINUX)
+    assert wine.kind is HostKind.WINE
+    assert wine == UnderWine(WINE.wine)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("platform", list(Platform))
 def test_a_cell_of_the_other_os_is_only_prepared(platform: Platform, tmp_path: Path) -> None:
     planned = _cell(platform)
     other = next(o for o in OS if o is not platform.os)
-    module = platform_module(platform)
-    args = {"host": other, "msvc_root": None, "cache": CacheLayout(tmp_path), "wine_cuda": ("auto", "")}
+    host = platform_module(platform).host(HostChoice(), here=other)
     with pytest.raises(EnvironmentMismatchError) as err:
-        module.check_build_tools(planned, {}, prepare_only=False, **args)  # type: ignore[arg-type]
+        host.check(planned, {}, prepare_only=False, cache=CacheLayout(tmp_path))
     assert f"this machine runs {other.capitalize()}" in str(err.value)
     # only Windows cells have a second host: Linux under Wine
     assert ("--msvc-root" in (err.value.hint or "")) is (platform is Platform.WIN_AMD64 and other is OS.LINUX)
-    tools = module.check_build_tools(planned, {}, prepare_only=True, **args)  # type: ignore[arg-type]
+    tools = host.check(planned, {}, prepare_only=True, cache=CacheLayout(tmp_path))
     assert tools.foreign
-    assert (tools.cuda, tools.msvc, tools.wine) == (None, None, None)
+    assert tools.foreign_interpreter
+    assert (tools.cuda, tools.msvc) == (None, None)
+    assert (
+        tools.assemble(  # nothing to put together: the cell is not compiled here
+            planned,
+            compat=COMPAT,
+            work=tmp_path,
+            cache=CacheLayout(tmp_path),
+            interp=None,  # type: ignore[arg-type]
+            index_args=(),
+            log=tmp_path / "l",
+        )
+        is None
+    )
 
 
-def test_check_toolchain_asks_the_cells_module_for_this_host() -> None:
+def test_the_wine_host_checks_the_msvc_root_and_prepares_without_it(tmp_path: Path) -> None:
+    planned = _cell(Platform.WIN_AMD64)
+    wine = platform_module(OS.WINDOWS).host(WINE, here=OS.LINUX)
+    # --prepare-only looks for no Windows tool: nothing is checked, nothing is assembled
+    tools = wine.check(planned, {}, prepare_only=True, cache=CacheLayout(tmp_path))
+    assert tools.foreign
+    assert (tools.cuda, tools.msvc) == (None, None)
+    # a build checks the MSVC root first (before Wine, before anything is downloaded)
+    with pytest.raises(EnvironmentMismatchError, match="is not an MSVC root"):
+        wine.check(planned, {}, prepare_only=False, cache=CacheLayout(tmp_path))
+    wine.finish(cache=CacheLayout(tmp_path), env={"PATH": ""})  # no wineserver, no prefix: nothing to wait for
+
+
+def test_this_machines_host_checks_its_cells() -> None:
     planned = _cell(Platform.LINUX_X86_64 if host_os() is OS.WINDOWS else Platform.WIN_AMD64)
-    tools = check_toolchain(planned, {}, prepare_only=True)
+    host = platform_module(planned.cell.platform).host(HostChoice(), here=host_os())
+    tools = host.check(planned, {}, prepare_only=True, cache=CacheLayout(ROOT))
     assert tools.foreign
     native = _cell(traits(host_os()).platform)
     if not native.cell.variant.is_cuda:  # a CPU cell needs no nvcc: nothing to find
-        assert check_toolchain(native, {}, prepare_only=False) == type(tools)(foreign=False, cuda=None, msvc=None)
+        here = platform_module(native.cell.platform).host(HostChoice(), here=host_os())
+        assert here.check(native, {}, prepare_only=False, cache=CacheLayout(ROOT)) == BuildTools(
+            foreign=False, cuda=None, msvc=None
+        )
 
 
 def test_only_windows_cells_get_the_files_their_setup_py_needs(tmp_path: Path) -> None:

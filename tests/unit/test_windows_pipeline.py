@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from dswheels.building.effects.source_tree import add_windows_files
 from dswheels.building.parallelism import GIB, fit_jobs, split_parallelism
 from dswheels.kernel.compat import load_compat
 from dswheels.kernel.errors import EnvironmentMismatchError
@@ -22,6 +21,7 @@ from dswheels.plan.costs import estimate_job, load_costs
 from dswheels.plan.matrix.parse import parse_matrix
 from dswheels.plan.planner import Combo, plan
 from dswheels.platforms.find_tools import MsvcEnv, check_msvc_link
+from dswheels.platforms.windows import add_windows_files
 from tests.conftest import ROOT
 
 COMPAT = load_compat()

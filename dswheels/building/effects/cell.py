@@ -2,11 +2,13 @@
 
 The steps, in order, each in the module that owns it:
 
-1. check the toolchain: the plan's nvcc, and MSVC on Windows (:mod:`~dswheels.building.effects.compile_tools`);
+1. check the toolchain on the host the cell's platform chose for this machine: the plan's nvcc, and MSVC on
+   Windows, or Wine and its MSVC root (:mod:`dswheels.platforms.hosts`);
 2. fetch and verify the source, unpack it into a fresh short work directory and patch it
    (portable CPU baseline, no ``-g``, the files win32 needs; :mod:`~dswheels.building.effects.source_tree`);
 3. get an interpreter with the cell's torch (:mod:`~dswheels.host.venvs`);
-4. set up the compile's environment: PATH, compilers, compiler cache (:mod:`~dswheels.building.effects.compile_tools`);
+4. let the host put together what it runs (Wine's Windows toolchain), and set up the compile's environment:
+   PATH, compilers, compiler cache (:mod:`~dswheels.building.effects.compile_tools`);
 5. check with DeepSpeed's own op builders that every planned op exists, is compatible and has
    flags the compilers accept (:mod:`~dswheels.building.effects.op_sources_asked`);
 6. run ``python -m build --wheel --no-isolation`` with per-op progress (:mod:`~dswheels.building.effects.compile`);
@@ -36,7 +38,7 @@ from typing import TYPE_CHECKING
 
 from dswheels.building.effects.cell_log import log_note, write_log_header
 from dswheels.building.effects.compile import compile_wheel, the_wheel
-from dswheels.building.effects.compile_tools import CompileEnv, check_toolchain, compile_environment, inherited_env
+from dswheels.building.effects.compile_tools import CompileEnv, compile_environment, inherited_env
 from dswheels.building.effects.compiler_cache import cache_stats
 from dswheels.building.effects.jobserver import jobserver, ninja_joins_jobservers
 from dswheels.building.effects.manifest_assembly import assemble_manifest
@@ -49,12 +51,11 @@ from dswheels.building.effects.workdir import set_aside, wipe, work_dir_for
 from dswheels.building.output_reading import OpSources
 from dswheels.building.parallelism import Parallelism, pooled_parallelism, split_parallelism
 from dswheels.building.summary import OpOutcome
-from dswheels.cuda.redist import REDIST_URL
 from dswheels.host.clock import monotonic, utc_now
 from dswheels.host.files import exclusive
 from dswheels.host.log import get_reporter
 from dswheels.host.machine import host_os
-from dswheels.host.venvs import Interpreter, InterpreterMode, find_uv, prepare_interpreter, torch_index_args
+from dswheels.host.venvs import Interpreter, InterpreterMode, prepare_interpreter, torch_index_args
 from dswheels.host.wheelhouse import discard_wheel, place_wheel, remove_stale
 from dswheels.kernel.binaries.linux_runtime import RuntimeFloor
 from dswheels.kernel.compat import Compat
@@ -63,13 +64,12 @@ from dswheels.kernel.locations import WHEELHOUSE
 from dswheels.kernel.manifest import Manifest
 from dswheels.kernel.model import PlannedCell
 from dswheels.kernel.naming import cell_id, wheel_filename
-from dswheels.kernel.platform_traits import WineCudaSource
 from dswheels.kernel.sources import TorchSource, TorchSourceKind
 from dswheels.kernel.versions import format_version
 from dswheels.plan.compiler_cache_keys import CacheTool, CompilerCacheChoice, SccacheSettings, compile_family
 from dswheels.plan.costs import cell_units, load_costs, op_order
 from dswheels.platforms import platform_module
-from dswheels.platforms.wine.assembly import prepare_wine
+from dswheels.platforms.hosts import HostChoice, PlatformHost
 
 if TYPE_CHECKING:
     from dswheels.host.cache import CacheLayout
@@ -113,9 +113,7 @@ class BuildOptions:
     keep_going: bool = False  # build the other cells after a failure
     verify: VerifyOptions | None = None  # verify every built wheel (a failing one is removed)
     install: bool = False  # the one cell will be installed here (install_here)
-    msvc_root: Path | None = None  # Windows cells on Linux: build under Wine with this MSVC root
-    wine_cuda: WineCudaSource = WineCudaSource.AUTO  # under Wine: where the CUDA components come from
-    cuda_redist_url: str = REDIST_URL  # NVIDIA's redist folder or a mirror (wine_cuda nvidia)
+    hosts: HostChoice = field(default_factory=HostChoice)  # how other OSes' cells are built here (Wine): unread
 
 
 class CellStatus(Enum):
@@ -178,6 +176,7 @@ class _Cell:
     compat: Compat
     jobs: int
     work_root: Path
+    platform_host: PlatformHost  # where the cell's platform builds it from this machine
 
     def monotonic(self) -> float:
         return monotonic()
@@ -200,7 +199,8 @@ def build_cell(
     """Build one cell with ``jobs`` concurrent compiles; never raises a :class:`DswheelsError` (it is in the
     result)."""
     environ = MappingProxyType(dict(os.environ))
-    cell = _Cell(planned, options, cache, environ, compat, jobs, work_root(options, cache))
+    platform_host = platform_module(planned.cell.platform).host(options.hosts, here=host_os())
+    cell = _Cell(planned, options, cache, environ, compat, jobs, work_root(options, cache), platform_host)
     cid = cell_id(planned.cell)
     stamp = utc_now().strftime("%Y%m%dT%H%M%SZ")
     log = (options.out_dir / "logs" / f"{cid}-{stamp}.log").resolve()
@@ -259,9 +259,7 @@ def _build_keeping_failed_tree(
             raise noted.with_traceback(exc.__traceback__) from exc.__cause__
         raise
     finally:
-        platform_module(planned.cell.platform).finish_build(
-            msvc_root=cell.options.msvc_root, cache=cell.cache, env=cell.environ
-        )
+        cell.platform_host.finish(cache=cell.cache, env=cell.environ)
 
 
 def _build(cell: _Cell, log: Path, start: float, progress: _Progress) -> tuple[Path, Path, Manifest] | Path:
@@ -272,14 +270,7 @@ def _build(cell: _Cell, log: Path, start: float, progress: _Progress) -> tuple[P
     write_log_header(log, planned)
     # toolchain: the plan's nvcc (and MSVC), checked before anything is downloaded, installed or compiled
     inherited = inherited_env(cell.environ)
-    tools = check_toolchain(
-        planned,
-        inherited,
-        prepare_only=opts.prepare_only,
-        msvc_root=opts.msvc_root,
-        cache=cache,
-        wine_cuda=(opts.wine_cuda, opts.cuda_redist_url),
-    )
+    tools = cell.platform_host.check(planned, inherited, prepare_only=opts.prepare_only, cache=cache)
     work = _work_dir(cell)
     wipe(work)
     work.mkdir(parents=True)
@@ -310,7 +301,7 @@ def _build(cell: _Cell, log: Path, start: float, progress: _Progress) -> tuple[P
         venv_root=cache.venvs,
         log_file=log,
         # under Wine the build interpreter is Linux CPython answering as Windows: its platform differs
-        foreign=tools.foreign or tools.wine is not None,
+        foreign=tools.foreign_interpreter,
     )
     durations["interpreter"] = cell.monotonic() - t0
     if opts.prepare_only:
@@ -321,21 +312,14 @@ def _build(cell: _Cell, log: Path, start: float, progress: _Progress) -> tuple[P
         return source.src
 
     parallelism = _pooled(parallelism, cell, interp)
-    wine = (
-        prepare_wine(
-            planned,
-            tools.wine,
-            compat=cell.compat,
-            work=work,
-            cache=cache,
-            build_python=interp.python,
-            linux_torch=Path(interp.info.torch_parent) / "torch" if interp.info.torch_parent else None,
-            uv=find_uv(),
-            index_args=torch_index_args(opts.torch_source, planned.torch_index),
-            log=log,
-        )
-        if tools.wine is not None
-        else None
+    cross = tools.assemble(
+        planned,
+        compat=cell.compat,
+        work=work,
+        cache=cache,
+        interp=interp,
+        index_args=torch_index_args(opts.torch_source, planned.torch_index),
+        log=log,
     )
     setup = compile_environment(
         planned,
@@ -348,10 +332,10 @@ def _build(cell: _Cell, log: Path, start: float, progress: _Progress) -> tuple[P
         sccache=opts.sccache,
         debug_symbols=opts.debug_symbols,
         log=log,
-        wine=wine,
+        cross=cross,
     )
     # the interpreter the build's scripts run in: under Wine, the build interpreter answering as Windows
-    python = wine.python if wine is not None else interp.python
+    python = cross.python if cross is not None else interp.python
     accelerator, ops = probe_ops(planned, python, source.src, setup.env, log)
 
     t0 = cell.monotonic()
@@ -447,7 +431,7 @@ def _postprocess(
             built,
             staging=work / "staged",
             torch=planned.cell.torch,
-            strip=platform_module(planned.cell.platform).strips_symbols(host_os()),
+            strip=cell.platform_host.strips_symbols,
             keep_debug=opts.debug_symbols,
             forbidden_registers=baseline.forbidden_registers,
             log_file=log,

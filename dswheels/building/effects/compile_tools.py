@@ -1,9 +1,9 @@
-"""The tools a cell compiles with, checked before anything runs, and the environment it compiles in.
+"""The environment a cell compiles in, from the tools its platform's host checked and put together.
 
-:func:`check_toolchain` comes first, before the source is downloaded: the plan's nvcc and, on
-Windows, the active MSVC. A cell of another OS is only prepared here (``--prepare-only``), so its
-tools are not looked for. :func:`compile_environment` comes once the interpreter is ready: PATH
-(the interpreter's scripts, whose ninja torch finds, then MSVC's tools), ``<work>/site`` first on
+The host (:mod:`dswheels.platforms.hosts`) checks its tools before the source is downloaded and puts
+together what it runs once the interpreter is ready; the build sees only the Protocols.
+:func:`compile_environment` then sets PATH (a cross host's tool scripts, the interpreter's scripts,
+whose ninja torch finds, then MSVC's tools), ``<work>/site`` first on
 PYTHONPATH (the same header paths for every Python: :mod:`dswheels.building.effects.workdir`), the CUDA
 header directories, the compilers, the compiler cache, and the variables
 :func:`dswheels.building.build_env.build_env` decides. Inherited variables that would change which
@@ -22,37 +22,16 @@ from dswheels.building.effects.cell_log import log_note
 from dswheels.building.effects.compiler_cache import find_compiler_cache, start_sccache
 from dswheels.building.effects.workdir import link_site, settle_header_times
 from dswheels.building.parallelism import Parallelism
-from dswheels.cuda.redist import REDIST_URL
-from dswheels.host.cache import CacheLayout
 from dswheels.host.log import get_reporter
-from dswheels.host.machine import host_os
 from dswheels.host.venvs import Interpreter
 from dswheels.kernel.errors import EnvironmentMismatchError
-from dswheels.kernel.model import OS, PlannedCell
-from dswheels.kernel.naming import cell_id
-from dswheels.kernel.platform_traits import WineCudaSource, traits
-from dswheels.kernel.versions import format_version
+from dswheels.kernel.model import PlannedCell
+from dswheels.kernel.platform_traits import traits
 from dswheels.plan.compiler_cache_keys import CacheTool, CompilerCacheChoice, SccacheSettings
-from dswheels.platforms import platform_module
-from dswheels.platforms.find_tools import (
-    CudaInstall,
-    MsvcEnv,
-    check_msvc_link,
-    cuda_header_dirs,
-    find_cuda,
-    pick_compilers,
-)
-from dswheels.platforms.wine.assembly import WineBuild, WineTools
+from dswheels.platforms.find_tools import CudaInstall, MsvcEnv, check_msvc_link, cuda_header_dirs, pick_compilers
+from dswheels.platforms.hosts import CheckedTools, CrossToolchain
 
-__all__ = [
-    "BuildTools",
-    "CompileEnv",
-    "check_toolchain",
-    "compile_environment",
-    "foreign_tools",
-    "inherited_env",
-    "planned_cuda",
-]
+__all__ = ["CompileEnv", "compile_environment", "inherited_env"]
 
 # Variables an outer environment may carry that would change which ops DeepSpeed builds or how:
 # the plan decides them, so inherited values are dropped.
@@ -82,65 +61,6 @@ def inherited_env(environ: Mapping[str, str]) -> dict[str, str]:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
-class BuildTools:
-    foreign: bool  # the cell is for another OS: only its source is prepared here
-    cuda: CudaInstall | None  # the plan's toolkit (CUDA variants built here)
-    msvc: MsvcEnv | None  # the active MSVC (Windows)
-    wine: WineTools | None = None  # a Windows cell built on Linux: Wine and the MSVC root (docs/build.md)
-
-
-def check_toolchain(
-    planned: PlannedCell,
-    inherited: Mapping[str, str],
-    *,
-    prepare_only: bool,
-    msvc_root: Path | None = None,
-    cache: CacheLayout | None = None,
-    wine_cuda: tuple[WineCudaSource, str] = (WineCudaSource.AUTO, REDIST_URL),
-) -> BuildTools:
-    """The plan's nvcc (and MSVC) on this machine, checked before anything is downloaded, installed or compiled.
-
-    The cell's platform module decides (:mod:`dswheels.platforms`): a Windows cell on Linux with ``msvc_root`` is
-    built under Wine (:mod:`dswheels.platforms.wine`): Wine and the root's toolset are checked here, the rest of its
-    toolchain is put together once the interpreter is ready.
-    """
-    return platform_module(planned.cell.platform).check_build_tools(
-        planned,
-        inherited,
-        host=host_os(),
-        prepare_only=prepare_only,
-        msvc_root=msvc_root,
-        cache=cache,
-        wine_cuda=wine_cuda,
-    )
-
-
-def foreign_tools(planned: PlannedCell, *, host: OS, prepare_only: bool, wine_host: bool) -> BuildTools:
-    """A cell of another OS than ``host``'s: only prepared here (``wine_host``: or built under Wine)."""
-    os_name = planned.cell.platform.os
-    if not prepare_only:
-        raise EnvironmentMismatchError(
-            f"{cell_id(planned.cell)} is built on {os_name.capitalize()}, and this machine runs {host.capitalize()}",
-            hint="build it on such a machine (wheels.yml does, on GitHub's runners)"
-            + ("; or here under Wine with --msvc-root DIR (docs/build.md#windows-under-wine)" if wine_host else "")
-            + "; --prepare-only fetches, checks and patches its source here without compiling",
-        )
-    get_reporter().info(f"preparing a {planned.cell.platform.value} cell here: its toolchain is not checked")
-    return BuildTools(foreign=True, cuda=None, msvc=None)
-
-
-def planned_cuda(planned: PlannedCell, inherited: Mapping[str, str]) -> CudaInstall | None:
-    """The plan's toolkit on this machine, for a CUDA cell built natively (EnvironmentMismatchError if absent)."""
-    if not planned.cell.variant.is_cuda:
-        return None
-    tc = planned.toolchain
-    assert tc.nvcc is not None  # noqa: S101 - the plan gives CUDA variants an nvcc
-    cuda = find_cuda(tc.nvcc, inherited)
-    get_reporter().info(f"nvcc {format_version(cuda.version)} at {cuda.home} (the plan's {format_version(tc.nvcc)})")
-    return cuda
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
 class CompileEnv:
     env: Mapping[str, str]  # everything the compile sees
     set_by_dswheels: Mapping[str, str]  # what dswheels set in it (the log and the manifest say which)
@@ -149,7 +69,7 @@ class CompileEnv:
     msvc: MsvcEnv | None
     compilers: tuple[str, str] | None  # (CC, CXX) when the plan's GCC is not the default compiler
     cache: CompilerCache | None
-    wine: WineBuild | None = None  # the Windows toolchain under Wine (a Windows cell built on Linux)
+    cross: CrossToolchain | None = None  # another OS's toolchain run here (a Windows cell built on Linux: Wine)
 
 
 def compile_environment(
@@ -158,21 +78,21 @@ def compile_environment(
     interp: Interpreter,
     work: Path,
     inherited: Mapping[str, str],
-    tools: BuildTools,
+    tools: CheckedTools,
     parallelism: Parallelism,
     compiler_cache: CompilerCacheChoice,
     sccache: SccacheSettings,
     debug_symbols: bool,
     log: Path,
-    wine: WineBuild | None = None,
+    cross: CrossToolchain | None = None,
 ) -> CompileEnv:
     """The environment the compile runs in; noted in the log, and sccache's server started when it is used."""
     cuda, msvc = tools.cuda, tools.msvc
     outer_path = inherited.get("PATH", "")
-    # the interpreter's scripts first (its ninja is the one torch finds), then MSVC's own tools; under
-    # Wine the scripts that run the Windows tools come before everything (cl, link.exe, ...)
+    # the interpreter's scripts first (its ninja is the one torch finds), then MSVC's own tools; a cross
+    # host's scripts that run the other OS's tools come before everything (Wine's cl, link.exe, ...)
     path = os.pathsep.join(
-        [*([str(wine.bin_dir)] if wine else []), interp.info.scripts, *([msvc.bin_dir] if msvc else []), outer_path]
+        [*([str(cross.bin_dir)] if cross else []), interp.info.scripts, *([msvc.bin_dir] if msvc else []), outer_path]
     )
     # torch (and the nvidia-* wheels beside it) imported through <work>/site: the same header paths
     # for every Python (dswheels/building/effects/workdir.py)
@@ -182,12 +102,12 @@ def compile_environment(
     python_path = os.pathsep.join([str(site), *([inherited["PYTHONPATH"]] if inherited.get("PYTHONPATH") else [])])
     include_dirs = _header_dirs(planned, cuda, site)
     compilers = pick_compilers(planned, inherited)
-    if wine is not None and compiler_cache is not CompilerCacheChoice.NONE:
-        get_reporter().info("no compiler cache under Wine: neither ccache nor Linux sccache runs MSVC's cl")
+    if cross is not None and compiler_cache is not CompilerCacheChoice.NONE:
+        get_reporter().info(f"no compiler cache {cross.no_compiler_cache}")
     cache = find_compiler_cache(
-        CompilerCacheChoice.NONE if wine else compiler_cache, env=inherited, work_dir=work, compilers=compilers
+        CompilerCacheChoice.NONE if cross else compiler_cache, env=inherited, work_dir=work, compilers=compilers
     )
-    cuda_home = str(cuda.home) if cuda else (str(wine.cuda_home) if wine and wine.cuda_home else None)
+    cuda_home = str(cuda.home) if cuda else (str(cross.cuda_home) if cross and cross.cuda_home else None)
     setup = BuildSetup(
         os=planned.cell.platform.os,
         path=path,
@@ -198,7 +118,7 @@ def compile_environment(
         nvcc=str(cuda.nvcc) if cuda else (f"{cuda_home}/bin/nvcc" if cuda_home else None),
         cache=cache,
         compilers=compilers,
-        extra_config=_extra_config(work, parallelism.at_once, wine),
+        extra_config=_extra_config(work, parallelism.at_once, cross),
         include_dirs=tuple(str(d) for d in include_dirs),
         include_var_value=inherited.get(traits(planned.cell.platform).include_var, ""),
         debug_symbols=debug_symbols,
@@ -209,13 +129,16 @@ def compile_environment(
     )
     dswheels_env = build_env(planned, setup)
     dswheels_env.setdefault("PATH", path)
-    if wine is not None:
-        dswheels_env.update(wine.env(ext_suffix=f".{planned.cell.python.tag}-{planned.cell.platform.value}.pyd"))
+    if cross is not None:
+        cell = planned.cell
+        dswheels_env.update(
+            cross.env(ext_suffix=f".{cell.python.tag}-{cell.platform.value}{traits(cell.platform).extension_suffix}")
+        )
     env = {**inherited, **dswheels_env}
     if msvc is not None:
         check_msvc_link(env["PATH"], msvc)
-    if wine is not None:  # the Wine host's link.exe script must win over any other (GNU coreutils' link)
-        check_msvc_link(env["PATH"], MsvcEnv(toolset=wine.tools.msvc.toolset, bin_dir=str(wine.bin_dir)))
+    if cross is not None:  # the cross host's link.exe script must win over any other (GNU coreutils' link)
+        check_msvc_link(env["PATH"], cross.msvc)
     log_note(log, "environment set by dswheels:\n" + "\n".join(f"  {k}={v}" for k, v in sorted(dswheels_env.items())))
     get_reporter().info(
         f"building {len(planned.ops.build)} op(s), {parallelism.describe()}"
@@ -232,7 +155,7 @@ def compile_environment(
         msvc=msvc,
         compilers=compilers,
         cache=cache,
-        wine=wine,
+        cross=cross,
     )
 
 
@@ -258,14 +181,12 @@ def _header_dirs(planned: PlannedCell, cuda: CudaInstall | None, site: Path) -> 
     return include_dirs
 
 
-def _extra_config(work: Path, at_once: int, wine: WineBuild | None) -> str | None:
+def _extra_config(work: Path, at_once: int, cross: CrossToolchain | None) -> str | None:
     """A ``DIST_EXTRA_CONFIG`` file: setuptools builds ``at_once`` extensions in parallel (None: one at a time);
-    under Wine it also names MSVC as the compiler and where CPython's Windows import library is."""
-    if at_once <= 1 and wine is None:
+    under a cross host it also names the compiler and where the interpreter's import library is."""
+    if at_once <= 1 and cross is None:
         return None
     config_file = work / "dswheels-setup.cfg"
-    libs = (str(wine.python_windows.libs),) if wine else ()
-    config_file.write_text(
-        dist_extra_config(at_once, compiler="msvc" if wine else None, library_dirs=libs), encoding="utf-8"
-    )
+    compiler, libs = (cross.setuptools_compiler, cross.library_dirs) if cross else (None, ())
+    config_file.write_text(dist_extra_config(at_once, compiler=compiler, library_dirs=libs), encoding="utf-8")
     return str(config_file)

@@ -74,7 +74,7 @@ def assemble_manifest(
         debug_symbols=_file_info(pp.debug_archive) if pp.debug_archive is not None else None,
         compiler_cache=stats.as_json() if stats else {},
         runtime=runtime,
-        windows_host=setup.wine.describe() if setup.wine is not None else {},
+        windows_host=setup.cross.describe() if setup.cross is not None else {},
     )
 
 
@@ -130,12 +130,8 @@ def _toolchain(planned: PlannedCell, interp: Interpreter, setup: CompileEnv) -> 
         toolchain["cxx"] = tool_version([setup.compilers[1] if setup.compilers else "c++", "--version"], env)
     if setup.msvc is not None:
         toolchain["msvc"] = setup.msvc.toolset
-    if setup.wine is not None:
-        toolchain["msvc"] = setup.wine.tools.msvc.toolset
-        toolchain["cl"] = setup.wine.cl_version
-        if setup.wine.cuda_home is not None:
-            toolchain["nvcc"] = setup.wine.nvcc_version
-            toolchain["cuda_home"] = str(setup.wine.cuda_home)
+    if setup.cross is not None:
+        toolchain.update(setup.cross.tool_versions())
     if setup.cache is not None:
         toolchain[setup.cache.tool.value] = tool_version([setup.cache.executable, "--version"], env)
     return toolchain

@@ -11,7 +11,7 @@ one build directory per extension (parallel extension builds), the op-flag patch
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,7 +37,7 @@ from dswheels.kernel.versions import format_version
 from dswheels.kernel.wheel_contents import torch_pin
 from dswheels.platforms import platform_module
 
-__all__ = ["PreparedSource", "add_windows_files", "patch_tree", "prepare_source"]
+__all__ = ["PreparedSource", "patch_tree", "prepare_source"]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -115,22 +115,6 @@ def _make_cpu_portable(src: Path, planned: PlannedCell, compat: Compat) -> list[
         notes.append(f"patched {rel}: cpu_arch() -> {arch_flag!r}, simd_width() -> {baseline.simd!r}")
     if not notes:
         raise BuildError(f"{src} has no op_builder/builder.py: not a DeepSpeed source tree")
-    return notes
-
-
-def add_windows_files(src: Path, files: Mapping[str, str]) -> list[str]:
-    """Write what DeepSpeed's setup.py needs on win32 and its sdist leaves out (compat.yml ``windows_files``).
-
-    Byte for byte as in DeepSpeed's git; a file the source already has (a git archive) is kept.
-    """
-    notes: list[str] = []
-    for rel, text in files.items():
-        path = src / rel
-        if path.exists():
-            continue
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(text.encode("utf-8"))
-        notes.append(f"added {rel} ({len(text.encode())} bytes): in DeepSpeed's git, not in its sdist; win32 needs it")
     return notes
 
 

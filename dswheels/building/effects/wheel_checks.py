@@ -23,8 +23,8 @@ from dswheels.kernel.compat import Compat
 from dswheels.kernel.errors import BuildError
 from dswheels.kernel.model import PlannedCell
 from dswheels.kernel.naming import cell_id
+from dswheels.kernel.platform_traits import traits
 from dswheels.kernel.wheel_contents import check_ops, extension_for_module
-from dswheels.platforms import platform_module
 
 __all__ = ["check_planned_ops", "check_postprocessed", "report_runtime"]
 
@@ -63,10 +63,12 @@ def check_planned_ops(
 def check_postprocessed(
     planned: PlannedCell, pp: Postprocessed, *, ops: Sequence[OpSources], names: Sequence[str], compat: Compat
 ) -> RuntimeFloor | None:
-    """The CPU baseline and the GPU code (BuildError), then what the wheel needs of the OS's runtime (reported)."""
+    """The CPU baseline and the GPU code (BuildError), then what the wheel needs of the OS's runtime (reported)
+    where its wheels promise a floor (Linux's; None elsewhere: a Windows wheel's DLLs come with torch and the
+    CUDA wheels)."""
     _check_cpu_baseline(planned, pp.isa)
     _check_gpu_code(planned, pp.gpu, ops, names)
-    return platform_module(planned.cell.platform).check_runtime(planned, pp.needs, compat)
+    return report_runtime(planned, pp.needs, compat) if traits(planned.cell.platform).runtime_floor else None
 
 
 def _check_cpu_baseline(planned: PlannedCell, isa: Mapping[str, IsaReport]) -> None:

@@ -18,13 +18,14 @@ from dswheels.kernel.errors import EnvironmentMismatchError
 from dswheels.kernel.locations import MATRIX
 from dswheels.kernel.model import Cell, PlannedCell, Platform, Python, Variant
 from dswheels.kernel.naming import cell_id
+from dswheels.kernel.platform_traits import traits
 from dswheels.kernel.versions import TorchMinor, VersionTuple, format_version, parse_version
 from dswheels.plan.effects.matrix_file import load_matrix
 from dswheels.plan.matrix.parse import parse_matrix
 from dswheels.plan.matrix.spec import MatrixSpec, cell_values
 from dswheels.plan.planner import Combo, plan
 from dswheels.plan.toolchain import LocalHost
-from dswheels.platforms.find_tools import detect_host
+from dswheels.platforms import detect_host
 
 __all__ = ["ThisMachine", "plan_this_machine"]
 
@@ -102,7 +103,7 @@ def _local_spec(matrix: Path, compat: Compat, cell: Cell) -> MatrixSpec:
         return load_matrix(matrix, compat)
     if matrix != MATRIX:
         load_matrix(matrix, compat)  # raises the missing-file error
-    image = "ubuntu-24.04" if cell.platform is Platform.LINUX_X86_64 else "windows-2022"
+    image = traits(cell.platform).runner_image  # any image of the OS: a local plan compiles with this machine's
     return parse_matrix(_LOCAL_MATRIX.format(**cell_values(cell), image=image), "(local defaults)", compat)
 
 

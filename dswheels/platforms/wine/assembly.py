@@ -30,6 +30,7 @@ from dswheels.kernel.errors import EnvironmentMismatchError
 from dswheels.kernel.model import PlannedCell
 from dswheels.kernel.platform_traits import WineCudaSource
 from dswheels.kernel.versions import format_version
+from dswheels.platforms.find_tools import MsvcEnv
 from dswheels.platforms.wine.cuda_root import WindowsCuda, assemble_windows_cuda
 from dswheels.platforms.wine.host import WineHost, find_wine, windows_path, write_tool_scripts
 from dswheels.platforms.wine.msvc_root import MsvcRoot, find_msvc_root
@@ -71,6 +72,32 @@ class WineBuild:
     synthesized_log: Path  # one JSON line per link that made import libraries from unresolved names
     cl_version: str  # cl's banner: Microsoft (R) C/C++ Optimizing Compiler Version 19.44.35229 for x64
     nvcc_version: str  # nvcc --version's release line ("" for a CPU cell)
+
+    @property
+    def msvc(self) -> MsvcEnv:
+        """The root's MSVC as the build sees it: its link.exe is the script in :attr:`bin_dir`."""
+        return MsvcEnv(toolset=self.tools.msvc.toolset, bin_dir=str(self.bin_dir))
+
+    @property
+    def setuptools_compiler(self) -> str:
+        return "msvc"
+
+    @property
+    def library_dirs(self) -> tuple[str, ...]:
+        """CPython's Windows import library (made here: the Linux interpreter has none)."""
+        return (str(self.python_windows.libs),)
+
+    @property
+    def no_compiler_cache(self) -> str:
+        return "under Wine: neither ccache nor Linux sccache runs MSVC's cl"
+
+    def tool_versions(self) -> dict[str, str]:
+        """The manifest's toolchain entries: the root's MSVC toolset, cl's banner, and nvcc's (CUDA cells)."""
+        versions = {"msvc": self.tools.msvc.toolset, "cl": self.cl_version}
+        if self.cuda_home is not None:
+            versions["nvcc"] = self.nvcc_version
+            versions["cuda_home"] = str(self.cuda_home)
+        return versions
 
     def env(self, *, ext_suffix: str) -> dict[str, str]:
         """What the build's environment gets from the Wine host (on top of a Windows build's own)."""

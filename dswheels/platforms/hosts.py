@@ -1,0 +1,303 @@
+"""The hosts a platform's cells are built on from this machine, behind the Protocols the build uses.
+
+A platform's module chooses its host for the machine at hand
+(:meth:`dswheels.platforms.PlatformModule.host`): :class:`Native` when the machine runs the
+platform's OS, Wine for a Windows cell on Linux (:mod:`dswheels.platforms.wine.platform_host`), and
+:class:`Elsewhere` when there is none here (the cell's source is only prepared). The stages see a
+:class:`PlatformHost` and nothing behind it: no stage imports a platform's module or its hosts'.
+
+What the command line chose for the hosts (:class:`HostChoice`: ``--msvc-root`` and the Wine flags)
+is made once by the command and handed to the platform unread.
+
+A host answers a build in two steps: :meth:`PlatformHost.check` before anything is downloaded (its
+:class:`CheckedTools`), then :meth:`CheckedTools.assemble` once the build interpreter is ready: a
+:class:`CrossToolchain` from a host that runs another OS's tools on this machine (Wine), None from
+a native one, whose tools are already on the machine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+from typing import Protocol, TypeAlias
+
+from dswheels.cuda.redist import REDIST_URL
+from dswheels.host.cache import CacheLayout
+from dswheels.host.log import get_reporter
+from dswheels.host.venvs import Interpreter
+from dswheels.kernel.compat import Compat
+from dswheels.kernel.errors import EnvironmentMismatchError
+from dswheels.kernel.model import OS, PlannedCell
+from dswheels.kernel.naming import cell_id
+from dswheels.kernel.platform_traits import WineCudaSource
+from dswheels.kernel.versions import VersionTuple, format_version
+from dswheels.platforms.find_tools import CudaInstall, MsvcEnv, check_msvc, find_cuda
+
+__all__ = [
+    "BuildTools",
+    "CheckedTools",
+    "CrossToolchain",
+    "CudaRoots",
+    "Elsewhere",
+    "HostChoice",
+    "HostKind",
+    "Native",
+    "PlatformHost",
+    "WineSettings",
+    "planned_cuda",
+    "prepared_only",
+]
+
+
+class HostKind(str, Enum):
+    """How a platform's cells are hosted on this machine."""
+
+    NATIVE = "native"  # the machine runs the platform's OS: its own compilers
+    WINE = "wine"  # Windows' compilers and interpreter on Linux, under Wine
+    NONE = "none"  # no host here: a cell's source is only prepared (--prepare-only)
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class WineSettings:
+    """The Wine host's configuration: ``--msvc-root``, ``--wine-cuda`` and ``--cuda-redist-url``."""
+
+    msvc_root: Path  # MSVC and the Windows SDK (msvc-wine's vsdownload.py, or a copied install)
+    cuda_source: WineCudaSource = WineCudaSource.AUTO  # where the CUDA components come from
+    cuda_redist_url: str = REDIST_URL  # NVIDIA's redist folder or a mirror (cuda_source nvidia)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class HostChoice:
+    """What the command line chose for this machine's hosts; the stages hand it to the platforms unread."""
+
+    wine: WineSettings | None = None  # Windows cells on Linux: built under Wine (None: only prepared)
+
+
+class CrossToolchain(Protocol):
+    """Another OS's toolchain run on this machine for one cell (Wine's), put together once the build interpreter
+    is ready: its tools through scripts first on PATH, the build's scripts through an interpreter answering as
+    that OS."""
+
+    @property
+    def bin_dir(self) -> Path:
+        """The tool scripts: first on PATH, before the interpreter's own scripts (its link.exe must win)."""
+        ...
+
+    @property
+    def python(self) -> Path:
+        """What runs the build's scripts (setup.py, the op probes): the build interpreter, answering as the OS."""
+        ...
+
+    @property
+    def cuda_home(self) -> Path | None:
+        """The CUDA root whose bin/nvcc runs the OS's nvcc (None: a CPU cell)."""
+        ...
+
+    @property
+    def msvc(self) -> MsvcEnv:
+        """The MSVC whose link.exe the build must find first on PATH."""
+        ...
+
+    @property
+    def setuptools_compiler(self) -> str:
+        """The compiler setuptools is told to use (``DIST_EXTRA_CONFIG``)."""
+        ...
+
+    @property
+    def library_dirs(self) -> tuple[str, ...]:
+        """Where the extensions' link finds the interpreter's import library."""
+        ...
+
+    @property
+    def no_compiler_cache(self) -> str:
+        """Why no compiler cache runs under it (said when one was asked for)."""
+        ...
+
+    def env(self, *, ext_suffix: str) -> dict[str, str]:
+        """What the build's environment gets from the host, on top of the platform's own."""
+        ...
+
+    def tool_versions(self) -> dict[str, str]:
+        """The manifest's toolchain entries the host's tools give (tool -> version line)."""
+        ...
+
+    def describe(self) -> dict[str, object]:
+        """The manifest's record of the host (``windows_host``, docs/manifest.md)."""
+        ...
+
+
+class CheckedTools(Protocol):
+    """A host's tools for one cell, checked before anything is downloaded, installed or compiled."""
+
+    @property
+    def foreign(self) -> bool:
+        """The cell is for another OS and there is no host for it here: only its source is prepared."""
+        ...
+
+    @property
+    def foreign_interpreter(self) -> bool:
+        """The build interpreter runs on another OS than the cell's: its platform is not the cell's."""
+        ...
+
+    @property
+    def cuda(self) -> CudaInstall | None:
+        """The plan's toolkit on this machine (CUDA cells built natively)."""
+        ...
+
+    @property
+    def msvc(self) -> MsvcEnv | None:
+        """The active MSVC (Windows cells built natively)."""
+        ...
+
+    def assemble(
+        self,
+        planned: PlannedCell,
+        *,
+        compat: Compat,
+        work: Path,
+        cache: CacheLayout,
+        interp: Interpreter,
+        index_args: Sequence[str],
+        log: Path,
+    ) -> CrossToolchain | None:
+        """What the host puts together once ``interp`` (the build interpreter) is ready; None: nothing (native)."""
+        ...
+
+
+class PlatformHost(Protocol):
+    """Where a platform's cells are built from this machine: natively, under Wine, or nowhere (only prepared)."""
+
+    @property
+    def kind(self) -> HostKind: ...
+
+    @property
+    def strips_symbols(self) -> bool:
+        """Whether post-processing strips the cell's extensions here (binutils' strip, ELF only)."""
+        ...
+
+    def check(
+        self, planned: PlannedCell, inherited: Mapping[str, str], *, prepare_only: bool, cache: CacheLayout
+    ) -> CheckedTools:
+        """The cell's compilers on this host, checked (``prepare_only``: the cell is only prepared)."""
+        ...
+
+    def finish(self, *, cache: CacheLayout, env: Mapping[str, str]) -> None:
+        """What is left to do once a build on the host ended, passed or not (Wine's server to stop)."""
+        ...
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class BuildTools:
+    """:class:`CheckedTools` of a native host, or of none (``foreign``): nothing to assemble."""
+
+    foreign: bool  # the cell is for another OS: only its source is prepared here
+    cuda: CudaInstall | None  # the plan's toolkit (CUDA variants built here)
+    msvc: MsvcEnv | None  # the active MSVC (Windows)
+
+    @property
+    def foreign_interpreter(self) -> bool:
+        return self.foreign
+
+    def assemble(
+        self,
+        planned: PlannedCell,  # noqa: ARG002 - a native host's tools are all found already
+        *,
+        compat: Compat,  # noqa: ARG002
+        work: Path,  # noqa: ARG002
+        cache: CacheLayout,  # noqa: ARG002
+        interp: Interpreter,  # noqa: ARG002
+        index_args: Sequence[str],  # noqa: ARG002
+        log: Path,  # noqa: ARG002
+    ) -> None:
+        return None
+
+
+# where an OS keeps CUDA toolkits (``want``'s, or any): dswheels.platforms.PlatformModule.cuda_roots
+CudaRoots: TypeAlias = Callable[[Mapping[str, str], VersionTuple | None], list[Path]]
+
+
+def planned_cuda(planned: PlannedCell, inherited: Mapping[str, str], roots: CudaRoots) -> CudaInstall | None:
+    """The plan's toolkit on this machine, for a CUDA cell built natively (EnvironmentMismatchError if absent)."""
+    if not planned.cell.variant.is_cuda:
+        return None
+    tc = planned.toolchain
+    assert tc.nvcc is not None  # noqa: S101 - the plan gives CUDA variants an nvcc
+    cuda = find_cuda(tc.nvcc, inherited, roots(inherited, tc.nvcc))
+    get_reporter().info(f"nvcc {format_version(cuda.version)} at {cuda.home} (the plan's {format_version(tc.nvcc)})")
+    return cuda
+
+
+@dataclass(frozen=True, slots=True)
+class Native:
+    """The machine runs the platform's OS: the plan's nvcc where the OS keeps toolkits, and the active MSVC when
+    the plan compiles with MSVC."""
+
+    cuda_roots: CudaRoots
+    strips_symbols: bool
+
+    @property
+    def kind(self) -> HostKind:
+        return HostKind.NATIVE
+
+    def check(
+        self,
+        planned: PlannedCell,
+        inherited: Mapping[str, str],
+        *,
+        prepare_only: bool,  # noqa: ARG002 - a native host checks its tools either way
+        cache: CacheLayout,  # noqa: ARG002
+    ) -> BuildTools:
+        cuda = planned_cuda(planned, inherited, self.cuda_roots)
+        return BuildTools(foreign=False, cuda=cuda, msvc=check_msvc(planned, inherited))
+
+    def finish(self, *, cache: CacheLayout, env: Mapping[str, str]) -> None:
+        """Nothing outlives a native build."""
+
+
+@dataclass(frozen=True, slots=True)
+class Elsewhere:
+    """No host for the platform on a machine that runs ``here``: its cells are built on a runner of their OS;
+    here their source is only prepared. ``also``: another way to build them here, for the error's hint."""
+
+    here: OS
+    also: str = ""
+
+    @property
+    def kind(self) -> HostKind:
+        return HostKind.NONE
+
+    @property
+    def strips_symbols(self) -> bool:
+        return False
+
+    def check(
+        self,
+        planned: PlannedCell,
+        inherited: Mapping[str, str],  # noqa: ARG002 - no tools are looked for
+        *,
+        prepare_only: bool,
+        cache: CacheLayout,  # noqa: ARG002
+    ) -> BuildTools:
+        return prepared_only(planned, here=self.here, prepare_only=prepare_only, also=self.also)
+
+    def finish(self, *, cache: CacheLayout, env: Mapping[str, str]) -> None:
+        """Nothing ran."""
+
+
+def prepared_only(planned: PlannedCell, *, here: OS, prepare_only: bool, also: str = "") -> BuildTools:
+    """A cell of another OS than ``here``'s: only prepared (EnvironmentMismatchError unless ``prepare_only``)."""
+    os_name = planned.cell.platform.os
+    if not prepare_only:
+        raise EnvironmentMismatchError(
+            f"{cell_id(planned.cell)} is built on {os_name.capitalize()}, and this machine runs {here.capitalize()}",
+            hint="build it on such a machine (wheels.yml does, on GitHub's runners)"
+            + (f"; or {also}" if also else "")
+            + "; --prepare-only fetches, checks and patches its source here without compiling",
+        )
+    get_reporter().info(f"preparing a {planned.cell.platform.value} cell here: its toolchain is not checked")
+    return BuildTools(foreign=True, cuda=None, msvc=None)
