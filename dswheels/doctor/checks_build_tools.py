@@ -5,13 +5,16 @@ from __future__ import annotations
 from dswheels.doctor.checkup import Check, Status
 from dswheels.doctor.environment_view import Env, gcc_major
 from dswheels.doctor.machine_facts import toolset_minor
+from dswheels.kernel.platform_traits import known_os
 
 __all__ = ["check_compiler", "check_long_paths", "check_ninja"]
 
 
 def check_compiler(env: Env) -> list[Check]:
+    """The compiler of the OS's family (GCC, MSVC) on a machine of an OS dswheels builds for; nothing elsewhere."""
     facts = env.facts
-    if facts.os == "linux":
+    compiler = row.compiler if (row := known_os(facts.os)) else None
+    if compiler == "gcc":
         major = gcc_major(facts)
         if not major:
             return [
@@ -24,7 +27,7 @@ def check_compiler(env: Env) -> list[Check]:
                 ),
             ]
         return [Check("compiler", Status.OK, f"gcc {facts.gcc}")]
-    if facts.os != "windows" or facts.visual_studio is None:
+    if compiler != "msvc" or facts.visual_studio is None:
         return []
     if facts.visual_studio.vswhere is None:
         return [
@@ -82,7 +85,9 @@ def check_compiler(env: Env) -> list[Check]:
 
 
 def check_long_paths(env: Env) -> list[Check]:
-    if env.facts.os != "windows":
+    """Where the OS limits a path's length (Windows' MAX_PATH) unless it is told not to."""
+    row = known_os(env.facts.os)
+    if row is None or row.max_path is None:
         return []
     enabled = env.facts.long_paths
     if enabled:
@@ -92,7 +97,8 @@ def check_long_paths(env: Env) -> list[Check]:
             "long_paths",
             Status.WARN,
             "long paths are not enabled" if enabled is False else "long paths: could not read the registry",
-            detail="builds unpack DeepSpeed's sources into deep trees; paths over 260 characters fail without it",
+            detail=f"builds unpack DeepSpeed's sources into deep trees; paths over {row.max_path} characters fail "
+            "without it",
             fix="as administrator: reg add HKLM\\SYSTEM\\CurrentControlSet\\Control\\FileSystem /v LongPathsEnabled "
             "/t REG_DWORD /d 1 /f ; and git config --global core.longpaths true",
         ),

@@ -8,6 +8,7 @@ from dswheels.doctor.checkup import Check, Status
 from dswheels.doctor.environment_view import Env, best_toolkit
 from dswheels.doctor.fixes import dev_packages_fix, install_toolkit_fix, pip_include_for, set_cuda_home_fix
 from dswheels.doctor.machine_facts import DEV_LIBRARIES, ToolkitView, lib_paths
+from dswheels.doctor.per_os import words_for
 from dswheels.kernel.versions import format_version
 
 __all__ = ["check_cuda_home", "check_toolkits"]
@@ -91,11 +92,7 @@ def _toolkit_checks(env: Env) -> list[Check]:
 
 def _no_toolkit_check(env: Env) -> Check:
     cuda_torch = env.variant is not None and env.variant.is_cuda
-    looked = (
-        "CUDA_HOME, CUDA_PATH, CUDA_PATH_V*, nvcc on PATH, C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA"
-        if env.facts.os == "windows"
-        else "CUDA_HOME, CUDA_PATH, nvcc on PATH, /usr/local/cuda*, /opt/cuda, $CONDA_PREFIX"
-    )
+    looked = words_for(env.facts.os).toolkits_looked_at
     return Check(
         "toolkit",
         Status.WARN if cuda_torch else Status.OK,

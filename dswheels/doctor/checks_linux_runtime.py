@@ -26,6 +26,7 @@ from dswheels.kernel.binaries.linux_runtime import (
     judge_runtime,
 )
 from dswheels.kernel.compat import Compat
+from dswheels.kernel.platform_traits import known_os
 from dswheels.kernel.versions import format_version, parse_version
 
 __all__ = ["SystemJudgement", "check_linux_runtime", "judge_system", "system_runtime"]
@@ -143,7 +144,8 @@ def check_linux_runtime(env: Env, published: PublishedRuntime | None = None) -> 
     """
     facts = env.facts
     lr = facts.linux_runtime
-    if facts.os != "linux" or lr is None:
+    row = known_os(facts.os)
+    if row is None or not row.runtime_floor or lr is None:
         return []
     judgement = judge(lr, env.compat, published)
     system = describe_system(lr)

@@ -6,8 +6,10 @@ from collections.abc import Sequence
 
 from dswheels.doctor.checkup import Check, IndexView, Status
 from dswheels.doctor.environment_view import Env, env_kind
+from dswheels.doctor.per_os import words_for
 from dswheels.kernel.compat import Compat
 from dswheels.kernel.index_files import IndexFile
+from dswheels.kernel.platform_traits import traits
 from dswheels.kernel.versions import VersionTuple, format_version, parse_version
 
 __all__ = ["check_gpu", "check_platform", "check_python", "check_torch"]
@@ -16,7 +18,7 @@ __all__ = ["check_gpu", "check_platform", "check_python", "check_torch"]
 def _pip_torch_command(torch_version: str, variant: str, compat: Compat, os: str) -> str:
     index = compat.torch_index.format(variant=variant)
     minor = parse_version(torch_version)[:2]
-    if os == "linux" and compat.torch_pypi_linux_variant.get(minor) == variant:
+    if words_for(os).pypi_torch_cuda and compat.torch_pypi_linux_variant.get(minor) == variant:
         return f"pip install torch=={torch_version}"
     return f"pip install torch=={torch_version} --index-url {index}"
 
@@ -26,13 +28,15 @@ def check_platform(env: Env) -> Check:
     if env.platform is not None:
         return Check("platform", Status.OK, f"{facts.os} {facts.machine} ({env.platform.value} wheels)")
     py = facts.python
-    if py is not None and facts.os == "windows" and py.platform == "win32":
+    words = words_for(facts.os)
+    if py is not None and words.narrow_python is not None and py.platform == words.narrow_python:
+        platform = traits(facts.os).platform
         return Check(
             "platform",
             Status.FAIL,
-            f"32-bit Python on Windows ({py.executable})",
-            detail="torch and DeepSpeed ship win_amd64 wheels only",
-            fix="install 64-bit Python from python.org (the 'Windows installer (64-bit)') and create the venv with it",
+            f"32-bit Python on {facts.os.capitalize()} ({py.executable})",
+            detail=f"torch and DeepSpeed ship {platform.value} wheels only",
+            fix=words.narrow_python_fix,
         )
     where = f"{facts.os} {facts.machine}" + (f" (Python platform {py.platform})" if py else "")
     return Check(
@@ -182,7 +186,11 @@ def check_torch(env: Env, index: IndexView | None = None, deepspeed: VersionTupl
         )
     if torch.cuda is None and env.gpus and minor is not None:
         variant = _variant_for_toolkit(env, minor, os) or _default_variant(env, minor, os)
-        why = "PyPI's Windows torch wheels are all CPU builds" if os == "windows" else "this is a CPU build"
+        why = (
+            "this is a CPU build"
+            if words_for(os).pypi_torch_cuda
+            else f"PyPI's {os.capitalize()} torch wheels are all CPU builds"
+        )
         return Check(
             "torch",
             Status.FAIL,

@@ -6,8 +6,6 @@ would use); every check, the verdict and the guidance then work from the :class:
 
 from __future__ import annotations
 
-import ntpath
-import posixpath
 import re
 from dataclasses import dataclass, field
 
@@ -24,8 +22,10 @@ from dswheels.doctor.machine_facts import (
     parse_vswhere,
     toolkit_view,
 )
+from dswheels.doctor.per_os import words_for
 from dswheels.kernel.compat import Compat
 from dswheels.kernel.model import Platform, Python, Variant
+from dswheels.kernel.platform_traits import conventions
 from dswheels.kernel.versions import TorchMinor, VersionTuple, parse_version
 
 __all__ = ["Env", "best_toolkit", "derive_env", "env_kind", "gcc_major"]
@@ -45,9 +45,7 @@ def env_kind(facts: Facts) -> str:
 
 def _norm(os: str, path: str) -> str:
     """A path as ``os`` compares it (Windows: case-insensitive, either slash)."""
-    if os == "windows":
-        return ntpath.normpath(path).lower()
-    return posixpath.normpath(path)
+    return conventions(os).norm_path(path)
 
 
 @dataclass
@@ -138,14 +136,17 @@ def _torch_cuda_home(facts: Facts) -> tuple[str | None, str]:
     elif env.get("CUDA_PATH"):
         guess, how = env["CUDA_PATH"], "CUDA_PATH"
     elif facts.path_nvcc:
-        mod = ntpath if facts.os == "windows" else posixpath
-        guess, how = mod.dirname(mod.dirname(facts.path_nvcc)), f"nvcc on PATH ({facts.path_nvcc})"
+        paths = conventions(facts.os)
+        guess, how = paths.dirname(paths.dirname(facts.path_nvcc)), f"nvcc on PATH ({facts.path_nvcc})"
     else:
         guess = None
+        fallback = words_for(facts.os).torch_fallback  # None: any toolkit in the standard place
         for toolkit in facts.toolkits:
             if "standard location" in toolkit.found_via:
-                spelled = [a for a in toolkit.aliases if a.replace("\\", "/").rstrip("/").endswith("/usr/local/cuda")]
-                if facts.os == "windows" or spelled:
+                spelled = [
+                    a for a in toolkit.aliases if fallback and a.replace("\\", "/").rstrip("/").endswith(fallback)
+                ]
+                if fallback is None or spelled:
                     guess, how = (spelled[0] if spelled else toolkit.root), "the standard location"
                     break
     reported = facts.torch.cuda_home if facts.torch is not None else None

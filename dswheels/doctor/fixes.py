@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from dswheels.doctor.environment_view import Env, env_kind
 from dswheels.doctor.machine_facts import DevLibrary, ToolkitView
+from dswheels.doctor.per_os import words_for
 from dswheels.kernel.versions import format_version
 
 __all__ = ["dev_packages_fix", "install_toolkit_fix", "pip_include_for", "set_cuda_home_fix"]
@@ -24,28 +25,14 @@ def install_toolkit_fix(env: Env) -> str:
             "redistributable archives, sha256-checked) and set CUDA_HOME to the root it prints; or install the "
             f"CUDA {release} toolkit from https://developer.nvidia.com/cuda-toolkit-archive"
         )
-    if os == "windows":
-        packages = env.compat.subpackages_for(variant.cuda)
-        extra = f" (installer components: {', '.join(packages)})" if packages else ""
-        return (
-            f"install the CUDA {release} toolkit from https://developer.nvidia.com/cuda-toolkit-archive{extra}; "
-            "it sets CUDA_PATH"
-        )
-    return (
-        f"install the CUDA {release} toolkit (https://developer.nvidia.com/cuda-toolkit-archive, or "
-        f"conda install -c nvidia cuda-toolkit={variant.cuda_text}) and set CUDA_HOME to it"
-    )
+    packages = env.compat.subpackages_for(variant.cuda)
+    components = f" (installer components: {', '.join(packages)})" if packages else ""
+    return words_for(os).install_toolkit.format(release=release, cuda=variant.cuda_text, components=components)
 
 
 def set_cuda_home_fix(env: Env, root: str) -> str:
-    kind = env_kind(env.facts)
-    if env.facts.os == "windows":
-        if kind == "conda":
-            return f'conda env config vars set CUDA_HOME="{root}" (then conda deactivate && conda activate)'
-        return f'setx CUDA_HOME "{root}" (new terminals), or $env:CUDA_HOME = "{root}" for this PowerShell'
-    if kind == "conda":
-        return f"conda env config vars set CUDA_HOME={root} (then conda deactivate && conda activate)"
-    return f"export CUDA_HOME={root}"
+    commands = words_for(env.facts.os).set_cuda_home
+    return commands.get(env_kind(env.facts), commands[""]).format(root=root)
 
 
 def pip_include_for(env: Env, libs: Sequence[DevLibrary]) -> str:
@@ -60,11 +47,7 @@ def dev_packages_fix(env: Env, view: ToolkitView) -> str:
     nvcc = view.nvcc
     if nvcc is None:
         return ""
-    if env.facts.os == "windows":
-        packages = env.compat.subpackages_for(nvcc)
-        return f"re-run the CUDA {format_version(nvcc)} installer with the components {', '.join(packages)}"
-    dashed = f"{nvcc[0]}-{nvcc[1]}"
-    return (
-        f"install the dev packages: apt install cuda-libraries-dev-{dashed} (NVIDIA's apt repository), or "
-        f"conda install -c nvidia libcublas-dev libcurand-dev libcusparse-dev libcusolver-dev"
+    packages = ", ".join(env.compat.subpackages_for(nvcc))
+    return words_for(env.facts.os).dev_packages.format(
+        version=format_version(nvcc), dashed=f"{nvcc[0]}-{nvcc[1]}", packages=packages
     )

@@ -14,6 +14,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from dswheels.kernel.model import OS
 from dswheels.kernel.platform_traits import conventions
 from dswheels.kernel.versions import VersionTuple, format_version, parse_nvcc_version, parse_version
 
@@ -249,7 +250,7 @@ class DevLibrary:
     name: str
     header: str
     link: str  # the library name ("" when only the header matters)
-    link_on: frozenset[str]  # OSes where a build links it
+    link_on: Mapping[OS, frozenset[str] | None]  # OS -> the ops whose build links it there (None: every op)
     why: str
 
 
@@ -257,23 +258,25 @@ class DevLibrary:
 # needs them. Links (DeepSpeed 0.19.8 op_builder): on Windows CUDAOpBuilder.libraries_args adds
 # cublas and curand to every CUDA op; on Linux only some ops pass -lcurand (_CURAND_OPS_LINUX);
 # torch's CUDAExtension links cudart everywhere.
-DEV_LIBRARIES = (
-    DevLibrary("CUDA runtime", "cuda_runtime.h", "cudart", frozenset({"linux", "windows"}), "every CUDA op"),
-    DevLibrary("cuBLAS", "cublas_v2.h", "cublas", frozenset({"windows"}), "torch's ATen/cuda headers include it"),
-    DevLibrary("cuSPARSE", "cusparse.h", "", frozenset(), "torch's ATen/cuda headers include it"),
-    DevLibrary("cuSOLVER", "cusolverDn.h", "", frozenset(), "torch's ATen/cuda headers include it"),
-    DevLibrary("cuRAND", "curand.h", "curand", frozenset({"linux", "windows"}), "DeepSpeed's random kernels"),
-)
 _CURAND_OPS_LINUX = frozenset({"random_ltd", "transformer", "transformer_inference", "fp_quantizer", "evoformer_attn"})
+_EVERY_OP = {OS.LINUX: None, OS.WINDOWS: None}
+DEV_LIBRARIES = (
+    DevLibrary("CUDA runtime", "cuda_runtime.h", "cudart", _EVERY_OP, "every CUDA op"),
+    DevLibrary("cuBLAS", "cublas_v2.h", "cublas", {OS.WINDOWS: None}, "torch's ATen/cuda headers include it"),
+    DevLibrary("cuSPARSE", "cusparse.h", "", {}, "torch's ATen/cuda headers include it"),
+    DevLibrary("cuSOLVER", "cusolverDn.h", "", {}, "torch's ATen/cuda headers include it"),
+    DevLibrary(
+        "cuRAND", "curand.h", "curand", {OS.LINUX: _CURAND_OPS_LINUX, OS.WINDOWS: None}, "DeepSpeed's random kernels"
+    ),
+)
 
 
 def ops_linking(lib: DevLibrary, os: str, ops: Sequence[str]) -> tuple[str, ...]:
     """Which of ``ops`` link ``lib`` on ``os``."""
     if os not in lib.link_on:
         return ()
-    if os == "linux" and lib.link == "curand":
-        return tuple(op for op in ops if op in _CURAND_OPS_LINUX)
-    return tuple(ops)
+    linking = lib.link_on[OS(os)]
+    return tuple(op for op in ops if linking is None or op in linking)
 
 
 def _nvcc_rel(os: str) -> str:

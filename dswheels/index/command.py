@@ -13,7 +13,7 @@ from dswheels.host.machine import host_os
 from dswheels.index.step import IndexOptions, SiteWritten, write_index
 from dswheels.kernel.index_links import install_lines
 from dswheels.kernel.locations import LOCAL_SITE_URL, PUBLISHED, SITE, serve_command
-from dswheels.kernel.model import OS
+from dswheels.kernel.platform_traits import traits
 from dswheels.kernel.result import Done
 
 __all__ = ["register", "run"]
@@ -119,7 +119,7 @@ MAX_LINES_SHOWN = 3  # partitions whose install line is printed; the page has th
 def _where_to_install(site: SiteWritten) -> str:
     """How the site is used: the command that serves it here and its install lines, or where it is deployed."""
     page = urljoin(site.site_url, "index.html#install")
-    serve = serve_command(site.out, site.site_url, python="python" if host_os() is OS.WINDOWS else "python3")
+    serve = serve_command(site.out, site.site_url, python=traits(host_os()).python_command)
     if serve is None:
         return f"deploy {site.out} to {site.site_url}: the install lines are on {page}\n"
     pairs = install_lines(site.files, site_url=site.site_url, torch_index=site.torch_index)

@@ -7,6 +7,8 @@ toolchain, checking a built wheel's runtime) is in :mod:`dswheels.platforms.linu
 
 from __future__ import annotations
 
+import ntpath
+import posixpath
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum
@@ -21,6 +23,7 @@ __all__ = [
     "WineCudaSource",
     "conventions",
     "first_on_path",
+    "known_os",
     "msvc_bin_dir",
     "traits",
 ]
@@ -33,11 +36,14 @@ class PlatformTraits:
     os: OS
     platform: Platform  # the wheel platform tag dswheels builds for it
     sys_platform: str  # ``sys.platform`` there: what DeepSpeed's builders and setup.py test
-    runner_image: str  # the GitHub-hosted image wheels.yml builds it on
+    runner_image: str  # the GitHub-hosted image wheels.yml builds it on (the one place that names it)
     compiler: str  # the host compiler family: "msvc" | "gcc" (the CPU baseline's flag is named by it)
     exe_suffix: str
     extension_suffix: str  # of a compiled extension module
     venv_python: str  # a venv's interpreter, relative to the venv
+    python_command: str  # how a person starts Python 3 there
+    path_syntax: str  # "nt" | "posix": how its paths are spelled and compared (os.path's flavour there)
+    max_path: int | None  # the longest path a program opens without opting in (Windows' MAX_PATH); None: no limit
     include_var: str  # the compiler's extra header search path variable
     cuda_root_var: str | None  # the variable torch's cpp_extension reads the CUDA root from, set by the build
     toolkit_include_dirs: tuple[str, ...]  # a CUDA root's header directories
@@ -53,6 +59,29 @@ class PlatformTraits:
         """Where a CUDA root keeps the library ``lib`` (``curand`` -> ``lib/x64/curand.lib``)."""
         return tuple(p.format(lib=lib) for p in self.toolkit_lib_paths)
 
+    @property
+    def venv_scripts(self) -> str:
+        """A venv's folder of scripts (``Scripts`` on Windows, ``bin`` elsewhere)."""
+        return self.venv_python.split("/")[0]
+
+    def norm_path(self, path: str) -> str:
+        """``path`` as the OS compares it (Windows: case-insensitive, either slash).
+
+        >>> traits("windows").norm_path("C:/CUDA/v12.8/") == traits("windows").norm_path(r"c:\\cuda\\V12.8")
+        True
+        """
+        if self.path_syntax == "nt":
+            return ntpath.normpath(path).lower()
+        return posixpath.normpath(path)
+
+    def dirname(self, path: str) -> str:
+        """The folder of ``path``, spelled as the OS spells paths."""
+        return ntpath.dirname(path) if self.path_syntax == "nt" else posixpath.dirname(path)
+
+    def join(self, *parts: str) -> str:
+        """``parts`` joined as the OS joins paths (``C:\\venv\\Scripts``, ``/venv/bin``)."""
+        return ntpath.join(*parts) if self.path_syntax == "nt" else posixpath.join(*parts)
+
 
 ALL_TRAITS: Mapping[OS, PlatformTraits] = MappingProxyType(
     {
@@ -65,6 +94,9 @@ ALL_TRAITS: Mapping[OS, PlatformTraits] = MappingProxyType(
             exe_suffix="",
             extension_suffix=".so",
             venv_python="bin/python",
+            python_command="python3",
+            path_syntax="posix",
+            max_path=None,
             include_var="CPATH",
             cuda_root_var=None,
             toolkit_include_dirs=("include", "targets/x86_64-linux/include"),
@@ -87,6 +119,9 @@ ALL_TRAITS: Mapping[OS, PlatformTraits] = MappingProxyType(
             exe_suffix=".exe",
             extension_suffix=".pyd",
             venv_python="Scripts/python.exe",
+            python_command="python",
+            path_syntax="nt",
+            max_path=260,
             include_var="INCLUDE",
             cuda_root_var="CUDA_PATH",
             toolkit_include_dirs=("include",),
@@ -117,6 +152,16 @@ def conventions(os_name: str) -> PlatformTraits:
     ('nvcc', 'nvcc.exe')
     """
     return ALL_TRAITS[OS.WINDOWS if os_name == OS.WINDOWS else OS.LINUX]
+
+
+def known_os(os_name: str) -> PlatformTraits | None:
+    """The row of ``os_name`` (``platform.system()``, lower case) when dswheels builds for that OS, else None: what
+    only such a machine has (its compiler, its runtime floor, its path limit) is judged there alone.
+
+    >>> known_os("windows").compiler, known_os("darwin")
+    ('msvc', None)
+    """
+    return ALL_TRAITS[OS(os_name)] if os_name in ALL_TRAITS else None
 
 
 CUDA_LIBRARY_HEADERS = ("cublas_v2.h", "cublasLt.h", "cusparse.h", "cusolverDn.h", "curand.h")

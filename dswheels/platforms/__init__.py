@@ -57,6 +57,11 @@ class PlatformModule(Protocol):
         """On this OS as the host: (the default GCC's major or '', the active MSVC toolsets)."""
         ...
 
+    def toolkit_places(self, env: Mapping[str, str]) -> list[tuple[str, str]]:
+        """On this OS as the host: every place conda or an installer may have put a toolkit, as spelled, and how
+        it was found (doctor looks at them after CUDA_HOME, CUDA_PATH* and nvcc on PATH)."""
+        ...
+
     def add_source_files(self, src: Path, compat: Compat) -> list[str]:
         """Write what DeepSpeed's setup.py needs on this OS and its sdist leaves out; notes for the log."""
         ...

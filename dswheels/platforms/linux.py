@@ -33,6 +33,15 @@ class Linux:
         """The GCC behind ``c++``."""
         return gcc_major("c++", env), ()
 
+    def toolkit_places(self, env: Mapping[str, str]) -> list[tuple[str, str]]:
+        """$CONDA_PREFIX, /usr/local/cuda, /usr/local/cuda-*, /opt/cuda, and /usr with a distribution's nvcc."""
+        found = [(conda, "CONDA_PREFIX")] if (conda := env.get("CONDA_PREFIX")) else []
+        candidates = ["/usr/local/cuda", *sorted(str(p) for p in Path("/usr/local").glob("cuda-*")), "/opt/cuda"]
+        found.extend((p, "standard location") for p in candidates)
+        if Path("/usr/bin/nvcc").exists():
+            found.append(("/usr", "standard location"))
+        return found
+
     def add_source_files(self, src: Path, compat: Compat) -> list[str]:  # noqa: ARG002
         """Nothing: the sdist builds as it is on Linux."""
         return []

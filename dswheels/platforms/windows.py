@@ -40,6 +40,13 @@ class Windows:
         tools = env.get("VCToolsVersion")
         return "", ((".".join(tools.split(".")[:2]),) if tools else ())
 
+    def toolkit_places(self, env: Mapping[str, str]) -> list[tuple[str, str]]:
+        """A conda env's Library folder, and every toolkit the installer put under Program Files."""
+        found = [(str(Path(conda) / "Library"), "CONDA_PREFIX")] if (conda := env.get("CONDA_PREFIX")) else []
+        parent = Path(env.get("ProgramFiles", r"C:\Program Files")) / "NVIDIA GPU Computing Toolkit" / "CUDA"
+        found.extend((str(p), "standard location") for p in sorted(parent.glob("v*.*")))
+        return found
+
     def add_source_files(self, src: Path, compat: Compat) -> list[str]:
         """compat.yml's ``windows_files`` (in DeepSpeed's git, not in its sdist)."""
         return add_windows_files(src, compat.windows_files)

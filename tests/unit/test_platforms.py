@@ -80,7 +80,7 @@ def test_every_platform_has_a_module_and_every_os_a_row() -> None:
 
 @pytest.mark.parametrize("platform", list(Platform))
 def test_each_module_answers_every_protocol_member_with_its_signature(platform: Platform) -> None:
-    assert MEMBERS == ["add_source_files", "cuda_roots", "host", "host_compilers", "traits"]
+    assert MEMBERS == ["add_source_files", "cuda_roots", "host", "host_compilers", "toolkit_places", "traits"]
     module = ALL_PLATFORMS[platform]
     assert isinstance(module, PlatformModule)
     _same_signatures(type(module), PlatformModule)
@@ -131,6 +131,25 @@ def test_toolkit_places_and_compilers_per_host_os() -> None:
     assert roots[:2] == [Path("/usr/local/cuda-12.8"), Path("/usr/local/cuda")]
     assert roots[-1] == Path("/opt/cuda")
     assert Path("/usr/local/cuda-12.8") not in linux.cuda_roots({}, None)
+
+
+def test_where_doctor_looks_for_toolkits_per_host_os(tmp_path: Path) -> None:
+    win, linux = platform_module(OS.WINDOWS), platform_module(OS.LINUX)
+    installed = tmp_path / "NVIDIA GPU Computing Toolkit" / "CUDA"
+    for version in ("v12.8", "v13.0", "not-a-toolkit"):
+        (installed / version).mkdir(parents=True)
+    env = {"ProgramFiles": str(tmp_path), "CONDA_PREFIX": str(tmp_path / "env")}
+    assert win.toolkit_places(env) == [
+        (str(tmp_path / "env" / "Library"), "CONDA_PREFIX"),  # conda's Windows layout
+        (str(installed / "v12.8"), "standard location"),
+        (str(installed / "v13.0"), "standard location"),
+    ]
+    assert win.toolkit_places({"ProgramFiles": str(tmp_path / "none")}) == []
+    places = linux.toolkit_places(env)
+    assert places[0] == (str(tmp_path / "env"), "CONDA_PREFIX")
+    assert ("/usr/local/cuda", "standard location") in places
+    assert ("/opt/cuda", "standard location") in places
+    assert linux.toolkit_places({})[0] == ("/usr/local/cuda", "standard location")
 
 
 def test_post_processing_strips_linux_wheels_on_linux_only() -> None:

@@ -23,7 +23,7 @@ from dswheels.kernel.compat import Compat
 from dswheels.kernel.compiler_flags.nvcc import NvccOptions, parse_nvcc_help
 from dswheels.kernel.compiler_flags.op_flag_set import EvalContext, OpFlags, ProbeAnswer, ProbeJob
 from dswheels.kernel.errors import BuildError, DswheelsError, EnvironmentMismatchError
-from dswheels.kernel.model import OS, Accelerator, PlannedCell, Python, Variant
+from dswheels.kernel.model import OS, Accelerator, PlannedCell, Platform, Python, Variant
 from dswheels.kernel.platform_traits import traits
 from dswheels.kernel.sources import TorchSource, TorchSourceKind, sdist_from_pypi_json
 from dswheels.kernel.versions import format_version, parse_version
@@ -75,8 +75,9 @@ class RecordContext:
 # The machine the recording stands for: the newest torch and CUDA the shipped matrix builds
 # (they choose only -std= spellings); the arch lists are the plan's own.
 RECORD_TORCH, RECORD_VARIANT = (2, 15), "cu130"
-# The probe's interpreter: torch's CPU build is enough to import the builders (and small).
-PROBE_TORCH = (2, 13)
+# The probe's interpreter: torch's CPU build is enough to import the builders (and small), for Linux, where the
+# recording is made (it stands in for win32 too).
+PROBE_TORCH, PROBE_PLATFORM = (2, 13), Platform.LINUX_X86_64
 
 
 def record_context(planned: Sequence[PlannedCell], cpu_baseline: str) -> RecordContext:
@@ -114,7 +115,7 @@ def record_interpreter(planned: Sequence[PlannedCell], *, venv_root: Path, log_f
         (
             item
             for item in planned
-            if item.cell.platform.os == "linux"
+            if item.cell.platform is PROBE_PLATFORM
             and not item.cell.variant.is_cuda
             and item.cell.torch == PROBE_TORCH
             and item.cell.python == python

@@ -36,8 +36,9 @@ from dswheels.host.machine import host_os
 from dswheels.host.proc import find_tool, marked_json
 from dswheels.kernel.binaries.linux_runtime import ElfError, defined_maximum, version_defs
 from dswheels.kernel.errors import DswheelsError
-from dswheels.kernel.platform_traits import traits
+from dswheels.kernel.platform_traits import conventions, known_os, traits
 from dswheels.kernel.versions import format_version
+from dswheels.platforms import platform_module
 from dswheels.probes import environment as _probe_module
 
 __all__ = ["ENV_KEYS", "PROBE_SCRIPT", "collect", "current_environment", "probe_target"]
@@ -113,18 +114,8 @@ def _candidate_roots(os_name: str, env: Mapping[str, str], path_nvcc: str) -> li
         real = Path(path_nvcc).resolve()
         if real != Path(path_nvcc):
             found.append((str(real.parent.parent), "nvcc on PATH (resolved)"))
-    conda = env.get("CONDA_PREFIX")
-    if conda:
-        found.append((str(Path(conda) / "Library") if os_name == "windows" else conda, "CONDA_PREFIX"))
-    if os_name == "windows":
-        program_files = env.get("ProgramFiles", r"C:\Program Files")
-        parent = Path(program_files) / "NVIDIA GPU Computing Toolkit" / "CUDA"
-        found.extend((str(p), "standard location") for p in sorted(parent.glob("v*.*")))
-    else:
-        candidates = ["/usr/local/cuda", *sorted(str(p) for p in Path("/usr/local").glob("cuda-*")), "/opt/cuda"]
-        found.extend((p, "standard location") for p in candidates)
-        if Path("/usr/bin/nvcc").exists():
-            found.append(("/usr", "standard location"))
+    # then conda's and the OS's own places (any OS but Windows reads as Linux: conventions)
+    found.extend(platform_module(conventions(os_name).os).toolkit_places(env))
     return found
 
 
@@ -329,6 +320,9 @@ def collect(python: str | None = None, env: Mapping[str, str] | None = None, *, 
     smi, smi_error = _nvidia_smi(env) if full else (None, "not probed")
     headers = data.get("pip_cuda_headers")
     keys = [k for k in env if k in ENV_KEYS or k.startswith("CUDA_PATH_V")]
+    # only a machine of an OS dswheels builds for has its compiler and runtime floor looked at
+    row = known_os(os_name)
+    compiler = row.compiler if row else None
     return Facts(
         os=os_name,
         machine=platform.machine(),
@@ -345,9 +339,9 @@ def collect(python: str | None = None, env: Mapping[str, str] | None = None, *, 
         else {},
         nvidia_smi=smi,
         nvidia_smi_error=smi_error,
-        visual_studio=_visual_studio(env) if full and os_name == "windows" else None,
+        visual_studio=_visual_studio(env) if full and compiler == "msvc" else None,
         long_paths=_long_paths() if full else None,
         ninja=_ninja(env, str(data.get("scripts", ""))) if full else None,
-        gcc=_gcc(env) if full and os_name == "linux" else None,
-        linux_runtime=_linux_runtime(data.get("linux_runtime")) if os_name == "linux" and data else None,
+        gcc=_gcc(env) if full and compiler == "gcc" else None,
+        linux_runtime=_linux_runtime(data.get("linux_runtime")) if row and row.runtime_floor and data else None,
     )
