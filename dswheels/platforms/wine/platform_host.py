@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dswheels.host.cache import CacheLayout
 from dswheels.host.venvs import Interpreter, find_uv
@@ -18,8 +19,12 @@ from dswheels.kernel.compat import Compat
 from dswheels.kernel.model import OS, PlannedCell
 from dswheels.platforms.find_tools import CudaInstall, MsvcEnv
 from dswheels.platforms.hosts import CheckedTools, HostKind, WineSettings, prepared_only
-from dswheels.platforms.wine.assembly import WineBuild, WineTools, check_wine, prepare_wine
 from dswheels.platforms.wine.host import wait_for_wineserver
+
+if TYPE_CHECKING:
+    # the Windows toolchain's assembly (and the downloads it needs) is loaded when a cell is built under Wine,
+    # not by everything that reads the platform table (`dswheels --help`, doctor)
+    from dswheels.platforms.wine.assembly import WineBuild, WineTools
 
 __all__ = ["UnderWine", "WineChecked"]
 
@@ -60,6 +65,8 @@ class WineChecked:
     ) -> WineBuild:
         """CPython's Windows headers and import library, torch's win_amd64 wheel, the CUDA root and the tool
         scripts (:func:`~dswheels.platforms.wine.assembly.prepare_wine`)."""
+        from dswheels.platforms.wine.assembly import prepare_wine  # noqa: PLC0415 - see the imports above
+
         return prepare_wine(
             planned,
             self.tools,
@@ -94,6 +101,8 @@ class UnderWine:
         """Wine and the plan's MSVC toolset in the root (nothing is downloaded yet); with ``prepare_only`` nothing."""
         if prepare_only:
             return prepared_only(planned, here=OS.LINUX, prepare_only=True)
+        from dswheels.platforms.wine.assembly import check_wine  # noqa: PLC0415 - see the imports above
+
         return WineChecked(
             check_wine(
                 planned,
