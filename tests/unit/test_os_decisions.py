@@ -32,7 +32,7 @@ ALLOWED: dict[str, tuple[int, str]] = {
     "host/machine.py": (2, "the memory API (ctypes.windll), and host_os() itself"),
     "host/files.py": (4, "directory locks and fsync, msvcrt's locks, renameat2 (Linux's exchange)"),
     "host/proc.py": (1, "SIGINT before terminate: POSIX signals"),
-    "host/downloads.py": (1, "the user's cache directory: LOCALAPPDATA or XDG_CACHE_HOME"),
+    "host/cache.py": (1, "the user's cache directory: LOCALAPPDATA or XDG_CACHE_HOME"),
     "building/effects/workdir.py": (1, "a junction needs no privilege where a symlink does (Windows)"),
     "building/effects/jobserver.py": (1, "the jobserver is a semaphore on Windows, a fifo elsewhere"),
     "building/effects/compile.py": (1, "children's CPU seconds come from `resource` (POSIX only)"),
