@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import TextIO
 
 from dswheels import __version__
-from dswheels.arguments.parsing import apply_env_defaults, env_sources_named, formatter
-from dswheels.arguments.shared import REPORT_DEST, STAGE_DEST
 from dswheels.cli.commands import COMMANDS
+from dswheels.cli.parsing import apply_env_defaults, env_sources_named, formatter
+from dswheels.cli.shared import REPORT_DEST, STAGE_DEST
 from dswheels.host.clock import monotonic
 from dswheels.host.environ import check_environment
 from dswheels.host.gha import in_github_actions

@@ -3,25 +3,17 @@ with ``register(subparsers)`` and a ``run(args)``.
 
 A command parses its flags into its stage's options, calls the stage's entry (``<stage>/step.py``), and renders
 what it returns through the reporter; it holds no logic of its own and imports no other command.
-Flags that several commands take are defined once, in :mod:`dswheels.arguments.shared`.
+Flags that several commands take are defined once, in :mod:`dswheels.cli.shared`.
 """
 
 from __future__ import annotations
 
-from dswheels.arguments.parsing import CommandGroup
-from dswheels.building import command as build
-from dswheels.cuda import command as cuda
-from dswheels.doctor import command as doctor
-from dswheels.facts import command as facts
-from dswheels.facts import follow_command as follow
-from dswheels.index import command as index
-from dswheels.install import command as install
-from dswheels.plan import ci_command as ci
-from dswheels.plan import command as plan
-from dswheels.publish import command as publish
-from dswheels.smoke import command as smoke
-from dswheels.verify import command as verify
-from dswheels.verify import inspect_command as inspect
+from dswheels.cli import build, doctor, index, inspect, install, plan, publish, smoke, verify
+from dswheels.cli import ci_plan as ci
+from dswheels.cli import cuda_install as cuda
+from dswheels.cli import facts_check as facts
+from dswheels.cli import facts_follow as follow
+from dswheels.cli.parsing import CommandGroup
 
 __all__ = ["COMMANDS"]
 

@@ -1,3 +1,3 @@
 """``dswheels cuda install``: a CUDA toolkit from NVIDIA's redistributable archives. Pure: :mod:`.redist`;
-the install in :mod:`.effects`; the entry :mod:`.step`, the command :mod:`.command`.
+the install in :mod:`.effects`; the entry :mod:`.step`; its command in :mod:`dswheels.cli`.
 """

@@ -1,7 +1,7 @@
 """Following upstream (.github/workflows/follow.yml): which builds to start, and the one drift issue.
 
 Pure decisions over what the facts check reported, what the matrix plans, what is published
-and which wheel builds are already running. :mod:`dswheels.facts.follow_command` does the I/O.
+and which wheel builds are already running. :mod:`dswheels.cli.facts_follow` does the I/O.
 """
 
 from __future__ import annotations

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from dswheels.arguments.parsing import apply_env_defaults
-from dswheels.arguments.shared import parse_nvcc_option, parse_torch_source
-from dswheels.building.command import _hosts, _split_cells
 from dswheels.cli import build_parser, main
+from dswheels.cli.build import _hosts, _split_cells
+from dswheels.cli.parsing import apply_env_defaults
+from dswheels.cli.shared import parse_nvcc_option, parse_torch_source
 from dswheels.cuda.redist import REDIST_URL
 from dswheels.kernel.compat import load_compat
 from dswheels.kernel.naming import cell_id

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from dswheels.arguments.parsing import add_env_flag, add_env_option, apply_env_defaults
 from dswheels.cli import main
+from dswheels.cli.ci_plan import OUTPUTS
+from dswheels.cli.parsing import add_env_flag, add_env_option, apply_env_defaults
 from dswheels.index.step import IndexOptions, site_url_for
 from dswheels.kernel.errors import ConfigError
 from dswheels.kernel.model import Platform
-from dswheels.plan.ci_command import OUTPUTS
 from dswheels.plan.event import (
     DispatchInputs,
     Event,

@@ -26,7 +26,7 @@ def test_plan_output_matches_golden(
     update_golden: bool,
 ) -> None:
     monkeypatch.chdir(DATA.parent)  # the matrix path in the output stays relative
-    monkeypatch.setattr("dswheels.plan.command.__version__", "0.0.0-golden")
+    monkeypatch.setattr("dswheels.cli.plan.__version__", "0.0.0-golden")
     code = main([*CASES[name], "--matrix", "data/matrix-golden.yml"])
     out = capsys.readouterr().out
     assert code == 0

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from dswheels.arguments.parsing import apply_env_defaults
 from dswheels.cli import build_parser, main
+from dswheels.cli.parsing import apply_env_defaults
 from dswheels.host.wheelhouse import find_wheels
 from dswheels.kernel.errors import ConfigError
 from dswheels.kernel.locations import LOCAL_SITE_URL, MATRIX, PUBLISHED, SITE, WHEELHOUSE

@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from dswheels.cli import build_parser, main
+from dswheels.cli.ci_plan import OUTPUTS
 from dswheels.kernel.compat import load_compat
 from dswheels.kernel.versions import format_version
-from dswheels.plan.ci_command import OUTPUTS
 from tests.conftest import ROOT
 from tests.gha.expressions import Status, Value, condition
 from tests.gha.invocations import RUNNER_VARIABLES, env_defaults, invocations, scripts

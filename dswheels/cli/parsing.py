@@ -1,5 +1,5 @@
 """The parser plumbing every command shares: help formatting, registering a command, and options
-whose default comes from the environment. The shared flags themselves are in :mod:`dswheels.arguments.shared`."""
+whose default comes from the environment. The shared flags themselves are in :mod:`dswheels.cli.shared`."""
 
 from __future__ import annotations
 

@@ -6,8 +6,8 @@ import argparse
 import shlex
 from pathlib import Path
 
-from dswheels.arguments.parsing import Subparsers, add_command
-from dswheels.arguments.shared import add_github_argument, add_report_argument
+from dswheels.cli.parsing import Subparsers, add_command
+from dswheels.cli.shared import add_github_argument, add_report_argument
 from dswheels.host.log import get_reporter
 from dswheels.kernel.errors import ConfigError
 from dswheels.kernel.locations import PUBLISHED, SITE, WHEELHOUSE

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from dswheels.arguments.parsing import Subparsers, add_command
-from dswheels.arguments.shared import (
+from dswheels.cli.parsing import Subparsers, add_command
+from dswheels.cli.shared import (
     add_interpreter_argument,
     add_matrix_argument,
     add_report_argument,

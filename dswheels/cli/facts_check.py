@@ -2,7 +2,7 @@
 
 ``dswheels facts builds``, ``dswheels facts dispatch`` and ``dswheels facts issue`` are the follow
 workflow's steps (.github/workflows/follow.yml): wheel builds started for what became buildable,
-and one drift issue kept up to date. They live in :mod:`dswheels.facts.follow_command`.
+and one drift issue kept up to date. They live in :mod:`dswheels.cli.facts_follow`.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import argparse
 import json
 from pathlib import Path
 
-from dswheels.arguments.parsing import Subparsers, add_command, add_env_option
-from dswheels.arguments.shared import add_report_argument
+from dswheels.cli.parsing import Subparsers, add_command, add_env_option
+from dswheels.cli.shared import add_report_argument
 from dswheels.facts.effects.fetch_sources import SOURCES, WORKFLOW, UpstreamOptions
 from dswheels.facts.findings import render_json, render_markdown, render_text
 from dswheels.facts.step import FactsCheckOptions, check_compat

@@ -6,8 +6,8 @@ import argparse
 import json
 from pathlib import Path
 
-from dswheels.arguments.parsing import Subparsers, add_command
-from dswheels.arguments.shared import add_report_argument
+from dswheels.cli.parsing import Subparsers, add_command
+from dswheels.cli.shared import add_report_argument
 from dswheels.host.log import get_reporter
 from dswheels.kernel.compat import load_compat
 from dswheels.kernel.result import Done

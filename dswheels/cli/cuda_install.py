@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from dswheels.arguments.parsing import Subparsers, add_command, add_env_option
-from dswheels.arguments.shared import add_report_argument
+from dswheels.cli.parsing import Subparsers, add_command, add_env_option
+from dswheels.cli.shared import add_report_argument
 from dswheels.cuda.redist import REDIST_URL
 from dswheels.host.log import get_reporter
 from dswheels.host.machine import host_os

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from dswheels.arguments.parsing import Container, add_env_option
+from dswheels.cli.parsing import Container, add_env_option
 from dswheels.kernel.errors import ConfigError
 from dswheels.kernel.locations import MATRIX
 from dswheels.kernel.sources import TorchSource, TorchSourceKind

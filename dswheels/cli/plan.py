@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 
 from dswheels import __version__
-from dswheels.arguments.parsing import Subparsers, add_command
-from dswheels.arguments.shared import add_report_argument, add_selection_arguments, matrix_selection
+from dswheels.cli.parsing import Subparsers, add_command
+from dswheels.cli.shared import add_report_argument, add_selection_arguments, matrix_selection
 from dswheels.host.log import get_reporter
 from dswheels.kernel.errors import NothingToDoError
 from dswheels.kernel.naming import cell_id

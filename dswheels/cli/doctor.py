@@ -6,8 +6,8 @@ import argparse
 from pathlib import Path
 
 from dswheels import __version__
-from dswheels.arguments.parsing import Subparsers, add_command
-from dswheels.arguments.shared import add_report_argument, add_target_arguments, parse_deepspeed, parse_interpreter
+from dswheels.cli.parsing import Subparsers, add_command
+from dswheels.cli.shared import add_report_argument, add_target_arguments, parse_deepspeed, parse_interpreter
 from dswheels.doctor import Status
 from dswheels.doctor.render_report import render_json, render_text, report_to_data
 from dswheels.doctor.step import DoctorOptions, examine

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import shlex
 
-from dswheels.arguments.parsing import Subparsers, add_command
-from dswheels.arguments.shared import add_report_argument, add_target_arguments, parse_deepspeed, parse_interpreter
+from dswheels.cli.parsing import Subparsers, add_command
+from dswheels.cli.shared import add_report_argument, add_target_arguments, parse_deepspeed, parse_interpreter
 from dswheels.host.log import get_reporter
 from dswheels.install.effects.install_wheel import Installer
 from dswheels.install.step import InstallOptions, install_published

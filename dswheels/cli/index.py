@@ -6,8 +6,8 @@ import argparse
 from pathlib import Path
 from urllib.parse import urljoin
 
-from dswheels.arguments.parsing import Subparsers, add_command
-from dswheels.arguments.shared import add_github_argument, add_report_argument
+from dswheels.cli.parsing import Subparsers, add_command
+from dswheels.cli.shared import add_github_argument, add_report_argument
 from dswheels.host.log import format_duration, get_reporter
 from dswheels.host.machine import host_os
 from dswheels.index.step import IndexOptions, SiteWritten, write_index

@@ -10,8 +10,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from dswheels.arguments.parsing import Subparsers, add_command, add_env_flag, add_env_option
-from dswheels.arguments.shared import add_matrix_argument, add_published_arguments, add_report_argument, published_at
+from dswheels.cli.parsing import Subparsers, add_command, add_env_flag, add_env_option
+from dswheels.cli.shared import add_matrix_argument, add_published_arguments, add_report_argument, published_at
 from dswheels.host.destinations import judge_destination
 from dswheels.host.gha import write_output
 from dswheels.host.log import get_reporter

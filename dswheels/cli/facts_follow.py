@@ -14,8 +14,8 @@ import json
 import re
 from pathlib import Path
 
-from dswheels.arguments.parsing import Subparsers, add_command
-from dswheels.arguments.shared import add_matrix_argument, add_published_arguments, add_report_argument, published_at
+from dswheels.cli.parsing import Subparsers, add_command
+from dswheels.cli.shared import add_matrix_argument, add_published_arguments, add_report_argument, published_at
 from dswheels.facts.follow import ISSUE_TITLE
 from dswheels.facts.follow_step import (
     BuildsOptions,

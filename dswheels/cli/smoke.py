@@ -6,8 +6,8 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
-from dswheels.arguments.parsing import Subparsers, add_command
-from dswheels.arguments.shared import (
+from dswheels.cli.parsing import Subparsers, add_command
+from dswheels.cli.shared import (
     add_interpreter_argument,
     add_report_argument,
     add_torch_index_argument,

@@ -7,8 +7,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from dswheels.arguments.parsing import Subparsers, add_command, add_env_option
-from dswheels.arguments.shared import (
+from dswheels.building.summary import render_results_markdown, render_results_table
+from dswheels.cli.parsing import Subparsers, add_command, add_env_option
+from dswheels.cli.shared import (
     add_report_argument,
     add_selection_arguments,
     add_torch_index_argument,
@@ -18,7 +19,6 @@ from dswheels.arguments.shared import (
     parse_nvcc_option,
     parse_torch_source,
 )
-from dswheels.building.summary import render_results_markdown, render_results_table
 from dswheels.cuda.redist import REDIST_URL
 from dswheels.host.destinations import judge_destination
 from dswheels.host.gha import in_github_actions
