@@ -20,9 +20,10 @@ from pathlib import Path
 from typing import TextIO
 
 from dswheels import __version__
+from dswheels.cli.command import COMMAND_DEST, STAGE_DEST, Command, formatter
 from dswheels.cli.commands import COMMANDS
-from dswheels.cli.parsing import apply_env_defaults, env_sources_named, formatter
-from dswheels.cli.shared import REPORT_DEST, STAGE_DEST
+from dswheels.cli.flags import env_sources_named
+from dswheels.cli.shared import REPORT_DEST
 from dswheels.host.clock import monotonic
 from dswheels.host.environ import check_environment
 from dswheels.host.gha import in_github_actions
@@ -173,12 +174,13 @@ def _main(argv: Sequence[str] | None) -> int:
 def _run_stage(args: argparse.Namespace) -> int:
     """Run the command, timed; with ``--report FILE``, its result (or the error that ended it) is written
     there before the error is raised, so a failed stage leaves its report too."""
+    command: Command[object] = getattr(args, COMMAND_DEST)
     report: Path | None = getattr(args, REPORT_DEST, None)
     stage: str = getattr(args, STAGE_DEST, "")
     start = monotonic()
     try:
-        apply_env_defaults(args, os.environ)
-        returned: Done | int = args.func(args)
+        command.settle(args, os.environ)
+        returned: Done | int = command(args)
     except (DswheelsError, KeyboardInterrupt) as exc:
         if report is not None:
             code = exc.exit_code if isinstance(exc, DswheelsError) else 143 if isinstance(exc, Terminated) else 130

@@ -4,20 +4,19 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dswheels.building.summary import render_results_markdown, render_results_table
-from dswheels.cli.parsing import Subparsers, add_command, add_env_option
+from dswheels.cli.command import Command
+from dswheels.cli.flags import Flag, Flags, Nested, PathUse, Section, choice, fill
 from dswheels.cli.shared import (
-    add_report_argument,
-    add_selection_arguments,
-    add_torch_index_argument,
+    REPORT,
+    SELECTION,
     combo_given,
     combo_of,
     matrix_selection,
     parse_nvcc_option,
-    parse_torch_source,
+    torch_index,
 )
 from dswheels.cuda.redist import REDIST_URL
 from dswheels.host.destinations import judge_destination
@@ -35,7 +34,9 @@ if TYPE_CHECKING:  # the build itself is imported when it runs: `dswheels --help
     from dswheels.plan.effects.selection import CellSelection
     from dswheels.platforms.hosts import HostChoice
 
-__all__ = ["register", "run"]
+__all__ = ["COMMAND"]
+
+HELP = "build wheels with every planned op precompiled"
 
 DESCRIPTION = """\
 Build DeepSpeed wheels with every planned C++/CUDA op precompiled. For each selected cell:
@@ -62,169 +63,172 @@ examples:
   dswheels build --cell ds0.19.8-torch2.13-cpu-cp311-linux_x86_64 --torch-index ~/wheels"""
 
 
-def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
-    p = add_command(sub, "build", help="build wheels with every planned op precompiled", description=DESCRIPTION)
-    add_selection_arguments(p)
-    p.add_argument(
+# Where sccache keeps its objects (docs/costs.md); each the repository variable of its name.
+SCCACHE = Nested(
+    "sccache",
+    SccacheSettings,
+    choice(
+        "--sccache-backend",
+        SccacheBackend,
+        to="backend",
+        env="DSWHEELS_SCCACHE_BACKEND",
+        help="auto: the bucket when named, else the local disk (SCCACHE_DIR: wheels.yml saves it as one Actions "
+        "cache entry per job); local: the local disk only. Never sccache's own Actions cache backend: one entry "
+        "per object, more than GitHub lets a repository create (docs/costs.md)",
+    ),
+    Flag("--sccache-bucket", env="DSWHEELS_SCCACHE_BUCKET", metavar="NAME", to="bucket", help="an S3 bucket"),
+    Flag(
+        "--sccache-endpoint",
+        env="DSWHEELS_SCCACHE_ENDPOINT",
+        metavar="URL",
+        to="endpoint",
+        help="an S3-compatible store",
+    ),
+    Flag("--sccache-region", env="DSWHEELS_SCCACHE_REGION", metavar="REGION", to="region", help="its region"),
+    Flag(
+        "--sccache-namespace",
+        env="DSWHEELS_SCCACHE_NAMESPACE",
+        default="dswheels",
+        metavar="NAME",
+        to="namespace",
+        help="the bucket's key space (wheels.yml: wheels-<tag or branch>)",
+    ),
+)
+
+
+def _ops(text: str | None) -> tuple[str, ...]:
+    return tuple(name for name in (text or "").replace(",", " ").split() if name)
+
+
+FLAGS: Flags = (
+    *SELECTION,
+    Flag(
         "--cell",
         action="append",
-        default=[],
         metavar="ID",
         help="a cell id to build, planned from the rules alone (repeatable; one value may hold several "
         "whitespace-separated ids)",
-    )
-    p.add_argument(
+    ),
+    Flag(
         "--plan",
-        type=Path,
         metavar="FILE",
+        path=PathUse.READS,
         help="build cells of this plan (`dswheels plan --format json`) as planned: all, or those --cell/--only name",
-    )
-    p.add_argument(
+    ),
+    Flag(
         "--out",
-        type=Path,
+        to="out_dir",
         default=WHEELHOUSE,
         metavar="DIR",
+        path=PathUse.WRITES_INTO,
         help="output: DIR/<variant>/ (default: %(default)s, where `dswheels verify` and `dswheels publish` look)",
-    )
-    p.add_argument("--keep-going", action="store_true", help="build the other cells after a failure; report all")
-    p.add_argument(
+    ),
+    Flag(
+        "--keep-going", to="keep_going", action="store_true", help="build the other cells after a failure; report all"
+    ),
+    Flag(
         "--ops",
+        to="ops",
+        parse=_ops,
         metavar="NAMES",
         help="build only these of the planned ops (comma- or space-separated; the others are left out of the wheel, "
         "with the reason in its manifest); '' or absent: every planned op",
-    )
-    add_torch_index_argument(p, what="the build interpreter")
-    p.add_argument(
+    ),
+    torch_index(what="the build interpreter"),
+    choice(
         "--interpreter",
-        choices=[m.value for m in InterpreterMode],
-        default=InterpreterMode.AUTO.value,
+        InterpreterMode,
+        to="interpreter",
         help="auto: this interpreter when it has the cell's torch, else a venv (default); current; venv",
-    )
-    p.add_argument("--install", action="store_true", help="install the built wheel into this interpreter")
-    p.add_argument(
+    ),
+    Flag("--install", to="install", action="store_true", help="install the built wheel into this interpreter"),
+    Flag(
         "--verify",
         action="store_true",
         help="run `dswheels verify` on every built wheel (a fresh venv each); a failing wheel is removed",
-    )
-    p.add_argument(
+    ),
+    Flag(
         "--jobs",
-        "-j",
+        short="-j",
+        to="jobs",
         type=int,
         metavar="N",
         help="concurrent compiles in all (default: this machine's cores, fewer if its available memory would not "
         "hold them: ~2 GiB per CUDA compile, ~1 GiB per C++ one): one pool every op's translation units draw on, "
         "the longest op first (a jobserver; docs/build.md#compile-parallelism)",
-    )
-    p.add_argument(
+    ),
+    Flag(
         "--parallel-ops",
+        to="parallel_ops",
         type=int,
         default=0,
         metavar="N",
         help="extensions built at once, each with JOBS/N compile jobs of its own instead of the shared pool "
         "(default: the pool, as many extensions at once as --jobs)",
-    )
-    p.add_argument(
+    ),
+    Flag(
         "--debug-symbols",
+        to="debug_symbols",
         action="store_true",
         help="compile with -g and keep the debug info as a separate .debug.tar.gz beside the wheel",
-    )
-    p.add_argument(
+    ),
+    choice(
         "--compiler-cache",
-        choices=[m.value for m in CompilerCacheChoice],
-        default=CompilerCacheChoice.AUTO.value,
+        CompilerCacheChoice,
+        to="compiler_cache",
         help="ccache/sccache from PATH for C++ and nvcc (default: auto, whichever is installed)",
-    )
-    _add_sccache_arguments(p)
-    p.add_argument(
+    ),
+    Section("sccache's storage (with --compiler-cache sccache)", SCCACHE),
+    Flag(
         "--cache-dir",
-        type=Path,
         metavar="DIR",
+        path=PathUse.WRITES_INTO,
         help="downloads and venvs (default: DSWHEELS_CACHE or the user cache dir)",
-    )
-    p.add_argument(
+    ),
+    Flag(
         "--work-dir",
-        type=Path,
+        to="work_dir",
         metavar="DIR",
+        path=PathUse.WRITES_INTO,
         help="where sources are unpacked and built (keep it short on Windows; default: CACHE/w)",
-    )
-    p.add_argument("--keep-work", action="store_true", help="keep the work directory of successful builds too")
-    p.add_argument(
+    ),
+    Flag("--keep-work", to="keep_work", action="store_true", help="keep the work directory of successful builds too"),
+    Flag(
         "--prepare-only",
+        to="prepare_only",
         action="store_true",
         help="stop before the compile: fetch and verify the source, unpack and patch it for the cell's platform, "
         "get the build interpreter; works for a Windows cell on Linux and the other way round (CI checks the "
         "Windows path this way); prints each prepared source tree",
-    )
-    add_env_option(
-        p,
+    ),
+    Flag(
         "--msvc-root",
         env="DSWHEELS_MSVC_ROOT",
-        type=Path,
-        parse=Path,
         metavar="DIR",
+        path=PathUse.READS,
         help="build Windows cells on Linux under Wine, with the MSVC toolset and Windows SDK in DIR (made by "
         "msvc-wine's vsdownload.py, which asks you to accept Microsoft's license, or copied from a Visual Studio "
         "Build Tools install); the CUDA components and torch's Windows wheel come from PyPI "
         "(docs/build.md#windows-under-wine)",
-    )
-    p.add_argument(
+    ),
+    choice(
         "--wine-cuda",
-        choices=[m.value for m in WineCudaSource],
-        default=WineCudaSource.AUTO.value,
+        WineCudaSource,
         help="under Wine, where the CUDA components come from: NVIDIA's PyPI wheels (pypi), NVIDIA's redistributable "
         "archives as the runners install them (nvidia: compat.yml must pin the release's JSON), or auto: PyPI from "
         "CUDA 13, the archives for 12.x (PyPI's 12.x nvcc wheels carry no nvcc.exe) (default: %(default)s)",
-    )
-    add_env_option(
-        p,
+    ),
+    Flag(
         "--cuda-redist-url",
         env="DSWHEELS_CUDA_REDIST_URL",
         default=REDIST_URL,
         metavar="URL",
         help="NVIDIA's redist folder, or a mirror of it (--wine-cuda nvidia)",
-    )
-    p.add_argument("--pypi", metavar="URL", help="PyPI JSON API URL for DeepSpeed (default: compat.yml's)")
-    p.add_argument("--verbose", "-v", action="store_true", help="show the compiler output (always in the log)")
-    add_report_argument(p)
-    p.set_defaults(func=run)
-
-
-def _add_sccache_arguments(p: argparse.ArgumentParser) -> None:
-    """Where sccache keeps its objects (docs/costs.md); each the repository variable of its name."""
-    group = p.add_argument_group("sccache's storage (with --compiler-cache sccache)")
-    add_env_option(
-        group,
-        "--sccache-backend",
-        env="DSWHEELS_SCCACHE_BACKEND",
-        default=SccacheBackend.AUTO.value,
-        choices=[m.value for m in SccacheBackend],
-        help="auto: the bucket when named, else the local disk (SCCACHE_DIR: wheels.yml saves it as one Actions "
-        "cache entry per job); local: the local disk only. Never sccache's own Actions cache backend: one entry "
-        "per object, more than GitHub lets a repository create (docs/costs.md)",
-    )
-    add_env_option(group, "--sccache-bucket", env="DSWHEELS_SCCACHE_BUCKET", metavar="NAME", help="an S3 bucket")
-    add_env_option(
-        group, "--sccache-endpoint", env="DSWHEELS_SCCACHE_ENDPOINT", metavar="URL", help="an S3-compatible store"
-    )
-    add_env_option(group, "--sccache-region", env="DSWHEELS_SCCACHE_REGION", metavar="REGION", help="its region")
-    add_env_option(
-        group,
-        "--sccache-namespace",
-        env="DSWHEELS_SCCACHE_NAMESPACE",
-        default="dswheels",
-        metavar="NAME",
-        help="the bucket's key space (wheels.yml: wheels-<tag or branch>)",
-    )
-
-
-def _sccache_settings(args: argparse.Namespace) -> SccacheSettings:
-    return SccacheSettings(
-        backend=SccacheBackend(args.sccache_backend),
-        bucket=args.sccache_bucket or "",
-        endpoint=args.sccache_endpoint or "",
-        region=args.sccache_region or "",
-        namespace=args.sccache_namespace,
-    )
+    ),
+    Flag("--pypi", to="pypi", metavar="URL", help="PyPI JSON API URL for DeepSpeed (default: compat.yml's)"),
+    Flag("--verbose", short="-v", action="store_true", help="show the compiler output (always in the log)"),
+    REPORT,
+)
 
 
 def _split_cells(values: Sequence[str]) -> list[str]:
@@ -273,28 +277,16 @@ def _options(args: argparse.Namespace) -> BuildOptions:
     from dswheels.building.step import BuildOptions  # noqa: PLC0415 - see the imports above
     from dswheels.verify.step import VerifyOptions  # noqa: PLC0415
 
-    out_dir = judge_destination(args.out, what="--out")  # before anything is read or made
-    work_dir = args.work_dir and judge_destination(args.work_dir, what="--work-dir")
-    torch_source = parse_torch_source(args.torch_index)
+    fields = fill(args, FLAGS)
+    fields["out_dir"] = judge_destination(fields["out_dir"], what="--out")  # before anything is read or made
+    if "work_dir" in fields:
+        fields["work_dir"] = judge_destination(fields["work_dir"], what="--work-dir")
+    verify = VerifyOptions(matrix=args.matrix, torch_source=fields["torch_source"]) if args.verify else None
     return BuildOptions(
+        **fields,
         selection=_selection(args),
-        ops=tuple(name for name in (args.ops or "").replace(",", " ").split() if name),
-        out_dir=out_dir,
-        work_dir=work_dir,
-        jobs=args.jobs,
-        parallel_ops=args.parallel_ops,
-        interpreter=InterpreterMode(args.interpreter),
-        torch_source=torch_source,
-        compiler_cache=CompilerCacheChoice(args.compiler_cache),
-        sccache=_sccache_settings(args),
-        debug_symbols=args.debug_symbols,
-        keep_work=args.keep_work,
-        prepare_only=args.prepare_only,
-        pypi=args.pypi,
         verbose=args.verbose or in_github_actions(),
-        keep_going=args.keep_going,
-        verify=VerifyOptions(matrix=args.matrix, torch_source=torch_source) if args.verify else None,
-        install=args.install,
+        verify=verify,
         hosts=_hosts(args),
     )
 
@@ -317,12 +309,11 @@ def _show_failure(result: CellResult) -> None:
     get_reporter().aside(result.error.render())
 
 
-def run(args: argparse.Namespace) -> int:
+def _run(options: BuildOptions, args: argparse.Namespace) -> int:
     from dswheels.building.effects.cell import CellStatus  # noqa: PLC0415 - see the imports above
     from dswheels.building.step import build_cells, install_here  # noqa: PLC0415
     from dswheels.host.cache import CacheLayout  # noqa: PLC0415
 
-    options = _options(args)
     result = build_cells(options, CacheLayout.here(args.cache_dir), on_failure=_show_failure)
     if result.stopped_by is not None:
         if not options.prepare_only:
@@ -351,3 +342,6 @@ def _report(result: BuildRun) -> None:
     rows = [outcome_of(r) for r in result.results]
     get_reporter().emit(render_results_table(rows, skipped=result.not_built))
     get_reporter().summary(render_results_markdown(rows, skipped=result.not_built))
+
+
+COMMAND = Command("build", HELP, DESCRIPTION, FLAGS, _options, _run)

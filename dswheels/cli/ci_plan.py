@@ -10,8 +10,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from dswheels.cli.parsing import Subparsers, add_command, add_env_flag, add_env_option
-from dswheels.cli.shared import add_matrix_argument, add_published_arguments, add_report_argument, published_at
+from dswheels.cli.command import Command
+from dswheels.cli.flags import Flag, Flags, PathUse, fill
+from dswheels.cli.shared import MATRIX_FLAG, PUBLISHED_AT, REPORT, published_at
 from dswheels.host.destinations import judge_destination
 from dswheels.host.gha import write_output
 from dswheels.host.log import get_reporter
@@ -31,7 +32,9 @@ from dswheels.plan.event import (
 from dswheels.plan.render_costs import render_cost_table
 from dswheels.plan.render_plan import render_table
 
-__all__ = ["OUTPUTS", "register"]
+__all__ = ["COMMAND", "OUTPUTS"]
+
+HELP = "the run's jobs, release and plan file, from the event"
 
 DESCRIPTION = """\
 Decide what a run of the wheels workflow builds and publishes, plan it once, and hand the
@@ -61,47 +64,53 @@ examples:
                    --python 3.12 --platform win_amd64 --canary"""
 
 
-def register(ci_sub: Subparsers[argparse.ArgumentParser]) -> None:
-    """``dswheels ci plan``, on the ``ci`` group (:data:`dswheels.cli.commands.COMMANDS`)."""
-    p = add_command(
-        ci_sub, "plan", help="the run's jobs, release and plan file, from the event", description=DESCRIPTION
-    )
-    add_env_option(
-        p,
+_AXIS_HELP = {
+    "deepspeed": "the dispatch's DeepSpeed version (X.Y.Z)",
+    "torch": "the dispatch's torch MAJOR.MINOR, or matrix",
+    "cuda": "the dispatch's torch variant (cuXYZ or cpu), or matrix",
+    "python": "the dispatch's Python, or matrix",
+    "platform": "the dispatch's platform, or matrix",
+}
+
+FLAGS: Flags = (
+    Flag(
         "--event",
         env="GITHUB_EVENT_NAME",
-        choices=[e.value for e in Event],
+        choices=tuple(e.value for e in Event),
         help="what started the run: a tag push or a dispatch",
-    )
-    add_env_option(p, "--ref-name", env="GITHUB_REF_NAME", metavar="TAG", help="the pushed tag, v<DeepSpeed version>")
-    helps = {
-        "deepspeed": "the dispatch's DeepSpeed version (X.Y.Z)",
-        "torch": "the dispatch's torch MAJOR.MINOR, or matrix",
-        "cuda": "the dispatch's torch variant (cuXYZ or cpu), or matrix",
-        "python": "the dispatch's Python, or matrix",
-        "platform": "the dispatch's platform, or matrix",
-    }
-    for axis in AXES:
-        add_env_option(p, f"--{axis}", env=f"INPUT_{axis.upper()}", metavar="VALUE", help=helps[axis])
-    add_env_flag(
-        p,
+    ),
+    Flag("--ref-name", env="GITHUB_REF_NAME", metavar="TAG", help="the pushed tag, v<DeepSpeed version>"),
+    *(Flag(f"--{axis}", env=f"INPUT_{axis.upper()}", metavar="VALUE", help=_AXIS_HELP[axis]) for axis in AXES),
+    Flag(
         "--canary",
         env="INPUT_CANARY",
+        action=argparse.BooleanOptionalAction,
         help="the dispatch builds the canary only: one cell of the version's matrix (never published)",
-    )
-    add_env_flag(p, "--publish", env="INPUT_PUBLISH", help="the dispatch publishes to the release v<DeepSpeed>")
-    add_matrix_argument(p)
-    add_published_arguments(p)
-    add_env_option(
-        p,
+    ),
+    Flag(
+        "--publish",
+        env="INPUT_PUBLISH",
+        action=argparse.BooleanOptionalAction,
+        help="the dispatch publishes to the release v<DeepSpeed>",
+    ),
+    MATRIX_FLAG.but(to="matrix"),
+    *PUBLISHED_AT,
+    Flag(
         "--gpu-runners",
         env="DSWHEELS_GPU_RUNNERS",
         metavar="PLATFORMS",
         help="platforms with a self-hosted GPU runner for the smoke jobs, e.g. 'linux_x86_64 win_amd64'",
-    )
-    p.add_argument("--out", type=Path, default=Path("plan"), metavar="DIR", help="where plan.json goes (%(default)s)")
-    add_report_argument(p)
-    p.set_defaults(func=run_plan)
+    ),
+    Flag(
+        "--out",
+        to="out",
+        default=Path("plan"),
+        metavar="DIR",
+        path=PathUse.WRITES_INTO,
+        help="where plan.json goes (%(default)s)",
+    ),
+    REPORT,
+)
 
 
 def _intent(args: argparse.Namespace) -> RunIntent:
@@ -121,17 +130,13 @@ def _options(args: argparse.Namespace) -> CiPlanOptions:
         gpu = parse_gpu_platforms(args.gpu_runners or "")
     except EventError as exc:
         raise ConfigError(str(exc)) from None
-    return CiPlanOptions(
-        intent=intent,
-        gpu=gpu,
-        matrix=args.matrix,
-        published=published_at(args),
-        out=judge_destination(args.out, what="--out"),
-    )
+    fields = fill(args, FLAGS)
+    fields["out"] = judge_destination(fields["out"], what="--out")
+    return CiPlanOptions(**fields, intent=intent, gpu=gpu, published=published_at(args))
 
 
-def run_plan(args: argparse.Namespace) -> Done:
-    result = plan_ci_run(_options(args))
+def _run(options: CiPlanOptions, _args: argparse.Namespace) -> Done:
+    result = plan_ci_run(options)
     if result.skipped is not None:
         get_reporter().aside(result.skipped.line)
     _render(result)
@@ -154,3 +159,6 @@ def _render(result: CiRun) -> None:
     if not all(written):  # not in GitHub Actions: show what the workflow would get
         shown.emit("\n" + "".join(f"{name}={value}\n" for name, value in result.outputs.items()))
     shown.summary("### Plan\n\n" + "\n\n".join(result.notes) + "\n\n```\n" + report + "```")
+
+
+COMMAND = Command("plan", HELP, DESCRIPTION, FLAGS, _options, _run)

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
+from typing import TYPE_CHECKING
 
-from dswheels.cli.parsing import Subparsers, add_command, add_env_option
-from dswheels.cli.shared import add_report_argument
+from dswheels.cli.command import Command
+from dswheels.cli.flags import Flag, Flags, PathUse, fill
+from dswheels.cli.shared import REPORT
 from dswheels.cuda.redist import REDIST_URL
 from dswheels.host.log import get_reporter
 from dswheels.host.machine import host_os
@@ -14,7 +15,12 @@ from dswheels.kernel.model import Platform
 from dswheels.kernel.platform_traits import traits
 from dswheels.kernel.result import Done
 
-__all__ = ["register", "run_install"]
+if TYPE_CHECKING:
+    from dswheels.cuda.step import CudaStepOptions
+
+__all__ = ["COMMAND"]
+
+HELP = "assemble a CUDA toolkit from NVIDIA's redistributable archives (sha256-checked)"
 
 DESCRIPTION = """\
 Assemble the CUDA toolkit RELEASE from NVIDIA's redistributable archives into one CUDA root
@@ -34,67 +40,68 @@ examples:
 _PLATFORMS = {p.value: p.os for p in Platform}
 
 
-def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
-    p = add_command(
-        sub,
-        "install",
-        help="assemble a CUDA toolkit from NVIDIA's redistributable archives (sha256-checked)",
-        description=DESCRIPTION,
-    )
-    p.add_argument(
-        "--toolkit", required=True, metavar="RELEASE", help="the toolkit release, e.g. 13.0.3 (a plan's cuda_toolkit)"
-    )
-    p.add_argument(
+FLAGS: Flags = (
+    Flag(
+        "--toolkit",
+        to="toolkit",
+        required=True,
+        metavar="RELEASE",
+        help="the toolkit release, e.g. 13.0.3 (a plan's cuda_toolkit)",
+    ),
+    Flag(
         "--platform",
-        choices=sorted(_PLATFORMS),
+        to="os",
+        parse=_PLATFORMS.__getitem__,
+        choices=tuple(sorted(_PLATFORMS)),
         default=traits(host_os()).platform.value,
         help="whose archives (default: this machine's, %(default)s)",
-    )
-    p.add_argument(
-        "--dest", type=Path, metavar="DIR", help="the root (default: under DSWHEELS_CACHE, by the JSON's digest)"
-    )
-    add_env_option(
-        p,
+    ),
+    Flag(
+        "--dest",
+        to="dest",
+        metavar="DIR",
+        path=PathUse.WRITES_INTO,
+        help="the root (default: under DSWHEELS_CACHE, by the JSON's digest)",
+    ),
+    Flag(
         "--redist-url",
+        to="redist_url",
         env="DSWHEELS_CUDA_REDIST_URL",
         default=REDIST_URL,
         metavar="URL",
         help="NVIDIA's redist folder, or a mirror of it",
-    )
-    add_env_option(
-        p,
+    ),
+    Flag(
         "--redist-sha256",
+        to="redist_sha256",
         env="DSWHEELS_CUDA_REDIST_SHA256",
         default="",
         metavar="HEX",
         help="the sha256 of redistrib_RELEASE.json when it is not compat.yml's pin (a release compat.yml does not "
         "pin, a mirror's own JSON); check the JSON before you pin it",
-    )
-    p.add_argument(
+    ),
+    Flag(
         "--github-env",
+        to="github_env",
         action="store_true",
         help="set CUDA_HOME and CUDA_PATH to the root, and put its bin/ on PATH, for the job's later steps "
         "($GITHUB_ENV, $GITHUB_PATH)",
-    )
-    add_report_argument(p)
-    p.set_defaults(func=run_install)
+    ),
+    REPORT,
+)
 
 
-def run_install(args: argparse.Namespace) -> Done:
-    from dswheels.cuda.step import CudaStepOptions, install_toolkit  # noqa: PLC0415 - keeps --help fast
+def _options(args: argparse.Namespace) -> CudaStepOptions:
+    from dswheels.cuda.step import CudaStepOptions  # noqa: PLC0415 - keeps --help fast
+
+    return CudaStepOptions(**fill(args, FLAGS))
+
+
+def _run(options: CudaStepOptions, _args: argparse.Namespace) -> Done:
+    from dswheels.cuda.step import install_toolkit  # noqa: PLC0415 - keeps --help fast
     from dswheels.host.cache import CacheLayout  # noqa: PLC0415 - keeps --help fast
 
-    installed = install_toolkit(
-        CudaStepOptions(
-            toolkit=args.toolkit,
-            os=_PLATFORMS[args.platform],
-            dest=args.dest,
-            redist_url=args.redist_url,
-            redist_sha256=args.redist_sha256,
-            github_env=args.github_env,
-        ),
-        CacheLayout.here(),
-    )
+    installed = install_toolkit(options, CacheLayout.here())
     how = "already assembled" if installed.reused else f"assembled from NVIDIA's archives ({installed.json_from})"
     reporter = get_reporter()
     reporter.aside(f"CUDA {installed.release} ({installed.platform}), {how}:")
@@ -112,3 +119,6 @@ def run_install(args: argparse.Namespace) -> Done:
             ],
         }
     )
+
+
+COMMAND = Command("install", HELP, DESCRIPTION, FLAGS, _options, _run)

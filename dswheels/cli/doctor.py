@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from dswheels import __version__
-from dswheels.cli.parsing import Subparsers, add_command
-from dswheels.cli.shared import add_report_argument, add_target_arguments, parse_deepspeed, parse_interpreter
+from dswheels.cli.command import Command
+from dswheels.cli.flags import Flag, Flags, PathUse, fill
+from dswheels.cli.shared import REPORT, TARGET
 from dswheels.doctor import Status
 from dswheels.doctor.render_report import render_json, render_text, report_to_data
 from dswheels.doctor.step import DoctorOptions, examine
 from dswheels.host.log import TerminalReporter, get_reporter, reset_reporter, set_reporter
 from dswheels.kernel.result import Done
 
-__all__ = ["register", "run"]
+__all__ = ["COMMAND"]
+
+HELP = "check this machine (torch, CUDA, GPU, compilers) and say which wheel fits"
 
 DESCRIPTION = """\
 Inspect the environment that will use DeepSpeed and report each check as OK, WARN or FAIL,
@@ -41,37 +43,25 @@ examples:
   dswheels doctor --facts doctor.json           # judge someone else's machine again"""
 
 
-def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
-    p = add_command(
-        sub,
-        "doctor",
-        help="check this machine (torch, CUDA, GPU, compilers) and say which wheel fits",
-        description=DESCRIPTION,
-    )
-    add_target_arguments(p)
-    p.add_argument("--json", action="store_true", help="print the report and the collected facts as JSON")
-    p.add_argument(
+FLAGS: Flags = (
+    *TARGET,
+    Flag("--json", action="store_true", help="print the report and the collected facts as JSON"),
+    Flag(
         "--facts",
-        type=Path,
+        to="facts_file",
         metavar="FILE",
+        path=PathUse.READS,
         help="judge facts saved by `dswheels doctor --json` instead of probing this machine",
-    )
-    add_report_argument(p)
-    p.set_defaults(func=run)
+    ),
+    REPORT,
+)
 
 
 def _options(args: argparse.Namespace) -> DoctorOptions:
-    python = parse_interpreter(args.python)
-    return DoctorOptions(
-        python=str(python) if python else None,
-        index=args.index,
-        deepspeed=parse_deepspeed(args.deepspeed),
-        facts_file=args.facts,
-    )
+    return DoctorOptions(**fill(args, FLAGS))
 
 
-def run(args: argparse.Namespace) -> Done:
-    options = _options(args)
+def _run(options: DoctorOptions, args: argparse.Namespace) -> Done:
     shown = get_reporter()
     if args.json:
         # progress would break the JSON on stdout: send it to stderr
@@ -90,3 +80,6 @@ def run(args: argparse.Namespace) -> Done:
         exit_code=9 if failed else 0,
         reason="a check failed" if failed else "",
     )
+
+
+COMMAND = Command("doctor", HELP, DESCRIPTION, FLAGS, _options, _run)

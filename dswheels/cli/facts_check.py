@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
-from dswheels.cli.parsing import Subparsers, add_command, add_env_option
-from dswheels.cli.shared import add_report_argument
+from dswheels.cli.command import Command
+from dswheels.cli.flags import Flag, Flags, Nested, PathUse, fill
+from dswheels.cli.shared import REPORT
 from dswheels.facts.effects.fetch_sources import SOURCES, WORKFLOW, UpstreamOptions
 from dswheels.facts.findings import render_json, render_markdown, render_text
 from dswheels.facts.step import FactsCheckOptions, check_compat
@@ -23,7 +23,9 @@ from dswheels.kernel.errors import SourceError
 from dswheels.kernel.result import Done
 from dswheels.kernel.urls import redact_text
 
-__all__ = ["register", "run_check"]
+__all__ = ["COMMAND"]
+
+HELP = "report where compat.yml drifted from its sources"
 
 DESCRIPTION = """\
 Read the sources compat.yml's facts come from and report, entry by entry, where compat.yml
@@ -60,71 +62,93 @@ def _count(text: str) -> int | None:
     raise argparse.ArgumentTypeError(f"expected a positive number or 'all', got {text!r}")
 
 
-def register(facts_sub: Subparsers[argparse.ArgumentParser]) -> None:
-    """``dswheels facts check``, on the ``facts`` group (:data:`dswheels.cli.commands.COMMANDS`)."""
-    p = add_command(
-        facts_sub, "check", help="report where compat.yml drifted from its sources", description=DESCRIPTION
-    )
-    p.add_argument("--compat", type=Path, default=None, metavar="PATH", help="the facts file (default: the package's)")
-    p.add_argument("--write", action="store_true", help="print the diff, then write it to the facts file")
-    p.add_argument("--diff", action="store_true", help="print the diff --write would make")
-    p.add_argument("--json", type=Path, metavar="PATH", help="write the report as JSON (dswheels.facts-report/1)")
-    p.add_argument("--markdown", type=Path, metavar="PATH", help="write the report as Markdown (the drift issue)")
-    p.add_argument("--skip", action="append", choices=SOURCES, default=[], metavar="SOURCE", help="leave a source out")
-    # each source's location may come from a repository variable (mirrors; the chain test's loopback hosts)
-    add_env_option(
-        p,
-        "--pypi",
-        env="DSWHEELS_FACTS_PYPI",
-        default=UpstreamOptions.pypi,
-        metavar="URL",
-        help="PyPI JSON API, with {project}",
-    )
-    add_env_option(
-        p,
-        "--torch-index",
-        env="DSWHEELS_FACTS_TORCH_INDEX",
-        default=UpstreamOptions.torch_index,
-        metavar="URL",
-        help="PyTorch's per-variant index pages, with {variant}",
-    )
-    add_env_option(
-        p,
-        "--action-links",
-        env="DSWHEELS_FACTS_ACTION_LINKS",
-        default=UpstreamOptions.action_links,
-        metavar="URL",
-        help="the CUDA-install action's links files, with {action}, {commit} and {os}",
-    )
-    p.add_argument(
-        "--workflow",
-        type=Path,
-        default=None,
+FLAGS: Flags = (
+    Flag(
+        "--compat",
+        to="compat",
         metavar="PATH",
-        help=f"the workflow that installs CUDA (default: {WORKFLOW} of the repository, looked up from the "
-        "facts file's directory, else from the working directory)",
-    )
-    p.add_argument("--torch-minors", type=_count, default=3, metavar="N|all", help="newest torch minors to check")
-    p.add_argument("--sdists", type=_count, default=2, metavar="N|all", help="newest DeepSpeed sdists to read")
-    add_report_argument(p)
-    p.set_defaults(func=run_check)
+        path=PathUse.READS,
+        help="the facts file (default: the package's)",
+    ),
+    Flag("--write", action="store_true", help="print the diff, then write it to the facts file"),
+    Flag("--diff", action="store_true", help="print the diff --write would make"),
+    Flag(
+        "--json",
+        metavar="PATH",
+        path=PathUse.WRITES,
+        help="write the report as JSON (dswheels.facts-report/1)",
+    ),
+    Flag(
+        "--markdown",
+        metavar="PATH",
+        path=PathUse.WRITES,
+        help="write the report as Markdown (the drift issue)",
+    ),
+    Nested(
+        "upstream",
+        UpstreamOptions,
+        Flag(
+            "--skip",
+            to="skip",
+            parse=frozenset,
+            action="append",
+            choices=SOURCES,
+            metavar="SOURCE",
+            help="leave a source out",
+        ),
+        # each source's location may come from a repository variable (mirrors; the chain test's loopback hosts)
+        Flag(
+            "--pypi",
+            to="pypi",
+            env="DSWHEELS_FACTS_PYPI",
+            default=UpstreamOptions.pypi,
+            metavar="URL",
+            help="PyPI JSON API, with {project}",
+        ),
+        Flag(
+            "--torch-index",
+            to="torch_index",
+            env="DSWHEELS_FACTS_TORCH_INDEX",
+            default=UpstreamOptions.torch_index,
+            metavar="URL",
+            help="PyTorch's per-variant index pages, with {variant}",
+        ),
+        Flag(
+            "--action-links",
+            to="action_links",
+            env="DSWHEELS_FACTS_ACTION_LINKS",
+            default=UpstreamOptions.action_links,
+            metavar="URL",
+            help="the CUDA-install action's links files, with {action}, {commit} and {os}",
+        ),
+        Flag(
+            "--workflow",
+            to="workflow",
+            metavar="PATH",
+            path=PathUse.READS,
+            help=f"the workflow that installs CUDA (default: {WORKFLOW} of the repository, looked up from the "
+            "facts file's directory, else from the working directory)",
+        ),
+        Flag(
+            "--torch-minors",
+            to="torch_minors",
+            type=_count,
+            default=3,
+            metavar="N|all",
+            help="newest torch minors to check",
+        ),
+        Flag("--sdists", to="sdists", type=_count, default=2, metavar="N|all", help="newest DeepSpeed sdists to read"),
+    ),
+    REPORT,
+)
 
 
 def _options(args: argparse.Namespace) -> FactsCheckOptions:
-    upstream = UpstreamOptions(
-        pypi=args.pypi,
-        torch_index=args.torch_index,
-        action_links=args.action_links,
-        workflow=args.workflow,
-        torch_minors=args.torch_minors,
-        sdists=args.sdists,
-        skip=frozenset(args.skip),
-    )
-    return FactsCheckOptions(compat=args.compat, upstream=upstream)
+    return FactsCheckOptions(**fill(args, FLAGS))
 
 
-def run_check(args: argparse.Namespace) -> Done:
-    checked = check_compat(_options(args), CacheLayout.here())
+def _run(options: FactsCheckOptions, args: argparse.Namespace) -> Done:
+    checked = check_compat(options, CacheLayout.here())
     report, diff, path = checked.report, checked.diff, checked.path
     text = render_text(report)
     shown = get_reporter()
@@ -156,3 +180,6 @@ def run_check(args: argparse.Namespace) -> Done:
         )
         return Done(data=data, error=failure)
     return Done(data=data)
+
+
+COMMAND = Command("check", HELP, DESCRIPTION, FLAGS, _options, _run)

@@ -12,10 +12,10 @@ from __future__ import annotations
 import argparse
 import json
 import re
-from pathlib import Path
 
-from dswheels.cli.parsing import Subparsers, add_command
-from dswheels.cli.shared import add_matrix_argument, add_published_arguments, add_report_argument, published_at
+from dswheels.cli.command import Command
+from dswheels.cli.flags import Flag, Flags, PathUse, fill
+from dswheels.cli.shared import MATRIX_FLAG, PUBLISHED_AT, REPORT, published_at
 from dswheels.facts.follow import ISSUE_TITLE
 from dswheels.facts.follow_step import (
     BuildsOptions,
@@ -31,7 +31,9 @@ from dswheels.kernel.errors import ConfigError
 from dswheels.kernel.locations import MATRIX
 from dswheels.kernel.result import Done
 
-__all__ = ["register"]
+__all__ = ["COMMANDS"]
+
+BUILDS_DESCRIPTION = __doc__ or ""  # what the module says, `facts builds --help` says
 
 DISPATCH = """\
 Start the wheels workflow (a workflow_dispatch on --ref) once for each DeepSpeed version
@@ -52,62 +54,87 @@ https://api.github.com).
 """
 
 
-FACTS_HELP = "`dswheels facts check --json` output"
+def _versions(text: str) -> tuple[str, ...]:
+    try:
+        versions = json.loads(text)
+    except ValueError:
+        versions = None
+    if not isinstance(versions, list) or not all(isinstance(v, str) for v in versions):
+        raise ConfigError(f"--versions-json: expected a JSON list of versions, got {text!r}")
+    bad = [v for v in versions if not re.fullmatch(r"\d+\.\d+\.\d+", v)]
+    if bad:
+        raise ConfigError(f"--versions-json: not DeepSpeed versions (X.Y.Z): {', '.join(bad)}")
+    return tuple(versions)
 
 
-def _add_facts_input(p: argparse.ArgumentParser) -> None:
-    """The facts report the follow steps read (their result is written with --report, like every stage's)."""
-    p.add_argument(
-        "--facts",
-        dest="facts_json",
-        type=Path,
-        required=True,
-        metavar="PATH",
-        help="`dswheels facts check --json` output",
-    )
+# the facts report the follow steps read (their result is written with --report, like every stage's)
+FACTS = Flag(
+    "--facts",
+    dest="facts_json",
+    to="report",
+    required=True,
+    metavar="PATH",
+    path=PathUse.READS,
+    help="`dswheels facts check --json` output",
+)
+REPO = Flag("--repo", to="repo", required=True, metavar="OWNER/NAME")
 
-
-def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
-    p = add_command(sub, "builds", help="the DeepSpeed versions whose wheels should be built now", description=__doc__)
-    _add_facts_input(p)
-    add_matrix_argument(
-        p,
+BUILDS: Flags = (
+    FACTS,
+    MATRIX_FLAG.but(
+        to="matrix",
+        default=None,
         help=f"matrix file (else {MATRIX} of the repository: the installed dswheels' clone, else the working "
         "directory's, looked up upward)",
-        default=None,
-    )
-    p.add_argument(
+    ),
+    Flag(
         "--published",
+        to="published",
         metavar="INDEX_URL|DIR",
+        path=PathUse.READS_PUBLISHED,
         help="the index the wheels are published to (default: --publish-dir when set, else --index-url)",
-    )
-    add_published_arguments(p)
-    add_report_argument(p)
-    p.set_defaults(func=run_builds)
-    p = add_command(sub, "dispatch", help="start the wheels workflow for DeepSpeed versions", description=DISPATCH)
-    p.add_argument(
+    ),
+    *PUBLISHED_AT,
+    REPORT,
+)
+
+DISPATCH_FLAGS: Flags = (
+    Flag(
         "--versions-json",
+        to="versions",
+        parse=_versions,
         required=True,
         metavar="JSON",
         help='DeepSpeed versions, e.g. ["0.19.9"] (`facts builds` prints it)',
-    )
-    p.add_argument("--repo", required=True, metavar="OWNER/NAME")
-    p.add_argument("--workflow", default="wheels.yml", help="the workflow file to dispatch (default: %(default)s)")
-    p.add_argument("--ref", default="main", help="the branch it runs on (default: %(default)s)")
-    add_report_argument(p)
-    p.set_defaults(func=run_dispatch)
-    p = add_command(sub, "issue", help="open, update or close the one facts-drift issue", description=ISSUE)
-    _add_facts_input(p)
-    p.add_argument("--markdown", type=Path, required=True, metavar="PATH", help="`dswheels facts check --markdown`")
-    p.add_argument("--repo", required=True, metavar="OWNER/NAME")
-    add_report_argument(p)
-    p.set_defaults(func=run_issue)
+    ),
+    REPO,
+    Flag(
+        "--workflow", to="workflow", default="wheels.yml", help="the workflow file to dispatch (default: %(default)s)"
+    ),
+    Flag("--ref", to="ref", default="main", help="the branch it runs on (default: %(default)s)"),
+    REPORT,
+)
+
+ISSUE_FLAGS: Flags = (
+    FACTS,
+    Flag(
+        "--markdown",
+        to="markdown",
+        required=True,
+        metavar="PATH",
+        path=PathUse.READS,
+        help="`dswheels facts check --markdown`",
+    ),
+    REPO,
+    REPORT,
+)
 
 
-def run_builds(args: argparse.Namespace) -> Done:
-    options = BuildsOptions(
-        report=args.facts_json, matrix=args.matrix, published=args.published, published_at=published_at(args)
-    )
+def _builds(args: argparse.Namespace) -> BuildsOptions:
+    return BuildsOptions(**fill(args, BUILDS), published_at=published_at(args))
+
+
+def _run_builds(options: BuildsOptions, _args: argparse.Namespace) -> Done:
     found = builds_now(options)
     for version in found.start:
         why = (
@@ -124,32 +151,34 @@ def run_builds(args: argparse.Namespace) -> Done:
     return Done(data={"start": list(found.start)})
 
 
-def _versions(text: str) -> list[str]:
-    try:
-        versions = json.loads(text)
-    except ValueError:
-        versions = None
-    if not isinstance(versions, list) or not all(isinstance(v, str) for v in versions):
-        raise ConfigError(f"--versions-json: expected a JSON list of versions, got {text!r}")
-    bad = [v for v in versions if not re.fullmatch(r"\d+\.\d+\.\d+", v)]
-    if bad:
-        raise ConfigError(f"--versions-json: not DeepSpeed versions (X.Y.Z): {', '.join(bad)}")
-    return versions
-
-
-def run_dispatch(args: argparse.Namespace) -> Done:
-    options = DispatchOptions(
-        versions=tuple(_versions(args.versions_json)), repo=args.repo, workflow=args.workflow, ref=args.ref
-    )
+def _run_dispatch(options: DispatchOptions, _args: argparse.Namespace) -> Done:
     started = dispatch_builds(options)
     return Done(data={"versions": list(options.versions), "started": list(started)})
 
 
-def run_issue(args: argparse.Namespace) -> Done:
-    options = IssueOptions(report=args.facts_json, markdown=args.markdown, repo=args.repo)
+def _run_issue(options: IssueOptions, _args: argparse.Namespace) -> Done:
     outcome = keep_drift_issue(options)
     if outcome.opened is not None:
         get_reporter().emit(f"opened issue #{outcome.opened}: {outcome.action.why}\n")
     else:
         get_reporter().emit(f"{outcome.action.why}\n")
     return Done(data={"opened": outcome.opened, "why": outcome.action.why})
+
+
+def _dispatch(args: argparse.Namespace) -> DispatchOptions:
+    return DispatchOptions(**fill(args, DISPATCH_FLAGS))
+
+
+def _issue(args: argparse.Namespace) -> IssueOptions:
+    return IssueOptions(**fill(args, ISSUE_FLAGS))
+
+
+BUILDS_HELP = "the DeepSpeed versions whose wheels should be built now"
+DISPATCH_HELP = "start the wheels workflow for DeepSpeed versions"
+ISSUE_HELP = "open, update or close the one facts-drift issue"
+
+COMMANDS = (
+    Command("builds", BUILDS_HELP, BUILDS_DESCRIPTION, BUILDS, _builds, _run_builds),
+    Command("dispatch", DISPATCH_HELP, DISPATCH, DISPATCH_FLAGS, _dispatch, _run_dispatch),
+    Command("issue", ISSUE_HELP, ISSUE, ISSUE_FLAGS, _issue, _run_issue),
+)

@@ -6,8 +6,9 @@ import argparse
 from pathlib import Path
 from urllib.parse import urljoin
 
-from dswheels.cli.parsing import Subparsers, add_command
-from dswheels.cli.shared import add_github_argument, add_report_argument
+from dswheels.cli.command import Command
+from dswheels.cli.flags import Flag, Flags, OneOf, PathUse, fill
+from dswheels.cli.shared import GITHUB, REPORT
 from dswheels.host.log import format_duration, get_reporter
 from dswheels.host.machine import host_os
 from dswheels.index.step import IndexOptions, SiteWritten, write_index
@@ -16,7 +17,9 @@ from dswheels.kernel.locations import LOCAL_SITE_URL, PUBLISHED, SITE, serve_com
 from dswheels.kernel.platform_traits import traits
 from dswheels.kernel.result import Done
 
-__all__ = ["register", "run"]
+__all__ = ["COMMAND"]
+
+HELP = "write the static index (PEP 503 + per-torch partitions + a page for people)"
 
 DESCRIPTION = f"""\
 Write the static index of every published wheel: PEP 503 pages with sha256 hashes,
@@ -46,55 +49,53 @@ yanked file: one '<filename or glob> <reason>' per line ('#' comments); installe
 yanked wheel unless it is pinned exactly."""
 
 
-def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
-    p = add_command(
-        sub,
-        "index",
-        help="write the static index (PEP 503 + per-torch partitions + a page for people)",
-        description=DESCRIPTION,
-    )
-    source = p.add_mutually_exclusive_group()
-    source.add_argument(
-        "--from",
-        dest="source",
-        type=Path,
-        default=PUBLISHED,
+FLAGS: Flags = (
+    OneOf(
+        Flag(
+            "--from",
+            dest="source",
+            to="source",
+            type=Path,
+            default=PUBLISHED,
+            metavar="DIR",
+            path=PathUse.READS_PUBLISHED,
+            help="directory of published wheels (default: %(default)s, where `dswheels publish` copies them)",
+        ),
+        GITHUB.but(to="github", help="index the published releases of this repository"),
+    ),
+    Flag(
+        "--out",
+        to="out",
+        default=SITE,
         metavar="DIR",
-        help="directory of published wheels (default: %(default)s, where `dswheels publish` copies them)",
-    )
-    add_github_argument(source, help="index the published releases of this repository")
-    p.add_argument("--out", type=Path, default=SITE, metavar="DIR", help="site directory (default: %(default)s)")
-    p.add_argument(
+        path=PathUse.REPLACES,
+        help="site directory (default: %(default)s)",
+    ),
+    Flag(
         "--site-url",
+        to="site_url",
         metavar="URL",
         help="where the site will be served, for the install lines (default: https://OWNER.github.io/REPO/ "
         f"with --github, else {LOCAL_SITE_URL}, where the serve command printed at the end serves --out)",
-    )
-    p.add_argument(
+    ),
+    Flag(
         "--torch-index",
+        to="torch_index",
         metavar="TEMPLATE",
         help="PyTorch's index per variant, with {variant} (default: compat.yml's, download.pytorch.org/whl/{variant})",
-    )
-    p.add_argument("--yanked", type=Path, metavar="FILE", help="wheels to mark yanked (see below)")
-    p.add_argument("--title", default="DeepSpeed wheels", help="title of the human page (default: %(default)s)")
-    add_report_argument(p)
-    p.set_defaults(func=run)
+    ),
+    Flag("--yanked", to="yanked", metavar="FILE", path=PathUse.READS, help="wheels to mark yanked (see below)"),
+    Flag("--title", to="title", default="DeepSpeed wheels", help="title of the human page (default: %(default)s)"),
+    REPORT,
+)
 
 
 def _options(args: argparse.Namespace) -> IndexOptions:
-    return IndexOptions(
-        source=args.source,
-        github=args.github,
-        out=args.out,
-        site_url=args.site_url,
-        torch_index=args.torch_index,
-        yanked=args.yanked,
-        title=args.title,
-    )
+    return IndexOptions(**fill(args, FLAGS))
 
 
-def run(args: argparse.Namespace) -> Done:
-    site = write_index(_options(args))
+def _run(options: IndexOptions, _args: argparse.Namespace) -> Done:
+    site = write_index(options)
     partitions = site.partitions
     shown = ", ".join(partitions[:6]) + (f", ... ({len(partitions) - 6} more)" if len(partitions) > 6 else "")
     summary = (
@@ -130,3 +131,6 @@ def _where_to_install(site: SiteWritten) -> str:
     text += f"(all on {page}):\n"
     text += "".join(f"  {line}\n" for line in lines)
     return text
+
+
+COMMAND = Command("index", HELP, DESCRIPTION, FLAGS, _options, _run)

@@ -4,17 +4,21 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
-from dswheels.cli.parsing import Subparsers, add_command
-from dswheels.cli.shared import add_report_argument
+from dswheels.cli.command import Command
+from dswheels.cli.flags import Flag, Flags, PathUse, fill
+from dswheels.cli.shared import REPORT
 from dswheels.host.log import get_reporter
 from dswheels.kernel.compat import load_compat
 from dswheels.kernel.result import Done
 from dswheels.verify.effects.inspect_wheel import inspect_path
 from dswheels.verify.inspection import SCHEMA, render_inspection
 
-__all__ = ["register", "run"]
+__all__ = ["COMMAND"]
+
+HELP = "show the ops, GPU code, CPU level and runtime needs inside DeepSpeed wheels"
 
 DESCRIPTION = """\
 Show what a DeepSpeed wheel contains, whoever built it: its version and local label, the torch
@@ -30,25 +34,31 @@ examples:
   dswheels inspect wheelhouse/*/*.whl --format json > contents.json"""
 
 
-def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
-    p = add_command(
-        sub,
-        "inspect",
-        help="show the ops, GPU code, CPU level and runtime needs inside DeepSpeed wheels",
-        description=DESCRIPTION,
-    )
-    p.add_argument("wheels", nargs="+", type=Path, metavar="WHEEL")
-    p.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: %(default)s)")
-    add_report_argument(p)
-    p.set_defaults(func=run)
+@dataclass(frozen=True, kw_only=True, slots=True)
+class InspectOptions:
+    wheels: tuple[Path, ...]
 
 
-def run(args: argparse.Namespace) -> Done:
+FLAGS: Flags = (
+    Flag("wheels", nargs="+", metavar="WHEEL", to="wheels", parse=tuple, path=PathUse.READS_WHEELS),
+    Flag("--format", choices=("text", "json"), default="text", help="output format (default: %(default)s)"),
+    REPORT,
+)
+
+
+def _options(args: argparse.Namespace) -> InspectOptions:
+    return InspectOptions(**fill(args, FLAGS))
+
+
+def _run(options: InspectOptions, args: argparse.Namespace) -> Done:
     compat = load_compat()
-    found = [inspect_path(wheel, compat) for wheel in args.wheels]
+    found = [inspect_path(wheel, compat) for wheel in options.wheels]
     document = {"schema": SCHEMA, "wheels": [i.as_json() for i in found]}
     if args.format == "json":
         get_reporter().emit(json.dumps(document, indent=2) + "\n")
     else:
         get_reporter().emit("\n".join(render_inspection(i) for i in found))
     return Done(data=document)
+
+
+COMMAND = Command("inspect", HELP, DESCRIPTION, FLAGS, _options, _run)

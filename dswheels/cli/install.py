@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 import shlex
 
-from dswheels.cli.parsing import Subparsers, add_command
-from dswheels.cli.shared import add_report_argument, add_target_arguments, parse_deepspeed, parse_interpreter
+from dswheels.cli.command import Command
+from dswheels.cli.flags import Flag, Flags, choice, fill
+from dswheels.cli.shared import REPORT, TARGET
 from dswheels.host.log import get_reporter
 from dswheels.install.effects.install_wheel import Installer
 from dswheels.install.step import InstallOptions, install_published
@@ -14,7 +15,9 @@ from dswheels.kernel.errors import ConfigError
 from dswheels.kernel.result import Done
 from dswheels.kernel.urls import shell_word
 
-__all__ = ["register", "run"]
+__all__ = ["COMMAND"]
+
+HELP = "install the published wheel that fits this environment, then verify it"
 
 DESCRIPTION = """\
 Detect the environment (the Python that will use DeepSpeed: this interpreter or --python):
@@ -45,24 +48,18 @@ examples:
   DSWHEELS_INDEX=https://example.org/dswheels dswheels install"""
 
 
-def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
-    p = add_command(
-        sub,
-        "install",
-        help="install the published wheel that fits this environment, then verify it",
-        description=DESCRIPTION,
-    )
-    add_target_arguments(p)
-    p.add_argument(
+FLAGS: Flags = (
+    *TARGET,
+    choice(
         "--installer",
-        choices=[i.value for i in Installer],
-        default=Installer.AUTO.value,
+        Installer,
+        to="installer",
         help="pip in the target environment, or uv (auto: pip when the target has it, else uv)",
-    )
-    p.add_argument("--dry-run", action="store_true", help="pick the wheel and print the install command only")
-    p.add_argument("--no-verify", action="store_true", help="skip loading the ops after installing")
-    add_report_argument(p)
-    p.set_defaults(func=run)
+    ),
+    Flag("--dry-run", to="dry_run", action="store_true", help="pick the wheel and print the install command only"),
+    Flag("--no-verify", action="store_true", help="skip loading the ops after installing"),
+    REPORT,
+)
 
 
 def _options(args: argparse.Namespace) -> InstallOptions:
@@ -71,19 +68,11 @@ def _options(args: argparse.Namespace) -> InstallOptions:
             "no index given",
             hint="pass --index URL (the published site's base URL or directory) or set DSWHEELS_INDEX",
         )
-    python = parse_interpreter(args.python)
-    return InstallOptions(
-        index=args.index,
-        python=str(python) if python else None,
-        deepspeed=parse_deepspeed(args.deepspeed),
-        installer=Installer(args.installer),
-        dry_run=args.dry_run,
-        verify=not args.no_verify,
-    )
+    return InstallOptions(**fill(args, FLAGS), verify=not args.no_verify)
 
 
-def run(args: argparse.Namespace) -> Done:
-    outcome = install_published(_options(args))
+def _run(options: InstallOptions, _args: argparse.Namespace) -> Done:
+    outcome = install_published(options)
     if not outcome.installed:
         # the URL is the index's: one shell word, whatever the page put in it
         get_reporter().emit(f"# download {shell_word(outcome.wheel.url)} (sha256 {outcome.wheel.sha256}), then:\n")
@@ -106,3 +95,6 @@ def run(args: argparse.Namespace) -> Done:
             "loaded": None if outcome.loaded is None else list(outcome.loaded),
         }
     )
+
+
+COMMAND = Command("install", HELP, DESCRIPTION, FLAGS, _options, _run)

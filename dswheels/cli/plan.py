@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 
 from dswheels import __version__
-from dswheels.cli.parsing import Subparsers, add_command
-from dswheels.cli.shared import add_report_argument, add_selection_arguments, matrix_selection
+from dswheels.cli.command import Command
+from dswheels.cli.flags import Flag, Flags, PathUse, choice, fill
+from dswheels.cli.shared import REPORT, SELECTION, matrix_selection
 from dswheels.host.log import get_reporter
 from dswheels.kernel.errors import NothingToDoError
 from dswheels.kernel.naming import cell_id
@@ -16,7 +17,9 @@ from dswheels.plan.render_costs import render_cost_table
 from dswheels.plan.render_plan import render_explain, render_github, render_table
 from dswheels.plan.step import JobGrouping, PlanOptions, PlanRun, run_plan
 
-__all__ = ["register", "run"]
+__all__ = ["COMMAND"]
+
+HELP = "expand the matrix into buildable cells with their toolchains"
 
 DESCRIPTION = """\
 Expand the build matrix into cells (one wheel each), drop what the compatibility rules
@@ -43,71 +46,69 @@ examples:
   dswheels plan --canary --format github          # the canary job of a fork's first run"""
 
 
-def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
-    p = add_command(
-        sub, "plan", help="expand the matrix into buildable cells with their toolchains", description=DESCRIPTION
-    )
-    add_selection_arguments(p)
-    p.add_argument(
+FLAGS: Flags = (
+    *SELECTION,
+    Flag(
         "--format",
         choices=("table", "json", "github"),
         default="table",
         help="table (default, for people), json (the contract, docs/plan-json.md), github (jobs for fromJSON)",
-    )
-    p.add_argument("--explain", action="store_true", help="print every dropped cell and the rule that drops it")
-    p.add_argument(
+    ),
+    Flag("--explain", action="store_true", help="print every dropped cell and the rule that drops it"),
+    Flag(
         "--costs",
         action="store_true",
         help="print every job with its estimated runner minutes (compile_times.yml, docs/costs.md), the total, the "
         "tag's critical path (the longest job's setup + compile + checks; tag to the last wheel indexed) and every "
         "figure the estimates read, each measured, probed, documented, chosen or assumed",
-    )
-    p.add_argument(
+    ),
+    choice(
         "--group",
-        choices=[g.value for g in JobGrouping],
-        default=JobGrouping.PYTHON.value,
+        JobGrouping,
         help="python (default): one job builds every Python of a (deepspeed, torch, variant, platform), compiling "
         "the .cu objects once; cell: one job per cell (coarser either way past 256 jobs)",
-    )
-    p.add_argument(
+    ),
+    Flag(
         "--stage",
         choices=("build", "part"),
         default="build",
         help="with --format github: build (the jobs that make wheels) or part (the jobs that first compile some "
         "ops of a group too big for one job into the shared compiler cache; usually none)",
-    )
-    p.add_argument(
+    ),
+    Flag(
         "--skip-published",
+        to="skip_published",
         metavar="INDEX_URL|DIR",
+        path=PathUse.READS_PUBLISHED,
         help="leave out cells whose wheel is already in this index (site URL, simple/ URL, site or wheel directory)",
-    )
-    p.add_argument(
+    ),
+    Flag(
         "--canary",
+        to="canary",
         action="store_true",
         help="plan only the canary: of the selected cells, the Windows CUDA cell with the newest nvcc (then the "
         "cheapest), building just cpu_adam, fused_adam and random_ltd (run it first on a fork: it proves the "
         "Windows path in about half an hour; never published)",
-    )
-    p.add_argument(
+    ),
+    Flag(
         "--allow-empty",
         action="store_true",
         help="with nothing left to build, print an empty job list and exit 0 instead of 3",
-    )
-    add_report_argument(p)
-    p.set_defaults(func=run)
+    ),
+    REPORT,
+)
 
 
 def _options(args: argparse.Namespace) -> PlanOptions:
     return PlanOptions(
+        **fill(args, FLAGS),
         selection=matrix_selection(args),
-        canary=args.canary,
-        skip_published=args.skip_published,
         group=None if args.explain or args.format == "json" else JobGrouping(args.group),
     )
 
 
-def run(args: argparse.Namespace) -> Done:
-    result = run_plan(_options(args))
+def _run(options: PlanOptions, args: argparse.Namespace) -> Done:
+    result = run_plan(options)
     if result.skipped is not None:
         get_reporter().aside(result.skipped.line)
         if not result.plan.planned and not args.allow_empty:
@@ -143,3 +144,6 @@ def _render(result: PlanRun, args: argparse.Namespace) -> str:
     if args.costs:
         return render_cost_table(result.jobs, per_cell=result.per_cell)
     return render_table(result.plan, result.jobs, per_cell=result.per_cell)
+
+
+COMMAND = Command("plan", HELP, DESCRIPTION, FLAGS, _options, _run)

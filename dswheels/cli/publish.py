@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 import shlex
-from pathlib import Path
 
-from dswheels.cli.parsing import Subparsers, add_command
-from dswheels.cli.shared import add_github_argument, add_report_argument
+from dswheels.cli.command import Command
+from dswheels.cli.flags import Flag, Flags, OneOf, PathUse, fill
+from dswheels.cli.shared import GITHUB, REPORT
 from dswheels.host.log import get_reporter
 from dswheels.kernel.errors import ConfigError
 from dswheels.kernel.locations import PUBLISHED, SITE, WHEELHOUSE
@@ -22,7 +22,9 @@ from dswheels.publish.step import (
 )
 from dswheels.stores.outgoing import PublishResult
 
-__all__ = ["register", "run"]
+__all__ = ["COMMAND"]
+
+HELP = "publish wheels to a directory, a GitHub Release or an upload server"
 
 DESCRIPTION = f"""\
 Publish wheels (and, beside each, its METADATA as <wheel>.metadata and its build manifest)
@@ -51,32 +53,33 @@ examples:
                    --simple-url https://devpi.example/alice/wheels/+simple/"""
 
 
-def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
-    p = add_command(
-        sub,
-        "publish",
-        help="publish wheels to a directory, a GitHub Release or an upload server",
-        description=DESCRIPTION,
-    )
-    p.add_argument(
+FLAGS: Flags = (
+    Flag(
         "paths",
         nargs="*",
-        type=Path,
         metavar="WHEEL|DIR",
+        to="paths",
+        parse=tuple,
+        path=PathUse.READS_WHEELS,
         help=f"wheels, or directories of wheels (default: {WHEELHOUSE}/, what `dswheels build` wrote)",
-    )
-    target = p.add_mutually_exclusive_group()
-    target.add_argument(
-        "--dir", type=Path, metavar="DIR", help=f"publish into this directory (the default: {PUBLISHED}/)"
-    )
-    add_github_argument(target, help="publish to a GitHub Release of this repository")
-    target.add_argument("--repository-url", metavar="URL", help="upload to this PEP 503 server's upload URL")
-    p.add_argument("--tag", help="with --github: the release tag (e.g. the tag this workflow runs for)")
-    p.add_argument("--title", help="with --github: the release title for a new release (default: the tag)")
-    p.add_argument("--target", metavar="COMMITISH", help="with --github: commit a new tag points at (default branch)")
-    p.add_argument("--simple-url", metavar="URL", help="with --repository-url: the server's simple index")
-    add_report_argument(p)
-    p.set_defaults(func=run)
+    ),
+    OneOf(
+        Flag(
+            "--dir",
+            default=PUBLISHED,
+            metavar="DIR",
+            path=PathUse.PUBLISHES_INTO,
+            help=f"publish into this directory (the default: {PUBLISHED}/)",
+        ),
+        GITHUB.but(help="publish to a GitHub Release of this repository"),
+        Flag("--repository-url", metavar="URL", help="upload to this PEP 503 server's upload URL"),
+    ),
+    Flag("--tag", help="with --github: the release tag (e.g. the tag this workflow runs for)"),
+    Flag("--title", help="with --github: the release title for a new release (default: the tag)"),
+    Flag("--target", metavar="COMMITISH", help="with --github: commit a new tag points at (default branch)"),
+    Flag("--simple-url", metavar="URL", help="with --repository-url: the server's simple index"),
+    REPORT,
+)
 
 
 def _target(args: argparse.Namespace) -> PublishTarget:
@@ -90,7 +93,11 @@ def _target(args: argparse.Namespace) -> PublishTarget:
         return ToGitHubRelease(repository=args.github, tag=args.tag, title=args.title, target=args.target)
     if args.repository_url:
         return ToUploadServer(url=args.repository_url, simple_url=args.simple_url)
-    return ToDirectory(path=args.dir or PUBLISHED)
+    return ToDirectory(path=args.dir)
+
+
+def _options(args: argparse.Namespace) -> PublishOptions:
+    return PublishOptions(**fill(args, FLAGS), target=_target(args))
 
 
 def _report(result: PublishResult) -> str:
@@ -111,10 +118,12 @@ def _next(target: PublishTarget) -> str:
     return f"next: dswheels index --from {shlex.quote(str(target.path))}   (writes {SITE}/)\n"
 
 
-def run(args: argparse.Namespace) -> Done:
-    options = PublishOptions(paths=tuple(args.paths), target=_target(args))
+def _run(options: PublishOptions, _args: argparse.Namespace) -> Done:
     result = publish_wheels(options)
     text = _report(result)
     get_reporter().emit(text + _next(options.target))
     get_reporter().summary("### dswheels publish\n\n```\n" + text + "```")
     return Done(data={"where": result.where, "uploaded": list(result.uploaded), "present": list(result.present)})
+
+
+COMMAND = Command("publish", HELP, DESCRIPTION, FLAGS, _options, _run)

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from dswheels.cli.parsing import Container, add_env_option
+from dswheels.cli.flags import Flag, PathUse
 from dswheels.kernel.errors import ConfigError
 from dswheels.kernel.locations import MATRIX
 from dswheels.kernel.sources import TorchSource, TorchSourceKind
@@ -21,17 +21,15 @@ if TYPE_CHECKING:  # imported when a command runs: `dswheels --help` needs neith
 
 __all__ = [
     "COMBO_AXES",
+    "DEEPSPEED",
+    "GITHUB",
+    "INTERPRETER",
+    "MATRIX_FLAG",
+    "PUBLISHED_AT",
+    "REPORT",
     "REPORT_DEST",
-    "STAGE_DEST",
-    "add_deepspeed_argument",
-    "add_github_argument",
-    "add_interpreter_argument",
-    "add_matrix_argument",
-    "add_published_arguments",
-    "add_report_argument",
-    "add_selection_arguments",
-    "add_target_arguments",
-    "add_torch_index_argument",
+    "SELECTION",
+    "TARGET",
     "combo_given",
     "combo_of",
     "matrix_selection",
@@ -40,6 +38,7 @@ __all__ = [
     "parse_nvcc_option",
     "parse_torch_source",
     "published_at",
+    "torch_index",
 ]
 
 COMBO_AXES = ("deepspeed", "torch", "cuda", "python", "platform")
@@ -47,26 +46,14 @@ COMBO_AXES = ("deepspeed", "torch", "cuda", "python", "platform")
 
 # --- the matrix, and which of its cells ----------------------------------------------------------
 
-
-def add_matrix_argument(
-    p: Container,
-    *,
-    help: str = "matrix file",  # noqa: A002 - argparse's name
-    default: Path | None = MATRIX,
-) -> None:
-    """``--matrix PATH``, the matrix file; ``DSWHEELS_MATRIX`` (the repository variable) is its default,
-    then ``default`` (None: the command finds the repository's own)."""
-    add_env_option(
-        p, "--matrix", env="DSWHEELS_MATRIX", default=default, parse=Path, type=Path, metavar="PATH", help=help
-    )
-
-
-def add_deepspeed_argument(p: Container, *, help: str) -> None:  # noqa: A002 - argparse's name
-    """``--deepspeed X.Y.Z``: a DeepSpeed release (:func:`parse_deepspeed`)."""
-    p.add_argument("--deepspeed", metavar="X.Y.Z", help=help)
+# ``--matrix PATH``: ``DSWHEELS_MATRIX`` (the repository variable) is its default, then the repository's own
+MATRIX_FLAG = Flag(
+    "--matrix", env="DSWHEELS_MATRIX", default=MATRIX, metavar="PATH", path=PathUse.READS, help="matrix file"
+)
 
 
 def parse_deepspeed(text: str | None) -> VersionTuple | None:
+    """``--deepspeed X.Y.Z``: a DeepSpeed release."""
     if text is None:
         return None
     try:
@@ -78,24 +65,23 @@ def parse_deepspeed(text: str | None) -> VersionTuple | None:
     return version
 
 
-def add_selection_arguments(p: argparse.ArgumentParser) -> None:
-    """--matrix, --only and the combination flags: shared by every command that takes cells."""
-    add_matrix_argument(p)
-    p.add_argument(
-        "--only", action="append", default=[], metavar="ID", help="cell id or glob of the matrix (repeatable)"
-    )
-    add_deepspeed_argument(p, help="DeepSpeed version of the combination")
-    p.add_argument(
-        "--torch", metavar="M.m", help="torch MAJOR.MINOR of the combination, as in the label (2.14, not 2.14.1)"
-    )
-    p.add_argument("--cuda", metavar="cuXYZ|X.Y|cpu", help="torch variant of the combination (cpu for the CPU build)")
-    p.add_argument("--python", metavar="3.X", help="Python version of the combination")
-    p.add_argument("--platform", metavar="PLAT", help="win_amd64 or linux_x86_64")
-    p.add_argument(
+DEEPSPEED = Flag("--deepspeed", metavar="X.Y.Z", help="DeepSpeed version of the combination")
+
+# --matrix, --only and the combination flags: every command that takes cells of the matrix (matrix_selection)
+SELECTION = (
+    MATRIX_FLAG,
+    Flag("--only", action="append", metavar="ID", help="cell id or glob of the matrix (repeatable)"),
+    DEEPSPEED,
+    Flag("--torch", metavar="M.m", help="torch MAJOR.MINOR of the combination, as in the label (2.14, not 2.14.1)"),
+    Flag("--cuda", metavar="cuXYZ|X.Y|cpu", help="torch variant of the combination (cpu for the CPU build)"),
+    Flag("--python", metavar="3.X", help="Python version of the combination"),
+    Flag("--platform", metavar="PLAT", help="win_amd64 or linux_x86_64"),
+    Flag(
         "--nvcc",
         metavar="X.Y",
         help="plan as if the builder had this nvcc instead of each variant's own CUDA (same major)",
-    )
+    ),
+)
 
 
 def parse_nvcc_option(text: str | None) -> VersionTuple | None:
@@ -131,18 +117,6 @@ def matrix_selection(args: argparse.Namespace) -> MatrixCells:
 # --- where torch and the interpreter come from ----------------------------------------------------
 
 
-def add_torch_index_argument(p: argparse.ArgumentParser, *, what: str) -> None:
-    """``--torch-index URL|DIR|pip`` with one meaning everywhere; ``DSWHEELS_TORCH_INDEX`` is its default."""
-    add_env_option(
-        p,
-        "--torch-index",
-        env="DSWHEELS_TORCH_INDEX",
-        metavar="URL|DIR|pip",
-        help=f"where {what} gets torch: an index URL, a directory of wheels, or 'pip' for the indexes pip is "
-        "configured with; unset: the plan's https://download.pytorch.org/whl/<variant>",
-    )
-
-
 def parse_torch_source(text: str | None) -> TorchSource:
     """``--torch-index``: the plan's index (unset), pip's, an index URL, or a directory (an index or wheels)."""
     if text is None:
@@ -159,9 +133,23 @@ def parse_torch_source(text: str | None) -> TorchSource:
     return TorchSource(TorchSourceKind.LINKS, str(path.resolve()))
 
 
-def add_interpreter_argument(p: argparse.ArgumentParser, *, help: str) -> None:  # noqa: A002 - argparse's name
-    """``--python PATH|current``: the interpreter of the environment a command works in."""
-    p.add_argument("--python", metavar="PATH|current", help=help)
+def _torch_index_help(what: str) -> str:
+    return (
+        f"where {what} gets torch: an index URL, a directory of wheels, or 'pip' for the indexes pip is "
+        "configured with; unset: the plan's https://download.pytorch.org/whl/<variant>"
+    )
+
+
+def torch_index(*, what: str) -> Flag:
+    """``--torch-index URL|DIR|pip`` with one meaning everywhere, saying whose torch it is."""
+    return Flag(
+        "--torch-index",
+        env="DSWHEELS_TORCH_INDEX",
+        metavar="URL|DIR|pip",
+        to="torch_source",
+        parse=parse_torch_source,
+        help=_torch_index_help(what),
+    )
 
 
 def parse_interpreter(text: str | None) -> Path | None:
@@ -171,39 +159,56 @@ def parse_interpreter(text: str | None) -> Path | None:
     return Path(sys.executable) if text == "current" else Path(text)
 
 
-def add_target_arguments(p: argparse.ArgumentParser) -> None:
-    """--python, --index and --deepspeed: the environment `dswheels doctor` and `dswheels install` judge."""
-    add_interpreter_argument(p, help="interpreter of the environment to inspect (default: the one running dswheels)")
-    add_env_option(
-        p,
+# ``--python PATH|current``: the interpreter of the environment a command works in
+INTERPRETER = Flag("--python", metavar="PATH|current", to="python", parse=parse_interpreter)
+
+
+def _interpreter_text(text: str | None) -> str | None:
+    python = parse_interpreter(text)
+    return str(python) if python else None
+
+
+# --python, --index and --deepspeed: the environment `dswheels doctor` and `dswheels install` judge
+TARGET = (
+    INTERPRETER.but(
+        parse=_interpreter_text, help="interpreter of the environment to inspect (default: the one running dswheels)"
+    ),
+    Flag(
         "--index",
         env="DSWHEELS_INDEX",
         metavar="URL",
+        to="index",
+        path=PathUse.READS_PUBLISHED,
         help="published index: its base URL or directory, as in docs/index-layout.md",
-    )
-    add_deepspeed_argument(
-        p,
+    ),
+    DEEPSPEED.but(
+        to="deepspeed",
+        parse=parse_deepspeed,
         help="DeepSpeed version to judge (default: the newest published for this environment, "
         "else the installed one, else the newest the rules allow)",
-    )
+    ),
+)
 
 
 # --- where wheels are published, and reports ---------------------------------------------------
 
-
-def add_published_arguments(p: argparse.ArgumentParser) -> None:
-    """Where the wheels are published (the workflows' repository variables): a directory, else an index."""
-    add_env_option(
-        p, "--publish-dir", env="DSWHEELS_PUBLISH_DIR", metavar="DIR", help="publish into this directory, not a release"
-    )
-    add_env_option(p, "--index-url", env="DSWHEELS_INDEX_URL", metavar="URL", help="where the index is served")
-    add_env_option(
-        p,
+# where the wheels are published (the workflows' repository variables): a directory, else an index (published_at)
+PUBLISHED_AT = (
+    Flag(
+        "--publish-dir",
+        env="DSWHEELS_PUBLISH_DIR",
+        metavar="DIR",
+        path=PathUse.READS_PUBLISHED,
+        help="publish into this directory, not a release",
+    ),
+    Flag("--index-url", env="DSWHEELS_INDEX_URL", metavar="URL", help="where the index is served"),
+    Flag(
         "--repository",
         env="GITHUB_REPOSITORY",
         metavar="OWNER/NAME",
         help="gives the default --index-url, https://OWNER.github.io/NAME/",
-    )
+    ),
+)
 
 
 def published_at(args: argparse.Namespace) -> PublishedAt:
@@ -214,21 +219,17 @@ def published_at(args: argparse.Namespace) -> PublishedAt:
     )
 
 
-def add_github_argument(p: Container, *, help: str) -> None:  # noqa: A002 - argparse's name
-    """``--github OWNER/REPO``: the repository whose releases hold the published wheels."""
-    p.add_argument("--github", metavar="OWNER/REPO", help=help)
-
+# ``--github OWNER/REPO``: the repository whose releases hold the published wheels
+GITHUB = Flag("--github", metavar="OWNER/REPO")
 
 REPORT_DEST = "stage_report"  # the --report path (not "report": `facts builds` reads a facts report by that name)
-STAGE_DEST = "report_stage"  # the command's name in its report, e.g. "facts check"
 
-
-def add_report_argument(
-    p: argparse.ArgumentParser,
-    *,
-    help: str = "write the result (status, reason, duration and what the command found) as JSON",  # noqa: A002
-) -> None:
-    """``--report FILE``: where the CLI writes the command's result as JSON (:mod:`dswheels.kernel.result`),
-    whether it succeeds or fails; the command only returns its data."""
-    p.add_argument("--report", dest=REPORT_DEST, type=Path, metavar="FILE", help=help)
-    p.set_defaults(**{STAGE_DEST: p.prog.removeprefix("dswheels ")})
+# ``--report FILE``: where the CLI writes the command's result as JSON (dswheels.kernel.result), whether it
+# succeeds or fails; the command only returns its data. Every command takes it.
+REPORT = Flag(
+    "--report",
+    dest=REPORT_DEST,
+    metavar="FILE",
+    path=PathUse.WRITES,
+    help="write the result (status, reason, duration and what the command found) as JSON",
+)

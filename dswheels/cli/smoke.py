@@ -6,14 +6,9 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
-from dswheels.cli.parsing import Subparsers, add_command
-from dswheels.cli.shared import (
-    add_interpreter_argument,
-    add_report_argument,
-    add_torch_index_argument,
-    parse_interpreter,
-    parse_torch_source,
-)
+from dswheels.cli.command import Command
+from dswheels.cli.flags import Flag, Flags, PathUse, choice, fill
+from dswheels.cli.shared import INTERPRETER, REPORT, torch_index
 from dswheels.host.cache import CacheLayout
 from dswheels.host.log import get_reporter
 from dswheels.kernel.errors import ConfigError, DswheelsError
@@ -22,9 +17,11 @@ from dswheels.kernel.result import Done
 from dswheels.smoke.runs import render_smoke_markdown
 from dswheels.smoke.step import SmokeDevice, SmokeOptions, WheelSmoke, smoke_wheel
 
-__all__ = ["SMOKE_SCHEMA", "register", "run"]
+__all__ = ["COMMAND", "SMOKE_SCHEMA"]
 
 SMOKE_SCHEMA = "dswheels.smoke/2"  # /1 was one wheel's object; /2 lists one per wheel under "wheels"
+
+HELP = "train a tiny model with the wheel (CPU anywhere, GPU on a GPU runner)"
 
 DESCRIPTION = """\
 Install the wheel into a fresh venv with its torch and train a tiny model a few steps
@@ -43,44 +40,51 @@ With several wheels, each is smoke-tested and reported; a failing one does not s
 and the exit code is the first failure's."""
 
 
-def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
-    p = add_command(
-        sub,
-        "smoke",
-        help="train a tiny model with the wheel (CPU anywhere, GPU on a GPU runner)",
-        description=DESCRIPTION,
-    )
-    p.add_argument("wheels", nargs="+", type=Path, metavar="WHEEL", help="the wheels to smoke-test, one after another")
-    p.add_argument(
+def _steps(steps: int) -> int:
+    if steps < 3:
+        raise ConfigError("--steps must be at least 3 (the first step is warm-up)")
+    return steps
+
+
+FLAGS: Flags = (
+    Flag(
+        "wheels",
+        nargs="+",
+        metavar="WHEEL",
+        path=PathUse.READS_WHEELS,
+        help="the wheels to smoke-test, one after another",
+    ),
+    choice(
         "--device",
-        choices=[d.value for d in SmokeDevice],
-        default=SmokeDevice.AUTO.value,
+        SmokeDevice,
+        to="device",
         help="auto: cuda when the venv's torch sees a GPU, else cpu",
-    )
-    p.add_argument("--steps", type=int, default=30, metavar="N", help="optimizer steps per run (default: 30)")
-    add_interpreter_argument(p, help="use this interpreter (with the wheel installed)")
-    add_torch_index_argument(p, what="the fresh venv")
-    p.add_argument(
+    ),
+    Flag(
+        "--steps",
+        to="steps",
+        parse=_steps,
+        type=int,
+        default=30,
+        metavar="N",
+        help="optimizer steps per run (default: 30)",
+    ),
+    INTERPRETER.but(help="use this interpreter (with the wheel installed)"),
+    torch_index(what="the fresh venv"),
+    Flag(
         "--adam-tolerance",
+        to="adam_tolerance",
         type=float,
         default=1e-4,
         metavar="X",
         help="max |DeepSpeedCPUAdam - AdamW| over 20 steps of lr 1e-3 (default: 1e-4; measured here: 5e-6)",
-    )
-    add_report_argument(p, help=f"write the results of every wheel as JSON ({SMOKE_SCHEMA})")
-    p.set_defaults(func=run)
+    ),
+    REPORT.but(help=f"write the results of every wheel as JSON ({SMOKE_SCHEMA})"),
+)
 
 
 def _options(args: argparse.Namespace) -> SmokeOptions:
-    if args.steps < 3:
-        raise ConfigError("--steps must be at least 3 (the first step is warm-up)")
-    return SmokeOptions(
-        device=SmokeDevice(args.device),
-        steps=args.steps,
-        python=parse_interpreter(args.python),
-        torch_source=parse_torch_source(args.torch_index),
-        adam_tolerance=args.adam_tolerance,
-    )
+    return SmokeOptions(**fill(args, FLAGS))
 
 
 def _show(smoked: WheelSmoke) -> None:
@@ -113,9 +117,9 @@ def _smoke_each(
     return entries, errors
 
 
-def run(args: argparse.Namespace) -> Done:
+def _run(options: SmokeOptions, args: argparse.Namespace) -> Done:
     wheels: list[Path] = args.wheels
-    entries, errors = _smoke_each(wheels, _options(args), CacheLayout.here())
+    entries, errors = _smoke_each(wheels, options, CacheLayout.here())
     data = {"schema": SMOKE_SCHEMA, "ok": not errors, "wheels": entries}
     if len(wheels) > 1:
         verdicts = "".join(f"  {'ok' if e['ok'] else 'FAILED':6}  {e['wheel']}\n" for e in entries)
@@ -127,3 +131,6 @@ def run(args: argparse.Namespace) -> Done:
         get_reporter().aside(why)
         return Done(data=data, exit_code=errors[0].exit_code, reason=why)
     return Done(data=data)
+
+
+COMMAND = Command("smoke", HELP, DESCRIPTION, FLAGS, _options, _run)

@@ -3,17 +3,10 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
-from dswheels.cli.parsing import Subparsers, add_command
-from dswheels.cli.shared import (
-    add_interpreter_argument,
-    add_matrix_argument,
-    add_report_argument,
-    add_torch_index_argument,
-    parse_interpreter,
-    parse_torch_source,
-)
+from dswheels.cli.command import Command
+from dswheels.cli.flags import Flag, Flags, PathUse, choice, fill
+from dswheels.cli.shared import INTERPRETER, MATRIX_FLAG, REPORT, torch_index
 from dswheels.host.cache import CacheLayout
 from dswheels.host.log import get_reporter
 from dswheels.kernel.errors import VerifyError
@@ -23,7 +16,9 @@ from dswheels.kernel.versions import parse_torch_release
 from dswheels.verify.static_checks import render_checks_markdown
 from dswheels.verify.step import RuntimeAccelerator, VerifyOptions, WheelVerification, verify_wheels
 
-__all__ = ["register", "run"]
+__all__ = ["COMMAND"]
+
+HELP = "prove wheels are what they claim and load without JIT"
 
 DESCRIPTION = f"""\
 Check a DeepSpeed wheel against its build manifest (beside it) or, without one, the plan
@@ -55,42 +50,6 @@ examples:
   dswheels verify some.whl --python current            # in this environment (its torch), no venv"""
 
 
-def register(sub: Subparsers[argparse.ArgumentParser]) -> None:
-    p = add_command(
-        sub, "verify", help="prove wheels are what they claim and load without JIT", description=DESCRIPTION
-    )
-    p.add_argument(
-        "wheels",
-        nargs="*",
-        type=Path,
-        metavar="WHEEL|DIR",
-        help=f"wheels, or directories of wheels (default: {WHEELHOUSE}/, what `dswheels build` wrote)",
-    )
-    p.add_argument("--manifest", type=Path, metavar="FILE", help="the build manifest (default: beside the wheel)")
-    add_matrix_argument(p, help="plan to compare with when a wheel has no manifest")
-    p.add_argument("--static", action="store_true", help="static checks only (no install)")
-    add_interpreter_argument(
-        p,
-        help="run the run-time part in this interpreter (the wheel must be installed there) instead of a fresh venv",
-    )
-    add_torch_index_argument(p, what="the fresh venv")
-    p.add_argument(
-        "--accelerator",
-        choices=[a.value for a in RuntimeAccelerator],
-        default=RuntimeAccelerator.AUTO.value,
-        help="DS_ACCELERATOR at run time (auto: the wheel's; none: leave it unset)",
-    )
-    p.add_argument(
-        "--torch-version",
-        type=_torch_release,
-        metavar="X.Y.Z",
-        help="install this exact torch release into the fresh venv instead of the cell's (to see what a user "
-        "with another torch gets)",
-    )
-    add_report_argument(p, help="write the results as JSON")
-    p.set_defaults(func=run)
-
-
 def _torch_release(text: str) -> str:
     try:
         return parse_torch_release(text)
@@ -98,20 +57,51 @@ def _torch_release(text: str) -> str:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+FLAGS: Flags = (
+    Flag(
+        "wheels",
+        nargs="*",
+        metavar="WHEEL|DIR",
+        path=PathUse.READS_WHEELS,
+        help=f"wheels, or directories of wheels (default: {WHEELHOUSE}/, what `dswheels build` wrote)",
+    ),
+    Flag(
+        "--manifest",
+        to="manifest",
+        metavar="FILE",
+        path=PathUse.READS,
+        help="the build manifest (default: beside the wheel)",
+    ),
+    MATRIX_FLAG.but(to="matrix", help="plan to compare with when a wheel has no manifest"),
+    Flag("--static", to="static_only", action="store_true", help="static checks only (no install)"),
+    INTERPRETER.but(
+        help="run the run-time part in this interpreter (the wheel must be installed there) instead of a fresh venv"
+    ),
+    torch_index(what="the fresh venv"),
+    choice(
+        "--accelerator",
+        RuntimeAccelerator,
+        to="accelerator",
+        help="DS_ACCELERATOR at run time (auto: the wheel's; none: leave it unset)",
+    ),
+    Flag(
+        "--torch-version",
+        to="torch_version",
+        type=_torch_release,
+        metavar="X.Y.Z",
+        help="install this exact torch release into the fresh venv instead of the cell's (to see what a user "
+        "with another torch gets)",
+    ),
+    REPORT.but(help="write the results as JSON"),
+)
+
+
 def _options(args: argparse.Namespace) -> VerifyOptions:
-    return VerifyOptions(
-        matrix=args.matrix,
-        manifest=args.manifest,
-        static_only=args.static,
-        python=parse_interpreter(args.python),
-        torch_source=parse_torch_source(args.torch_index),
-        accelerator=RuntimeAccelerator(args.accelerator),
-        torch_version=args.torch_version,
-    )
+    return VerifyOptions(**fill(args, FLAGS))
 
 
-def run(args: argparse.Namespace) -> Done:
-    results = verify_wheels(args.wheels, _options(args), CacheLayout.here())
+def _run(options: VerifyOptions, args: argparse.Namespace) -> Done:
+    results = verify_wheels(args.wheels, options, CacheLayout.here())
     data = {"schema": "dswheels.verify/1", "wheels": [r.as_json() for r in results]}
     markdown = ["### dswheels verify", ""]
     markdown += [render_checks_markdown(f"{r.wheel.name}: {'FAILED' if r.failed else 'ok'}", r.checks) for r in results]
@@ -130,3 +120,6 @@ def run(args: argparse.Namespace) -> Done:
 
 def _failure_line(result: WheelVerification) -> str:
     return f"{result.wheel.name}: " + "; ".join(f"{c.name}: {c.detail}" for c in result.failed)
+
+
+COMMAND = Command("verify", HELP, DESCRIPTION, FLAGS, _options, _run)

@@ -2,7 +2,7 @@
 
 A variable that stands for a flag (``DSWHEELS_MATRIX``, ``DSWHEELS_INDEX``, ``GITHUB_REF_NAME``,
 ..., each named in its command's ``--help``) is parsed by that flag's own parser
-(:func:`dswheels.cli.parsing.apply_env_defaults`). The others are parsed here, by what they
+(:func:`dswheels.cli.flags.settle`). The others are parsed here, by what they
 mean; :mod:`dswheels.host.environ` reads them and turns a ``ValueError`` into bad input
 (exit 2) that names the variable. Unset and empty are the same: not given.
 

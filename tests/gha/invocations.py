@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from dswheels.cli import build_parser
+from dswheels.cli.command import COMMAND_DEST
+from dswheels.cli.flags import each_flag
 from tests.gha.expressions import Value
 from tests.gha.model import as_map, as_str_map
 from tests.gha.steps import reusable
@@ -95,4 +97,5 @@ def env_defaults(*command: str) -> dict[str, str]:
     for name in command:
         sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
         parser = sub.choices[name]
-    return {dest: default.variable for dest, default in parser.get_default("env_defaults").items()}
+    flags = parser.get_default(COMMAND_DEST).flags
+    return {flag.key: flag.env for flag in each_flag(flags) if flag.env}

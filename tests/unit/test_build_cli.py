@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from dswheels.cli import build_parser, main
-from dswheels.cli.build import _hosts, _split_cells
-from dswheels.cli.parsing import apply_env_defaults
+from dswheels.cli.build import FLAGS, _hosts, _split_cells
+from dswheels.cli.flags import settle
 from dswheels.cli.shared import parse_nvcc_option, parse_torch_source
 from dswheels.cuda.redist import REDIST_URL
 from dswheels.kernel.compat import load_compat
@@ -111,7 +111,7 @@ def test_an_msvc_root_builds_a_windows_cell_under_wine_and_is_checked_first(
 def test_the_wine_flags_are_the_windows_platforms_host_choice(tmp_path: Path) -> None:
     def hosts(*argv: str, env: dict[str, str] | None = None) -> HostChoice:
         args = build_parser().parse_args(["build", *argv])
-        apply_env_defaults(args, env or {})
+        settle(args, FLAGS, env or {})
         return _hosts(args)
 
     assert hosts() == HostChoice()

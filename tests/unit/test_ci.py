@@ -12,7 +12,7 @@ import pytest
 
 from dswheels.cli import main
 from dswheels.cli.ci_plan import OUTPUTS
-from dswheels.cli.parsing import add_env_flag, add_env_option, apply_env_defaults
+from dswheels.cli.flags import Flag, add_flags, settle
 from dswheels.index.step import IndexOptions, site_url_for
 from dswheels.kernel.errors import ConfigError
 from dswheels.kernel.model import Platform
@@ -107,25 +107,30 @@ def test_the_index_and_the_gpu_platforms() -> None:
 # --- settings through the environment ------------------------------------------------------------
 
 
+FLAGS = (
+    Flag("--index-url", env="X_INDEX", help="where"),
+    Flag("--matrix", env="X_MATRIX", default=Path("m.yml"), type=Path, help="file"),
+    Flag("--event", env="X_EVENT", choices=("push", "workflow_dispatch"), help="what"),
+    Flag("--canary", env="X_CANARY", action=argparse.BooleanOptionalAction, help="canary"),
+)
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser()
-    add_env_option(p, "--index-url", env="X_INDEX", help="where")
-    add_env_option(p, "--matrix", env="X_MATRIX", default=Path("m.yml"), parse=Path, type=Path, help="file")
-    add_env_option(p, "--event", env="X_EVENT", choices=["push", "workflow_dispatch"], help="what")
-    add_env_flag(p, "--canary", env="X_CANARY", help="canary")
+    add_flags(p, FLAGS)
     return p
 
 
 def test_a_flag_wins_then_the_variable_then_the_default() -> None:
     env = {"X_INDEX": "https://env/", "X_MATRIX": "env.yml", "X_CANARY": "TRUE", "X_EVENT": "push"}
     args = _parser().parse_args(["--index-url", "https://flag/", "--no-canary"])
-    apply_env_defaults(args, env)
+    settle(args, FLAGS, env)
     assert (args.index_url, args.matrix, args.canary, args.event) == ("https://flag/", Path("env.yml"), False, "push")
     args = _parser().parse_args([])
-    apply_env_defaults(args, {"X_INDEX": "", "X_CANARY": ""})  # empty: unset (a repository variable not set)
+    settle(args, FLAGS, {"X_INDEX": "", "X_CANARY": ""})  # empty: unset (a repository variable not set)
     assert (args.index_url, args.matrix, args.canary, args.event) == (None, Path("m.yml"), False, None)
     args = _parser().parse_args([])
-    apply_env_defaults(args, {"X_CANARY": "true"})
+    settle(args, FLAGS, {"X_CANARY": "true"})
     assert args.canary is True
     assert "(default: $X_MATRIX, else m.yml)" in _parser().format_help().replace("\n", " ").replace("  ", " ")
 
@@ -137,7 +142,7 @@ def test_a_flag_wins_then_the_variable_then_the_default() -> None:
 def test_a_bad_variable_is_bad_input_naming_it(env: dict[str, str], words: str) -> None:
     args = _parser().parse_args([])
     with pytest.raises(ConfigError) as info:
-        apply_env_defaults(args, env)
+        settle(args, FLAGS, env)
     assert words in info.value.message
 
 

@@ -74,6 +74,10 @@ def test_the_tree_keeps_every_contract(tmp_path: Path) -> None:
         ),
         # a stage reaching a platform's module instead of the table
         ("dswheels/verify/step.py", "import dswheels.platforms.windows", "dswheels.verify is not allowed to import"),
+        # a stage parsing flags of its own: the command line is in one place
+        ("dswheels/plan/rules.py", "import argparse", "dswheels.plan is not allowed to import argparse"),
+        # one command borrowing another's
+        ("dswheels/cli/build.py", "import dswheels.cli.plan", "dswheels.cli.build is not allowed to import"),
     ],
 )
 def test_a_wrong_way_import_breaks_a_contract(tmp_path: Path, module: str, line: str, says: str) -> None:

@@ -7,6 +7,7 @@ tests/integration/test_chain.py; here the same commands run in-process on small 
 
 from __future__ import annotations
 
+import argparse
 import html
 import re
 from pathlib import Path
@@ -14,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from dswheels.cli import build_parser, main
-from dswheels.cli.parsing import apply_env_defaults
+from dswheels.cli.command import COMMAND_DEST
+from dswheels.cli.flags import settle
 from dswheels.host.wheelhouse import find_wheels
 from dswheels.kernel.errors import ConfigError
 from dswheels.kernel.locations import LOCAL_SITE_URL, MATRIX, PUBLISHED, SITE, WHEELHOUSE
@@ -36,15 +38,21 @@ def _help(command: str, capsys: pytest.CaptureFixture[str]) -> str:
     return " ".join(capsys.readouterr().out.split())
 
 
+def _settled(*argv: str) -> argparse.Namespace:
+    """The command line parsed, and each flag not given settled (with no variable set: its default)."""
+    args = build_parser().parse_args(argv)
+    settle(args, getattr(args, COMMAND_DEST).flags, {})
+    return args
+
+
 def test_the_flags_default_to_the_chain(capsys: pytest.CaptureFixture[str]) -> None:
-    parser = build_parser()
-    assert parser.parse_args(["build"]).out == WHEELHOUSE
-    assert parser.parse_args(["verify"]).wheels == []
-    verify = parser.parse_args(["verify"])
-    apply_env_defaults(verify, {})  # --matrix, like every command's, may come from $DSWHEELS_MATRIX
-    assert verify.matrix == MATRIX
-    assert parser.parse_args(["publish"]).paths == []
-    index = parser.parse_args(["index"])
+    assert _settled("build").out == WHEELHOUSE
+    verify = _settled("verify")
+    assert verify.wheels == []
+    assert verify.matrix == MATRIX  # --matrix, like every command's, may come from $DSWHEELS_MATRIX
+    assert (_settled("publish").paths, _settled("publish").dir) == ([], PUBLISHED)
+    assert _settled("publish", "--github", "o/r").dir is None  # another target given: no directory
+    index = _settled("index")
     assert (index.source, index.out, index.site_url) == (PUBLISHED, SITE, None)
     assert "default: wheelhouse, where `dswheels verify` and `dswheels publish` look" in _help("build", capsys)
     assert "(default: wheelhouse/, what `dswheels build` wrote)" in _help("verify", capsys)

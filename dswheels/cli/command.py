@@ -1,0 +1,75 @@
+"""A command, declared once: its name, help and description, its flags (:mod:`dswheels.cli.flags`), how they
+make the stage's frozen options, and what runs with them. Every command is registered, settled, judged
+and run by the same few lines here; a command module holds only what is its own.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Generic, Protocol, TypeVar
+
+from dswheels.cli.flags import Flags, add_flags, settle
+from dswheels.kernel.result import Done
+
+__all__ = ["COMMAND_DEST", "STAGE_DEST", "Command", "CommandGroup", "Subparsers", "formatter"]
+
+Subparsers = argparse._SubParsersAction  # noqa: SLF001 - argparse exposes no public name for it
+
+COMMAND_DEST = "command"  # the Command a parsed command line runs
+STAGE_DEST = "report_stage"  # the command's name in its report, e.g. "facts check"
+
+Options = TypeVar("Options")
+
+
+def formatter(prog: str) -> argparse.HelpFormatter:
+    return argparse.RawDescriptionHelpFormatter(prog, max_help_position=32)
+
+
+@dataclass(frozen=True)
+class Command(Generic[Options]):
+    """``dswheels NAME``: ``--help`` shows ``description`` (what it does, what it reads and needs), so every
+    command has one. ``options`` makes the stage's frozen options from the parsed flags (mostly
+    :func:`~dswheels.cli.flags.fill`); ``run`` calls the stage's entry with them and renders the result."""
+
+    name: str
+    help: str
+    description: str
+    flags: Flags
+    options: Callable[[argparse.Namespace], Options]
+    run: Callable[[Options, argparse.Namespace], Done | int]
+
+    def register(self, sub: Subparsers[argparse.ArgumentParser]) -> None:
+        p = sub.add_parser(self.name, help=self.help, description=self.description, formatter_class=formatter)
+        add_flags(p, self.flags)
+        p.set_defaults(**{COMMAND_DEST: self, STAGE_DEST: p.prog.removeprefix("dswheels ")})
+
+    def settle(self, args: argparse.Namespace, env: Mapping[str, str]) -> None:
+        """Every flag not given takes its variable's value or its default."""
+        settle(args, self.flags, env)
+
+    def __call__(self, args: argparse.Namespace) -> Done | int:
+        return self.run(self.options(args), args)
+
+
+class Registers(Protocol):
+    """A command (or a group of them): it adds its parser(s) to ``sub``."""
+
+    def register(self, sub: Subparsers[argparse.ArgumentParser], /) -> None: ...
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CommandGroup:
+    """``dswheels NAME COMMAND``: the commands of ``members`` under one name."""
+
+    name: str
+    help: str
+    description: str
+    members: tuple[Registers, ...]
+
+    def register(self, sub: Subparsers[argparse.ArgumentParser]) -> None:
+        parser = sub.add_parser(self.name, help=self.help, description=self.description, formatter_class=formatter)
+        group = parser.add_subparsers(title=f"{self.name} commands", metavar="COMMAND", required=True)
+        for member in self.members:
+            member.register(group)
