@@ -173,13 +173,15 @@ def _main(argv: Sequence[str] | None) -> int:
 
 def _run_stage(args: argparse.Namespace) -> int:
     """Run the command, timed; with ``--report FILE``, its result (or the error that ended it) is written
-    there before the error is raised, so a failed stage leaves its report too."""
+    there before the error is raised, so a failed stage leaves its report too. A command whose flags or
+    paths are refused before it starts (a bad variable, an output that cannot be written or would replace
+    an input or a published file) writes nothing."""
     command: Command[object] = getattr(args, COMMAND_DEST)
+    command.settle(args, os.environ)  # refused: nothing is written, not even the report (it may be the bad path)
     report: Path | None = getattr(args, REPORT_DEST, None)
     stage: str = getattr(args, STAGE_DEST, "")
     start = monotonic()
     try:
-        command.settle(args, os.environ)
         returned: Done | int = command(args)
     except (DswheelsError, KeyboardInterrupt) as exc:
         if report is not None:

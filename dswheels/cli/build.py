@@ -19,7 +19,6 @@ from dswheels.cli.shared import (
     torch_index,
 )
 from dswheels.cuda.redist import REDIST_URL
-from dswheels.host.destinations import judge_destination
 from dswheels.host.gha import in_github_actions
 from dswheels.host.log import get_reporter
 from dswheels.host.venvs import InterpreterMode
@@ -278,9 +277,6 @@ def _options(args: argparse.Namespace) -> BuildOptions:
     from dswheels.verify.step import VerifyOptions  # noqa: PLC0415
 
     fields = fill(args, FLAGS)
-    fields["out_dir"] = judge_destination(fields["out_dir"], what="--out")  # before anything is read or made
-    if "work_dir" in fields:
-        fields["work_dir"] = judge_destination(fields["work_dir"], what="--work-dir")
     verify = VerifyOptions(matrix=args.matrix, torch_source=fields["torch_source"]) if args.verify else None
     return BuildOptions(
         **fields,

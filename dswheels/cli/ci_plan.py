@@ -13,7 +13,6 @@ from pathlib import Path
 from dswheels.cli.command import Command
 from dswheels.cli.flags import Flag, Flags, PathUse, fill
 from dswheels.cli.shared import MATRIX_FLAG, PUBLISHED_AT, REPORT, published_at
-from dswheels.host.destinations import judge_destination
 from dswheels.host.gha import write_output
 from dswheels.host.log import get_reporter
 from dswheels.kernel.errors import ConfigError
@@ -130,9 +129,7 @@ def _options(args: argparse.Namespace) -> CiPlanOptions:
         gpu = parse_gpu_platforms(args.gpu_runners or "")
     except EventError as exc:
         raise ConfigError(str(exc)) from None
-    fields = fill(args, FLAGS)
-    fields["out"] = judge_destination(fields["out"], what="--out")
-    return CiPlanOptions(**fields, intent=intent, gpu=gpu, published=published_at(args))
+    return CiPlanOptions(**fill(args, FLAGS), intent=intent, gpu=gpu, published=published_at(args))
 
 
 def _run(options: CiPlanOptions, _args: argparse.Namespace) -> Done:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
 from dswheels.cli.flags import Flags, add_flags, settle
+from dswheels.cli.paths import judge_paths
 from dswheels.kernel.result import Done
 
 __all__ = ["COMMAND_DEST", "STAGE_DEST", "Command", "CommandGroup", "Subparsers", "formatter"]
@@ -46,8 +47,10 @@ class Command(Generic[Options]):
         p.set_defaults(**{COMMAND_DEST: self, STAGE_DEST: p.prog.removeprefix("dswheels ")})
 
     def settle(self, args: argparse.Namespace, env: Mapping[str, str]) -> None:
-        """Every flag not given takes its variable's value or its default."""
+        """Every flag not given takes its variable's value or its default; then every path the flags name is
+        judged (:func:`~dswheels.cli.paths.judge_paths`) before anything is written."""
         settle(args, self.flags, env)
+        judge_paths(args, self.flags)
 
     def __call__(self, args: argparse.Namespace) -> Done | int:
         return self.run(self.options(args), args)

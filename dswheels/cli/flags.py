@@ -4,7 +4,8 @@ for it, the field of the stage's options it fills, and what the command does wit
 Three functions serve every command: :func:`add_flags` puts them on its parser, :func:`settle` gives each
 flag left off the command line its value (a non-empty variable, else its default), and :func:`fill`
 turns what was parsed into the fields of the stage's frozen options. A flag that names a path says what
-the command does with it (:class:`PathUse`).
+the command does with it (:class:`PathUse`), and every output is judged against the rest before the
+command runs (:mod:`dswheels.cli.paths`).
 """
 
 from __future__ import annotations

@@ -145,7 +145,9 @@ def torch_index(*, what: str) -> Flag:
     return Flag(
         "--torch-index",
         env="DSWHEELS_TORCH_INDEX",
+        type=str,  # a URL or pip, else a folder
         metavar="URL|DIR|pip",
+        path=PathUse.READS,
         to="torch_source",
         parse=parse_torch_source,
         help=_torch_index_help(what),
@@ -160,7 +162,9 @@ def parse_interpreter(text: str | None) -> Path | None:
 
 
 # ``--python PATH|current``: the interpreter of the environment a command works in
-INTERPRETER = Flag("--python", metavar="PATH|current", to="python", parse=parse_interpreter)
+INTERPRETER = Flag(
+    "--python", type=str, metavar="PATH|current", path=PathUse.READS, to="python", parse=parse_interpreter
+)
 
 
 def _interpreter_text(text: str | None) -> str | None:

@@ -171,14 +171,32 @@ def test_a_failed_verify_report_keeps_its_own_keys(tmp_path: Path, monkeypatch: 
     assert [(w["wheel"], w["ok"]) for w in data["wheels"]] == [(wheel.name, False)]
 
 
-def test_an_unwritable_report_does_not_hide_the_stage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_report_that_cannot_be_written_is_refused_before_the_stage_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("", encoding="utf-8")
     code = main(["build", "--cell", "not-a-cell", "--report", str(blocker / "r.json")])
-    err = capsys.readouterr()
+    err = capsys.readouterr().err
     assert code == 2
-    assert "not-a-cell" in err.err  # the stage's own error, not the report's
-    assert "--report" in err.out + err.err  # and a warning that it was not written
+    assert f"--report {blocker / 'r.json'}: {blocker} exists and is a regular file, not a directory" in err
+    assert "not-a-cell" not in err  # the stage never ran
+
+
+def test_a_report_that_fails_late_does_not_hide_the_stage_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A report judged writable whose write still fails (a full disk): a warning, and the stage's own error."""
+
+    def full(path: Path, _result: StageResult) -> None:
+        raise ConfigError(f"--report {path}: No space left on device")
+
+    monkeypatch.setattr("dswheels.cli.write_report", full)
+    code = main(["build", "--cell", "not-a-cell", "--report", str(tmp_path / "r.json")])
+    out, err = capsys.readouterr()
+    assert code == 2
+    assert "not-a-cell" in err  # the stage's own error, not the report's
+    assert "No space left on device" in out + err  # and a warning that it was not written
 
 
 # --- the reporter is the only door out -----------------------------------------------------------
