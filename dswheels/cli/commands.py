@@ -21,6 +21,7 @@ from dswheels.cli import (
     install,
     plan,
     publish,
+    request,
     smoke,
     verify,
 )
@@ -50,6 +51,12 @@ COMMANDS = (
         help="a CUDA toolkit from NVIDIA's redistributable archives (the build jobs' install)",
         description="The CUDA toolkit a build needs, from NVIDIA's own archives: `dswheels cuda install --help`.",
         members=(cuda_install.COMMAND,),
+    ),
+    CommandGroup(
+        name="request",
+        help="answer wheel-request issues, and build what a maintainer's label asks for (requests.yml)",
+        description="The request workflow's steps: `dswheels request answer|build|indexed --help`.",
+        members=request.COMMANDS,
     ),
     CommandGroup(
         name="ci",

@@ -79,10 +79,10 @@ class Combo:
 
 
 def resolve_cell(
-    cell: Cell, compat: Compat, spec: MatrixSpec, *, host: LocalHost | None = None
+    cell: Cell, compat: Compat, spec: MatrixSpec, *, host: LocalHost | None = None, redist_required: bool = False
 ) -> PlannedCell | DroppedCell:
-    """Plan one cell that the rules allow (see :func:`check_cell`)."""
-    return _plan_cells([cell], compat, spec, Resolver(compat, spec, host))[0]
+    """Plan one cell, or say why the rules forbid it (see :func:`check_cell`); ``redist_required`` as :func:`plan`."""
+    return _plan_cells([cell], compat, spec, Resolver(compat, spec, host, redist_required=redist_required))[0]
 
 
 def _plan_cells(

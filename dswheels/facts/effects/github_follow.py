@@ -1,4 +1,5 @@
-"""The GitHub calls the follow workflow makes: its one issue, and starting the wheels workflow.
+"""The GitHub calls the follow workflow makes: its one issue, and the wheels workflow's runs (comments and
+dispatches are :mod:`dswheels.host.github_issues`, shared with the request workflow).
 
 Each needs one permission of the job's token: issues (``issues: write``), workflow runs and
 dispatches (``actions: write``; reading runs is included). A dispatch made with the
@@ -11,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from dswheels.host.github import GitHub, api_object
+from dswheels.host.github_issues import comment, dispatch
 
 __all__ = ["close_issue", "comment", "create_issue", "dispatch", "open_issues", "runs", "update_issue"]
 
@@ -32,10 +34,6 @@ def update_issue(gh: GitHub, number: int, *, title: str, body: str) -> JSON:
     return api_object(gh.request("PATCH", f"repos/{gh.repo}/issues/{number}", json={"title": title, "body": body}))
 
 
-def comment(gh: GitHub, number: int, body: str) -> None:
-    gh.request("POST", f"repos/{gh.repo}/issues/{number}/comments", json={"body": body}, expected=(201,))
-
-
 def close_issue(gh: GitHub, number: int) -> None:
     gh.request("PATCH", f"repos/{gh.repo}/issues/{number}", json={"state": "closed", "state_reason": "completed"})
 
@@ -50,14 +48,3 @@ def runs(gh: GitHub, workflow: str) -> list[JSON]:
         items = api_object(response).get("workflow_runs")
         found += [run for run in items or [] if isinstance(run, dict)]
     return found
-
-
-def dispatch(gh: GitHub, workflow: str, *, ref: str, inputs: dict[str, str]) -> None:
-    """``POST .../actions/workflows/<workflow>/dispatches``: what ``gh workflow run`` does."""
-    gh.request(
-        "POST",
-        f"repos/{gh.repo}/actions/workflows/{workflow}/dispatches",
-        json={"ref": ref, "inputs": inputs},
-        expected=(204,),
-        retry=False,  # a lost answer must not start a second build
-    )

@@ -1,0 +1,44 @@
+"""The GitHub calls the workflows' own steps share: comments on an issue, and starting a workflow.
+
+Each needs one permission of the job's token: ``issues: write`` for comments, ``actions: write``
+for a dispatch. A dispatch made with the workflow's ``GITHUB_TOKEN`` does start a run: it is the
+documented exception to "events made with GITHUB_TOKEN start no workflow".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from dswheels.host.github import GitHub, api_object
+
+__all__ = ["comment", "dispatch", "issue_comments", "update_comment"]
+
+JSON = dict[str, Any]
+
+
+def issue_comments(gh: GitHub, number: int) -> list[JSON]:
+    """Every comment of issue ``number``, oldest first."""
+    return list(gh.paginate(f"repos/{gh.repo}/issues/{number}/comments"))
+
+
+def comment(gh: GitHub, number: int, body: str) -> JSON:
+    """A new comment on issue ``number``."""
+    return api_object(
+        gh.request("POST", f"repos/{gh.repo}/issues/{number}/comments", json={"body": body}, expected=(201,))
+    )
+
+
+def update_comment(gh: GitHub, comment_id: int, body: str) -> None:
+    gh.request("PATCH", f"repos/{gh.repo}/issues/comments/{comment_id}", json={"body": body})
+
+
+def dispatch(gh: GitHub, workflow: str, *, ref: str, inputs: Mapping[str, str]) -> None:
+    """``POST .../actions/workflows/<workflow>/dispatches``: what ``gh workflow run`` does."""
+    gh.request(
+        "POST",
+        f"repos/{gh.repo}/actions/workflows/{workflow}/dispatches",
+        json={"ref": ref, "inputs": dict(inputs)},
+        expected=(204,),
+        retry=False,  # a lost answer must not start a second build
+    )

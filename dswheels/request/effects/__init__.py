@@ -1,0 +1,1 @@
+"""The request stage's effects: its GitHub comments."""
