@@ -106,12 +106,14 @@ def zizmor(paths: Sequence[Path], *, min_severity: str = "medium") -> list[Findi
     return findings
 
 
-def check_jsonschema(paths: Sequence[Path]) -> list[Finding]:
+def check_jsonschema(paths: Sequence[Path], *, schema: str = "vendor.github-workflows") -> list[Finding]:
+    """``paths`` against one of check-jsonschema's vendored schemas (SchemaStore's): workflows, or
+    ``vendor.github-issue-forms`` for an issue form."""
     proc = subprocess.run(
         [
             _tool("check-jsonschema"),
             "--builtin-schema",
-            "vendor.github-workflows",
+            schema,
             "--output-format",
             "json",
             *map(str, paths),

@@ -16,6 +16,7 @@ themselves (checkout, setup-python, MSVC's environment, ...) are not run: the st
 from __future__ import annotations
 
 import fnmatch
+import json
 import os
 import shutil
 import subprocess
@@ -123,6 +124,10 @@ class Job:
         # before them what earlier steps added with GITHUB_PATH
         host["PATH"] = os.pathsep.join([*self.paths, str(Path(sys.executable).parent), host.get("PATH", "")])
         github = as_map(self.contexts.get("github"), "github")
+        event = github.get("event")
+        event_file = files.get("event")
+        if isinstance(event, dict) and event_file is not None:  # the runner writes the event's payload to a file
+            event_file.write_text(json.dumps(event), encoding="utf-8")
         runner = {
             "CI": "true",
             "GITHUB_ACTIONS": "true",
@@ -132,6 +137,11 @@ class Job:
             "GITHUB_REPOSITORY": to_string(github.get("repository")),
             "GITHUB_SHA": to_string(github.get("sha")),
             "GITHUB_API_URL": to_string(github.get("api_url")),
+            "GITHUB_EVENT_PATH": str(event_file or ""),
+            "GITHUB_SERVER_URL": "https://github.com",
+            "GITHUB_RUN_ID": to_string(github.get("run_id")),
+            "GITHUB_RUN_ATTEMPT": to_string(github.get("run_attempt")),
+            "GITHUB_JOB": self.job,
             "GITHUB_OUTPUT": str(files["output"]),
             "GITHUB_STEP_SUMMARY": str(files["summary"]),
             "GITHUB_ENV": str(files["env"]),
@@ -155,7 +165,8 @@ class Job:
         shell = str(step.get("shell") or as_map(as_map(self.workflow.get("defaults"), "d").get("run"), "r")["shell"])
         if shell != "bash":
             raise WorkflowError(f"jobs.{self.job}: {name!r} runs under {shell}, which does not run here")
-        files = {kind: self.temp / f"{kind}-{uuid.uuid4().hex[:8]}" for kind in ("output", "summary", "env", "path")}
+        kinds = ("output", "summary", "env", "path", "event")
+        files = {kind: self.temp / f"{kind}-{uuid.uuid4().hex[:8]}" for kind in kinds}
         for file in files.values():
             file.touch()
         script = to_string(interpolate(str(step["run"]), contexts))

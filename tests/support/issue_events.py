@@ -51,7 +51,7 @@ def issue_event(
     issue.update({"number": number, "title": title, "body": body, "state": "open"})
     issue["labels"] = [{**issue["labels"][0], "name": name_, "default": False} for name_ in labels]
     owner, repo = repository.split("/")
-    event["repository"].update({"name": repo, "full_name": repository})
+    event["repository"].update({"name": repo, "full_name": repository, "default_branch": "main"})
     event["repository"]["owner"]["login"] = owner
     if label is not None:
         event["label"] = {**_recorded("issues-labeled")["label"], "name": label, "default": False}

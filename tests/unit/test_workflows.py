@@ -136,7 +136,7 @@ def test_every_job_after_the_parts_says_when_it_runs() -> None:
         if _needs(name) & downstream:
             downstream.add(name)
             assert "!cancelled()" in str(job.get("if", "")), name
-    assert downstream == {"parts", "build", "smoke", "release", "pages"}
+    assert downstream == {"parts", "build", "smoke", "release", "pages", "answer"}
 
 
 def test_part_jobs_come_first_and_run_the_build_jobs_steps() -> None:
@@ -232,7 +232,10 @@ def test_every_dispatch_input_reaches_the_cli_through_env() -> None:
         match = re.fullmatch(r"\$\{\{ inputs\.([a-z_]+) \}\}", str(value))
         if match:
             by_input[match.group(1)] = var
-    assert set(by_input) == set(_dispatch_inputs()), "every input must be handed to the plan step"
+    # every input is handed to the plan step, but `request`: the issue the answer job comments on
+    assert set(by_input) == set(_dispatch_inputs()) - {"request"}, "every input must be handed to the plan step"
+    answer = next(s for s in job_steps("answer") if s.get("name") == "Answer the request")
+    assert as_dict(answer["env"])["REQUEST"] == "${{ inputs.request }}"
     defaults = env_defaults("ci", "plan")
     for name, variable in by_input.items():  # each the default of the ci plan option of its name
         assert variable == f"INPUT_{name.upper()}", name
@@ -311,7 +314,7 @@ def test_every_dswheels_command_line_parses_with_dswheels_own_parser() -> None:
             build_parser().parse_args(list(invocation.argv))
         except SystemExit as exc:  # argparse's way of saying the line is wrong
             pytest.fail(f"{invocation.job} / {invocation.step}: dswheels {' '.join(invocation.argv)}: {exc}")
-    assert seen == {"ci plan", "cuda install", "build", "verify", "publish", "index", "smoke"}
+    assert seen == {"ci plan", "cuda install", "build", "verify", "publish", "index", "smoke", "request"}
 
 
 @pytest.mark.parametrize("name", ["wheels", "ci"])

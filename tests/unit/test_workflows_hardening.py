@@ -45,6 +45,7 @@ MINIMAL = {
         "smoke": {"contents": "read"},
         "release": {"contents": "write", "id-token": "write", "attestations": "write"},
         "pages": {"contents": "read", "pages": "write", "id-token": "write"},
+        "answer": {"issues": "write"},
     },
     "ci": {"lint": {"contents": "read"}, "unit": {"contents": "read"}, "integration": {"contents": "read"}},
 }
