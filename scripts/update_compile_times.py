@@ -8,6 +8,8 @@ manifests refit an op's seconds, Windows manifests (a windows-2022 runner, or th
 (dswheels.plan.costs.refit_op), its units by scope when the builds probed them, and the
 other ops keep their lines. With Windows and Linux figures both measured for some ops, the Windows
 runner's ``speed`` (for the ops with no Windows figures) becomes the median of their ratios.
+The fitting is dswheels.plan.refit's, which follow.yml also runs on a release's own records
+(`dswheels facts refit`, which refits the runners' figures too).
 
 Options:
   --cpu-share F      the share of a core each compile had where the manifests were built: their
@@ -38,11 +40,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import subprocess
 import sys
-from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -50,17 +50,9 @@ import yaml
 
 from dswheels.building.effects.op_sources_asked import OP_SOURCES_SCRIPT, unit_scopes
 from dswheels.building.output_reading import OpSources
-from dswheels.kernel.manifest import Manifest, parse_manifest
-from dswheels.plan.costs import (
-    CostModel,
-    Figure,
-    OpCost,
-    OpSample,
-    Units,
-    parse_costs,
-    refit_op,
-    replace_op_lines,
-)
+from dswheels.kernel.manifest import parse_manifest
+from dswheels.plan.costs import Units, parse_costs, replace_op_lines
+from dswheels.plan.refit import refit_manifests
 from dswheels.plan.scopes import Scope
 from dswheels.probes import op_sources
 
@@ -73,144 +65,6 @@ def _manifests(args: Sequence[str]) -> list[Path]:
         path = Path(arg)
         found += sorted(path.rglob("*.manifest.json")) if path.is_dir() else [path]
     return found
-
-
-def _os(manifest: Manifest) -> str:
-    return "windows" if manifest.cell_id.endswith("win_amd64") else "linux"
-
-
-def _shape(manifest: Manifest) -> tuple[object, ...]:
-    """What a build compiled, but for its platform: two builds of one shape differ only by their OS."""
-    return (manifest.cell_id.rsplit("-", 1)[0], manifest.arch_list, tuple(sorted(manifest.ops)))
-
-
-def _pairs(manifests: Sequence[Manifest]) -> list[tuple[Manifest, Manifest]]:
-    """(Linux, Windows) builds of one shape: measured side by side, their compiles' ratio is Windows' speed."""
-    by_shape: dict[tuple[object, ...], dict[str, Manifest]] = defaultdict(dict)
-    for manifest in manifests:
-        by_shape[_shape(manifest)].setdefault(_os(manifest), manifest)
-    return [(both["linux"], both["windows"]) for both in by_shape.values() if set(both) == {"linux", "windows"}]
-
-
-def _slots(manifest: Manifest) -> int | None:
-    """The build's compile slots: its jobserver's (MAKEFLAGS -jN), None when it had none."""
-    match = re.search(r"-j(\d+)", manifest.env.get("MAKEFLAGS", ""))
-    return int(match.group(1)) if match else None
-
-
-def _measured_share(manifest: Manifest) -> float | None:
-    """The share of a core each compile had, from the build's own CPU seconds (None: not recorded): its CPU
-    seconds over what its slots could have used in its compile's wall time (every slot busy: a pooled build)."""
-    cpu, wall, slots = manifest.durations.get("compile_cpu"), manifest.durations.get("compile"), _slots(manifest)
-    if cpu is None or not wall or slots is None:
-        return None
-    return min(1.0, cpu / (slots * wall))
-
-
-def _samples(
-    manifests: Sequence[Manifest], cpu_share: float, model: CostModel
-) -> dict[tuple[str, str], list[OpSample]]:
-    """(os, op) -> its samples from the manifests with a cold compiler cache."""
-    samples: dict[tuple[str, str], list[OpSample]] = defaultdict(list)
-    for manifest in manifests:
-        archs = len([t for t in manifest.arch_list.split(";") if t])
-        threads = int(manifest.env.get("DS_NVCC_THREADS", "1") or 1)
-        share = _measured_share(manifest)
-        if share is not None:
-            print(f"{manifest.cell_id}: each compile had {share:.2f} of a core (its CPU seconds over its slots')")
-        for op in manifest.ops_built:
-            if manifest.accelerator == "cpu" and model.op(op.name).units.device_count:
-                # the CPU accelerator's op of that name (fused_adam) is another one: C++ only
-                print(f"skipped {op.name} of {manifest.cell_id}: the CPU accelerator's, not the CUDA op the model has")
-                continue
-            if op.units:
-                samples[(_os(manifest), op.name)].append(
-                    OpSample(
-                        op.name,
-                        op.units,
-                        archs,
-                        threads,
-                        manifest.cell_id,
-                        cpu_share=share if share is not None else cpu_share,
-                        scopes=dict(op.scopes),
-                    )
-                )
-    return samples
-
-
-def _pair_speed(pairs: Sequence[tuple[Manifest, Manifest]], measured_on: str) -> Figure | None:
-    """Windows' speed from builds of one shape on both: the median ratio of their compiles' seconds (a Windows
-    compile's link does what MSVC's /GL left to it, which no unit's seconds hold)."""
-    if not pairs:
-        return None
-    ratios = sorted(w.durations["compile"] / lx.durations["compile"] for lx, w in pairs)
-    mid = len(ratios) // 2
-    median = ratios[mid] if len(ratios) % 2 else (ratios[mid - 1] + ratios[mid]) / 2
-    shown = "; ".join(
-        f"{', '.join(lx.ops)} for {lx.arch_list or 'the CPU'}: Windows {w.durations['compile']:.0f} s, Linux "
-        f"{lx.durations['compile']:.0f} s"
-        for lx, w in pairs
-    )
-    where = f" ({measured_on})" if measured_on else ""
-    both = "the same builds for Windows (under Wine: MSVC's cl and link, Windows nvcc) and Linux, one after the other"
-    both += where
-    return Figure(round(median, 2), "measured", f"{both}: {shown}")
-
-
-def _cache_hits(manifest: Manifest) -> int:
-    hits = manifest.compiler_cache.get("hits")
-    return hits if isinstance(hits, int) else 0
-
-
-def _refit(model: CostModel, samples: Mapping[tuple[str, str], list[OpSample]], measured_on: str) -> dict[str, OpCost]:
-    fitted: dict[str, OpCost] = {}
-    for (os_name, name), found in sorted(samples.items()):
-        seconds, units = refit_op(found, measured_on=measured_on)
-        cost = fitted.get(name) or model.op(name)
-        cost = replace(cost, windows=seconds) if os_name == "windows" else replace(cost, linux=seconds)
-        if units is not None:
-            cost = replace(cost, units=units)
-        fitted[name] = cost
-        print(
-            f"{name} ({os_name}): host {seconds.host:g} s, device {seconds.device:g} s per arch, "
-            f"{cost.units.count} units ({seconds.source})"
-        )
-    return fitted
-
-
-def _windows_speed(ops: Mapping[str, OpCost]) -> Figure | None:
-    """The median ratio of Windows to Linux seconds over the ops measured on both (None: no such op)."""
-    pairs = sorted(
-        (name, (c.windows.host + c.windows.device) / (c.linux.host + c.linux.device))
-        for name, c in ops.items()
-        if c.windows is not None and c.windows.status == c.linux.status == "measured" and c.linux.host + c.linux.device
-    )
-    if not pairs:
-        return None
-    ratios = sorted(r for _, r in pairs)
-    mid = len(ratios) // 2
-    median = ratios[mid] if len(ratios) % 2 else (ratios[mid - 1] + ratios[mid]) / 2
-    names = ", ".join(f"{n} {r:.2f}" for n, r in pairs)
-    return Figure(
-        round(median, 2), "measured", f"median of the Windows/Linux ratio of the ops measured on both: {names}"
-    )
-
-
-def replace_runner_figure(text: str, os_name: str, key: str, figure: Figure) -> str:
-    """compile_times.yml with ``runners.<os>.<key>`` replaced."""
-    lines = text.splitlines()
-    start = lines.index("runners:")
-    at = next(i for i in range(start + 1, len(lines)) if lines[i] == f"  {os_name}:")
-    end = next((i for i in range(at + 1, len(lines)) if not lines[i].startswith("    ")), len(lines))
-    source = figure.source.replace('"', "'")
-    line = f'    {key}: {{value: {figure.value:g}, {figure.status}: "{source}"}}'
-    for i in range(at + 1, end):
-        if re.match(rf"^    {re.escape(key)}:", lines[i]):
-            lines[i] = line
-            break
-    else:
-        lines.insert(end, line)
-    return "\n".join(lines) + "\n"
 
 
 def _probe(tree: Path, python: str, accelerator: str) -> dict[str, object]:
@@ -279,30 +133,20 @@ def main(argv: list[str]) -> int:
         return 0
     paths = _manifests(args.paths)
     manifests = [parse_manifest(path.read_text(encoding="utf-8")) for path in paths]
-    cold = [m for m in manifests if not _cache_hits(m)]
-    for manifest in manifests:
-        if manifest not in cold:
-            print(f"skipped {manifest.cell_id}: its compiler cache served {_cache_hits(manifest)} unit(s)")
     if not paths:
         print("usage: nox -s costs -- [--cpu-share F] [--measured-on TEXT] WHEELHOUSE_OR_MANIFEST... (or --units TREE)")
         return 2
     if not 0 < args.cpu_share <= 1:
         print(f"--cpu-share {args.cpu_share}: a share of a core is in (0, 1]")
         return 2
-    pairs = _pairs(cold)
-    paired = {id(m) for pair in pairs for m in pair if _os(m) == "windows"}  # their figure is the speed
-    samples = _samples([m for m in cold if id(m) not in paired], args.cpu_share, model)
-    if not samples and not pairs:
+    refit = refit_manifests(text, model, manifests, cpu_share=args.cpu_share, measured_on=args.measured_on)
+    for line in refit.notes:
+        print(line)
+    if not refit.fitted:
         print("no manifest with per-unit compile times and a cold compiler cache: nothing to refit")
         return 1
-    fitted = _refit(model, samples, args.measured_on)
-    text = replace_op_lines(text, fitted)
-    speed = _pair_speed(pairs, args.measured_on) or _windows_speed({**model.ops, **fitted})
-    if speed is not None:
-        text = replace_runner_figure(text, "windows", "speed", speed)
-        print(f"windows speed: {speed.value:g} ({speed.source})")
-    parse_costs(yaml.safe_load(text))  # what is written reads back
-    args.data.write_text(text, encoding="utf-8")
+    parse_costs(yaml.safe_load(refit.text))  # what is written reads back
+    args.data.write_text(refit.text, encoding="utf-8")
     print(f"rewrote {args.data}")
     return 0
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dswheels.cli import (
     build,
+    ci_measure,
     ci_plan,
     cuda_install,
     doctor,
@@ -60,8 +61,8 @@ COMMANDS = (
     ),
     CommandGroup(
         name="ci",
-        help="what a CI run builds and publishes (the wheels workflow's plan job)",
-        description="The steps of the wheels workflow that decide; `dswheels ci plan --help`.",
-        members=(ci_plan.COMMAND,),
+        help="what a CI run builds and publishes (the wheels workflow's plan job), and what its jobs measured",
+        description="The wheels workflow's own steps: `dswheels ci plan --help`, `dswheels ci measure --help`.",
+        members=(ci_plan.COMMAND, ci_measure.COMMAND),
     ),
 )

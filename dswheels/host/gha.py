@@ -20,7 +20,29 @@ from dswheels.host.log import TEXT_ERRORS, get_reporter
 from dswheels.kernel.errors import ConfigError
 from dswheels.kernel.urls import redact_text
 
-__all__ = ["add_path", "in_github_actions", "write_env", "write_output", "write_summary"]
+__all__ = [
+    "RUNNER_IDENTITY",
+    "add_path",
+    "in_github_actions",
+    "runner_identity",
+    "write_env",
+    "write_output",
+    "write_summary",
+]
+
+# what the runner says about itself (its variables, and the image's ImageOS/ImageVersion), by the key a record uses
+RUNNER_IDENTITY = {
+    "os": "RUNNER_OS",
+    "arch": "RUNNER_ARCH",
+    "name": "RUNNER_NAME",
+    "environment": "RUNNER_ENVIRONMENT",  # github-hosted | self-hosted
+    "image": "ImageOS",
+    "image_version": "ImageVersion",
+    "repository": "GITHUB_REPOSITORY",
+    "run_id": "GITHUB_RUN_ID",
+    "run_attempt": "GITHUB_RUN_ATTEMPT",
+    "job": "GITHUB_JOB",
+}
 
 
 _WHAT = {"GITHUB_OUTPUT": "output", "GITHUB_ENV": "variable"}
@@ -110,3 +132,13 @@ def _append_named(file_variable: str, name: str, value: str, env: Mapping[str, s
             f"{file_variable}",
         ) from None
     return True
+
+
+def runner_identity(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The runner and run a record was made on (:data:`RUNNER_IDENTITY`), each value one short printable line;
+    {} outside GitHub Actions."""
+    env = env if env is not None else os.environ
+    if not in_github_actions(env):
+        return {}
+    found = {key: env.get(variable, "") for key, variable in RUNNER_IDENTITY.items()}
+    return {key: value[:100] for key, value in found.items() if value and value.isprintable()}

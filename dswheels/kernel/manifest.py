@@ -96,6 +96,8 @@ class Manifest:
     producer: str = "dswheels build"  # who ran the compiler (one of PRODUCERS)
     # a Windows cell built on Linux under Wine: what the Windows toolchain was made of ({}: a native build)
     windows_host: Mapping[str, object] = field(default_factory=dict)
+    # the GitHub Actions runner and run that built it ({}: built elsewhere): where its seconds were measured
+    runner: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def ops(self) -> tuple[str, ...]:
@@ -141,6 +143,7 @@ def render_manifest(manifest: Manifest) -> str:
         "runtime": manifest.runtime.as_json() if manifest.runtime is not None else None,
         "producer": manifest.producer,
         "windows_host": dict(manifest.windows_host),
+        "runner": dict(manifest.runner),
         "source": dict(manifest.source),
         "source_changes": list(manifest.source_changes),
         "created": manifest.created,
@@ -270,6 +273,7 @@ def parse_manifest(text: str) -> Manifest:
         runtime=None if v1 else _runtime(root["runtime"]),
         producer="dswheels build" if v1 else _producer(root["producer"]),
         windows_host=root["windows_host"].obj() if isinstance(root.data, dict) and "windows_host" in root.data else {},
+        runner=root.opt_map("runner"),
     )
 
 

@@ -314,7 +314,7 @@ def test_every_dswheels_command_line_parses_with_dswheels_own_parser() -> None:
             build_parser().parse_args(list(invocation.argv))
         except SystemExit as exc:  # argparse's way of saying the line is wrong
             pytest.fail(f"{invocation.job} / {invocation.step}: dswheels {' '.join(invocation.argv)}: {exc}")
-    assert seen == {"ci plan", "cuda install", "build", "verify", "publish", "index", "smoke", "request"}
+    assert seen == {"ci plan", "ci measure", "cuda install", "build", "verify", "publish", "index", "smoke", "request"}
 
 
 @pytest.mark.parametrize("name", ["wheels", "ci"])

@@ -247,7 +247,8 @@ def test_cuda_comes_from_nvidias_archives_through_dswheels_on_both_oses_within_a
         steps = job_steps(name)
         (install,) = [s for s in steps if "dswheels cuda install" in str(s.get("run", ""))]
         assert str(install["run"]).strip() == (
-            'dswheels cuda install --toolkit "$CUDA_TOOLKIT" --dest "$RUNNER_TEMP/cuda" --github-env'
+            'dswheels cuda install --toolkit "$CUDA_TOOLKIT" --dest "$RUNNER_TEMP/cuda" --github-env '
+            "--report measure/cuda.json"  # its seconds, for the job's record (`dswheels ci measure`)
         )
         toolkit = f"${{{{ {entry(name, 'cuda_toolkit')} }}}}"
         assert as_dict(install["env"]) == {"CUDA_TOOLKIT": toolkit}  # no ${{ }} in run:
@@ -283,7 +284,8 @@ def test_every_build_uploads_wheels_and_runs_verify() -> None:
     verify = next(s for s in steps if "dswheels verify" in str(s.get("run", "")))
     assert _runs_on(verify, "Windows")
     assert _runs_on(verify, "Linux")
-    (upload,) = [s for s in steps if "upload-artifact" in str(s.get("uses")) and _runs_on(s, "Linux")]
+    uploads = [s for s in steps if "upload-artifact" in str(s.get("uses")) and _runs_on(s, "Linux")]
+    (upload,) = [s for s in uploads if str(as_dict(s["with"])["name"]).startswith("wheels-")]
     assert as_dict(upload["with"])["name"] == f"wheels-${{{{ {entry('build', 'name')} }}}}"
     assert as_dict(upload["with"])["if-no-files-found"] == "error"
     release = job_steps("release")

@@ -18,6 +18,7 @@ from dswheels.building.effects.source_tree import PreparedSource
 from dswheels.building.output_reading import CacheStats, OpSources, parse_ninja_log, unit_seconds
 from dswheels.host.clock import utc_now
 from dswheels.host.files import sha256_file
+from dswheels.host.gha import runner_identity
 from dswheels.host.venvs import Interpreter
 from dswheels.kernel.binaries.linux_runtime import RuntimeFloor
 from dswheels.kernel.manifest import BuiltOp, FileInfo, Manifest
@@ -75,6 +76,7 @@ def assemble_manifest(
         compiler_cache=stats.as_json() if stats else {},
         runtime=runtime,
         windows_host=setup.cross.describe() if setup.cross is not None else {},
+        runner=runner_identity(),
     )
 
 
