@@ -60,7 +60,7 @@ def _manifests(wheelhouse: Path) -> list[tuple[Path, str, Manifest]]:
 
 def measure_job(options: MeasureOptions) -> JobRecord:
     """The job's record, written to ``out/job.json`` with a copy of each manifest beside it."""
-    job_seconds = utc_now().timestamp() - options.started
+    job_seconds = round(utc_now().timestamp() - options.started, 2)  # as the record holds it
     if not 0 <= job_seconds < 7 * 24 * 3600:
         raise ConfigError(f"--started {options.started}: not when this job started (epoch seconds)")
     manifests = _manifests(options.wheelhouse)

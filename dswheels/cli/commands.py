@@ -17,6 +17,7 @@ from dswheels.cli import (
     doctor,
     facts_check,
     facts_follow,
+    facts_refit,
     index,
     inspect,
     install,
@@ -43,9 +44,10 @@ COMMANDS = (
     install.COMMAND,
     CommandGroup(
         name="facts",
-        help="check compat.yml against its sources; follow upstream releases",
-        description="Check dswheels' compatibility facts against their sources, and follow upstream.",
-        members=(facts_check.COMMAND, *facts_follow.COMMANDS),
+        help="check compat.yml against its sources; follow upstream releases; refit the cost model after one",
+        description="Check dswheels' compatibility facts against their sources, follow upstream, and refit the "
+        "cost model from what a release measured.",
+        members=(facts_check.COMMAND, *facts_follow.COMMANDS, *facts_refit.COMMANDS),
     ),
     CommandGroup(
         name="cuda",

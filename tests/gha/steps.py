@@ -244,10 +244,11 @@ def called_job(
 class Artifacts:
     """A run's artifacts: upload-artifact's ``path`` (one file or directory, the root being the
     directory itself or the file's directory) and download-artifact's ``name`` or ``pattern``
-    with ``merge-multiple``."""
+    with ``merge-multiple``; with ``run-id`` (and a token), another run's, from ``runs``."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, runs: Mapping[str, Path] | None = None) -> None:
         self.root = root
+        self.runs = dict(runs or {})  # run id -> the root of that run's artifacts
 
     def upload(self, job: Job, step: str) -> None:
         with_ = job.with_(step)
@@ -268,7 +269,14 @@ class Artifacts:
     def download(self, job: Job, step: str) -> None:
         with_ = job.with_(step)
         dest = job.workspace / with_.get("path", "")
-        available = sorted(p.name for p in self.root.iterdir()) if self.root.exists() else []
+        root = self.root
+        if with_.get("run-id"):  # another run's artifacts: download-artifact needs a token that may read them
+            if not with_.get("github-token"):
+                raise WorkflowError(f"{step}: run-id without github-token reads this run's artifacts only")
+            if with_["run-id"] not in self.runs:
+                raise AssertionError(f"download-artifact: no run {with_['run-id']!r} (there are {sorted(self.runs)})")
+            root = self.runs[with_["run-id"]]
+        available = sorted(p.name for p in root.iterdir()) if root.exists() else []
         if with_.get("name"):
             if with_["name"] not in available:
                 raise AssertionError(f"download-artifact: no artifact {with_['name']!r} (there are {available})")
@@ -277,7 +285,7 @@ class Artifacts:
             names = fnmatch.filter(available, with_.get("pattern") or "*")
             merge = with_.get("merge-multiple") == "true"
         for name in names:
-            shutil.copytree(self.root / name, dest if merge else dest / name, dirs_exist_ok=True)
+            shutil.copytree(root / name, dest if merge else dest / name, dirs_exist_ok=True)
 
 
 @dataclass(frozen=True)

@@ -253,7 +253,9 @@ class _Handler(GitHubHandler):
         if _declared_inputs(self.state.workflows / workflow) is None:
             self._send(404, {"message": "Not Found"})
             return
-        items = [r for r in self.state.runs.get(workflow, []) if query.get("status") in (None, r["status"])]
+        # `status` takes a status or a conclusion ("success": finished with success)
+        wanted = query.get("status")
+        items = [r for r in self.state.runs.get(workflow, []) if wanted in (None, r["status"], r.get("conclusion"))]
         self._send(200, {"total_count": len(items), "workflow_runs": list(reversed(items))})
 
     def create_dispatch(self, _query: dict[str, str], *, workflow: str) -> None:

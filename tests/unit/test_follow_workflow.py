@@ -44,6 +44,8 @@ def test_each_job_holds_only_the_permission_it_uses() -> None:
         "check": {"contents": "read"},
         "issue": {"issues": "write"},
         "build": {"actions": "write"},
+        "measured": {"actions": "read", "pull-requests": "read"},
+        "refit": {"contents": "write", "pull-requests": "write"},
     }
     for job, spec in JOBS.items():
         assert isinstance(as_map(spec, job).get("timeout-minutes"), int), job
@@ -70,7 +72,7 @@ def test_no_expression_is_expanded_inside_a_script_and_tokens_go_through_env() -
             assert "${{" not in str(step_map.get("run", "")), f"{job}: pass values through env:"
             env = as_str_map(step_map.get("env"), "env")
             if "GITHUB_TOKEN" in env:
-                assert job in ("issue", "build"), f"{job} has no business with the token"
+                assert job in ("issue", "build", "measured", "refit"), f"{job} has no business with the token"
 
 
 def test_every_dswheels_command_line_parses_with_dswheels_own_parser() -> None:
@@ -81,7 +83,15 @@ def test_every_dswheels_command_line_parses_with_dswheels_own_parser() -> None:
             build_parser().parse_args(list(invocation.argv))
         except SystemExit as exc:
             pytest.fail(f"{invocation.job} / {invocation.step}: dswheels {' '.join(invocation.argv)}: {exc}")
-    assert used == {"facts check", "facts builds", "facts issue", "facts dispatch"}
+    assert used == {
+        "facts check",
+        "facts builds",
+        "facts issue",
+        "facts dispatch",
+        "facts measured",
+        "facts refit",
+        "facts refit-pr",
+    }
 
 
 def test_every_variable_a_script_reads_is_set() -> None:
