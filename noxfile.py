@@ -145,12 +145,18 @@ def costs(session: nox.Session) -> None:
 MAIN_DEFAULTS = ["--torch", "2.13", "--cuda", "cpu"]
 
 
-CHAIN_TESTS = ["tests/integration/test_workflow_chain.py", "tests/integration/test_follow_chain.py"]
+CHAIN_TESTS = [
+    "tests/integration/test_workflow_chain.py",
+    "tests/integration/test_follow_chain.py",
+    "tests/integration/test_request_chain.py",
+    "tests/integration/test_refit_chain.py",
+]
 
 
 @nox.session(default=False)
 def dryrun(session: nox.Session) -> None:
-    """Run the workflows' own steps here in job order: wheels.yml for one Linux cell, follow.yml on loopback."""
+    """Run the workflows' own steps here in job order: wheels.yml for one Linux cell; follow.yml and requests.yml
+    with GitHub on loopback."""
     _install(session, "test")
     session.run("pytest", *CHAIN_TESTS, *session.posargs, env={"PYTHONHASHSEED": "0"})
 

@@ -11,7 +11,7 @@ from dswheels.host.clock import utc_now
 from dswheels.host.files import read_bounded, write_text_atomic
 from dswheels.host.gha import runner_identity
 from dswheels.kernel.errors import ConfigError
-from dswheels.kernel.job_record import CellRecord, JobRecord, render_job_record
+from dswheels.kernel.job_record import CellRecord, JobRecord, JobStage, render_job_record
 from dswheels.kernel.jsondoc import parse_json
 from dswheels.kernel.manifest import Manifest, ManifestError, parse_manifest
 from dswheels.kernel.untyped import Untyped
@@ -27,7 +27,7 @@ REPORTS = {"cuda_install": "cuda.json", "build": "build.json", "verify": "verify
 class MeasureOptions:
     started: int  # the job's clock: epoch seconds of its first step
     job: str  # the matrix entry's name
-    stage: str  # build | part
+    stage: JobStage
     reports: Path  # where the steps wrote their --report files (REPORTS)
     wheelhouse: Path  # the build's --out: the cells' manifests
     out: Path  # the record and copies of the manifests

@@ -12,6 +12,7 @@ from dswheels.cli.flags import Flag, Flags, PathUse, fill
 from dswheels.cli.shared import REPORT
 from dswheels.host.log import get_reporter
 from dswheels.kernel.errors import ConfigError
+from dswheels.kernel.job_record import JobStage
 from dswheels.kernel.result import Done
 
 __all__ = ["COMMAND"]
@@ -33,10 +34,11 @@ def _started(text: str) -> int:
     return int(text)
 
 
-def _stage(text: str) -> str:
-    if text not in ("build", "part"):
-        raise ConfigError(f"--stage: expected build or part, got {text[:20]!r}")
-    return text
+def _stage(text: str) -> JobStage:
+    try:
+        return JobStage(text)
+    except ValueError:
+        raise ConfigError(f"--stage: expected build or part, got {text[:20]!r}") from None
 
 
 FLAGS: Flags = (

@@ -24,7 +24,7 @@ from dswheels.host.files import read_bounded, write_text_atomic
 from dswheels.host.github import GitHub, api_url_from_env, token_from_env
 from dswheels.host.log import get_reporter
 from dswheels.kernel.errors import ConfigError
-from dswheels.kernel.job_record import JobRecord, parse_job_record
+from dswheels.kernel.job_record import JobRecord, JobStage, parse_job_record
 from dswheels.kernel.jsondoc import parse_json
 from dswheels.kernel.manifest import Manifest, ManifestError, parse_manifest
 from dswheels.kernel.untyped import Untyped
@@ -136,7 +136,7 @@ def refit_from_records(options: RefitOptions) -> Refitted:
     text = _text(options.compile_times)
     model = parse_costs(yaml.safe_load(text))
     records = [record for record, _ in found]
-    builds = [record for record in records if record.stage == "build"]
+    builds = [record for record in records if record.stage is JobStage.BUILD]
     refit = refit_release(text, model, builds or records, [m for _, ms in found for m in ms], run=str(options.run))
     after = parse_costs(yaml.safe_load(refit.text))  # what is proposed reads back
     changes = changed_figures(model, after)

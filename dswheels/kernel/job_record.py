@@ -14,14 +14,22 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import Enum
 
 from dswheels.kernel.jsondoc import parse_json
 from dswheels.kernel.untyped import Untyped
 
-__all__ = ["JOB_RECORD_SCHEMA", "CellRecord", "JobRecord", "parse_job_record", "render_job_record"]
+__all__ = ["JOB_RECORD_SCHEMA", "CellRecord", "JobRecord", "JobStage", "parse_job_record", "render_job_record"]
 
 JOB_RECORD_SCHEMA = "dswheels.job-measurements/1"
 _MANIFEST_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,250}\.manifest\.json", re.ASCII)
+
+
+class JobStage(str, Enum):
+    """Which of wheels.yml's build jobs: one that makes wheels, or a part job that fills the compiler cache."""
+
+    BUILD = "build"
+    PART = "part"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -34,8 +42,8 @@ class CellRecord:
 @dataclass(frozen=True, kw_only=True, slots=True)
 class JobRecord:
     job: str  # the matrix entry's name
-    stage: str  # build | part
-    os: str  # linux | windows
+    stage: JobStage
+    os: str  # linux or windows
     runs_on: str  # the runner label the plan gave the job, e.g. ubuntu-24.04
     runner: Mapping[str, str] = field(default_factory=dict)  # the runner's image, name, run id (host.gha)
     job_seconds: float  # the job's clock to this record
@@ -67,7 +75,7 @@ def render_job_record(record: JobRecord) -> str:
     data = {
         "schema": JOB_RECORD_SCHEMA,
         "job": record.job,
-        "stage": record.stage,
+        "stage": record.stage.value,
         "os": record.os,
         "runs_on": record.runs_on,
         "runner": dict(record.runner),
@@ -120,7 +128,7 @@ def parse_job_record(text: str | bytes) -> JobRecord:
     )
     return JobRecord(
         job=root.at("job").text(),
-        stage=root.at("stage").text(),
+        stage=JobStage(root.at("stage").text()),
         os=os_name,
         runs_on=root.at("runs_on").text(),
         runner={k: v.text() for k, v in root.at("runner").items()},

@@ -129,6 +129,8 @@ def test_the_wheels_workflow_chain_runs_here_for_one_linux_cell(tmp_path: Path, 
         "Save the compiler cache",
         "Verify",
         "The wheels",
+        "Record what the job measured",
+        "The measurements",
     ]
     assert build.runs["Restore the compiler cache"].outputs == {"cache-hit": "false"}  # nothing saved before
     # the job's whole compiler cache as ONE entry: its family, the job, the run and attempt
@@ -138,6 +140,7 @@ def test_the_wheels_workflow_chain_runs_here_for_one_linux_cell(tmp_path: Path, 
     # the Windows-only steps and the CUDA install were evaluated and skipped on this Linux leg
     assert {"Enable long paths", "No GNU link.exe", "Re-run to finish", "CUDA toolkit"} <= set(built.skipped)
     assert f"| `{CELL}` | ok |" in built.steps["build"].summary  # the job summary: the cell built
+    _check_measured(store.root / f"measurements-{entry['name']}")
 
     _check_rerun_restores(tmp_path, base=base, needs=needs, entry=entry, machine=machine, store=store, caches=caches)
 
@@ -157,6 +160,22 @@ def test_the_wheels_workflow_chain_runs_here_for_one_linux_cell(tmp_path: Path, 
     published = tmp_path / "published"
     _check_published(published, pages.workspace / pages.with_("actions/upload-pages-artifact")["path"], tmp_path)
     _check_tag_push(tmp_path, base, machine, published)
+
+
+def _check_measured(artifact: Path) -> None:
+    """The job's record (`dswheels ci measure`): its build and verify from their reports, the cell's compile
+    from its manifest (copied beside it), the runner and run from the runner's variables."""
+    record = json.loads((artifact / "job.json").read_text(encoding="utf-8"))
+    (cell,) = record["cells"]
+    assert cell["cell_id"] == CELL
+    manifest = json.loads((artifact / cell["manifest"]).read_text(encoding="utf-8"))
+    assert cell["compile"] == manifest["durations"]["compile"] > 0
+    assert manifest["runner"]["run_id"] == record["runner"]["run_id"] == "4242"
+    seconds = record["seconds"]
+    assert seconds["cuda_install"] is None  # a CPU job installs no toolkit
+    assert seconds["build"] > 0
+    assert seconds["verify"] > 0
+    assert seconds["job"] >= seconds["build"] + seconds["verify"]
 
 
 def _check_rerun_restores(

@@ -16,7 +16,7 @@ from dswheels.building.measure_step import MeasureOptions, measure_job
 from dswheels.facts.measured import branch_for, measured_runs, pull_body, refit_before
 from dswheels.host.gha import RUNNER_IDENTITY
 from dswheels.kernel.errors import ConfigError
-from dswheels.kernel.job_record import CellRecord, JobRecord, parse_job_record, render_job_record
+from dswheels.kernel.job_record import CellRecord, JobRecord, JobStage, parse_job_record, render_job_record
 from dswheels.kernel.manifest import parse_manifest, render_manifest
 from dswheels.kernel.result import StageResult, StageStatus
 from dswheels.plan.costs import Figure, parse_costs
@@ -31,7 +31,7 @@ LINUX = parse_manifest((DATA / "manifest-cuda-units.json").read_text(encoding="u
 def _record(**changes: object) -> JobRecord:
     record = JobRecord(
         job="j",
-        stage="build",
+        stage=JobStage.BUILD,
         os="linux",
         runs_on="ubuntu-24.04",
         runner={"run_id": "9"},
@@ -100,7 +100,7 @@ def test_the_measure_step_records_the_job_from_its_reports_and_manifests(
     options = MeasureOptions(
         started=int(time.time()) - 1000,
         job="j",
-        stage="build",
+        stage=JobStage.BUILD,
         reports=reports,
         wheelhouse=tmp_path / "wheelhouse",
         out=reports,
