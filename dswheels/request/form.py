@@ -116,7 +116,7 @@ def _answer(answers: dict[str, list[str]], twice: set[str], field: str, problems
     if len(lines) > 1 or len(lines[0]) > _MAX_ANSWER:
         problems.append(f"{heading}: expected one short line")
         return None
-    return lines[0]
+    return lines[0].strip("`'\" ")  # pasted as code or quoted: the value inside
 
 
 def _deepspeed(text: str, problems: list[str]) -> VersionTuple | None:

@@ -62,6 +62,7 @@ def test_a_filled_in_form_reads_as_its_cell() -> None:
         ("2.10.0+cu128", "3.11.9", ((2, 10), "cu128", (3, 11), False)),
         ("2.15.0rc1+cu132", "3.12", ((2, 15), "cu132", (3, 12), False)),
         ("2.9+cu126", "3.10", ((2, 9), "cu126", (3, 10), False)),
+        ("`2.9.1+cu128`", "'3.12'", ((2, 9), "cu128", (3, 12), False)),  # pasted as code, or quoted
     ],
 )
 def test_torch_as_it_prints_itself_and_pythons_as_they_print(
