@@ -14,6 +14,7 @@ from dswheels.kernel.errors import ConfigError
 from dswheels.kernel.job_record import CellRecord, JobRecord, JobStage, render_job_record
 from dswheels.kernel.jsondoc import parse_json
 from dswheels.kernel.manifest import Manifest, ManifestError, parse_manifest
+from dswheels.kernel.model import OS
 from dswheels.kernel.untyped import Untyped
 
 __all__ = ["RECORD_NAME", "REPORTS", "MeasureOptions", "measure_job"]
@@ -67,9 +68,10 @@ def measure_job(options: MeasureOptions) -> JobRecord:
     runner = runner_identity()
     oses = {m.plan.cell.platform.os for _, _, m in manifests}
     labels = sorted({" ".join(m.plan.toolchain.runs_on) for _, _, m in manifests})
-    os_name = oses.pop() if len(oses) == 1 else runner.get("os", "").lower()
-    if os_name not in ("linux", "windows"):
-        raise ConfigError("cannot tell the job's OS: no manifest in --wheelhouse, and not on a GitHub runner")
+    try:
+        os_name = oses.pop() if len(oses) == 1 else OS(runner.get("os", "").lower())
+    except ValueError:
+        raise ConfigError("cannot tell the job's OS: no manifest in --wheelhouse, and not on a GitHub runner") from None
     cells = []
     for path, text, manifest in manifests:
         write_text_atomic(options.out / path.name, text)

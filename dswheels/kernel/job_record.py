@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from dswheels.kernel.jsondoc import parse_json
+from dswheels.kernel.model import OS
 from dswheels.kernel.untyped import Untyped
 
 __all__ = ["JOB_RECORD_SCHEMA", "CellRecord", "JobRecord", "JobStage", "parse_job_record", "render_job_record"]
@@ -43,7 +44,7 @@ class CellRecord:
 class JobRecord:
     job: str  # the matrix entry's name
     stage: JobStage
-    os: str  # linux or windows
+    os: OS
     runs_on: str  # the runner label the plan gave the job, e.g. ubuntu-24.04
     runner: Mapping[str, str] = field(default_factory=dict)  # the runner's image, name, run id (host.gha)
     job_seconds: float  # the job's clock to this record
@@ -76,7 +77,7 @@ def render_job_record(record: JobRecord) -> str:
         "schema": JOB_RECORD_SCHEMA,
         "job": record.job,
         "stage": record.stage.value,
-        "os": record.os,
+        "os": record.os.value,
         "runs_on": record.runs_on,
         "runner": dict(record.runner),
         "seconds": {
@@ -115,9 +116,10 @@ def parse_job_record(text: str | bytes) -> JobRecord:
     job_seconds = _seconds(seconds.at("job"))
     if job_seconds is None:
         raise ValueError("record.seconds.job: expected seconds")
-    os_name = root.at("os").text()
-    if os_name not in ("linux", "windows"):
-        raise ValueError(f"record.os: expected linux or windows, got {os_name[:20]!r}")
+    try:
+        os_name = OS(root.at("os").text())
+    except ValueError:
+        raise root.at("os").fail(f"one of {', '.join(OS)}") from None
     cells = tuple(
         CellRecord(
             cell_id=cell.at("cell_id").text(),

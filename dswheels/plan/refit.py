@@ -19,7 +19,8 @@ from dataclasses import dataclass, replace
 
 from dswheels.kernel.job_record import JobRecord
 from dswheels.kernel.manifest import Manifest
-from dswheels.plan.costs import CostModel, Figure, OpCost, OpSample, figures_used, refit_op, replace_op_lines
+from dswheels.kernel.model import OS
+from dswheels.plan.costs import CostModel, Figure, OpCost, OpSample, Seconds, figures_used, refit_op, replace_op_lines
 
 __all__ = [
     "Change",
@@ -32,8 +33,15 @@ __all__ = [
 ]
 
 
-def manifest_os(manifest: Manifest) -> str:
-    return "windows" if manifest.cell_id.endswith("win_amd64") else "linux"
+def manifest_os(manifest: Manifest) -> OS:
+    return manifest.plan.cell.platform.os
+
+
+# compile_times.yml keeps an op's seconds per OS: its Linux figures, and its own Windows ones when measured there
+_WITH_SECONDS: dict[OS, Callable[[OpCost, Seconds], OpCost]] = {
+    OS.LINUX: lambda cost, seconds: replace(cost, linux=seconds),
+    OS.WINDOWS: lambda cost, seconds: replace(cost, windows=seconds),
+}
 
 
 def _median(values: Iterable[float]) -> float:
@@ -47,10 +55,10 @@ def _shape(manifest: Manifest) -> tuple[object, ...]:
 
 def _pairs(manifests: Sequence[Manifest]) -> list[tuple[Manifest, Manifest]]:
     """(Linux, Windows) builds of one shape: measured side by side, their compiles' ratio is Windows' speed."""
-    by_shape: dict[tuple[object, ...], dict[str, Manifest]] = defaultdict(dict)
+    by_shape: dict[tuple[object, ...], dict[OS, Manifest]] = defaultdict(dict)
     for manifest in manifests:
         by_shape[_shape(manifest)].setdefault(manifest_os(manifest), manifest)
-    return [(both["linux"], both["windows"]) for both in by_shape.values() if set(both) == {"linux", "windows"}]
+    return [(both[OS.LINUX], both[OS.WINDOWS]) for both in by_shape.values() if len(both) == len(OS)]
 
 
 def _slots(manifest: Manifest) -> int | None:
@@ -75,9 +83,9 @@ def cache_hits(manifest: Manifest) -> int:
 
 def _samples(
     manifests: Sequence[Manifest], cpu_share: float, model: CostModel, note: Callable[[str], None]
-) -> dict[tuple[str, str], list[OpSample]]:
+) -> dict[tuple[OS, str], list[OpSample]]:
     """(os, op) -> its samples from the manifests with a cold compiler cache."""
-    samples: dict[tuple[str, str], list[OpSample]] = defaultdict(list)
+    samples: dict[tuple[OS, str], list[OpSample]] = defaultdict(list)
     for manifest in manifests:
         archs = len([t for t in manifest.arch_list.split(";") if t])
         threads_text = manifest.env.get("DS_NVCC_THREADS", "1")
@@ -169,7 +177,7 @@ def refit_manifests(
     *,
     cpu_share: float = 1.0,
     measured_on: str = "",
-    where: Mapping[str, str] | None = None,
+    where: Mapping[OS, str] | None = None,
 ) -> Refit:
     """The ops (and Windows' speed) refit from ``manifests``. ``measured_on`` (where and how they were built)
     ends each refit figure's source; ``where``, per OS, begins it (``on ubuntu-24.04 (run 4242)``)."""
@@ -180,7 +188,7 @@ def refit_manifests(
         f"skipped {m.cell_id}: its compiler cache served {cache_hits(m)} unit(s)" for m in manifests if m not in cold
     ]
     pairs = _pairs(cold)
-    paired = {id(m) for pair in pairs for m in pair if manifest_os(m) == "windows"}  # their figure is the speed
+    paired = {id(windows) for _linux, windows in pairs}  # the Windows build of a pair: its figure is the speed
     samples = _samples([m for m in cold if id(m) not in paired], cpu_share, model, notes.append)
     fitted: dict[str, OpCost] = {}
     for (os_name, name), found in sorted(samples.items()):
@@ -188,7 +196,7 @@ def refit_manifests(
         if os_name in lead:
             seconds = replace(seconds, source=f"{lead[os_name]}: {seconds.source}")
         cost = fitted.get(name) or model.op(name)
-        cost = replace(cost, windows=seconds) if os_name == "windows" else replace(cost, linux=seconds)
+        cost = _WITH_SECONDS[os_name](cost, seconds)
         if units is not None:
             cost = replace(cost, units=units)
         fitted[name] = cost
@@ -199,9 +207,9 @@ def refit_manifests(
     text = replace_op_lines(text, fitted) if fitted else text
     speed = _pair_speed(pairs, measured_on) or _windows_speed({**model.ops, **fitted})
     if speed is not None:
-        if "windows" in lead:
-            speed = replace(speed, source=f"{lead['windows']}: {speed.source}")
-        text = replace_runner_figure(text, "windows", "speed", speed)
+        if (windows_where := lead.get(OS.WINDOWS)) is not None:
+            speed = replace(speed, source=f"{windows_where}: {speed.source}")
+        text = replace_runner_figure(text, OS.WINDOWS, "speed", speed)
         notes.append(f"windows speed: {speed.value:g} ({speed.source})")
     return Refit(text=text, notes=tuple(notes), fitted=len(fitted) + (speed is not None))
 
@@ -258,7 +266,7 @@ def refit_release(
 ) -> Refit:
     """compile_times.yml refit from one release's job records and the manifests they list: each figure
     ``measured on <runner> (run <id>)``."""
-    by_os: dict[str, list[JobRecord]] = defaultdict(list)
+    by_os: dict[OS, list[JobRecord]] = defaultdict(list)
     for record in records:
         by_os[record.os].append(record)
     where = {os_name: _where(found, run) for os_name, found in by_os.items()}

@@ -246,7 +246,7 @@ def test_every_flag_that_names_a_path_says_what_the_command_does_with_it() -> No
     from dswheels.cli.flags import PathUse, each_flag
 
     commands = list(_commands(build_parser()))
-    assert len(commands) == 15
+    assert len(commands) == 22
     missing = [
         f"{command.name} {flag.name}"
         for command in commands
@@ -262,4 +262,5 @@ def test_every_flag_that_names_a_path_says_what_the_command_does_with_it() -> No
     }
     assert {"build --out", "build --work-dir", "build --cache-dir", "publish --dir", "index --out"} <= outputs
     assert {"install --dest", "plan --out", "check --json", "check --markdown"} <= outputs  # cuda, ci, facts
+    assert {"measure --out", "refit --out"} <= outputs  # ci measure, facts refit
     assert {f"{command.name} --report" for command in commands} <= outputs

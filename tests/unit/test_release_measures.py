@@ -18,6 +18,7 @@ from dswheels.host.gha import RUNNER_IDENTITY
 from dswheels.kernel.errors import ConfigError
 from dswheels.kernel.job_record import CellRecord, JobRecord, JobStage, parse_job_record, render_job_record
 from dswheels.kernel.manifest import parse_manifest, render_manifest
+from dswheels.kernel.model import OS
 from dswheels.kernel.result import StageResult, StageStatus
 from dswheels.plan.costs import Figure, parse_costs
 from dswheels.plan.refit import Change, changed_figures, refit_release
@@ -32,7 +33,7 @@ def _record(**changes: object) -> JobRecord:
     record = JobRecord(
         job="j",
         stage=JobStage.BUILD,
-        os="linux",
+        os=OS.LINUX,
         runs_on="ubuntu-24.04",
         runner={"run_id": "9"},
         job_seconds=1000.0,
