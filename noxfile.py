@@ -30,7 +30,7 @@ def _install(session: nox.Session, *groups: str) -> None:
     requirements: list[str] = []
     for group in groups:
         requirements += nox.project.dependency_groups(PYPROJECT, group)
-    session.install("-c", str(CONSTRAINTS), "-e", ".", *requirements)
+    session.install("-c", str(CONSTRAINTS), "-e", ".[provenance]", *requirements)
 
 
 def _lint(session: nox.Session) -> None:

@@ -28,7 +28,7 @@ PYTHON_FLOOR = "3.10"  # requires-python of pyproject.toml: the oldest interpret
 # (input, its extra arguments, output), relative to the repository root (they appear so in the "via" notes)
 LOCKS = (
     ("requirements/nox.in", (), "requirements/nox.txt"),
-    ("pyproject.toml", ("--group", "dev"), "requirements/constraints.txt"),
+    ("pyproject.toml", ("--group", "dev", "--all-extras"), "requirements/constraints.txt"),
 )
 
 

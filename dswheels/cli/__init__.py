@@ -46,7 +46,10 @@ __all__ = ["build_parser", "main"]
 EPILOG = """\
 exit codes: 0 ok, 1 internal error, 2 bad input, 3 nothing to do, 4 source failed,
             5 build failed, 6 verify failed, 7 publish failed, 8 smoke failed,
-            9 environment problem, 10 GitHub failed, 130 interrupted, 143 terminated
+            9 environment problem, 10 GitHub failed, 11 provenance refused (missing, or
+            its signature does not verify), 12 the wheel is not the attested bytes,
+            13 the attestation is for another file, 14 signed by another identity,
+            130 interrupted, 143 terminated
 
 Run `dswheels COMMAND --help` for each command. Docs: README.md and docs/."""
 

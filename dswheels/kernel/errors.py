@@ -20,6 +20,10 @@ __all__ = [
     "GitHubAPIError",
     "GitHubError",
     "NothingToDoError",
+    "ProvenanceDigestError",
+    "ProvenanceError",
+    "ProvenanceIdentityError",
+    "ProvenanceSubjectError",
     "PublishError",
     "SmokeError",
     "SourceError",
@@ -153,3 +157,30 @@ class GitHubAPIError(GitHubError):
     def github_message(self) -> str:
         message = self.body.get("message")
         return message if isinstance(message, str) else ""
+
+
+class ProvenanceError(DswheelsError):
+    """A wheel's provenance (PEP 740) is missing, malformed, or its signature does not verify against the
+    trusted root; nothing was installed. The three ways a valid signature still does not vouch for the wheel
+    have their own codes (12, 13, 14), so a script can tell a tampered wheel from a misplaced attestation."""
+
+    exit_code = 11
+    title = "provenance refused"
+
+
+class ProvenanceDigestError(ProvenanceError):
+    """The attestation names this wheel, but other bytes: the wheel is not the one that was attested."""
+
+    exit_code = 12
+
+
+class ProvenanceSubjectError(ProvenanceError):
+    """The attestation is valid, but for another file than this wheel."""
+
+    exit_code = 13
+
+
+class ProvenanceIdentityError(ProvenanceError):
+    """The attestation is signed, but by another identity than the repository's release workflow."""
+
+    exit_code = 14
