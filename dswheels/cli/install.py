@@ -7,7 +7,7 @@ import shlex
 
 from dswheels.cli.command import Command
 from dswheels.cli.flags import Flag, Flags, choice, fill
-from dswheels.cli.shared import REPORT, TARGET
+from dswheels.cli.shared import REPORT, TARGET, TRUSTED_ROOT
 from dswheels.host.log import get_reporter
 from dswheels.install.effects.install_wheel import Installer
 from dswheels.install.step import InstallOptions, install_published
@@ -37,6 +37,15 @@ only DeepSpeed's files (the deepspeed package, its .dist-info, DeepSpeed's own s
 otherwise nothing is installed (exit 4), with or without --no-verify. Credentials in
 --index (user:password@ before its host) go only to that host and are never printed.
 
+With --require-provenance, the wheel's PEP 740 provenance (served beside it, named by
+data-provenance on its link) must verify before anything of the wheel is downloaded: a Sigstore
+signature checked offline against the trusted root dswheels pins (--trusted-root FILE: another),
+made by the repository's .github/workflows/wheels.yml (--provenance-repository OWNER/REPO; by
+default the repository of the GitHub Pages site --index is), over exactly this wheel's
+name and sha256. Otherwise nothing is installed: exit 11 (no provenance, or its signature does not
+verify), 12 (the wheel is not the attested bytes), 13 (the attestation is for another file), 14
+(signed by another identity). It needs the provenance extra: pip install "dswheels[provenance]".
+
 When no wheel fits, it says why and lists the nearest published cells (e.g. "torch 2.6 is
 installed; wheels exist for torch 2.5 and 2.7 with cu124") and exits with code 9; when the
 one wheel that fits is yanked, it says so and why.
@@ -45,7 +54,8 @@ examples:
   dswheels install --index https://example.org/dswheels
   dswheels install --index https://example.org/dswheels --python .venv/bin/python
   dswheels install --index ./site --deepspeed 0.19.7 --dry-run
-  DSWHEELS_INDEX=https://example.org/dswheels dswheels install"""
+  DSWHEELS_INDEX=https://example.org/dswheels dswheels install
+  dswheels install --index https://OWNER.github.io/dswheels/ --require-provenance"""
 
 
 FLAGS: Flags = (
@@ -58,6 +68,19 @@ FLAGS: Flags = (
     ),
     Flag("--dry-run", to="dry_run", action="store_true", help="pick the wheel and print the install command only"),
     Flag("--no-verify", action="store_true", help="skip loading the ops after installing"),
+    Flag(
+        "--require-provenance",
+        action="store_true",
+        help="install only a wheel whose PEP 740 provenance verifies (Sigstore, offline), signed by the "
+        "publishing repository's wheels.yml",
+    ),
+    Flag(
+        "--provenance-repository",
+        metavar="OWNER/REPO",
+        help="the repository whose wheels.yml must have signed the provenance (default: the repository of "
+        "the GitHub Pages site --index names)",
+    ),
+    TRUSTED_ROOT,
     REPORT,
 )
 
@@ -68,7 +91,9 @@ def _options(args: argparse.Namespace) -> InstallOptions:
             "no index given",
             hint="pass --index URL (the published site's base URL or directory) or set DSWHEELS_INDEX",
         )
-    return InstallOptions(**fill(args, FLAGS), verify=not args.no_verify)
+    # --require-provenance takes the repository --provenance-repository names ("": the Pages site's)
+    repository = (args.provenance_repository or "") if args.require_provenance else None
+    return InstallOptions(**fill(args, FLAGS), verify=not args.no_verify, require_provenance=repository)
 
 
 def _run(options: InstallOptions, _args: argparse.Namespace) -> Done:
@@ -93,6 +118,7 @@ def _run(options: InstallOptions, _args: argparse.Namespace) -> Done:
             "python": outcome.python,
             "installed": outcome.installed,
             "loaded": None if outcome.loaded is None else list(outcome.loaded),
+            "provenance": outcome.provenance,
         }
     )
 

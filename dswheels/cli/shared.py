@@ -30,6 +30,7 @@ __all__ = [
     "REPORT_DEST",
     "SELECTION",
     "TARGET",
+    "TRUSTED_ROOT",
     "combo_given",
     "combo_of",
     "matrix_selection",
@@ -236,4 +237,14 @@ REPORT = Flag(
     metavar="FILE",
     path=PathUse.WRITES,
     help="write the result (status, reason, duration and what the command found) as JSON",
+)
+
+# ``--trusted-root FILE``: the Sigstore root provenance is verified against (install, inspect)
+TRUSTED_ROOT = Flag(
+    "--trusted-root",
+    to="trusted_root",
+    metavar="FILE",
+    path=PathUse.READS,
+    help="verify provenance against this Sigstore trusted_root.json instead of the one dswheels pins "
+    "(Sigstore's public-good root, dswheels/trust/)",
 )

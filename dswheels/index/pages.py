@@ -15,7 +15,8 @@ among the candidates they see, so a user must only ever see wheels for their own
 
 Every link carries ``#sha256=``, ``data-requires-python`` (when declared),
 ``data-core-metadata`` (PEP 658/714: the wheel's METADATA at ``<href>.metadata``) and
-``data-yanked`` where yanked; hrefs percent-encode ``+`` (uv sends an href verbatim and
+``data-yanked`` where yanked, ``data-provenance`` (PEP 740: the URL of its provenance object) where
+the wheel was attested; hrefs percent-encode ``+`` (uv sends an href verbatim and
 S3-style hosts read a raw ``+`` as a space). Output depends only on the input files.
 
 URLs and install lines are :mod:`dswheels.kernel.index_links`, yanking
@@ -37,6 +38,7 @@ from dswheels.kernel.index_links import (
     partition_order,
     partition_url,
     release_order,
+    site_file_url,
     url_encoded,
 )
 from dswheels.kernel.model import Python
@@ -100,7 +102,7 @@ class _Anchor:
     tail: str  # the attributes after href, and the text
 
     @classmethod
-    def of(cls, item: IndexFile) -> _Anchor:
+    def of(cls, item: IndexFile, *, site_url: str) -> _Anchor:
         attrs = []
         if item.requires_python:
             attrs.append(f' data-requires-python="{html.escape(item.requires_python)}"')
@@ -110,6 +112,8 @@ class _Anchor:
             attrs.append(f' data-core-metadata="{value}" data-dist-info-metadata="{value}"')
         if item.yanked is not None:
             attrs.append(f' data-yanked="{html.escape(item.yanked)}"')
+        if item.provenance_url:  # PEP 740: a fully qualified URL, whatever page the link is on
+            attrs.append(f' data-provenance="{html.escape(site_file_url(site_url, item.provenance_url))}"')
         return cls(
             absolute=is_absolute(item.url),
             target=html.escape(f"{url_encoded(item.url)}#sha256={item.sha256}"),
@@ -257,7 +261,7 @@ def render_site(
             raise ValueError(msg)
         seen[item.filename] = item
     ordered = sorted(files, key=release_order)
-    anchors = [_Anchor.of(item) for item in ordered]
+    anchors = [_Anchor.of(item, site_url=site_url) for item in ordered]
     by_partition: dict[str, list[_Anchor]] = defaultdict(list)
     for item, anchor in zip(ordered, anchors, strict=True):
         by_partition[item.published.partition].append(anchor)

@@ -11,7 +11,7 @@ from pathlib import Path
 from dswheels.host.clock import monotonic
 from dswheels.host.files import read_bounded
 from dswheels.host.log import get_reporter
-from dswheels.index.effects.site_files import check_target, local_index_files, write_site
+from dswheels.index.effects.site_files import Provenances, check_target, local_index_files, site_provenance, write_site
 from dswheels.index.pages import render_site
 from dswheels.index.yank import apply_yanked, parse_yanked
 from dswheels.kernel.compat import load_compat
@@ -77,10 +77,12 @@ def _yank(files: list[IndexFile], path: Path | None) -> list[IndexFile]:
     return marked
 
 
-def _published(options: IndexOptions) -> tuple[list[IndexFile], Sequence[LocalWheel]]:
-    """The published wheels as index entries, and the local wheels the site carries (none for GitHub)."""
+def _published(options: IndexOptions) -> tuple[list[IndexFile], Sequence[LocalWheel], Provenances]:
+    """The published wheels as index entries, the local wheels the site carries (none for GitHub), and
+    the provenance it carries beside them."""
     reporter = get_reporter()
     with reporter.group("read the published wheels"):
+        provenance: Provenances = {}
         if options.github:
             releases = store_for(ToGitHubRelease(repository=options.github))
             files = list(releases.list())  # the store reports what it skipped
@@ -89,10 +91,12 @@ def _published(options: IndexOptions) -> tuple[list[IndexFile], Sequence[LocalWh
         else:  # the site carries the wheels themselves: read with their METADATA
             directory = DirectoryStore(ToDirectory(path=options.source))
             wheels = directory.wheels()
-            files = local_index_files(wheels)
+            provenance = site_provenance(wheels)
+            files = local_index_files(wheels, provenance)
             where = directory.where
-        reporter.info(f"{len(files)} wheels in {where}")
-    return files, wheels
+        attested = sum(1 for f in files if f.provenance_url)
+        reporter.info(f"{len(files)} wheels in {where}, {attested} with provenance (PEP 740)")
+    return files, wheels, provenance
 
 
 def write_index(options: IndexOptions) -> SiteWritten:
@@ -107,7 +111,7 @@ def write_index(options: IndexOptions) -> SiteWritten:
             f"--site-url {options.site_url!r}: {problem}",
             hint="give the http(s) URL the site is served at, e.g. https://wheels.example.org/dswheels/",
         )
-    files, wheels = _published(options)
+    files, wheels, provenance = _published(options)
     files = _yank(files, options.yanked)
     site_url = site_url_for(options)
     try:
@@ -115,7 +119,7 @@ def write_index(options: IndexOptions) -> SiteWritten:
     except ValueError as exc:
         raise PublishError(str(exc)) from None
     with get_reporter().group(f"write {options.out}"):
-        write_site(options.out, pages, wheels=wheels)
+        write_site(options.out, pages, wheels=wheels, provenance=provenance)
     return SiteWritten(
         out=options.out, site_url=site_url, torch_index=torch_index, files=tuple(files), seconds=monotonic() - start
     )

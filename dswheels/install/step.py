@@ -1,5 +1,6 @@
 """The install step (``dswheels install``): detect the environment, pick the one published wheel
-built for exactly it, check its glibc/libstdc++ need (Linux), install it, and load its ops."""
+built for exactly it, verify its provenance (``--require-provenance``), check its glibc/libstdc++ need
+(Linux), install it, and load its ops."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from dswheels.doctor import IndexView, Verdict, diagnose
 from dswheels.doctor.checks_linux_runtime import describe_system, fix_for, judge_system, need_words
 from dswheels.doctor.effects.collect_facts import collect, current_environment
 from dswheels.doctor.machine_facts import LinuxRuntime
+from dswheels.host.files import read_bounded
 from dswheels.host.log import get_reporter
 from dswheels.host.wheel_file import read_admitted
 from dswheels.install.effects.install_wheel import (
@@ -22,11 +24,12 @@ from dswheels.install.effects.install_wheel import (
     quick_verify,
 )
 from dswheels.kernel.compat import Compat, load_compat
-from dswheels.kernel.errors import EnvironmentMismatchError, SourceError
+from dswheels.kernel.errors import ConfigError, EnvironmentMismatchError, SourceError
 from dswheels.kernel.index_files import IndexFile
 from dswheels.kernel.naming import wheel_version
+from dswheels.kernel.provenance import WORKFLOW, repository_of_site, repository_problem, require_libraries
 from dswheels.kernel.versions import VersionTuple
-from dswheels.stores.served_index import check_followable, download_wheel, read_index, read_manifest
+from dswheels.stores.served_index import check_followable, download_wheel, read_index, read_manifest, read_provenance
 
 __all__ = ["InstallOptions", "InstallOutcome", "check_runtime", "install_published"]
 
@@ -39,6 +42,10 @@ class InstallOptions:
     installer: Installer = Installer.AUTO
     dry_run: bool = False  # pick the wheel, install nothing
     verify: bool = True  # load every prebuilt op after installing
+    # verify the wheel's PEP 740 provenance before anything is downloaded: whose wheels.yml must have signed it
+    # (OWNER/REPO; "" = the repository of the GitHub Pages site --index names); None: not required
+    require_provenance: str | None = None
+    trusted_root: Path | None = None  # a Sigstore trusted_root.json instead of the pinned one
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -49,6 +56,7 @@ class InstallOutcome:
     command: tuple[str, ...]  # what installs the downloaded wheel
     installed: bool  # False: a dry run
     loaded: tuple[str, ...] | None  # the prebuilt ops that load without JIT (None: not verified)
+    provenance: str | None = None  # who signed the wheel's verified provenance (None: not required)
 
 
 def check_runtime(lr: LinuxRuntime, wheel: IndexFile, compat: Compat) -> None:
@@ -111,7 +119,55 @@ def _pick(verdict: Verdict, python: str) -> IndexFile:
     return verdict.wheel
 
 
+def expected_repository(options: InstallOptions) -> str | None:
+    """Whose signature ``--require-provenance`` expects: the repository given, else the one whose GitHub
+    Pages site ``--index`` is; None when not required. ``ConfigError`` when neither names one."""
+    if options.require_provenance is None:
+        return None
+    repository = options.require_provenance or repository_of_site(options.index)
+    if repository is None:
+        raise ConfigError(
+            f"--require-provenance: the index {options.index} is no GitHub Pages site (https://OWNER.github.io/REPO/), "
+            "so it does not say whose signature to expect",
+            hint="name the repository that publishes the wheels: --require-provenance OWNER/REPO",
+        )
+    if problem := repository_problem(repository):
+        raise ConfigError(f"--require-provenance {repository!r}: {problem}")
+    return repository
+
+
+def check_provenance(wheel: IndexFile, *, repository: str, trusted_root: Path | None) -> str:
+    """Verify the provenance the index serves for ``wheel`` (before anything of it is downloaded: the
+    download is then checked against the same sha256 the attestation names); who signed it, in words.
+
+    Raises the :class:`~dswheels.kernel.errors.ProvenanceError` family (exit 11-14).
+    """
+    require_libraries("--require-provenance")
+    from dswheels.kernel.attestations import verify_provenance  # noqa: PLC0415 - the provenance extra
+
+    root = None
+    if trusted_root is not None:
+        try:
+            root = read_bounded(trusted_root)
+        except (OSError, ValueError) as exc:
+            raise ConfigError(f"--trusted-root {trusted_root}: {exc}") from None
+    url, data = read_provenance(wheel)
+    attested = verify_provenance(
+        data,
+        filename=wheel.filename,
+        sha256=wheel.sha256,
+        repository=repository,
+        where=url,
+        root=root,
+        root_where=str(trusted_root) if trusted_root else "the pinned trusted root",
+    )
+    return f"{attested.signer.describe()}, {attested.predicate_type}"
+
+
 def install_published(options: InstallOptions) -> InstallOutcome:
+    repository = expected_repository(options)  # bad input first, before the environment is probed
+    if repository is not None:
+        require_libraries("--require-provenance")
     env = current_environment()
     reporter = get_reporter()
     compat = load_compat()
@@ -128,12 +184,19 @@ def install_published(options: InstallOptions) -> InstallOutcome:
     version = wheel_version(verdict.cell)
     reporter.info(f"this environment is {verdict.cell_id}: {wheel.filename}")
     check_followable(wheel)  # before anything else is read from where it points
+    signed = None
+    if repository is not None:
+        with reporter.group(f"provenance: {wheel.filename} signed by {repository}'s {WORKFLOW}"):
+            signed = check_provenance(wheel, repository=repository, trusted_root=options.trusted_root)
+            reporter.info(f"provenance verified: {signed}")
     if facts.linux_runtime is not None:
         check_runtime(facts.linux_runtime, wheel, compat)
     auto_pip = options.dry_run and options.installer is Installer.AUTO
     installer = Installer.PIP if auto_pip else choose_installer(python, options.installer, env)
     command = tuple(install_argv(python, wheel.filename, installer))
-    outcome = InstallOutcome(wheel=wheel, python=python, version=version, command=command, installed=False, loaded=None)
+    outcome = InstallOutcome(
+        wheel=wheel, python=python, version=version, command=command, installed=False, loaded=None, provenance=signed
+    )
     if options.dry_run:
         return outcome
     installed = facts.deepspeed.version if facts.deepspeed else None

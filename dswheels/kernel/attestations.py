@@ -332,7 +332,7 @@ def verify_provenance(
         for attestation in bundle.attestations:
             try:
                 return _verify_one(attestation, verifier, filename=filename, sha256=sha256, repository=repository)
-            except ProvenanceError as exc:
+            except ProvenanceError as exc:  # noqa: PERF203 - one attestation's failure, then the next
                 failures.append(exc)
     if not failures:
         msg = f"{where} holds no attestation"

@@ -49,6 +49,8 @@ class IndexFile:
     metadata_sha256: str | None = None
     wheel: PublishedWheel | None = None  # None: not a wheel named the dswheels way
     problem: str = ""  # read from a page: why this link must not be followed ("" when it may)
+    provenance_url: str | None = None  # PEP 740: its provenance object (absolute, or site-relative as written)
+    provenance_problem: str = ""  # read from a page: why its data-provenance must not be followed
 
     @classmethod
     def of_wheel(
@@ -60,6 +62,7 @@ class IndexFile:
         size: int,
         requires_python: str | None = None,
         metadata_sha256: str | None = None,
+        provenance_url: str | None = None,
     ) -> IndexFile:
         """A dswheels wheel as the index lists it."""
         return cls(
@@ -70,6 +73,7 @@ class IndexFile:
             requires_python=requires_python,
             metadata_sha256=metadata_sha256,
             wheel=wheel,
+            provenance_url=provenance_url,
         )
 
     @property
@@ -125,9 +129,9 @@ def project_page_url(index: str, project: str = PROJECT) -> str:
 # are read, and of an <a> only the attributes a file link has; script and style content is text.
 
 MAX_TAG = 16 * 1024  # characters of one tag: a file link's is a few hundred (a signed URL ~2 KB)
-MAX_ATTRIBUTES = 64  # of a tag that is read: a file link has at most six (PEP 503, 592, 658, 714)
+MAX_ATTRIBUTES = 64  # of a tag that is read: a file link has at most seven (PEP 503, 592, 658, 714, 740)
 MAX_LINKS = 200_000  # links read from one page; the rest are left out
-_KEPT = ("href", "data-requires-python", "data-yanked")
+_KEPT = ("href", "data-requires-python", "data-yanked", "data-provenance")
 
 # a comment; a declaration, instruction or bogus comment ("</" and no name); an end or start tag
 _TOKEN = re.compile(
@@ -302,6 +306,19 @@ def _requires_python(value: str) -> str | None:
     return value
 
 
+def _provenance(value: str | None, base: str, page_url: str) -> tuple[str | None, str]:
+    """A link's ``data-provenance`` (PEP 740) as a URL that may be followed, or why it may not: the
+    rules of a file link (:func:`link_problem`)."""
+    if value is None:
+        return None, ""
+    try:
+        url = urldefrag(urljoin(base, value))[0]
+    except ValueError as exc:
+        return None, f"not a URL ({exc}): {value[:200]}"
+    problem = link_problem(url, page_url) if value else "it is empty"
+    return (None, problem) if problem else (url, "")
+
+
 def parse_project_page(html: str, page_url: str) -> tuple[IndexFile, ...]:
     """Every file link of a PEP 503 project page, with absolute URLs and parsed cells.
 
@@ -329,6 +346,7 @@ def parse_project_page(html: str, page_url: str) -> tuple[IndexFile, ...]:
             name, problem = "", problem or f"the URL names no usable file ({url[:200]})"
         algorithm, _sep, digest = fragment.partition("=")
         sha256 = digest.lower() if algorithm.lower() == "sha256" and is_sha256(digest.lower()) else ""
+        provenance, provenance_problem = _provenance(attrs.get("data-provenance"), base, page_url)
         files.append(
             IndexFile(
                 filename=name,
@@ -338,6 +356,8 @@ def parse_project_page(html: str, page_url: str) -> tuple[IndexFile, ...]:
                 yanked=attrs.get("data-yanked"),
                 wheel=try_parse_wheel(name) if name else None,
                 problem=problem,
+                provenance_url=provenance,
+                provenance_problem=provenance_problem,
             ),
         )
     return tuple(files)

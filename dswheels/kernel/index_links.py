@@ -32,6 +32,8 @@ __all__ = [
     "partition_order",
     "partition_url",
     "published_canonical_names",
+    "release_order",
+    "site_file_url",
     "url_encoded",
 ]
 
@@ -78,6 +80,15 @@ def url_encoded(url: str) -> str:
 
 def _site_base(site_url: str) -> str:
     return site_url if site_url.endswith("/") else site_url + "/"
+
+
+def site_file_url(site_url: str, url: str) -> str:
+    """A file's fully qualified URL: ``url`` itself when absolute, else under the site (path encoded once).
+
+    >>> site_file_url("https://h/ds/", "files/a+b.whl.provenance")
+    'https://h/ds/files/a%2Bb.whl.provenance'
+    """
+    return url_encoded(url) if is_absolute(url) else urljoin(_site_base(site_url), url_encoded(url))
 
 
 def partition_url(site_url: str, part: str) -> str:

@@ -21,6 +21,7 @@ from dswheels.kernel.errors import ConfigError, GitHubError, PublishError
 from dswheels.kernel.index_files import IndexFile
 from dswheels.kernel.index_links import GITHUB_ASSET_LIMIT, GITHUB_ASSET_MAX_BYTES, metadata_name
 from dswheels.kernel.naming import parse_wheel
+from dswheels.kernel.provenance import provenance_name
 from dswheels.kernel.wheel_contents import parse_metadata
 from dswheels.stores.outgoing import Outgoing, PublishResult, outgoing_files, sort_out
 from dswheels.stores.protocol import ToGitHubRelease
@@ -42,7 +43,7 @@ def check_github_limits(files: Sequence[Outgoing], *, existing: int, new: int, t
     if existing + new > GITHUB_ASSET_LIMIT:
         raise PublishError(
             f"release {tag} would hold {existing + new} assets; GitHub allows {GITHUB_ASSET_LIMIT} per release",
-            details=f"{existing} already there, {new} to add (each wheel also brings its .metadata and manifest)",
+            details=f"{existing} already there, {new} to add (each wheel brings its .metadata, manifest, provenance)",
             hint="publish to more than one tag (e.g. one release per DeepSpeed version or per platform); "
             "`dswheels index --github` reads every release",
         )
@@ -163,7 +164,7 @@ def publish_github(
 
 # --- reading back: the index's view of the releases --------------------------------------------------
 
-_Found = tuple[str, JSON, JSON | None]  # tag, wheel asset, its .metadata asset
+_Found = tuple[str, JSON, JSON | None, JSON | None]  # tag, wheel asset, its .metadata and .provenance assets
 
 
 def _published_wheels(gh: GitHub) -> list[_Found]:
@@ -175,13 +176,13 @@ def _published_wheels(gh: GitHub) -> list[_Found]:
         assets = _by_name([a for a in gh.assets(release) if a.get("state") == "uploaded"])
         for name, asset in sorted(assets.items()):
             if name.endswith(".whl"):
-                found.append((tag, asset, assets.get(metadata_name(name))))
+                found.append((tag, asset, assets.get(metadata_name(name)), assets.get(provenance_name(name))))
     return found
 
 
 def _index_file(gh: GitHub, item: _Found) -> IndexFile | str:
     """What the index lists for one wheel asset, or the warning that says why it is skipped."""
-    tag, asset, meta_asset = item
+    tag, asset, meta_asset, provenance_asset = item
     name = str(asset["name"])
     try:
         wheel = parse_wheel(name)
@@ -199,6 +200,8 @@ def _index_file(gh: GitHub, item: _Found) -> IndexFile | str:
         size=int(asset.get("size", 0)),
         requires_python=requires_python,
         metadata_sha256=metadata_sha256,
+        # published beside it by `dswheels publish` (PEP 740); `install --require-provenance` verifies it
+        provenance_url=str(provenance_asset["browser_download_url"]) if provenance_asset is not None else None,
     )
 
 
@@ -215,7 +218,7 @@ def github_index_files(gh: GitHub) -> tuple[list[IndexFile], list[str]]:
     with ThreadPoolExecutor(max_workers=8) as pool:  # network-bound: a few requests in flight
         results = list(pool.map(lambda item: parent.copy().run(_index_file, gh, item), found))
     chosen: dict[str, tuple[IndexFile, str]] = {}
-    for (tag, _asset, meta_asset), result in zip(found, results, strict=True):
+    for (tag, _asset, meta_asset, _provenance), result in zip(found, results, strict=True):
         if isinstance(result, str):
             warnings.append(result)
             continue
@@ -262,7 +265,7 @@ class GitHubReleaseStore:
 
     def names(self) -> list[str]:
         with failing_as(PublishError):
-            return [str(asset["name"]) for _tag, asset, _meta in _published_wheels(self._client())]
+            return [str(asset["name"]) for _tag, asset, _meta, _provenance in _published_wheels(self._client())]
 
     def list(self) -> list[IndexFile]:
         """:func:`github_index_files`; its warnings (a wheel skipped, one without .metadata) are reported."""

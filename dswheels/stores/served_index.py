@@ -17,15 +17,24 @@ import requests
 from dswheels.host.files import copy_bounded, open_regular, read_bounded
 from dswheels.host.http import MAX_PAGE_BYTES, TIMEOUTS, check_redirects, iter_body, read_limited, session
 from dswheels.kernel.binaries.linux_runtime import PublishedRuntime
-from dswheels.kernel.errors import PublishError, SourceError
+from dswheels.kernel.errors import ProvenanceError, PublishError, SourceError
 from dswheels.kernel.index_files import IndexFile, parse_project_page, project_page_url
 from dswheels.kernel.manifest import ManifestError, manifest_name, parse_manifest
 from dswheels.kernel.naming import PROJECT
+from dswheels.kernel.provenance import MAX_PROVENANCE_BYTES
 from dswheels.stores.outgoing import PublishResult
 from dswheels.stores.protocol import ToServedIndex
 from dswheels.stores.wheel_ref import MAX_MANIFEST_BYTES, MAX_WHEEL_BYTES, LocalWheel
 
-__all__ = ["ServedIndexStore", "check_followable", "download_wheel", "published_names", "read_index", "read_manifest"]
+__all__ = [
+    "ServedIndexStore",
+    "check_followable",
+    "download_wheel",
+    "published_names",
+    "read_index",
+    "read_manifest",
+    "read_provenance",
+]
 
 _NO_MANIFEST = "the index has no build manifest beside the wheel"
 
@@ -209,6 +218,41 @@ def _manifest_text(url: str) -> tuple[str | None, str]:
         return None, _NO_MANIFEST
     except (OSError, ValueError, requests.RequestException, SourceError) as exc:
         return None, f"cannot read {url}: {exc}"
+
+
+def read_provenance(file: IndexFile) -> tuple[str, bytes]:
+    """The URL and bytes of the PEP 740 provenance object the index names for ``file`` (``data-provenance``).
+
+    ``ProvenanceError`` (exit 11) when the index names none, names one that may not be followed, or
+    serves none there (404); ``SourceError`` (exit 4) when it cannot be fetched. At most
+    ``MAX_PROVENANCE_BYTES``; a local one is read as a local wheel is, never through a link.
+    """
+    if file.provenance_problem:
+        raise ProvenanceError(f"refusing the index's data-provenance for {file.filename}: {file.provenance_problem}")
+    url = file.provenance_url
+    if not url:
+        raise ProvenanceError(
+            f"the index serves no provenance for {file.filename} (its link has no data-provenance)",
+            hint="only wheels the release workflow attested have one; without --require-provenance the wheel "
+            "installs on the index's sha256 alone. Nothing was installed",
+        )
+    local = _local_page(url)
+    try:
+        if local is not None:
+            return url, read_bounded(local, limit=MAX_PROVENANCE_BYTES, follow_symlinks=False)
+        with session().get(url, timeout=TIMEOUTS.for_request, stream=True) as response:
+            if response.status_code == 404:
+                raise ProvenanceError(f"the index names a provenance for {file.filename} that it does not serve: {url}")
+            if not response.ok:
+                raise SourceError(f"the index answered HTTP {response.status_code} for {url}")
+            check_redirects(url, response, error=SourceError)
+            return url, read_limited(response, limit=MAX_PROVENANCE_BYTES, what=url, error=ProvenanceError)
+    except FileNotFoundError:
+        raise ProvenanceError(f"the index names a provenance for {file.filename} that does not exist: {url}") from None
+    except ValueError as exc:  # not a regular file, or larger than the bound
+        raise ProvenanceError(f"{url}: {exc}") from None
+    except (OSError, requests.RequestException) as exc:
+        raise SourceError(f"cannot read the provenance {url}: {exc}", hint="check the index and your network") from None
 
 
 # --- what `plan --skip-published` sees -------------------------------------------------------------

@@ -159,7 +159,10 @@ class FakeSigstore:
         start = dt.datetime(2021, 1, 1, tzinfo=dt.timezone.utc)
         end = dt.datetime(2031, 1, 1, tzinfo=dt.timezone.utc)
         root_name = x509.Name(
-            [x509.NameAttribute(NameOID.ORGANIZATION_NAME, "sigstore.dev"), x509.NameAttribute(NameOID.COMMON_NAME, self.name)]
+            [
+                x509.NameAttribute(NameOID.ORGANIZATION_NAME, "sigstore.dev"),
+                x509.NameAttribute(NameOID.COMMON_NAME, self.name),
+            ]
         )
         self.root = (
             x509.CertificateBuilder()
@@ -191,7 +194,9 @@ class FakeSigstore:
             .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
             .add_extension(_ca_usage(), critical=True)
             .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CODE_SIGNING]), critical=False)
-            .add_extension(x509.SubjectKeyIdentifier.from_public_key(self.intermediate_key.public_key()), critical=False)
+            .add_extension(
+                x509.SubjectKeyIdentifier.from_public_key(self.intermediate_key.public_key()), critical=False
+            )
             .add_extension(
                 x509.AuthorityKeyIdentifier.from_issuer_public_key(self.root_key.public_key()), critical=False
             )
@@ -261,7 +266,9 @@ class FakeSigstore:
             )
         )
         for oid, value in identity.claims():
-            builder = builder.add_extension(x509.UnrecognizedExtension(x509.ObjectIdentifier(oid), value), critical=False)
+            builder = builder.add_extension(
+                x509.UnrecognizedExtension(x509.ObjectIdentifier(oid), value), critical=False
+            )
         builder = builder.add_extension(x509.UnrecognizedExtension(_SCT_OID, _der_octets(sct)), critical=False)
         return builder.sign(self.intermediate_key, hashes.SHA384())
 
@@ -360,7 +367,11 @@ class FakeSigstore:
                 "timestampVerificationData": {},
                 "certificate": {"rawBytes": _b64(cert.public_bytes(serialization.Encoding.DER))},
             },
-            "dsseEnvelope": {"payload": _b64(statement), "payloadType": IN_TOTO, "signatures": [{"sig": _b64(signature)}]},
+            "dsseEnvelope": {
+                "payload": _b64(statement),
+                "payloadType": IN_TOTO,
+                "signatures": [{"sig": _b64(signature)}],
+            },
         }
         return json.dumps(bundle).encode()
 

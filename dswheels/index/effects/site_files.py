@@ -29,13 +29,18 @@ from dswheels.kernel.errors import ConfigError, PublishError
 from dswheels.kernel.index_files import IndexFile
 from dswheels.kernel.index_links import metadata_name
 from dswheels.kernel.manifest import ManifestError, manifest_name, parse_manifest
+from dswheels.kernel.provenance import MAX_PROVENANCE_BYTES, provenance_name, require_libraries
 from dswheels.stores.wheel_ref import MAX_MANIFEST_BYTES, LocalWheel
 
-__all__ = ["check_target", "local_index_files", "write_site"]
+__all__ = ["Provenances", "check_target", "local_index_files", "site_provenance", "write_site"]
+
+Provenances = Mapping[str, tuple[Path, bytes]]  # wheel filename -> its published provenance file and checked bytes
 
 
-def local_index_files(wheels: Sequence[LocalWheel]) -> list[IndexFile]:
-    """Index entries for a self-contained site: the files go to ``files/`` inside it."""
+def local_index_files(wheels: Sequence[LocalWheel], provenance: Provenances | None = None) -> list[IndexFile]:
+    """Index entries for a self-contained site: the files go to ``files/`` inside it (with the provenance
+    :func:`site_provenance` found for a wheel)."""
+    provenance = provenance or {}
     return [
         IndexFile.of_wheel(
             w.wheel,
@@ -44,9 +49,40 @@ def local_index_files(wheels: Sequence[LocalWheel]) -> list[IndexFile]:
             size=w.size,
             requires_python=w.requires_python,
             metadata_sha256=w.metadata_sha256,
+            provenance_url=f"{FILES_DIR}/{provenance_name(w.wheel.filename)}"
+            if w.wheel.filename in provenance
+            else None,
         )
         for w in wheels
     ]
+
+
+def site_provenance(wheels: Sequence[LocalWheel]) -> dict[str, tuple[Path, bytes]]:
+    """The PEP 740 provenance published beside each wheel (``<wheel>.provenance``) that attests it.
+
+    Read once, as the wheel's other sidecars are (a regular file, never through a link, bounded): the
+    pages announce exactly what is staged. One that does not attest its wheel (another file, other
+    bytes, not a provenance object) is left out with a warning, and the wheel is served without
+    ``data-provenance``; its signatures are for ``dswheels install --require-provenance`` to verify.
+    """
+    found: dict[str, tuple[Path, bytes]] = {}
+    for w in wheels:
+        path = w.path.with_name(provenance_name(w.wheel.filename))
+        try:
+            data = read_bounded(path, limit=MAX_PROVENANCE_BYTES, follow_symlinks=False)
+        except FileNotFoundError:
+            continue
+        except (OSError, ValueError) as exc:
+            get_reporter().warning(f"{path.name} cannot be read ({exc}): left out of the site")
+            continue
+        require_libraries(f"serving {path.name}")
+        from dswheels.kernel.attestations import provenance_problem  # noqa: PLC0415 - the provenance extra
+
+        if problem := provenance_problem(data, filename=w.wheel.filename, sha256=w.sha256):
+            get_reporter().warning(f"{path.name} does not attest the wheel beside it ({problem}): left out of the site")
+            continue
+        found[w.wheel.filename] = (path, data)
+    return found
 
 
 def _is_inside(path: Path, parent: Path) -> bool:
@@ -135,10 +171,13 @@ def _manifest_for(w: LocalWheel) -> tuple[Path, bytes] | None:
     return manifest, data
 
 
-def _stage_files(staging: Path, wheels: Sequence[LocalWheel]) -> None:
+def _stage_files(staging: Path, wheels: Sequence[LocalWheel], provenance: Provenances) -> None:
     files = staging / FILES_DIR
     files.mkdir()
     for w in wheels:
+        if (attested := provenance.get(w.wheel.filename)) is not None:  # beside the wheel: data-provenance names it
+            path, data = attested
+            _link_or_write(path, files / path.name, data)
         _link_into(w.path, files / w.wheel.filename, size=w.size)
         metadata = files / metadata_name(w.wheel.filename)
         if w.metadata_path is not None:  # verified against the ledger, which publish wrote from the wheel
@@ -159,8 +198,11 @@ def _link_or_write(source: Path, target: Path, data: bytes) -> None:
         target.write_bytes(data)
 
 
-def write_site(out: Path, pages: Mapping[str, str], *, wheels: Sequence[LocalWheel] = ()) -> None:
-    """Write ``pages`` (and, for a self-contained site, the wheels, their .metadata and manifests) atomically.
+def write_site(
+    out: Path, pages: Mapping[str, str], *, wheels: Sequence[LocalWheel] = (), provenance: Provenances | None = None
+) -> None:
+    """Write ``pages`` (and, for a self-contained site, the wheels, their .metadata, manifests and the
+    provenance :func:`site_provenance` read) atomically.
 
     Everything goes into a staging directory beside ``out`` (wheels in ``files/``,
     hard-linked from the published directory) that replaces ``out`` once complete, in one
@@ -172,10 +214,10 @@ def write_site(out: Path, pages: Mapping[str, str], *, wheels: Sequence[LocalWhe
     """
     out = out.absolute()
     with failing_as(PublishError, what=f"writing the site {out}", where=out, kept=_KEPT):
-        _write_site(out, pages, wheels)
+        _write_site(out, pages, wheels, provenance or {})
 
 
-def _write_site(out: Path, pages: Mapping[str, str], wheels: Sequence[LocalWheel]) -> None:
+def _write_site(out: Path, pages: Mapping[str, str], wheels: Sequence[LocalWheel], provenance: Provenances) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     with exclusive(out.parent, what=f"writing {out}", error=PublishError):  # beside it: out is replaced
         check_target(out, sources=(w.path.parent for w in wheels))
@@ -191,7 +233,7 @@ def _write_site(out: Path, pages: Mapping[str, str], wheels: Sequence[LocalWheel
                         made.add(folder)
                 target.write_text(text, encoding="utf-8")
             if wheels:
-                _stage_files(staging, wheels)
+                _stage_files(staging, wheels, provenance)
             replace_dir(out, staging)
 
 
