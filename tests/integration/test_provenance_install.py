@@ -162,8 +162,8 @@ def test_the_index_serves_provenance_only_for_attested_wheels(world: World) -> N
             filename = name.group(1).replace("%2B", "+")
             expected = f'data-provenance="{served.url}files/{name.group(1)}.provenance"'
             assert (expected in link) == (filename in attested), link
-        for name in attested:
-            assert (_files(served.site) / f"{name}.provenance").is_file()
+        for filename in attested:
+            assert (_files(served.site) / f"{filename}.provenance").is_file()
 
 
 def test_install_requires_and_verifies_provenance_before_pip(world: World) -> None:
