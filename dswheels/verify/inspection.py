@@ -26,6 +26,7 @@ __all__ = [
     "ExtensionReport",
     "Inspection",
     "NotDeepSpeedError",
+    "ProvenanceReport",
     "inspect_wheel",
     "isa_level",
     "render_inspection",
@@ -67,6 +68,37 @@ class ExtensionReport:
         }
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ProvenanceReport:
+    """The PEP 740 provenance found beside a wheel (``<wheel>.provenance`` or GitHub's ``<wheel>.sigstore.json``)."""
+
+    file: str
+    signer: str = ""  # who signed it, when it verified: the workflow at its ref (commit)
+    predicate_type: str = ""
+    logged_at: str = ""  # when the transparency log recorded it (UTC)
+    problem: str = ""  # why it does not verify ("" when it does)
+
+    @property
+    def verified(self) -> bool:
+        return not self.problem
+
+    def words(self) -> str:
+        if self.problem:
+            return f"NOT verified ({self.file}): {self.problem}"
+        logged = f", logged {self.logged_at}" if self.logged_at else ""
+        return f"verified ({self.file}): signed by {self.signer}{logged}; {self.predicate_type}"
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "file": self.file,
+            "verified": self.verified,
+            "signer": self.signer or None,
+            "predicate_type": self.predicate_type or None,
+            "logged_at": self.logged_at or None,
+            "problem": self.problem or None,
+        }
+
+
 @dataclass(frozen=True, slots=True)
 class Inspection:
     filename: str
@@ -82,6 +114,7 @@ class Inspection:
     target: str  # what the DLLs are judged against ("torch 2.6 (CUDA 12)"), "" on Linux
     extensions: tuple[ExtensionReport, ...]
     warnings: tuple[str, ...]
+    provenance: ProvenanceReport | None = None  # None: no provenance beside the wheel
 
     def as_json(self) -> dict[str, object]:
         return {
@@ -97,6 +130,7 @@ class Inspection:
             "dlls_judged_for": self.target or None,
             "extensions": [e.as_json() for e in self.extensions],
             "warnings": list(self.warnings),
+            "provenance": self.provenance.as_json() if self.provenance is not None else None,
         }
 
 
@@ -289,6 +323,7 @@ def render_inspection(i: Inspection) -> str:
     ]
     if i.target:
         rows.append(("DLLs judged for", f"Python {i.python_tag}, {i.target}"))
+    rows.append(("provenance", i.provenance.words() if i.provenance is not None else "none beside the wheel"))
     lines = [i.filename, *(f"  {k:<16} {v}" for k, v in rows), ""]
     width = max((len(_label(r)) for r in i.extensions), default=0)
     for r in i.extensions:

@@ -102,3 +102,36 @@ def test_damaged_member_exits_2(tmp_path: Path) -> None:
     assert result.returncode == 2, (result.stdout, result.stderr)
     assert "deepspeed-0.19.8+cu130torch2.14-cp312-cp312-win_amd64.whl" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_inspect_shows_the_provenance_beside_a_wheel(tmp_path: Path) -> None:
+    """GitHub's bundle as the workflow leaves it, then the provenance object as the index serves it: verified
+    against the tests' own Sigstore root (--trusted-root); against the pinned root it does not verify."""
+    import hashlib
+
+    from dswheels.kernel.attestations import provenance_from_bundle
+    from tests.support.sigstore_fake import FakeSigstore
+
+    wheel = _windows_wheel(tmp_path)
+    sha = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    fake = FakeSigstore()
+    root = tmp_path / "trusted_root.json"
+    root.write_bytes(fake.trusted_root())
+    none = dswheels("inspect", str(wheel), timeout=300)
+    assert "  provenance       none beside the wheel\n" in none.stdout
+    bundle = fake.attest([(wheel.name, sha)])
+    (tmp_path / f"{wheel.name}.sigstore.json").write_bytes(bundle)
+    shown = dswheels("inspect", str(wheel), "--trusted-root", str(root), timeout=300)
+    assert shown.returncode == 0, shown.stderr
+    signer = "https://github.com/octo/dswheels/.github/workflows/wheels.yml@refs/tags/v0.19.8 (commit 5f0c6e5b2a4d)"
+    assert f"  provenance       verified ({wheel.name}.sigstore.json): signed by {signer}, logged 2026-03-02" in (
+        shown.stdout
+    )
+    (tmp_path / f"{wheel.name}.sigstore.json").unlink()
+    (tmp_path / f"{wheel.name}.provenance").write_bytes(provenance_from_bundle(bundle, filename=wheel.name, sha256=sha))
+    result = dswheels("inspect", "--format", "json", str(wheel), timeout=300)  # the pinned root: Sigstore's own
+    assert result.returncode == 0, result.stderr
+    (data,) = json.loads(result.stdout)["wheels"]
+    assert data["provenance"]["verified"] is False
+    assert "does not verify against the trusted root" in data["provenance"]["problem"]
+    assert any("its provenance does not vouch for it" in w for w in data["warnings"])
