@@ -147,11 +147,7 @@ def test_the_wheels_workflow_chain_runs_here_for_one_linux_cell(tmp_path: Path, 
     needs["build"] = {"result": "success", "outputs": {}}
     assert not condition(_if("smoke"), {**base, "needs": needs}, after_parts)  # no GPU runner
     needs["smoke"] = {"result": "skipped", "outputs": {}}
-    assert condition(_if("release"), {**base, "needs": needs}, after_parts)
-    release = Job(workflow=WHEELS, job="release", workspace=tmp_path / "release", contexts={**base, "needs": needs})
-    released = run_job(release, store)
-    assert released.skipped == ["Publish to the release"]  # DSWHEELS_PUBLISH_DIR: the directory instead
-    assert released.ran == ["actions/download-artifact", "Publish to the directory"]
+    _release(tmp_path, base, needs, store)
     needs["release"] = {"result": "success", "outputs": {}}
     assert condition(_if("pages"), {**base, "needs": needs}, Status())
     pages = Job(workflow=WHEELS, job="pages", workspace=tmp_path / "pages", contexts={**base, "needs": needs})
@@ -176,6 +172,31 @@ def _check_measured(artifact: Path) -> None:
     assert seconds["build"] > 0
     assert seconds["verify"] > 0
     assert seconds["job"] >= seconds["build"] + seconds["verify"]
+
+
+def _release(tmp_path: Path, base: dict[str, Value], needs: dict[str, Value], store: Artifacts) -> None:
+    """The subjects job lists the wheel, the release job publishes it to the directory."""
+    after_parts = Status(success=False)  # a job after a skipped one: success() is false (actions/runner#491)
+    assert condition(_if("subjects"), {**base, "needs": needs}, after_parts)
+    subjects = Job(workflow=WHEELS, job="subjects", workspace=tmp_path / "subjects", contexts={**base, "needs": needs})
+    (subjects.workspace / "scripts").mkdir(parents=True)  # what actions/checkout puts there
+    shutil.copy2(ROOT / "scripts" / "attest_subjects.py", subjects.workspace / "scripts")
+    listed = run_job(subjects, store)
+    (subject,) = json.loads(listed.outputs["subjects"])["include"]
+    assert (subject["name"], subject["folder"]) == (WHEEL, "cpu")
+    needs["subjects"] = {"result": "success", "outputs": dict(listed.outputs)}
+    # attest: GitHub's Sigstore signs (actions/attest does not run here: tests/integration/test_release_provenance.py
+    # runs these jobs with a Sigstore instance of its own); without its artifact the release publishes no provenance
+    needs["attest"] = {"result": "success", "outputs": {}}
+    assert condition(_if("release"), {**base, "needs": needs}, Status())
+    release = Job(workflow=WHEELS, job="release", workspace=tmp_path / "release", contexts={**base, "needs": needs})
+    released = run_job(release, store)
+    assert released.skipped == ["Publish to the release"]  # DSWHEELS_PUBLISH_DIR: the directory instead
+    assert released.ran == [
+        "actions/download-artifact",
+        "The attestations, beside their wheels",
+        "Publish to the directory",
+    ]
 
 
 def _check_rerun_restores(
@@ -248,6 +269,9 @@ def _check_tag_push(tmp_path: Path, base: dict[str, Value], machine: dict[str, s
     }
     assert not condition(_if("build"), {**tag_ctx, "needs": tag_needs}, after_parts)
     tag_needs |= {"build": {"result": "skipped", "outputs": {}}, "smoke": {"result": "skipped", "outputs": {}}}
+    assert not condition(_if("subjects"), {**tag_ctx, "needs": tag_needs}, after_parts)
+    tag_needs |= {"subjects": {"result": "skipped", "outputs": {}}, "attest": {"result": "skipped", "outputs": {}}}
+    assert not condition(_if("attest"), {**tag_ctx, "needs": tag_needs}, after_parts)
     assert not condition(_if("release"), {**tag_ctx, "needs": tag_needs}, after_parts)
 
 

@@ -255,3 +255,26 @@ def test_a_data_provenance_that_may_not_be_followed_is_kept_as_a_problem(value: 
     (read,) = parse_project_page(page, "https://h/simple/deepspeed/")
     assert read.provenance_url is None
     assert problem in read.provenance_problem
+
+
+def test_the_release_lists_each_dswheels_wheel_to_attest_or_stops(tmp_path: Path) -> None:
+    """scripts/attest_subjects.py (wheels.yml's subjects job): one matrix entry per wheel, or exit 2."""
+    import importlib.util as loader
+
+    spec = loader.spec_from_file_location("attest_subjects", ROOT / "scripts" / "attest_subjects.py")
+    assert spec is not None
+    assert spec.loader is not None
+    script = loader.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    assert script.main([str(tmp_path)]) == 2  # no wheel: nothing to attest
+    wheel = write_deepspeed_wheel(tmp_path / "cu128", variant="cu128", torch="2.9")
+    (entry,) = script.subjects(tmp_path)
+    assert entry == {
+        "index": "0",
+        "name": wheel.name,
+        "sha256": hashlib.sha256(wheel.read_bytes()).hexdigest(),
+        "folder": "cu128",
+    }
+    (tmp_path / "cu128" / "other-1.0-py3-none-any.whl").write_bytes(b"x")
+    with pytest.raises(ValueError, match=r"other-1\.0-py3-none-any\.whl"):
+        script.subjects(tmp_path)

@@ -136,7 +136,7 @@ def test_every_job_after_the_parts_says_when_it_runs() -> None:
         if _needs(name) & downstream:
             downstream.add(name)
             assert "!cancelled()" in str(job.get("if", "")), name
-    assert downstream == {"parts", "build", "smoke", "release", "pages", "answer"}
+    assert downstream == {"parts", "build", "smoke", "subjects", "attest", "release", "pages", "answer"}
 
 
 def test_part_jobs_come_first_and_run_the_build_jobs_steps() -> None:
@@ -376,12 +376,15 @@ def _run_release(build: str, smoke: str, release: str = "v0.19.8") -> bool:
         failure="failure" in results.values(),
         cancelled="cancelled" in results.values(),
     )
-    return condition(str(JOBS["release"]["if"]), contexts, status)
+    # the release's first job lists what the attest jobs sign; the release itself waits for every attestation
+    return condition(str(JOBS["subjects"]["if"]), contexts, status)
 
 
 def test_publish_runs_only_after_builds_and_smoke_passed() -> None:
     assert _needs("smoke") == {"plan", "build"}
-    assert _needs("release") == {"plan", "build", "smoke"}
+    assert _needs("subjects") == {"plan", "build", "smoke"}
+    assert _needs("attest") == {"plan", "subjects"}
+    assert _needs("release") == {"plan", "build", "smoke", "attest"}
     assert _needs("pages") == {"plan", "release"}
     assert _run_release("success", "success")
     assert _run_release("success", "skipped")  # no GPU runner: smoke is skipped, publish still runs

@@ -43,7 +43,9 @@ MINIMAL = {
         "parts": {"contents": "read"},
         "build": {"contents": "read"},
         "smoke": {"contents": "read"},
-        "release": {"contents": "write", "id-token": "write", "attestations": "write"},
+        "subjects": {"contents": "read"},
+        "attest": {"id-token": "write", "attestations": "write"},
+        "release": {"contents": "write"},
         "pages": {"contents": "read", "pages": "write", "id-token": "write"},
         "answer": {"issues": "write"},
     },
@@ -276,7 +278,7 @@ def test_dswheels_comes_from_the_checkout_only() -> None:
             script = str(as_dict(step).get("run", ""))
             for line in script.splitlines():
                 if "pip install" in line and "dswheels" not in line:
-                    assert line.strip().endswith(" ."), line
+                    assert line.strip().endswith((" .", ' ".[provenance]"')), line
 
 
 def test_every_build_uploads_wheels_and_runs_verify() -> None:
@@ -289,7 +291,13 @@ def test_every_build_uploads_wheels_and_runs_verify() -> None:
     assert as_dict(upload["with"])["name"] == f"wheels-${{{{ {entry('build', 'name')} }}}}"
     assert as_dict(upload["with"])["if-no-files-found"] == "error"
     release = job_steps("release")
-    download = next(s for s in release if "download-artifact" in str(s.get("uses")))
-    assert as_dict(download["with"])["pattern"] == "wheels-*"
-    attest = next(s for s in release if "actions/attest" in str(s.get("uses")))
-    assert str(as_dict(attest["with"])["subject-path"]).endswith("*.whl")
+    downloads = [as_dict(s["with"]) for s in release if "download-artifact" in str(s.get("uses"))]
+    wanted = [("wheels-*", "wheelhouse"), ("provenance-*", "wheelhouse")]  # each bundle lands beside its wheel
+    assert [(d["pattern"], d["path"]) for d in downloads] == wanted
+    # one attestation per wheel (PEP 740: one subject), by its name and digest: never a glob of files
+    (attest,) = [s for s in job_steps("attest") if "actions/attest" in str(s.get("uses"))]
+    assert as_dict(attest["with"]) == {
+        "subject-name": "${{ matrix.name }}",
+        "subject-digest": "sha256:${{ matrix.sha256 }}",
+    }
+    assert "actions/attest" not in str(release)
