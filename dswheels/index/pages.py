@@ -30,22 +30,27 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from dswheels.index.picker import SCRIPT, Judge, lines_table, picker, script
 from dswheels.kernel.index_files import IndexFile
 from dswheels.kernel.index_links import (
     file_href,
     install_lines,
     is_absolute,
+    newest_live,
     partition_order,
     partition_url,
     release_order,
     site_file_url,
     url_encoded,
+    uv_project,
 )
 from dswheels.kernel.model import Python
-from dswheels.kernel.naming import PROJECT
+from dswheels.kernel.naming import PROJECT, wheel_version
+from dswheels.kernel.sources import torch_index_url
 from dswheels.kernel.versions import format_version, parse_version
 
 __all__ = [
+    "CSS",
     "FILES_DIR",
     "MARKER",
     "render_site",
@@ -55,6 +60,7 @@ __all__ = [
 MARKER = ".dswheels-index"  # written at the site root; `dswheels index` only ever replaces a tree that has it
 REPOSITORY_VERSION = "1.0"  # PEP 629
 FILES_DIR = "files"  # where a self-contained site keeps its wheels
+CSS = "site.css"  # the human page's style, beside it: no inline style or script (a strict CSP allows the page)
 
 
 # --- pages ----------------------------------------------------------------------------------------
@@ -70,6 +76,16 @@ td.have{background:#dafbe1}td.none{color:#8c959f}a{color:#0969da}
 pre{background:#f6f8fa;border:1px solid #d0d7de;padding:.6rem;overflow-x:auto;white-space:pre-wrap;
 word-break:break-all}code{font-family:ui-monospace,monospace}
 .yanked{text-decoration:line-through;color:#cf222e}.note{color:#59636e;font-size:.9rem}
+form.pick fieldset{border:0;margin:0;padding:.2rem 0;display:flex;flex-wrap:wrap;gap:.3rem;align-items:center}
+form.pick legend{float:left;width:8rem;font-weight:600;padding:0}
+form.pick label{border:1px solid #d0d7de;border-radius:4px;padding:.15rem .5rem;cursor:pointer;background:#fff}
+form.pick label:has(input:checked){background:#0969da;color:#fff;border-color:#0969da}
+form.pick label.none{color:#8c959f;background:#f6f8fa;border-style:dashed}
+form.pick label.none:has(input:checked){background:#8c959f;color:#fff}
+form.pick input{margin:0 .25rem 0 0}
+.picked{display:flex;gap:.5rem;align-items:flex-start}.picked pre{flex:1;margin:.5rem 0;min-height:1.4rem}
+#pick-copy{margin-top:.5rem;padding:.35rem .8rem}#pick.impossible #pick-why{color:#cf222e}
+table.lines td{text-align:left;font-size:.8rem;word-break:break-all}
 """
 
 
@@ -185,7 +201,7 @@ def _mark(item: IndexFile, *, page: str) -> str:
 
 
 def _install(files: Sequence[IndexFile], *, site_url: str, torch_index: str) -> list[str]:
-    """The install section of the human page: each partition's lines."""
+    """The install section of the human page: each partition's lines, and its uv project's."""
     body: list[str] = []
     for part, lines in install_lines(files, site_url=site_url, torch_index=torch_index):
         body.append(f'<h3 id="{html.escape(part)}">{html.escape(part)}</h3>')
@@ -193,6 +209,18 @@ def _install(files: Sequence[IndexFile], *, site_url: str, torch_index: str) -> 
             body.append("<p>Every wheel of this partition is yanked.</p>")
             continue
         body.append(f"<pre><code>{html.escape(lines[0])}\n{html.escape(lines[1])}</code></pre>")
+        newest = newest_live(f for f in files if f.published.partition == part)
+        assert newest is not None  # noqa: S101 - install_lines gave lines: a wheel of it is live
+        project = uv_project(
+            version=wheel_version(newest.published.cell),
+            site_url=site_url,
+            part=part,
+            torch_index=torch_index_url(torch_index, part.partition("-torch")[0]),
+        )
+        body.append(
+            "<details><summary>uv project: these lines in <code>pyproject.toml</code>, then <code>uv sync</code>"
+            f'</summary><pre class="uv-project"><code>{html.escape(project)}</code></pre></details>'
+        )
         body.append(
             f'<p class="note">Index: <code>{html.escape(partition_url(site_url, part))}</code> &middot; '
             f'find-links page: <a href="whl/{html.escape(part)}/">whl/{html.escape(part)}/</a>.</p>'
@@ -201,7 +229,13 @@ def _install(files: Sequence[IndexFile], *, site_url: str, torch_index: str) -> 
 
 
 def _home_page(
-    files: Sequence[IndexFile], *, title: str, site_url: str, torch_index: str, partitions: Sequence[str]
+    files: Sequence[IndexFile],
+    *,
+    title: str,
+    site_url: str,
+    torch_index: str,
+    partitions: Sequence[str],
+    judge: Judge | None,
 ) -> str:
     intro = (
         "<p>DeepSpeed wheels with every C++/CUDA op precompiled. A wheel works only with the torch "
@@ -226,18 +260,34 @@ def _home_page(
         "Python or platform without a wheel fails at once instead of building. Lines show the newest DeepSpeed of "
         "the partition; for another, change the version before the <code>+</code>.</p>"
     )
+    uv_note = (
+        "<p>A uv project keeps its dependencies in <code>pyproject.toml</code>: each partition's lines below take "
+        "DeepSpeed from the partition and torch from its own index, both <code>explicit</code> (uv asks them for "
+        "those two packages only); <code>uv lock</code> and <code>uv sync</code> then install the partition's "
+        "wheel.</p>"
+    )
+    links = lines_table(files, site_url=site_url, torch_index=torch_index)
     body = [
         f"<h1>{html.escape(title)}</h1>",
         intro,
         machine,
+        *(['<h2 id="pick-your-line">Pick your line</h2>'] if files else []),
+        *picker(files, site_url=site_url, torch_index=torch_index, judge=judge),
         "<h2>Coverage</h2>",
         coverage_note,
         *_coverage(files),
         '<h2 id="install">Install</h2>',
         install_note,
+        uv_note,
         *_install(files, site_url=site_url, torch_index=torch_index),
+        '<h2 id="lines">Every install line</h2>',
+        (
+            '<p class="note">One row per DeepSpeed release and partition; on Windows, the last column '
+            "(the Python launcher, as cmd and PowerShell take it).</p>"
+        ),
+        *links,
     ]
-    head = f'<meta name="viewport" content="width=device-width, initial-scale=1">\n<style>\n{_CSS}</style>'
+    head = f'<meta name="viewport" content="width=device-width, initial-scale=1">\n<link rel="stylesheet" href="{CSS}">'
     return _page(title, body, head=head)
 
 
@@ -247,11 +297,18 @@ def _prefer(new: IndexFile, old: IndexFile) -> bool:
 
 
 def render_site(
-    files: Sequence[IndexFile], *, site_url: str, torch_index: str, title: str = "DeepSpeed wheels"
+    files: Sequence[IndexFile],
+    *,
+    site_url: str,
+    torch_index: str,
+    title: str = "DeepSpeed wheels",
+    judge: Judge | None = None,
 ) -> dict[str, str]:
-    """Every page of the site: path relative to the site root -> HTML.
+    """Every page of the site: path relative to the site root -> HTML (and the human page's style and script).
 
-    ``torch_index`` is a template with ``{variant}`` (PyTorch's index for the variant).
+    ``torch_index`` is a template with ``{variant}`` (PyTorch's index for the variant). ``judge`` says
+    which rules forbid a cell (:class:`dswheels.plan.rules.Judge`): the picker's reason for a combination
+    nothing is published for (without it: "not published").
     Raises ``ValueError`` for two files with one name.
     """
     seen: dict[str, IndexFile] = {}
@@ -279,6 +336,8 @@ def render_site(
         pages[root] = _root_page(f"Simple index: {part}")
         pages[project] = _project_page(by_partition[part], page=project, title=f"Links for {PROJECT} ({part})")
     pages["index.html"] = _home_page(
-        ordered, title=title, site_url=site_url, torch_index=torch_index, partitions=partitions
+        ordered, title=title, site_url=site_url, torch_index=torch_index, partitions=partitions, judge=judge
     )
+    pages[CSS] = _CSS
+    pages[SCRIPT] = script()
     return pages

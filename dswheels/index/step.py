@@ -21,6 +21,7 @@ from dswheels.kernel.locations import LOCAL_SITE_URL, PUBLISHED, SITE
 from dswheels.kernel.sources import torch_index_problem
 from dswheels.kernel.urls import page_url_problem
 from dswheels.plan.event import default_index_url
+from dswheels.plan.rules import Judge
 from dswheels.stores import ToGitHubRelease, store_for
 from dswheels.stores.directory import DirectoryStore
 from dswheels.stores.protocol import ToDirectory
@@ -102,7 +103,8 @@ def _published(options: IndexOptions) -> tuple[list[IndexFile], Sequence[LocalWh
 def write_index(options: IndexOptions) -> SiteWritten:
     start = monotonic()
     check_target(options.out)  # before any network or hashing: fail fast on a wrong --out
-    torch_index = options.torch_index or load_compat().torch_index
+    compat = load_compat()
+    torch_index = options.torch_index or compat.torch_index
     # both go into the install lines of a public page, which users paste into a shell
     if problem := torch_index_problem(torch_index) or page_url_problem(torch_index.replace("{variant}", "cpu")):
         raise ConfigError(f"--torch-index {torch_index!r}: {problem}")
@@ -115,7 +117,9 @@ def write_index(options: IndexOptions) -> SiteWritten:
     files = _yank(files, options.yanked)
     site_url = site_url_for(options)
     try:
-        pages = render_site(files, site_url=site_url, torch_index=torch_index, title=options.title)
+        pages = render_site(
+            files, site_url=site_url, torch_index=torch_index, title=options.title, judge=Judge(compat).check
+        )
     except ValueError as exc:
         raise PublishError(str(exc)) from None
     with get_reporter().group(f"write {options.out}"):

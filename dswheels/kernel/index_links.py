@@ -2,11 +2,15 @@
 
 A file's href from any page (``+`` percent-encoded once), a partition's index URL, the
 PEP 658 metadata name, and per partition the pip and uv lines that can only install that
-partition's wheel (:func:`install_command`).
+partition's wheel (:func:`install_command`), the same pip line as Windows' shells take it
+(:func:`windows_command`), and the ``pyproject.toml`` lines a uv project takes it with
+(:func:`uv_project`).
 """
 
 from __future__ import annotations
 
+import json
+import re
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from urllib.parse import quote, unquote, urljoin, urlsplit, urlunsplit
@@ -35,6 +39,8 @@ __all__ = [
     "release_order",
     "site_file_url",
     "url_encoded",
+    "uv_project",
+    "windows_command",
 ]
 
 
@@ -118,6 +124,87 @@ def install_command(*, tool: str, version: str, site_url: str, part: str, torch_
     return (
         f'{program} "{PROJECT}=={version}" --extra-index-url {shell_word(partition_url(site_url, part))}'
         f" --extra-index-url {shell_word(torch_index)}"
+    )
+
+
+_WINDOWS_UNSAFE = re.compile(r"[^A-Za-z0-9._~:/@%+=,-]")
+
+
+def _windows_word(url: str) -> str:
+    """``url`` as one word for cmd and PowerShell alike: every character either reads (quotes, ``&``,
+    ``^``, ``$``, spaces, ...) percent-encoded; the sites' URLs hold none (``index`` refuses them)."""
+    return _WINDOWS_UNSAFE.sub(lambda m: "".join(f"%{b:02X}" for b in m.group().encode("utf-8")), url)
+
+
+def windows_command(*, version: str, site_url: str, part: str, torch_index: str) -> str:
+    """:func:`install_command`'s pip line as Windows' shells take it, cmd and PowerShell alike.
+
+    ``py -m pip`` (the Python launcher: ``pip.exe`` is often not on ``PATH``), the requirement in
+    double quotes (cmd has no single quotes), each URL one word.
+
+    >>> print(windows_command(version="0.19.8+cu128torch2.9", site_url="https://h/ds/", part="cu128-torch2.9",
+    ...                       torch_index="https://t/whl/cu128").replace(" --", "\\n  --"))
+    py -m pip install "deepspeed==0.19.8+cu128torch2.9"
+      --extra-index-url https://h/ds/whl/cu128-torch2.9/simple/
+      --extra-index-url https://t/whl/cu128
+    """
+    return (
+        f'py -m pip install "{PROJECT}=={version}" --extra-index-url {_windows_word(partition_url(site_url, part))}'
+        f" --extra-index-url {_windows_word(torch_index)}"
+    )
+
+
+def uv_project(*, version: str, site_url: str, part: str, torch_index: str) -> str:
+    """The ``pyproject.toml`` lines of a uv project that takes DeepSpeed from the partition and torch from
+    its own index: both indexes ``explicit`` (uv asks them only for the packages ``[tool.uv.sources]``
+    names, so nothing else comes from them, and neither package from anywhere else). torch is a
+    dependency of the project itself, pinned as the wheel pins it: uv applies ``[tool.uv.sources]`` to
+    a project's own dependencies only, so as DeepSpeed's dependency alone it would come from PyPI.
+
+    >>> print(uv_project(version="0.19.8+cu128torch2.9", site_url="https://h/ds/", part="cu128-torch2.9",
+    ...                  torch_index="https://t/whl/cu128"))
+    [project]
+    dependencies = ["deepspeed==0.19.8+cu128torch2.9", "torch==2.9.*"]
+    <BLANKLINE>
+    [tool.uv.sources]
+    deepspeed = { index = "dswheels-cu128-torch2.9" }
+    torch = { index = "pytorch-cu128" }
+    <BLANKLINE>
+    [[tool.uv.index]]
+    name = "dswheels-cu128-torch2.9"
+    url = "https://h/ds/whl/cu128-torch2.9/simple/"
+    explicit = true
+    <BLANKLINE>
+    [[tool.uv.index]]
+    name = "pytorch-cu128"
+    url = "https://t/whl/cu128"
+    explicit = true
+    """
+    variant, _sep, torch_minor = part.partition("-torch")
+    ours, theirs = f"dswheels-{part}", f"pytorch-{variant}"
+
+    def toml(text: str) -> str:  # a TOML basic string: JSON's escapes are TOML's
+        return json.dumps(text)
+
+    return "\n".join(
+        [
+            "[project]",
+            f"dependencies = [{toml(f'{PROJECT}=={version}')}, {toml(f'torch=={torch_minor}.*')}]",
+            "",
+            "[tool.uv.sources]",
+            f"{PROJECT} = {{ index = {toml(ours)} }}",
+            f"torch = {{ index = {toml(theirs)} }}",
+            "",
+            "[[tool.uv.index]]",
+            f"name = {toml(ours)}",
+            f"url = {toml(partition_url(site_url, part))}",
+            "explicit = true",
+            "",
+            "[[tool.uv.index]]",
+            f"name = {toml(theirs)}",
+            f"url = {toml(torch_index)}",
+            "explicit = true",
+        ]
     )
 
 

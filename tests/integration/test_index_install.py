@@ -30,7 +30,7 @@ from pypi_simple import IndexPage, ProjectPage, PyPISimple
 from dswheels.cli import main
 from dswheels.kernel.index_links import install_command
 from dswheels.kernel.naming import PROJECT
-from tests.support.installers import Installer
+from tests.support.installers import Installer, clean_env, uv_binary
 from tests.support.servers import StaticServer
 from tests.support.wheels import (
     interpreter_tag,
@@ -68,6 +68,14 @@ class World:
         assert match, f"no install lines for {part} on the page"
         lines = html.unescape(match.group(1)).splitlines()
         return next(line for line in lines if line.startswith("uv " if tool == "uv" else "pip "))
+
+    def uv_project(self, part: str) -> str:
+        """The uv project lines for ``part`` exactly as the human page shows them."""
+        match = re.search(
+            rf'<h3 id="{re.escape(part)}">.*?<pre class="uv-project"><code>(.*?)</code></pre>', self.home(), re.DOTALL
+        )
+        assert match, f"no uv project lines for {part} on the page"
+        return html.unescape(match.group(1))
 
     def clear_logs(self) -> None:
         self.site.clear()
@@ -369,3 +377,44 @@ def test_an_index_of_github_releases_installs_from_the_release_assets(
             f"/{fake.repo}/releases/download/v1/{name}.metadata",
             f"/{fake.repo}/releases/download/v1/{name}",
         ]
+
+
+def test_uv_sync_of_a_project_made_from_the_pages_lines_installs_the_partitions_wheel(
+    world: World, tmp_path: Path
+) -> None:
+    """The page's pyproject.toml lines, merged into a new project's own [project] table as a user does; uv
+    lock and uv sync against the served site (PyPI's stand-in, with newer DeepSpeed sdists, as the default index)."""
+    import subprocess
+    import sys
+
+    world.clear_logs()
+    lines = world.uv_project("cu128-torch2.9")
+    assert lines.startswith("[project]\n")
+    own = f'name = "app"\nversion = "0.1.0"\nrequires-python = "=={sys.version_info[0]}.{sys.version_info[1]}.*"\n'
+    project = tmp_path / "app"
+    project.mkdir()
+    (project / "pyproject.toml").write_text(lines.replace("[project]\n", "[project]\n" + own, 1), encoding="utf-8")
+    env = clean_env(tmp_path / "home") | {"UV_DEFAULT_INDEX": world.pypi, "UV_PYTHON": sys.executable}
+
+    def uv(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [uv_binary(), *args], cwd=project, env=env, capture_output=True, text=True, check=False, timeout=300
+        )
+
+    locked = uv("lock")
+    assert locked.returncode == 0, locked.stdout + locked.stderr
+    lock = (project / "uv.lock").read_text(encoding="utf-8")
+    assert 'version = "0.19.8+cu128torch2.9"' in lock
+    assert 'version = "2.9.1+cu128"' in lock  # the wheel's torch==2.9.* pin, from the variant's own index
+    synced = uv("sync")
+    assert synced.returncode == 0, synced.stdout + synced.stderr
+    python = project / ".venv" / "bin" / "python"
+    done = subprocess.run(
+        [str(python), "-c", "import deepspeed, torch; print(deepspeed.BUILD, torch.__version__)"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert done.stdout.split() == [f"0.19.8+cu128torch2.9-{HERE}-linux_x86_64", "2.9.1+cu128"]
+    assert _downloads(world.site, ".whl") == [f"/files/deepspeed-0.19.8+cu128torch2.9-{HERE}-{HERE}-linux_x86_64.whl"]
+    assert not [p for p in world.aux.paths() if p.endswith(".tar.gz")], "a PyPI sdist was fetched"

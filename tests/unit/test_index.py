@@ -129,7 +129,15 @@ def _pages(entries: list[IndexFile]) -> dict[str, str]:
 def test_the_site_has_the_documented_layout(entries: list[IndexFile]) -> None:
     pages = _pages(entries)
     partitions = sorted({e.published.partition for e in entries})
-    expected = {MARKER, ".nojekyll", "index.html", "simple/index.html", "simple/deepspeed/index.html"}
+    expected = {
+        MARKER,
+        ".nojekyll",
+        "index.html",
+        "site.css",
+        "pick.js",
+        "simple/index.html",
+        "simple/deepspeed/index.html",
+    }
     for part in partitions:
         expected |= {
             f"whl/{part}/index.html",
@@ -138,7 +146,7 @@ def test_the_site_has_the_documented_layout(entries: list[IndexFile]) -> None:
         }
     assert set(pages) == expected
     layout = (ROOT / "docs" / "index-layout.md").read_text(encoding="utf-8")
-    for documented in ("simple/deepspeed/index.html", "whl/<partition>/simple/deepspeed/index.html", MARKER):
+    for documented in ("simple/deepspeed/index.html", "whl/<partition>/simple/deepspeed/index.html", MARKER, "pick.js"):
         assert documented in layout
 
 
