@@ -31,7 +31,7 @@ from dswheels.kernel.index_links import (
     windows_command,
 )
 from dswheels.kernel.model import Cell, Platform, Python, Reason, Variant
-from dswheels.kernel.naming import cell_id, wheel_version
+from dswheels.kernel.naming import wheel_version
 from dswheels.kernel.sources import torch_index_url
 from dswheels.kernel.versions import TorchMinor, format_version, parse_version
 
@@ -154,8 +154,8 @@ def _reason(cell: Cell, judge: Judge | None) -> str:
     if reasons:
         return "; ".join(f"[{r.rule}] {r.message}" + (f" (what would work: {r.fix})" if r.fix else "") for r in reasons)
     return (
-        f"not published: the rules allow {cell_id(cell)}, but no wheel of it is on this index yet "
-        "(the wheels workflow builds any allowed combination: Actions > wheels > Run workflow)"
+        "not published: the rules allow this combination, but no wheel of it is on this index yet "
+        "(the wheels workflow builds any combination the rules allow: Actions > wheels > Run workflow)"
     )
 
 
