@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import random
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,7 @@ from dswheels.index.pages import MARKER, render_site
 from dswheels.index.yank import apply_yanked, parse_yanked
 from dswheels.kernel.errors import ConfigError, PublishError
 from dswheels.kernel.index_files import IndexFile, parse_project_page
-from dswheels.kernel.index_links import file_href, install_command, partition_url
+from dswheels.kernel.index_links import file_href, install_command, partition_url, uv_project
 from dswheels.kernel.manifest import manifest_name
 from dswheels.kernel.model import Cell, Platform, Python, Variant
 from dswheels.kernel.naming import parse_wheel, partition, wheel_filename
@@ -253,6 +254,24 @@ def test_page_text_is_escaped(entries: list[IndexFile]) -> None:
     assert "&lt;script&gt;x" in home
 
 
+def test_the_pickers_data_cannot_end_its_script_element(entries: list[IndexFile]) -> None:
+    """A yanked reason is text from a file anyone with write access to the yank list wrote: in the picker's JSON
+    it stays data (no "</script>", "<!--" or "&" an HTML parser reads), and it reads back exactly."""
+    import json
+
+    hostile = "</script><script>alert(1)</script><!-- & \u2028"
+    yanked = [replace(e, yanked=hostile) if n % 2 else e for n, e in enumerate(entries)]
+    home = render_site(yanked, site_url=SITE, torch_index=TORCH_INDEX)["index.html"]
+    scripts = re.findall(r"<script[^>]*>", home)
+    assert scripts == ['<script type="application/json" id="pick-data">', '<script src="pick.js" defer>']
+    data = home.split('<script type="application/json" id="pick-data">', 1)[1].split("</script>", 1)[0]
+    for markup in "<>&":
+        assert markup not in data
+    assert hostile in {w["yanked"] for w in json.loads(data)["wheels"].values()}
+    for inline in ("style=", "<style", "onclick"):  # nothing inline: a strict CSP allows the page
+        assert inline not in home
+
+
 # --- the install line ---------------------------------------------------------------------------------
 
 
@@ -267,6 +286,13 @@ def test_the_readme_install_lines_are_what_the_index_prints() -> None:
             torch_index="https://download.pytorch.org/whl/cu128",
         )
         assert line in readme.replace("\\\n   ", ""), f"README lacks the {tool} line:\n{line}"
+    project = uv_project(
+        version="0.19.8+cu128torch2.9",
+        site_url="https://OWNER.github.io/dswheels/",
+        part="cu128-torch2.9",
+        torch_index="https://download.pytorch.org/whl/cu128",
+    )
+    assert f"```toml\n{project}\n```" in readme, f"README lacks the uv project lines:\n{project}"
 
 
 def test_the_install_line_pins_the_exact_local_version_and_lists_the_partition_first() -> None:
