@@ -43,7 +43,8 @@ class InstallOptions:
     dry_run: bool = False  # pick the wheel, install nothing
     verify: bool = True  # load every prebuilt op after installing
     # verify the wheel's PEP 740 provenance before anything is downloaded: whose wheels.yml must have signed it
-    # (OWNER/REPO; "" = the repository of the GitHub Pages site --index names); None: not required
+    # (OWNER/REPO: --provenance-repository; "" = the repository of the GitHub Pages site --index names); None: not
+    # required
     require_provenance: str | None = None
     trusted_root: Path | None = None  # a Sigstore trusted_root.json instead of the pinned one
 
@@ -129,10 +130,10 @@ def expected_repository(options: InstallOptions) -> str | None:
         raise ConfigError(
             f"--require-provenance: the index {options.index} is no GitHub Pages site (https://OWNER.github.io/REPO/), "
             "so it does not say whose signature to expect",
-            hint="name the repository that publishes the wheels: --require-provenance OWNER/REPO",
+            hint="name the repository that publishes the wheels: --provenance-repository OWNER/REPO",
         )
     if problem := repository_problem(repository):
-        raise ConfigError(f"--require-provenance {repository!r}: {problem}")
+        raise ConfigError(f"--provenance-repository {repository!r}: {problem}")
     return repository
 
 

@@ -128,7 +128,7 @@ def _install(world: World, served: Served, *extra: str) -> subprocess.CompletedP
 
 
 def _require(world: World, repository: str = "octo/dswheels") -> list[str]:
-    return ["--require-provenance", repository, "--trusted-root", str(world.trusted_root)]
+    return ["--require-provenance", "--provenance-repository", repository, "--trusted-root", str(world.trusted_root)]
 
 
 def _files(site: Path) -> Path:
@@ -244,7 +244,7 @@ def test_no_provenance_or_an_untrusted_root_is_refused_with_exit_11(world: World
         assert "the index serves no provenance for" in stderr
     with _serve(world, "site-pinned") as served:
         # the pinned root is Sigstore's public-good one: the tests' own CA does not chain to it
-        stderr = _refused(world, served, 11, "--require-provenance", "octo/dswheels")
+        stderr = _refused(world, served, 11, "--require-provenance", "--provenance-repository", "octo/dswheels")
         assert "its signature does not verify against the trusted root" in stderr
         # a GitHub Pages URL names the repository; a loopback one names none (exit 2, before anything)
         assert _install(world, served, "--require-provenance").returncode == 2
