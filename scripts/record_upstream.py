@@ -45,6 +45,7 @@ sys.path.insert(0, str(ROOT))
 
 from dswheels.facts.cuda_action import ACTION, find_action_pin  # noqa: E402
 from dswheels.facts.pypi_json import linux_wheel, torch_minors, wheel_platform  # noqa: E402
+from dswheels.kernel.pypi_project import read_pypi_project  # noqa: E402
 from dswheels.host import wheel_metadata  # noqa: E402
 
 OUT = ROOT / "tests" / "data" / "upstream"
@@ -137,9 +138,9 @@ def record_pypi(out: Path, projects: tuple[str, ...] = PROJECTS) -> dict[str, ob
 
 
 def record_ranges(out: Path, torch: dict[str, object]) -> None:
-    url = PYPI.format(project="torch")
-    for seen in torch_minors(torch).values():
-        wheel = linux_wheel(torch, seen.latest, json_url=url)
+    project = read_pypi_project(torch, json_url=PYPI.format(project="torch"))
+    for seen in torch_minors(project).values():
+        wheel = linux_wheel(project, seen.latest)
         if wheel is None:
             raise SystemExit(f"torch {seen.latest} has no Linux x86-64 wheel on PyPI")
         recorder = _Recorder()

@@ -51,7 +51,8 @@ REDIST_URL = "https://developer.download.nvidia.com/compute/cuda/redist/"
 
 # NVIDIA's platform names for the two OSes dswheels builds on (x86-64)
 PLATFORMS: Mapping[str, str] = {OS.LINUX.value: "linux-x86_64", OS.WINDOWS.value: "windows-x86_64"}
-_RELEASE = re.compile(r"\d+\.\d+\.\d+")
+_RELEASE = re.compile(r"[0-9]+\.[0-9]+\.[0-9]+")
+_COMPONENT_VERSION = re.compile(r"[0-9]+(?:\.[0-9]+){0,5}")  # 13.0.88, 13.1.1.3
 _HEADER_KEYS = ("release_date", "release_label", "release_product")
 _ARCHIVE_SUFFIXES = (".tar.xz", ".zip")
 MAX_ARCHIVE_BYTES = 8 * 1024**3  # cuBLAS for Linux is ~0.85 GB; an archive stated larger is not NVIDIA's
@@ -77,18 +78,22 @@ class RedistArchive:
 class RedistRelease:
     """``redistrib_X.Y.Z.json``: the release, and per component its version and platform entries.
 
-    An entry is judged when it is used (:func:`archives_for`): a component dswheels does not
-    install cannot stop an install with an entry of a shape it does not expect.
+    Every entry is read by :func:`parse_redist` into an archive or the reason it is none, and that
+    reason is raised when the entry is used (:func:`archives_for`): a component dswheels does not
+    install cannot stop an install with an entry of a shape it does not expect (13.2.2's
+    ``libcusparse_lt`` nests its entries per CUDA variant).
     """
 
     label: str  # "13.0.3"
-    versions: Mapping[str, str]  # component -> its version
-    entries: Mapping[str, Mapping[str, object]]  # component -> platform -> the JSON's entry, unjudged
+    versions: Mapping[str, str]  # component -> its version (its shape judged with each entry)
+    entries: Mapping[str, Mapping[str, RedistArchive | str]]  # component -> platform -> archive, or what is wrong
 
     def archive(self, component: str, platform: str) -> RedistArchive:
-        """The archive of ``component`` for ``platform``, checked (``ValueError`` for a bad entry)."""
-        entry = _Redist(self.entries[component][platform], f".{component}.{platform}")
-        return _archive(component, self.versions[component], platform, entry)
+        """The archive of ``component`` for ``platform`` (``ValueError`` saying what is wrong with its entry)."""
+        entry = self.entries[component][platform]
+        if isinstance(entry, str):  # what is wrong with the entry, said when it is used
+            raise ValueError(entry)  # noqa: TRY004 - a bad value of the document, not a caller's wrong type
+        return entry
 
 
 class MissingComponentsError(ValueError):
@@ -120,7 +125,9 @@ def redist_json_name(release: str) -> str:
     return f"redistrib_{release}.json"
 
 
-def _archive(component: str, version: str, platform: str, entry: _Redist) -> RedistArchive:
+def _archive(component: str, version: _Redist, platform: str, entry: _Redist) -> RedistArchive:
+    if not _COMPONENT_VERSION.fullmatch(version.text()):
+        raise version.fail("a version of ASCII digits and dots (13.0.88)")
     path = entry.at("relative_path").text()
     try:
         parts = member_parts(path)
@@ -137,8 +144,20 @@ def _archive(component: str, version: str, platform: str, entry: _Redist) -> Red
     if isinstance(size_node.data, bool) or not digits or not 0 < int(size_text) <= MAX_ARCHIVE_BYTES:
         raise size_node.fail(f"a size in bytes (digits, at most {MAX_ARCHIVE_BYTES})")
     return RedistArchive(
-        component=component, version=version, platform=platform, relative_path=path, sha256=sha256, size=int(size_text)
+        component=component,
+        version=version.text(),
+        platform=platform,
+        relative_path=path,
+        sha256=sha256,
+        size=int(size_text),
     )
+
+
+def _entry(component: str, version: _Redist, platform: str, entry: _Redist) -> RedistArchive | str:
+    try:
+        return _archive(component, version, platform, entry)
+    except ValueError as exc:
+        return str(exc)
 
 
 def parse_redist(data: object) -> RedistRelease:
@@ -154,12 +173,17 @@ def parse_redist(data: object) -> RedistRelease:
     if not _RELEASE.fullmatch(label):
         raise root.at("release_label").fail("a release X.Y.Z")
     versions: dict[str, str] = {}
-    entries: dict[str, dict[str, object]] = {}
+    entries: dict[str, dict[str, RedistArchive | str]] = {}
     for key, node in root.items():
         if key in _HEADER_KEYS or not isinstance(node.data, dict):
             continue
-        versions[key] = node.at("version").text()
-        entries[key] = {platform: entry.data for platform, entry in node.items() if isinstance(entry.data, dict)}
+        version = node.at("version")
+        versions[key] = version.text()
+        entries[key] = {
+            platform: _entry(key, version, platform, entry)
+            for platform, entry in node.items()
+            if isinstance(entry.data, dict)
+        }
     return RedistRelease(label=label, versions=versions, entries=entries)
 
 

@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from dswheels.kernel.untyped import Untyped
+from dswheels.kernel.github_api import Issue, WorkflowRun
 
 __all__ = [
     "ISSUE_MARKER",
@@ -27,7 +27,7 @@ __all__ = [
 ISSUE_MARKER = "<!-- dswheels: facts drift (one issue, kept up to date by .github/workflows/follow.yml) -->"
 ISSUE_TITLE = "compat.yml drifted from its sources"
 _ACTIVE = frozenset({"queued", "in_progress", "waiting", "requested", "pending"})
-_VERSION_RE = re.compile(r"(?<![\d.])(\d+\.\d+\.\d+)(?![\d.])")
+_VERSION_RE = re.compile(r"(?<![0-9.])([0-9]+\.[0-9]+\.[0-9]+)(?![0-9.])")
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,14 +38,14 @@ class ActiveRuns:
     unnamed: int
 
 
-def active_versions(runs: Iterable[Mapping[str, object]]) -> ActiveRuns:
+def active_versions(runs: Iterable[WorkflowRun]) -> ActiveRuns:
     """From ``GET .../actions/workflows/<wheels>/runs`` items: what is still building."""
     versions: set[str] = set()
     unnamed = 0
     for run in runs:
-        if run.get("status") not in _ACTIVE:
+        if run.status not in _ACTIVE:
             continue
-        found = _VERSION_RE.findall(str(run.get("display_title") or ""))
+        found = _VERSION_RE.findall(run.title)
         versions.update(found)
         unnamed += not found
     return ActiveRuns(frozenset(versions), unnamed)
@@ -101,22 +101,22 @@ class IssueAction:
     why: str
 
 
-def _ours(issue: Untyped) -> bool:
-    return ISSUE_MARKER in str(issue.at("body").data or "") and issue.at("pull_request").data is None
+def _ours(issue: Issue) -> bool:
+    return ISSUE_MARKER in issue.body and not issue.is_pull_request
 
 
-def issue_action(issues: Iterable[object], *, drift: bool, body: str) -> IssueAction:
+def issue_action(issues: Iterable[Issue], *, drift: bool, body: str) -> IssueAction:
     """What to do with the one drift issue, given the repository's open issues."""
-    ours = sorted((Untyped(i) for i in issues if _ours(Untyped(i))), key=lambda i: i.at("number").integer())
+    ours = sorted((i for i in issues if _ours(i)), key=lambda i: i.number)
     existing = ours[0] if ours else None
     if drift:
         if existing is None:
             return IssueAction("create", None, "the facts drifted and no drift issue is open")
-        number = existing.at("number").integer()
-        if str(existing.at("body").data or "") == body:
+        number = existing.number
+        if existing.body == body:
             return IssueAction("none", number, f"issue #{number} already says this")
         return IssueAction("update", number, f"issue #{number} is updated with today's findings")
     if existing is None:
         return IssueAction("none", None, "no drift, and no drift issue is open")
-    number = existing.at("number").integer()
+    number = existing.number
     return IssueAction("close", number, f"no drift any more: issue #{number} is closed")

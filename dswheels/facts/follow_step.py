@@ -174,7 +174,7 @@ def keep_drift_issue(options: IssueOptions) -> IssueOutcome:
     action = issue_action(open_issues(gh), drift=report.at("drift").data is True, body=body)
     if action.kind == "create":
         created = create_issue(gh, title=ISSUE_TITLE, body=body)
-        return IssueOutcome(action=action, opened=str(created.get("number")))
+        return IssueOutcome(action=action, opened=str(created.number))
     if action.kind == "update" and action.number is not None:
         update_issue(gh, action.number, title=ISSUE_TITLE, body=body)
     elif action.kind == "close" and action.number is not None:

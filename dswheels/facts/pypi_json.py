@@ -1,15 +1,15 @@
 """PyPI's JSON API (``/pypi/<project>/json``): DeepSpeed releases and torch minors, read.
 
-The project document lists every release with its files (name, digests, size, upload
-time, Requires-Python) and, under ``info``, the newest release's metadata; what a torch
-wheel requires (the CUDA toolkit it pins) comes from there for the newest release and from
-the wheel's METADATA for the others (:func:`dswheels.kernel.wheel_contents.parse_metadata`).
+The project document (read and judged by :func:`dswheels.kernel.pypi_project.read_pypi_project`)
+lists every release with its files (name, digests, size, upload time, Requires-Python) and, under
+``info``, the newest release's metadata; what a torch wheel requires (the CUDA toolkit it pins)
+comes from there for the newest release and from the wheel's METADATA for the others
+(:func:`dswheels.kernel.wheel_contents.parse_metadata`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from urllib.parse import urljoin
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
@@ -17,7 +17,7 @@ from packaging.version import InvalidVersion, Version
 
 from dswheels.facts.seen import CudaToolkitSeen, DeepSpeedRelease, TorchMinorSeen
 from dswheels.kernel.model import Python
-from dswheels.kernel.untyped import Untyped
+from dswheels.kernel.pypi_project import PypiFile, PypiProject
 from dswheels.kernel.versions import VersionTuple, format_version, parse_version
 
 __all__ = [
@@ -32,13 +32,6 @@ __all__ = [
 CudaPin = tuple[str, bool]  # ("13.2.2", True) for cuda-toolkit==13.2.2; ("12.8", False) for a runtime pin
 
 
-class _Json(Untyped):
-    mapping_word = "an object"
-
-    def fail(self, expected: str) -> ValueError:
-        return ValueError(f"PyPI JSON{self.path}: expected {expected}")
-
-
 def _final(text: str) -> VersionTuple | None:
     """A final release's version (``2.14.1``); None for pre-releases, dev and post releases."""
     try:
@@ -47,31 +40,28 @@ def _final(text: str) -> VersionTuple | None:
         return None
 
 
-def _files(data: object) -> dict[str, list[_Json]]:
-    releases = _Json(data).at("releases")
-    return {name: [f for f in files.seq() if f.at("yanked").data is not True] for name, files in releases.items()}
+def _files(project: PypiProject) -> dict[str, list[PypiFile]]:
+    return {name: [f for f in files if not f.yanked] for name, files in project.releases.items()}
 
 
-def _day(files: Iterable[_Json]) -> str:
-    times = [str(f.at("upload_time_iso_8601").data or f.at("upload_time").data or "") for f in files]
-    return min((t for t in times if t), default="")[:10]
+def _day(files: Iterable[PypiFile]) -> str:
+    return min((f.uploaded for f in files), default="")
 
 
-def deepspeed_releases(data: object, *, json_url: str) -> tuple[DeepSpeedRelease, ...]:
-    """Every final, unyanked release, oldest first, with its sdist (URLs resolved against ``json_url``)."""
+def deepspeed_releases(project: PypiProject) -> tuple[DeepSpeedRelease, ...]:
+    """Every final, unyanked release, oldest first, with its sdist."""
     found: list[DeepSpeedRelease] = []
-    for name, files in _files(data).items():
+    for name, files in _files(project).items():
         version = _final(name)
         if version is None or not files:
             continue
-        sdist = next((f for f in files if f.at("packagetype").data == "sdist"), None)
-        size = sdist.at("size").data if sdist else None
+        sdist = next((f for f in files if f.packagetype == "sdist"), None)
         found.append(
             DeepSpeedRelease(
                 version=version,
-                sdist_url=urljoin(json_url, sdist.at("url").text()) if sdist else "",
-                sdist_sha256=sdist.at("digests").at("sha256").text() if sdist else "",
-                sdist_size=size if isinstance(size, int) and not isinstance(size, bool) else None,
+                sdist_url=sdist.url if sdist else "",
+                sdist_sha256=sdist.sha256 if sdist else "",
+                sdist_size=sdist.size if sdist else None,
                 uploaded=_day(files),
             )
         )
@@ -128,30 +118,29 @@ def parse_cuda_pin(requires_dist: Iterable[str]) -> CudaPin | None:
     return runtime
 
 
-def torch_minors(data: object) -> dict[VersionTuple, TorchMinorSeen]:
+def torch_minors(project: PypiProject) -> dict[VersionTuple, TorchMinorSeen]:
     """Every torch MAJOR.MINOR with its newest final patch; the newest one's CUDA pin from ``info``."""
-    by_minor: dict[VersionTuple, list[tuple[VersionTuple, list[_Json]]]] = {}
-    for name, files in _files(data).items():
+    by_minor: dict[VersionTuple, list[tuple[VersionTuple, list[PypiFile]]]] = {}
+    for name, files in _files(project).items():
         version = _final(name)
         if version is None or len(version) != 3 or not files:
             continue
         by_minor.setdefault(version[:2], []).append((version, files))
-    info = _Json(data).at("info")
-    newest_text = info.at("version").data
-    requires_dist = info.at("requires_dist").strs() if info.at("requires_dist").data else ()
+    newest_text = project.version
+    requires_dist = project.requires_dist
     result: dict[VersionTuple, TorchMinorSeen] = {}
     for minor, releases in by_minor.items():
         releases.sort(key=lambda item: item[0])
         latest, files = releases[-1]
         latest_text = format_version(latest)
-        requires = {str(f.at("requires_python").data or "") for f in files}
+        requires = {f.requires_python for f in files}
         pin = parse_cuda_pin(requires_dist) if latest_text == newest_text else None
         result[minor] = TorchMinorSeen(
             minor=minor,
             latest=latest_text,
             released=_day(releases[0][1]),
             requires_python=" | ".join(sorted(requires)),
-            python=_pythons(f.at("filename").text() for f in files),
+            python=_pythons(f.filename for f in files),
             cuda_pin=pin[0] if pin else "",
             cuda_pin_exact=pin[1] if pin else False,
             pin_from="PyPI JSON info (the newest release)" if pin else "",
@@ -159,23 +148,22 @@ def torch_minors(data: object) -> dict[VersionTuple, TorchMinorSeen]:
     return result
 
 
-def linux_wheel(data: object, version: str, *, json_url: str) -> tuple[str, str] | None:
+def linux_wheel(project: PypiProject, version: str) -> tuple[str, str] | None:
     """``(filename, url)`` of a Linux x86-64 wheel of ``version``: where its METADATA can be read."""
-    for file in _files(data).get(version, []):
-        name = file.at("filename").text()
-        seen = wheel_platform(name)
+    for file in _files(project).get(version, []):
+        seen = wheel_platform(file.filename)
         if seen is not None and seen[1] == "linux":
-            return name, urljoin(json_url, file.at("url").text())
+            return file.filename, file.url
     return None
 
 
-def cuda_toolkit_releases(data: object, *, json_url: str) -> CudaToolkitSeen:
+def cuda_toolkit_releases(project: PypiProject) -> CudaToolkitSeen:
     """NVIDIA's CUDA toolkit releases from PyPI's ``cuda-toolkit`` JSON: each final X.Y.Z with the day
     it was first uploaded, and the pre-releases of each X.Y.Z (``13.4.0rc1``: 13.4.0 itself was never
     released). Yanked files do not count; dev and post releases are not toolkit releases."""
     releases: dict[VersionTuple, str] = {}
     prereleases: dict[VersionTuple, list[str]] = {}
-    for name, files in _files(data).items():
+    for name, files in _files(project).items():
         try:
             version = Version(name)
         except InvalidVersion:
@@ -188,7 +176,7 @@ def cuda_toolkit_releases(data: object, *, json_url: str) -> CudaToolkitSeen:
         else:
             releases[base] = _day(files)
     return CudaToolkitSeen(
-        url=json_url,
+        url=project.url,
         releases=dict(sorted(releases.items())),
         prereleases={base: tuple(sorted(names, key=Version)) for base, names in sorted(prereleases.items())},
     )

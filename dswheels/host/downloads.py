@@ -35,7 +35,7 @@ from dswheels.host.unpack import extract_archive
 from dswheels.kernel.errors import SourceError
 from dswheels.kernel.jsondoc import parse_json
 from dswheels.kernel.model import PlannedCell, SourceKind
-from dswheels.kernel.sources import SdistInfo, sdist_from_pypi_json
+from dswheels.kernel.pypi_project import PypiProject, read_pypi_project
 from dswheels.kernel.versions import format_version
 
 if TYPE_CHECKING:
@@ -138,6 +138,17 @@ class Downloader:
             return parse_json(body, what=url)
         except ValueError as exc:
             raise SourceError(str(exc)) from None
+
+    def get_pypi_project(self, url: str) -> PypiProject:
+        """PyPI's JSON API document at ``url``, read by its one reader; SourceError (exit 4) for any other."""
+        try:
+            return read_pypi_project(self.get_json(url), json_url=url)
+        except ValueError as exc:
+            raise SourceError(
+                str(exc),
+                hint="that is not what PyPI's JSON API sends, and nothing of it was used: check the --pypi URL "
+                "(or the mirror it names), then run again",
+            ) from None
 
     def fetch(self, url: str, *, sha256: str | None, size: int | None = None) -> tuple[Path, str]:
         """The file at ``url`` in the cache; with ``sha256`` given it must match. Returns (path, sha256).
@@ -303,14 +314,10 @@ def fetch_source(planned: PlannedCell, *, downloader: Downloader, pypi_json: str
     version = format_version(planned.cell.deepspeed)
     reporter = get_reporter()
     if source.kind is SourceKind.SDIST:
-        json_url = pypi_json
-        info: SdistInfo
         try:
-            info = sdist_from_pypi_json(downloader.get_json(json_url), version=version, json_url=json_url)
+            info = downloader.get_pypi_project(pypi_json).sdist(version)
         except LookupError as exc:
             raise SourceError(str(exc), hint="check the DeepSpeed version") from None
-        except (ValueError, TypeError) as exc:
-            raise SourceError(f"{json_url}: {exc}") from None
         if source.sha256 and source.sha256 != info.sha256:
             raise SourceError(
                 f"the matrix pins DeepSpeed {version}'s sdist to a sha256 PyPI does not list",

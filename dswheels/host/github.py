@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
 
 import requests
 
@@ -35,7 +35,10 @@ from dswheels.host.http import session as http_session
 from dswheels.host.log import format_duration, get_reporter
 from dswheels.kernel.envvars import api_url, header_token
 from dswheels.kernel.errors import DswheelsError, GitHubAPIError, GitHubError
+from dswheels.kernel.github_api import Asset, GitHubPlace, Release, error_summary, read_asset, read_release
 from dswheels.kernel.jsondoc import parse_json
+from dswheels.kernel.numbers import ascii_int, is_ascii_digits
+from dswheels.kernel.remote_json import RemoteDocumentError, RemoteJson
 from dswheels.kernel.urls import origin
 
 __all__ = [
@@ -43,7 +46,6 @@ __all__ = [
     "GitHub",
     "GitHubAPIError",
     "Retry",
-    "api_object",
     "api_url_from_env",
     "failing_as",
     "token_from_env",
@@ -98,24 +100,6 @@ class Retry:
         self.sleep(seconds)
 
 
-def _describe_body(body: JSON) -> str:
-    parts = []
-    message = body.get("message")
-    if isinstance(message, str):
-        parts.append(message)
-    errors = body.get("errors")
-    if isinstance(errors, list):
-        for error in errors:
-            if isinstance(error, dict):
-                text = error.get("message") or " ".join(
-                    str(error[k]) for k in ("resource", "field", "code") if error.get(k)
-                )
-                parts.append(f"({text})")
-            else:
-                parts.append(f"({error})")
-    return " ".join(parts)
-
-
 _REPO_RE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,100}$")
 MAX_PAGES = 1000  # 100,000 items: far more releases or assets than a repository holds
 
@@ -128,12 +112,16 @@ def _api_json(response: requests.Response) -> object:
         raise GitHubError(str(exc), hint="GitHub (or GITHUB_API_URL) did not answer with JSON; run again") from None
 
 
-def api_object(response: requests.Response) -> JSON:
-    """The JSON object of an API answer; ``GitHubError`` when it is not one."""
-    data = _api_json(response)
-    if not isinstance(data, dict):
-        raise GitHubError(f"GitHub answered {response.url} with {type(data).__name__}, expected an object")
-    return data
+def _not_github_hint(api: str) -> str:
+    return (
+        f"that is not an answer GitHub's API gives, and nothing of it was used: check that {api} "
+        "(GITHUB_API_URL) is GitHub's API, then run again"
+    )
+
+
+def _printable(text: object) -> str:
+    """Text a server sent (a reason phrase), as it may be printed: printable, at most 100 characters."""
+    return "".join(c if c.isprintable() else "?" for c in str(text)[:100])
 
 
 def _json(response: requests.Response) -> JSON:
@@ -162,6 +150,7 @@ class GitHub:
             raise GitHubError(f"not a GitHub repository: {repo!r}", hint="give it as OWNER/NAME, e.g. octo/dswheels")
         self.repo = repo
         self.api_url = api_url.rstrip("/")
+        self.place = GitHubPlace(self.api_url, repo)
         self.retry = retry or Retry()
         self.timeouts = timeouts
         self._token = token
@@ -195,11 +184,11 @@ class GitHub:
             return None
         headers = response.headers
         retry_after = headers.get("Retry-After", "")
-        if retry_after.isdigit():
-            return float(retry_after)
+        if is_ascii_digits(retry_after):  # ASCII only: float("٣") is 3.0; any wait past _MAX_WAIT fails
+            return float(ascii_int(retry_after)) if len(retry_after) <= 12 else 2 * _MAX_WAIT
         reset = headers.get("X-RateLimit-Reset", "")
-        if headers.get("X-RateLimit-Remaining") == "0" and reset.isdigit():
-            return max(1.0, int(reset) - utc_now().timestamp())
+        if headers.get("X-RateLimit-Remaining") == "0" and is_ascii_digits(reset) and len(reset) <= 12:
+            return max(1.0, ascii_int(reset) - utc_now().timestamp())
         if response.status_code == 429 or "rate limit" in str(_json(response).get("message", "")).lower():
             return 60.0
         return None
@@ -271,47 +260,74 @@ class GitHub:
             hint = "no token: set GITHUB_TOKEN (or GH_TOKEN); drafts and uploads need contents: write"
         elif status == 403:
             hint = "the token lacks permission: the workflow job needs `permissions: contents: write`"
+        said = error_summary(body) or "no message"
         return GitHubAPIError(
-            f"GitHub answered {status} {response.reason} to {method} {url}: {_describe_body(body) or 'no message'}",
+            f"GitHub answered {status} {_printable(response.reason)} to {method} {url}: {said}",
             status=status,
             body=body,
             hint=hint,
         )
 
-    def paginate(self, url: str, *, params: Mapping[str, str | int] | None = None) -> Iterator[JSON]:
-        """Every item of a list endpoint, following ``Link: rel="next"`` (100 per page)."""
+    def paginate(self, url: str, *, what: str, params: Mapping[str, str | int] | None = None) -> Iterator[RemoteJson]:
+        """Every item of a list endpoint, following ``Link: rel="next"`` (100 per page); each item is
+        named by its place in the whole list (``assets[103]``) for the reader that judges it."""
         query: dict[str, str | int] = {"per_page": 100, **(params or {})}
         next_url: str | None = url
         first = True
+        count = 0
         for _page in range(MAX_PAGES):
             if not next_url:
                 return
             response = self.request("GET", next_url, params=query if first else None)
             first = False
-            data = _api_json(response)
-            if not isinstance(data, list):
-                raise GitHubError(f"GitHub answered GET {next_url} with {type(data).__name__}, expected a list")
-            yield from (item for item in data if isinstance(item, dict))
+            page = RemoteJson(_api_json(response), what, document=f"GitHub's answer to GET {response.url}")
+            with self.reading():
+                items = page.seq()
+            for item in items:
+                yield RemoteJson(item.data, f"{what}[{count}]", document=page.document)
+                count += 1
             next_url = response.links.get("next", {}).get("url")
         if next_url:
             raise GitHubError(f"GitHub's list at {url} goes on past {MAX_PAGES} pages: refusing to read further")
 
+    def answer(self, response: requests.Response, what: str) -> RemoteJson:
+        """The JSON of one answer, named ``what`` in errors about its values (``release.upload_url``)."""
+        document = f"GitHub's answer to {response.request.method} {response.url}"
+        return RemoteJson(_api_json(response), what, document=document)
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        """A value GitHub's API would not send, read inside, as ``GitHubError`` saying where it is."""
+        try:
+            yield
+        except RemoteDocumentError as exc:
+            raise GitHubError(str(exc), hint=_not_github_hint(self.api_url)) from None
+
     # --- releases ----------------------------------------------------------------------------------
 
-    def releases(self) -> list[JSON]:
+    def releases(self) -> list[Release]:
         """All releases, drafts included when the token may see them (newest first)."""
-        return list(self.paginate(f"repos/{self.repo}/releases"))
+        found = []
+        for item in self.paginate(f"repos/{self.repo}/releases", what="releases"):
+            with self.reading():
+                found.append(read_release(item, self.place))
+        return found
 
-    def release_by_tag(self, tag: str) -> JSON | None:
+    def release_by_tag(self, tag: str) -> Release | None:
         """The release for ``tag``, draft or published.
 
         ``GET /releases/tags/{tag}`` finds published releases only, so a draft left by an
         interrupted run is found by listing.
         """
-        matches = [r for r in self.releases() if r.get("tag_name") == tag]
-        return min(matches, key=lambda r: int(r["id"])) if matches else None
+        matches = [r for r in self.releases() if r.tag == tag]
+        return min(matches, key=lambda r: r.id) if matches else None
 
-    def create_release(self, tag: str, *, name: str, body: str, target: str | None = None) -> JSON:
+    def _release(self, response: requests.Response) -> Release:
+        node = self.answer(response, "release")
+        with self.reading():
+            return read_release(node, self.place)
+
+    def create_release(self, tag: str, *, name: str, body: str, target: str | None = None) -> Release:
         payload: JSON = {"tag_name": tag, "name": name, "body": body, "draft": True, "prerelease": False}
         if target:
             payload["target_commitish"] = target
@@ -332,65 +348,71 @@ class GitHub:
                 get_reporter().warning(f"creating release {tag} failed; retrying in {format_duration(delay)}")
                 self.retry.wait(delay)
                 continue
-            return api_object(response)
+            return self._release(response)
         msg = "unreachable: the loop returns or raises"
         raise AssertionError(msg)
 
-    def publish_release(self, release: JSON) -> JSON:
-        response = self.request("PATCH", str(release["url"]), json={"draft": False})
-        return api_object(response)
+    def publish_release(self, release: Release) -> Release:
+        response = self.request("PATCH", self.place.release_path(release.id), json={"draft": False})
+        return self._release(response)
 
     # --- assets ------------------------------------------------------------------------------------
 
-    def assets(self, release: JSON) -> list[JSON]:
-        return list(self.paginate(f"repos/{self.repo}/releases/{release['id']}/assets"))
+    def assets(self, release: Release) -> list[Asset]:
+        found = []
+        for item in self.paginate(self.place.release_path(release.id) + "/assets", what="assets"):
+            with self.reading():
+                found.append(read_asset(item, self.place))
+        return found
 
-    def delete_asset(self, asset: JSON) -> None:
-        self.request("DELETE", str(asset["url"]), expected=(204, 404))
+    def delete_asset(self, asset: Asset) -> None:
+        self.request("DELETE", self.place.asset_path(asset.id), expected=(204, 404))
 
-    def upload_asset(self, release: JSON, name: str, source: Path | bytes, *, size: int) -> JSON:
-        """One attempt: POST the bytes to the release's ``upload_url`` (not retried here)."""
-        upload_url = str(release["upload_url"]).split("{", 1)[0]
-        if urlsplit(upload_url).scheme == urlsplit(self.api_url).scheme:  # never downgraded to plain http
-            self._auth_origins.add(origin(upload_url))  # uploads.github.com, as the API named it
+    def upload_asset(self, release: Release, name: str, source: Path | bytes, *, size: int) -> Asset:
+        """One attempt: POST the bytes to the release's upload URL (not retried here).
+
+        The reader allowed only the API's origin or its ``uploads.`` twin, over the API's scheme: the
+        token goes there and nowhere else the answer might have named."""
+        self._auth_origins.add(origin(release.upload_url))
         headers = {"Content-Type": "application/octet-stream", "Content-Length": str(size)}
-        url = f"{upload_url}?name={quote(name, safe='')}"
+        url = f"{release.upload_url}?name={quote(name, safe='')}"
         if isinstance(source, bytes):
             response = self.request("POST", url, data=source, headers=headers, expected=(201,), retry=False)
         else:
             with source.open("rb") as fh:
                 response = self.request("POST", url, data=fh, headers=headers, expected=(201,), retry=False)
-        return api_object(response)
+        node = self.answer(response, "asset")
+        with self.reading():
+            return read_asset(node, self.place)
 
-    def _download(self, asset: JSON) -> requests.Response:
+    def _download(self, asset: Asset) -> requests.Response:
         """Stream an asset: from its public download URL (no API rate limit), else through the API.
 
         The API route (``Accept: application/octet-stream``, redirected to storage) also works
         for drafts and private repositories, where the public URL answers 404.
         """
-        public = asset.get("browser_download_url")
-        if isinstance(public, str) and public:
-            response = self.request("GET", public, expected=(200, 404), stream=True)
-            if response.status_code == 200:
-                return response
-            response.close()
-        return self.request("GET", str(asset["url"]), headers={"Accept": "application/octet-stream"}, stream=True)
+        response = self.request("GET", asset.download_url, expected=(200, 404), stream=True)
+        if response.status_code == 200:
+            return response
+        response.close()
+        return self.request(
+            "GET", self.place.asset_path(asset.id), headers={"Accept": "application/octet-stream"}, stream=True
+        )
 
-    def download_asset(self, asset: JSON, *, limit: int) -> bytes:
+    def download_asset(self, asset: Asset, *, limit: int) -> bytes:
         """A small asset's bytes (a .metadata file); more than ``limit`` bytes is an error."""
         with self._download(asset) as response:
-            return read_limited(response, limit=limit, what=f"the asset {asset.get('name')}", error=GitHubError)
+            return read_limited(response, limit=limit, what=f"the asset {asset.name}", error=GitHubError)
 
-    def asset_sha256(self, asset: JSON) -> str:
+    def asset_sha256(self, asset: Asset) -> str:
         """GitHub's own digest of the asset (computed at upload); downloaded and hashed for old assets."""
-        digest = asset.get("digest")
-        if isinstance(digest, str) and digest.startswith("sha256:"):
-            return digest.removeprefix("sha256:").lower()
+        if asset.sha256 is not None:
+            return asset.sha256
         hasher = hashlib.sha256()
         try:
             with self._download(asset) as response:
                 for chunk in iter_body(response):
                     hasher.update(chunk)
         except requests.RequestException as exc:
-            raise GitHubError(f"downloading the asset {asset.get('name')} to hash it failed: {exc}") from None
+            raise GitHubError(f"downloading the asset {asset.name} to hash it failed: {exc}") from None
         return hasher.hexdigest()

@@ -1,8 +1,9 @@
 """JSON from outside (PyPI, lock files, manifests, saved facts): any text gives a value or a ValueError.
 
-``json.loads`` raises ``RecursionError`` for deeply nested input and ``UnicodeDecodeError``
-for bytes that are not UTF-8; both become the one ``ValueError`` every reader already
-turns into its own error, with the document's name.
+``json.loads`` raises ``RecursionError`` for deeply nested input, ``UnicodeDecodeError``
+for bytes that are not UTF-8 and a bare ``ValueError`` for a number of more than 4,300
+digits; each becomes the one ``ValueError`` every reader already turns into its own error,
+with the document's name.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ def parse_json(data: str | bytes, *, what: str) -> object:
             raise ValueError(msg) from None
     try:
         return json.loads(data)
-    except json.JSONDecodeError as exc:
+    except ValueError as exc:  # JSONDecodeError, or int()'s limit on digits
         msg = f"{what}: not JSON ({exc})"
         raise ValueError(msg) from None
     except RecursionError:

@@ -1,8 +1,9 @@
 """Where DeepSpeed sources and torch come from: pure decisions over fetched data.
 
-* The PyPI JSON API names the sdist of a version and its sha256 (:func:`sdist_from_pypi_json`);
-  every platform builds from it. Another archive (a matrix ``source`` override) must carry a
-  sha256 pin in the matrix: nothing unpinned is ever built.
+* The PyPI JSON API names the sdist of a version and its sha256
+  (:meth:`dswheels.kernel.pypi_project.PypiProject.sdist`); every platform builds from it.
+  Another archive (a matrix ``source`` override) must carry a sha256 pin in the matrix:
+  nothing unpinned is ever built.
 * torch is installed from an index URL (PyTorch's per-variant index by default), a local
   wheel directory, or whatever pip is configured with (:func:`uv_index_args`).
 """
@@ -15,66 +16,17 @@ import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from urllib.parse import urljoin, urlsplit
 
-from dswheels.kernel.digests import is_sha256
 from dswheels.kernel.urls import shell_url_problem
 
 __all__ = [
-    "SdistInfo",
     "TorchSource",
     "TorchSourceKind",
     "parse_pip_config",
-    "sdist_from_pypi_json",
     "torch_index_problem",
     "torch_index_url",
     "uv_index_args",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class SdistInfo:
-    filename: str
-    url: str
-    sha256: str
-    size: int | None
-
-
-def sdist_from_pypi_json(data: object, *, version: str, json_url: str) -> SdistInfo:
-    """The sdist of ``version`` in PyPI's project JSON (``/pypi/<name>/json``).
-
-    Relative URLs (mirrors serve them) are resolved against the JSON's own URL. Raises
-    ``LookupError`` when the version or its sdist is missing, ``ValueError`` on a bad shape.
-    """
-    if not isinstance(data, dict):
-        raise TypeError("PyPI JSON: not an object")
-    releases = data.get("releases")
-    if not isinstance(releases, dict):
-        raise TypeError("PyPI JSON: no 'releases' object")
-    files = releases.get(version)
-    if files is None:
-        known = sorted(releases)[-5:]
-        raise LookupError(f"PyPI has no release {version} (newest: {', '.join(known)})")
-    if not isinstance(files, list):
-        raise TypeError(f"PyPI JSON: releases[{version!r}] is not a list")
-    for entry in files:
-        if not isinstance(entry, dict) or entry.get("packagetype") != "sdist" or entry.get("yanked") is True:
-            continue
-        digests = entry.get("digests")
-        sha = digests.get("sha256") if isinstance(digests, dict) else None
-        url, filename, size = entry.get("url"), entry.get("filename"), entry.get("size")
-        if not isinstance(url, str) or not isinstance(sha, str) or not is_sha256(sha):
-            raise ValueError(f"PyPI JSON: the sdist entry of {version} lacks a url or a sha256 digest")
-        absolute = urljoin(json_url, url)
-        if urlsplit(absolute).scheme not in ("http", "https") and urlsplit(json_url).scheme in ("http", "https"):
-            raise ValueError(f"PyPI JSON: the sdist of {version} is at {absolute[:200]}, which is not an http(s) URL")
-        return SdistInfo(
-            filename=filename if isinstance(filename, str) else url.rsplit("/", 1)[-1],
-            url=absolute,
-            sha256=sha,
-            size=size if isinstance(size, int) and not isinstance(size, bool) else None,
-        )
-    raise LookupError(f"PyPI has no (unyanked) sdist for {version}")
 
 
 # --- where torch comes from -----------------------------------------------------------------

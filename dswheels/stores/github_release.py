@@ -15,9 +15,10 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from dswheels.host.github import JSON, GitHub, GitHubAPIError, api_url_from_env, failing_as, token_from_env
+from dswheels.host.github import GitHub, GitHubAPIError, api_url_from_env, failing_as, token_from_env
 from dswheels.host.log import get_reporter
 from dswheels.kernel.errors import ConfigError, GitHubError, PublishError
+from dswheels.kernel.github_api import Asset, Release
 from dswheels.kernel.index_files import IndexFile
 from dswheels.kernel.index_links import GITHUB_ASSET_LIMIT, GITHUB_ASSET_MAX_BYTES, metadata_name
 from dswheels.kernel.naming import parse_wheel
@@ -49,24 +50,24 @@ def check_github_limits(files: Sequence[Outgoing], *, existing: int, new: int, t
         )
 
 
-def _by_name(assets: Sequence[JSON]) -> dict[str, JSON]:
-    return {str(a["name"]): a for a in assets}
+def _by_name(assets: Sequence[Asset]) -> dict[str, Asset]:
+    return {a.name: a for a in assets}
 
 
-def _retryable(exc: GitHubAPIError, release: JSON, item: Outgoing) -> bool:
+def _retryable(exc: GitHubAPIError, release: Release, item: Outgoing) -> bool:
     """Whether a failed upload may be tried again; PublishError when the release cannot take it at all."""
     if "immutable" in exc.github_message.lower():
         raise PublishError(
-            f"release {release.get('tag_name')} is published and immutable: {item.name} cannot be added",
+            f"release {release.tag} is published and immutable: {item.name} cannot be added",
             hint="publish the missing wheels under a new tag; `dswheels index --github` reads every release",
         ) from None
     return exc.status >= 500 or exc.has_error_code("already_exists")
 
 
-def _arrived(gh: GitHub, release: JSON, item: Outgoing) -> bool:
+def _arrived(gh: GitHub, release: Release, item: Outgoing) -> bool:
     """After a failed upload: True when the asset arrived whole anyway; a half-made one is deleted."""
     asset = _by_name(gh.assets(release)).get(item.name)
-    if asset is not None and asset.get("state") == "uploaded":
+    if asset is not None and asset.uploaded:
         if gh.asset_sha256(asset) == item.sha256:
             return True  # it did arrive
         raise PublishError(f"{item.name}: GitHub holds other bytes under this name after a failed upload")
@@ -75,7 +76,7 @@ def _arrived(gh: GitHub, release: JSON, item: Outgoing) -> bool:
     return False
 
 
-def _upload_one(gh: GitHub, release: JSON, item: Outgoing) -> None:
+def _upload_one(gh: GitHub, release: Release, item: Outgoing) -> None:
     """Upload, and after any failure look at what GitHub kept before trying again."""
     reporter = get_reporter()
     attempts = gh.retry.attempts
@@ -98,7 +99,7 @@ def _upload_one(gh: GitHub, release: JSON, item: Outgoing) -> None:
         gh.retry.wait(gh.retry.backoff(attempt))
 
 
-def _release_for(gh: GitHub, tag: str, *, title: str | None, target: str | None) -> JSON:
+def _release_for(gh: GitHub, tag: str, *, title: str | None, target: str | None) -> Release:
     """The release of ``tag``: a draft is created when there is none."""
     release = gh.release_by_tag(tag)
     if release is None:
@@ -125,11 +126,11 @@ def publish_github(
     check_github_limits(files, existing=0, new=0, tag=tag)  # sizes first: fail before any API call
     release = _release_for(gh, tag, title=title, target=target)
     assets = gh.assets(release)
-    for stale in [a for a in assets if a.get("state") != "uploaded"]:
-        reporter.warning(f"removing {stale['name']}: left half-uploaded (state {stale.get('state')}) by an earlier run")
+    for stale in [a for a in assets if not a.uploaded]:
+        reporter.warning(f"removing {stale.name}: left half-uploaded (state {stale.state}) by an earlier run")
         gh.delete_asset(stale)
-    existing = _by_name([a for a in assets if a.get("state") == "uploaded"])
-    result = PublishResult(where=str(release.get("html_url") or f"{gh.repo}@{tag}"))
+    existing = _by_name([a for a in assets if a.uploaded])
+    result = PublishResult(where=gh.place.release_page(tag))
     todo = sort_out(
         files,
         key=lambda item: (item.name, item.sha256),
@@ -146,9 +147,7 @@ def publish_github(
     missing = [
         item.name
         for item in files
-        if item.name not in final
-        or final[item.name].get("state") != "uploaded"
-        or gh.asset_sha256(final[item.name]) != item.sha256
+        if item.name not in final or not final[item.name].uploaded or gh.asset_sha256(final[item.name]) != item.sha256
     ]
     if missing:
         raise PublishError(
@@ -156,7 +155,7 @@ def publish_github(
             details="\n".join(missing),
             hint="run the same command again: it resumes",
         )
-    if release.get("draft"):
+    if release.draft:
         reporter.info(f"publishing release {tag}")
         gh.publish_release(release)
     return result
@@ -164,16 +163,16 @@ def publish_github(
 
 # --- reading back: the index's view of the releases --------------------------------------------------
 
-_Found = tuple[str, JSON, JSON | None, JSON | None]  # tag, wheel asset, its .metadata and .provenance assets
+_Found = tuple[str, Asset, Asset | None, Asset | None]  # tag, wheel asset, its .metadata and .provenance assets
 
 
 def _published_wheels(gh: GitHub) -> list[_Found]:
     """Every wheel asset of the published releases (drafts' assets are not public), oldest release first."""
     found: list[_Found] = []
-    releases = sorted((r for r in gh.releases() if not r.get("draft")), key=lambda r: int(r["id"]))
+    releases = sorted((r for r in gh.releases() if not r.draft), key=lambda r: r.id)
     for release in releases:
-        tag = str(release.get("tag_name"))
-        assets = _by_name([a for a in gh.assets(release) if a.get("state") == "uploaded"])
+        tag = release.tag
+        assets = _by_name([a for a in gh.assets(release) if a.uploaded])
         for name, asset in sorted(assets.items()):
             if name.endswith(".whl"):
                 found.append((tag, asset, assets.get(metadata_name(name)), assets.get(provenance_name(name))))
@@ -183,9 +182,8 @@ def _published_wheels(gh: GitHub) -> list[_Found]:
 def _index_file(gh: GitHub, item: _Found) -> IndexFile | str:
     """What the index lists for one wheel asset, or the warning that says why it is skipped."""
     tag, asset, meta_asset, provenance_asset = item
-    name = str(asset["name"])
     try:
-        wheel = parse_wheel(name)
+        wheel = parse_wheel(asset.name)
     except ValueError as exc:
         return f"release {tag}: skipped {exc}"
     requires_python = metadata_sha256 = None
@@ -195,13 +193,13 @@ def _index_file(gh: GitHub, item: _Found) -> IndexFile | str:
         requires_python = parse_metadata(data).requires_python
     return IndexFile.of_wheel(
         wheel,
-        url=str(asset["browser_download_url"]),
+        url=asset.download_url,
         sha256=gh.asset_sha256(asset),
-        size=int(asset.get("size", 0)),
+        size=asset.size,
         requires_python=requires_python,
         metadata_sha256=metadata_sha256,
         # published beside it by `dswheels publish` (PEP 740); `install --require-provenance` verifies it
-        provenance_url=str(provenance_asset["browser_download_url"]) if provenance_asset is not None else None,
+        provenance_url=provenance_asset.download_url if provenance_asset is not None else None,
     )
 
 
@@ -265,7 +263,7 @@ class GitHubReleaseStore:
 
     def names(self) -> list[str]:
         with failing_as(PublishError):
-            return [str(asset["name"]) for _tag, asset, _meta, _provenance in _published_wheels(self._client())]
+            return [asset.name for _tag, asset, _meta, _provenance in _published_wheels(self._client())]
 
     def list(self) -> list[IndexFile]:
         """:func:`github_index_files`; its warnings (a wheel skipped, one without .metadata) are reported."""

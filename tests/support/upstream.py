@@ -186,9 +186,11 @@ def recorded_upstream(*, with_index: bool = True, with_action: bool = True, with
     from dswheels.facts.cuda_action import cuda_action_seen
     from dswheels.facts.pypi_json import cuda_toolkit_releases, deepspeed_releases, torch_minors
     from dswheels.facts.torch_index import torch_index_seen
+    from dswheels.kernel.pypi_project import PypiProject, read_pypi_project
 
-    def load(project: str) -> object:
-        return json.loads((RECORDED / "pypi" / project / "json").read_text(encoding="utf-8"))
+    def load(project: str) -> PypiProject:
+        data = json.loads((RECORDED / "pypi" / project / "json").read_text(encoding="utf-8"))
+        return read_pypi_project(data, json_url=PYPI_JSON.format(project=project))
 
     index = None
     if with_index:
@@ -210,9 +212,9 @@ def recorded_upstream(*, with_index: bool = True, with_action: bool = True, with
         )
     toolkits = None
     if with_toolkits:
-        toolkits = cuda_toolkit_releases(load("cuda-toolkit"), json_url=PYPI_JSON.format(project="cuda-toolkit"))
+        toolkits = cuda_toolkit_releases(load("cuda-toolkit"))
     return Upstream(
-        deepspeed_releases=deepspeed_releases(load("deepspeed"), json_url=PYPI_JSON.format(project="deepspeed")),
+        deepspeed_releases=deepspeed_releases(load("deepspeed")),
         torch=torch_minors(load("torch")),
         torch_index=index,
         cuda_action=action,

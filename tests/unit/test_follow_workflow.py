@@ -17,6 +17,8 @@ from dswheels.facts.follow import (
     issue_action,
     issue_body,
 )
+from dswheels.kernel.github_api import Issue, WorkflowRun, read_issue, read_runs
+from dswheels.kernel.remote_json import RemoteJson
 from tests.conftest import ROOT
 from tests.gha.expressions import Status, condition
 from tests.gha.invocations import RUNNER_VARIABLES, env_defaults, invocations, scripts
@@ -132,18 +134,32 @@ def test_builds_are_new_placed_releases_and_versions_with_unpublished_cells() ->
     assert (start, later) == (["0.19.9", "0.19.8"], [])
 
 
+def _runs(*items: dict[str, object]) -> tuple[WorkflowRun, ...]:
+    return read_runs(RemoteJson({"total_count": len(items), "workflow_runs": list(items)}))
+
+
+def _issues(*items: dict[str, object]) -> list[Issue]:
+    return [read_issue(RemoteJson(item)) for item in items]
+
+
 def test_a_version_already_building_waits_and_unnamed_runs_hold_everything() -> None:
-    runs = [
+    runs = _runs(
         {"status": "in_progress", "display_title": "wheels 0.19.8 (matrix)"},
         {"status": "completed", "display_title": "wheels 0.19.7"},
-    ]
+    )
     active = active_versions(runs)
     assert active == ActiveRuns(frozenset({"0.19.8"}), 0)
     start, later = builds_to_start(placeable=[], unpublished={"0.19.8": 1, "0.19.7": 2}, active=active)
     assert start == ["0.19.7"]
     assert later == ["0.19.8: a wheels run for it is queued or running"]
-    held = active_versions([{"status": "queued", "display_title": "wheels"}])
+    held = active_versions(_runs({"status": "queued", "display_title": "wheels"}))
     assert builds_to_start(placeable=["0.19.9"], unpublished={}, active=held)[0] == []
+
+
+def test_a_run_title_with_digits_of_another_script_names_no_version() -> None:
+    """``\\d`` matches Arabic-Indic digits: such a title would have held back a build of 0.١٩.8 (issue 30)."""
+    active = active_versions(_runs({"status": "queued", "display_title": "wheels 0.١٩.8"}))
+    assert active == ActiveRuns(frozenset(), 1)
 
 
 def test_one_issue_is_opened_updated_and_closed() -> None:
@@ -151,10 +167,10 @@ def test_one_issue_is_opened_updated_and_closed() -> None:
     assert body.startswith(ISSUE_MARKER)
     assert issue_action([], drift=True, body=body).kind == "create"
     ours = {"number": 7, "body": issue_body("older findings")}
-    other = {"number": 3, "body": "an unrelated issue"}
+    other = {"number": 3, "body": None}
     pull = {"number": 9, "body": body, "pull_request": {"url": "x"}}
-    assert issue_action([other, ours, pull], drift=True, body=body).kind == "update"
-    assert issue_action([{**ours, "body": body}], drift=True, body=body).kind == "none"
-    closing = issue_action([ours], drift=False, body=body)
+    assert issue_action(_issues(other, ours, pull), drift=True, body=body).kind == "update"
+    assert issue_action(_issues({**ours, "body": body}), drift=True, body=body).kind == "none"
+    closing = issue_action(_issues(ours), drift=False, body=body)
     assert (closing.kind, closing.number) == ("close", 7)
-    assert issue_action([other], drift=False, body=body).kind == "none"
+    assert issue_action(_issues(other), drift=False, body=body).kind == "none"

@@ -6,13 +6,18 @@ import json
 
 import pytest
 
-from dswheels.kernel.sources import TorchSource, TorchSourceKind, parse_pip_config, sdist_from_pypi_json, uv_index_args
+from dswheels.kernel.pypi_project import PypiFile, read_pypi_project
+from dswheels.kernel.sources import TorchSource, TorchSourceKind, parse_pip_config, uv_index_args
 from tests.conftest import DATA
 
 SHA = "9e491abd0827ea5c389dd702e15e11e13d83d904bac4a20d6c2a4cb37207a9af"
 BLAKE = "bcd83162fc810870df1183e686ec70b57028b464a5940b148a90767c727f113c"
 # https://pypi.org/pypi/deepspeed/json as the dev machine's mirror serves it (relative file URLs), recorded
 PYPI = json.loads((DATA / "upstream" / "pypi" / "deepspeed" / "json").read_text(encoding="utf-8"))
+
+
+def sdist_from_pypi_json(data: object, *, version: str, json_url: str) -> PypiFile:
+    return read_pypi_project(data, json_url=json_url).sdist(version)
 
 
 def test_sdist_from_pypi_json_resolves_relative_urls() -> None:
@@ -40,7 +45,7 @@ def test_sdist_from_pypi_json_errors() -> None:
     bad["releases"]["0.19.8"][0]["digests"] = {"md5": "x"}
     with pytest.raises(ValueError, match="sha256"):
         sdist_from_pypi_json(bad, version="0.19.8", json_url="https://pypi.org/pypi/deepspeed/json")
-    with pytest.raises(TypeError):
+    with pytest.raises(ValueError, match="expected an object"):
         sdist_from_pypi_json([], version="0.19.8", json_url="u")
 
 

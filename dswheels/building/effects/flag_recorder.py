@@ -22,10 +22,10 @@ from dswheels.host.venvs import Interpreter, InterpreterMode, prepare_interprete
 from dswheels.kernel.compat import Compat
 from dswheels.kernel.compiler_flags.nvcc import NvccOptions, parse_nvcc_help
 from dswheels.kernel.compiler_flags.op_flag_set import EvalContext, OpFlags, ProbeAnswer, ProbeJob
-from dswheels.kernel.errors import BuildError, DswheelsError, EnvironmentMismatchError
+from dswheels.kernel.errors import BuildError, DswheelsError, EnvironmentMismatchError, SourceError
 from dswheels.kernel.model import OS, Accelerator, PlannedCell, Platform, Python, Variant
 from dswheels.kernel.platform_traits import traits
-from dswheels.kernel.sources import TorchSource, TorchSourceKind, sdist_from_pypi_json
+from dswheels.kernel.sources import TorchSource, TorchSourceKind
 from dswheels.kernel.versions import format_version, parse_version
 
 __all__ = [
@@ -141,10 +141,13 @@ class Recording:
 
 def fetch_sdists(versions: Sequence[str], *, downloader: Downloader, pypi_json: str) -> dict[str, Path]:
     """Each release's sdist, verified against the sha256 PyPI's JSON API lists (cached by digest)."""
-    data = downloader.get_json(pypi_json)
+    project = downloader.get_pypi_project(pypi_json)
     out: dict[str, Path] = {}
     for version in versions:
-        info = sdist_from_pypi_json(data, version=version, json_url=pypi_json)
+        try:
+            info = project.sdist(version)
+        except LookupError as exc:
+            raise SourceError(str(exc), hint="check the DeepSpeed version") from None
         out[version], _sha = downloader.fetch(info.url, sha256=info.sha256, size=info.size)
     return out
 

@@ -63,6 +63,7 @@ from dswheels.kernel.archive import ArchiveMemberError
 from dswheels.kernel.compat import Compat
 from dswheels.kernel.errors import SourceError
 from dswheels.kernel.model import Variant
+from dswheels.kernel.pypi_project import PypiProject
 from dswheels.kernel.versions import VersionTuple, format_version
 from dswheels.kernel.wheel_contents import parse_metadata
 
@@ -119,13 +120,13 @@ def _torch_scope(compat: Compat, seen: Mapping[VersionTuple, TorchMinorSeen], ne
 
 
 def _pins(
-    downloader: Downloader, data: object, url: str, seen: dict[VersionTuple, TorchMinorSeen]
+    downloader: Downloader, project: PypiProject, seen: dict[VersionTuple, TorchMinorSeen]
 ) -> dict[VersionTuple, TorchMinorSeen]:
     """Fill in the CUDA pin of every minor's newest patch (the newest release has it from the JSON)."""
     for minor, item in list(seen.items()):
         if item.cuda_pin:
             continue
-        wheel = linux_wheel(data, item.latest, json_url=url)
+        wheel = linux_wheel(project, item.latest)
         if wheel is None:
             continue
         text = read_wheel_metadata(downloader.session, wheel[1])
@@ -264,7 +265,7 @@ def read_upstream(
 def _read_releases(downloader: Downloader, options: UpstreamOptions) -> tuple[tuple[DeepSpeedRelease, ...], str]:
     url = options.pypi.format(project="deepspeed")
     get_reporter().info(f"reading {url}")
-    return deepspeed_releases(downloader.get_json(url), json_url=url), url
+    return deepspeed_releases(downloader.get_pypi_project(url)), url
 
 
 def _read_torch(
@@ -272,17 +273,17 @@ def _read_torch(
 ) -> tuple[tuple[dict[VersionTuple, TorchMinorSeen], list[VersionTuple]], str]:
     url = options.pypi.format(project="torch")
     get_reporter().info(f"reading {url}")
-    data = downloader.get_json(url)
-    every = torch_minors(data)
+    project = downloader.get_pypi_project(url)
+    every = torch_minors(project)
     scope = _torch_scope(compat, every, options.torch_minors)
-    torch = _pins(downloader, data, url, {m: every[m] for m in scope if m in every})
+    torch = _pins(downloader, project, {m: every[m] for m in scope if m in every})
     return (torch, scope), f"{url} (torch {', '.join(format_version(m) for m in scope)}; pins from METADATA)"
 
 
 def _read_cuda_toolkit(downloader: Downloader, options: UpstreamOptions) -> tuple[CudaToolkitSeen, str]:
     url = options.pypi.format(project="cuda-toolkit")
     get_reporter().info(f"reading {url}")
-    seen = cuda_toolkit_releases(downloader.get_json(url), json_url=url)
+    seen = cuda_toolkit_releases(downloader.get_pypi_project(url))
     versions = [format_version(v) for v in seen.releases]
     span = f"CUDA {versions[0]} to {versions[-1]}" if versions else "no release"
     return seen, f"{url} ({span}, {sum(map(len, seen.prereleases.values()))} pre-releases)"

@@ -9,42 +9,45 @@ with GITHUB_TOKEN start no workflow".
 
 from __future__ import annotations
 
-from typing import Any
-
-from dswheels.host.github import GitHub, api_object
+from dswheels.host.github import GitHub
 from dswheels.host.github_issues import comment, dispatch
+from dswheels.kernel.github_api import Issue, WorkflowRun, read_issue, read_runs
 
 __all__ = ["close_issue", "comment", "create_issue", "dispatch", "open_issues", "runs", "update_issue"]
 
-JSON = dict[str, Any]
 
-
-def open_issues(gh: GitHub) -> list[JSON]:
+def open_issues(gh: GitHub) -> list[Issue]:
     """Open issues (pull requests are listed by this endpoint too; callers tell them apart)."""
-    return list(gh.paginate(f"repos/{gh.repo}/issues", params={"state": "open"}))
+    found = []
+    for item in gh.paginate(f"repos/{gh.repo}/issues", what="issues", params={"state": "open"}):
+        with gh.reading():
+            found.append(read_issue(item))
+    return found
 
 
-def create_issue(gh: GitHub, *, title: str, body: str) -> JSON:
-    return api_object(
-        gh.request("POST", f"repos/{gh.repo}/issues", json={"title": title, "body": body}, expected=(201,))
-    )
+def create_issue(gh: GitHub, *, title: str, body: str) -> Issue:
+    response = gh.request("POST", f"repos/{gh.repo}/issues", json={"title": title, "body": body}, expected=(201,))
+    node = gh.answer(response, "issue")
+    with gh.reading():
+        return read_issue(node)
 
 
-def update_issue(gh: GitHub, number: int, *, title: str, body: str) -> JSON:
-    return api_object(gh.request("PATCH", f"repos/{gh.repo}/issues/{number}", json={"title": title, "body": body}))
+def update_issue(gh: GitHub, number: int, *, title: str, body: str) -> None:
+    gh.request("PATCH", f"repos/{gh.repo}/issues/{number}", json={"title": title, "body": body})
 
 
 def close_issue(gh: GitHub, number: int) -> None:
     gh.request("PATCH", f"repos/{gh.repo}/issues/{number}", json={"state": "closed", "state_reason": "completed"})
 
 
-def runs(gh: GitHub, workflow: str) -> list[JSON]:
+def runs(gh: GitHub, workflow: str) -> list[WorkflowRun]:
     """The workflow's runs that are not finished (queued, waiting or in progress)."""
-    found: list[JSON] = []
+    found: list[WorkflowRun] = []
     for status in ("queued", "in_progress", "waiting", "requested", "pending"):
         response = gh.request(
             "GET", f"repos/{gh.repo}/actions/workflows/{workflow}/runs", params={"status": status, "per_page": 100}
         )
-        items = api_object(response).get("workflow_runs")
-        found += [run for run in items or [] if isinstance(run, dict)]
+        node = gh.answer(response, "")
+        with gh.reading():
+            found += read_runs(node)
     return found

@@ -1,0 +1,282 @@
+"""GitHub's API answers dswheels reads, typed: releases, assets, issues and workflow runs.
+
+``GITHUB_API_URL`` is honoured (GitHub Enterprise), so whatever answers there is input. Every
+answer passes through one reader here before anything uses it (:class:`GitHubPlace` knows the API
+and the repository it was asked about); a value of the wrong type, absent, or with text GitHub
+never sends is a :class:`~dswheels.kernel.remote_json.RemoteDocumentError` naming its path
+(``assets[3].digest``), which the client raises as ``GitHubError`` (publishing: exit 7; the follow
+commands: 10). Every field's rule, and why a bad one stops the command rather than skipping the
+asset, is docs/hostile-input.md's "GitHub's API answers".
+
+URLs GitHub makes are checked against the shape GitHub makes them in, relative to the API:
+
+- an asset's ``browser_download_url`` (linked from every page of the site) is
+  ``<web root>/<owner>/<repo>/releases/download/<tag>/<asset name>`` on the web root of the API
+  (``api.github.com`` -> ``github.com``, ``api.<x>.ghe.com`` -> ``<x>.ghe.com``,
+  ``<host>/api/v3`` -> ``<host>``, any other API: itself), in URL characters only;
+- a release's ``upload_url`` (the token goes there) is ``.../repos/<owner>/<repo>/releases/<id>/assets``
+  on the API's origin or its ``uploads.`` twin, over the API's scheme.
+
+Nothing else a URL GitHub sends could say is read: the API URL of a release or asset is made
+from its id (:meth:`GitHubPlace.release_path`, :meth:`GitHubPlace.asset_path`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from urllib.parse import quote, unquote, urlsplit
+
+from dswheels.kernel.remote_json import RemoteJson
+from dswheels.kernel.urls import origin
+
+__all__ = [
+    "MAX_ASSET_BYTES",
+    "MAX_ID",
+    "Asset",
+    "GitHubPlace",
+    "Issue",
+    "Release",
+    "WorkflowRun",
+    "error_summary",
+    "read_asset",
+    "read_issue",
+    "read_release",
+    "read_runs",
+]
+
+MAX_ID = 2**53  # ids and numbers GitHub sends fit a JSON (double) integer
+MAX_ASSET_BYTES = 2 * 1024**3  # "each file included in a release must be under 2 GiB"
+MAX_BODY = 1024 * 1024  # an issue body: GitHub allows 65,536 characters
+_MAX_NAME = 255
+_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
+# a URL GitHub makes: RFC 3986 unreserved characters, "/", ":", "+" and valid percent-escapes only
+_URL = re.compile(r"(?:[A-Za-z0-9._~/:+-]|%[0-9A-Fa-f]{2})+")
+_UPLOAD_TEMPLATE = re.compile(r"\{\?[a-z_,]+\}$")  # RFC 6570: upload_url ends "{?name,label}"
+_RUN_STATES = 64  # status is a short word ("queued", "in_progress", ...)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Release:
+    id: int
+    tag: str
+    draft: bool
+    upload_url: str  # the asset upload endpoint, template removed, of the shape GitHubPlace allows
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Asset:
+    id: int
+    name: str
+    state: str  # "uploaded"; "open" or "starter" while (or after a failed) upload
+    size: int
+    sha256: str | None  # GitHub's digest (computed at upload); None for assets from before June 2025
+    download_url: str  # browser_download_url, of the shape GitHubPlace allows
+
+    @property
+    def uploaded(self) -> bool:
+        return self.state == "uploaded"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Issue:
+    number: int
+    body: str  # "" for an issue without one
+    is_pull_request: bool  # the issues endpoint lists pull requests too
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class WorkflowRun:
+    status: str
+    title: str  # display_title ("" when GitHub gives none): searched for versions, never shown
+
+
+def _web_root(api_url: str) -> str:
+    """Where GitHub serves pages and downloads for the API at ``api_url``.
+
+    >>> _web_root("https://api.github.com"), _web_root("https://ghe.example.com/api/v3")
+    ('https://github.com', 'https://ghe.example.com')
+    >>> _web_root("https://api.octo.ghe.com"), _web_root("http://127.0.0.1:8080")
+    ('https://octo.ghe.com', 'http://127.0.0.1:8080')
+    """
+    parts = urlsplit(api_url.rstrip("/"))
+    host = (parts.hostname or "").lower()
+    netloc = parts.netloc
+    if host == "api.github.com" or (host.startswith("api.") and host.endswith(".ghe.com")):
+        netloc = host.removeprefix("api.") + (f":{parts.port}" if parts.port else "")
+    path = parts.path.removesuffix("/api/v3")
+    return f"{parts.scheme}://{netloc}{path}"
+
+
+@dataclass(frozen=True, slots=True)
+class GitHubPlace:
+    """The API asked (``api_url``) and the repository asked about (``OWNER/NAME``): what GitHub's URLs may be."""
+
+    api_url: str
+    repo: str
+
+    @property
+    def web_root(self) -> str:
+        return _web_root(self.api_url)
+
+    def release_path(self, release_id: int) -> str:
+        return f"repos/{self.repo}/releases/{release_id}"
+
+    def asset_path(self, asset_id: int) -> str:
+        return f"repos/{self.repo}/releases/assets/{asset_id}"
+
+    def release_page(self, tag: str) -> str:
+        """The release's page (``https://github.com/o/r/releases/tag/v1``), made here, not read."""
+        return f"{self.web_root}/{self.repo}/releases/tag/{quote(tag, safe='')}"
+
+    def upload_origins(self) -> frozenset[tuple[str, str, int | None]]:
+        """The API's origin and, on github.com and GHE.com, its ``uploads.`` twin."""
+        api = origin(self.api_url)
+        scheme, host, port = api
+        if host == "api.github.com" or (host.startswith("api.") and host.endswith(".ghe.com")):
+            return frozenset({api, (scheme, "uploads." + host.removeprefix("api."), port)})
+        return frozenset({api})
+
+    def _segments(self, url: str, root: str) -> list[str] | str:
+        """The unquoted path segments of ``url`` below ``root``, or why ``url`` is not a URL GitHub makes there."""
+        if not _URL.fullmatch(url):
+            return "it holds characters outside those of a URL GitHub makes"
+        parts = urlsplit(url)
+        if parts.query or parts.fragment or "@" in parts.netloc:
+            return "it has a query, fragment or user"
+        base = urlsplit(root).path.rstrip("/")
+        if origin(url) != origin(root) or not parts.path.startswith(base + "/"):
+            return f"it is not below {root}"
+        segments = [unquote(s) for s in parts.path[len(base) + 1 :].split("/")]
+        if any(s in ("", ".", "..") or not s.isprintable() for s in segments):
+            return "its path has an empty, '.' or '..' segment"
+        return segments
+
+    def download_url_problem(self, url: str, name: str) -> str:
+        """Why ``url`` is not the download URL of the asset ``name`` of this repository ("" when it is)."""
+        segments = self._segments(url, self.web_root)
+        if isinstance(segments, str):
+            return segments
+        owner, repo = self.repo.lower().split("/")
+        if (
+            len(segments) != 6  # owner/repo/releases/download/tag/name
+            or [segments[0].lower(), segments[1].lower(), *segments[2:4]] != [owner, repo, "releases", "download"]
+            or segments[5] != name
+        ):
+            return f"it is not {self.web_root}/{self.repo}/releases/download/<tag>/{name}"
+        return ""
+
+    def upload_url_problem(self, url: str, release_id: int) -> str:
+        """Why ``url`` is not the asset upload endpoint of release ``release_id`` ("" when it is)."""
+        if not _URL.fullmatch(url):
+            return "it holds characters outside those of a URL GitHub makes"
+        parts = urlsplit(url)
+        if parts.query or parts.fragment or "@" in parts.netloc or origin(url) not in self.upload_origins():
+            return "it is not on the API's host (or its uploads. host), or it has a query, fragment or user"
+        wanted = f"/repos/{self.repo}/releases/{release_id}/assets".lower()
+        if not parts.path.lower().endswith(wanted):
+            return f"it does not end {wanted}"
+        return ""
+
+
+# --- the readers -------------------------------------------------------------------------------------------
+
+
+def _id(node: RemoteJson, key: str) -> int:
+    return node.need(key).count(low=1, high=MAX_ID)
+
+
+def read_release(node: RemoteJson, place: GitHubPlace) -> Release:
+    """A release object (list, create, update answers)."""
+    release_id = _id(node, "id")
+    upload = node.need("upload_url")
+    template = upload.ascii_text(what="an upload URL")
+    url = _UPLOAD_TEMPLATE.sub("", template, count=1)
+    if problem := place.upload_url_problem(url, release_id):
+        raise upload.fail(f"the release's asset upload URL ({problem})")
+    return Release(
+        id=release_id,
+        tag=node.need("tag_name").printable(limit=_MAX_NAME, what="a tag"),
+        draft=node.need("draft").flag(),
+        upload_url=url,
+    )
+
+
+def _asset_name(node: RemoteJson) -> str:
+    name = node.printable(limit=_MAX_NAME, what="a file name")
+    if "/" in name or "\\" in name or name in (".", ".."):
+        raise node.fail("a file name (no '/' or '\\', not '.' or '..')")
+    return name
+
+
+def read_asset(node: RemoteJson, place: GitHubPlace) -> Asset:
+    """A release asset object (list and upload answers)."""
+    name = _asset_name(node.need("name"))
+    digest = None
+    if (digest_node := node.maybe("digest")) is not None:  # null or absent: from before digests, or an older GHES
+        if not isinstance(digest_node.data, str) or not _DIGEST.fullmatch(digest_node.data):
+            raise digest_node.fail('null or "sha256:" and 64 lowercase hex digits')
+        digest = digest_node.data.removeprefix("sha256:")
+    url_node = node.need("browser_download_url")
+    url = url_node.ascii_text(what="a download URL")
+    if problem := place.download_url_problem(url, name):
+        raise url_node.fail(f"the asset's download URL ({problem})")
+    return Asset(
+        id=_id(node, "id"),
+        name=name,
+        state=node.need("state").ascii_text(limit=_RUN_STATES, what="a state"),
+        size=node.need("size").count(high=MAX_ASSET_BYTES),
+        sha256=digest,
+        download_url=url,
+    )
+
+
+def read_issue(node: RemoteJson) -> Issue:
+    """An issue object (list and create answers); its body is compared, never shown."""
+    body = node.maybe("body")
+    return Issue(
+        number=_id(node, "number"),
+        body=body.any_text(limit=MAX_BODY) if body is not None else "",
+        is_pull_request=node.maybe("pull_request") is not None,
+    )
+
+
+def read_runs(node: RemoteJson) -> tuple[WorkflowRun, ...]:
+    """``GET .../actions/workflows/<name>/runs``: ``{"total_count": n, "workflow_runs": [...]}``."""
+    runs = []
+    for run in node.need("workflow_runs").seq():
+        title = run.maybe("display_title")
+        runs.append(
+            WorkflowRun(
+                status=run.need("status").ascii_text(limit=_RUN_STATES, what="a status"),
+                title=title.any_text(limit=MAX_BODY) if title is not None else "",  # matched, never shown
+            )
+        )
+    return tuple(runs)
+
+
+def error_summary(body: object) -> str:
+    """What an error answer says (``message`` and each of ``errors``), printable and short; "" for nothing.
+
+    An error answer is already a failure: a body of another shape says less, it is not a second error.
+
+    >>> error_summary({"message": "Validation Failed\\x1b[2J", "errors": [{"code": "already_exists"}, "x"]})
+    'Validation Failed?[2J (already_exists) (x)'
+    """
+    if not isinstance(body, dict):
+        return ""
+    parts = []
+    message = body.get("message")
+    if isinstance(message, str):
+        parts.append(message)
+    errors = body.get("errors")
+    for error in errors[:10] if isinstance(errors, list) else []:
+        if isinstance(error, dict):
+            text = error.get("message")
+            if not isinstance(text, str):
+                text = " ".join(v for k in ("resource", "field", "code") if isinstance(v := error.get(k), str) and v)
+            parts.append(f"({text})")
+        elif isinstance(error, str):
+            parts.append(f"({error})")
+    text = " ".join(parts)
+    return "".join(c if c.isprintable() else "?" for c in text[:300])
