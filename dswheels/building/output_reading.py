@@ -10,6 +10,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from dswheels.kernel.numbers import is_ascii_digits
 from dswheels.plan.compiler_cache_keys import CacheTool
 
 __all__ = [
@@ -53,7 +54,7 @@ class OpSources:
 
 
 _ERROR_RE = re.compile(
-    r"(FAILED: |error:|Error:|fatal error|error [A-Z]+\d+|No such file or directory|undefined reference|"
+    r"(FAILED: |error:|Error:|fatal error|error [A-Z]+[0-9]+|No such file or directory|undefined reference|"
     r"CUDAMismatchException|RuntimeError|AssertionError|ninja: build stopped|Traceback)",
 )
 
@@ -202,7 +203,7 @@ def parse_ninja_log(text: str) -> dict[str, float]:
     seconds: dict[str, float] = {}
     for line in text.splitlines():
         parts = line.split("\t")
-        if line.startswith("#") or len(parts) < 4 or not (parts[0].isdigit() and parts[1].isdigit()):
+        if line.startswith("#") or len(parts) < 4 or not (is_ascii_digits(parts[0]) and is_ascii_digits(parts[1])):
             continue
         seconds[parts[3]] = (int(parts[1]) - int(parts[0])) / 1000  # a rebuilt output: its last compile
     return seconds

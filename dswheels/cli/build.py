@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from dswheels.building.summary import render_results_markdown, render_results_table
 from dswheels.cli.command import Command
-from dswheels.cli.flags import Flag, Flags, Nested, PathUse, Section, choice, fill
+from dswheels.cli.flags import Flag, Flags, Nested, PathUse, Section, choice, fill, parse_count
 from dswheels.cli.shared import (
     REPORT,
     SELECTION,
@@ -150,7 +150,7 @@ FLAGS: Flags = (
         "--jobs",
         short="-j",
         to="jobs",
-        type=int,
+        type=parse_count,
         metavar="N",
         help="concurrent compiles in all (default: this machine's cores, fewer if its available memory would not "
         "hold them: ~2 GiB per CUDA compile, ~1 GiB per C++ one): one pool every op's translation units draw on, "
@@ -159,7 +159,7 @@ FLAGS: Flags = (
     Flag(
         "--parallel-ops",
         to="parallel_ops",
-        type=int,
+        type=parse_count,
         default=0,
         metavar="N",
         help="extensions built at once, each with JOBS/N compile jobs of its own instead of the shared pool "

@@ -20,6 +20,7 @@ from dswheels.host.cache import CacheLayout
 from dswheels.host.files import write_text_atomic
 from dswheels.host.log import get_reporter
 from dswheels.kernel.errors import SourceError
+from dswheels.kernel.numbers import is_ascii_digits
 from dswheels.kernel.result import Done
 from dswheels.kernel.urls import redact_text
 
@@ -57,7 +58,7 @@ examples:
 def _count(text: str) -> int | None:
     if text == "all":
         return None
-    if text.isdigit() and int(text) > 0:
+    if is_ascii_digits(text) and len(text) <= 9 and int(text) > 0:
         return int(text)
     raise argparse.ArgumentTypeError(f"expected a positive number or 'all', got {text!r}")
 

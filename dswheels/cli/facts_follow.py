@@ -28,6 +28,7 @@ from dswheels.facts.follow_step import (
 from dswheels.host.gha import write_output
 from dswheels.host.log import get_reporter
 from dswheels.kernel.errors import ConfigError
+from dswheels.kernel.jsondoc import parse_json
 from dswheels.kernel.locations import MATRIX
 from dswheels.kernel.result import Done
 
@@ -56,12 +57,12 @@ https://api.github.com).
 
 def _versions(text: str) -> tuple[str, ...]:
     try:
-        versions = json.loads(text)
+        versions = parse_json(text, what="--versions-json")
     except ValueError:
         versions = None
     if not isinstance(versions, list) or not all(isinstance(v, str) for v in versions):
-        raise ConfigError(f"--versions-json: expected a JSON list of versions, got {text!r}")
-    bad = [v for v in versions if not re.fullmatch(r"\d+\.\d+\.\d+", v)]
+        raise ConfigError(f"--versions-json: expected a JSON list of versions, got {text[:80]!r}")
+    bad = [v for v in versions if not re.fullmatch(r"[0-9]+\.[0-9]+\.[0-9]+", v)]
     if bad:
         raise ConfigError(f"--versions-json: not DeepSpeed versions (X.Y.Z): {', '.join(bad)}")
     return tuple(versions)

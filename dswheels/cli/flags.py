@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from dswheels.kernel.errors import ConfigError
+from dswheels.kernel.numbers import ascii_decimal, ascii_int
 
 __all__ = [
     "ENV_SOURCES",
@@ -61,6 +62,23 @@ def parse_bool(text: str) -> bool:
     if value not in ("true", "false"):
         raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
     return value == "true"
+
+
+def parse_count(text: str) -> int:
+    """A whole number a flag takes (``--jobs 8``): ASCII digits only (``int()`` reads ``٨`` as 8)."""
+    try:
+        return ascii_int(text, what="a whole number")
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def parse_decimal(text: str) -> float:
+    """A number a flag takes (``--adam-tolerance 1e-4``): ASCII only, never ``nan``, ``inf`` or another script's
+    digits (``float()`` reads them all)."""
+    try:
+        return ascii_decimal(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 @dataclass(frozen=True)

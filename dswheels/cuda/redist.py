@@ -28,6 +28,7 @@ from dswheels.kernel.compat.entries import CudaComponent, CudaToolkit
 from dswheels.kernel.digests import is_sha256
 from dswheels.kernel.jsondoc import parse_json
 from dswheels.kernel.model import OS
+from dswheels.kernel.numbers import is_ascii_digits
 from dswheels.kernel.platform_traits import traits
 from dswheels.kernel.untyped import Untyped
 
@@ -140,7 +141,7 @@ def _archive(component: str, version: _Redist, platform: str, entry: _Redist) ->
         raise entry.at("sha256").fail("a sha256 (64 lowercase hex digits)")
     size_node = entry.at("size")
     size_text = str(size_node.data) if isinstance(size_node.data, int) else size_node.text()
-    digits = size_text.isascii() and size_text.isdigit()  # not "²", which isdigit() accepts and int() refuses
+    digits = is_ascii_digits(size_text)  # not "²", which isdigit() accepts and int() refuses
     if isinstance(size_node.data, bool) or not digits or not 0 < int(size_text) <= MAX_ARCHIVE_BYTES:
         raise size_node.fail(f"a size in bytes (digits, at most {MAX_ARCHIVE_BYTES})")
     return RedistArchive(

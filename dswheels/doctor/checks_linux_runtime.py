@@ -75,7 +75,7 @@ class SystemJudgement:
 
 
 def _version(text: str) -> tuple[int, ...] | None:
-    match = re.search(r"\d+(?:\.\d+)+", text)
+    match = re.search(r"[0-9]+(?:\.[0-9]+)+", text)
     if match is None:
         return None
     try:

@@ -9,6 +9,7 @@ from dswheels.doctor.environment_view import Env, env_kind
 from dswheels.doctor.per_os import words_for
 from dswheels.kernel.compat import Compat
 from dswheels.kernel.index_files import IndexFile
+from dswheels.kernel.numbers import is_ascii_digits
 from dswheels.kernel.platform_traits import traits
 from dswheels.kernel.versions import VersionTuple, format_version, parse_version
 
@@ -293,7 +294,7 @@ def _arch_covers(arch_list: Sequence[str], capability: str) -> bool:
     for arch in arch_list:
         kind, _, code = arch.partition("_")
         digits = code.rstrip("af")
-        if not digits.isdigit() or len(digits) < 2:
+        if not is_ascii_digits(digits) or len(digits) < 2:
             continue
         have = (int(digits[:-1]), int(digits[-1]))
         if kind == "compute" and have <= want:

@@ -184,5 +184,5 @@ def best_toolkit(env: Env) -> ToolkitView | None:
 def gcc_major(facts: Facts) -> str:
     if not facts.gcc:
         return ""
-    match = re.match(r"(\d+)", facts.gcc.strip())
+    match = re.match(r"([0-9]+)", facts.gcc.strip())
     return match.group(1) if match else ""

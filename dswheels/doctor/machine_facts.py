@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from dswheels.kernel.model import OS
+from dswheels.kernel.numbers import is_ascii_digits
 from dswheels.kernel.platform_traits import conventions
 from dswheels.kernel.versions import VersionTuple, format_version, parse_nvcc_version, parse_version
 
@@ -173,8 +174,8 @@ def parse_nvidia_smi(text: str) -> tuple[tuple[Gpu, ...], str]:
         gpus.append(
             Gpu(
                 name=values.get("name", "?"),
-                capability=capability if re.fullmatch(r"\d+\.\d+", capability) else "",
-                memory_mib=int(memory) if memory.isdigit() else None,
+                capability=capability if re.fullmatch(r"[0-9]+\.[0-9]+", capability) else "",
+                memory_mib=int(memory) if is_ascii_digits(memory) and len(memory) <= 12 else None,
             ),
         )
         driver = driver or values.get("driver_version", "")
@@ -219,7 +220,7 @@ def parse_vswhere(vs: VisualStudio) -> tuple[VsInstall, ...]:
         catalog = raw_catalog if isinstance(raw_catalog, dict) else {}
         version = str(catalog.get("productDisplayVersion") or item.get("installationVersion", ""))
         toolsets = sorted(
-            (t for t in vs.toolsets.get(path, ()) if re.fullmatch(r"\d+\.\d+\.\d+", t)),
+            (t for t in vs.toolsets.get(path, ()) if re.fullmatch(r"[0-9]+\.[0-9]+\.[0-9]+", t)),
             key=parse_version,
             reverse=True,
         )
@@ -238,7 +239,7 @@ def parse_vswhere(vs: VisualStudio) -> tuple[VsInstall, ...]:
 
 
 def _loose_version(text: str) -> VersionTuple:
-    parts = re.findall(r"\d+", text)
+    parts = re.findall(r"[0-9]+", text)
     return tuple(int(p) for p in parts[:4])
 
 

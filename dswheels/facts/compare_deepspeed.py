@@ -11,6 +11,7 @@ from dswheels.facts.seen import DeepSpeedRelease, DeepSpeedSourceSeen
 from dswheels.facts.yaml_edit import Edit, render_scalar
 from dswheels.kernel.compat import Compat
 from dswheels.kernel.compat.entries import Rule
+from dswheels.kernel.errors import ConfigError
 from dswheels.kernel.model import Accelerator
 from dswheels.kernel.versions import VersionTuple, format_version, parse_version
 
@@ -45,9 +46,21 @@ def rule_checks(compat: Compat, raw: Mapping[str, object]) -> list[RuleCheck]:
             continue
         for flag, spec in check.items():
             if flag in ("nvcc_std", "host_std") and isinstance(spec, dict):
-                at = str(spec.get("cuda") if flag == "nvcc_std" else spec.get("torch"))
-                checks.append(RuleCheck(index, rule, flag, parse_version(at), int(spec.get("min", 0))))
+                key = "cuda" if flag == "nvcc_std" else "torch"
+                checks.append(RuleCheck(index, rule, flag, *_check_spec(spec, key, f"rules[{index}].check.{flag}")))
     return checks
+
+
+def _check_spec(spec: Mapping[str, object], key: str, where: str) -> tuple[VersionTuple, int]:
+    """``{cuda: "13.0", min: 20}``: the version (ASCII digits) and a YAML integer minimum."""
+    at, minimum = spec.get(key), spec.get("min", 0)
+    try:
+        version = parse_version(str(at))
+    except ValueError as exc:
+        raise ConfigError(f"compat.yml: {where}: {exc}") from None
+    if isinstance(minimum, bool) or not isinstance(minimum, int) or not 0 <= minimum < 100:
+        raise ConfigError(f"compat.yml: {where}.min: expected a C++ standard such as 17 or 20, got {minimum!r:.40}")
+    return version, minimum
 
 
 def boundary_versions(releases: Sequence[VersionTuple], checks: Iterable[RuleCheck]) -> set[VersionTuple]:

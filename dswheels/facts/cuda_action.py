@@ -24,7 +24,7 @@ _USES_RE = re.compile(
 )
 _ANY_USE_RE = re.compile(r"uses:\s*['\"]?" + re.escape(ACTION) + r"\b", re.IGNORECASE)
 _METHOD_RE = re.compile(r"^\s*method:\s*['\"]?(?P<method>local|network)['\"]?\s*$", re.MULTILINE)
-_KEY_RE = re.compile(r"\[\s*'(\d+\.\d+\.\d+)'\s*,")
+_KEY_RE = re.compile(r"\[\s*'([0-9]+\.[0-9]+\.[0-9]+)'\s*,")
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,6 +23,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from dswheels.facts.seen import DeepSpeedSourceSeen
+from dswheels.kernel.numbers import is_ascii_digits
 from dswheels.kernel.versions import VersionTuple, format_version, parse_version
 
 __all__ = ["WANTED", "read_deepspeed_source", "wanted_member"]
@@ -198,8 +199,8 @@ def _either(stmt: ast.If, env: dict[str, object], fixed: frozenset[str]) -> None
 def _std(value: object) -> int | None:
     texts = value if isinstance(value, list) else [value]
     for text in texts:
-        if isinstance(text, str) and text.startswith("-std=c++"):
-            return int(text.removeprefix("-std=c++"))
+        if isinstance(text, str) and is_ascii_digits(std := text.removeprefix("-std=c++")) and len(std) <= 3:
+            return int(std)
     return None
 
 
@@ -235,7 +236,7 @@ def _mismatch(tree: ast.Module) -> dict[int, tuple[VersionTuple, ...]] | None:
             isinstance(t, ast.Name) and t.id == "cuda_minor_mismatch_ok" for t in node.targets
         ):
             value = ast.literal_eval(node.value)
-            return {int(k): tuple(parse_version(str(v)) for v in vs) for k, vs in value.items()}
+            return {k: tuple(parse_version(str(v)) for v in vs) for k, vs in value.items() if isinstance(k, int)}
     return None
 
 

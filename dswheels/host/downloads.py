@@ -35,6 +35,7 @@ from dswheels.host.unpack import extract_archive
 from dswheels.kernel.errors import SourceError
 from dswheels.kernel.jsondoc import parse_json
 from dswheels.kernel.model import PlannedCell, SourceKind
+from dswheels.kernel.numbers import is_ascii_digits
 from dswheels.kernel.pypi_project import PypiProject, read_pypi_project
 from dswheels.kernel.versions import format_version
 
@@ -293,17 +294,17 @@ def _range_start(response: requests.Response) -> int | None:
     value = response.headers.get("Content-Range", "")
     unit, _sep, spec = value.partition(" ")
     first = spec.split("-", 1)[0]
-    return int(first) if unit == "bytes" and first.isdigit() else None
+    return int(first) if unit == "bytes" and is_ascii_digits(first) and len(first) <= 15 else None
 
 
 def _expected_total(response: requests.Response, start: int) -> int | None:
     """The file's whole size as the response states it (Content-Range total, else start + Content-Length)."""
     if response.status_code == 206:
         total = response.headers.get("Content-Range", "").rpartition("/")[2]
-        if total.isdigit():
+        if is_ascii_digits(total) and len(total) <= 15:
             return int(total)
     length = response.headers.get("Content-Length", "")
-    if length.isdigit() and "Content-Encoding" not in response.headers:
+    if is_ascii_digits(length) and len(length) <= 15 and "Content-Encoding" not in response.headers:
         return start + int(length)
     return None
 

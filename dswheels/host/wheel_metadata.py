@@ -17,6 +17,7 @@ import requests
 
 from dswheels.host.http import TIMEOUTS
 from dswheels.kernel.errors import SourceError
+from dswheels.kernel.numbers import is_ascii_digits
 
 __all__ = ["read_wheel_metadata"]
 
@@ -51,7 +52,7 @@ class _Ranges:
         """``(offset, bytes)`` of the last ``length`` bytes; learns the file's size."""
         response = self._get(f"-{length}")
         total = response.headers.get("Content-Range", "").rpartition("/")[2]
-        if not total.isdigit():
+        if not is_ascii_digits(total) or len(total) > 15:
             raise SourceError(f"{self.url}: no file size in the Content-Range of a range answer")
         self.size = int(total)
         return self.size - len(response.content), response.content

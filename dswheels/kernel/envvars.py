@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
+from dswheels.kernel.numbers import is_ascii_digits
+
 __all__ = [
     "MAX_EPOCH",
     "SECRET",
@@ -42,7 +44,7 @@ def source_date_epoch(text: str) -> int:
     Traceback (most recent call last):
     ValueError: not a whole number of seconds since 1970 in ASCII digits
     """
-    if not (text.isascii() and text.isdigit()):
+    if not is_ascii_digits(text):
         msg = "not a whole number of seconds since 1970 in ASCII digits (reproducible-builds.org's SOURCE_DATE_EPOCH)"
         raise ValueError(msg)
     if len(text) > len(str(MAX_EPOCH)) or int(text) > MAX_EPOCH:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from dswheels.kernel.binaries.linux_runtime import RuntimeFloor
+from dswheels.kernel.numbers import SPACE
 from dswheels.kernel.versions import TorchMinor, TorchVersion, VersionTuple, format_version, parse_version
 
 __all__ = [
@@ -91,7 +92,7 @@ class Accelerator(str, Enum):
         return self.value
 
 
-_VARIANT_RE = re.compile(r"^cu(\d{2,3})$")
+_VARIANT_RE = re.compile(r"^cu([0-9]{2,3})$")
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -110,14 +111,14 @@ class Variant:
         >>> Variant.parse("cu130").cuda
         (13, 0)
         """
-        text = text.strip().lower()
+        text = text.strip(SPACE).lower()
         if text == "cpu":
             return cls(name="cpu", cuda=None)
         match = _VARIANT_RE.match(text)
         if match:
             digits = match.group(1)
             return cls(name=text, cuda=(int(digits[:-1]), int(digits[-1])))
-        if re.match(r"^\d+\.\d$", text):
+        if re.match(r"^[0-9]+\.[0-9]$", text):
             major, minor = parse_version(text)
             return cls(name=f"cu{major}{minor}", cuda=(major, minor))
         msg = f"not a torch variant: {text!r} (expected 'cpu', 'cuXYZ' like 'cu128', or a CUDA version like '12.8')"
@@ -140,7 +141,7 @@ class Variant:
         return self.name
 
 
-_PY_RE = re.compile(r"^(?:cp)?(\d)\.?(\d+)(t?)$")
+_PY_RE = re.compile(r"^(?:cp)?([0-9])\.?([0-9]+)(t?)$")
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -157,7 +158,7 @@ class Python:
         >>> Python.parse("cp313t").tag
         'cp313t'
         """
-        match = _PY_RE.match(text.strip().lower())
+        match = _PY_RE.fullmatch(text.strip(SPACE).lower())
         if not match:
             msg = f"not a Python version: {text!r} (expected e.g. '3.12', '3.13t' or 'cp312')"
             raise ValueError(msg)

@@ -19,6 +19,7 @@ from packaging.utils import parse_wheel_filename
 from packaging.version import Version
 
 from dswheels.kernel.model import Cell, Platform, Python, Variant
+from dswheels.kernel.numbers import SPACE
 from dswheels.kernel.versions import TorchMinor, format_version, parse_version
 
 __all__ = [
@@ -44,8 +45,8 @@ __all__ = [
 PROJECT = "deepspeed"
 
 _ID_RE = re.compile(
-    r"^ds(?P<ds>\d+\.\d+\.\d+)-torch(?P<torch>\d+\.\d+)-(?P<variant>cpu|cu\d{2,3})"
-    r"-(?P<python>cp\d{2,3}t?)-(?P<platform>[a-z0-9_]+)$",
+    r"^ds(?P<ds>[0-9]+\.[0-9]+\.[0-9]+)-torch(?P<torch>[0-9]+\.[0-9]+)-(?P<variant>cpu|cu[0-9]{2,3})"
+    r"-(?P<python>cp[0-9]{2,3}t?)-(?P<platform>[a-z0-9_]+)$",
 )
 
 
@@ -64,7 +65,7 @@ def cell_id(cell: Cell) -> str:
 
 def parse_cell_id(text: str) -> Cell:
     """Inverse of :func:`cell_id`; raises ``ValueError`` with the expected shape."""
-    match = _ID_RE.match(text.strip())
+    match = _ID_RE.match(text.strip(SPACE))
     if not match:
         msg = (
             f"not a cell id: {text!r} (expected e.g. 'ds0.19.8-torch2.9-cu128-cp312-win_amd64': "

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["DECIMAL", "DIGITS", "ascii_decimal", "ascii_int", "is_ascii_digits"]
+__all__ = ["DECIMAL", "DIGITS", "SPACE", "ascii_decimal", "ascii_int", "is_ascii_digits"]
 
 DIGITS = re.compile(r"[0-9]+")
-DECIMAL = re.compile(r"[0-9]+(?:\.[0-9]+)?|\.[0-9]+")
+DECIMAL = re.compile(r"(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]{1,3})?")
+SPACE = " \t\r\n"  # what a typed number may be padded with: str.strip() also drops U+2003, U+0085, U+001C...
 _MAX_DIGITS = 30  # far past any count, size or id dswheels reads; int() of 4,301 digits raises
 
 
@@ -48,16 +49,16 @@ def ascii_int(text: str, *, what: str = "a number") -> int:
 
 
 def ascii_decimal(text: str, *, what: str = "a number") -> float:
-    """``text`` as a non-negative decimal number: ASCII digits with at most one ``.`` (no exponent,
-    ``inf`` or ``nan``, which ``float()`` also reads).
+    """``text`` as a non-negative decimal number in ASCII: digits, at most one ``.``, an exponent
+    (``1e-4``); not ``inf``, ``nan``, ``1_0`` or another script's digits, which ``float()`` also reads.
 
-    >>> ascii_decimal("0.05"), ascii_decimal("3")
-    (0.05, 3.0)
-    >>> ascii_decimal("1e9")
+    >>> ascii_decimal("0.05"), ascii_decimal("3"), ascii_decimal("1e-4")
+    (0.05, 3.0, 0.0001)
+    >>> ascii_decimal("nan")
     Traceback (most recent call last):
-    ValueError: '1e9' is not a number (ASCII digits 0-9, at most one '.')
+    ValueError: 'nan' is not a number (ASCII digits 0-9, '.', an exponent)
     """
     if DECIMAL.fullmatch(text) is None or len(text) > _MAX_DIGITS:
-        msg = f"{text[:40]!r} is not {what} (ASCII digits 0-9, at most one '.')"
+        msg = f"{text[:40]!r} is not {what} (ASCII digits 0-9, '.', an exponent)"
         raise ValueError(msg)
     return float(text)

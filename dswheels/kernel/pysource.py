@@ -46,7 +46,7 @@ _SCAN = re.compile(
     |(?P<newline>\n)
     |(?P<open>[(\[{])
     |(?P<close>[)\]}])
-    |(?P<number>\b\d\w*(?:\.\w*)?|\.\d\w*)
+    |(?P<number>\b[0-9]\w*(?:\.\w*)?|\.[0-9]\w*)
     |(?P<ops>[.\-+~*/%@&|^<>!]+)
     |(?P<word>\b(?:not|if|else|lambda|await|yield|from)\b)
     |(?P<comma>,)

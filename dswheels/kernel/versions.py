@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import NewType
 
+from dswheels.kernel.numbers import SPACE
+
 __all__ = [
     "Range",
     "TorchMinor",
@@ -36,9 +38,10 @@ TorchMinor = NewType("TorchMinor", VersionTuple)
 TorchVersion = NewType("TorchVersion", str)
 """An exact torch release ``X.Y.Z``, e.g. ``"2.14.1"``: what pip installs."""
 
-_VERSION_RE = re.compile(r"^\d+(\.\d+)*$")
-_NVCC_RELEASE_RE = re.compile(r"release (\d+)\.(\d+)")
-_CLAUSE_RE = re.compile(r"^\s*(>=|<=|==|!=|>|<)\s*(\d+(?:\.\d+)*)(\.\*)?\s*$")
+# ASCII digits only (never \d, which takes every script's digits: 0.١٩.8 is not 0.19.8), at most 9 a part
+_VERSION_RE = re.compile(r"[0-9]{1,9}(?:\.[0-9]{1,9})*")
+_NVCC_RELEASE_RE = re.compile(r"release ([0-9]{1,9})\.([0-9]{1,9})")
+_CLAUSE_RE = re.compile(r"\s*(>=|<=|==|!=|>|<)\s*([0-9]+(?:\.[0-9]+)*)(\.\*)?\s*", re.ASCII)
 
 _OPS: dict[str, Callable[[VersionTuple, VersionTuple], bool]] = {
     ">=": operator.ge,
@@ -57,8 +60,8 @@ def parse_version(text: str) -> VersionTuple:
     >>> parse_version("12.8")
     (12, 8)
     """
-    text = text.strip()
-    if not _VERSION_RE.match(text):
+    text = text.strip(SPACE)
+    if not _VERSION_RE.fullmatch(text):
         msg = f"not a plain dotted version: {text!r}"
         raise ValueError(msg)
     return tuple(int(part) for part in text.split("."))
@@ -161,7 +164,7 @@ def parse_range(text: str) -> Range:
     for raw in text.split(","):
         if not raw.strip():
             continue
-        match = _CLAUSE_RE.match(raw)
+        match = _CLAUSE_RE.fullmatch(raw)
         if not match:
             msg = f"not a version range clause: {raw.strip()!r} (use e.g. '>=2.9,<2.12')"
             raise ValueError(msg)

@@ -131,7 +131,7 @@ def tool_version(argv: list[str], env: Mapping[str, str] | None = None) -> str:
 def gcc_major(compiler: str, env: Mapping[str, str] | None = None) -> str:
     """``12`` for the GCC behind ``compiler`` ('' if it is not GCC or missing)."""
     text = tool_version([compiler, "-dumpversion"], env)
-    match = re.match(r"^(\d+)", text)
+    match = re.match(r"^([0-9]+)", text)
     return match.group(1) if match else ""
 
 

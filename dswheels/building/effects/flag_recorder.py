@@ -24,6 +24,7 @@ from dswheels.kernel.compiler_flags.nvcc import NvccOptions, parse_nvcc_help
 from dswheels.kernel.compiler_flags.op_flag_set import EvalContext, OpFlags, ProbeAnswer, ProbeJob
 from dswheels.kernel.errors import BuildError, DswheelsError, EnvironmentMismatchError, SourceError
 from dswheels.kernel.model import OS, Accelerator, PlannedCell, Platform, Python, Variant
+from dswheels.kernel.numbers import is_ascii_digits
 from dswheels.kernel.platform_traits import traits
 from dswheels.kernel.sources import TorchSource, TorchSourceKind
 from dswheels.kernel.versions import format_version, parse_version
@@ -233,7 +234,7 @@ def _record(answer: ProbeAnswer, keys: Sequence[tuple[str, str, str]], recording
 def read_nvcc_options(nvcc: str) -> NvccOptions:
     """The option table of this nvcc (``nvcc --help``), with its full version (``13.0.88``)."""
     version = proc.capture([nvcc, "--version"], error=EnvironmentMismatchError, what="nvcc --version")
-    release = next((w for w in version.output.split() if w.startswith("V") and w[1:2].isdigit()), "")
+    release = next((w for w in version.output.split() if w.startswith("V") and is_ascii_digits(w[1:2])), "")
     if version.returncode != 0 or not release:
         raise EnvironmentMismatchError(f"{nvcc} --version did not say its release", details=version.output[-500:])
     help_text = proc.capture([nvcc, "--help"], error=EnvironmentMismatchError, what="nvcc --help")

@@ -52,7 +52,7 @@ def ninja_joins_jobservers(env: Mapping[str, str]) -> str:
     ''
     """
     line = tool_version(["ninja", "--version"], env)
-    match = re.match(r"(\d+)\.(\d+)", line)
+    match = re.match(r"([0-9]+)\.([0-9]+)", line)
     if match is None or (int(match.group(1)), int(match.group(2))) < NINJA_JOBSERVER:
         return ""
     return line

@@ -229,7 +229,7 @@ def _python_facts(data: Mapping[str, object]) -> PythonFacts:
         version=str(data.get("version", "")),
         implementation=str(data.get("implementation", "")),
         free_threaded=bool(data.get("free_threaded")),
-        bits=int(str(data.get("bits", 64))),
+        bits=bits if isinstance(bits := data.get("bits", 64), int) and not isinstance(bits, bool) else 64,
         platform=str(data.get("platform", "")),
         prefix=str(data.get("prefix", "")),
         base_prefix=str(data.get("base_prefix", "")),

@@ -22,6 +22,7 @@ from importlib import resources
 import yaml
 
 from dswheels.kernel.model import Python
+from dswheels.kernel.numbers import ascii_int
 from dswheels.kernel.untyped import Untyped
 from dswheels.kernel.versions import VersionTuple, format_version, parse_version
 
@@ -36,7 +37,7 @@ __all__ = [
     "parse_dll_facts",
 ]
 
-_PYTHON_DLL = re.compile(r"^python3(\d+)(t?)\.dll$")
+_PYTHON_DLL = re.compile(r"^python3([0-9]+)(t?)\.dll$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +114,8 @@ def parse_dll_facts(data: object) -> DllFacts:
         torch_cuda=frozenset(n.lower() for n in cuda.at("dlls").strs()),
         cuda_patterns=tuple(p.lower() for p in cuda.at("patterns").strs()),
         cuda_by_major={
-            int(major): frozenset(n.lower() for n in names.strs()) for major, names in cuda.at("by_cuda_major").items()
+            ascii_int(major): frozenset(n.lower() for n in names.strs())
+            for major, names in cuda.at("by_cuda_major").items()
         },
     )
 

@@ -28,7 +28,7 @@ __all__ = ["IsaReport", "IsaScan", "scan_disassembly"]
 _INSN_RE = re.compile(r"^\s*[0-9a-f]+:\s+(?:[0-9a-f]{2} )*\s*(?P<insn>[a-z][a-z0-9.]*)(?P<ops>.*)$")
 # VEX/EVEX instructions are the AVX ones: every mnemonic starts with "v" and works on vector
 # registers (VMX instructions like vmcall take no vector register, so they do not match).
-_VECTOR_REG_RE = re.compile(r"%[xyz]mm\d+")
+_VECTOR_REG_RE = re.compile(r"%[xyz]mm[0-9]+")
 _MASK_RE = re.compile(r"%k[0-7]\b")
 
 

@@ -52,7 +52,7 @@ _VERDAUX = struct.Struct("<II")  # vda_name, vda_next
 
 # version-name prefix -> the floor's field (and how people write it)
 FAMILIES = {"GLIBC": "glibc", "GLIBCXX": "glibcxx", "CXXABI": "cxxabi"}
-_NAME_RE = re.compile(r"^(GLIBC|GLIBCXX|CXXABI)_(\d+(?:\.\d+)*)$")
+_NAME_RE = re.compile(r"^(GLIBC|GLIBCXX|CXXABI)_([0-9]+(?:\.[0-9]+)*)$")
 
 
 class ElfError(ValueError):

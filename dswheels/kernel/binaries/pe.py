@@ -25,6 +25,8 @@ import heapq
 import struct
 from dataclasses import dataclass
 
+from dswheels.kernel.numbers import is_ascii_digits
+
 __all__ = ["MACHINES", "PeError", "PeImage", "PeSection", "is_pe", "read_pe"]
 
 _COFF = struct.Struct("<HHIIIHH")  # Machine, NumberOfSections, TimeDateStamp, PtrSymTab, NumSyms, SizeOptHdr, Chars
@@ -105,7 +107,7 @@ def _cstr(data: bytes, offset: int, what: str) -> str:
 def _section_name(raw: bytes, data: bytes, string_table: int) -> str:
     name = raw.rstrip(b"\0").decode("ascii", "replace")
     # "/123": a long name in the COFF string table (MinGW's .debug_* sections)
-    if name.startswith("/") and name[1:].isdigit() and string_table:
+    if name.startswith("/") and is_ascii_digits(name[1:]) and string_table:
         return _cstr(data, string_table + int(name[1:]), "a long section name")
     return name
 

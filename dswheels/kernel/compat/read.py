@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from functools import cache
 from importlib import resources
@@ -27,8 +28,17 @@ from dswheels.kernel.compat.entries import (
 )
 from dswheels.kernel.digests import is_sha256
 from dswheels.kernel.model import Accelerator, Python, Variant
+from dswheels.kernel.numbers import DIGITS, ascii_int
 from dswheels.kernel.untyped import Untyped
-from dswheels.kernel.versions import Range, TorchMinor, TorchVersion, VersionTuple, parse_range, parse_version
+from dswheels.kernel.versions import (
+    Range,
+    TorchMinor,
+    TorchVersion,
+    VersionTuple,
+    parse_range,
+    parse_torch_release,
+    parse_version,
+)
 
 __all__ = ["CompatDataError", "load_compat", "parse_compat", "recorded_redist"]
 
@@ -100,6 +110,46 @@ def _condition(reader: _Reader | None) -> Condition:
     )
 
 
+def _major(reader: _Reader, key: str) -> int:
+    """A CUDA major as a key (``12:``): ASCII digits (``int()`` would read ``١٢`` as 12)."""
+    try:
+        return ascii_int(key, what="a CUDA major")
+    except ValueError as exc:
+        raise CompatDataError(f"compat.yml: {reader.path}: {exc}") from None
+
+
+def _gcc_major(reader: _Reader) -> str:
+    """A GCC major a runner image has (``"13"``): ASCII digits, as the planner compares them as numbers."""
+    if not DIGITS.fullmatch(text := reader.text()):
+        raise reader.fail("a GCC major version (ASCII digits)")
+    return text
+
+
+def _torch_release(reader: _Reader) -> TorchVersion:
+    try:
+        return parse_torch_release(reader.text())
+    except ValueError as exc:
+        raise CompatDataError(f"compat.yml: {reader.path}: {exc}") from None
+
+
+_RELEASE = re.compile(r"[0-9]+\.[0-9]+\.[0-9]+")
+_SM = re.compile(r"[0-9]{2,3}[af]?")
+
+
+def _release(reader: _Reader) -> str:
+    """A CUDA toolkit release X.Y.Z in ASCII digits."""
+    if not _RELEASE.fullmatch(text := reader.text()):
+        raise reader.fail("a CUDA release X.Y.Z (ASCII digits)")
+    return text
+
+
+def _sm(reader: _Reader) -> str:
+    """A GPU architecture as compat.yml lists it: ``80``, ``90a``, ``100f`` (ASCII digits)."""
+    if not _SM.fullmatch(text := reader.text()):
+        raise reader.fail("an architecture such as 80, 90a or 100f (ASCII digits)")
+    return text
+
+
 def _per_os(reader: _Reader) -> Mapping[str, tuple[str, ...]]:
     return {os: reader[os].strs() for os in OSES}
 
@@ -166,14 +216,26 @@ def recorded_redist(release: str) -> bytes | None:
 
 def parse_compat(data: object, *, redist_records: Callable[[str], bytes | None] = recorded_redist) -> Compat:
     """Build the typed facts from the parsed YAML of compat.yml (``redist_records``: where the
-    recorded redistrib JSONs are read from; dswheels' package data by default)."""
+    recorded redistrib JSONs are read from; dswheels' package data by default).
+
+    ``CompatDataError`` for anything else, a version or Python of the wrong form included (the
+    readers of versions raise a plain ``ValueError``: ``facts check --compat`` reads any file)."""
+    try:
+        return _parse_compat(data, redist_records=redist_records)
+    except CompatDataError:
+        raise
+    except ValueError as exc:
+        raise CompatDataError(f"compat.yml: {exc}") from None
+
+
+def _parse_compat(data: object, *, redist_records: Callable[[str], bytes | None]) -> Compat:
     root = _Reader(data, "")
     torch: dict[VersionTuple, TorchRelease] = {}
     for minor_text, entry in root["torch"].items():
         minor = TorchMinor(parse_version(minor_text))
         torch[minor] = TorchRelease(
             minor=minor,
-            latest=TorchVersion(entry["latest"].text()),
+            latest=_torch_release(entry["latest"]),
             released=entry["released"].text(),
             python={os: tuple(Python.parse(p) for p in pys) for os, pys in _per_os(entry["python"]).items()},
             variants={os: tuple(Variant.parse(v) for v in vs) for os, vs in _per_os(entry["variants"]).items()},
@@ -186,8 +248,8 @@ def parse_compat(data: object, *, redist_records: Callable[[str], bytes | None] 
         msvc = entry["msvc"].seq()
         cuda[parse_version(minor_text)] = CudaToolkit(
             minor=parse_version(minor_text),
-            install=entry["install"].text(),
-            sm=frozenset(entry["sm"].strs()),
+            install=_release(entry["install"]),
+            sm=frozenset(_sm(sm) for sm in entry["sm"].seq()),
             msvc=(msvc[0].integer(), msvc[1].integer()),
             gcc_max=entry["gcc_max"].integer(),
             inferred=entry.inferred(),
@@ -202,7 +264,7 @@ def parse_compat(data: object, *, redist_records: Callable[[str], bytes | None] 
             name=name,
             os=entry["os"].text(),
             msvc=msvc_reader.strs() if msvc_reader else (),
-            gcc=gcc_reader.strs() if gcc_reader else (),
+            gcc=tuple(_gcc_major(g) for g in gcc_reader.seq()) if gcc_reader else (),
             inferred=entry.inferred(),
             source=entry.source(),
             glibc=parse_version(glibc_reader.text()) if glibc_reader else None,
@@ -223,7 +285,9 @@ def parse_compat(data: object, *, redist_records: Callable[[str], bytes | None] 
     mismatch_rows = tuple(
         MismatchRow(
             deepspeed=parse_range(row["deepspeed"].text()),
-            lists={int(major): frozenset(parse_version(v) for v in vs.strs()) for major, vs in row["lists"].items()},
+            lists={
+                _major(vs, major): frozenset(parse_version(v) for v in vs.strs()) for major, vs in row["lists"].items()
+            },
         )
         for row in ds["cuda_minor_mismatch_ok"].seq()
     )

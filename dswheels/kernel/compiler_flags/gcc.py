@@ -83,7 +83,7 @@ _W_KNOWN = frozenset(
     deprecated-declarations narrowing cast-align strict-aliasing missing-field-initializers comment switch
     parentheses address array-bounds vla write-strings""".split(),  # noqa: SIM905 - a word list reads best as words
 )
-_O_LEVEL = re.compile(r"\d*|s|fast|g|z")
+_O_LEVEL = re.compile(r"[0-9]*|s|fast|g|z")
 _G_LEVEL = re.compile(r"[0-3]?|gdb[0-3]?|dwarf(?:-[2-5])?|split-dwarf|z(?:=\S+)?|no-\S+|column-info|btf|ctf")
 
 

@@ -26,7 +26,7 @@ from dswheels.kernel.platform_traits import traits
 
 __all__ = ["judge_op", "narrowed_archs", "sass_archs", "summarize"]
 
-_SASS_CODE = re.compile(r"code=sm_(\d+)")
+_SASS_CODE = re.compile(r"code=sm_([0-9]+)")
 
 
 def judge_op(

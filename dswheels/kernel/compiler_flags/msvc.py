@@ -116,8 +116,8 @@ _CL_PREFIX_ORDER = sorted(_CL_PREFIXES, key=len, reverse=True)
 _STD = frozenset({"c++14", "c++17", "c++20", "c++23preview", "c++latest", "c11", "c17", "clatest"})
 _ARCH_X64 = frozenset({"AVX", "AVX2", "AVX512", "AVX10.1", "AVX10.2"})
 _O_FLAGS = re.compile(r"(?:1|2|b[0-3]|d|g|i-?|s|t|x|y-?)+")
-_W_OK = re.compile(r"W[0-4]|Wall|WX-?|WL|Wv(?::\d+(?:\.\d+){0,2})?")
-_W_LOWER_OK = re.compile(r"w|w[1-4]\d{4}|w[deol]\d+")
+_W_OK = re.compile(r"W[0-4]|Wall|WX-?|WL|Wv(?::[0-9]+(?:\.[0-9]+){0,2})?")
+_W_LOWER_OK = re.compile(r"w|w[1-4][0-9]{4}|w[deol][0-9]+")
 # GCC spellings people pass to cl, and what cl would want instead (for the message only)
 _GCC_HINTS = {
     "-O": "cl's optimization flags are /O1, /O2, /Od",

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from dswheels.kernel.compiler_flags.issue import FlagIssue
+from dswheels.kernel.numbers import is_ascii_digits
 
 __all__ = ["NvccOption", "NvccOptions", "judge_nvcc", "parse_nvcc_help"]
 
@@ -110,8 +111,8 @@ def _fatal(flag: str, why: str) -> FlagIssue:
 
 
 _GENCODE_PAIR = re.compile(r"(\w+)=(\[[^\]]*\]|[^,]*),?")
-_VIRTUAL = re.compile(r"compute_\d{2,3}[af]?")
-_REAL = re.compile(r"(?:sm|compute|lto)_\d{2,3}[af]?")
+_VIRTUAL = re.compile(r"compute_[0-9]{2,3}[af]?")
+_REAL = re.compile(r"(?:sm|compute|lto)_[0-9]{2,3}[af]?")
 
 
 def _check_gencode(flag: str, value: str) -> FlagIssue | None:
@@ -146,7 +147,7 @@ def _check_value(flag: str, option: NvccOption, value: str) -> FlagIssue | None:
     for item in value.split(",") if option.listed else [value]:
         if option.choices and item not in option.choices:
             return _fatal(flag, f"Value '{item}' is not defined for option '{option.long.lstrip('-')}'")
-        if not option.choices and option.value in _NUMERIC and not item.isdigit():
+        if not option.choices and option.value in _NUMERIC and not is_ascii_digits(item):
             return _fatal(flag, f"'{item}': expected a number")
     return None
 

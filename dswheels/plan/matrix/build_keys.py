@@ -11,6 +11,7 @@ from typing import TypeVar
 
 from dswheels.kernel.binaries.linux_runtime import RuntimeFloor
 from dswheels.kernel.model import Platform, Variant, suggest
+from dswheels.kernel.numbers import is_ascii_digits
 from dswheels.kernel.versions import VersionTuple, format_version, parse_version
 from dswheels.plan.matrix.checker import Checker
 from dswheels.plan.matrix.spec import BuildRunner, PlatformRunners
@@ -93,7 +94,7 @@ def _parse_arch_list(check: Checker, node: Node, _variant: Variant) -> tuple[str
 def _valid_arch_token(token: str) -> bool:
     base = token.removesuffix("+PTX")
     head, _, tail = base.partition(".")
-    return head.isdigit() and len(tail) >= 1 and tail[0].isdigit() and tail[1:] in ("", "a", "f")
+    return is_ascii_digits(head) and len(tail) >= 1 and is_ascii_digits(tail[0]) and tail[1:] in ("", "a", "f")
 
 
 def parse_runners(check: Checker, node: Node | None, platforms: list[Platform]) -> dict[Platform, PlatformRunners]:

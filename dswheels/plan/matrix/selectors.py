@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from dswheels.kernel.compat import Compat
 from dswheels.kernel.model import Variant
+from dswheels.kernel.numbers import is_ascii_digits
 from dswheels.kernel.versions import TorchMinor, VersionTuple, format_version
 from dswheels.plan.matrix.yamldoc import Node, Problems
 
@@ -30,7 +31,7 @@ def newest(node: Node, problems: Problems, known: Sequence[VersionTuple], what: 
     if count_node is None:
         return ()
     text = count_node.text if count_node.kind == "scalar" else ""
-    if not text.isdigit() or int(text) < 1:
+    if not is_ascii_digits(text) or len(text) > 9 or int(text) < 1:
         problems.add(count_node, f"newest: expected a whole number of {what} (1 or more), got {count_node.describe()}")
         return ()
     count = int(text)

@@ -14,6 +14,7 @@ from pathlib import Path
 from dswheels.host import proc
 from dswheels.host.files import write_text_atomic
 from dswheels.kernel.errors import EnvironmentMismatchError
+from dswheels.kernel.numbers import is_ascii_digits
 
 __all__ = ["import_library", "import_library_from_dll"]
 
@@ -72,7 +73,7 @@ def _export_names(output: str) -> list[str]:
             continue
         if words and words[0] == "Summary":
             break
-        if len(words) >= 3 and words[0].isdigit():
+        if len(words) >= 3 and is_ascii_digits(words[0]):
             name = words[3] if len(words) >= 4 and all(c in "0123456789ABCDEF" for c in words[2]) else words[2]
             names.append(name)
     return names
