@@ -12,6 +12,7 @@ cell's own fields raises :class:`PlanFormatError` naming the key's path.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Sequence
 from typing import ClassVar, TypeVar
 
@@ -33,7 +34,7 @@ from dswheels.kernel.model import (
 )
 from dswheels.kernel.naming import build_string, cell_id, local_label, parse_cell_id, wheel_filename, wheel_version
 from dswheels.kernel.untyped import Untyped
-from dswheels.kernel.versions import TorchVersion, format_version, parse_torch_minor, parse_version
+from dswheels.kernel.versions import format_version, parse_torch_minor, parse_torch_release, parse_version
 
 __all__ = [
     "PLAN_MODES",
@@ -230,16 +231,18 @@ def _runtime(node: _Node) -> RuntimeFloor | None:
 
 def _toolchain(node: _Node) -> Toolchain:
     compiler = node.at("host_compiler")
-    arch_list = node.at("torch_cuda_arch_list").opt_text()
+    arch_list = node.at("torch_cuda_arch_list").opt_parsed(_arch_list)
     return Toolchain(
         runner_image=node.at("runner_image").text(),
         runs_on=node.at("runs_on").strs(),
         host_compiler=HostCompiler(
-            kind=compiler.at("kind").text(), version=compiler.at("version").text(), why=compiler.at("why").text()
+            kind=compiler.at("kind").text(),
+            version=compiler.at("version").parsed(_dotted_or_none),
+            why=compiler.at("why").text(),
         ),
         nvcc=node.at("nvcc").opt_parsed(parse_version),
-        cuda_toolkit=node.at("cuda_toolkit").opt_text() or "",
-        arch_list=tuple(arch_list.split(";")) if arch_list else (),
+        cuda_toolkit=node.at("cuda_toolkit").opt_parsed(_dotted_or_none) or "",
+        arch_list=arch_list or (),
         skip_cuda_check=node.at("skip_cuda_check").flag(),
         cuda_check=node.at("cuda_check").text(),
         nvcc_flags=node.at("nvcc_append_flags").strs(),
@@ -248,6 +251,25 @@ def _toolchain(node: _Node) -> Toolchain:
         notes=node.at("notes").strs(),
         linux_runtime=_runtime(node.at("linux_runtime")),
     )
+
+
+_ARCH = re.compile(r"[0-9]{1,3}\.[0-9][af]?(?:\+PTX)?")
+
+
+def _arch_list(text: str) -> tuple[str, ...]:
+    """``8.0;9.0+PTX``: each an architecture in ASCII digits (it becomes TORCH_CUDA_ARCH_LIST)."""
+    tokens = tuple(text.split(";")) if text else ()
+    if not all(_ARCH.fullmatch(t) for t in tokens):
+        msg = f"not a TORCH_CUDA_ARCH_LIST: {text[:80]!r} (expected e.g. '8.0;9.0+PTX')"
+        raise ValueError(msg)
+    return tokens
+
+
+def _dotted_or_none(text: str) -> str:
+    """A version a toolchain names (``13.0.3``, ``14.44``, ``13``), or ""; ASCII digits."""
+    if text:
+        parse_version(text)
+    return text
 
 
 def _cuda_components(toolchain: _Node) -> tuple[str, ...]:
@@ -276,7 +298,7 @@ def _planned(node: _Node) -> PlannedCell:
     source = node.at("source")
     return PlannedCell(
         cell=_cell(node),
-        torch_version=TorchVersion(node.at("torch_version").text()),
+        torch_version=node.at("torch_version").parsed(parse_torch_release),
         torch_index=node.at("torch_index").text(),
         toolchain=_toolchain(node.at("toolchain")),
         ops=_ops(node.at("ops")),

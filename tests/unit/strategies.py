@@ -61,6 +61,10 @@ any_cells = st.builds(
 texts = st.text(max_size=30)
 words = st.text(st.characters(exclude_categories=["Cs"], exclude_characters=";,"), min_size=1, max_size=12)
 versions = st.lists(st.integers(0, 99), min_size=1, max_size=3).map(tuple)
+# version text the plan's JSON holds in ASCII digits (a torch release, a toolkit, a compiler; "" for none)
+dotted = versions.map(lambda v: ".".join(map(str, v)))
+releases = st.tuples(st.integers(0, 99), st.integers(0, 99), st.integers(0, 99)).map(lambda v: f"{v[0]}.{v[1]}.{v[2]}")
+arch_tokens = st.sampled_from(["7.5", "8.0", "8.6", "9.0a", "10.0f", "12.0+PTX", "12.0a+PTX"])
 floors = st.builds(
     RuntimeFloor,
     glibc=st.none() | versions,
@@ -72,10 +76,12 @@ toolchains = st.builds(
     Toolchain,
     runner_image=texts,
     runs_on=st.lists(texts, max_size=3).map(tuple),
-    host_compiler=st.builds(HostCompiler, kind=st.sampled_from(["gcc", "msvc"]), version=texts, why=texts),
+    host_compiler=st.builds(
+        HostCompiler, kind=st.sampled_from(["gcc", "msvc"]), version=st.just("") | dotted, why=texts
+    ),
     nvcc=st.none() | st.tuples(st.integers(10, 13), st.integers(0, 9)),
-    cuda_toolkit=texts,
-    arch_list=st.lists(words, max_size=4).map(tuple),
+    cuda_toolkit=st.just("") | releases,
+    arch_list=st.lists(arch_tokens, max_size=4).map(tuple),
     skip_cuda_check=st.booleans(),
     cuda_check=texts,
     nvcc_flags=st.lists(texts, max_size=3).map(tuple),
@@ -87,7 +93,7 @@ toolchains = st.builds(
 planned_cells = st.builds(
     PlannedCell,
     cell=any_cells,
-    torch_version=texts,
+    torch_version=releases,
     torch_index=texts,
     toolchain=toolchains,
     ops=st.builds(

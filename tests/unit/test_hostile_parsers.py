@@ -9,7 +9,6 @@ inputs built to be hostile (alias bombs, deep nesting, odd encodings, wrong type
 
 from __future__ import annotations
 
-import functools
 import json
 import time
 from collections.abc import Callable

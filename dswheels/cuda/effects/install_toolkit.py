@@ -58,6 +58,7 @@ from dswheels.host.log import get_reporter
 from dswheels.host.unpack import extract_archive
 from dswheels.kernel.compat import Compat
 from dswheels.kernel.compat.entries import CudaComponent, CudaToolkit
+from dswheels.kernel.digests import is_sha256
 from dswheels.kernel.errors import ConfigError, SourceError
 from dswheels.kernel.jsondoc import parse_json
 from dswheels.kernel.model import OS
@@ -111,6 +112,9 @@ def _toolkit(compat: Compat, options: CudaInstallOptions) -> tuple[CudaToolkit, 
             hint=f"the toolkits it knows: {known}",
         )
     if options.redist_sha256:
+        if not is_sha256(options.redist_sha256):  # judged before anything is fetched by it
+            shown = options.redist_sha256[:80]
+            raise ConfigError(f"--redist-sha256: {shown!r} is not a sha256 (64 lowercase ASCII hex digits)")
         return toolkit, options.redist_sha256
     if options.toolkit != toolkit.install:
         raise ConfigError(
