@@ -30,6 +30,7 @@ from dswheels.kernel.jsondoc import parse_json
 from dswheels.kernel.model import OS
 from dswheels.kernel.numbers import is_ascii_digits
 from dswheels.kernel.platform_traits import traits
+from dswheels.kernel.remote_json import shown
 from dswheels.kernel.untyped import Untyped
 
 __all__ = [
@@ -135,7 +136,9 @@ def _archive(component: str, version: _Redist, platform: str, entry: _Redist) ->
     except ArchiveMemberError as exc:
         raise entry.fail(f"a relative path below the redist folder ({exc})") from None
     if "/".join(parts) != path or not path.endswith(_ARCHIVE_SUFFIXES) or parts[0] != component:
-        raise entry.fail(f"an archive path {component}/<platform>/<name>{'|'.join(_ARCHIVE_SUFFIXES)}, got {path!r}")
+        raise entry.fail(
+            f"an archive path {component}/<platform>/<name>{'|'.join(_ARCHIVE_SUFFIXES)}, got {shown(path)}"
+        )
     sha256 = entry.at("sha256").text()
     if not is_sha256(sha256):
         raise entry.at("sha256").fail("a sha256 (64 lowercase hex digits)")

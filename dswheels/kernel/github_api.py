@@ -53,7 +53,6 @@ _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 # a URL GitHub makes: RFC 3986 unreserved characters, "/", ":", "+" and valid percent-escapes only
 _URL = re.compile(r"(?:[A-Za-z0-9._~/:+-]|%[0-9A-Fa-f]{2})+")
 _UPLOAD_TEMPLATE = re.compile(r"\{\?[a-z_,]+\}$")  # RFC 6570: upload_url ends "{?name,label}"
-_RUN_STATES = 64  # status is a short word ("queued", "in_progress", ...)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -148,8 +147,8 @@ class GitHubPlace:
         if origin(url) != origin(root) or not parts.path.startswith(base + "/"):
             return f"it is not below {root}"
         segments = [unquote(s) for s in parts.path[len(base) + 1 :].split("/")]
-        if any(s in ("", ".", "..") or not s.isprintable() for s in segments):
-            return "its path has an empty, '.' or '..' segment"
+        if any(s in ("", ".", "..") or "/" in s or "\\" in s or not s.isprintable() for s in segments):
+            return "its path has an empty, '.', '..' or encoded separator segment"
         return segments
 
     def download_url_problem(self, url: str, name: str) -> str:
@@ -196,10 +195,21 @@ def read_release(node: RemoteJson, place: GitHubPlace) -> Release:
         raise upload.fail(f"the release's asset upload URL ({problem})")
     return Release(
         id=release_id,
-        tag=node.need("tag_name").printable(limit=_MAX_NAME, what="a tag"),
+        tag=_tag(node.need("tag_name")),
         draft=node.need("draft").flag(),
         upload_url=url,
     )
+
+
+_REF_FORBIDDEN = re.compile(r"[\s~^:?*\[\\]|\.\.|@\{|^[./]|[./]$|\.lock$")
+
+
+def _tag(node: RemoteJson) -> str:
+    """A tag as git allows one (``git check-ref-format``): no space, ``~^:?*[\\``, ``..`` or ``@{``."""
+    tag = node.printable(limit=_MAX_NAME, what="a tag")
+    if _REF_FORBIDDEN.search(tag):
+        raise node.fail("a tag git allows (no space, ~^:?*[\\, '..' or '@{')")
+    return tag
 
 
 def _asset_name(node: RemoteJson) -> str:
@@ -224,7 +234,7 @@ def read_asset(node: RemoteJson, place: GitHubPlace) -> Asset:
     return Asset(
         id=_id(node, "id"),
         name=name,
-        state=node.need("state").ascii_text(limit=_RUN_STATES, what="a state"),
+        state=node.need("state").word(what="a state"),
         size=node.need("size").count(high=MAX_ASSET_BYTES),
         sha256=digest,
         download_url=url,
@@ -248,7 +258,7 @@ def read_runs(node: RemoteJson) -> tuple[WorkflowRun, ...]:
         title = run.maybe("display_title")
         runs.append(
             WorkflowRun(
-                status=run.need("status").ascii_text(limit=_RUN_STATES, what="a status"),
+                status=run.need("status").word(what="a status"),
                 title=title.any_text(limit=MAX_BODY) if title is not None else "",  # matched, never shown
             )
         )

@@ -20,6 +20,7 @@ and no user needs are optional, the rest required.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import unquote, urljoin, urlsplit
@@ -89,6 +90,15 @@ def _filename(node: RemoteJson) -> str:
     return name
 
 
+_VERSION = re.compile(r"[A-Za-z0-9.+!_-]{1,64}")  # the characters of a PEP 440 version, as PyPI writes them
+
+
+def _version(node: RemoteJson) -> str:
+    if not isinstance(node.data, str) or not _VERSION.fullmatch(node.data):
+        raise node.fail("a version (PEP 440 characters: A-Z, a-z, 0-9, . + ! _ -)")
+    return node.data
+
+
 def _requires_python(node: RemoteJson | None) -> str:
     if node is None:
         return ""
@@ -109,7 +119,7 @@ def _file(node: RemoteJson, json_url: str) -> PypiFile:
         url=_url(node.need("url"), filename, json_url),
         sha256=node.need("digests").need("sha256").sha256_hex(),
         size=node.need("size").count(high=MAX_FILE_BYTES),
-        packagetype=node.need("packagetype").ascii_text(limit=64, what="a package type"),
+        packagetype=node.need("packagetype").word(what="a package type"),
         yanked=yanked.flag() if yanked is not None else False,
         requires_python=_requires_python(node.maybe("requires_python")),
         uploaded=time.day() if time is not None else "",
@@ -124,7 +134,7 @@ def read_pypi_project(data: object, *, json_url: str) -> PypiProject:
     root = RemoteJson(data, document=f"PyPI JSON ({json_url})")
     releases: dict[str, tuple[PypiFile, ...]] = {}
     for key, files in root.need("releases").items_limited(MAX_RELEASES):
-        RemoteJson(key, f"releases key {key[:40]!r}", document=root.document).ascii_text(limit=64, what="a version")
+        _version(RemoteJson(key, f"{files.path} (its key)", document=root.document))
         releases[key] = tuple(_file(f, json_url) for f in files.seq_limited(MAX_FILES))
     info = root.maybe("info") or RemoteJson({}, "info", document=root.document)
     requires = info.maybe("requires_dist")
@@ -132,7 +142,7 @@ def read_pypi_project(data: object, *, json_url: str) -> PypiProject:
     return PypiProject(
         url=json_url,
         releases=releases,
-        version=version.ascii_text(limit=64, what="a version") if version is not None else "",
+        version=_version(version) if version is not None else "",
         requires_dist=tuple(r.printable(what="a requirement") for r in requires.seq_limited(MAX_REQUIREMENTS))
         if requires is not None
         else (),

@@ -28,6 +28,7 @@ __all__ = ["MAX_TEXT", "RemoteDocumentError", "RemoteJson", "shown"]
 MAX_TEXT = 1024  # a name, a version, a URL, a state: far longer than any the servers send
 _MAX_SHOWN = 80
 _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+_WORD = re.compile(r"[a-z][a-z0-9_]{0,31}")
 
 
 def shown(value: object) -> str:
@@ -128,6 +129,12 @@ class RemoteJson(Untyped):
         if not text.isascii():
             raise self.fail(f"{what} (printable ASCII)")
         return text
+
+    def word(self, *, what: str) -> str:
+        """One lowercase word of an enumeration a server sends (``uploaded``, ``sdist``, ``in_progress``)."""
+        if not isinstance(self.data, str) or not _WORD.fullmatch(self.data):
+            raise self.fail(f"{what} (a lowercase word: a-z, 0-9, _)")
+        return self.data
 
     def any_text(self, *, limit: int) -> str:
         """Any string (a body of text: compared, never shown or used as a name), at most ``limit`` characters."""
