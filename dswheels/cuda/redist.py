@@ -134,7 +134,8 @@ def _archive(component: str, version: _Redist, platform: str, entry: _Redist) ->
     try:
         parts = member_parts(path)
     except ArchiveMemberError as exc:
-        raise entry.fail(f"a relative path below the redist folder ({exc})") from None
+        why = str(exc)[:200] if shown(path) == repr(path) else f"got {shown(path)}"  # the path if it is plain text
+        raise entry.fail(f"a relative path below the redist folder ({why})") from None
     if "/".join(parts) != path or not path.endswith(_ARCHIVE_SUFFIXES) or parts[0] != component:
         raise entry.fail(
             f"an archive path {component}/<platform>/<name>{'|'.join(_ARCHIVE_SUFFIXES)}, got {shown(path)}"

@@ -162,7 +162,7 @@ class GitHubPlace:
             or [segments[0].lower(), segments[1].lower(), *segments[2:4]] != [owner, repo, "releases", "download"]
             or segments[5] != name
         ):
-            return f"it is not {self.web_root}/{self.repo}/releases/download/<tag>/{name}"
+            return f"it is not {self.web_root}/{self.repo}/releases/download/<tag>/<the asset's name>"
         return ""
 
     def upload_url_problem(self, url: str, release_id: int) -> str:

@@ -27,7 +27,7 @@ from urllib.parse import unquote, urljoin, urlsplit
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
-from dswheels.kernel.remote_json import RemoteJson
+from dswheels.kernel.remote_json import RemoteJson, shown
 
 __all__ = ["MAX_FILE_BYTES", "PypiFile", "PypiProject", "read_pypi_project"]
 
@@ -79,7 +79,7 @@ def _url(node: RemoteJson, filename: str, json_url: str) -> str:
     if urlsplit(json_url).scheme in ("http", "https") and parts.scheme not in ("http", "https"):
         raise node.fail("an http(s) URL (the JSON was read over http(s))")
     if " " in url or parts.query or parts.fragment or unquote(parts.path.rsplit("/", 1)[-1]) != filename:
-        raise node.fail(f"a URL whose last segment is the file's name {filename!r}, without query or fragment")
+        raise node.fail(f"a URL whose last segment is the file's name ({shown(filename)}), without query or fragment")
     return url
 
 
@@ -134,7 +134,7 @@ def read_pypi_project(data: object, *, json_url: str) -> PypiProject:
     root = RemoteJson(data, document=f"PyPI JSON ({json_url})")
     releases: dict[str, tuple[PypiFile, ...]] = {}
     for key, files in root.need("releases").items_limited(MAX_RELEASES):
-        _version(RemoteJson(key, f"{files.path} (its key)", document=root.document))
+        _version(RemoteJson(key, f"{files.path} (a key)", document=root.document))
         releases[key] = tuple(_file(f, json_url) for f in files.seq_limited(MAX_FILES))
     info = root.maybe("info") or RemoteJson({}, "info", document=root.document)
     requires = info.maybe("requires_dist")

@@ -26,21 +26,27 @@ if TYPE_CHECKING:
 __all__ = ["MAX_TEXT", "RemoteDocumentError", "RemoteJson", "shown"]
 
 MAX_TEXT = 1024  # a name, a version, a URL, a state: far longer than any the servers send
-_MAX_SHOWN = 80
+_PLAIN = re.compile(r"[A-Za-z0-9 ._:/+=,@-]{0,80}")  # what an error shows of a value: no markup, no escapes
 _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 _WORD = re.compile(r"[a-z][a-z0-9_]{0,31}")
 
 
 def shown(value: object) -> str:
-    """A value as an error may show it: its type for containers, escaped and cut short for text.
+    """A value as an error may show it: plain text as it is, anything else described, never reproduced.
 
-    ``repr`` escapes control, bidi and other invisible characters (``'\\u202e'``); a number too
-    long to print is said to be one (``str(10**5000)`` raises).
+    The error reaches a terminal, a log, the facts report and from it a GitHub issue: text with
+    markup, shell or control characters, another script's digits or more than 80 characters is
+    said to be one, not shown; a number too long to print is said to be one (``str(10**5000)``
+    raises).
 
-    >>> shown("javascript:alert(1)\\u202e")
-    "'javascript:alert(1)\\\\u202e'"
-    >>> shown(10**5000), shown([1]), shown(None)
-    ('a number of 16610 bits', 'a list', 'null')
+    >>> shown("sha256:XYZ")
+    "'sha256:XYZ'"
+    >>> shown("javascript:alert(1)")
+    'a string of 19 characters (not plain text: not shown)'
+    >>> shown("a\u202eb")
+    'a string of 3 characters (not plain text: not shown)'
+    >>> shown(10**5000), shown([1]), shown(None), shown(1.5)
+    ('a number of 16610 bits', 'a list', 'null', '1.5')
     """
     if value is None:
         return "null"
@@ -52,8 +58,9 @@ def shown(value: object) -> str:
         return "a list"
     if isinstance(value, dict):
         return "an object"
-    text = repr(value[: _MAX_SHOWN + 1] if isinstance(value, str) else value)
-    return text if len(text) <= _MAX_SHOWN else text[: _MAX_SHOWN - 3] + "..."
+    if isinstance(value, str) and not _PLAIN.fullmatch(value):
+        return f"a string of {len(value)} characters (not plain text: not shown)"
+    return repr(value)
 
 
 class RemoteDocumentError(ValueError):
@@ -82,6 +89,8 @@ class RemoteJson(Untyped):
         self.document = document
 
     def _child(self, key: str | int, data: object) -> Self:
+        if isinstance(key, str) and not _PLAIN.fullmatch(key):  # a key is the server's text too
+            key = f"<a key of {len(key)} characters>"
         path = f"{self.path}[{key}]" if isinstance(key, int) else f"{self.path}.{key}" if self.path else key
         return type(self)(data, path, document=self.document)
 

@@ -33,6 +33,7 @@ import hashlib
 import itertools
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import ThreadingHTTPServer
 from typing import Any
@@ -99,6 +100,8 @@ class FakeGitHub(LoopbackServer):
         self.faults: list[Fault] = []
         self.log: list[tuple[str, str, int]] = []  # method, path (with query), status
         self.seen_authorization: list[str] = []
+        # "release" / "asset": changes each JSON object of that kind as it is served (a hostile server)
+        self.tamper: dict[str, Callable[[dict[str, Any]], None]] = {}
         self._ids = itertools.count(1)
         self._lock = threading.RLock()
         super().__init__(ThreadingHTTPServer(("127.0.0.1", 0), handler_for(self)))
@@ -155,7 +158,7 @@ class FakeGitHub(LoopbackServer):
         digest = None
         if asset.state == "uploaded" and asset.with_digest:
             digest = "sha256:" + hashlib.sha256(asset.data).hexdigest()
-        return {
+        data = {
             "url": f"{self.api_url}/repos/{self.repo}/releases/assets/{asset.id}",
             "browser_download_url": self._download_url(release, asset.name),
             "id": asset.id,
@@ -171,10 +174,16 @@ class FakeGitHub(LoopbackServer):
             "updated_at": _TIME,
             "uploader": self._owner(),
         }
+        return self._tampered("asset", data)
+
+    def _tampered(self, kind: str, data: dict[str, Any]) -> dict[str, Any]:
+        if (change := self.tamper.get(kind)) is not None:
+            change(data)
+        return data
 
     def release_json(self, release: FakeRelease) -> dict[str, Any]:
         base = f"{self.api_url}/repos/{self.repo}"
-        return {
+        data = {
             "url": f"{base}/releases/{release.id}",
             "html_url": f"{self.api_url}/{self.repo}/releases/tag/{quote(release.tag_name)}",
             "assets_url": f"{base}/releases/{release.id}/assets",
@@ -195,3 +204,4 @@ class FakeGitHub(LoopbackServer):
             "author": self._owner(),
             "assets": [self.asset_json(release, a) for a in release.assets],
         }
+        return self._tampered("release", data)

@@ -16,10 +16,12 @@ is gaining the value ``matrix`` for its axes (the lead's change), which GitHub w
 
 from __future__ import annotations
 
+import copy
 import itertools
 import json
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -54,6 +56,17 @@ class _State:
     log: list[tuple[str, str, int]] = field(default_factory=list)
     ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # "issue" / "run": changes a copy of each object of that kind as it is served (a hostile server)
+    tamper: dict[str, Callable[[dict[str, Any]], None]] = field(default_factory=dict)
+
+    def served(self, kind: str, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        change = self.tamper.get(kind)
+        if change is None:
+            return items
+        copies = copy.deepcopy(items)
+        for item in copies:
+            change(item)
+        return copies
 
 
 class FollowGitHub(LoopbackServer):
@@ -180,7 +193,7 @@ class _Handler(GitHubHandler):
     def list_issues(self, query: dict[str, str]) -> None:
         wanted = query.get("state", "open")
         items = [i for i in reversed(self.state.issues) if wanted in ("all", i["state"])]
-        self.paginate(items, base_url=f"http://{self.headers['Host']}")
+        self.paginate(self.state.served("issue", items), base_url=f"http://{self.headers['Host']}")
 
     def create_issue(self, _query: dict[str, str]) -> None:
         body = self._json()
@@ -256,7 +269,7 @@ class _Handler(GitHubHandler):
         # `status` takes a status or a conclusion ("success": finished with success)
         wanted = query.get("status")
         items = [r for r in self.state.runs.get(workflow, []) if wanted in (None, r["status"], r.get("conclusion"))]
-        self._send(200, {"total_count": len(items), "workflow_runs": list(reversed(items))})
+        self._send(200, {"total_count": len(items), "workflow_runs": self.state.served("run", list(reversed(items)))})
 
     def create_dispatch(self, _query: dict[str, str], *, workflow: str) -> None:
         declared = _declared_inputs(self.state.workflows / workflow)

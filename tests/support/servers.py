@@ -92,7 +92,8 @@ class LoopbackServer:
     def __init__(self, server: ThreadingHTTPServer) -> None:
         server.daemon_threads = True
         self._server = server
-        self._thread = threading.Thread(target=server.serve_forever, daemon=True)
+        # shutdown() waits for the loop's next poll: 0.5 s by default, at the end of every test that serves
+        self._thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
 
     @property
     def base_url(self) -> str:

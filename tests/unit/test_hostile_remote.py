@@ -17,9 +17,8 @@ from __future__ import annotations
 import copy
 import json
 import re
-import unicodedata
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
@@ -43,48 +42,7 @@ from dswheels.kernel.pypi_project import read_pypi_project
 from dswheels.kernel.remote_json import RemoteDocumentError, RemoteJson
 from tests.conftest import DATA
 from tests.support.fuzz import examples
-
-ABSENT = object()
-WRONG_TYPES: dict[str, object] = {
-    "absent": ABSENT,
-    "null": None,
-    "true": True,
-    "integer": 7,
-    "float": 1.5,
-    "huge number": 10**400,
-    "negative": -1,
-    "list": ["x"],
-    "object": {"a": 1},
-    "digits as text": "12",
-}
-HOSTILE_TEXT: dict[str, str] = {
-    "javascript URL": "javascript:alert(document.cookie)",
-    "data URL": "data:text/html,<script>alert(1)</script>",
-    "markup": '"><img src=x onerror=alert(1)>',
-    "control": "a\x1b[2J\x07b",
-    "newline": "a\nb",
-    "bidi": "x\u202egnp.exe",
-    "zero width": "a\u200bb",
-    "huge": "a" * 1_000_000,
-    "arabic digits": "٠.١٩.٨",
-    "fullwidth digits": "１２",
-    "empty": "",
-    "path": "../../etc/passwd",
-}
-VARIANTS = {**WRONG_TYPES, **HOSTILE_TEXT}
-_INVISIBLE = {"Cc", "Cf", "Zl", "Zp"}
-
-
-def _clean(text: str) -> bool:
-    """No control, bidi, zero-width or line-separator character: what may reach a terminal or a page."""
-    return not any(unicodedata.category(c) in _INVISIBLE for c in text)
-
-
-def _hostile_in(values: object) -> list[str]:
-    """The hostile texts that survive in a reader's result (its dataclasses as plain values)."""
-    text = json.dumps(values, default=lambda o: asdict(o) if hasattr(o, "__dataclass_fields__") else str(o))
-    marks = ["javascript:", "data:text", "<script", "onerror", "\x1b", "\u202e", "\u200b", "٠.١٩", "１２", "../"]
-    return [m for m in marks if m in text] + (["huge"] if "a" * 10_000 in text else [])
+from tests.support.hostile_values import ABSENT, HOSTILE_TEXT, VARIANTS, clean, hostile_in
 
 
 def _outcome(call: Callable[[], object]) -> tuple[object, Exception | None]:
@@ -279,7 +237,7 @@ def _cases() -> Iterator[Any]:
 
 def test_the_documents_as_their_servers_send_them_are_read() -> None:
     for read, doc in ((_asset, ASSET), (_release, RELEASE), (_issue, ISSUE), (_runs, RUNS), (_pypi, PYPI)):
-        assert _hostile_in(read(doc)) == []
+        assert hostile_in(read(doc)) == []
     assert _redist(REDIST) != ()
 
 
@@ -288,7 +246,8 @@ def test_each_field_of_each_document(field: Field, value: object) -> None:
     result, exc = _outcome(lambda: field.read(_set(field.doc, field.path, value)))
     if exc is not None:
         message = str(exc)
-        assert _clean(message), message  # shown escaped
+        assert clean(message), message  # no control, bidi or invisible character
+        assert [m for m in hostile_in(message) if m != "../"] == [], message[:300]  # the value described, not shown
         assert len(message) < 1000, message[:300]  # and short
         named = [
             _shown_path(field.prefix, field.path),
@@ -303,7 +262,7 @@ def test_each_field_of_each_document(field: Field, value: object) -> None:
         return
     assert field.may(value), f"took {value!r:.80} at {field.path}"
     if not field.opaque:
-        assert set(_hostile_in(result)) <= field.shown_as_is
+        assert set(hostile_in(result)) <= field.shown_as_is
 
 
 # --- the URLs GitHub makes, relative to the API asked -----------------------------------------------------------
@@ -377,7 +336,7 @@ def test_upload_urls(api: str, url: str, ok: bool) -> None:
 def test_an_error_answer_is_shown_printable_and_short() -> None:
     body = {"message": "Bad\x1b]52;c;aGk=\x07 credentials\u202e" + "x" * 5000, "errors": [{"code": 5}, None, "e\nf"]}
     shown = error_summary(body)
-    assert _clean(shown)
+    assert clean(shown)
     assert len(shown) <= 300
     assert error_summary([1, 2]) == error_summary("x") == ""
 
@@ -421,9 +380,9 @@ def _mutations(doc: object) -> st.SearchStrategy[object]:
 
 def _read_any(read: Callable[[object], object], doc: object) -> None:
     result, exc = _outcome(lambda: read(doc))
-    assert _clean(str(exc)), str(exc)
+    assert clean(str(exc)), str(exc)
     if exc is None:
-        assert _hostile_in(result) == []
+        assert hostile_in(result) == []
 
 
 _SMALL_PYPI = {"info": PYPI["info"], "releases": {k: v for k, v in PYPI["releases"].items() if k >= "0.19.6"}}
@@ -486,7 +445,7 @@ def test_an_asset_name_with_its_own_download_url(name: str) -> None:
     asset, exc = _outcome(lambda: _asset(doc))
     if isinstance(exc, RemoteDocumentError):
         assert exc.path in ("assets[3].name", "assets[3].browser_download_url"), exc.path
-        assert _clean(str(exc))
+        assert clean(str(exc))
         return
     assert exc is None
     assert isinstance(asset, Asset)
