@@ -45,8 +45,8 @@ sys.path.insert(0, str(ROOT))
 
 from dswheels.facts.cuda_action import ACTION, find_action_pin  # noqa: E402
 from dswheels.facts.pypi_json import linux_wheel, torch_minors, wheel_platform  # noqa: E402
-from dswheels.kernel.pypi_project import read_pypi_project  # noqa: E402
 from dswheels.host import wheel_metadata  # noqa: E402
+from dswheels.kernel.pypi_project import read_pypi_project  # noqa: E402
 
 OUT = ROOT / "tests" / "data" / "upstream"
 PYPI = "https://pypi.org/pypi/{project}/json"

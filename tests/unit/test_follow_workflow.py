@@ -4,6 +4,7 @@ runs its steps)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 import pytest
 
@@ -134,12 +135,12 @@ def test_builds_are_new_placed_releases_and_versions_with_unpublished_cells() ->
     assert (start, later) == (["0.19.9", "0.19.8"], [])
 
 
-def _runs(*items: dict[str, object]) -> tuple[WorkflowRun, ...]:
-    return read_runs(RemoteJson({"total_count": len(items), "workflow_runs": list(items)}))
+def _runs(*items: Mapping[str, object]) -> tuple[WorkflowRun, ...]:
+    return read_runs(RemoteJson({"total_count": len(items), "workflow_runs": [dict(i) for i in items]}))
 
 
-def _issues(*items: dict[str, object]) -> list[Issue]:
-    return [read_issue(RemoteJson(item)) for item in items]
+def _issues(*items: Mapping[str, object]) -> list[Issue]:
+    return [read_issue(RemoteJson(dict(item))) for item in items]
 
 
 def test_a_version_already_building_waits_and_unnamed_runs_hold_everything() -> None:

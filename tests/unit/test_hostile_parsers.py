@@ -337,8 +337,8 @@ def test_pypi_json(data: object, shaped: dict[str, object]) -> None:
 
 
 def test_pypi_json_may_not_point_at_local_files() -> None:
-    entry = {"packagetype": "sdist", "url": "file:///etc/passwd", "digests": {"sha256": "a" * 64}, "filename": "x"}
-    entry |= {"size": 1, "upload_time": "2026-01-01T00:00:00"}
+    entry: dict[str, object] = {"packagetype": "sdist", "url": "file:///etc/passwd", "filename": "x", "size": 1}
+    entry["digests"] = {"sha256": "a" * 64}
     doc = {"releases": {"0.19.8": [entry]}, "info": {"version": "0.19.8"}}
     with pytest.raises(ValueError, match="an http"):
         read_pypi_project(doc, json_url="https://pypi.org/p/json")
