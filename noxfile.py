@@ -77,6 +77,8 @@ HOSTILE_TESTS = [
     "tests/unit/test_hostile_tar_headers.py",
     "tests/unit/test_hostile_cuda_root.py",
     "tests/unit/test_hostile_destinations.py",
+    "tests/unit/test_hostile_remote.py",
+    "tests/unit/test_hostile_digits.py",
 ]
 FUZZ_TARGETS = (
     "matrix",
@@ -88,6 +90,10 @@ FUZZ_TARGETS = (
     "entry_points",
     "tar_headers",
     "cuda_root",
+    "github_answer",
+    "pypi_json",
+    "redist_json",
+    "remote_error",
 )
 _SEED_WHEEL = "deepspeed-0.19.8+cu128torch2.9-cp312-cp312-win_amd64.whl"
 FUZZ_PAGE_SEED = (

@@ -30,8 +30,7 @@ from dswheels.kernel.jsondoc import parse_json
 from dswheels.kernel.model import OS
 from dswheels.kernel.numbers import is_ascii_digits
 from dswheels.kernel.platform_traits import traits
-from dswheels.kernel.remote_json import shown
-from dswheels.kernel.untyped import Untyped
+from dswheels.kernel.remote_json import RemoteJson, shown
 
 __all__ = [
     "PLATFORMS",
@@ -110,13 +109,13 @@ class MissingComponentsError(ValueError):
         )
 
 
-class _Redist(Untyped):
-    mapping_word = "an object"
+class _Redist(RemoteJson):
+    """A value of the JSON; its keys are NVIDIA's text too, named in errors only when plain (RemoteJson)."""
 
     __slots__ = ()
 
-    def fail(self, expected: str) -> ValueError:
-        return ValueError(f"redistrib JSON: {self.path.lstrip('.') or 'the document'}: expected {expected}")
+    def __init__(self, data: object, path: str = "", *, document: str = "redistrib JSON") -> None:
+        super().__init__(data, path, document=document)
 
 
 def redist_json_name(release: str) -> str:
@@ -137,9 +136,8 @@ def _archive(component: str, version: _Redist, platform: str, entry: _Redist) ->
         why = str(exc)[:200] if shown(path) == repr(path) else f"got {shown(path)}"  # the path if it is plain text
         raise entry.fail(f"a relative path below the redist folder ({why})") from None
     if "/".join(parts) != path or not path.endswith(_ARCHIVE_SUFFIXES) or parts[0] != component:
-        raise entry.fail(
-            f"an archive path {component}/<platform>/<name>{'|'.join(_ARCHIVE_SUFFIXES)}, got {shown(path)}"
-        )
+        folder = component if shown(component) == repr(component) else "<component>"  # a key is NVIDIA's text
+        raise entry.fail(f"an archive path {folder}/<platform>/<name>{'|'.join(_ARCHIVE_SUFFIXES)}, got {shown(path)}")
     sha256 = entry.at("sha256").text()
     if not is_sha256(sha256):
         raise entry.at("sha256").fail("a sha256 (64 lowercase hex digits)")

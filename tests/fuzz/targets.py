@@ -10,6 +10,7 @@ mutations of random bytes do not. atheris drives them by coverage (``python -m t
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import tempfile
 from collections.abc import Callable, Sequence
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from dswheels.cuda.effects.merged_root import check_links_on_disk, judge_merged
+from dswheels.cuda.redist import parse_redist
 from dswheels.host.tar_bounds import MAX_HEADER_BYTES
 from dswheels.host.unpack import extract_archive
 from dswheels.index.yank import parse_yanked
@@ -24,9 +26,20 @@ from dswheels.kernel.binaries.extension import BinaryError, read_extension
 from dswheels.kernel.compat import load_compat
 from dswheels.kernel.entry_points import EntryPointsError, read_entry_points
 from dswheels.kernel.errors import ConfigError, SourceError
+from dswheels.kernel.github_api import (
+    GitHubPlace,
+    error_summary,
+    read_asset,
+    read_issue,
+    read_release,
+    read_runs,
+)
 from dswheels.kernel.index_files import link_problem, parse_project_page
+from dswheels.kernel.jsondoc import parse_json
 from dswheels.kernel.manifest import ManifestError, parse_manifest
 from dswheels.kernel.naming import parse_wheel
+from dswheels.kernel.pypi_project import MAX_FILE_BYTES, read_pypi_project
+from dswheels.kernel.remote_json import RemoteJson, shown
 from dswheels.kernel.sources import torch_index_problem
 from dswheels.plan.matrix.parse import parse_matrix
 
@@ -242,10 +255,117 @@ def seed_tar_headers(folder: Path) -> None:
         (folder / f"seed{number}").write_bytes(seed)
 
 
+# --- the remote JSON readers (issue 30.3): GitHub's answers, PyPI's JSON, NVIDIA's redistrib JSON ---------------
+
+_PLACES = [
+    GitHubPlace("https://api.github.com", "octo/dswheels"),
+    GitHubPlace("http://127.0.0.1:8080", "octo/dswheels"),
+]
+
+
+def _remote(data: bytes) -> object:
+    """The bytes as a server's answer: its JSON (parse_json's ValueError is the documented refusal)."""
+    return parse_json(data, what="answer")
+
+
+def _judged(read: Callable[[], T]) -> T | None:
+    """What a reader returns, or None when it refused with its ValueError, whose message can be shown."""
+    try:
+        return read()
+    except ValueError as exc:
+        message = str(exc)
+        assert message.isprintable(), message[:200]
+        assert len(message) < 2000, message[:200]
+        return None
+
+
+def github_answer(data: bytes) -> None:
+    """Any answer, read by each reader of GitHub's answers: refused, or values of the shapes GitHub makes."""
+    with contextlib.suppress(ValueError):
+        value = _remote(data)
+        for place in _PLACES:
+            asset = _judged(functools.partial(read_asset, RemoteJson(value, "x", document="answer"), place))
+            if asset is not None:
+                assert place.download_url_problem(asset.download_url, asset.name) == ""
+                assert asset.sha256 is None or len(asset.sha256) == 64
+                assert "/" not in asset.name
+                assert asset.name.isprintable()
+            release = _judged(functools.partial(read_release, RemoteJson(value, "x", document="answer"), place))
+            if release is not None:
+                assert place.upload_url_problem(release.upload_url, release.id) == ""
+        _judged(lambda: read_issue(RemoteJson(value, "x", document="answer")))
+        _judged(lambda: read_runs(RemoteJson(value, "x", document="answer")))
+
+
+def pypi_json(data: bytes) -> None:
+    """Any PyPI project JSON: refused, or files with http(s) URLs naming them, sha256s and bounded sizes."""
+    project = _judged(lambda: read_pypi_project(_remote(data), json_url="https://pypi.org/pypi/deepspeed/json"))
+    if project is None:
+        return
+    for files in project.releases.values():
+        for file in files:
+            assert file.url.startswith(("http://", "https://")), file.url
+            assert file.url.rsplit("/", 1)[-1].endswith(file.filename) or "%" in file.url
+            assert len(file.sha256) == 64
+            assert 0 <= file.size <= MAX_FILE_BYTES
+            assert file.filename.isascii()
+            assert file.filename.isprintable()
+
+
+def redist_json(data: bytes) -> None:
+    """Any redistrib JSON: refused, or each entry an archive below its component's folder or its reason."""
+    release = _judged(lambda: parse_redist(_remote(data)))
+    if release is None:
+        return
+    for component, platforms in release.entries.items():
+        for platform in platforms:
+            archive_entry = _judged(functools.partial(release.archive, component, platform))
+            if archive_entry is None:
+                continue
+            assert archive_entry.relative_path.startswith(component + "/")
+            assert ".." not in archive_entry.relative_path.split("/")
+            assert archive_entry.size > 0
+
+
+def remote_error(data: bytes) -> None:
+    """What an error shows of a remote value (shown) and of an error answer (error_summary): plain, short."""
+    try:
+        value: object = _remote(data)
+    except ValueError:
+        value = _text(data)
+    text = shown(value)
+    assert text.isprintable(), text[:200]
+    assert len(text) < 200, text[:200]
+    summary = error_summary(value)
+    assert summary.isprintable(), summary[:200]
+    assert len(summary) <= 300
+
+
+def seed_remote(folder: Path) -> None:
+    """The documents as their servers send them (tests/unit/test_hostile_remote.py's), to mutate."""
+    import json
+
+    from tests.unit import test_hostile_remote as recorded
+
+    for name, doc in [
+        ("asset", recorded.ASSET),
+        ("release", recorded.RELEASE),
+        ("issue", recorded.ISSUE),
+        ("runs", recorded.RUNS),
+        ("pypi", recorded.SMALL_PYPI),
+        ("redist", {k: recorded.REDIST[k] for k in ("release_label", "cuda_nvcc", "cuda_cudart")}),
+    ]:
+        (folder / f"{name}.json").write_text(json.dumps(doc), encoding="utf-8")
+
+
 SEEDS: dict[str, Callable[[Path], None]] = {
     "archive": seed_archives,
     "binary": seed_binaries,
     "tar_headers": seed_tar_headers,
+    "github_answer": seed_remote,
+    "pypi_json": seed_remote,
+    "redist_json": seed_remote,
+    "remote_error": seed_remote,
 }
 
 TARGETS: dict[str, Callable[[bytes], None]] = {
@@ -258,4 +378,8 @@ TARGETS: dict[str, Callable[[bytes], None]] = {
     "entry_points": entry_points,
     "tar_headers": tar_headers,
     "cuda_root": cuda_root,
+    "github_answer": github_answer,
+    "pypi_json": pypi_json,
+    "redist_json": redist_json,
+    "remote_error": remote_error,
 }
