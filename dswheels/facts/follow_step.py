@@ -3,7 +3,6 @@ which DeepSpeed versions to build now, starting those builds, and the one facts-
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
@@ -34,6 +33,7 @@ from dswheels.host.repository import repository_file
 from dswheels.kernel.compat import load_compat
 from dswheels.kernel.errors import ConfigError
 from dswheels.kernel.index_links import published_canonical_names
+from dswheels.kernel.jsondoc import parse_json
 from dswheels.kernel.locations import MATRIX
 from dswheels.kernel.naming import wheel_filename
 from dswheels.kernel.untyped import Untyped
@@ -56,7 +56,7 @@ __all__ = [
 
 def _report(path: Path) -> Untyped:
     try:
-        data = json.loads(read_bounded(path))
+        data = parse_json(read_bounded(path), what=str(path))
     except (OSError, ValueError) as exc:
         raise ConfigError(
             f"cannot read the facts report {path}: {exc}", hint="write it with `dswheels facts check --json`"

@@ -20,6 +20,7 @@ import json
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -27,6 +28,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from dswheels.cli import main
 from dswheels.cuda.redist import archives_for, parse_redist
 from dswheels.kernel.compat import load_compat
 from dswheels.kernel.github_api import (
@@ -471,3 +473,24 @@ def test_a_documents_own_keys_are_never_shown(key: str) -> None:
         assert exc is not None
         assert clean(str(exc)), str(exc)
         assert [m for m in hostile_in(str(exc)) if m != "../"] == [], str(exc)[:300]
+
+
+@pytest.mark.parametrize("text", ["[" * 100_000, "1" * 5000, '{"a": ' * 50_000])
+def test_json_of_the_follow_commands_is_read_by_the_one_json_reader(
+    text: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--versions-json`` and the facts report were ``json.loads``: deep nesting and a number of more than
+    4,300 digits ended in ``RecursionError`` / ``ValueError`` tracebacks (exit 1). Now exit 2."""
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_unused_token_value")
+    report = tmp_path / "report.json"
+    report.write_text(text, encoding="utf-8")
+    (tmp_path / "report.md").write_text("x\n", encoding="utf-8")
+    for args in (
+        ["facts", "dispatch", "--versions-json", text, "--repo", "octo/dswheels"],
+        ["facts", "issue", "--facts", str(report), "--markdown", str(tmp_path / "report.md"), "--repo", "o/r"],
+        ["facts", "builds", "--facts", str(report)],
+    ):
+        assert main(args) == 2, args[:2]
+        err = capsys.readouterr().err
+        assert "Traceback" not in err
+        assert err.startswith("bad input: "), err[:300]

@@ -171,7 +171,7 @@ def _marker(options: CudaInstallOptions, pin: str, archives: tuple[RedistArchive
 def _complete(root: Path, marker: dict[str, object], components: tuple[CudaComponent, ...], os: str) -> bool:
     """A root this install already made: its marker says so and every component's file is there."""
     try:
-        found = json.loads(read_bounded(root / MARKER))
+        found = parse_json(read_bounded(root / MARKER), what=MARKER)
     except (OSError, ValueError):
         return False
     return found == marker and not _missing_files(root, components, os)

@@ -12,7 +12,6 @@ computes it (:mod:`dswheels.probes.environment`, run there by file path).
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import shutil
@@ -36,6 +35,7 @@ from dswheels.host.machine import host_os
 from dswheels.host.proc import find_tool, marked_json
 from dswheels.kernel.binaries.linux_runtime import ElfError, defined_maximum, version_defs
 from dswheels.kernel.errors import DswheelsError
+from dswheels.kernel.jsondoc import parse_json
 from dswheels.kernel.platform_traits import conventions, known_os, traits
 from dswheels.kernel.versions import format_version
 from dswheels.platforms import platform_module
@@ -172,8 +172,8 @@ def _visual_studio(env: Mapping[str, str]) -> VisualStudio:
     toolsets: dict[str, tuple[str, ...]] = {}
     defaults: dict[str, str] = {}
     try:
-        installs = json.loads(output)
-    except json.JSONDecodeError:
+        installs = parse_json(output, what="vswhere's answer")
+    except ValueError:  # not JSON, nested too deeply, a number too long for Python
         installs = []
     for item in installs if isinstance(installs, list) else []:
         path = str(item.get("installationPath", "")) if isinstance(item, dict) else ""
