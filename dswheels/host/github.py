@@ -287,6 +287,11 @@ class GitHub:
                 yield RemoteJson(item.data, f"{what}[{count}]", document=page.document)
                 count += 1
             next_url = response.links.get("next", {}).get("url")
+            if next_url and origin(next_url) != origin(self.api_url):  # the Link header is the answer's too
+                raise GitHubError(
+                    f"GitHub's list at {url} continues on another origin ({origin(next_url)[1][:80]!r})",
+                    hint=_not_github_hint(self.api_url),
+                )
         if next_url:
             raise GitHubError(f"GitHub's list at {url} goes on past {MAX_PAGES} pages: refusing to read further")
 

@@ -441,3 +441,38 @@ def test_cuda_install_reads_any_redistrib_json_cleanly(  # noqa: PLR0917 - one f
     assert code == 4, err[-2000:]
     _one_paragraph(err, "source error")
     assert not dest.exists()
+
+
+@pytest.mark.parametrize(
+    "link", ["{elsewhere}/repos/octo/dswheels/releases?page=2", "javascript:alert(1)", "file:///etc/passwd"]
+)
+def test_a_list_continued_on_another_origin_is_not_followed(
+    link: str,
+    *,
+    http_server: Callable[..., str],
+    elsewhere: tuple[str, list[tuple[str, str, str]]],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The ``Link: rel="next"`` header is the answer's too: a page elsewhere is never asked for."""
+    other, seen = elsewhere
+
+    def handle(req: http.server.BaseHTTPRequestHandler) -> None:
+        body = b"[]"
+        req.send_response(200)
+        req.send_header("Content-Type", "application/json")
+        req.send_header("Link", f'<{link.format(elsewhere=other)}>; rel="next"')
+        req.send_header("Content-Length", str(len(body)))
+        req.end_headers()
+        req.wfile.write(body)
+
+    monkeypatch.setenv("GITHUB_API_URL", http_server(handle))
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_list_token_value")
+    code = main(["index", "--github", "octo/dswheels", "--out", str(tmp_path / "site"), "--site-url", SITE_URL])
+    err = capsys.readouterr().err
+    assert code == 7, err[-2000:]
+    _one_paragraph(err, "publish failed")
+    assert "another origin" in err
+    assert seen == []
+    assert not (tmp_path / "site").exists()
