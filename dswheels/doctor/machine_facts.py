@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from dswheels.kernel.jsondoc import parse_json
 from dswheels.kernel.model import OS
 from dswheels.kernel.numbers import is_ascii_digits
 from dswheels.kernel.platform_traits import conventions
@@ -208,8 +208,8 @@ def parse_vswhere(vs: VisualStudio) -> tuple[VsInstall, ...]:
     if not vs.vswhere:
         return ()
     try:
-        data = json.loads(vs.vswhere)
-    except json.JSONDecodeError:
+        data = parse_json(vs.vswhere, what="vswhere's answer")
+    except ValueError:  # not JSON, nested too deeply, a number too long (a saved facts file is anyone's)
         return ()
     installs: list[VsInstall] = []
     for item in data if isinstance(data, list) else []:

@@ -5,8 +5,9 @@ proposes the refit figures. Pure decisions over what GitHub lists; :mod:`dswheel
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 
+from dswheels.kernel.github_api import WorkflowRun
 from dswheels.plan.refit import Change
 
 __all__ = [
@@ -35,17 +36,10 @@ def refit_before(compile_times: str) -> frozenset[int]:
     return frozenset(int(found) for found in _RUNS_NAMED.findall(compile_times))
 
 
-def measured_runs(runs: Iterable[Mapping[str, object]]) -> list[int]:
+def measured_runs(runs: Iterable[WorkflowRun]) -> list[int]:
     """The wheels runs worth refitting from, newest first: finished with success, no canary (its three ops
     are not a release's)."""
-    picked: list[tuple[str, int]] = []
-    for run in runs:
-        run_id = run.get("id")
-        if not isinstance(run_id, int) or isinstance(run_id, bool) or run.get("conclusion") != "success":
-            continue
-        if "(canary)" in str(run.get("display_title") or ""):
-            continue
-        picked.append((str(run.get("created_at") or ""), run_id))
+    picked = [(run.created, run.id) for run in runs if run.conclusion == "success" and "(canary)" not in run.title]
     return [run_id for _, run_id in sorted(picked, reverse=True)]
 
 

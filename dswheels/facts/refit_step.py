@@ -77,11 +77,7 @@ def measured_run(options: MeasuredOptions) -> int | None:
     done = refit_before(_text(options.compile_times))
     reporter = get_reporter()
     for run in measured_runs(succeeded_runs(gh, options.workflow)):
-        names = [
-            str(a.get("name"))
-            for a in run_artifacts(gh, run)
-            if str(a.get("name", "")).startswith(MEASUREMENTS_PREFIX) and a.get("expired") is not True
-        ]
+        names = [a.name for a in run_artifacts(gh, run) if a.name.startswith(MEASUREMENTS_PREFIX) and not a.expired]
         if not names:
             reporter.info(f"run {run}: no measurements (older than `dswheels ci measure`, or expired)")
             continue
@@ -175,7 +171,7 @@ def open_refit_pull(options: PullOptions) -> str:
     parse_costs(yaml.safe_load(text))  # never propose a file the model cannot read
     existing = pulls_for(gh, branch)
     if existing:
-        return str(existing[0].get("html_url"))
+        return existing[0].url
     if not create_branch(gh, branch, options.sha):
         get_reporter().info(f"branch {branch} exists: committing to it")
     put_file(
@@ -187,4 +183,4 @@ def open_refit_pull(options: PullOptions) -> str:
         message=f"compile_times.yml: refit from what wheels run {run} measured (dswheels facts refit)",
     )
     made = create_pull(gh, head=branch, base=options.base, title=pull_title(run), body=_text(options.refit / "pull.md"))
-    return str(made.get("html_url"))
+    return made.url

@@ -8,25 +8,25 @@ documented exception to "events made with GITHUB_TOKEN start no workflow".
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
-from dswheels.host.github import GitHub, api_object
+from dswheels.host.github import GitHub
+from dswheels.kernel.github_api import Comment, read_comment
 
 __all__ = ["comment", "dispatch", "issue_comments", "update_comment"]
 
-JSON = dict[str, Any]
 
-
-def issue_comments(gh: GitHub, number: int) -> list[JSON]:
+def issue_comments(gh: GitHub, number: int) -> list[Comment]:
     """Every comment of issue ``number``, oldest first."""
-    return list(gh.paginate(f"repos/{gh.repo}/issues/{number}/comments"))
+    found = []
+    for item in gh.paginate(f"repos/{gh.repo}/issues/{number}/comments", what="comments"):
+        with gh.reading():
+            found.append(read_comment(item))
+    return found
 
 
-def comment(gh: GitHub, number: int, body: str) -> JSON:
-    """A new comment on issue ``number``."""
-    return api_object(
-        gh.request("POST", f"repos/{gh.repo}/issues/{number}/comments", json={"body": body}, expected=(201,))
-    )
+def comment(gh: GitHub, number: int, body: str) -> None:
+    """A new comment on issue ``number`` (nothing of the answer is read)."""
+    gh.request("POST", f"repos/{gh.repo}/issues/{number}/comments", json={"body": body}, expected=(201,))
 
 
 def update_comment(gh: GitHub, comment_id: int, body: str) -> None:

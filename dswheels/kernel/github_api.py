@@ -33,14 +33,21 @@ from dswheels.kernel.urls import origin
 __all__ = [
     "MAX_ASSET_BYTES",
     "MAX_ID",
+    "Artifact",
     "Asset",
+    "Comment",
     "GitHubPlace",
     "Issue",
+    "PullRequest",
     "Release",
     "WorkflowRun",
     "error_summary",
+    "read_artifacts",
     "read_asset",
+    "read_blob_sha",
+    "read_comment",
     "read_issue",
+    "read_pull",
     "read_release",
     "read_runs",
 ]
@@ -86,8 +93,30 @@ class Issue:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class WorkflowRun:
+    id: int
     status: str
+    conclusion: str  # "" while it runs
     title: str  # display_title ("" when GitHub gives none): searched for versions, never shown
+    created: str  # created_at, ISO 8601: the newest run is the greatest
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Comment:
+    id: int
+    body: str  # "" for none: compared with the answer dswheels writes, never shown
+    by_bot: bool  # its author's user.type is "Bot" (GitHub sets it; a person's account never is one)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Artifact:
+    name: str
+    expired: bool
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class PullRequest:
+    number: int
+    url: str  # html_url: http(s), ending /<owner>/<repo>/pull/<number>
 
 
 def _web_root(api_url: str) -> str:
@@ -163,6 +192,18 @@ class GitHubPlace:
             or segments[5] != name
         ):
             return f"it is not {self.web_root}/{self.repo}/releases/download/<tag>/<the asset's name>"
+        return ""
+
+    def pull_url_problem(self, url: str, number: int) -> str:
+        """Why ``url`` is not a pull request's page ("" when it is): any http(s) host (GitHub names its web
+        host, which a test double may not share with the API), the path ``/<owner>/<repo>/pull/<number>``."""
+        parts = urlsplit(url)
+        if not _URL.fullmatch(url) or parts.scheme not in ("http", "https") or not parts.hostname:
+            return "it is not an http(s) URL of URL characters"
+        if parts.query or parts.fragment or "@" in parts.netloc:
+            return "it has a query, fragment or user"
+        if not parts.path.lower().endswith(f"/{self.repo}/pull/{number}".lower()):
+            return f"it does not end /{self.repo}/pull/{number}"
         return ""
 
     def upload_url_problem(self, url: str, release_id: int) -> str:
@@ -256,13 +297,57 @@ def read_runs(node: RemoteJson) -> tuple[WorkflowRun, ...]:
     runs = []
     for run in node.need("workflow_runs").seq():
         title = run.maybe("display_title")
+        conclusion = run.maybe("conclusion")
         runs.append(
             WorkflowRun(
+                id=_id(run, "id"),
                 status=run.need("status").word(what="a status"),
+                conclusion=conclusion.word(what="a conclusion") if conclusion is not None else "",
                 title=title.any_text(limit=MAX_BODY) if title is not None else "",  # matched, never shown
+                created=run.need("created_at").timestamp(),
             )
         )
     return tuple(runs)
+
+
+def read_comment(node: RemoteJson) -> Comment:
+    """An issue comment (``GET .../issues/<n>/comments``)."""
+    body = node.maybe("body")
+    kind = node.need("user").need("type").ascii_text(limit=32, what="an account type")
+    return Comment(
+        id=_id(node, "id"),
+        body=body.any_text(limit=MAX_BODY) if body is not None else "",
+        by_bot=kind == "Bot",
+    )
+
+
+def read_artifacts(node: RemoteJson) -> tuple[Artifact, ...]:
+    """``GET .../actions/runs/<id>/artifacts``: ``{"total_count": n, "artifacts": [...]}``."""
+    return tuple(
+        Artifact(name=_asset_name(item.need("name")), expired=item.need("expired").flag())
+        for item in node.need("artifacts").seq()
+    )
+
+
+_GIT_SHA = re.compile(r"[0-9a-f]{40}")
+
+
+def read_blob_sha(node: RemoteJson) -> str:
+    """A file's blob ``sha`` (``GET .../contents/<path>``): 40 lowercase hex digits."""
+    sha = node.need("sha")
+    if not isinstance(sha.data, str) or not _GIT_SHA.fullmatch(sha.data):
+        raise sha.fail("a git object id (40 lowercase hex digits)")
+    return sha.data
+
+
+def read_pull(node: RemoteJson, place: GitHubPlace) -> PullRequest:
+    """A pull request (list and create answers): its number and its page, shown and put in the job's output."""
+    number = _id(node, "number")
+    url_node = node.need("html_url")
+    url = url_node.ascii_text(what="a URL")
+    if problem := place.pull_url_problem(url, number):
+        raise url_node.fail(f"the pull request's page ({problem})")
+    return PullRequest(number=number, url=url)
 
 
 def error_summary(body: object) -> str:

@@ -28,6 +28,9 @@ __all__ = ["MAX_TEXT", "RemoteDocumentError", "RemoteJson", "shown"]
 MAX_TEXT = 1024  # a name, a version, a URL, a state: far longer than any the servers send
 _PLAIN = re.compile(r"[A-Za-z0-9 ._:/+=,@-]{0,80}")  # what an error shows of a value: no markup, no escapes
 _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+_TIMESTAMP = re.compile(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,9})?(?:Z|[+-][0-9]{2}:[0-9]{2})"
+)
 _WORD = re.compile(r"[a-z][a-z0-9_]{0,31}")
 
 
@@ -162,6 +165,12 @@ class RemoteJson(Untyped):
         """A SHA-256 digest: 64 lowercase hex digits."""
         if not isinstance(self.data, str) or not is_sha256(self.data):
             raise self.fail("a sha256 (64 lowercase hex digits)")
+        return self.data
+
+    def timestamp(self) -> str:
+        """An ISO 8601 time as GitHub writes it (``2026-11-23T04:23:00Z``), compared as text."""
+        if not isinstance(self.data, str) or not _TIMESTAMP.fullmatch(self.data):
+            raise self.fail("an ISO 8601 time (YYYY-MM-DDThh:mm:ssZ)")
         return self.data
 
     def day(self) -> str:

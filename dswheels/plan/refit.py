@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from dswheels.kernel.job_record import JobRecord
 from dswheels.kernel.manifest import Manifest
 from dswheels.kernel.model import OS
+from dswheels.kernel.numbers import is_ascii_digits
 from dswheels.plan.costs import CostModel, Figure, OpCost, OpSample, Seconds, figures_used, refit_op, replace_op_lines
 
 __all__ = [
@@ -63,7 +64,7 @@ def _pairs(manifests: Sequence[Manifest]) -> list[tuple[Manifest, Manifest]]:
 
 def _slots(manifest: Manifest) -> int | None:
     """The build's compile slots: its jobserver's (MAKEFLAGS -jN), None when it had none."""
-    match = re.search(r"-j(\d+)", manifest.env.get("MAKEFLAGS", ""), re.ASCII)
+    match = re.search(r"-j([0-9]+)", manifest.env.get("MAKEFLAGS", ""))
     return int(match.group(1)) if match else None
 
 
@@ -89,7 +90,7 @@ def _samples(
     for manifest in manifests:
         archs = len([t for t in manifest.arch_list.split(";") if t])
         threads_text = manifest.env.get("DS_NVCC_THREADS", "1")
-        threads = int(threads_text) if threads_text.isascii() and threads_text.isdigit() else 1
+        threads = int(threads_text) if is_ascii_digits(threads_text) else 1
         share = _measured_share(manifest)
         if share is not None:
             note(f"{manifest.cell_id}: each compile had {share:.2f} of a core (its CPU seconds over its slots')")

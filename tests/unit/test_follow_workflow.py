@@ -136,7 +136,9 @@ def test_builds_are_new_placed_releases_and_versions_with_unpublished_cells() ->
 
 
 def _runs(*items: Mapping[str, object]) -> tuple[WorkflowRun, ...]:
-    return read_runs(RemoteJson({"total_count": len(items), "workflow_runs": [dict(i) for i in items]}))
+    shape = {"created_at": "2026-11-24T04:23:00Z"}  # what GitHub's runs carry besides (docs' example)
+    runs = [{"id": n, **shape, **item} for n, item in enumerate(items, start=1)]
+    return read_runs(RemoteJson({"total_count": len(items), "workflow_runs": runs}))
 
 
 def _issues(*items: Mapping[str, object]) -> list[Issue]:

@@ -35,8 +35,12 @@ from dswheels.kernel.github_api import (
     Asset,
     GitHubPlace,
     error_summary,
+    read_artifacts,
     read_asset,
+    read_blob_sha,
+    read_comment,
     read_issue,
+    read_pull,
     read_release,
     read_runs,
 )
@@ -112,7 +116,33 @@ RELEASE = {  # "List releases" / "Create a release"
     "assets": [ASSET],
 }
 ISSUE = {"number": 7, "title": "compat.yml drifted from its sources", "body": "findings", "state": "open"}
-RUNS = {"total_count": 1, "workflow_runs": [{"id": 3, "status": "queued", "display_title": "wheels 0.19.8"}]}
+RUN = {  # "List workflow runs for a workflow"
+    "id": 3,
+    "name": "wheels",
+    "display_title": "wheels 0.19.8",
+    "status": "completed",
+    "conclusion": "success",
+    "event": "workflow_dispatch",
+    "created_at": "2026-11-24T04:23:00Z",
+}
+RUNS = {"total_count": 1, "workflow_runs": [RUN]}
+COMMENT = {  # "List issue comments"
+    "id": 11,
+    "body": "<!-- dswheels: answer -->",
+    "user": {"login": "github-actions[bot]", "id": 41898282, "type": "Bot"},
+    "created_at": "2026-11-24T04:23:00Z",
+}
+ARTIFACTS = {  # "List workflow run artifacts"
+    "total_count": 1,
+    "artifacts": [{"id": 8, "name": "measurements-build-1", "size_in_bytes": 4096, "expired": False}],
+}
+PULL = {  # "Create a pull request" / "List pull requests"
+    "id": 9,
+    "number": 12,
+    "state": "open",
+    "html_url": "https://github.com/octo/dswheels/pull/12",
+}
+CONTENT = {"name": "compile_times.yml", "path": "dswheels/compile_times.yml", "sha": "3d21ec53" * 5, "type": "file"}
 PYPI_URL = "https://pypi.org/pypi/deepspeed/json"
 PYPI = json.loads((DATA / "upstream" / "pypi" / "deepspeed" / "json").read_text(encoding="utf-8"))
 REDIST = json.loads((DATA / "cuda-redist" / "redistrib_13.0.3.json").read_text(encoding="utf-8"))
@@ -132,6 +162,22 @@ def _issue(doc: object) -> object:
 
 def _runs(doc: object) -> object:
     return read_runs(RemoteJson(doc, "", document="GitHub's answer"))
+
+
+def _comment(doc: object) -> object:
+    return read_comment(RemoteJson(doc, "comments[0]", document="GitHub's answer"))
+
+
+def _artifacts(doc: object) -> object:
+    return read_artifacts(RemoteJson(doc, "", document="GitHub's answer"))
+
+
+def _pull(doc: object) -> object:
+    return read_pull(RemoteJson(doc, "pull", document="GitHub's answer"), PLACE)
+
+
+def _blob(doc: object) -> object:
+    return read_blob_sha(RemoteJson(doc, "", document="GitHub's answer"))
 
 
 def _pypi(doc: object) -> object:
@@ -200,6 +246,33 @@ FIELDS = [
         opaque=True,
     ),
     Field(_runs, RUNS, "", ("workflow_runs",)),
+    Field(_runs, RUNS, "", ("workflow_runs", 0, "id"), _one_of(7)),
+    Field(_runs, RUNS, "", ("workflow_runs", 0, "conclusion"), lambda v: v in (ABSENT, None) or _word(v)),
+    Field(_runs, RUNS, "", ("workflow_runs", 0, "created_at")),
+    Field(_comment, COMMENT, "comments[0]", ("id",), _one_of(7)),
+    Field(
+        _comment,
+        COMMENT,
+        "comments[0]",
+        ("body",),
+        lambda v: v is ABSENT or v is None or (isinstance(v, str) and len(v) < 2**20),
+        opaque=True,
+    ),
+    Field(_comment, COMMENT, "comments[0]", ("user",)),
+    Field(_comment, COMMENT, "comments[0]", ("user", "type"), _ascii_line(32)),  # only "Bot" counts
+    Field(_artifacts, ARTIFACTS, "", ("artifacts",)),
+    Field(
+        _artifacts,
+        ARTIFACTS,
+        "",
+        ("artifacts", 0, "name"),
+        lambda v: isinstance(v, str) and 0 < len(v) <= 255 and v.isprintable() and "/" not in v,
+        opaque=True,  # compared with a prefix and counted, never shown
+    ),
+    Field(_artifacts, ARTIFACTS, "", ("artifacts", 0, "expired"), lambda v: v is True),
+    Field(_pull, PULL, "pull", ("number",), related=("html_url",)),  # its page names it
+    Field(_pull, PULL, "pull", ("html_url",)),
+    Field(_blob, CONTENT, "", ("sha",)),
     Field(_runs, RUNS, "", ("workflow_runs", 0, "status"), _word),
     Field(
         _runs,
@@ -239,7 +312,9 @@ def _cases() -> Iterator[Any]:
 
 
 def test_the_documents_as_their_servers_send_them_are_read() -> None:
-    for read, doc in ((_asset, ASSET), (_release, RELEASE), (_issue, ISSUE), (_runs, RUNS), (_pypi, PYPI)):
+    documents = [(_asset, ASSET), (_release, RELEASE), (_issue, ISSUE), (_runs, RUNS), (_pypi, PYPI)]
+    documents += [(_comment, COMMENT), (_artifacts, ARTIFACTS), (_pull, PULL), (_blob, CONTENT)]
+    for read, doc in documents:
         assert hostile_in(read(doc)) == []
     assert _redist(REDIST) != ()
 
@@ -404,10 +479,19 @@ def test_any_release(doc: object) -> None:
 
 
 @FUZZ
-@given(doc=_mutations(ISSUE) | _mutations(RUNS) | _VALUES)
-def test_any_issue_or_runs(doc: object) -> None:
+@given(doc=_mutations(ISSUE) | _mutations(RUNS) | _mutations(COMMENT) | _VALUES)
+def test_any_issue_runs_or_comment(doc: object) -> None:
     _read_any(_issue, doc)
     _read_any(_runs, doc)
+    _read_any(_comment, doc)
+
+
+@FUZZ
+@given(doc=_mutations(ARTIFACTS) | _mutations(PULL) | _mutations(CONTENT) | _VALUES)
+def test_any_artifacts_pull_or_content(doc: object) -> None:
+    _read_any(_artifacts, doc)
+    _read_any(_pull, doc)
+    _read_any(_blob, doc)
 
 
 @FUZZ
@@ -430,7 +514,7 @@ def test_any_text_as_a_remote_document(text: str) -> None:
         data = parse_json(text, what="x")
     except ValueError:
         return
-    for read in (_asset, _release, _issue, _runs, _pypi, _redist):
+    for read in (_asset, _release, _issue, _runs, _comment, _artifacts, _pull, _blob, _pypi, _redist):
         _read_any(read, data)
 
 
@@ -494,3 +578,11 @@ def test_json_of_the_follow_commands_is_read_by_the_one_json_reader(
         err = capsys.readouterr().err
         assert "Traceback" not in err
         assert err.startswith("bad input: "), err[:300]
+
+
+@pytest.mark.parametrize("text", ["[" * 100_000, "1" * 5000, "[{}]" + "x"])
+def test_a_saved_vswhere_answer_is_read_by_the_one_json_reader(text: str) -> None:
+    """``doctor --facts`` reads a saved ``vswhere`` answer: deep nesting was a ``RecursionError``."""
+    from dswheels.doctor.machine_facts import VisualStudio, parse_vswhere
+
+    assert parse_vswhere(VisualStudio(vswhere=text, toolsets={}, defaults={})) == ()

@@ -16,9 +16,11 @@ from dswheels.building.measure_step import MeasureOptions, measure_job
 from dswheels.facts.measured import branch_for, measured_runs, pull_body, refit_before
 from dswheels.host.gha import RUNNER_IDENTITY
 from dswheels.kernel.errors import ConfigError
+from dswheels.kernel.github_api import read_runs
 from dswheels.kernel.job_record import CellRecord, JobRecord, JobStage, parse_job_record, render_job_record
 from dswheels.kernel.manifest import parse_manifest, render_manifest
 from dswheels.kernel.model import OS
+from dswheels.kernel.remote_json import RemoteDocumentError, RemoteJson
 from dswheels.kernel.result import StageResult, StageStatus
 from dswheels.plan.costs import Figure, parse_costs
 from dswheels.plan.refit import Change, changed_figures, refit_release
@@ -143,7 +145,7 @@ def test_a_releases_records_refit_the_runners_and_the_ops_each_saying_where() ->
 
 
 def test_which_run_is_refit_and_when_it_is_done() -> None:
-    runs: list[dict[str, object]] = [
+    items: list[dict[str, object]] = [
         {"id": 1, "conclusion": "success", "display_title": "wheels v0.19.7", "created_at": "2026-11-01T00:00:00Z"},
         {"id": 2, "conclusion": "failure", "display_title": "wheels v0.19.8", "created_at": "2026-11-02T00:00:00Z"},
         {
@@ -153,8 +155,10 @@ def test_which_run_is_refit_and_when_it_is_done() -> None:
             "created_at": "2026-11-03T00:00:00Z",
         },
         {"id": 4, "conclusion": "success", "display_title": "wheels 0.19.8", "created_at": "2026-11-04T00:00:00Z"},
-        {"id": "5", "conclusion": "success", "display_title": "not an id", "created_at": "2026-11-05T00:00:00Z"},
     ]
+    runs = read_runs(RemoteJson({"workflow_runs": [{**item, "status": "completed"} for item in items]}))
+    with pytest.raises(RemoteDocumentError, match=r"workflow_runs\[0\]\.id"):  # GitHub's answer, read by its reader
+        read_runs(RemoteJson({"workflow_runs": [{**items[0], "id": "5", "status": "completed"}]}))
     assert measured_runs(runs) == [4, 1]
     assert refit_before('  setup: {value: 1, measured: "on ubuntu-24.04 (run 4242): x"}\n(run 17)') == {4242, 17}
     assert refit_before(SHIPPED) == frozenset()  # no release has measured the shipped figures yet

@@ -6,44 +6,60 @@ General > "Allow GitHub Actions to create and approve pull requests")."""
 from __future__ import annotations
 
 import base64
-from typing import Any
 from urllib.parse import quote
 
-from dswheels.host.github import GitHub, GitHubAPIError, api_object
-from dswheels.kernel.errors import GitHubError
+from dswheels.host.github import GitHub, GitHubAPIError
+from dswheels.kernel.github_api import (
+    Artifact,
+    PullRequest,
+    WorkflowRun,
+    read_artifacts,
+    read_blob_sha,
+    read_pull,
+    read_runs,
+)
 
 __all__ = ["create_branch", "create_pull", "file_sha", "pulls_for", "put_file", "run_artifacts", "succeeded_runs"]
 
-JSON = dict[str, Any]
 _MAX_ARTIFACT_PAGES = 10  # 1,000 artifacts: four times the jobs a run can have
 
 
-def succeeded_runs(gh: GitHub, workflow: str) -> list[JSON]:
+def succeeded_runs(gh: GitHub, workflow: str) -> list[WorkflowRun]:
     """The workflow's newest runs that finished with success (one page: the newest 30)."""
     response = gh.request(
         "GET", f"repos/{gh.repo}/actions/workflows/{workflow}/runs", params={"status": "success", "per_page": 30}
     )
-    return [run for run in api_object(response).get("workflow_runs") or [] if isinstance(run, dict)]
+    node = gh.answer(response, "")
+    with gh.reading():
+        return list(read_runs(node))
 
 
-def run_artifacts(gh: GitHub, run_id: int) -> list[JSON]:
+def run_artifacts(gh: GitHub, run_id: int) -> list[Artifact]:
     """Every artifact of a run (``{"total_count", "artifacts"}``, 100 a page)."""
-    found: list[JSON] = []
+    found: list[Artifact] = []
     for page in range(1, _MAX_ARTIFACT_PAGES + 1):
         response = gh.request(
             "GET", f"repos/{gh.repo}/actions/runs/{run_id}/artifacts", params={"per_page": 100, "page": page}
         )
-        items = [a for a in api_object(response).get("artifacts") or [] if isinstance(a, dict)]
+        node = gh.answer(response, "")
+        with gh.reading():
+            items = read_artifacts(node)
         found += items
         if len(items) < 100:
             break
     return found
 
 
-def pulls_for(gh: GitHub, branch: str) -> list[JSON]:
+def pulls_for(gh: GitHub, branch: str) -> list[PullRequest]:
     """The pull requests, open or closed, from ``branch`` of this repository."""
     owner = gh.repo.split("/")[0]
-    return list(gh.paginate(f"repos/{gh.repo}/pulls", params={"head": f"{owner}:{branch}", "state": "all"}))
+    found = []
+    for item in gh.paginate(
+        f"repos/{gh.repo}/pulls", what="pulls", params={"head": f"{owner}:{branch}", "state": "all"}
+    ):
+        with gh.reading():
+            found.append(read_pull(item, gh.place))
+    return found
 
 
 def create_branch(gh: GitHub, branch: str, sha: str) -> bool:
@@ -62,10 +78,9 @@ def create_branch(gh: GitHub, branch: str, sha: str) -> bool:
 def file_sha(gh: GitHub, path: str, *, ref: str) -> str:
     """The blob sha of ``path`` on ``ref`` (what a contents update names as the file it replaces)."""
     response = gh.request("GET", f"repos/{gh.repo}/contents/{quote(path)}", params={"ref": ref})
-    sha = api_object(response).get("sha")
-    if not isinstance(sha, str):
-        raise GitHubError(f"GitHub's answer for {path} on {ref} has no sha")
-    return sha
+    node = gh.answer(response, "")
+    with gh.reading():
+        return read_blob_sha(node)
 
 
 def put_file(gh: GitHub, path: str, *, branch: str, text: str, sha: str, message: str) -> None:
@@ -79,6 +94,9 @@ def put_file(gh: GitHub, path: str, *, branch: str, text: str, sha: str, message
     gh.request("PUT", f"repos/{gh.repo}/contents/{quote(path)}", json=payload, expected=(200, 201), retry=False)
 
 
-def create_pull(gh: GitHub, *, head: str, base: str, title: str, body: str) -> JSON:
+def create_pull(gh: GitHub, *, head: str, base: str, title: str, body: str) -> PullRequest:
     payload = {"title": title, "head": head, "base": base, "body": body, "maintainer_can_modify": True}
-    return api_object(gh.request("POST", f"repos/{gh.repo}/pulls", json=payload, expected=(201,), retry=False))
+    response = gh.request("POST", f"repos/{gh.repo}/pulls", json=payload, expected=(201,), retry=False)
+    node = gh.answer(response, "pull")
+    with gh.reading():
+        return read_pull(node, gh.place)
