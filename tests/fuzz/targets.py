@@ -29,8 +29,12 @@ from dswheels.kernel.errors import ConfigError, SourceError
 from dswheels.kernel.github_api import (
     GitHubPlace,
     error_summary,
+    read_artifacts,
     read_asset,
+    read_blob_sha,
+    read_comment,
     read_issue,
+    read_pull,
     read_release,
     read_runs,
 )
@@ -293,8 +297,11 @@ def github_answer(data: bytes) -> None:
             release = _judged(functools.partial(read_release, RemoteJson(value, "x", document="answer"), place))
             if release is not None:
                 assert place.upload_url_problem(release.upload_url, release.id) == ""
-        _judged(lambda: read_issue(RemoteJson(value, "x", document="answer")))
-        _judged(lambda: read_runs(RemoteJson(value, "x", document="answer")))
+            pull = _judged(functools.partial(read_pull, RemoteJson(value, "x", document="answer"), place))
+            if pull is not None:
+                assert place.pull_url_problem(pull.url, pull.number) == ""
+        for read in (read_issue, read_runs, read_comment, read_artifacts, read_blob_sha):
+            _judged(functools.partial(read, RemoteJson(value, "x", document="answer")))
 
 
 def pypi_json(data: bytes) -> None:
@@ -352,6 +359,9 @@ def seed_remote(folder: Path) -> None:
         ("release", recorded.RELEASE),
         ("issue", recorded.ISSUE),
         ("runs", recorded.RUNS),
+        ("comment", recorded.COMMENT),
+        ("artifacts", recorded.ARTIFACTS),
+        ("pull", recorded.PULL),
         ("pypi", recorded.SMALL_PYPI),
         ("redist", {k: recorded.REDIST[k] for k in ("release_label", "cuda_nvcc", "cuda_cudart")}),
     ]:
