@@ -42,6 +42,7 @@ from dswheels.kernel.errors import (
     ProvenanceIdentityError,
     ProvenanceSubjectError,
 )
+from dswheels.kernel.numbers import is_ascii_digits
 from dswheels.kernel.provenance import GITHUB_ISSUER, MAX_PROVENANCE_BYTES, WORKFLOW
 
 if TYPE_CHECKING:
@@ -303,8 +304,18 @@ def _verify_one(
         sha256=sha256,
         predicate_type=str(predicate),
         signer=Signer.of(attestation),
-        logged_at=int(logged) if isinstance(logged, (int, str)) and str(logged).isdigit() else None,
+        logged_at=_logged_at(logged),
     )
+
+
+def _logged_at(value: object) -> int | None:
+    """Rekor's ``integratedTime`` (seconds, a number or its digits): ASCII digits only; ``str.isdigit`` took
+    ``"²"``, which ``int()`` then refused, and ``str()`` of a 5,000-digit number raises."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value if 0 <= value < 2**63 else None
+    if isinstance(value, str) and is_ascii_digits(value) and len(value) <= 19:
+        return int(value)
+    return None
 
 
 def verify_provenance(

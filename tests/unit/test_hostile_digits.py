@@ -266,3 +266,17 @@ def test_the_manifest_and_the_plan(key: str, value: str) -> None:
     data["plan"][key] = value
     with pytest.raises(ManifestError, match=r"."):
         parse_manifest(json.dumps(data))
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["²", "١٢٣", "1_000", " 12", "9" * 30, 10**5000, -1, True, 1.5],
+    ids=["superscript", "arabic", "underscore", "space", "30 digits", "5000 digits", "negative", "bool", "float"],
+)
+def test_an_attestations_log_time_is_ascii_digits(value: object) -> None:
+    """Rekor's ``integratedTime`` in a provenance file (the guard above found it read with ``isdigit``: ``"²"``
+    passed, then ``int()`` raised in ``inspect``; ``str()`` of 5,000 digits raises too): not a time, no error."""
+    from dswheels.kernel.attestations import _logged_at
+
+    assert _logged_at(value) is None
+    assert _logged_at("1700000000") == _logged_at(1700000000) == 1700000000
