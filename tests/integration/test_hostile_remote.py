@@ -140,7 +140,10 @@ def test_index_github_with_each_field_hostile(  # noqa: PLR0917 - one field, one
     if _readers_verdict(github, kind):
         assert code == 0, out.err[-2000:]
         text = _site_text(site)
-        assert [m for m in MARKS if m in text] == [], f"{field}={value!r:.60} reached the site"
+        left = [m for m in MARKS if m in text and m != "<script"]  # the page's own picker is a <script> block
+        if isinstance(value, str) and len(value) > 3 and value in text:  # "12" is in any page
+            left.append(repr(value[:40]))
+        assert left == [], f"{field}={value!r:.60} reached the site"
         assert "a" * 10_000 not in text
     else:
         assert code == 7, out.err[-2000:]
