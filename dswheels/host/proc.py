@@ -12,8 +12,9 @@ reported once the child is done. A reader that stopped would leave the child blo
 pipe until the job's timeout.
 
 What is kept of the output is bounded, for every caller (docs/hostile-input.md, round three): a line
-is cut at :data:`MAX_LINE` characters, the tail is the last :data:`TAIL_LINES` lines, and a capture
-holds at most :data:`MAX_CAPTURE` characters. A program whose captured output passes that bound is
+shown, logged or kept in the tail is cut at :data:`MAX_LINE` characters, the tail is the last
+:data:`TAIL_LINES` lines, and a capture holds at most :data:`MAX_CAPTURE` characters (its lines whole:
+a probe's one-line JSON answer is longer than a line shown). A program whose captured output passes that bound is
 stopped and the caller's error raised, as for one that runs past its time: its output is data, and
 no answer dswheels asks a program for is that long. Output that is only shown and logged is read to
 its end, keeping only the tail.
@@ -154,48 +155,67 @@ class _Pump:
             self.wake.set()
 
     def _read(self, stdout: IO[str]) -> None:
-        """Every line, each at most MAX_LINE characters (``readline``'s limit: a line without an end never
-        fills memory); of a longer line the first MAX_LINE characters are taken, marked, and the rest skipped."""
-        full: str | None = None  # a piece of exactly MAX_LINE characters: cut, unless the output ends there
-        skipping = False  # reading the rest of a line that was cut
+        """Every line, read in pieces of at most MAX_LINE characters (``readline``'s limit: a line without an
+        end never fills memory). What is shown, logged and kept in the tail is the line's first MAX_LINE
+        characters, marked when cut; a capture keeps the line whole (a probe answers in one JSON line of
+        more than MAX_LINE), within MAX_CAPTURE for the whole capture."""
+        shown = ""  # the current line's first MAX_LINE characters
+        cut = False  # the current line is longer than that
+        whole: list[str] | None = [] if self.capture else None  # the current line, for the capture
+        size = 0  # characters in ``whole``
+        started = False  # a piece of the current line was read
         while piece := stdout.readline(MAX_LINE):
+            started = True
             ended = piece.endswith("\n")
-            if skipping:
-                skipping = not ended
-            elif full is not None:  # the same line goes on: cut, unless all that follows is its end
-                self._take(full if piece == "\n" else full + CUT)
-                full, skipping = None, not ended
-            elif not ended and len(piece) >= MAX_LINE:
-                full = piece
-            else:
-                self._take(piece.rstrip("\r\n"))
-        if full is not None:
-            self._take(full)
+            body = piece[:-1] if ended else piece
+            room = MAX_LINE - len(shown)
+            shown += body[:room]
+            cut = cut or len(body) > room
+            if whole is not None and not self.overflowed:
+                whole.append(body)
+                size += len(body)
+                if self.captured_chars + size > MAX_CAPTURE:
+                    self._overflow()
+            if ended:
+                self._line(shown, cut, whole)
+                shown, cut, size, started = "", False, 0, False
+                whole = [] if self.capture else None
+        if started:
+            self._line(shown, cut, whole)
+
+    def _line(self, shown: str, cut: bool, whole: list[str] | None) -> None:
+        line = shown.removesuffix("\r")
+        kept = None if whole is None or self.overflowed else "".join(whole).removesuffix("\r")
+        self._take(line + CUT if cut else line, kept)
+
+    def _overflow(self) -> None:
+        self.overflowed = True
+        self.wake.set()
 
     def _keep(self, line: str) -> None:
         """Keep ``line`` of a capture, unless that passes MAX_CAPTURE: then nothing more is kept."""
         if self.overflowed:
             return
         if self.captured_chars + len(line) + 1 > MAX_CAPTURE:
-            self.overflowed = True
-            self.wake.set()
+            self._overflow()
             return
         if self.captured_chars:
             self.captured.write("\n")
         self.captured.write(line)
         self.captured_chars += len(line) + 1
         if len(self.head) < _HEAD_LINES:
-            self.head.append(line)
+            self.head.append(line[:MAX_LINE])
 
     @property
     def output(self) -> str:
         return self.captured.getvalue()
 
-    def _take(self, line: str) -> None:
+    def _take(self, line: str, kept: str | None = None) -> None:
+        """``line`` (cut at MAX_LINE) to the tail, log, reporter and ``on_line``; ``kept`` (whole) to the capture."""
         self.last_output = monotonic()
         self.tail.append(line)
-        if self.capture:
-            self._keep(line)
+        if kept is not None:
+            self._keep(kept)
         ok = True
         if self.log is not None:
             stamp = f"[{utc_now():%H:%M:%S}] " if self.timestamps else ""

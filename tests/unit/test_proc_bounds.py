@@ -96,13 +96,26 @@ def _python(code: str) -> list[str]:
     return [sys.executable, "-c", code]
 
 
-def test_a_line_longer_than_the_bound_is_cut_and_marked_and_the_next_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_line_longer_than_the_bound_is_shown_cut_and_marked_and_captured_whole(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setattr(proc, "MAX_LINE", 100)
-    result = proc.capture(_python("print('a' * 250); print('next'); print('b' * 100, end='')"))
-    assert result.output.splitlines() == ["a" * 100 + proc.CUT, "next", "b" * 100]  # the last: whole, not cut
-    assert result.tail == ("a" * 100 + proc.CUT, "next", "b" * 100)
+    log = tmp_path / "log"
+    result = proc.capture(_python("print('a' * 250); print('next'); print('b' * 100, end='')"), log_file=log)
+    assert result.tail == ("a" * 100 + proc.CUT, "next", "b" * 100)  # the last: whole, not cut
+    assert "a" * 100 + proc.CUT + "\n" in log.read_text(encoding="utf-8")
+    # a capture is an answer: a probe's one JSON line is longer than any line shown (op flags: > 64 Ki)
+    assert result.output.splitlines() == ["a" * 250, "next", "b" * 100]
     exact = proc.capture(_python("print('c' * 99); print('d' * 100)"))
     assert exact.output.splitlines() == ["c" * 99, "d" * 100]
+    assert exact.tail == ("c" * 99, "d" * 100)
+
+
+def test_a_one_line_answer_longer_than_a_shown_line_is_read_whole() -> None:
+    answer = {"ops": ["x" * 1000] * 200}  # about 200 KB on one line, as the op-flags probe answers
+    code = "import json; print('noise'); print(json.dumps({'ops': ['x' * 1000] * 200}))"
+    result = proc.capture(_python(code))
+    assert json.loads(result.output.splitlines()[-1]) == answer
 
 
 def test_a_capture_within_the_bound_is_kept_whole(monkeypatch: pytest.MonkeyPatch) -> None:
