@@ -202,8 +202,7 @@ def test_an_entry_takes_its_options_the_wheels_and_the_cache_it_works_under(
 
 
 def _is_command(path: Path) -> bool:
-    relative = path.relative_to(PACKAGE)
-    return relative.parts[0] in {"cli", "arguments"} or path.name == "command.py" or path.name.endswith("_command.py")
+    return path.relative_to(PACKAGE).parts[0] == "cli"
 
 
 def test_only_a_command_makes_the_cache_layout() -> None:
