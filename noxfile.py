@@ -116,6 +116,7 @@ def fuzz(session: nox.Session) -> None:
     session.run("pytest", "-p", "no:cacheprovider", *HOSTILE_TESTS, env=env)
     corpus = Path(session.create_tmp()) / "corpus"
     shutil.rmtree(corpus, ignore_errors=True)
+    shutil.rmtree(corpus.parent / "crashes", ignore_errors=True)
     seeds = {
         "matrix": [*(ROOT / "tests" / "data").glob("*.yml"), ROOT / "matrix" / "matrix.yml"],
         "entry_points": [ROOT / "tests" / "data" / "fuzz" / "entry_points.txt"],
@@ -127,7 +128,10 @@ def fuzz(session: nox.Session) -> None:
             shutil.copyfile(seed, folder / seed.name)
     (corpus / "index_page" / "page.html").write_text(FUZZ_PAGE_SEED, encoding="utf-8")
     for target in FUZZ_TARGETS:
-        limits = [f"-max_total_time={seconds}", "-max_len=65536", "-rss_limit_mb=4096"]
+        # a crash's input goes beside the corpus, not into the directory nox runs in (libFuzzer's default)
+        found = corpus.parent / "crashes" / target
+        found.mkdir(parents=True, exist_ok=True)
+        limits = [f"-max_total_time={seconds}", "-max_len=65536", "-rss_limit_mb=4096", f"-artifact_prefix={found}/"]
         session.run("python", "-m", "tests.fuzz", target, *limits, str(corpus / target), env=env)
 
 
