@@ -108,3 +108,14 @@ def test_reads_docstrings_and_comments_only(tmp_path: Path) -> None:
         "dswheels.e.f": [f"{tmp_path.name}/m.py:3"],
         "dswheels.c.d": [f"{tmp_path.name}/m.py:5"],
     }
+
+
+def test_every_path_of_dswheels_the_docs_name_exists() -> None:
+    """A page that names ``dswheels/host/build.py`` after the move sends a reader to nothing, as a docstring would."""
+    named = {
+        match.group(1): page.name
+        for page in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+        for match in re.finditer(r"`(dswheels/[\w/.]*[\w/])`", page.read_text(encoding="utf-8"))
+    }
+    assert len(named) > 20  # the pages do name the package's files: the check is not vacuous
+    assert {path: page for path, page in named.items() if not (ROOT / path).exists()} == {}
