@@ -19,6 +19,8 @@ from dswheels.host.log import get_reporter
 from dswheels.kernel.errors import ConfigError
 from dswheels.kernel.locations import WHEELHOUSE
 from dswheels.kernel.manifest import Manifest, manifest_name, render_manifest
+from dswheels.kernel.model import Cell
+from dswheels.kernel.naming import try_parse_wheel
 
 __all__ = [
     "debug_archive_name",
@@ -27,6 +29,7 @@ __all__ = [
     "is_wheel_file",
     "place_wheel",
     "remove_stale",
+    "remove_stale_of_cell",
 ]
 
 
@@ -71,6 +74,17 @@ def remove_stale(wheel: Path) -> None:
         if path.exists():
             path.unlink()
             get_reporter().warning(f"removed {path}: it is not the result of this build")
+
+
+def remove_stale_of_cell(out_variant: Path, cell: Cell, *, keep: str = "") -> None:
+    """Remove every wheel of ``cell`` in ``out_variant`` but ``keep`` (and their sidecars): a Linux wheel's name
+    carries its floor (``manylinux_2_N``), so an earlier build of the cell may have left it under another name."""
+    if not out_variant.is_dir():
+        return
+    for path in sorted(out_variant.glob("*.whl")):
+        wheel = try_parse_wheel(path.name)
+        if wheel is not None and wheel.cell == cell and path.name != keep:
+            remove_stale(path)
 
 
 def _checked(test: Callable[[], bool], path: Path) -> bool:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from dswheels.kernel.binaries.linux_runtime import RuntimeFloor
+from dswheels.kernel.manylinux import is_linux_tag
 from dswheels.kernel.numbers import SPACE
 from dswheels.kernel.versions import TorchMinor, TorchVersion, VersionTuple, format_version, parse_version
 
@@ -70,6 +71,18 @@ class Platform(str, Enum):
 
     def __str__(self) -> str:
         return self._value_
+
+    @classmethod
+    def from_tag(cls, tag: str) -> Platform:
+        """The platform of a wheel's platform tag: a Linux wheel's carries its floor (``manylinux_2_28_x86_64``,
+        :mod:`dswheels.kernel.manylinux`), or none (``linux_x86_64``); ValueError for one we build no wheels for.
+
+        >>> Platform.from_tag("manylinux_2_28_x86_64"), Platform.from_tag("win_amd64")
+        (<Platform.LINUX_X86_64: 'linux_x86_64'>, <Platform.WIN_AMD64: 'win_amd64'>)
+        """
+        if is_linux_tag(tag):
+            return cls.LINUX_X86_64
+        return cls(tag)
 
     @classmethod
     def from_sysconfig(cls, name: str) -> Platform | None:
@@ -231,6 +244,8 @@ class Toolchain:
     cuda_components: tuple[str, ...]  # the redistrib JSON keys of the components cuda_toolkit is assembled from
     notes: tuple[str, ...]
     linux_runtime: RuntimeFloor | None = None  # the most a Linux wheel may need of glibc/libstdc++
+    container: str = ""  # the container the build runs in on runs_on ("": the runner itself)
+    gcc_toolset: bool = False  # the host GCC is gcc-toolset-<version> (RHEL's), which the job installs
 
     @property
     def arch_list_text(self) -> str:

@@ -120,15 +120,19 @@ def wheel_version(cell: Cell) -> str:
     return f"{format_version(cell.deepspeed)}+{local_label(cell)}"
 
 
-def wheel_filename(cell: Cell) -> str:
-    """The filename ``python -m build`` produces for the cell.
+def wheel_filename(cell: Cell, platform_tag: str | None = None) -> str:
+    """The cell's wheel filename: the one ``python -m build`` produces, or with ``platform_tag``, the one a Linux
+    wheel gets once its floor is judged (``manylinux_2_28_x86_64``: :mod:`dswheels.kernel.manylinux`).
 
     >>> from dswheels.kernel.model import Variant, Python, Platform
     >>> wheel_filename(Cell((0, 19, 8), (2, 9), Variant.parse("cu128"), Python.parse("3.12"), Platform.WIN_AMD64))
     'deepspeed-0.19.8+cu128torch2.9-cp312-cp312-win_amd64.whl'
+    >>> wheel_filename(Cell((0, 19, 8), (2, 9), Variant.parse("cpu"), Python.parse("3.12"), Platform.LINUX_X86_64),
+    ...                "manylinux_2_28_x86_64")
+    'deepspeed-0.19.8+cputorch2.9-cp312-cp312-manylinux_2_28_x86_64.whl'
     """
     py = cell.python
-    return f"{PROJECT}-{wheel_version(cell)}-{py.interpreter_tag}-{py.tag}-{cell.platform.value}.whl"
+    return f"{PROJECT}-{wheel_version(cell)}-{py.interpreter_tag}-{py.tag}-{platform_tag or cell.platform.value}.whl"
 
 
 def check_names(cell: Cell) -> None:
@@ -210,6 +214,7 @@ class PublishedWheel:
     cell: Cell
     version: Version
     build: str  # the optional build tag ("" when absent): a re-spin of the same cell
+    platform_tag: str = ""  # the wheel's own platform tag (a Linux wheel's floor); "": the cell's platform
 
     @property
     def partition(self) -> str:
@@ -218,7 +223,7 @@ class PublishedWheel:
     @property
     def canonical(self) -> str:
         """The name ``dswheels build`` gives the cell (no build tag)."""
-        return wheel_filename(self.cell)
+        return wheel_filename(self.cell, self.platform_tag or None)
 
 
 def parse_wheel(filename: str) -> PublishedWheel:
@@ -227,6 +232,8 @@ def parse_wheel(filename: str) -> PublishedWheel:
     >>> w = parse_wheel("deepspeed-0.19.8+cu128torch2.9-cp312-cp312-win_amd64.whl")
     >>> w.partition, w.cell.python.tag, w.build
     ('cu128-torch2.9', 'cp312', '')
+    >>> parse_wheel("deepspeed-0.19.8+cputorch2.9-cp312-cp312-manylinux_2_28_x86_64.whl").cell.platform.value
+    'linux_x86_64'
     """
     if len(filename.encode("utf-8", "surrogatepass")) > MAX_WHEEL_NAME:
         msg = (
@@ -247,7 +254,7 @@ def parse_wheel(filename: str) -> PublishedWheel:
         variant = Variant.parse(variant_text)
         torch = parse_version(torch_text)
         python = Python.parse(name.tag.abi)
-        platform = Platform(name.tag.platform)
+        platform = Platform.from_tag(name.tag.platform)
     except ValueError as exc:
         msg = f"{filename}: {exc}"
         raise WheelNameError(msg) from None
@@ -255,7 +262,9 @@ def parse_wheel(filename: str) -> PublishedWheel:
         msg = f"{filename}: expected <X.Y.Z>+<variant>torch<M.m>, got {version}"
         raise WheelNameError(msg)
     cell = Cell(deepspeed=version.release, torch=TorchMinor(torch), variant=variant, python=python, platform=platform)
-    wheel = PublishedWheel(filename=filename, cell=cell, version=version, build=name.build)
+    wheel = PublishedWheel(
+        filename=filename, cell=cell, version=version, build=name.build, platform_tag=name.tag.platform
+    )
     expected = wheel.canonical
     if name.build:
         parts = expected.split("-")

@@ -108,6 +108,8 @@ def _cell_tail(item: PlannedCell) -> dict[str, object]:
             "cuda_components": list(tc.cuda_components),
             "notes": list(tc.notes),
             "linux_runtime": tc.linux_runtime.as_json() if tc.linux_runtime else None,
+            "container": tc.container or None,
+            "gcc_toolset": tc.gcc_toolset,
         },
         "ops": {
             "build": [{"name": name, "env": f"{_BUILD_ENV_PREFIX}{var}"} for name, var in item.ops.build],
@@ -250,6 +252,9 @@ def _toolchain(node: _Node) -> Toolchain:
         cuda_components=_cuda_components(node),
         notes=node.at("notes").strs(),
         linux_runtime=_runtime(node.at("linux_runtime")),
+        # absent from the plans and manifests of before the manylinux container
+        container=node.at("container").opt_text() or "",
+        gcc_toolset=bool(node.at("gcc_toolset").opt_flag()),
     )
 
 

@@ -70,6 +70,9 @@ def _job_json(job: Job, *, plan_mode: str) -> dict[str, object]:
         "cuda_toolkit": " ".join(toolkits),
         "msvc_toolset": tc.host_compiler.version if tc.host_compiler.kind == "msvc" else "",
         "gcc": tc.host_compiler.version if tc.host_compiler.kind == "gcc" else "",
+        # a Linux job's container (the runner itself: "") and the gcc-toolset the job installs in it
+        "container": tc.container,
+        "gcc_toolset": tc.host_compiler.version if tc.gcc_toolset else "",
         # what `dswheels cuda install --toolkit` assembles (it reads the same list from compat.yml)
         "cuda_components": " ".join(tc.cuda_components),
         "ops": ops,

@@ -46,6 +46,8 @@ class _Host:
     compiler: HostCompiler
     escape_flags: tuple[str, ...]
     notes: tuple[str, ...] = ()
+    container: str = ""
+    gcc_toolset: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,8 +127,10 @@ class Resolver:
         nvcc = self._nvcc(cell)
         if isinstance(nvcc, Reason):
             return nvcc
-        # What a Linux wheel may need of glibc and libstdc++ at most (the matrix's, else compat.yml's).
-        runtime = (spec.linux_runtime or compat.linux_runtime_floor) if traits(cell.platform).runtime_floor else None
+        # What a Linux wheel may need of glibc and libstdc++ at most (the matrix's, else compat.yml's). A build
+        # on this machine promises nothing: its wheel's tag says what it needs (auditwheel's verdict).
+        linux = traits(cell.platform).runtime_floor and self.host is None
+        runtime = (spec.linux_runtime or compat.linux_runtime_floor) if linux else None
         host = self._host(cell, nvcc, runtime)
         if isinstance(host, Reason):
             return host
@@ -170,6 +174,8 @@ class Resolver:
             cuda_components=tuple(c.redist for c in compat.components_for(nvcc.toolkit.minor)) if nvcc.toolkit else (),
             notes=tuple(dict.fromkeys(notes)),
             linux_runtime=runtime,
+            container=host.container,
+            gcc_toolset=host.gcc_toolset,
         )
         return toolchain, ops
 
@@ -249,7 +255,15 @@ class Resolver:
             if image.inferred:
                 notes.append(f"{image.name} toolsets partly inferred ({image.source})")
             compiler, escape_flags = picked
-            return _Host(image.name, runner.labels, compiler, escape_flags, tuple(notes))
+            return _Host(
+                image.name,
+                runner.labels,
+                compiler,
+                escape_flags,
+                tuple(notes),
+                container=image.container,
+                gcc_toolset=image.gcc_toolset and compiler.kind == "gcc",
+            )
         return _no_host_compiler(cell, failures)
 
     def _local_host(

@@ -115,7 +115,7 @@ def cell_from_wheel_filename(filename: str, installed: InstalledInfo | None = No
             torch=TorchMinor(parse_version(str(installed.torch_info["version"]))[:2]),
             variant=Variant.parse(variant),
             python=Python.parse(name.tag.abi),
-            platform=Platform(name.tag.platform),
+            platform=Platform.from_tag(name.tag.platform),
         )
     except ValueError as exc:
         msg = f"{filename}: {exc}"
@@ -202,9 +202,18 @@ def _manifest_sha256(facts: WheelFacts) -> Iterator[Verdict]:
         yield Verdict(same, f"sha256 {facts.sha256[:16]}... {said}")
 
 
+def _own_platform_tag(filename: str, cell: Cell) -> str | None:
+    """The wheel's platform tag where it is one of the cell's platform (a Linux wheel's floor), else None."""
+    try:
+        tag = parse_wheel_name(filename).tag.platform
+        return tag if Platform.from_tag(tag) is cell.platform else None
+    except ValueError:
+        return None
+
+
 @STATIC.check("filename", judges="the file name is the cell's: version, local label, tags")
 def _filename(facts: WheelFacts) -> Iterator[Verdict]:
-    want = wheel_filename(facts.expected.cell)
+    want = wheel_filename(facts.expected.cell, _own_platform_tag(facts.filename, facts.expected.cell))
     yield Verdict(facts.filename == want, facts.filename + ("" if facts.filename == want else f" != {want}"))
 
 

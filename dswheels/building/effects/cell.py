@@ -40,6 +40,7 @@ from dswheels.building.effects.cell_log import log_note, write_log_header
 from dswheels.building.effects.compile import compile_wheel, the_wheel
 from dswheels.building.effects.compile_tools import CompileEnv, compile_environment, inherited_env
 from dswheels.building.effects.compiler_cache import cache_stats
+from dswheels.building.effects.floor_tag import tag_with_floor
 from dswheels.building.effects.jobserver import jobserver, ninja_joins_jobservers
 from dswheels.building.effects.manifest_assembly import assemble_manifest
 from dswheels.building.effects.op_flags_asked import check_tree_flags
@@ -56,14 +57,15 @@ from dswheels.host.files import exclusive
 from dswheels.host.log import get_reporter
 from dswheels.host.machine import host_os
 from dswheels.host.venvs import Interpreter, InterpreterMode, prepare_interpreter, torch_index_args
-from dswheels.host.wheelhouse import discard_wheel, place_wheel, remove_stale
+from dswheels.host.wheelhouse import discard_wheel, place_wheel, remove_stale_of_cell
 from dswheels.kernel.binaries.linux_runtime import RuntimeFloor
 from dswheels.kernel.compat import Compat
 from dswheels.kernel.errors import BuildError, DswheelsError
 from dswheels.kernel.locations import WHEELHOUSE
 from dswheels.kernel.manifest import Manifest
-from dswheels.kernel.model import PlannedCell
-from dswheels.kernel.naming import cell_id, wheel_filename
+from dswheels.kernel.model import OS, PlannedCell
+from dswheels.kernel.naming import cell_id
+from dswheels.kernel.platform_traits import traits
 from dswheels.kernel.sources import TorchSource, TorchSourceKind
 from dswheels.kernel.versions import format_version
 from dswheels.plan.compiler_cache_keys import CacheTool, CompilerCacheChoice, SccacheSettings, compile_family
@@ -221,7 +223,7 @@ def build_cell(
                 built = _build_keeping_failed_tree(cell, log, start, progress)
     except DswheelsError as raised:
         exc = raised if str(log) in (raised.hint or "") else raised.with_hint(f"full log: {log}")
-        remove_stale(options.out_dir / planned.cell.variant.name / wheel_filename(planned.cell))
+        remove_stale_of_cell(options.out_dir / planned.cell.variant.name, planned.cell)
         if log.parent.exists():
             log_note(log, f"FAILED: {exc.message}")
         return replace(ended(CellStatus.FAILED), error=exc, op_outcomes=progress.op_outcomes)
@@ -437,6 +439,10 @@ def _postprocess(
             log_file=log,
         )
         runtime = check_postprocessed(planned, pp, ops=ops, names=names, compat=cell.compat)
+        if traits(planned.cell.platform).runtime_floor and host_os() is OS.LINUX:
+            pp, _verdict = tag_with_floor(planned, pp, cell.compat, log=log)  # the floor in its tag (auditwheel)
+        # an earlier build of the cell may have left its wheel under another tag
+        remove_stale_of_cell(opts.out_dir / planned.cell.variant.name, planned.cell, keep=pp.wheel.name)
         if pp.stripped_bytes:
             reporter.info(f"stripped {pp.stripped_bytes / 1e6:.1f} MB of symbols")
     return pp, runtime

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -22,6 +23,7 @@ __all__ = [
     "CpythonSource",
     "CudaComponent",
     "CudaToolkit",
+    "ImageEnds",
     "MismatchRow",
     "OpInfo",
     "Rule",
@@ -103,6 +105,22 @@ class CpythonSource:
 
 
 @dataclass(frozen=True, slots=True)
+class ImageEnds:
+    """GitHub's retirement of a runner image: the days its jobs fail on purpose, and when it is gone."""
+
+    deprecated: dt.date
+    brownouts: tuple[dt.date, ...]
+    unsupported: dt.date
+    announcement: str  # where GitHub said so (``actions/runner-images#14254``)
+
+    def upcoming(self, today: dt.date) -> tuple[tuple[dt.date, str], ...]:
+        """The brownouts and the end still ahead of ``today`` (or on it), soonest first."""
+        days = [(d, "brownout (its jobs fail on purpose)") for d in self.brownouts]
+        days.append((self.unsupported, "unsupported (its jobs no longer run)"))
+        return tuple(sorted((d, what) for d, what in days if d >= today))
+
+
+@dataclass(frozen=True, slots=True)
 class RunnerImage:
     name: str
     os: str
@@ -112,6 +130,15 @@ class RunnerImage:
     source: str
     glibc: VersionTuple | None = None  # the image's glibc (Linux)
     glibcxx: VersionTuple | None = None  # the newest GLIBCXX of its system libstdc++.so.6 (Linux)
+    runs_on: str = ""  # the runner label a container image runs on ("": the image is the label)
+    container: str = ""  # the container the job's steps run in ("": none)
+    gcc_toolset: bool = False  # its GCC N is gcc-toolset-N (RHEL's), installed and activated by the job
+    ends: ImageEnds | None = None  # GitHub's announced retirement
+
+    @property
+    def label(self) -> str:
+        """The ``runs-on`` label of the machine the image's jobs get."""
+        return self.runs_on or self.name
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,6 +252,8 @@ class Compat:
     torch_gcc_min: tuple[tuple[Range, int, str, str], ...]  # torch range, oldest GCC major, why, source
     libstdcxx: tuple[LibstdcxxRelease, ...]
     linux_runtime_floor: RuntimeFloor  # what Linux wheels promise to need at most
+    linux_runtime_tag: str  # that promise as a platform tag (manylinux_2_28_x86_64)
+    torch_provided_libraries: tuple[str, ...]  # sonames (globs) torch provides: left out of a wheel's floor
     linux_runtime_systems: str  # the systems that promise means, in words
     linux_runtime_source: str
     stl_floors: tuple[tuple[VersionTuple, VersionTuple, str], ...]

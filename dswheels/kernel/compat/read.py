@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from collections.abc import Callable, Mapping
 from functools import cache
@@ -19,6 +20,7 @@ from dswheels.kernel.compat.entries import (
     CpythonSource,
     CudaComponent,
     CudaToolkit,
+    ImageEnds,
     MismatchRow,
     OpInfo,
     Rule,
@@ -269,6 +271,10 @@ def _parse_compat(data: object, *, redist_records: Callable[[str], bytes | None]
             source=entry.source(),
             glibc=parse_version(glibc_reader.text()) if glibc_reader else None,
             glibcxx=parse_version(glibcxx_reader.text()) if glibcxx_reader else None,
+            runs_on=entry.at("runs_on").opt_text() or "",
+            container=entry.at("container").opt_text() or "",
+            gcc_toolset=bool(entry.at("gcc_toolset").opt_flag()),
+            ends=_image_ends(name, ends) if (ends := entry.opt("ends")) else None,
         )
     baselines = {
         name: CpuBaseline(
@@ -386,6 +392,8 @@ def _parse_compat(data: object, *, redist_records: Callable[[str], bytes | None]
             glibcxx=promised_glibcxx,
             cxxabi=promised_release.cxxabi,
         ),
+        linux_runtime_tag=promise["tag"].text(),
+        torch_provided_libraries=root["torch_provided_libraries"].strs(),
         linux_runtime_systems=promise["systems"].text(),
         linux_runtime_source=f"{promise.source()}; GLIBCXX per GCC: {root['libstdcxx_source'].text()}",
         stl_floors=tuple(
@@ -402,6 +410,24 @@ def _parse_compat(data: object, *, redist_records: Callable[[str], bytes | None]
         workarounds=workarounds,
         ops=_parse_ops(root["ops"]),
         redist_records=redist_records,
+    )
+
+
+def _date(node: _Reader, what: str) -> dt.date:
+    try:
+        return dt.date.fromisoformat(node.text())
+    except ValueError:
+        msg = f"compat.yml: {what} is not a date (YYYY-MM-DD): {node.text()!r}"
+        raise CompatDataError(msg) from None
+
+
+def _image_ends(name: str, ends: _Reader) -> ImageEnds:
+    where = f"runner_images.{name}.ends"
+    return ImageEnds(
+        deprecated=_date(ends["deprecated"], f"{where}.deprecated"),
+        brownouts=tuple(_date(d, f"{where}.brownouts") for d in ends["brownouts"].seq()),
+        unsupported=_date(ends["unsupported"], f"{where}.unsupported"),
+        announcement=ends["announcement"].text(),
     )
 
 

@@ -138,7 +138,8 @@ def _parse_build_runner(check: Checker, item: Node, platform: Platform) -> Build
         node_for_image = like_node
     else:
         image = check.scalar(item, "an image name")
-        labels = (image,) if image else ()
+        # a container image runs on its host's label (manylinux_2_28: ubuntu-24.04)
+        labels = ((images[image].label if image in images else image),) if image else ()
         node_for_image = item
     if image is None:
         return None
