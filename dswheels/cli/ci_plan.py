@@ -8,11 +8,13 @@ which wins): see ``dswheels ci plan --help``.
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 from pathlib import Path
 
 from dswheels.cli.command import Command
 from dswheels.cli.flags import Flag, Flags, PathUse, fill
 from dswheels.cli.shared import MATRIX_FLAG, PUBLISHED_AT, REPORT, published_at
+from dswheels.host import clock
 from dswheels.host.gha import write_output
 from dswheels.host.log import get_reporter
 from dswheels.kernel.errors import ConfigError
@@ -129,7 +131,8 @@ def _options(args: argparse.Namespace) -> CiPlanOptions:
         gpu = parse_gpu_platforms(args.gpu_runners or "")
     except EventError as exc:
         raise ConfigError(str(exc)) from None
-    return CiPlanOptions(**fill(args, FLAGS), intent=intent, gpu=gpu, published=published_at(args))
+    today = dt.date.fromisoformat(clock.today())  # the planned images' ends are judged on it
+    return CiPlanOptions(**fill(args, FLAGS), intent=intent, gpu=gpu, published=published_at(args), today=today)
 
 
 def _run(options: CiPlanOptions, _args: argparse.Namespace) -> Done:

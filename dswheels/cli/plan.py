@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 
 from dswheels import __version__
 from dswheels.cli.command import Command
 from dswheels.cli.flags import Flag, Flags, PathUse, choice, fill
 from dswheels.cli.shared import REPORT, SELECTION, matrix_selection
+from dswheels.host import clock
 from dswheels.host.log import get_reporter
 from dswheels.kernel.errors import NothingToDoError
 from dswheels.kernel.naming import cell_id
@@ -104,11 +106,14 @@ def _options(args: argparse.Namespace) -> PlanOptions:
         **fill(args, FLAGS),
         selection=matrix_selection(args),
         group=None if args.explain or args.format == "json" else JobGrouping(args.group),
+        today=dt.date.fromisoformat(clock.today()),  # SOURCE_DATE_EPOCH fixes it
     )
 
 
 def _run(options: PlanOptions, args: argparse.Namespace) -> Done:
     result = run_plan(options)
+    for warning in result.warnings:
+        get_reporter().warning(warning)
     if result.skipped is not None:
         get_reporter().aside(result.skipped.line)
         if not result.plan.planned and not args.allow_empty:

@@ -32,10 +32,10 @@ from dswheels.host.log import get_reporter
 from dswheels.host.repository import repository_file
 from dswheels.kernel.compat import load_compat
 from dswheels.kernel.errors import ConfigError
-from dswheels.kernel.index_links import published_canonical_names
+from dswheels.kernel.index_links import published_cell_ids
 from dswheels.kernel.jsondoc import parse_json
 from dswheels.kernel.locations import MATRIX
-from dswheels.kernel.naming import wheel_filename
+from dswheels.kernel.naming import cell_id
 from dswheels.kernel.untyped import Untyped
 from dswheels.kernel.versions import format_version
 from dswheels.plan.effects.matrix_file import load_matrix
@@ -109,11 +109,11 @@ def builds_now(options: BuildsOptions) -> BuildsNow:
     matrix = options.matrix or repository_file(MATRIX, near=(_package_dir(), Path.cwd())) or MATRIX
     result = plan(load_matrix(matrix, compat), compat)
     location = options.published or options.published_at.source()
-    published = published_canonical_names(published_wheels(location, missing_dir_ok=not options.published))
+    published = published_cell_ids(published_wheels(location, missing_dir_ok=not options.published))
     unpublished: dict[str, int] = {}
     for item in result.planned:
         version = format_version(item.cell.deepspeed)
-        unpublished[version] = unpublished.get(version, 0) + (wheel_filename(item.cell) not in published)
+        unpublished[version] = unpublished.get(version, 0) + (cell_id(item.cell) not in published)
     start, _later = builds_to_start(placeable=placeable, unpublished=unpublished, active=active_versions([]))
     return BuildsNow(start=tuple(start), placeable=placeable, unpublished=unpublished)
 

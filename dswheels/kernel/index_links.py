@@ -19,7 +19,7 @@ from packaging.version import Version
 
 from dswheels.kernel.index_files import IndexFile
 from dswheels.kernel.model import Variant
-from dswheels.kernel.naming import PROJECT, canonical_filename
+from dswheels.kernel.naming import PROJECT, canonical_filename, cell_id, try_parse_wheel
 from dswheels.kernel.sources import torch_index_url
 from dswheels.kernel.urls import shell_word
 from dswheels.kernel.versions import parse_version
@@ -36,6 +36,7 @@ __all__ = [
     "partition_order",
     "partition_url",
     "published_canonical_names",
+    "published_cell_ids",
     "release_order",
     "site_file_url",
     "url_encoded",
@@ -248,6 +249,12 @@ def newest_live(files: Iterable[IndexFile]) -> IndexFile | None:
 def release_order(item: IndexFile) -> tuple[Version, str]:
     """Files in version order (then by name): how every page lists them."""
     return (item.published.version, item.filename)
+
+
+def published_cell_ids(filenames: Iterable[str]) -> frozenset[str]:
+    """The cells whose dswheels wheel is among ``filenames`` (a Linux wheel's name carries its floor, which the
+    plan cannot know: a cell is published whatever its wheel's manylinux tag)."""
+    return frozenset(cell_id(wheel.cell) for f in filenames if (wheel := try_parse_wheel(f)) is not None)
 
 
 def published_canonical_names(filenames: Iterable[str]) -> frozenset[str]:

@@ -6,6 +6,7 @@ when the run publishes, writes the plan file the build jobs read, and returns th
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -22,7 +23,7 @@ from dswheels.plan.event import RunIntent, platforms_text
 from dswheels.plan.jobs import JobPlan
 from dswheels.plan.planner import combo_from_values
 from dswheels.plan.render_plan import render_github
-from dswheels.plan.step import canary_plan, jobs_of
+from dswheels.plan.step import canary_plan, image_warnings, jobs_of
 
 __all__ = ["OUTPUTS", "CiPlanOptions", "CiRun", "plan_ci_run"]
 
@@ -37,6 +38,7 @@ class CiPlanOptions:
     matrix: Path
     published: PublishedAt
     out: Path  # where plan.json goes
+    today: dt.date | None = None  # the day the planned images' ends are judged against
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -94,6 +96,9 @@ def plan_ci_run(options: CiPlanOptions) -> CiRun:
     plan_file = options.out / "plan.json"
     write_text_atomic(plan_file, render_json(result, version=__version__))
     notes += _smoke_notes(result, options.gpu)
+    for warning in image_warnings(result, options.today):  # a ::warning:: annotation, and in the summary
+        get_reporter().warning(warning)
+        notes.append(f"warning: {warning}")
     outputs = {
         "matrix": render_github(result, jobs, stage="build"),
         "parts": render_github(result, jobs, stage="part"),

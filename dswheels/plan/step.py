@@ -3,6 +3,7 @@ what is not published yet, and the jobs that build them."""
 
 from __future__ import annotations
 
+import datetime as dt
 import sys
 from dataclasses import dataclass, replace
 from enum import Enum
@@ -14,9 +15,10 @@ from dswheels.plan.canary import CANARY_OPS, pick_canary
 from dswheels.plan.costs import load_costs
 from dswheels.plan.effects.published import Skipped, skip_published
 from dswheels.plan.effects.selection import MatrixCells, plan_matrix
+from dswheels.plan.image_ends import image_end_warnings, planned_images
 from dswheels.plan.jobs import JobPlan, plan_jobs
 
-__all__ = ["JobGrouping", "PlanOptions", "PlanRun", "canary_plan", "jobs_of", "run_plan"]
+__all__ = ["JobGrouping", "PlanOptions", "PlanRun", "canary_plan", "image_warnings", "jobs_of", "run_plan"]
 
 
 class JobGrouping(str, Enum):
@@ -32,6 +34,7 @@ class PlanOptions:
     canary: bool = False  # only the canary of the selected cells
     skip_published: str | None = None  # leave out the cells whose wheels this index or directory lists
     group: JobGrouping | None = JobGrouping.PYTHON  # the jobs' finest grouping; None: no jobs
+    today: dt.date | None = None  # the day the planned images' ends are judged against (None: not judged)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -40,6 +43,7 @@ class PlanRun:
     skipped: Skipped | None  # what --skip-published left out
     jobs: JobPlan | None  # None when not asked for
     per_cell: JobPlan | None  # one job per cell, for the runner-hours comparison
+    warnings: tuple[str, ...] = ()  # planned runner images GitHub is retiring (dswheels.plan.image_ends)
 
 
 def canary_plan(result: Plan) -> Plan:
@@ -64,6 +68,13 @@ def jobs_of(result: Plan, *, group: JobGrouping = JobGrouping.PYTHON) -> tuple[J
     return jobs, per_cell
 
 
+def image_warnings(result: Plan, today: dt.date | None) -> tuple[str, ...]:
+    """What the plan's runner images' retirements warn of on ``today`` (nothing without a day)."""
+    if today is None:
+        return ()
+    return image_end_warnings(planned_images(result.planned, load_compat().runner_images), today)
+
+
 def run_plan(options: PlanOptions) -> PlanRun:
     result = plan_matrix(options.selection, load_compat())
     if options.canary:
@@ -73,4 +84,5 @@ def run_plan(options: PlanOptions) -> PlanRun:
         skipped = skip_published(result, options.skip_published)
         result = skipped.plan
     jobs, per_cell = jobs_of(result, group=options.group) if options.group else (None, None)
-    return PlanRun(plan=result, skipped=skipped, jobs=jobs, per_cell=per_cell)
+    warnings = image_warnings(result, options.today)
+    return PlanRun(plan=result, skipped=skipped, jobs=jobs, per_cell=per_cell, warnings=warnings)

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import json
+import re
 import struct
+from importlib import resources
 from pathlib import Path
 
 import pytest
@@ -28,6 +31,7 @@ from dswheels.kernel.binaries.linux_runtime import (
     version_needs,
 )
 from dswheels.kernel.compat import CompatDataError, load_compat, parse_compat
+from dswheels.kernel.versions import parse_version
 from tests.conftest import DATA
 
 COMPAT = load_compat()
@@ -178,10 +182,10 @@ def test_floor_takes_the_highest_per_family_and_keeps_private_needs() -> None:
 
 def test_exceeds_names_each_family_above_the_limit() -> None:
     promise = COMPAT.linux_runtime_floor
-    assert exceeds(RuntimeFloor(glibc=(2, 35), glibcxx=(3, 4, 30), cxxabi=(1, 3, 13)), promise) == []
+    assert exceeds(RuntimeFloor(glibc=(2, 28), glibcxx=(3, 4, 24), cxxabi=(1, 3, 11)), promise) == []
     assert exceeds(RuntimeFloor(glibc=(2, 39), glibcxx=(3, 4, 32), cxxabi=(1, 3, 9)), promise) == [
-        "GLIBC_2.39 > 2.35",
-        "GLIBCXX_3.4.32 > 3.4.30",
+        "GLIBC_2.39 > 2.28",
+        "GLIBCXX_3.4.32 > 3.4.24",
     ]
     assert exceeds(RuntimeFloor(private=("GLIBC_PRIVATE",)), promise) == [
         "GLIBC_PRIVATE (ties the wheel to one glibc build)"
@@ -209,12 +213,22 @@ def test_the_gcc_whose_libstdcxx_a_version_needs() -> None:
 # --- compat.yml ----------------------------------------------------------------------------------
 
 
-def test_the_shipped_promise_is_ubuntu_2204() -> None:
+def test_the_shipped_promise_is_auditwheels_manylinux_2_28_policy() -> None:
+    """The promise in glibc/GLIBCXX/CXXABI numbers is exactly what auditwheel (the judge of the tag) allows
+    for manylinux_2_28, read from the policy file of the auditwheel installed here."""
     promise = COMPAT.linux_runtime_floor
-    assert promise == RuntimeFloor(glibc=(2, 35), glibcxx=(3, 4, 30), cxxabi=(1, 3, 13))
-    assert "Ubuntu 22.04" in COMPAT.linux_runtime_systems
-    image = COMPAT.runner_images["ubuntu-22.04"]
-    assert (image.glibc, image.glibcxx) == ((2, 35), (3, 4, 30))  # what the first build image has: the promise
+    assert COMPAT.linux_runtime_tag == "manylinux_2_28_x86_64"
+    policies = json.loads((resources.files("auditwheel") / "policy" / "manylinux-policy.json").read_text())
+    (policy,) = [p for p in policies if p["name"] == "manylinux_2_28"]
+    newest = {
+        family: max(parse_version(v) for v in versions if re.fullmatch(r"[\d.]+", v))
+        for family, versions in policy["symbol_versions"]["x86_64"].items()
+        if family in ("GLIBC", "GLIBCXX", "CXXABI")
+    }
+    assert promise == RuntimeFloor(glibc=newest["GLIBC"], glibcxx=newest["GLIBCXX"], cxxabi=newest["CXXABI"])
+    assert "RHEL" in COMPAT.linux_runtime_systems
+    image = COMPAT.runner_images["manylinux_2_28"]
+    assert (image.glibc, image.glibcxx) == (promise.glibc, promise.glibcxx)  # the container builds at the promise
     newer = COMPAT.runner_images["ubuntu-24.04"]
     assert exceeds(RuntimeFloor(glibc=newer.glibc, glibcxx=newer.glibcxx), promise)
 

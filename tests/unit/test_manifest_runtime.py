@@ -221,12 +221,15 @@ def _expected(promise: RuntimeFloor | None, recorded: RuntimeFloor | None = None
 
 
 def test_a_wheel_at_the_promise_passes() -> None:
-    checks = linux_runtime_checks(
-        {SO: CPU_ADAM_NEEDS}, _expected(COMPAT.linux_runtime_floor, CPU_ADAM_FLOOR), COMPAT.libstdcxx
-    )
+    promise = COMPAT.runtime_floor(glibc=(2, 35), glibcxx=(3, 4, 30))  # a matrix's linux_runtime: Ubuntu 22.04
+    checks = linux_runtime_checks({SO: CPU_ADAM_NEEDS}, _expected(promise, CPU_ADAM_FLOOR), COMPAT.libstdcxx)
     assert [(c.name, c.ok) for c in checks] == [("linux runtime", True)]
     assert "needs glibc 2.34, GLIBCXX 3.4.30 (libstdc++ of GCC >= 12.1), CXXABI 1.3.9" in checks[0].detail
     assert "promised at most glibc 2.35" in checks[0].detail
+    # the shipped promise is torch's floor (manylinux_2_28): a wheel built on Debian 12 needs more
+    [above] = linux_runtime_checks({SO: CPU_ADAM_NEEDS}, _expected(COMPAT.linux_runtime_floor), COMPAT.libstdcxx)
+    assert not above.ok
+    assert "GLIBC_2.34 > 2.28, GLIBCXX_3.4.30 > 3.4.24" in above.detail
 
 
 def test_a_wheel_above_the_promise_fails_naming_the_extension_and_the_fix() -> None:

@@ -31,7 +31,7 @@ python: ["3.11"]
 platforms: [linux_x86_64, win_amd64]
 runners:
   win_amd64: {build: [windows-2022], smoke: [self-hosted, windows, gpu]}
-  linux_x86_64: {build: [ubuntu-24.04, ubuntu-22.04], smoke: [self-hosted, linux, gpu]}
+  linux_x86_64: {build: [manylinux_2_28, ubuntu-24.04], smoke: [self-hosted, linux, gpu]}
 """
 SPEC = parse_matrix(MATRIX, "m.yml", COMPAT)
 
@@ -149,16 +149,18 @@ def test_a_self_hosted_builder_like_windows_2025_gets_the_old_toolset() -> None:
     assert item.toolchain.runs_on == ("self-hosted", "win")
 
 
-def test_cuda118_needs_an_older_gcc_image_on_linux() -> None:
+def test_cuda118_needs_an_older_gcc_toolset_in_the_container() -> None:
     item = planned("ds0.16.9-torch2.4-cu118-cp311-linux_x86_64")
-    assert item.toolchain.runner_image == "ubuntu-22.04"
-    assert item.toolchain.host_compiler.version == "11"
-    spec = parse_matrix(MATRIX.replace("build: [ubuntu-24.04, ubuntu-22.04]", "build: [ubuntu-24.04]"), "m.yml", COMPAT)
+    assert item.toolchain.runner_image == "manylinux_2_28"
+    assert item.toolchain.host_compiler.version == "11"  # gcc-toolset-11, which the job installs
+    assert item.toolchain.gcc_toolset
+    single = MATRIX.replace("build: [manylinux_2_28, ubuntu-24.04]", "build: [ubuntu-24.04]")
+    spec = parse_matrix(single, "m.yml", COMPAT)
     dropped = resolve_cell(parse_cell_id("ds0.16.9-torch2.4-cu118-cp311-linux_x86_64"), COMPAT, spec)
     assert isinstance(dropped, DroppedCell)
     assert dropped.reasons[0].rule == "host-compiler"
     assert "GCC <= 11" in dropped.reasons[0].message
-    assert "ubuntu-22.04" in dropped.reasons[0].fix
+    assert "manylinux_2_28" in dropped.reasons[0].fix
 
 
 def test_arch_list_is_torch_list_within_what_nvcc_targets() -> None:
@@ -306,20 +308,26 @@ ABOVE = "above the promised linux_runtime"
 
 
 def test_linux_cells_carry_the_promise_and_an_image_above_it_is_noted() -> None:
-    linux = planned("ds0.19.8-torch2.14-cu130-cp311-linux_x86_64")
+    spec = parse_matrix(MATRIX.replace("manylinux_2_28, ubuntu-24.04", "ubuntu-24.04"), "m.yml", COMPAT)
+    linux = resolve_cell(parse_cell_id("ds0.19.8-torch2.14-cu130-cp311-linux_x86_64"), COMPAT, spec)
+    assert isinstance(linux, PlannedCell)
     assert linux.toolchain.linux_runtime == COMPAT.linux_runtime_floor
-    assert linux.toolchain.runner_image == "ubuntu-24.04"  # MATRIX lists it first
+    assert linux.toolchain.runner_image == "ubuntu-24.04"
     assert any(ABOVE in n and "glibc 2.39" in n and "GLIBCXX 3.4.33" in n for n in linux.toolchain.notes)
     assert planned("ds0.19.8-torch2.14-cu130-cp311-win_amd64").toolchain.linux_runtime is None
 
 
-def test_the_oldest_image_first_keeps_the_promise_without_a_note() -> None:
-    spec = parse_matrix(MATRIX.replace("ubuntu-24.04, ubuntu-22.04", "ubuntu-22.04, ubuntu-24.04"), "m.yml", COMPAT)
-    item = resolve_cell(parse_cell_id("ds0.19.8-torch2.14-cu130-cp311-linux_x86_64"), COMPAT, spec)
-    assert isinstance(item, PlannedCell)
-    assert item.toolchain.runner_image == "ubuntu-22.04"
-    assert item.toolchain.host_compiler.version == "11"
-    assert not [n for n in item.toolchain.notes if ABOVE in n]
+def test_the_manylinux_container_keeps_the_promise_without_a_note() -> None:
+    item = planned("ds0.19.8-torch2.14-cu130-cp311-linux_x86_64")  # MATRIX lists the container first
+    tc = item.toolchain
+    assert (tc.runner_image, tc.runs_on, tc.container) == (
+        "manylinux_2_28",
+        ("ubuntu-24.04",),
+        "quay.io/pypa/manylinux_2_28_x86_64",
+    )
+    assert (tc.host_compiler.version, tc.gcc_toolset) == ("14", True)  # gcc-toolset-14, the image's default
+    assert not [n for n in tc.notes if ABOVE in n]
+    assert not planned("ds0.19.8-torch2.14-cu130-cp311-win_amd64").toolchain.container  # Windows: the runner
 
 
 def test_a_matrix_that_raises_the_promise_gets_it_and_no_note() -> None:
@@ -331,12 +339,14 @@ def test_a_matrix_that_raises_the_promise_gets_it_and_no_note() -> None:
     assert not [n for n in item.toolchain.notes if ABOVE in n]
 
 
-def test_every_shipped_linux_cell_builds_on_ubuntu_2204_within_the_promise() -> None:
+def test_every_shipped_linux_cell_builds_in_the_manylinux_container_within_the_promise() -> None:
     spec = load_matrix(Path(__file__).parents[2] / "matrix" / "matrix.yml", COMPAT)
     linux = [p for p in plan(spec, COMPAT).planned if p.cell.platform.os == "linux"]
     assert linux
     for item in linux:
-        assert item.toolchain.runner_image == "ubuntu-22.04", cell_id(item.cell)
+        assert item.toolchain.runner_image == "manylinux_2_28", cell_id(item.cell)
+        assert item.toolchain.runs_on == ("ubuntu-24.04",), cell_id(item.cell)
+        assert item.toolchain.gcc_toolset, cell_id(item.cell)
         assert item.toolchain.linux_runtime == COMPAT.linux_runtime_floor
         assert not [n for n in item.toolchain.notes if ABOVE in n], cell_id(item.cell)
 
@@ -345,7 +355,7 @@ def _compat_with_image(gccs: tuple[str, ...]) -> tuple[Compat, MatrixSpec]:
     image = RunnerImage(name="old-linux", os="linux", msvc=(), gcc=gccs, inferred=False, source="test")
     compat = dataclasses.replace(COMPAT, runner_images={**COMPAT.runner_images, "old-linux": image})
     matrix = MATRIX.replace("platforms: [linux_x86_64, win_amd64]", "platforms: [linux_x86_64]").replace(
-        "build: [ubuntu-24.04, ubuntu-22.04]", "build: [old-linux]"
+        "build: [manylinux_2_28, ubuntu-24.04]", "build: [old-linux]"
     )
     return compat, parse_matrix(matrix, "m.yml", compat)
 

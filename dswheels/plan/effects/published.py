@@ -6,9 +6,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from dswheels.kernel.errors import ConfigError
-from dswheels.kernel.index_links import published_canonical_names
+from dswheels.kernel.index_links import published_cell_ids
 from dswheels.kernel.model import Plan
-from dswheels.kernel.naming import wheel_filename
+from dswheels.kernel.naming import cell_id
 from dswheels.plan.event import EventError, default_index_url, skip_published_source
 from dswheels.stores import list_published
 
@@ -69,8 +69,8 @@ class Skipped:
 
 def skip_published(result: Plan, location: str, *, missing_dir_ok: bool = False) -> Skipped:
     """Drop the cells whose wheel ``location`` already lists."""
-    published = published_canonical_names(published_wheels(location, missing_dir_ok=missing_dir_ok))
-    left = tuple(item for item in result.planned if wheel_filename(item.cell) not in published)
+    published = published_cell_ids(published_wheels(location, missing_dir_ok=missing_dir_ok))
+    left = tuple(item for item in result.planned if cell_id(item.cell) not in published)
     return Skipped(
         plan=replace(result, planned=left),
         skipped=len(result.planned) - len(left),
