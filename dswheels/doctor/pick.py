@@ -11,6 +11,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from dswheels.kernel.index_files import IndexFile
+from dswheels.kernel.manylinux import manylinux_glibc
 from dswheels.kernel.model import Cell, Platform, Python, Variant
 from dswheels.kernel.versions import TorchMinor, VersionTuple, format_version
 
@@ -26,6 +27,18 @@ class Wanted:
     python: Python
     platform: Platform
     deepspeed: VersionTuple | None = None
+    glibc: VersionTuple | None = None  # this system's (Linux; None: unknown): a wheel's manylinux tag must allow it
+
+    def installable(self, file: IndexFile) -> bool:
+        """The file's platform tag allows this system's glibc (pip and uv refuse it otherwise)."""
+        return not self.needs_newer_glibc(file)
+
+    def needs_newer_glibc(self, file: IndexFile) -> VersionTuple | None:
+        """The glibc the file's manylinux tag asks for when this system's is older (None: it fits, or unknown)."""
+        if file.wheel is None or self.glibc is None:
+            return None
+        need = manylinux_glibc(file.wheel.platform_tag)
+        return need if need is not None and need > self.glibc else None
 
     def matches(self, cell: Cell, *, any_deepspeed: bool = False) -> bool:
         return (
@@ -45,7 +58,9 @@ class Wanted:
 
 def pick_wheel(wanted: Wanted, files: Iterable[IndexFile]) -> IndexFile | None:
     """The wheel for exactly this environment: the newest DeepSpeed unless one is wanted."""
-    fits = [f for f in files if f.cell is not None and not f.is_yanked and wanted.matches(f.cell)]
+    fits = [
+        f for f in files if f.cell is not None and not f.is_yanked and wanted.matches(f.cell) and wanted.installable(f)
+    ]
     if not fits:
         return None
     return max(fits, key=lambda f: f.cell.deepspeed if f.cell else ())
@@ -72,6 +87,19 @@ def _yanked(wanted: Wanted, files: Sequence[IndexFile]) -> tuple[str, ...]:
     return tuple(f"{f.filename}, the wheel for this environment, is yanked: {_reason(f.yanked)}" for f in found)
 
 
+def _above_glibc(wanted: Wanted, files: Sequence[IndexFile]) -> tuple[str, ...]:
+    """A sentence per wheel built for exactly this environment whose manylinux tag asks for a newer glibc."""
+    lines = []
+    for f in files:
+        need = wanted.needs_newer_glibc(f)
+        if f.cell is not None and not f.is_yanked and wanted.matches(f.cell) and need is not None and wanted.glibc:
+            lines.append(
+                f"{f.filename}, the wheel for this environment, needs glibc >= {format_version(need)} (its tag); "
+                f"this system has glibc {format_version(wanted.glibc)}: pip and uv refuse it (no matching distribution)"
+            )
+    return tuple(lines)
+
+
 def _reason(text: str | None) -> str:
     """A yanked file's reason as the page gave it, printable and short (a page may send anything).
 
@@ -92,7 +120,7 @@ def nearest(wanted: Wanted, files: Iterable[IndexFile]) -> tuple[str, ...]:
     this environment comes first, with the reason it was yanked.
     """
     files = list(files)
-    yanked = _yanked(wanted, files)
+    yanked = _yanked(wanted, files) + _above_glibc(wanted, files)
     cells = [f.cell for f in files if f.cell is not None and not f.is_yanked]
     torch, variant, python, platform = wanted.torch, wanted.variant, wanted.python, wanted.platform
     same_platform = [c for c in cells if c.platform == platform]

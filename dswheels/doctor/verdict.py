@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from packaging.version import InvalidVersion, Version
 
@@ -12,7 +13,7 @@ from dswheels.doctor.local_build import judge_local_build
 from dswheels.doctor.pick import Wanted, nearest, pick_wheel
 from dswheels.kernel.index_files import IndexFile
 from dswheels.kernel.model import Cell
-from dswheels.kernel.versions import VersionTuple
+from dswheels.kernel.versions import VersionTuple, parse_version
 from dswheels.plan.planner import check_cell
 
 __all__ = ["make_verdict"]
@@ -28,7 +29,20 @@ def _wanted(env: Env) -> Wanted | str:
         return "torch is not installed: a DeepSpeed wheel is specific to the torch MAJOR.MINOR and its CUDA"
     if env.torch_minor is None or env.variant is None:
         return env.problems.get("torch", "torch's version could not be read")
-    return Wanted(torch=env.torch_minor, variant=env.variant, python=env.python, platform=env.platform)
+    return Wanted(
+        torch=env.torch_minor, variant=env.variant, python=env.python, platform=env.platform, glibc=_glibc(env)
+    )
+
+
+def _glibc(env: Env) -> VersionTuple | None:
+    """This system's glibc as doctor read it (``glibc 2.36``); None when unread or not Linux."""
+    runtime = env.facts.linux_runtime
+    if runtime is None or not runtime.glibc:
+        return None
+    try:
+        return parse_version(runtime.glibc.split()[-1])
+    except ValueError:
+        return None
 
 
 def _choose_deepspeed(
@@ -71,9 +85,7 @@ def make_verdict(env: Env, *, deepspeed: VersionTuple | None, index: IndexView |
         deepspeed=version, torch=wanted.torch, variant=wanted.variant, python=wanted.python, platform=wanted.platform
     )
     rules = check_cell(cell, env.compat)
-    exact = Wanted(
-        torch=wanted.torch, variant=wanted.variant, python=wanted.python, platform=wanted.platform, deepspeed=version
-    )
+    exact = replace(wanted, deepspeed=version)
     wheel = pick_wheel(exact, files) if index is not None else None
     near = nearest(exact, files) if index is not None and not index.error and wheel is None else ()
     local = judge_local_build(env, cell)

@@ -13,10 +13,12 @@ from collections.abc import Iterator, Mapping, Sequence
 from dswheels.kernel.binaries.dlls import DllTarget, describe_providers, judge_imports
 from dswheels.kernel.binaries.fatbin import judge_gpu_code
 from dswheels.kernel.binaries.linux_runtime import RuntimeFloor, floor_of, judge_runtime
+from dswheels.kernel.manylinux import FloorVerdict, manylinux_glibc, tag_problem
+from dswheels.kernel.naming import parse_wheel_name
 from dswheels.verify.registry import Registry, Stage, Verdict
 from dswheels.verify.static_checks import WheelFacts
 
-__all__ = ["STATIC"]
+__all__ = ["STATIC", "manylinux_tag_verdict"]
 
 STATIC: Registry[WheelFacts] = Registry(Stage.STATIC)
 
@@ -93,6 +95,35 @@ def _manifest_runtime(facts: WheelFacts) -> Iterator[Verdict]:
             ok=False,
             detail=f"the manifest records {recorded.describe(libstdcxx)}, the wheel needs {floor.describe(libstdcxx)}",
         )
+
+
+def manylinux_tag_verdict(filename: str, verdict: FloorVerdict | None) -> Verdict:
+    """A wheel's platform tag against auditwheel's verdict on its binaries (None: not judged here).
+
+    A tag that claims an older glibc than the binaries need lets pip and uv install the wheel where an op
+    fails to load: that fails. ``linux_x86_64`` claims no floor (pip installs it on any Linux): that passes,
+    and says so.
+    """
+    tag = parse_wheel_name(filename).tag.platform
+    if verdict is None:
+        return Verdict(ok=True, detail=f"tagged {tag}; not judged: auditwheel runs on Linux only")
+    problem = tag_problem(tag, verdict)
+    if problem is not None:
+        return Verdict(ok=False, detail=f"{problem}: pip would install it where an op fails to load")
+    if manylinux_glibc(tag) is None:
+        claims = f"tagged {tag}: no floor claimed (pip installs it on any Linux)"
+        return Verdict(ok=True, detail=f"{claims}; its binaries allow {verdict.describe()}")
+    return Verdict(ok=True, detail=f"tagged {tag}, which its binaries allow: {verdict.describe()}")
+
+
+@STATIC.check(
+    "manylinux tag",
+    judges="a Linux wheel's platform tag claims no older glibc than auditwheel says its ELF extensions need "
+    "(torch's libraries left out; judged where auditwheel runs, on Linux)",
+)
+def _manylinux_tag(facts: WheelFacts) -> Iterator[Verdict]:
+    if _elf_needs(facts):
+        yield manylinux_tag_verdict(facts.filename, facts.floor)
 
 
 @STATIC.check(

@@ -17,6 +17,7 @@ from dswheels.kernel.binaries.dlls import DllFacts
 from dswheels.kernel.binaries.extension import ExtensionBinary
 from dswheels.kernel.binaries.linux_runtime import LibstdcxxRelease, RuntimeFloor
 from dswheels.kernel.manifest import Manifest
+from dswheels.kernel.manylinux import FloorVerdict
 from dswheels.kernel.model import Accelerator, Cell, Platform, Python, Variant
 from dswheels.kernel.naming import (
     WheelNameError,
@@ -160,6 +161,7 @@ class WheelFacts:
     binaries: Mapping[str, ExtensionBinary] = field(default_factory=dict)  # extension member -> what it holds
     baseline_known: bool = True  # compat.yml knows the expected CPU baseline
     libstdcxx: Sequence[LibstdcxxRelease] = ()  # compat.yml's libstdc++ releases, for messages
+    floor: FloorVerdict | None = None  # auditwheel's verdict on a Linux wheel (None: not judged, or not Linux)
 
     @property
     def info(self) -> InstalledInfo:

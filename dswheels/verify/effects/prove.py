@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dswheels.host import proc
+from dswheels.host.auditwheel import auditwheel_available, judge_floor
 from dswheels.host.extensions import read_extensions
 from dswheels.host.files import read_bounded
 from dswheels.host.log import get_reporter
@@ -110,6 +111,10 @@ def static_facts(data: WheelContents, expected: Expected, compat: Compat) -> Whe
     known = [b for b in binaries.values() if b.format != "unknown"]
     if known and baseline is not None and proc.find_tool("objdump") is None:
         get_reporter().warning("objdump (binutils) is not on PATH: the CPU baseline of the extensions is not checked")
+    # a Linux wheel's floor, auditwheel's verdict (torch's libraries left out), where auditwheel runs
+    elf = any(b.format == "elf" for b in binaries.values())
+    linux = traits(expected.cell.platform).runtime_floor and elf and auditwheel_available()
+    floor = judge_floor(data.path, compat.torch_provided_libraries, error=VerifyError) if linux else None
     return WheelFacts(
         filename=data.path.name,
         names=data.names,
@@ -123,6 +128,7 @@ def static_facts(data: WheelContents, expected: Expected, compat: Compat) -> Whe
         baseline_known=baseline is not None,
         libstdcxx=compat.libstdcxx,
         dlls=load_dll_facts(),
+        floor=floor,
     )
 
 
