@@ -76,7 +76,7 @@ def _windows_matrix(tmp_path: Path) -> Path:
         .read_text()
         .replace("[linux_x86_64]", "[win_amd64]")
         .replace("linux_x86_64:", "win_amd64:")
-        .replace("ubuntu-22.04", "windows-2022"),
+        .replace("manylinux_2_28", "windows-2022"),
     )
     return matrix
 
