@@ -45,6 +45,7 @@ RUNNER_VARIABLES = frozenset(
 )
 _VARIABLE = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)")
 _ASSIGNED = re.compile(r"(?:^|[\s;(])([A-Za-z_][A-Za-z0-9_]*)=", re.MULTILINE)
+_LOOP = re.compile(r"(?:^|[\s;(])for\s+([A-Za-z_][A-Za-z0-9_]*)\s+in\b", re.MULTILINE)  # bash sets a for loop's name
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +58,8 @@ class Script:
     @property
     def reads(self) -> frozenset[str]:
         """The variables the script reads that it does not set itself."""
-        return frozenset(_VARIABLE.findall(self.text)) - frozenset(_ASSIGNED.findall(self.text))
+        assigned = frozenset(_ASSIGNED.findall(self.text)) | frozenset(_LOOP.findall(self.text))
+        return frozenset(_VARIABLE.findall(self.text)) - assigned
 
 
 @dataclass(frozen=True, slots=True)

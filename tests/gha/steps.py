@@ -84,6 +84,17 @@ class Job:
     def spec(self) -> dict[str, Value]:
         return as_map(as_map(self.workflow["jobs"], "jobs").get(self.job), f"jobs.{self.job}")
 
+    @property
+    def container(self) -> str:
+        """The job's ``container:`` image as the runner resolves it ("": the steps run on the runner itself).
+
+        The steps run here all the same: this machine stands in for the container (the tests say which steps
+        only a runner proves); the image is for the test to check."""
+        value = self.spec.get("container")
+        if value is None:
+            return ""
+        return to_string(interpolate(str(value), self.contexts))
+
     def step(self, name: str) -> dict[str, Value]:
         """The step named (or with the id) ``name``, or the ``uses:`` step of that action."""
         for index, value in enumerate(self.spec.get("steps") or []):  # type: ignore[arg-type]

@@ -13,6 +13,14 @@ bash, their env: resolved from the contexts a runner would give; artifacts move 
 upload/download-artifact's path rules; the other actions (checkout, setup-python, MSVC's
 environment, sccache-action, attestation, Pages) are not run: tests/unit/test_workflows.py
 checks how they are called. Jobs for Windows or a GPU runner are not run here.
+
+The Linux build job runs in pypa's manylinux_2_28 container on a runner; here this machine stands in
+for the container (no registry is reachable from it): the job's `container:` is checked to be the
+plan's pinned image, its Container Pythons and GCC toolset steps run as written (with a stand-in
+`dnf` that records what it was asked to install: the image's gcc-toolset is not here), and the
+wheel gets the tag auditwheel gives a build on this machine. What only a runner proves: that the
+image starts, that AlmaLinux 8's AppStream serves the toolset, and that a build there is
+manylinux_2_28 (docs/build.md#what-only-a-runner-proves).
 """
 
 from __future__ import annotations
@@ -28,6 +36,9 @@ from pathlib import Path
 
 import pytest
 
+from dswheels.host.auditwheel import judge_floor
+from dswheels.kernel.compat import load_compat
+from dswheels.kernel.errors import VerifyError
 from tests.conftest import DATA, ROOT, require
 from tests.gha.expressions import Status, Value, condition
 from tests.gha.model import as_map, load_workflow, validate_inputs
@@ -42,8 +53,14 @@ WHEELS = load_workflow(ROOT / ".github" / "workflows" / "wheels.yml")
 JOBS = as_map(WHEELS["jobs"], "jobs")
 CELL = "ds0.19.8-torch2.13-cpu-cp311-linux_x86_64"
 VERSION = "0.19.8+cputorch2.13"
-WHEEL = f"deepspeed-{VERSION}-cp311-cp311-linux_x86_64.whl"
+# the wheel's platform tag is its floor, auditwheel's verdict on a build here (manylinux_2_35 on Debian 12)
+WHEEL_RE = re.compile(rf"deepspeed-{re.escape(VERSION)}-cp311-cp311-(manylinux_2_\d+_x86_64)\.whl")
 PARTITION = "cpu-torch2.13"
+COMPAT = load_compat()
+DNF = """#!/bin/sh
+# stands in for the manylinux image's dnf: records what the GCC toolset step asks it to install
+echo "$@" >> "$DNF_LOG"
+"""
 INPUTS = {
     "deepspeed": "0.19.8",
     "torch": "2.13",
@@ -82,7 +99,16 @@ def _dispatched(tmp_path: Path, cache: Path) -> tuple[dict[str, Value], dict[str
         "vars": dict(variables),
         "runner": {"os": "Linux"},
     }
-    machine = {"DSWHEELS_CACHE": str(cache), "SCCACHE_DIR": str(tmp_path / "sccache")}
+    stand_ins = tmp_path / "stand-ins"
+    stand_ins.mkdir(exist_ok=True)
+    (stand_ins / "dnf").write_text(DNF, encoding="utf-8")
+    (stand_ins / "dnf").chmod(0o755)
+    machine = {
+        "DSWHEELS_CACHE": str(cache),
+        "SCCACHE_DIR": str(tmp_path / "sccache"),
+        "PATH": f"{stand_ins}{os.pathsep}{os.environ['PATH']}",
+        "DNF_LOG": str(tmp_path / "dnf.log"),
+    }
     return contexts, machine
 
 
@@ -123,6 +149,8 @@ def test_the_wheels_workflow_chain_runs_here_for_one_linux_cell(tmp_path: Path, 
     assert built.ran == [
         "Start the clock",
         "actions/download-artifact",
+        "Container Pythons",
+        "GCC toolset",
         "Restore the compiler cache",
         "Time left for the build",
         "Build",
@@ -137,8 +165,11 @@ def test_the_wheels_workflow_chain_runs_here_for_one_linux_cell(tmp_path: Path, 
     key = f"{entry['cache_key']}-{entry['cache_job']}-4242-1"
     assert [(e.job, e.key) for e in caches.entries] == [("build", key)]
     assert 300 <= int(built.steps["time_left"].outputs["minutes"]) <= 345  # the build's deadline: the job's, less
-    # the Windows-only steps and the CUDA install were evaluated and skipped on this Linux leg
+    # the Windows-only steps and the CUDA install were evaluated and skipped on this Linux leg; in the container
+    # setup-python is skipped for the image's own Pythons
     assert {"Enable long paths", "No GNU link.exe", "Re-run to finish", "CUDA toolkit"} <= set(built.skipped)
+    assert "actions/setup-python" in built.skipped
+    _check_container(build, entry, tmp_path)
     assert f"| `{CELL}` | ok |" in built.steps["build"].summary  # the job summary: the cell built
     _check_measured(store.root / f"measurements-{entry['name']}")
 
@@ -183,7 +214,8 @@ def _release(tmp_path: Path, base: dict[str, Value], needs: dict[str, Value], st
     shutil.copy2(ROOT / "scripts" / "attest_subjects.py", subjects.workspace / "scripts")
     listed = run_job(subjects, store)
     (subject,) = json.loads(listed.outputs["subjects"])["include"]
-    assert (subject["name"], subject["folder"]) == (WHEEL, "cpu")
+    assert WHEEL_RE.fullmatch(subject["name"]), subject["name"]
+    assert subject["folder"] == "cpu"
     needs["subjects"] = {"result": "success", "outputs": dict(listed.outputs)}
     # attest: GitHub's Sigstore signs (actions/attest does not run here: tests/integration/test_release_provenance.py
     # runs these jobs with a Sigstore instance of its own); without its artifact the release publishes no provenance
@@ -197,6 +229,40 @@ def _release(tmp_path: Path, base: dict[str, Value], needs: dict[str, Value], st
         "The attestations, beside their wheels",
         "Publish to the directory",
     ]
+
+
+def _check_container(build: Job, entry: dict[str, Value], tmp_path: Path) -> None:
+    """The job ran in the plan's pinned manylinux image, with the image's Pythons and the plan's gcc-toolset first
+    on PATH; the manifest records the toolset the plan chose and the compiler that ran."""
+    image = COMPAT.runner_images["manylinux_2_28"]
+    assert build.container == image.container == entry["container"]
+    assert "@sha256:" in build.container
+    assert entry["runs_on"] == ["ubuntu-24.04"]
+    toolset = entry["gcc_toolset"]
+    assert toolset == image.gcc[0]  # a CPU cell: the image's default toolset
+    assert (tmp_path / "dnf.log").read_text(encoding="utf-8").split() == [
+        "install",
+        "-y",
+        "-q",
+        f"gcc-toolset-{toolset}-gcc-c++",
+        f"gcc-toolset-{toolset}-binutils",
+    ]
+    # the last line a step adds to GITHUB_PATH comes first: the toolset, then dswheels' Python, then the cell's
+    assert build.paths == [
+        f"/opt/rh/gcc-toolset-{toolset}/root/usr/bin",
+        "/opt/python/cp312-cp312/bin",
+        "/opt/python/cp311-cp311/bin",
+    ]
+    (manifest,) = (build.workspace / "wheelhouse").rglob("*.manifest.json")
+    recorded = json.loads(manifest.read_text())
+    planned = recorded["plan"]["toolchain"]
+    assert (planned["host_compiler"]["version"], planned["gcc_toolset"], planned["container"]) == (
+        toolset,
+        True,
+        image.container,
+    )
+    assert recorded["toolchain"]["cxx"].startswith("c++ (")  # the compiler that ran (this machine's, standing in)
+    assert WHEEL_RE.fullmatch(recorded["wheel"]["filename"]), recorded["wheel"]["filename"]
 
 
 def _check_rerun_restores(
@@ -239,13 +305,18 @@ def _check_rerun_restores(
 
 
 def _check_published(published: Path, site: Path, tmp_path: Path) -> None:
-    """The release job published the one wheel with its manifest; the site links it and pip finds it."""
-    assert sorted(p.name for p in published.rglob("*.whl")) == [WHEEL]
-    assert sorted(p.name for p in published.rglob("*.manifest.json")) == [WHEEL.removesuffix(".whl") + ".manifest.json"]
-    digest = hashlib.sha256(next(published.rglob(WHEEL)).read_bytes()).hexdigest()
+    """The release job published the one wheel with its manifest, tagged with the floor auditwheel gives it; the
+    site links it and pip finds it for that platform."""
+    (wheel,) = (p.name for p in published.rglob("*.whl"))
+    tag = WHEEL_RE.fullmatch(wheel)
+    assert tag is not None, wheel
+    verdict = judge_floor(next(published.rglob(wheel)), COMPAT.torch_provided_libraries, error=VerifyError)
+    assert verdict.tag == tag[1]
+    assert sorted(p.name for p in published.rglob("*.manifest.json")) == [wheel.removesuffix(".whl") + ".manifest.json"]
+    digest = hashlib.sha256(next(published.rglob(wheel)).read_bytes()).hexdigest()
     text = "\n".join(p.read_text(encoding="utf-8") for p in site.rglob("index.html"))
-    assert re.search(rf"{re.escape(WHEEL.replace('+', '%2B'))}#sha256={digest}", text)
-    _pip_resolves(site / "whl" / PARTITION / "simple", tmp_path / "pip-download")
+    assert re.search(rf"{re.escape(wheel.replace('+', '%2B'))}#sha256={digest}", text)
+    _pip_resolves(site / "whl" / PARTITION / "simple", tmp_path / "pip-download", wheel, tag[1])
 
 
 def _check_tag_push(tmp_path: Path, base: dict[str, Value], machine: dict[str, str], published: Path) -> None:
@@ -275,7 +346,7 @@ def _check_tag_push(tmp_path: Path, base: dict[str, Value], machine: dict[str, s
     assert not condition(_if("release"), {**tag_ctx, "needs": tag_needs}, after_parts)
 
 
-def _pip_resolves(index: Path, dest: Path) -> None:
+def _pip_resolves(index: Path, dest: Path, wheel: str, platform: str) -> None:
     """pip, told only about the deployed partition, finds and downloads exactly the wheel."""
     done = subprocess.run(
         [
@@ -294,7 +365,7 @@ def _pip_resolves(index: Path, dest: Path) -> None:
             "--python-version",
             "3.11",
             "--platform",
-            "linux_x86_64",
+            platform,
             f"deepspeed=={VERSION}",
         ],
         capture_output=True,
@@ -302,7 +373,7 @@ def _pip_resolves(index: Path, dest: Path) -> None:
         check=False,
     )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    assert sorted(p.name for p in dest.glob("*.whl")) == [WHEEL]
+    assert sorted(p.name for p in dest.glob("*.whl")) == [wheel]
 
 
 def test_the_build_jobs_cuda_step_installs_the_planned_toolkit_from_nvidias_archives(

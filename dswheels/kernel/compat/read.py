@@ -260,6 +260,10 @@ def _parse_compat(data: object, *, redist_records: Callable[[str], bytes | None]
         )
     images: dict[str, RunnerImage] = {}
     for name, entry in root["runner_images"].items():
+        container = entry.at("container").opt_text() or ""
+        if container and not _DIGEST_PINNED.search(container):
+            msg = f"compat.yml: runner_images.{name}.container {container!r} is not pinned by digest (@sha256:...)"
+            raise CompatDataError(msg)
         msvc_reader, gcc_reader = entry.opt("msvc"), entry.opt("gcc")
         glibc_reader, glibcxx_reader = entry.opt("glibc"), entry.opt("glibcxx")
         images[name] = RunnerImage(
@@ -272,7 +276,7 @@ def _parse_compat(data: object, *, redist_records: Callable[[str], bytes | None]
             glibc=parse_version(glibc_reader.text()) if glibc_reader else None,
             glibcxx=parse_version(glibcxx_reader.text()) if glibcxx_reader else None,
             runs_on=entry.at("runs_on").opt_text() or "",
-            container=entry.at("container").opt_text() or "",
+            container=container,
             gcc_toolset=bool(entry.at("gcc_toolset").opt_flag()),
             ends=_image_ends(name, ends) if (ends := entry.opt("ends")) else None,
         )
@@ -429,6 +433,9 @@ def _image_ends(name: str, ends: _Reader) -> ImageEnds:
         unsupported=_date(ends["unsupported"], f"{where}.unsupported"),
         announcement=ends["announcement"].text(),
     )
+
+
+_DIGEST_PINNED = re.compile(r"@sha256:[0-9a-f]{64}$")
 
 
 @cache
