@@ -45,16 +45,16 @@ def judge_floor(
         error=error,
         what="auditwheel show",
     )
-    # auditwheel logs to stderr (merged here); its JSON is one line on stdout
-    lines = [line for line in done.output.splitlines() if line.startswith("{")]
-    if done.returncode != 0 and not lines:
+    # auditwheel logs to stderr (merged here, before its output); its JSON, indented, ends the output
+    output = done.output
+    start = 0 if output.startswith("{") else output.find("\n{") + 1
+    if start <= 0 and not output.startswith("{"):
+        why = f"exit {done.returncode}" if done.returncode else "no JSON"
         raise error(
-            f"auditwheel show failed on {wheel.name} (exit {done.returncode}): {' | '.join(done.tail[-5:])}",
+            f"auditwheel show failed on {wheel.name} ({why}): {' | '.join(done.tail[-5:])}",
             hint="run `python -m auditwheel show WHEEL` to see why",
         )
-    if not lines:
-        raise error(f"auditwheel show printed no JSON for {wheel.name}: {' | '.join(done.tail[-5:])}")
     try:
-        return read_auditwheel_show(lines[-1], excluded)
+        return read_auditwheel_show(output[start:], excluded)
     except AuditwheelOutputError as exc:
         raise error(f"auditwheel show on {wheel.name}: {exc}", hint="is auditwheel the version pinned?") from None

@@ -66,7 +66,8 @@ class Job:
     job: str
     workspace: Path
     contexts: dict[str, Value]
-    extra_env: Mapping[str, str] = field(default_factory=dict)  # the machine (PATH, caches, ...)
+    extra_env: Mapping[str, str] = field(default_factory=dict)  # the machine (caches, ...)
+    stand_ins: Path | None = None  # programs the job's image has and this machine lacks (dnf), last on PATH
     runs: dict[str, StepRun] = field(default_factory=dict)  # the run: steps so far, by id (else name)
     exported: dict[str, str] = field(default_factory=dict)  # GITHUB_ENV of the steps so far
     paths: list[str] = field(default_factory=list)  # GITHUB_PATH of the steps so far, first first
@@ -133,7 +134,10 @@ class Job:
         host = {k: v for k, v in os.environ.items() if not k.startswith(_HOST_DROP_PREFIX)}
         # this environment's console scripts (dswheels) first, as `pip install .` puts them on a runner;
         # before them what earlier steps added with GITHUB_PATH
-        host["PATH"] = os.pathsep.join([*self.paths, str(Path(sys.executable).parent), host.get("PATH", "")])
+        stand_ins = [str(self.stand_ins)] if self.stand_ins is not None else []
+        host["PATH"] = os.pathsep.join(
+            [*self.paths, str(Path(sys.executable).parent), host.get("PATH", ""), *stand_ins]
+        )
         github = as_map(self.contexts.get("github"), "github")
         event = github.get("event")
         event_file = files.get("event")
