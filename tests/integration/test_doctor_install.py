@@ -185,8 +185,9 @@ def _record_line(name: str, data: bytes) -> str:
     return f"{name},sha256={digest},{len(data)}"
 
 
-def build_wheel(out: Path, cell: Cell, *, kind: str = "prebuilt") -> Path:
-    """A real, installable wheel for ``cell`` holding a miniature deepspeed package."""
+def build_wheel(out: Path, cell: Cell, *, kind: str = "prebuilt", platform_tag: str | None = None) -> Path:
+    """A real, installable wheel for ``cell`` holding a miniature deepspeed package (``platform_tag``: a Linux
+    wheel's manylinux tag)."""
     version = wheel_version(cell)
     torch_minor = format_version(cell.torch)
     accelerator = "cuda" if cell.variant.is_cuda else "cpu"
@@ -194,7 +195,7 @@ def build_wheel(out: Path, cell: Cell, *, kind: str = "prebuilt") -> Path:
         version=version, accelerator=accelerator, torch_minor=torch_minor, cuda=cell.variant.cuda_text, kind=kind
     )
     dist_info = f"deepspeed-{version}.dist-info"
-    tag = f"{cell.python.interpreter_tag}-{cell.python.tag}-{cell.platform.value}"
+    tag = f"{cell.python.interpreter_tag}-{cell.python.tag}-{platform_tag or cell.platform.value}"
     files[f"{dist_info}/METADATA"] = (
         f"Metadata-Version: 2.1\nName: deepspeed\nVersion: {version}\nRequires-Dist: torch=={torch_minor}.*\n"
     )
@@ -203,7 +204,7 @@ def build_wheel(out: Path, cell: Cell, *, kind: str = "prebuilt") -> Path:
     record.append(f"{dist_info}/RECORD,,")
     files[f"{dist_info}/RECORD"] = "\n".join(record) + "\n"
     out.mkdir(parents=True, exist_ok=True)
-    path = out / wheel_filename(cell)
+    path = out / wheel_filename(cell, platform_tag)
     with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as zf:
         for name, text in files.items():
             zf.writestr(name, text)
@@ -278,11 +279,17 @@ def clean_python(install_python: Path) -> Path:
 
 
 def _index(
-    served: tuple[Path, str], name: str, cells: Sequence[Cell], *, kind: str = "prebuilt", wrong_sha: bool = False
+    served: tuple[Path, str],
+    name: str,
+    cells: Sequence[Cell],
+    *,
+    kind: str = "prebuilt",
+    wrong_sha: bool = False,
+    platform_tag: str | None = None,
 ) -> str:
     """Write an index for ``cells`` (built as ``kind``: prebuilt, jit, stray) under the served directory; its URL."""
     root, base = served
-    wheels = [build_wheel(root / f"{name}-build", cell, kind=kind) for cell in cells]
+    wheels = [build_wheel(root / f"{name}-build", cell, kind=kind, platform_tag=platform_tag) for cell in cells]
     write_index(root / name, wheels, wrong_sha=wrong_sha)
     return f"{base}/{name}"
 
@@ -324,6 +331,27 @@ def test_install_picks_the_exact_wheel_and_verifies(served: tuple[Path, str], cl
     assert verdict["published"]["filename"] == wheel_filename(exact)
     assert _check(data, "index")["status"] == "ok"
     assert code == 0
+
+
+def test_install_takes_a_manylinux_wheel_and_leaves_out_one_above_this_glibc(
+    served: tuple[Path, str], clean_python: Path
+) -> None:
+    """A Linux wheel's name carries its floor: install takes one this system's glibc allows, and for one that asks
+    for a newer glibc says so (pip and uv would refuse it too) instead of installing it."""
+    require(sys.platform.startswith("linux"), "the test wheels are Linux wheels")
+    exact = _cell((2, 13), "cpu")
+    torch_floor = wheel_filename(exact, "manylinux_2_28_x86_64")
+    done = _install(clean_python, _index(served, "floor", [exact], platform_tag="manylinux_2_28_x86_64"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"this environment is {cell_id(exact)}: {torch_floor}" in done.stdout
+    assert _installed(clean_python) == wheel_version(exact)
+    _run([*_uv(), "pip", "uninstall", "-q", "--python", str(clean_python), "deepspeed"])
+    above = wheel_filename(exact, "manylinux_2_99_x86_64")
+    done = _install(clean_python, _index(served, "above", [exact], platform_tag="manylinux_2_99_x86_64"))
+    assert done.returncode == 9, done.stdout + done.stderr
+    assert f"{above}, the wheel for this environment, needs glibc >= 2.99 (its tag)" in done.stderr
+    assert "pip and uv refuse it (no matching distribution)" in done.stderr
+    assert _installed(clean_python) == ""
 
 
 def test_install_dry_run_prints_the_command(served: tuple[Path, str], clean_python: Path) -> None:
