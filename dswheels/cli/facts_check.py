@@ -42,6 +42,8 @@ disagrees, which `inferred` entries the sources confirm or refute, and what is n
                     can install, per OS (its version tables at the pinned commit)
   deepspeed-sdists  DeepSpeed's own sdists: the ops its builders define, cuda_minor_mismatch_ok,
                     the C++ standard passed to nvcc and the host compiler, ops not for win32
+  runner-images     GitHub's announcements of runner images' retirement (actions/runner-images
+                    issues labelled Announcement): each recorded image's end dates
 
 --write turns the findings into an edit of compat.yml (every source note kept), printed as a
 diff first. Every source is read on its own: one that cannot be reached is named, its facts
@@ -121,6 +123,14 @@ FLAGS: Flags = (
             default=UpstreamOptions.action_links,
             metavar="URL",
             help="the CUDA-install action's links files, with {action}, {commit} and {os}",
+        ),
+        Flag(
+            "--runner-images",
+            to="runner_images",
+            env="DSWHEELS_FACTS_RUNNER_IMAGES",
+            default=UpstreamOptions.runner_images,
+            metavar="URL",
+            help="GitHub's issues of actions/runner-images labelled Announcement (the runner images' retirements)",
         ),
         Flag(
             "--workflow",

@@ -16,6 +16,7 @@ from dswheels.facts.compare_deepspeed import compare_releases, compare_sources
 from dswheels.facts.compare_torch import compare_torch
 from dswheels.facts.context import Context, PathT
 from dswheels.facts.findings import Finding, Kind, Report
+from dswheels.facts.runner_images import compare_runner_images
 from dswheels.facts.seen import Upstream
 from dswheels.facts.yaml_edit import Edit, EditError, Span, apply_edits, parse_spans, render_scalar
 from dswheels.kernel.compat import CompatDataError, parse_compat
@@ -101,6 +102,8 @@ def check_facts(text: str, upstream: Upstream, *, today: str, name: str = "dswhe
             nvidia=upstream.cuda_toolkit,
             pins=exact_pins(upstream.torch or {}),
         )
+    if upstream.runner_images is not None:
+        compare_runner_images(ctx, upstream.runner_images)
     troubled = compare_sources(ctx, upstream.sources)
     read_versions = {s.version for s in upstream.sources}
     placeable = tuple(v for v in new if parse_version(v) in read_versions and parse_version(v) not in troubled)

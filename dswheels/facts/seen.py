@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from dswheels.facts.runner_images import ImageAnnouncement
 from dswheels.kernel.model import Python
 from dswheels.kernel.versions import VersionTuple
 
@@ -129,6 +130,7 @@ class Upstream:
     cuda_without_action: bool = False  # the workflow was read and installs CUDA without the action
     cuda_toolkit: CudaToolkitSeen | None = None
     sources: tuple[DeepSpeedSourceSeen, ...] = ()
+    runner_images: tuple[ImageAnnouncement, ...] | None = None  # GitHub's retirement announcements
     read: Mapping[str, str] = field(default_factory=dict)  # source name -> what was read (URLs, files)
     skipped: Mapping[str, str] = field(default_factory=dict)  # source name -> why it was not read (--skip)
     unreachable: Mapping[str, str] = field(default_factory=dict)  # source name -> why it could not be read

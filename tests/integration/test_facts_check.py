@@ -82,6 +82,7 @@ def test_the_shipped_facts_are_checked_against_every_source(upstream: UpstreamSe
         "torch-index",
         "cuda-action",
         "deepspeed-sdists",
+        "runner-images",
     }
     assert data["unreachable"] == {}
     assert data["read"]["deepspeed-sdists"] == "0.19.4, 0.19.5, 0.19.6, 0.19.7, 0.19.8"
@@ -94,6 +95,34 @@ def test_the_shipped_facts_are_checked_against_every_source(upstream: UpstreamSe
     # the sdists agree with the ops, the whitelist and both checked rules: nothing to report there
     assert not [e for e in found if e.startswith(("ops.", "rules.deepspeed-torch", "deepspeed."))]
     assert "rules.deepspeed-nvcc13-cxx20" not in found  # settled: no longer inferred
+    # the runner images' ends agree with GitHub's announcements (actions/runner-images#14254)
+    assert not [e for e in found if e.startswith("runner_images.") and e.endswith(".ends")]
+    assert "/repos/actions/runner-images/issues" in upstream.paths
+
+
+def test_the_runner_images_ends_are_checked_against_githubs_announcements(
+    upstream: UpstreamServer, tmp_path: Path
+) -> None:
+    """A planted end date disagrees with #14254; an image without its announced end is new."""
+    moved = SHIPPED.replace('unsupported: "2027-04-17"', 'unsupported: "2027-05-17"', 1)
+    assert moved != SHIPPED
+    proc, _ = _check(tmp_path, moved, "--json", str(tmp_path / "r.json"), base=upstream.args)
+    assert proc.returncode == 0, proc.stderr
+    (finding,) = _findings(tmp_path / "r.json")["runner_images.ubuntu-22.04.ends"]
+    assert finding["kind"] == "disagrees"
+    assert "actions/runner-images#14254 says deprecation 2026-09-17, brownouts 2027-03-23, 2027-03-30, " in str(
+        finding["message"]
+    )
+    assert "unsupported from 2027-04-17; compat.yml records " in str(finding["message"])
+    start = SHIPPED.index("    ends:\n      deprecated:")
+    end = SHIPPED.index("announcement:", start)
+    end = SHIPPED.index("\n", end) + 1
+    forgotten = SHIPPED[:start] + SHIPPED[end:]
+    proc, _ = _check(tmp_path, forgotten, "--json", str(tmp_path / "r2.json"), base=upstream.args)
+    assert proc.returncode == 0, proc.stderr
+    (finding,) = _findings(tmp_path / "r2.json")["runner_images.ubuntu-22.04.ends"]
+    assert finding["kind"] == "new"
+    assert "records none: add `ends`" in str(finding["message"])
 
 
 def test_sdists_refute_a_planted_op_range_and_rule(upstream: UpstreamServer, tmp_path: Path) -> None:
@@ -159,7 +188,9 @@ def test_every_unreachable_source_is_named_in_one_run_and_the_rest_is_checked(
 ) -> None:
     # download.pytorch.org and GitHub cannot be reached: both at a port nothing listens on (refused)
     dead = f"http://127.0.0.1:{_closed_port()}"
-    base = [*upstream.args[:2], *urls(dead)[2:], "--workflow", str(_action_workflow(tmp_path / "wheels.yml"))]
+    # (the runner images' announcements, GitHub's API, stay on the recordings' host)
+    workflow = str(_action_workflow(tmp_path / "wheels.yml"))
+    base = [*upstream.args[:2], *urls(dead)[2:6], *upstream.args[6:8], "--workflow", workflow]
     started = time.monotonic()
     proc, path = _check(tmp_path, PLANTED, "--write", "--json", str(tmp_path / "r.json"), base=base)
     took = time.monotonic() - started
@@ -169,7 +200,13 @@ def test_every_unreachable_source_is_named_in_one_run_and_the_rest_is_checked(
     assert "--skip torch-index --skip cuda-action" in proc.stderr
     # what could be checked was checked, and the report says so
     data = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
-    assert set(data["read"]) == {"pypi-deepspeed", "pypi-torch", "pypi-cuda-toolkit", "deepspeed-sdists"}
+    assert set(data["read"]) == {
+        "pypi-deepspeed",
+        "pypi-torch",
+        "pypi-cuda-toolkit",
+        "deepspeed-sdists",
+        "runner-images",
+    }
     assert set(data["unreachable"]) == {"torch-index", "cuda-action"}
     found = _findings(tmp_path / "r.json")
     assert found["torch.2.14.latest"][0]["kind"] == "disagrees"  # pypi-torch's finding, from this run

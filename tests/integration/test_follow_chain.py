@@ -118,6 +118,7 @@ def test_the_follow_workflow_chain_runs_here(tmp_path: Path, dswheels_cache: Pat
             "DSWHEELS_FACTS_PYPI": sources["--pypi"],
             "DSWHEELS_FACTS_TORCH_INDEX": sources["--torch-index"],
             "DSWHEELS_FACTS_ACTION_LINKS": sources["--action-links"],
+            "DSWHEELS_FACTS_RUNNER_IMAGES": sources["--runner-images"],
             "DSWHEELS_MATRIX": str(DATA / "follow-matrix.yml"),
             "DSWHEELS_PUBLISH_DIR": str(tmp_path / "published"),
         }
@@ -353,4 +354,5 @@ def _source_variables(upstream: UpstreamServer) -> dict[str, str]:
         "DSWHEELS_FACTS_PYPI": sources["--pypi"],
         "DSWHEELS_FACTS_TORCH_INDEX": sources["--torch-index"],
         "DSWHEELS_FACTS_ACTION_LINKS": sources["--action-links"],
+        "DSWHEELS_FACTS_RUNNER_IMAGES": sources["--runner-images"],
     }

@@ -65,6 +65,9 @@ def assemble(root: Path, sdist_cache: Path, *, sdists: Iterable[str] = SDISTS) -
         (root / "pypi" / project / "json").rename(root / "pypi" / project / "index.json")
     shutil.copytree(RECORDED / "torch-index", root / "whl")
     shutil.copytree(RECORDED / "cuda-toolkit", root / "Jimver" / "cuda-toolkit")
+    # GitHub's API path of the runner-images announcements (its query string is not part of the file's path)
+    (root / "repos" / "actions" / "runner-images").mkdir(parents=True)
+    shutil.copy2(RECORDED / "runner-images" / "issues.json", root / "repos" / "actions" / "runner-images" / "issues")
     (root / "_ranges").mkdir()
     for recording in (RECORDED / "ranges").glob("*.gz"):
         shutil.copy2(recording, root / "_ranges" / recording.name)
@@ -167,6 +170,8 @@ def urls(base: str) -> list[str]:
         f"{base}/whl/{{variant}}/torch/",
         "--action-links",
         f"{base}/{{action}}/{{commit}}/src/links/{{os}}-links.ts",
+        "--runner-images",
+        f"{base}/repos/actions/runner-images/issues?labels=Announcement&state=all&per_page=100",
     ]
 
 

@@ -42,6 +42,7 @@ from dswheels.facts.pypi_json import (
     parse_cuda_pin,
     torch_minors,
 )
+from dswheels.facts.runner_images import ImageAnnouncement, announcements
 from dswheels.facts.seen import (
     CudaActionSeen,
     CudaToolkitSeen,
@@ -69,7 +70,15 @@ from dswheels.kernel.wheel_contents import parse_metadata
 
 __all__ = ["CONNECT_RETRIES", "SOURCES", "WORKFLOW", "UpstreamOptions", "read_upstream"]
 
-SOURCES = ("pypi-deepspeed", "pypi-torch", "pypi-cuda-toolkit", "torch-index", "cuda-action", "deepspeed-sdists")
+SOURCES = (
+    "pypi-deepspeed",
+    "pypi-torch",
+    "pypi-cuda-toolkit",
+    "torch-index",
+    "cuda-action",
+    "deepspeed-sdists",
+    "runner-images",
+)
 WORKFLOW = Path(".github") / "workflows" / "wheels.yml"  # the workflow that installs CUDA, in the repository
 CONNECT_RETRIES = 2  # a host that refuses (or does not resolve) is given up after ~2 s, not ~30 s
 T = TypeVar("T")
@@ -80,6 +89,10 @@ class UpstreamOptions:
     pypi: str = "https://pypi.org/pypi/{project}/json"
     torch_index: str = "https://download.pytorch.org/whl/{variant}/torch/"
     action_links: str = "https://raw.githubusercontent.com/{action}/{commit}/src/links/{os}-links.ts"
+    # GitHub's announcements of runner images' retirement (the Announcement label of actions/runner-images)
+    runner_images: str = (
+        "https://api.github.com/repos/actions/runner-images/issues?labels=Announcement&state=all&per_page=100"
+    )
     workflow: Path | None = None  # the workflow that installs CUDA (None: none was found)
     torch_minors: int | None = 3  # compat.yml's newest N torch minors (and newer ones); None: all
     sdists: int | None = 2  # the newest N known DeepSpeed releases (plus new and boundary ones); None: all
@@ -208,6 +221,10 @@ class _Reading:
         self.read[name] = what
         return value
 
+    def wanted_attempt(self, name: str, read: Callable[[], tuple[T, str]]) -> T | None:
+        """:meth:`attempt`, for a source not left out (None otherwise)."""
+        return self.attempt(name, read) if self.wanted(name) else None
+
     def failed(self, name: str, why: str) -> None:
         self.unreachable[name] = why
         get_reporter().warning(f"{name}: {why} (its facts stay unchecked; the other sources are read)")
@@ -227,9 +244,7 @@ def read_upstream(
         read_torch = reading.attempt("pypi-torch", lambda: _read_torch(compat, options, downloader))
         if read_torch is not None:
             torch, scope = read_torch
-    toolkit = None
-    if reading.wanted("pypi-cuda-toolkit"):
-        toolkit = reading.attempt("pypi-cuda-toolkit", lambda: _read_cuda_toolkit(downloader, options))
+    toolkit = reading.wanted_attempt("pypi-cuda-toolkit", lambda: _read_cuda_toolkit(downloader, options))
     index = None
     if reading.wanted("torch-index"):
         index = reading.attempt("torch-index", lambda: _read_index(compat, scope, options, downloader))
@@ -248,7 +263,9 @@ def read_upstream(
                 reading.attempt("deepspeed-sdists", lambda: _read_sdists(compat, raw, listed, options, downloader))
                 or ()
             )
+    images = reading.wanted_attempt("runner-images", lambda: _read_runner_images(downloader, options))
     return Upstream(
+        runner_images=images,
         deepspeed_releases=releases,
         torch=torch,
         torch_index=index,
@@ -260,6 +277,13 @@ def read_upstream(
         skipped=reading.skipped,
         unreachable=reading.unreachable,
     )
+
+
+def _read_runner_images(downloader: Downloader, options: UpstreamOptions) -> tuple[tuple[ImageAnnouncement, ...], str]:
+    url = options.runner_images
+    get_reporter().info(f"reading {url}")
+    seen = announcements(downloader.get_json(url))
+    return seen, f"{url} ({len(seen)} retirement announcements)"
 
 
 def _read_releases(downloader: Downloader, options: UpstreamOptions) -> tuple[tuple[DeepSpeedRelease, ...], str]:
