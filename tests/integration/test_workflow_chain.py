@@ -103,6 +103,8 @@ def _dispatched(tmp_path: Path, cache: Path) -> tuple[dict[str, Value], dict[str
         "DSWHEELS_CACHE": str(cache),
         "SCCACHE_DIR": str(tmp_path / "sccache"),
         "DNF_LOG": str(tmp_path / "dnf.log"),
+        # what pypa's image sets (its Dockerfile's ENV): the build keeps the plan's promise in the container
+        "AUDITWHEEL_PLAT": "manylinux_2_28_x86_64",
     }
     return contexts, machine
 

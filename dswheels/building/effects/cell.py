@@ -40,7 +40,7 @@ from dswheels.building.effects.cell_log import log_note, write_log_header
 from dswheels.building.effects.compile import compile_wheel, the_wheel
 from dswheels.building.effects.compile_tools import CompileEnv, compile_environment, inherited_env
 from dswheels.building.effects.compiler_cache import cache_stats
-from dswheels.building.effects.floor_tag import tag_with_floor
+from dswheels.building.effects.floor_tag import as_built_here, tag_with_floor
 from dswheels.building.effects.jobserver import jobserver, ninja_joins_jobservers
 from dswheels.building.effects.manifest_assembly import assemble_manifest
 from dswheels.building.effects.op_flags_asked import check_tree_flags
@@ -201,6 +201,7 @@ def build_cell(
     """Build one cell with ``jobs`` concurrent compiles; never raises a :class:`DswheelsError` (it is in the
     result)."""
     environ = MappingProxyType(dict(os.environ))
+    planned = as_built_here(planned, environ)  # a container cell built elsewhere keeps only its own tag
     platform_host = platform_module(planned.cell.platform).host(options.hosts, here=host_os())
     cell = _Cell(planned, options, cache, environ, compat, jobs, work_root(options, cache), platform_host)
     cid = cell_id(planned.cell)

@@ -10,6 +10,7 @@ would graft the libraries torch provides into the wheel (and patch the extension
 from __future__ import annotations
 
 import zipfile
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
@@ -23,7 +24,24 @@ from dswheels.kernel.model import PlannedCell
 from dswheels.kernel.naming import cell_id, wheel_filename
 from dswheels.kernel.wheel_contents import dist_info_dir, render_record
 
-__all__ = ["retag_wheel", "tag_with_floor"]
+__all__ = ["as_built_here", "retag_wheel", "tag_with_floor"]
+
+# pypa's manylinux images say which policy they build for (their Dockerfile's ENV AUDITWHEEL_PLAT)
+_IMAGE_PLATFORM = "AUDITWHEEL_PLAT"
+
+
+def as_built_here(planned: PlannedCell, environ: Mapping[str, str]) -> PlannedCell:
+    """The cell as it builds on this machine: a cell the plan builds in a manylinux container, built elsewhere (a
+    developer's ``--cell``), cannot keep the container's floor, so it promises nothing beyond its own tag."""
+    tc = planned.toolchain
+    if not tc.container or environ.get(_IMAGE_PLATFORM, "").startswith(f"{tc.runner_image}_"):
+        return planned
+    note = (
+        f"built outside the plan's {tc.runner_image} container ({_IMAGE_PLATFORM} is not set here): the wheel is "
+        "tagged with the floor it gets on this machine, and promises no more (linux_runtime dropped)"
+    )
+    get_reporter().warning(f"{cell_id(planned.cell)}: {note}")
+    return replace(planned, toolchain=replace(tc, linux_runtime=None, notes=(*tc.notes, note)))
 
 
 def tag_with_floor(
