@@ -31,6 +31,8 @@ NO_SOURCES = [
     "cuda-action",
     "--skip",
     "deepspeed-sdists",
+    "--skip",
+    "runner-images",
 ]
 
 
