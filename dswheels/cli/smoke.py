@@ -33,7 +33,7 @@ compared with torch.optim.AdamW's. Runs that need an op the wheel does not prebu
 skipped with the reason.
 
 examples:
-  dswheels smoke wheelhouse/cpu/deepspeed-0.19.8+cputorch2.13-cp311-cp311-linux_x86_64.whl --torch-index pip
+  dswheels smoke wheelhouse/cpu/deepspeed-0.19.8+cputorch2.13-cp311-cp311-manylinux_2_35_x86_64.whl --torch-index pip
   dswheels smoke wheelhouse/*/*.whl --device cuda --report smoke.json     # on the GPU runner: every wheel
 
 With several wheels, each is smoke-tested and reported; a failing one does not stop the others,

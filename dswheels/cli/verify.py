@@ -44,7 +44,7 @@ directory stands for the wheels in it and one level down.
 
 examples:
   dswheels verify                                      # what dswheels build wrote
-  dswheels verify wheelhouse/cpu/deepspeed-0.19.8+cputorch2.13-cp311-cp311-linux_x86_64.whl
+  dswheels verify wheelhouse/cpu/deepspeed-0.19.8+cputorch2.13-cp311-cp311-manylinux_2_35_x86_64.whl
   dswheels verify wheelhouse/ --torch-index pip --report verify.json
   dswheels verify some.whl --static                    # no install
   dswheels verify some.whl --python current            # in this environment (its torch), no venv"""

@@ -456,3 +456,17 @@ def test_the_build_jobs_call_build_cells_with_their_matrix_entry_as_github_passe
     missing: dict[str, Value] = {"jobs": {"x": {"uses": uses, "with": {"cell": "{}"}}}}
     with pytest.raises(WorkflowError, match="needs the input"):
         called_job(missing, "x", {})
+
+
+def test_no_job_runs_on_ubuntu_2204_and_linux_cells_build_in_the_container() -> None:
+    """ubuntu-22.04 browns out from 2027-03-23 and is gone on 2027-04-17 (actions/runner-images#14254): no workflow
+    names it, no shipped Linux cell plans onto it, and the build job runs in the plan's container."""
+    for path in sorted((ROOT / ".github" / "workflows").glob("*.yml")):
+        assert "ubuntu-22.04" not in path.read_text(encoding="utf-8"), path.name
+    assert "ubuntu-22.04" not in (ROOT / "matrix" / "matrix.yml").read_text(encoding="utf-8")
+    from dswheels.kernel.model import OS
+    from dswheels.kernel.platform_traits import ALL_TRAITS
+
+    assert ALL_TRAITS[OS.LINUX].runner_image == "manylinux_2_28"
+    cells = (ROOT / ".github" / "workflows" / "build-cells.yml").read_text(encoding="utf-8")
+    assert "    container: ${{ fromJSON(inputs.cell).container }}" in cells
