@@ -124,7 +124,8 @@ def cell_from_wheel_filename(filename: str, installed: InstalledInfo | None = No
 
 
 def expected_from_manifest(manifest: Manifest, cell: Cell, *, default_runtime: RuntimeFloor | None = None) -> Expected:
-    """What the manifest says the wheel is; the runtime limit is its plan's, else ``default_runtime``."""
+    """What the manifest says the wheel is; the runtime limit is its plan's, else ``default_runtime`` for a manifest
+    from before ``runtime`` (a plan without a limit is a build for its own machine, whose tag says its floor)."""
     arch = tuple(t for t in manifest.arch_list.split(";") if t)
     promise = manifest.plan.toolchain.linux_runtime
     linux = traits(cell.platform).runtime_floor
@@ -136,7 +137,7 @@ def expected_from_manifest(manifest: Manifest, cell: Cell, *, default_runtime: R
         arch_list=arch,
         source=ExpectedFrom.MANIFEST,
         wheel_sha256=manifest.wheel.sha256,
-        linux_runtime=(promise or default_runtime) if linux else None,
+        linux_runtime=(promise or (default_runtime if manifest.runtime is None else None)) if linux else None,
         linux_runtime_from=(
             "the manifest's plan" if promise is not None else "compat.yml linux_runtime_floor (an older manifest)"
         ),

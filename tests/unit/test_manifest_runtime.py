@@ -161,9 +161,15 @@ def test_the_promise_comes_from_the_manifests_plan_else_compat() -> None:
     assert expected.linux_runtime == RuntimeFloor(glibc=(2, 35), glibcxx=(3, 4, 30), cxxabi=(1, 3, 13))
     assert expected.linux_runtime_from == "the manifest's plan"
     assert expected.recorded_runtime == CPU_ADAM_FLOOR
-    older = expected_from_manifest(_without_promise(), CELL, default_runtime=COMPAT.linux_runtime_floor)
+    # a manifest from before `runtime` (and the plan's promise): compat.yml's promise
+    older = expected_from_manifest(
+        dataclasses.replace(_without_promise(), runtime=None), CELL, default_runtime=COMPAT.linux_runtime_floor
+    )
     assert older.linux_runtime == COMPAT.linux_runtime_floor
     assert "compat.yml" in older.linux_runtime_from
+    # a build for its own machine, or a container cell built outside it: no promise, its tag says its floor
+    here = expected_from_manifest(_without_promise(), CELL, default_runtime=COMPAT.linux_runtime_floor)
+    assert here.linux_runtime is None
     windows = parse_cell_id("ds0.19.8-torch2.13-cpu-cp311-win_amd64")
     assert expected_from_manifest(_manifest(), windows).linux_runtime is None
     # an unreadable promise is the manifest's error now, when it is read (it never reaches verify)
