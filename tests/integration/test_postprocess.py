@@ -149,3 +149,44 @@ def test_a_windows_wheel_is_read_like_a_linux_one(tmp_path: Path) -> None:
     assert binary.gpu.sass == (75, 80)
     assert done.isa[pyd].instructions > 0
     assert pyd not in done.needs  # no glibc needs on Windows
+
+
+def test_the_floor_tag_renames_the_wheel_and_its_debug_archive(tmp_path: Path) -> None:
+    """auditwheel judges the post-processed wheel; it and its debug symbols take the tag (manylinux_2_5: the op
+    needs only GLIBC_2.2.5), its WHEEL file says the same, and RECORD still holds."""
+    from dswheels.building.effects.floor_tag import tag_with_floor
+    from tests.support.planned import planned_cell
+
+    plain = _wheel(tmp_path, _so(tmp_path, "x86-64-v2"))
+    with zipfile.ZipFile(plain) as src:
+        members = [(n, src.read(n)) for n in src.namelist() if not n.endswith("RECORD")]
+    members.append((f"{DIST}/WHEEL", b"Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: cp311-cp311-linux_x86_64\n"))
+    members.append((f"{DIST}/RECORD", render_record(members, record_path=f"{DIST}/RECORD").encode()))
+    with zipfile.ZipFile(plain, "w") as zf:
+        for name, data in members:
+            zf.writestr(name, data)
+    compat = load_compat()
+    done = postprocess_wheel(
+        plain,
+        staging=tmp_path / "staged",
+        torch=(2, 13),
+        strip=True,
+        keep_debug=True,
+        forbidden_registers=compat.cpu_baselines["x86-64-v2"].forbidden_registers,
+        log_file=None,
+    )
+    tagged, verdict = tag_with_floor(planned_cell("ds0.19.8-torch2.13-cpu-cp311-linux_x86_64"), done, compat, log=None)
+    assert verdict is not None
+    assert verdict.tag == "manylinux_2_5_x86_64"
+    assert tagged.wheel.name == "deepspeed-0.19.8+cputorch2.13-cp311-cp311-manylinux_2_5_x86_64.whl"
+    assert tagged.debug_archive is not None
+    assert tagged.debug_archive.name == "deepspeed-0.19.8+cputorch2.13-cp311-cp311-manylinux_2_5_x86_64.debug.tar.gz"
+    assert not done.wheel.exists()
+    with zipfile.ZipFile(tagged.wheel) as zf:
+        files = {n: zf.read(n) for n in zf.namelist()}
+    assert "Tag: cp311-cp311-manylinux_2_5_x86_64" in files[f"{DIST}/WHEEL"].decode().splitlines()
+    rows = list(csv.reader(io.StringIO(files[f"{DIST}/RECORD"].decode())))
+    for name, digest, _size in rows[:-1]:
+        assert (
+            digest == "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(files[name]).digest()).rstrip(b"=").decode()
+        )

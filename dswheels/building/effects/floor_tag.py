@@ -17,6 +17,7 @@ from pathlib import Path
 from dswheels.building.effects.postprocess import Postprocessed
 from dswheels.host.auditwheel import auditwheel_available, judge_floor
 from dswheels.host.log import get_reporter
+from dswheels.host.wheelhouse import debug_archive_name
 from dswheels.kernel.compat import Compat
 from dswheels.kernel.errors import BuildError
 from dswheels.kernel.manylinux import LINUX_TAG, FloorVerdict, retag_wheel_file
@@ -61,7 +62,10 @@ def tag_with_floor(
         reporter.warning(f"{cell_id(planned.cell)} keeps the tag {LINUX_TAG}: {verdict.describe()}")
         return pp, verdict
     wheel = retag_wheel(pp.wheel, wheel_filename(planned.cell, verdict.tag))
-    return replace(pp, wheel=wheel), verdict
+    debug = pp.debug_archive
+    if debug is not None:  # its name follows the wheel's (--debug-symbols)
+        debug = debug.replace(debug.with_name(debug_archive_name(wheel.name)))
+    return replace(pp, wheel=wheel, debug_archive=debug), verdict
 
 
 def retag_wheel(wheel: Path, new_name: str) -> Path:
