@@ -137,13 +137,13 @@ def compile_family(planned: PlannedCell) -> str:
 
     >>> from dswheels.kernel.model import *
     >>> from dswheels.kernel.naming import parse_cell_id
-    >>> tc = Toolchain(runner_image="ubuntu-22.04", runs_on=(), host_compiler=HostCompiler("gcc", "12", ""),
+    >>> tc = Toolchain(runner_image="manylinux_2_28", runs_on=(), host_compiler=HostCompiler("gcc", "12", ""),
     ...     nvcc=(13, 0), cuda_toolkit="13.0.3", arch_list=("8.0", "9.0+PTX"), skip_cuda_check=False, cuda_check="",
     ...     nvcc_flags=(), cpu_baseline="x86-64-v2", cuda_components=(), notes=())
     >>> compile_family(PlannedCell(cell=parse_cell_id("ds0.19.8-torch2.14-cu130-cp311-linux_x86_64"),
     ...     torch_version="2.14.1", torch_index="", toolchain=tc, ops=OpPlan(build=(), left_out=()),
     ...     source=Source(SourceKind.SDIST, "", ""), smoke_runs_on=()))
-    'ubuntu-22.04-cuda13.0.3-gcc12-8.0_9.0+PTX'
+    'manylinux_2_28-cuda13.0.3-gcc12-8.0_9.0+PTX'
     """
     tc = planned.toolchain
     toolkit = f"cuda{tc.cuda_toolkit}" if tc.cuda_toolkit else "cpu"
@@ -164,7 +164,7 @@ def cache_keys(cells: Sequence[PlannedCell], *, part: str = "") -> CacheKeys:
 
     >>> from dswheels.kernel.model import *
     >>> from dswheels.kernel.naming import parse_cell_id
-    >>> tc = Toolchain(runner_image="ubuntu-22.04", runs_on=(), host_compiler=HostCompiler("gcc", "12", ""),
+    >>> tc = Toolchain(runner_image="manylinux_2_28", runs_on=(), host_compiler=HostCompiler("gcc", "12", ""),
     ...     nvcc=(13, 0), cuda_toolkit="13.0.3", arch_list=("8.0", "9.0+PTX"), skip_cuda_check=False, cuda_check="",
     ...     nvcc_flags=(), cpu_baseline="x86-64-v2", cuda_components=(), notes=())
     >>> cell = PlannedCell(cell=parse_cell_id("ds0.19.8-torch2.14-cu130-cp311-linux_x86_64"), torch_version="2.14.1",
@@ -172,9 +172,9 @@ def cache_keys(cells: Sequence[PlannedCell], *, part: str = "") -> CacheKeys:
     ...     smoke_runs_on=())
     >>> keys = cache_keys([cell])
     >>> keys.family, keys.job
-    ('sccache-ubuntu-22.04-cuda13.0.3-gcc12-8.0_9.0+PTX', 'ds0.19.8-torch2.14-cu130-linux_x86_64')
+    ('sccache-manylinux_2_28-cuda13.0.3-gcc12-8.0_9.0+PTX', 'ds0.19.8-torch2.14-cu130-linux_x86_64')
     >>> keys.restore_keys[1]
-    'sccache-ubuntu-22.04-cuda13.0.3-gcc12-8.0_9.0+PTX-'
+    'sccache-manylinux_2_28-cuda13.0.3-gcc12-8.0_9.0+PTX-'
     """
     first = cells[0]
     family = f"sccache-{compile_family(first)}"
