@@ -23,9 +23,7 @@ _TIMEOUT = 600.0  # a 2 GB CUDA wheel is read in well under a minute
 
 
 def auditwheel_available() -> bool:
-    """auditwheel is importable here (a Linux machine with dswheels' dependencies)."""
-    if not sys.platform.startswith("linux"):
-        return False
+    """auditwheel is importable here: dswheels depends on it on Linux only (the marker in pyproject.toml)."""
     return importlib.util.find_spec("auditwheel") is not None
 
 
@@ -34,11 +32,10 @@ def judge_floor(
     excluded: Sequence[str],
     *,
     error: type[DswheelsError],
-    capture: proc.Capturer = proc.capture,
     log_file: Path | None = None,
 ) -> FloorVerdict:
     """auditwheel's verdict on ``wheel``, the libraries matching ``excluded`` (torch's) left out."""
-    done = capture(
+    done = proc.capture(
         [*AUDITWHEEL, "show", "--json", wheel],
         log_file=log_file,
         timeout=_TIMEOUT,

@@ -22,7 +22,7 @@ from dswheels.kernel.compat import load_compat
 from dswheels.kernel.errors import VerifyError
 from dswheels.kernel.manylinux import manylinux_glibc
 from dswheels.kernel.naming import parse_wheel
-from dswheels.verify.effects.prove import tool_checks
+from dswheels.verify.effects.prove import static_part
 from dswheels.verify.static_checks import Expected
 from tests.conftest import DATA, require
 from tests.integration.conftest import require_compilers
@@ -98,7 +98,7 @@ def test_verify_refuses_a_tag_below_what_the_binaries_need(built: Path) -> None:
 
     def tag_check(wheel: Path) -> tuple[bool, str]:
         data = read_wheel(wheel, error=VerifyError, builders=True, extensions=True)
-        (check,) = [c for c in tool_checks(data, expected, COMPAT) if c.name == "manylinux tag"]
+        (check,) = [c for c in static_part(data, expected, COMPAT) if c.name == "manylinux tag"]
         return check.ok, check.detail
 
     lied = retag_wheel(built, built.name.replace("linux_x86_64", "manylinux_2_28_x86_64"))

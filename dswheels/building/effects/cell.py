@@ -63,7 +63,7 @@ from dswheels.kernel.compat import Compat
 from dswheels.kernel.errors import BuildError, DswheelsError
 from dswheels.kernel.locations import WHEELHOUSE
 from dswheels.kernel.manifest import Manifest
-from dswheels.kernel.model import OS, PlannedCell
+from dswheels.kernel.model import PlannedCell
 from dswheels.kernel.naming import cell_id
 from dswheels.kernel.platform_traits import traits
 from dswheels.kernel.sources import TorchSource, TorchSourceKind
@@ -71,7 +71,7 @@ from dswheels.kernel.versions import format_version
 from dswheels.plan.compiler_cache_keys import CacheTool, CompilerCacheChoice, SccacheSettings, compile_family
 from dswheels.plan.costs import cell_units, load_costs, op_order
 from dswheels.platforms import platform_module
-from dswheels.platforms.hosts import HostChoice, PlatformHost
+from dswheels.platforms.hosts import HostChoice, HostKind, PlatformHost
 
 if TYPE_CHECKING:
     from dswheels.host.cache import CacheLayout
@@ -440,7 +440,8 @@ def _postprocess(
             log_file=log,
         )
         runtime = check_postprocessed(planned, pp, ops=ops, names=names, compat=cell.compat)
-        if traits(planned.cell.platform).runtime_floor and host_os() is OS.LINUX:
+        # a Linux cell built natively: auditwheel (Linux only) judges its floor
+        if traits(planned.cell.platform).runtime_floor and cell.platform_host.kind is HostKind.NATIVE:
             pp, _verdict = tag_with_floor(planned, pp, cell.compat, log=log)  # the floor in its tag (auditwheel)
         # an earlier build of the cell may have left its wheel under another tag
         remove_stale_of_cell(opts.out_dir / planned.cell.variant.name, planned.cell, keep=pp.wheel.name)
