@@ -25,11 +25,11 @@ __all__ = ["ImageAnnouncement", "announcements", "compare_runner_images"]
 SOURCE = "runner-images"
 _MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
            "november", "december")  # fmt: skip
-_MONTH_DAY = r"(?P<month>[A-Z][a-z]+)\s+(?P<day>\d{1,2})(?:st|nd|rd|th)?"
-_DATE = rf"(?:\*\*)?(?:(?P<iso>\d{{4}}-\d{{2}}-\d{{2}})|{_MONTH_DAY},?\s*(?P<year>\d{{4}})?)"
+_MONTH_DAY = r"(?P<month>[A-Z][a-z]+)\s+(?P<day>[0-9]{1,2})(?:st|nd|rd|th)?"
+_DATE = rf"(?:\*\*)?(?:(?P<iso>[0-9]{{4}}-[0-9]{{2}}-[0-9]{{2}})|{_MONTH_DAY},?\s*(?P<year>[0-9]{{4}})?)"
 _DEPRECATION = re.compile(rf"(?:Deprecation:\s*|deprecation (?:will begin )?on\s+){_DATE}", re.IGNORECASE)
 _END = re.compile(rf"(?:Retirement:\s*|unsupported (?:by|from|on)\s+){_DATE}", re.IGNORECASE)
-_BROWNOUT_LINE = re.compile(rf"^\W*{_MONTH_DAY}\b.*\d{{1,2}}:\d{{2}}\s*UTC", re.MULTILINE)
+_BROWNOUT_LINE = re.compile(rf"^\W*{_MONTH_DAY}\b.*[0-9]{{1,2}}:[0-9]{{2}}\s*UTC", re.MULTILINE)
 _LABEL = re.compile(r"`((?:ubuntu|windows|macos)-[0-9a-z.\-]+)`")
 _INSTEAD = re.compile(r"\b(?:updated|migrated?|moved?|switch(?:ed)?|changed?) to\b", re.IGNORECASE)
 _SECTION = re.compile(r"brownouts? (?:are|is) scheduled(?P<text>.*?)(?:\n#|\Z)", re.IGNORECASE | re.DOTALL)

@@ -40,7 +40,7 @@ __all__ = [
 ]
 
 LINUX_TAG = "linux_x86_64"  # a wheel that claims no floor (what setuptools names a Linux build)
-_MANYLINUX_RE = re.compile(r"^manylinux_(\d+)_(\d+)_(x86_64|aarch64)$")
+_MANYLINUX_RE = re.compile(r"^manylinux_([0-9]+)_([0-9]+)_(x86_64|aarch64)$")
 # the tags of before PEP 600, as packaging reads them (PEP 513, 571, 599)
 _LEGACY = {"manylinux1": (2, 5), "manylinux2010": (2, 12), "manylinux2014": (2, 17)}
 
