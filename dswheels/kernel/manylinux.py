@@ -20,11 +20,11 @@ This module reads auditwheel's JSON (``show-schema.json``: ``sym_tag``, ``policy
 from __future__ import annotations
 
 import fnmatch
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from dswheels.kernel.jsondoc import parse_json
 from dswheels.kernel.versions import VersionTuple, format_version
 
 __all__ = [
@@ -40,7 +40,9 @@ __all__ = [
 ]
 
 LINUX_TAG = "linux_x86_64"  # a wheel that claims no floor (what setuptools names a Linux build)
-_MANYLINUX_RE = re.compile(r"^manylinux_([0-9]+)_([0-9]+)_(x86_64|aarch64)$")
+# a version's parts are at most 9 ASCII digits, as every version dswheels reads (kernel/versions.py): a tag
+# of a wheel's name from outside (a served index, a store) with more is no manylinux tag, never an int() error
+_MANYLINUX_RE = re.compile(r"^manylinux_([0-9]{1,9})_([0-9]{1,9})_(x86_64|aarch64)$")
 # the tags of before PEP 600, as packaging reads them (PEP 513, 571, 599)
 _LEGACY = {"manylinux1": (2, 5), "manylinux2010": (2, 12), "manylinux2014": (2, 17)}
 
@@ -137,13 +139,15 @@ def read_auditwheel_show(text: str | bytes, excluded: Sequence[str]) -> FloorVer
     ...   "versioned_symbols": {"libc.so.6": ["GLIBC_2.34"]}, "external_libs": {"libc10.so": None},
     ...   "policy_upgrades": {"manylinux_2_35_x86_64": {"libs_to_eliminate": ["libc10.so"]},
     ...                       "manylinux_2_28_x86_64": {"libs_to_eliminate": ["libc10.so"]}}}
+    >>> import json
     >>> read_auditwheel_show(json.dumps(out), ["libc10*.so"]).tag
     'manylinux_2_35_x86_64'
     """
-    try:
-        data = _mapping(json.loads(text), "the output")
-    except json.JSONDecodeError as exc:
-        raise AuditwheelOutputError(f"not JSON: {exc}") from None
+    try:  # parse_json: deep nesting or a 4,301-digit number is a ValueError, not a traceback
+        parsed = parse_json(text, what="the output")
+    except ValueError as exc:
+        raise AuditwheelOutputError(str(exc)) from None
+    data = _mapping(parsed, "the output")
     if data.get("version") != 1:
         raise AuditwheelOutputError(f"version {data.get('version')!r} (dswheels reads version 1)")
     if "error" in data:

@@ -74,6 +74,8 @@ def test_blacklisted_symbols_and_odd_abis_block_a_tag() -> None:
     ("text", "message"),
     [
         ("not json", "not JSON"),
+        ("[" * 100_000, "not JSON"),  # nested too deeply: json.loads' RecursionError was a traceback
+        ('{"version": ' + "1" * 5000 + "}", "not JSON"),  # past int()'s 4,300 digits
         (json.dumps({"version": 2}), "version 2"),
         (json.dumps({"version": 1, "wheel": "w", "error": "not a platform wheel"}), "not a platform wheel"),
         (json.dumps({"version": 1, "wheel": "w", "sym_tag": "x"}), "sym_tag or overall_tag missing"),
@@ -111,6 +113,9 @@ def test_tags_and_the_wheel_file() -> None:
     assert manylinux_glibc("manylinux1_x86_64") == (2, 5)
     assert manylinux_glibc("musllinux_1_2_x86_64") is None
     assert manylinux_glibc("win_amd64") is None
+    # ASCII digits only, at most 9 per part as every version's (int() of 5,000 digits raised ValueError)
+    assert manylinux_glibc("manylinux_2_\u0662\u0668_x86_64") is None
+    assert manylinux_glibc(f"manylinux_2_{'9' * 5000}_x86_64") is None
     text = "Wheel-Version: 1.0\nGenerator: setuptools\nRoot-Is-Purelib: false\nTag: cp311-cp311-linux_x86_64\n"
     assert retag_wheel_file(text, "linux_x86_64", "manylinux_2_35_x86_64").splitlines()[-1] == (
         "Tag: cp311-cp311-manylinux_2_35_x86_64"
