@@ -19,7 +19,7 @@ from packaging.version import Version
 
 from dswheels.kernel.index_files import IndexFile
 from dswheels.kernel.model import Variant
-from dswheels.kernel.naming import PROJECT, canonical_filename, cell_id, try_parse_wheel
+from dswheels.kernel.naming import PROJECT, cell_id, try_parse_wheel
 from dswheels.kernel.sources import torch_index_url
 from dswheels.kernel.urls import shell_word
 from dswheels.kernel.versions import parse_version
@@ -35,7 +35,6 @@ __all__ = [
     "newest_live",
     "partition_order",
     "partition_url",
-    "published_canonical_names",
     "published_cell_ids",
     "release_order",
     "site_file_url",
@@ -255,11 +254,6 @@ def published_cell_ids(filenames: Iterable[str]) -> frozenset[str]:
     """The cells whose dswheels wheel is among ``filenames`` (a Linux wheel's name carries its floor, which the
     plan cannot know: a cell is published whatever its wheel's manylinux tag)."""
     return frozenset(cell_id(wheel.cell) for f in filenames if (wheel := try_parse_wheel(f)) is not None)
-
-
-def published_canonical_names(filenames: Iterable[str]) -> frozenset[str]:
-    """Canonical dswheels names among ``filenames`` (foreign files ignored)."""
-    return frozenset(name for f in filenames if (name := canonical_filename(f)) is not None)
 
 
 GITHUB_ASSET_LIMIT = 1000  # assets per release

@@ -17,9 +17,9 @@ from dswheels.host.github_issues import comment, dispatch
 from dswheels.host.log import get_reporter
 from dswheels.kernel.compat import load_compat
 from dswheels.kernel.errors import ConfigError
-from dswheels.kernel.index_links import install_command, published_canonical_names
+from dswheels.kernel.index_links import install_command, published_cell_ids
 from dswheels.kernel.model import Cell, DroppedCell, Plan, PlannedCell
-from dswheels.kernel.naming import cell_id, partition, wheel_filename, wheel_version
+from dswheels.kernel.naming import cell_id, partition, wheel_version
 from dswheels.kernel.versions import format_version
 from dswheels.plan.costs import STATUSES
 from dswheels.plan.effects.matrix_file import load_matrix
@@ -122,8 +122,8 @@ def judge_cell(cell: Cell, *, matrix: Path, published: PublishedAt) -> Verdict:
     judged = resolve_cell(cell, compat, load_matrix(matrix, compat), redist_required=True)
     if isinstance(judged, DroppedCell):
         return Impossible(cell_id=cell_id(cell), reasons=judged.reasons)
-    names = published_canonical_names(published_wheels(published.source(), missing_dir_ok=True))
-    if wheel_filename(cell) in names:
+    # by cell id: a Linux wheel's name carries the floor auditwheel judged (manylinux_2_28_x86_64), not the cell's
+    if cell_id(cell) in published_cell_ids(published_wheels(published.source(), missing_dir_ok=True)):
         return _install(judged, published)
     jobs, _per_cell = jobs_of(Plan(planned=(judged,), dropped=(), matrix=str(matrix), mode="combo"))
     longest = max(jobs.jobs, key=lambda j: j.estimate.minutes).estimate

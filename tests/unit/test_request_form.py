@@ -181,6 +181,15 @@ def test_a_published_cell_is_answered_with_its_install_line(tmp_path: Path) -> N
     assert verdict.pip in render_answer(verdict, asked="x")
 
 
+def test_a_cell_published_under_its_manylinux_tag_is_published(tmp_path: Path) -> None:
+    """A Linux wheel is published under the floor auditwheel judged, not the cell's linux_x86_64."""
+    (tmp_path / "deepspeed-0.19.8+cu130torch2.14-cp312-cp312-manylinux_2_28_x86_64.whl").write_bytes(b"")
+    verdict = _judge(FORM_BODY, tmp_path)
+    assert isinstance(verdict, Published)
+    assert verdict.cell_id == "ds0.19.8-torch2.14-cu130-cp312-linux_x86_64"
+    assert "https://o.github.io/d/whl/cu130-torch2.14/simple/" in verdict.pip
+
+
 def test_an_impossible_cell_is_answered_with_each_rule_and_its_source(tmp_path: Path) -> None:
     body = form_body(deepspeed="0.19.8", torch="2.14.1+cu118", python="3.12", os="Linux (x86_64)")
     verdict = _judge(body, tmp_path)
