@@ -6,19 +6,23 @@ fully unsupported by April 17th ...`` (#14254), with the image labels in backtic
 (``Deprecation: September 17th, 2026``, ``Retirement: April 17th, 2027``; older ones write
 ``deprecation on **2025-02-01** ... fully unsupported by **2025-04-15**``) and the brownout days
 (``March 23, 14:00 UTC - ...``, without a year: the one between deprecation and retirement).
-:func:`announcements` reads them; :func:`compare_runner_images` finds an image compat.yml records
-without its announced end, or with other dates. Pure: the fetch is the effects' (``--runner-images``).
+:func:`announcements` reads them from the issues as GitHub's one reader of an issue list typed them
+(:func:`dswheels.kernel.github_api.read_issues`); :func:`compare_runner_images` finds an image
+compat.yml records without its announced end, or with other dates. Pure: the fetch is the effects'
+(``--runner-images``). A date no calendar has (``February 30th``) is no date: the announcement says
+less, it is not an error.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from dswheels.facts.context import Context
 from dswheels.facts.findings import Kind
+from dswheels.kernel.github_api import Issue
 
 __all__ = ["ImageAnnouncement", "announcements", "compare_runner_images"]
 
@@ -52,15 +56,19 @@ class ImageAnnouncement:
 
 
 def _date(match: re.Match[str], *, year: int | None = None) -> dt.date | None:
+    """The day ``match`` names (its digits are ASCII: the patterns' ``[0-9]``); None for none a calendar has."""
     groups = match.groupdict()
-    if groups.get("iso"):
-        return dt.date.fromisoformat(groups["iso"])
-    month = groups["month"].lower()
-    if month not in _MONTHS:
+    try:
+        if groups.get("iso"):
+            return dt.date.fromisoformat(groups["iso"])
+        month = groups["month"].lower()
+        if month not in _MONTHS:
+            return None
+        written = groups.get("year")
+        chosen = int(written) if written else year
+        return dt.date(chosen, _MONTHS.index(month) + 1, int(groups["day"])) if chosen else None
+    except ValueError:  # "February 30th", "2027-13-01", year 0
         return None
-    written = groups.get("year")
-    chosen = int(written) if written else year
-    return dt.date(chosen, _MONTHS.index(month) + 1, int(groups["day"])) if chosen else None
 
 
 def _dated(pattern: re.Pattern[str], text: str) -> dt.date | None:
@@ -83,10 +91,10 @@ def _brownouts(body: str, deprecated: dt.date | None, unsupported: dt.date | Non
     return tuple(sorted(set(days)))
 
 
-def _announcement(issue: object) -> ImageAnnouncement | None:
-    if not isinstance(issue, dict) or not isinstance(issue.get("number"), int):
+def _announcement(issue: Issue) -> ImageAnnouncement | None:
+    if issue.is_pull_request:
         return None
-    title, body = str(issue.get("title") or ""), str(issue.get("body") or "").replace("\r\n", "\n")
+    title, body = issue.title, issue.body.replace("\r\n", "\n")
     text = f"{title}\n{body}"
     # the labels retired, not the ones a line says to move to ("should be updated to `ubuntu-24.04`")
     retired = (_INSTEAD.split(line, maxsplit=1)[0] for line in text.splitlines())
@@ -98,7 +106,7 @@ def _announcement(issue: object) -> ImageAnnouncement | None:
     if unsupported is None and deprecated is None:
         return None
     return ImageAnnouncement(
-        number=issue["number"],
+        number=issue.number,
         title=title,
         labels=labels,
         deprecated=deprecated,
@@ -107,11 +115,9 @@ def _announcement(issue: object) -> ImageAnnouncement | None:
     )
 
 
-def announcements(data: object) -> tuple[ImageAnnouncement, ...]:
-    """The retirement announcements among the API's issues (others, and what cannot be read, are left out)."""
-    if not isinstance(data, list):
-        return ()
-    return tuple(a for issue in data if (a := _announcement(issue)) is not None)
+def announcements(issues: Iterable[Issue]) -> tuple[ImageAnnouncement, ...]:
+    """The retirement announcements among the API's issues (other issues and pull requests are left out)."""
+    return tuple(a for issue in issues if (a := _announcement(issue)) is not None)
 
 
 def _iso(day: dt.date | None) -> str:

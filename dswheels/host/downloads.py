@@ -33,10 +33,12 @@ from dswheels.host.http import (
 from dswheels.host.log import get_reporter
 from dswheels.host.unpack import extract_archive
 from dswheels.kernel.errors import SourceError
+from dswheels.kernel.github_api import Issue, read_issues
 from dswheels.kernel.jsondoc import parse_json
 from dswheels.kernel.model import PlannedCell, SourceKind
 from dswheels.kernel.numbers import is_ascii_digits
 from dswheels.kernel.pypi_project import PypiProject, read_pypi_project
+from dswheels.kernel.remote_json import RemoteJson
 from dswheels.kernel.versions import format_version
 
 if TYPE_CHECKING:
@@ -149,6 +151,18 @@ class Downloader:
                 str(exc),
                 hint="that is not what PyPI's JSON API sends, and nothing of it was used: check the --pypi URL "
                 "(or the mirror it names), then run again",
+            ) from None
+
+    def get_github_issues(self, url: str) -> tuple[Issue, ...]:
+        """One page of GitHub's issue list at ``url`` (no token: a public repository's), read by GitHub's one
+        reader of issues; SourceError (exit 4) for an answer GitHub's API would not send."""
+        try:
+            return read_issues(RemoteJson(self.get_json(url), "issues", document=f"GitHub's answer to GET {url}"))
+        except ValueError as exc:
+            raise SourceError(
+                str(exc),
+                hint="that is not what GitHub's issue list sends, and nothing of it was used: check the "
+                "--runner-images URL, then run again",
             ) from None
 
     def fetch(self, url: str, *, sha256: str | None, size: int | None = None) -> tuple[Path, str]:

@@ -47,6 +47,7 @@ __all__ = [
     "read_blob_sha",
     "read_comment",
     "read_issue",
+    "read_issues",
     "read_pull",
     "read_release",
     "read_runs",
@@ -55,6 +56,8 @@ __all__ = [
 MAX_ID = 2**53  # ids and numbers GitHub sends fit a JSON (double) integer
 MAX_ASSET_BYTES = 2 * 1024**3  # "each file included in a release must be under 2 GiB"
 MAX_BODY = 1024 * 1024  # an issue body: GitHub allows 65,536 characters
+MAX_TITLE = 1024  # an issue title: GitHub allows 256 characters
+MAX_PAGE = 100  # the most items GitHub puts in one page of a list (per_page)
 _MAX_NAME = 255
 _DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 # a URL GitHub makes: RFC 3986 unreserved characters, "/", ":", "+" and valid percent-escapes only
@@ -87,6 +90,7 @@ class Asset:
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Issue:
     number: int
+    title: str  # "" for none: searched (a runner image's retirement announcement), never shown
     body: str  # "" for an issue without one
     is_pull_request: bool  # the issues endpoint lists pull requests too
 
@@ -284,12 +288,19 @@ def read_asset(node: RemoteJson, place: GitHubPlace) -> Asset:
 
 def read_issue(node: RemoteJson) -> Issue:
     """An issue object (list and create answers); its body is compared, never shown."""
+    title = node.maybe("title")
     body = node.maybe("body")
     return Issue(
         number=_id(node, "number"),
+        title=title.any_text(limit=MAX_TITLE) if title is not None else "",
         body=body.any_text(limit=MAX_BODY) if body is not None else "",
         is_pull_request=node.maybe("pull_request") is not None,
     )
+
+
+def read_issues(node: RemoteJson) -> tuple[Issue, ...]:
+    """``GET .../issues`` read as one page (``per_page=100``): a list of issues, pull requests among them."""
+    return tuple(read_issue(item) for item in node.seq_limited(MAX_PAGE))
 
 
 def read_runs(node: RemoteJson) -> tuple[WorkflowRun, ...]:

@@ -34,6 +34,7 @@ from dswheels.kernel.github_api import (
     read_blob_sha,
     read_comment,
     read_issue,
+    read_issues,
     read_pull,
     read_release,
     read_runs,
@@ -300,7 +301,7 @@ def github_answer(data: bytes) -> None:
             pull = _judged(functools.partial(read_pull, RemoteJson(value, "x", document="answer"), place))
             if pull is not None:
                 assert place.pull_url_problem(pull.url, pull.number) == ""
-        for read in (read_issue, read_runs, read_comment, read_artifacts, read_blob_sha):
+        for read in (read_issue, read_issues, read_runs, read_comment, read_artifacts, read_blob_sha):
             _judged(functools.partial(read, RemoteJson(value, "x", document="answer")))
 
 

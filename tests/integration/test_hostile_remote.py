@@ -6,8 +6,9 @@ answers in GitHub's documented shapes (tests/support/github_fake.py) has each fi
 and assets replaced in turn (tests/support/hostile_values.py), and ``index --github`` must exit 7 (the
 site left unwritten) or write a site with none of it; ``publish --github`` must never send the token,
 or a byte, to an upload URL of another shape; the follow commands exit 10 for hostile issues and runs.
-PyPI's JSON (``facts check --pypi``, ``build --pypi``) and NVIDIA's redistrib JSON (``cuda install
---redist-url``) come from loopback servers too: exit 4. On the main branch before issue 30, a
+PyPI's JSON (``facts check --pypi``, ``build --pypi``), GitHub's issue list of runner images' retirements
+(``facts check --runner-images``) and NVIDIA's redistrib JSON (``cuda install --redist-url``) come from
+loopback servers too: exit 4. On the main branch before issue 30, a
 ``javascript:`` download URL was linked from every page, the token went to any upload origin the
 answer named, and wrong types ended in tracebacks.
 """
@@ -277,7 +278,7 @@ def test_facts_dispatch_with_hostile_runs(
     assert "ghp_follow_token_value" not in err
 
 
-ISSUE_FIELDS = ("number", "body", "pull_request")
+ISSUE_FIELDS = ("number", "title", "body", "pull_request")
 
 
 @pytest.mark.parametrize(("field", "variant"), [(f, v) for f in ISSUE_FIELDS for v in CLI_VARIANTS])
@@ -345,7 +346,7 @@ def serve(http_server: Callable[..., str]) -> Callable[[bytes], str]:
     return start
 
 
-OTHER_SOURCES = ["pypi-torch", "pypi-cuda-toolkit", "torch-index", "cuda-action", "deepspeed-sdists"]
+OTHER_SOURCES = ["pypi-torch", "pypi-cuda-toolkit", "torch-index", "cuda-action", "deepspeed-sdists", "runner-images"]
 
 
 @pytest.mark.parametrize(
@@ -370,6 +371,42 @@ def test_facts_check_reads_any_pypi_json_cleanly(
     assert code in (0, 4), err[-2000:]  # 4: the source could not be read, its facts reported unchecked
     text = report.read_text(encoding="utf-8") if report.exists() else ""
     assert [m for m in MARKS if m in text and m != "../"] == [], text[:2000]  # it becomes the drift issue
+    assert "a" * 10_000 not in text
+
+
+RUNNER_IMAGES = json.loads((DATA / "upstream" / "runner-images" / "issues.json").read_text(encoding="utf-8"))
+ANNOUNCEMENT_FIELDS: list[tuple[str | int, ...]] = [(), (0,), (0, "number"), (0, "title"), (0, "body")]
+
+
+@pytest.mark.parametrize(
+    ("path", "variant"), [(p, v) for p in ANNOUNCEMENT_FIELDS for v in FACTS_VARIANTS], ids=lambda x: str(x)[:40]
+)
+def test_facts_check_reads_any_runner_images_issue_list_cleanly(
+    path: tuple[str | int, ...],
+    variant: str,
+    *,
+    serve: Callable[[bytes], str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """GitHub's issue list (``--runner-images``) goes through GitHub's one reader of issues: exit 0, or 4 with
+    the source reported unreadable, and nothing of it in the report that becomes the drift issue."""
+    value = CLI_VARIANTS[variant]
+    doc = value if path == () else _set(RUNNER_IMAGES, path, value)
+    if doc is ABSENT:
+        doc = {}
+    base = serve(json.dumps(doc).encode())
+    monkeypatch.setenv("DSWHEELS_CACHE", str(tmp_path / "cache"))
+    report = tmp_path / "report.md"
+    args = ["facts", "check", "--runner-images", f"{base}/issues", "--markdown", str(report)]
+    others = ["pypi-deepspeed", *(s for s in OTHER_SOURCES if s != "runner-images")]
+    code = main(args + [f"--skip={s}" for s in others])
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert code in (0, 4), err[-2000:]  # 4: the source could not be read, its facts reported unchecked
+    text = report.read_text(encoding="utf-8") if report.exists() else ""
+    assert [m for m in MARKS if m in text and m != "../"] == [], text[:2000]
     assert "a" * 10_000 not in text
 
 

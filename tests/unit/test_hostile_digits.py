@@ -217,7 +217,15 @@ def test_compat_values(before: str, after: str, tmp_path: Path, capsys: pytest.C
     assert before in text, before
     compat = tmp_path / "compat.yml"
     compat.write_text(text.replace(before, after, 1), encoding="utf-8")
-    sources = ["pypi-deepspeed", "pypi-torch", "pypi-cuda-toolkit", "torch-index", "cuda-action", "deepspeed-sdists"]
+    sources = [
+        "pypi-deepspeed",
+        "pypi-torch",
+        "pypi-cuda-toolkit",
+        "torch-index",
+        "cuda-action",
+        "deepspeed-sdists",
+        "runner-images",
+    ]
     err = _refused(capsys, ["facts", "check", "--compat", str(compat), *(f"--skip={s}" for s in sources)])
     assert "not a valid facts file" in err, err
 

@@ -282,7 +282,7 @@ def read_upstream(
 def _read_runner_images(downloader: Downloader, options: UpstreamOptions) -> tuple[tuple[ImageAnnouncement, ...], str]:
     url = options.runner_images
     get_reporter().info(f"reading {url}")
-    seen = announcements(downloader.get_json(url))
+    seen = announcements(downloader.get_github_issues(url))
     return seen, f"{url} ({len(seen)} retirement announcements)"
 
 
