@@ -1,3 +1,3 @@
-"""``dswheels publish``: wheels admitted (:mod:`.admission`) and put into a store (:mod:`dswheels.stores`).
+"""``dswheels publish``: wheels put into a store (:mod:`dswheels.stores`).
 Entry :mod:`.step`; its command in :mod:`dswheels.cli`.
 """

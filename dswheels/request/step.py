@@ -13,10 +13,11 @@ from pathlib import Path
 
 from dswheels.host.files import read_bounded
 from dswheels.host.github import GitHub, api_url_from_env, token_from_env
-from dswheels.host.github_issues import comment, dispatch
+from dswheels.host.github_issues import comment, dispatch, issue_comments, update_comment
 from dswheels.host.log import get_reporter
 from dswheels.kernel.compat import load_compat
 from dswheels.kernel.errors import ConfigError
+from dswheels.kernel.github_api import Comment
 from dswheels.kernel.index_links import install_command, published_cell_ids
 from dswheels.kernel.model import Cell, DroppedCell, Plan, PlannedCell
 from dswheels.kernel.naming import cell_id, partition, wheel_version
@@ -27,6 +28,7 @@ from dswheels.plan.effects.published import PublishedAt, published_wheels
 from dswheels.plan.planner import resolve_cell
 from dswheels.plan.step import jobs_of
 from dswheels.request.answer import (
+    ANSWER_MARKER,
     Buildable,
     Impossible,
     Published,
@@ -36,7 +38,6 @@ from dswheels.request.answer import (
     render_build_started,
     render_indexed,
 )
-from dswheels.request.effects.answer_comment import upsert_answer
 from dswheels.request.event import MAX_EVENT_BYTES, IssueEvent, parse_issue_event
 from dswheels.request.form import BUILD_LABEL, FORM_LABEL, RequestFormError, parse_form
 
@@ -207,3 +208,20 @@ def answer_indexed(options: IndexedOptions) -> Outcome:
     comment(gh, options.issue, render_indexed(cell_id=cid, published=published, run_url=options.run_url))
     did = "indexed" if published is not None else "not indexed"
     return Outcome(did=f"issue #{options.issue}: {cid} {did}", verdict=verdict, cell=cid)
+
+
+def _ours(item: Comment) -> bool:
+    """Whether the comment is a bot's answer comment."""
+    return item.by_bot and item.body.startswith(ANSWER_MARKER)
+
+
+def upsert_answer(gh: GitHub, number: int, body: str) -> None:
+    """The one answer comment of a request: made once, then edited, so a request edited ten times still has
+    one answer. Only a comment a bot made counts as it: a person cannot plant the marker to have their comment
+    overwritten (GitHub sets ``user.type``; a person's account is never "Bot")."""
+    for item in issue_comments(gh, number):
+        if _ours(item):
+            if item.body != body:
+                update_comment(gh, item.id, body)
+            return
+    comment(gh, number, body)

@@ -18,7 +18,7 @@ from dswheels.host.github import GitHub, GitHubAPIError, Retry
 from dswheels.host.log import reset_reporter, set_reporter
 from dswheels.kernel.errors import GitHubError, PublishError
 from dswheels.kernel.index_links import GITHUB_ASSET_MAX_BYTES
-from dswheels.publish.effects.collect import collect_wheels
+from dswheels.publish.step import collect_wheels
 from dswheels.stores.github_release import check_github_limits, github_index_files, publish_github
 from dswheels.stores.outgoing import Outgoing
 from dswheels.stores.wheel_ref import LocalWheel

@@ -28,7 +28,7 @@ import pytest
 from dswheels.cli import main
 from dswheels.kernel.github_api import GitHubPlace, read_asset, read_release
 from dswheels.kernel.remote_json import RemoteJson
-from dswheels.publish.effects.collect import collect_wheels
+from dswheels.publish.step import collect_wheels
 from tests.conftest import DATA, ROOT
 from tests.support.github_fake import FakeGitHub
 from tests.support.github_follow_fake import FollowGitHub

@@ -18,7 +18,7 @@ import pytest
 from dswheels.cli import main
 from dswheels.host.log import reset_reporter, set_reporter
 from dswheels.kernel.errors import ConfigError, PublishError, SourceError
-from dswheels.publish.effects.collect import collect_wheels
+from dswheels.publish.step import collect_wheels
 from dswheels.stores import (
     STORES,
     Store,

@@ -33,7 +33,7 @@ from dswheels.kernel.naming import cell_id
 from dswheels.kernel.versions import TorchMinor
 from dswheels.plan.matrix.parse import parse_matrix
 from dswheels.plan.planner import Combo, plan
-from dswheels.publish.effects.collect import collect_wheels
+from dswheels.publish.step import collect_wheels
 from dswheels.stores.directory import publish_dir, scan_directory
 from tests.support.fuzz import examples
 from tests.support.wheels import write_deepspeed_wheel

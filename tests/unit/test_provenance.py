@@ -36,7 +36,7 @@ from dswheels.kernel.errors import (
 )
 from dswheels.kernel.index_files import IndexFile, parse_project_page
 from dswheels.kernel.naming import parse_wheel
-from dswheels.publish.effects.collect import collect_wheels
+from dswheels.publish.step import collect_wheels
 from dswheels.stores.outgoing import outgoing_files
 from tests.conftest import ROOT
 from tests.support.sigstore_fake import FakeSigstore, Identity

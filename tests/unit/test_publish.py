@@ -13,7 +13,7 @@ import requests
 from dswheels.cli import main
 from dswheels.host.files import sha256_file
 from dswheels.kernel.errors import ConfigError, PublishError
-from dswheels.publish.effects.collect import collect_wheels
+from dswheels.publish.step import collect_wheels
 from dswheels.stores.directory import publish_dir
 from dswheels.stores.upload_server import _multipart, upload_credentials
 from tests.support.wheels import write_deepspeed_wheel, write_manifest

@@ -1,1 +1,0 @@
-"""The request stage's effects: its GitHub comments."""
