@@ -241,6 +241,46 @@ def windows(session: nox.Session) -> None:
         session.run("dswheels", "verify", "--static", str(wheel))
 
 
+# The linux_aarch64 cell `nox -s aarch64` builds under qemu unless told otherwise (`-- --cell ID`): DeepSpeed
+# 0.19.8's CPU variant with torch 2.10, the newest torch whose aarch64 wheel on PyPI is the CPU build (2.11 on
+# are CUDA builds there; download.pytorch.org/whl/cpu, the plan's index, is not reachable from this machine).
+AARCH64_DEFAULTS = ["--cell", "ds0.19.8-torch2.10-cpu-cp311-linux_aarch64", "--torch-index", "pip"]
+_QEMU_PACKAGES = ("qemu-user-static", "binfmt-support", "debootstrap")
+_BINFMT = Path("/proc/sys/fs/binfmt_misc")
+
+
+def _ensure_qemu(session: nox.Session) -> None:
+    """qemu-user, binfmt_misc's qemu-aarch64 entry and debootstrap, installed and registered where missing (as root,
+    on Debian/Ubuntu); the build says what is still missing, and how to fix it, if this could not."""
+    if not (hasattr(os, "geteuid") and os.geteuid() == 0):
+        session.error("nox -s aarch64 runs as root: debootstrap makes the arm64 root, the build runs in a chroot")
+    if not all(shutil.which(p) for p in ("qemu-aarch64-static", "debootstrap", "update-binfmts")):
+        session.log(f"installing {', '.join(_QEMU_PACKAGES)} (apt-get)")
+        session.run("apt-get", "update", "-qq", external=True)
+        env = {"DEBIAN_FRONTEND": "noninteractive"}
+        session.run("apt-get", "install", "-y", "-qq", *_QEMU_PACKAGES, external=True, env=env)
+    if not (_BINFMT / "status").exists():  # not mounted (a container, a minimal VM)
+        session.run("mount", "-t", "binfmt_misc", "binfmt_misc", str(_BINFMT), external=True, success_codes=[0, 32])
+    if not (_BINFMT / "qemu-aarch64").exists():
+        session.run("update-binfmts", "--enable", "qemu-aarch64", external=True, success_codes=[0, 2])
+
+
+@nox.session(default=False)
+def aarch64(session: nox.Session) -> None:
+    """Build a linux_aarch64 cell in an arm64 root under qemu and verify it there: -- [build flags]."""
+    _install(session)
+    _ensure_qemu(session)
+    out = ROOT / WHEELHOUSE
+    args = session.posargs or AARCH64_DEFAULTS
+    started = time.monotonic()
+    session.run("dswheels", "build", "--qemu", "--out", str(out), *args)
+    built = time.monotonic()
+    index = args[args.index("--torch-index") + 1 : args.index("--torch-index") + 2] if "--torch-index" in args else []
+    for wheel in sorted(out.glob("*/*linux_aarch64.whl")):
+        session.run("dswheels", "verify", "--qemu", *(["--torch-index", *index] if index else []), str(wheel))
+    session.log(f"built in {built - started:.0f} s, verified in {time.monotonic() - built:.0f} s (under qemu)")
+
+
 @nox.session(default=False)
 def update_flags(session: nox.Session) -> None:
     """Regenerate dswheels/op_flags.json from DeepSpeed's PyPI sdists (and this machine's nvcc --help)."""

@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import ctypes
 import os
+import platform
 import sys
 from pathlib import Path
 
-from dswheels.kernel.model import OS
+from dswheels.kernel.model import OS, Platform
+from dswheels.kernel.platform_traits import machine_platform
 
 __all__ = [
     "available_memory",
     "cpu_count",
+    "host_machine",
     "host_os",
+    "host_platform",
 ]
 
 
@@ -66,3 +70,13 @@ def host_os() -> OS:
     """The OS this machine runs (and builds natively for)."""
     # sys.platform, not os.name: mypy narrows on it (`--platform win32`)
     return OS.WINDOWS if sys.platform == "win32" else OS.LINUX
+
+
+def host_machine() -> str:
+    """This machine's CPU architecture as ``platform.machine()`` names it (``x86_64``, ``AMD64``, ``aarch64``)."""
+    return platform.machine()
+
+
+def host_platform() -> Platform | None:
+    """The wheel platform this machine builds natively; None where dswheels builds none (macOS, Windows on Arm)."""
+    return machine_platform(host_os(), host_machine())

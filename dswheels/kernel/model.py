@@ -52,8 +52,8 @@ class OS(str, Enum):
         return self.value
 
 
-_PLATFORM_OS = {"win_amd64": OS.WINDOWS, "linux_x86_64": OS.LINUX}
-_SYSCONFIG_PLATFORM = {"win-amd64": "win_amd64", "linux-x86_64": "linux_x86_64"}
+_PLATFORM_OS = {"win_amd64": OS.WINDOWS, "linux_x86_64": OS.LINUX, "linux_aarch64": OS.LINUX}
+_SYSCONFIG_PLATFORM = {"win-amd64": "win_amd64", "linux-x86_64": "linux_x86_64", "linux-aarch64": "linux_aarch64"}
 
 
 class Platform(str, Enum):
@@ -62,6 +62,7 @@ class Platform(str, Enum):
     _value_: str
     WIN_AMD64 = "win_amd64"
     LINUX_X86_64 = "linux_x86_64"
+    LINUX_AARCH64 = "linux_aarch64"  # Grace (GH200, GB200, GB300) and every arm64 server: torch's sbsa builds
 
     os: OS  # the key used throughout compat.yml (``windows``/``linux``)
 

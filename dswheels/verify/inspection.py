@@ -21,6 +21,8 @@ from dswheels.kernel.wheel_contents import InstalledInfo, Metadata, builder_modu
 from dswheels.verify.placement import Placement, expected_file, module_of_extension, place_extensions
 from dswheels.verify.static_checks import cell_from_wheel_filename
 
+A64_BASELINE = "armv8.2-a"  # what inspect judges an AArch64 extension against (compat.yml's default)
+
 __all__ = [
     "SCHEMA",
     "ExtensionReport",
@@ -60,7 +62,7 @@ class ExtensionReport:
             "gpu": None
             if b.gpu is None
             else {"sass": [f"sm_{a}" for a in b.gpu.sass], "ptx": [f"compute_{a}" for a in b.gpu.ptx]},
-            "cpu": None if b.isa is None else {"level": isa_level(b.isa), **_isa_json(b.isa)},
+            "cpu": None if b.isa is None else {"level": isa_level(b.isa, machine=b.machine), **_isa_json(b.isa)},
             "linux_runtime": {lib: list(v) for lib, v in b.version_needs.items()} if b.format == "elf" else None,
             "linux_runtime_floor": self.runtime or None,
             "dll_imports": [v.as_json() for v in self.dlls] if b.format == "pe" else None,
@@ -137,18 +139,23 @@ class Inspection:
 def _isa_json(isa: IsaReport) -> dict[str, object]:
     return {
         "instructions": isa.instructions,
-        "above_x86_64_v2": isa.violations,
+        "above_x86_64_v2": isa.violations,  # of an AArch64 extension: above armv8.2-a (the key is the contract's)
         "runtime_dispatch": isa.runtime_dispatch,
         "examples": list(isa.examples),
     }
 
 
-def isa_level(isa: IsaReport) -> str:
-    """The highest x86-64 level an extension's instructions need, from a scan against x86-64-v2.
+def isa_level(isa: IsaReport, *, machine: str = "x86_64") -> str:
+    """The highest x86-64 level an extension's instructions need, from a scan against x86-64-v2; of an AArch64
+    one, ``armv8.2-a`` or what it has above it.
 
     >>> isa_level(IsaReport(instructions=10, violations=0, examples=(), kinds=()))
     'x86-64-v2'
+    >>> isa_level(IsaReport(instructions=10, violations=2, examples=(), kinds=("SVE/SVE2",)), machine="aarch64")
+    'above armv8.2-a: SVE/SVE2'
     """
+    if machine == "aarch64":
+        return A64_BASELINE if isa.violations == 0 else f"above {A64_BASELINE}: {', '.join(isa.kinds)}"
     if isa.violations == 0:
         return "x86-64-v2"
     if any(kind.startswith("AVX-512") for kind in isa.kinds):
@@ -268,7 +275,8 @@ def _warnings(i: Inspection, *, cuda: str, toolkit_sm: Mapping[str, frozenset[in
     for r in i.extensions:
         warnings.extend(f"{_label(r)} imports {v.name}: {v.detail}" for v in r.dlls if not v.ok)
         if r.binary.isa is not None and not r.binary.isa.ok:
-            warnings.append(f"{_label(r)}: {r.binary.isa.describe('x86-64-v2')}")
+            level = A64_BASELINE if r.binary.machine == "aarch64" else "x86-64-v2"
+            warnings.append(f"{_label(r)}: {r.binary.isa.describe(level)}")
     return warnings
 
 
@@ -289,9 +297,11 @@ def _gpu_words(r: ExtensionReport) -> str:
     return "none (CPU code only)" if gpu is None else gpu.describe()
 
 
-def _cpu_words(isa: IsaReport | None) -> str:
+def _cpu_words(isa: IsaReport | None, machine: str) -> str:
     if isa is None:
         return "not read (objdump is not on PATH)"
+    if machine == "aarch64":
+        return f"{isa_level(isa, machine=machine)} ({isa.instructions} instructions, {isa.violations} above it)"
     if isa.violations == 0:
         return f"x86-64-v2 ({isa.instructions} instructions)"
     above = f"{isa.violations} of {isa.instructions} instructions need {isa_level(isa)}"
@@ -331,7 +341,7 @@ def render_inspection(i: Inspection) -> str:
         pad = " " * (width + 4)
         lines.append(f"{pad}module   {_import_words(r)}")
         lines.append(f"{pad}gpu      {_gpu_words(r)}")
-        lines.append(f"{pad}cpu      {_cpu_words(r.binary.isa)}")
+        lines.append(f"{pad}cpu      {_cpu_words(r.binary.isa, r.binary.machine)}")
         if r.binary.format == "elf":
             lines.append(f"{pad}needs    {r.runtime}")
         elif r.binary.format == "pe":

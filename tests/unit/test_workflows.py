@@ -19,6 +19,7 @@ import pytest
 from dswheels.cli import build_parser, main
 from dswheels.cli.ci_plan import OUTPUTS
 from dswheels.kernel.compat import load_compat
+from dswheels.kernel.model import Platform
 from dswheels.kernel.versions import format_version
 from tests.conftest import ROOT
 from tests.gha.expressions import Status, Value, condition
@@ -198,7 +199,7 @@ def test_dispatch_choices_are_the_known_sets() -> None:
         "torch": [format_version(v) for v in reversed(compat.torch_minors)],
         "cuda": variants,
         "python": pythons,
-        "platform": {"win_amd64", "linux_x86_64"},
+        "platform": {p.value for p in Platform},
     }
     for name, options in expected.items():
         assert inputs[name]["type"] == "choice", name

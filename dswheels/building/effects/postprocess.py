@@ -87,6 +87,7 @@ class _Tools:
     keep_debug: bool  # and keep their debug info in a separate archive
     objdump: str | None  # reads ELF and PE: the CPU baseline scan
     forbidden_registers: Sequence[str]
+    forbidden_features: Sequence[str]  # the AArch64 baseline's (read from the ELF, no tool)
     log_file: Path | None
 
 
@@ -99,6 +100,7 @@ def postprocess_wheel(
     keep_debug: bool,
     forbidden_registers: Sequence[str],
     log_file: Path | None,
+    forbidden_features: Sequence[str] = (),
 ) -> Postprocessed:
     """Write the finished wheel (same filename) into ``staging``."""
     staging.mkdir(parents=True, exist_ok=True)
@@ -111,6 +113,7 @@ def postprocess_wheel(
         keep_debug=keep_debug,
         objdump=proc.find_tool("objdump"),  # reads ELF and PE: Windows extensions are scanned too
         forbidden_registers=forbidden_registers,
+        forbidden_features=forbidden_features,
         log_file=log_file,
     )
     found = _Extensions()
@@ -161,6 +164,7 @@ def _extension(name: str, data: bytes, *, tmp: Path, tools: _Tools, found: _Exte
         forbidden_registers=tools.forbidden_registers,
         objdump=tools.objdump,
         error=BuildError,
+        forbidden_features=tools.forbidden_features,
     )
     return data
 
