@@ -129,7 +129,8 @@ class Judge:
             rule="torch-python",
             message=f"torch {format_version(cell.torch)} has no Python {cell.python} wheel for {cell.platform.value}",
             fix=fix,
-            source=f"{release.source_on(key)} (wheel tags per platform)",
+            # a platform recorded in its own section names its own source (pypi-torch-aarch64)
+            source=f"{release.sources_on.get(key, 'pypi-torch')} (wheel tags per platform)",
         )
 
     def _check_variant(self, cell: Cell) -> Reason | None:

@@ -56,7 +56,7 @@ def inner_argv(
     >>> argv, seen = inner_argv(Path("/o/p.json"), "ds0.19.8-torch2.10-cpu-cp311-linux_aarch64", out=Path("/o"),
     ...     cache=CacheLayout(Path("/c")), ops=(), jobs=2, torch_source=TorchSource(TorchSourceKind.PIP),
     ...     debug_symbols=False, pypi=None)
-    >>> argv[4:]
+    >>> argv[5:]
     ['--out', '/o', '--cache-dir', '/c', '--jobs', '2', '--torch-index', 'https://pypi.org/simple/']
     """
     argv = ["build", "--plan", str(plan_file), "--cell", cid, "--out", str(out), "--cache-dir", str(cache.root)]

@@ -58,7 +58,7 @@ def in_root(root: Path, argv: Sequence[str], *, visible: Sequence[Path], env: Ma
     (this machine's folders, bound at the same paths), then ``chroot`` with ``env`` as the whole environment.
 
     >>> cmd = in_root(Path("/r"), ["python3", "-V"], visible=[Path("/out")], env={"HOME": "/root"})
-    >>> cmd[:5], "mount --bind /out /r/out" in cmd[-5]
+    >>> cmd[:5], "mount --bind /out /r/out" in cmd[7]
     (['unshare', '--mount', '--propagation', 'private', '--'], True)
     """
     lines = [
