@@ -110,11 +110,19 @@ class EmulatedMachine(Protocol):
         ...
 
     def venv(
-        self, python: Python, *, where: Path, requirements: Sequence[str], index_args: Sequence[str], log: Path | None
+        self,
+        python: Python,
+        *,
+        where: Path,
+        requirements: Sequence[str],
+        index_args: Sequence[str],
+        cpu: str | None,
+        log: Path | None,
     ) -> Path:
         """A new venv of the machine's ``python`` at ``where`` (this machine's folder) with ``requirements``
         installed (the machine's platform's wheels, fetched here); returns a program of this machine that runs
-        the venv's interpreter under emulation, with this machine's paths as they are."""
+        the venv's interpreter under emulation, with this machine's paths as they are, as the CPU model ``cpu``
+        (the emulator's name; None: its default, every feature it implements)."""
         ...
 
 

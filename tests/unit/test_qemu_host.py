@@ -11,6 +11,7 @@ import pytest
 
 from dswheels.building.effects.emulated import PYPI_SIMPLE, inner_argv
 from dswheels.host.cache import CacheLayout
+from dswheels.kernel.compat import load_compat
 from dswheels.kernel.errors import EnvironmentMismatchError
 from dswheels.kernel.model import OS, Platform
 from dswheels.kernel.sources import TorchSource, TorchSourceKind
@@ -103,13 +104,21 @@ def test_a_command_in_the_root_sees_only_what_it_is_given(tmp_path: Path) -> Non
 
 
 def test_the_launcher_runs_the_venvs_python_under_qemu_with_the_roots_libraries() -> None:
-    text = launcher_text("/usr/bin/qemu-aarch64-static", Path("/c/qemu/root"), Path("/c/verify/venv-1/env/bin/python"))
+    python = Path("/c/verify/venv-1/env/bin/python")
+    text = launcher_text("/usr/bin/qemu-aarch64-static", Path("/c/qemu/root"), python, cpu="neoverse-n1")
     assert text.splitlines() == [
         "#!/bin/sh",
-        "QEMU_LD_PREFIX=/c/qemu/root",  # the children binfmt_misc starts inherit it
-        "export QEMU_LD_PREFIX",
+        "QEMU_LD_PREFIX=/c/qemu/root",  # the children binfmt_misc starts inherit both
+        "QEMU_CPU=neoverse-n1",
+        "export QEMU_LD_PREFIX QEMU_CPU",
         'exec /usr/bin/qemu-aarch64-static /c/verify/venv-1/env/bin/python "$@"',
     ]
+    assert "QEMU_CPU" not in launcher_text("/q", Path("/r"), python)  # qemu's default: max
+
+
+def test_an_armv8_2_a_wheel_runs_as_graviton2s_core_under_qemu() -> None:
+    baseline = load_compat().baseline_for("aarch64")
+    assert (baseline.name, baseline.qemu_cpu) == ("armv8.2-a", "neoverse-n1")
 
 
 def test_the_build_hands_the_root_its_plan_and_where_to_write(tmp_path: Path) -> None:

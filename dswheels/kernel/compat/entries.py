@@ -168,6 +168,7 @@ class CpuBaseline:
     note: str
     arch: str = "x86_64"  # the CPU architecture it is a level of
     forbidden_features: tuple[str, ...] = ()  # AArch64: features above it (dswheels.kernel.binaries.a64)
+    qemu_cpu: str | None = None  # the qemu-user CPU model its oldest core is (verify runs the wheel as that CPU)
 
 
 @dataclass(frozen=True, slots=True)

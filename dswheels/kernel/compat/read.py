@@ -341,6 +341,7 @@ def _parse_compat(data: object, *, redist_records: Callable[[str], bytes | None]
             note=entry["note"].text(),
             arch=entry["arch"].text(),
             forbidden_features=_features(entry),
+            qemu_cpu=model.text() if (model := entry.opt("qemu_cpu")) else None,
         )
         for name, entry in root["cpu_baselines"].items()
     }

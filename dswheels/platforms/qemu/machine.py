@@ -182,11 +182,18 @@ class QemuMachine:
             raise exc.with_hint(f"the build in the root logged to {log}") from None
 
     def venv(
-        self, python: Python, *, where: Path, requirements: Sequence[str], index_args: Sequence[str], log: Path | None
+        self,
+        python: Python,
+        *,
+        where: Path,
+        requirements: Sequence[str],
+        index_args: Sequence[str],
+        cpu: str | None,
+        log: Path | None,
     ) -> Path:
         """A venv of the root's Python at ``where``, made by that Python run explicitly under qemu (one process:
         no binfmt_misc, no root needed), filled by uv here for ``aarch64-manylinux_2_28``; returns the launcher
-        script beside it (:func:`launcher_text`)."""
+        script beside it (:func:`launcher_text`), which runs it as qemu's CPU model ``cpu``."""
         qemu = need_qemu(self.emulator)
         minor = root_python(self.root)
         if format_version(python.version) != minor or python.free_threaded:
@@ -222,22 +229,24 @@ class QemuMachine:
             what="uv pip install (the venv's packages, for aarch64)",
         )
         launcher = where / "python"
-        launcher.write_text(launcher_text(qemu, self.root, env / "bin" / "python"), encoding="utf-8")
+        launcher.write_text(launcher_text(qemu, self.root, env / "bin" / "python", cpu=cpu), encoding="utf-8")
         launcher.chmod(0o755)
         return launcher
 
 
-def launcher_text(qemu: str, root: Path, python: Path) -> str:
+def launcher_text(qemu: str, root: Path, python: Path, *, cpu: str | None = None) -> str:
     """A script that runs ``python`` (an arm64 interpreter) under qemu: its libraries looked up in ``root`` first
-    (``QEMU_LD_PREFIX``, which the children binfmt_misc starts inherit), this machine's paths as they are.
+    (``QEMU_LD_PREFIX``), as the CPU model ``cpu`` (``QEMU_CPU``; None: qemu's ``max``, every feature it has),
+    this machine's paths as they are. Both variables are inherited by the children binfmt_misc starts.
 
-    >>> print(launcher_text("/usr/bin/qemu-aarch64-static", Path("/r"), Path("/v/env/bin/python")), end="")
+    >>> print(launcher_text("/usr/bin/qemu-aarch64-static", Path("/r"), Path("/v/env/bin/python"), cpu="neoverse-n1"))
     #!/bin/sh
     QEMU_LD_PREFIX=/r
-    export QEMU_LD_PREFIX
+    QEMU_CPU=neoverse-n1
+    export QEMU_LD_PREFIX QEMU_CPU
     exec /usr/bin/qemu-aarch64-static /v/env/bin/python "$@"
+    <BLANKLINE>
     """
-    return (
-        f"#!/bin/sh\nQEMU_LD_PREFIX={shlex.quote(str(root))}\nexport QEMU_LD_PREFIX\n"
-        f'exec {shlex.quote(qemu)} {shlex.quote(str(python))} "$@"\n'
-    )
+    assignments = {"QEMU_LD_PREFIX": str(root), **({"QEMU_CPU": cpu} if cpu else {})}
+    lines = ["#!/bin/sh", *(f"{k}={shlex.quote(v)}" for k, v in assignments.items()), f"export {' '.join(assignments)}"]
+    return "\n".join([*lines, f'exec {shlex.quote(qemu)} {shlex.quote(str(python))} "$@"', ""])

@@ -208,10 +208,21 @@ def emulated_runtime_checks(
     version = compat.torch[cell.torch].latest
     index_args = torch_index_args(torch_source, compat.torch_index.format(variant=cell.variant.name))
     work_root.mkdir(parents=True, exist_ok=True)
+    # the wheel runs as its baseline's oldest core (qemu's own default has every feature, SVE2 included)
+    baseline = compat.cpu_baselines.get(expected.cpu_baseline)
+    cpu = baseline.qemu_cpu if baseline else None
+    as_cpu = f", as a {cpu} ({baseline.name})" if cpu and baseline else ""
     with tempfile.TemporaryDirectory(prefix="venv-", dir=work_root) as tmp:
-        get_reporter().info(f"fresh venv in {machine.describe()}: torch {version} ({cell.variant.name}) and the wheel")
+        get_reporter().info(
+            f"fresh venv in {machine.describe()}{as_cpu}: torch {version} ({cell.variant.name}) and the wheel"
+        )
         launcher = machine.venv(
-            cell.python, where=Path(tmp), requirements=[f"torch=={version}", str(wheel)], index_args=index_args, log=log
+            cell.python,
+            where=Path(tmp),
+            requirements=[f"torch=={version}", str(wheel)],
+            index_args=index_args,
+            cpu=cpu,
+            log=log,
         )
         result = runtime_checks(
             wheel,
@@ -223,7 +234,7 @@ def emulated_runtime_checks(
             accelerator=accelerator,
             log=log,
         )
-    result.checks.insert(0, Check("emulated machine", ok=True, detail=machine.describe()))
+    result.checks.insert(0, Check("emulated machine", ok=True, detail=machine.describe() + as_cpu))
     return result
 
 
