@@ -288,7 +288,7 @@ def aarch64(session: nox.Session) -> None:
     built = time.monotonic()
     index = args[args.index("--torch-index") + 1 : args.index("--torch-index") + 2] if "--torch-index" in args else []
     qemu = ["--qemu-root", given] if given else ["--qemu"]
-    for wheel in sorted(out.glob("*/*linux_aarch64.whl")):
+    for wheel in sorted(out.glob("*/*_aarch64.whl")):  # linux_aarch64, or the manylinux tag auditwheel gave it
         session.run("dswheels", "verify", *qemu, *(["--torch-index", *index] if index else []), str(wheel))
     verified = time.monotonic()
     # then the tests that need the root the build ran in (tests/integration/test_qemu_aarch64.py)

@@ -48,7 +48,7 @@ examples:
   dswheels verify wheelhouse/ --torch-index pip --report verify.json
   dswheels verify some.whl --static                    # no install
   dswheels verify some.whl --python current            # in this environment (its torch), no venv
-  dswheels verify some-linux_aarch64.whl --qemu        # on x86_64 Linux: in an arm64 root under qemu"""
+  dswheels verify some-manylinux_2_35_aarch64.whl --qemu   # on x86_64 Linux: in an arm64 root under qemu"""
 
 
 def _torch_release(text: str) -> str:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from dswheels.kernel.binaries.linux_runtime import RuntimeFloor
-from dswheels.kernel.manylinux import is_linux_tag
+from dswheels.kernel.manylinux import linux_arch
 from dswheels.kernel.numbers import SPACE
 from dswheels.kernel.versions import TorchMinor, TorchVersion, VersionTuple, format_version, parse_version
 
@@ -80,9 +80,11 @@ class Platform(str, Enum):
 
         >>> Platform.from_tag("manylinux_2_28_x86_64"), Platform.from_tag("win_amd64")
         (<Platform.LINUX_X86_64: 'linux_x86_64'>, <Platform.WIN_AMD64: 'win_amd64'>)
+        >>> Platform.from_tag("manylinux_2_28_aarch64")
+        <Platform.LINUX_AARCH64: 'linux_aarch64'>
         """
-        if is_linux_tag(tag):
-            return cls.LINUX_X86_64
+        if (arch := linux_arch(tag)) is not None:
+            return cls(f"linux_{arch}")
         return cls(tag)
 
     @classmethod

@@ -421,14 +421,17 @@ def _cuda_step(
 
 
 def test_an_aarch64_cells_job_runs_on_the_arm64_runner_with_nvidias_sbsa_archives(tmp_path: Path) -> None:
-    """A linux_aarch64 CUDA cell: the plan job puts its build job on GitHub's arm64 runner, and that job's CUDA
-    step, as written, installs NVIDIA's linux-sbsa archives (the arm64 server toolkit), whatever the machine
-    running the step is: the plan's platform names them."""
+    """A linux_aarch64 CUDA cell: the plan job puts its build job in pypa's manylinux_2_28_aarch64 container (pinned
+    by digest) on GitHub's arm64 runner, and that job's CUDA step, as written, installs NVIDIA's linux-sbsa archives
+    (the arm64 server toolkit), whatever the machine running the step is: the plan's platform names them."""
     # a cache of its own: the shared one would hand it the JSON the other CUDA test fetched (by its digest)
     cache = tmp_path / "cache"
     entry, build, fetched = _cuda_step(tmp_path, cache, matrix="matrix-aarch64.yml", platform="linux_aarch64")
     assert entry["platform"] == "linux_aarch64"
-    assert entry["runs_on"] == ["ubuntu-22.04-arm"]
+    assert entry["runs_on"] == ["ubuntu-24.04-arm"]
+    image = COMPAT.runner_images["manylinux_2_28_aarch64"]
+    assert build.container == image.container == entry["container"]
+    assert image.container.startswith("quay.io/pypa/manylinux_2_28_aarch64@sha256:")
     assert entry["cells"] == "ds0.19.8-torch2.14-cu130-cp311-linux_aarch64"
     assert entry["cuda_toolkit"] == "13.0.3"
     archives = [p for p in fetched if p.endswith((".tar.xz", ".zip"))]

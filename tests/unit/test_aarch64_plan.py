@@ -46,8 +46,12 @@ def test_the_shipped_matrix_plans_aarch64_cells_beside_the_x86_64_ones() -> None
     assert ARM
     x86 = {(p.cell.deepspeed, p.cell.torch, p.cell.variant, p.cell.python) for p in PLAN.planned}
     for item in ARM:
-        assert item.toolchain.runner_image == "ubuntu-22.04-arm"
-        assert item.toolchain.runs_on == ("ubuntu-22.04-arm",)
+        # pypa's manylinux_2_28 image for arm64 on GitHub's arm64 runner: torch's own aarch64 floor
+        assert item.toolchain.runner_image == "manylinux_2_28_aarch64"
+        assert item.toolchain.runs_on == ("ubuntu-24.04-arm",)
+        assert item.toolchain.container == COMPAT.runner_images["manylinux_2_28_aarch64"].container
+        assert item.toolchain.gcc_toolset
+        assert item.toolchain.linux_runtime == COMPAT.linux_runtime_floor
         assert item.toolchain.cpu_baseline == "armv8.2-a"
         # torch publishes for aarch64 what it publishes for x86_64 (from 2.9): every aarch64 cell has its twin
         assert (item.cell.deepspeed, item.cell.torch, item.cell.variant, item.cell.python) in x86
@@ -128,16 +132,24 @@ def test_the_toolkit_is_nvidias_sbsa_build_with_the_same_gcc_gate() -> None:
 
 
 def test_the_runner_is_githubs_arm64_image() -> None:
-    # updates-2026-11-28: ubuntu-24.04-arm and ubuntu-22.04-arm; arm-cores: Cobalt 100 (Neoverse N2)
-    for name in ("ubuntu-22.04-arm", "ubuntu-24.04-arm"):
-        image = COMPAT.runner_images[name]
-        assert (image.os, image.arch) == ("linux", "aarch64")
-        assert "updates-2026-11-28" in image.source
+    # updates-2026-11-28: GitHub's arm64 runners; arm-cores: Cobalt 100 (Neoverse N2). ubuntu-22.04-arm retires
+    # with ubuntu-22.04 (actions/runner-images#14254): not recorded, so no cell can plan onto it
+    arm = COMPAT.runner_images["ubuntu-24.04-arm"]
+    assert (arm.os, arm.arch) == ("linux", "aarch64")
+    assert "updates-2026-11-28" in arm.source
+    assert "ubuntu-22.04-arm" not in COMPAT.runner_images
+    # the container the cells build in: the same pinned cibuildwheel tag as x86_64's, on the arm64 runner
+    image = COMPAT.runner_images["manylinux_2_28_aarch64"]
+    assert (image.os, image.arch, image.label, image.glibc) == ("linux", "aarch64", "ubuntu-24.04-arm", (2, 28))
+    assert image.container.startswith("quay.io/pypa/manylinux_2_28_aarch64@sha256:")
+    assert "2026.08.15-1" in image.source
+    assert "2026.08.15-1" in COMPAT.runner_images["manylinux_2_28"].source
     # an x86_64 image cannot build an aarch64 cell, nor the other way round (the matrix check says so)
     text = (ROOT / "matrix" / "matrix.yml").read_text(encoding="utf-8")
-    with pytest.raises(ConfigError) as err:
-        parse_matrix(text.replace("build: [ubuntu-22.04-arm, ubuntu-24.04-arm]", "build: [ubuntu-22.04]"), "m", COMPAT)
-    assert "image 'ubuntu-22.04' runs on x86_64, not aarch64" in (err.value.details or str(err.value))
+    for x86 in ("manylinux_2_28", "ubuntu-24.04"):
+        with pytest.raises(ConfigError) as err:
+            parse_matrix(text.replace("build: [manylinux_2_28_aarch64]", f"build: [{x86}]"), "m", COMPAT)
+        assert f"image {x86!r} runs on x86_64, not aarch64" in (err.value.details or str(err.value))
 
 
 def test_the_cpu_baseline_and_the_flag_judge_on_aarch64() -> None:
@@ -172,3 +184,16 @@ def test_the_index_serves_an_aarch64_wheel_in_its_own_variant_and_torch_partitio
     # whose platform tag fits the machine, as from PyTorch's own cu130 index
     assert partition(item.cell) == "cpu-torch2.10"
     assert Variant.parse("cu130").name == "cu130"
+
+
+def test_the_arm64_container_keeps_the_promise_only_inside_it() -> None:
+    """pypa's aarch64 image sets AUDITWHEEL_PLAT=manylinux_2_28_aarch64: there the cell keeps the plan's floor; built
+    anywhere else (the arm64 root under qemu, the x86_64 image) it promises only the tag it gets."""
+    from dswheels.building.effects.floor_tag import as_built_here
+
+    item = ARM[0]
+    assert as_built_here(item, {"AUDITWHEEL_PLAT": "manylinux_2_28_aarch64"}) is item
+    for environ in ({}, {"AUDITWHEEL_PLAT": "manylinux_2_28_x86_64"}):
+        elsewhere = as_built_here(item, environ)
+        assert elsewhere.toolchain.linux_runtime is None
+        assert "built outside the plan's manylinux_2_28_aarch64 container" in elsewhere.toolchain.notes[-1]

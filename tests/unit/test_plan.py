@@ -341,7 +341,7 @@ def test_every_shipped_linux_cell_builds_in_the_manylinux_container_within_the_p
     linux = [p for p in plan(spec, COMPAT).planned if p.cell.platform.os == "linux"]
     assert linux
     for item in linux:
-        # pypa's manylinux_2_28 image for the cell's CPU, on GitHub's runner of that CPU (ubuntu-24.04, ubuntu-24.04-arm)
+        # pypa's manylinux_2_28 image for the cell's CPU, on GitHub's runner of that CPU (ubuntu-24.04, -arm)
         arm = item.cell.platform is Platform.LINUX_AARCH64
         want, label = ("manylinux_2_28_aarch64", "ubuntu-24.04-arm") if arm else ("manylinux_2_28", "ubuntu-24.04")
         assert item.toolchain.runner_image == want, cell_id(item.cell)

@@ -87,7 +87,7 @@ def test_every_platform_has_a_module_and_a_row_and_every_os_its_first() -> None:
     assert traits(OS.LINUX).platform is Platform.LINUX_X86_64
     # what follows from the CPU is the platform's own
     arm = traits(Platform.LINUX_AARCH64)
-    assert (arm.machine, arm.cuda_redist, arm.runner_image) == ("aarch64", "linux-sbsa", "ubuntu-22.04-arm")
+    assert (arm.machine, arm.cuda_redist, arm.runner_image) == ("aarch64", "linux-sbsa", "manylinux_2_28_aarch64")
     assert arm.lib_paths("curand")[-1] == "targets/sbsa-linux/lib/libcurand.so"
 
 

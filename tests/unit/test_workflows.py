@@ -465,9 +465,10 @@ def test_no_job_runs_on_ubuntu_2204_and_linux_cells_build_in_the_container() -> 
     for path in sorted((ROOT / ".github" / "workflows").glob("*.yml")):
         assert "ubuntu-22.04" not in path.read_text(encoding="utf-8"), path.name
     assert "ubuntu-22.04" not in (ROOT / "matrix" / "matrix.yml").read_text(encoding="utf-8")
-    from dswheels.kernel.model import OS
+    from dswheels.kernel.model import Platform
     from dswheels.kernel.platform_traits import ALL_TRAITS
 
-    assert ALL_TRAITS[OS.LINUX].runner_image == "manylinux_2_28"
+    assert ALL_TRAITS[Platform.LINUX_X86_64].runner_image == "manylinux_2_28"
+    assert ALL_TRAITS[Platform.LINUX_AARCH64].runner_image == "manylinux_2_28_aarch64"  # on ubuntu-24.04-arm
     cells = (ROOT / ".github" / "workflows" / "build-cells.yml").read_text(encoding="utf-8")
     assert "    container: ${{ fromJSON(inputs.cell).container }}" in cells

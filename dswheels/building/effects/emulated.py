@@ -3,7 +3,9 @@
 The cell is handed over as the plan made it here: a one-cell plan file (the plan's JSON contract,
 docs/plan-json.md), built with ``dswheels build --plan FILE --cell ID`` as wheels.yml's build jobs do on
 a runner. The wheel, its manifest and the build's log land in this run's ``--out``, which the machine sees
-at the same path; the machine keeps its own cache (another CPU's venvs and objects) under this one's.
+at the same path; the machine keeps its own cache (another CPU's venvs and objects) under this one's. The
+wheel's name there carries the floor auditwheel judged in the machine (``manylinux_2_N_aarch64``), so it is
+found by its cell.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from dswheels.host.log import get_reporter
 from dswheels.kernel.errors import BuildError
 from dswheels.kernel.manifest import manifest_name
 from dswheels.kernel.model import Plan, PlannedCell
-from dswheels.kernel.naming import cell_id, wheel_filename
+from dswheels.kernel.naming import cell_id, try_parse_wheel
 from dswheels.kernel.plan_json import render_json
 from dswheels.kernel.sources import TorchSource, TorchSourceKind
 from dswheels.platforms.hosts import EmulatedMachine
@@ -107,11 +109,13 @@ def build_in_machine(
     )
     get_reporter().info(f"building {cid} in {machine.describe()}: dswheels build, natively there")
     machine.run_dswheels(argv, visible=visible, cache=inner_cache, log=log, timeout=None)
-    wheel = out / planned.cell.variant.name / wheel_filename(planned.cell)
-    manifest = wheel.with_name(manifest_name(wheel.name))
-    if not (wheel.is_file() and manifest.is_file()):
+    folder = out / planned.cell.variant.name
+    wheels = [p for p in sorted(folder.glob("*.whl")) if (w := try_parse_wheel(p.name)) and w.cell == planned.cell]
+    manifests = [m for p in wheels if (m := p.with_name(manifest_name(p.name))).is_file()]
+    if len(wheels) != 1 or len(manifests) != 1:
         raise BuildError(
-            f"the build in the emulated machine ended without {wheel.name} and its manifest in {wheel.parent}",
+            f"the build in the emulated machine ended without one wheel of {cid} and its manifest in {folder} "
+            f"(found {', '.join(p.name for p in wheels) or 'none'})",
             hint=f"its log: {log}",
         )
-    return wheel, manifest
+    return wheels[0], manifests[0]

@@ -34,8 +34,9 @@ __all__ = ["DSWHEELS_VENV", "QemuMachine", "in_root", "install_dswheels", "launc
 
 DSWHEELS_VENV = "/opt/dswheels/venv"  # in the root: the venv dswheels runs from
 _STAMP = ".dswheels-code"  # in that venv: the digest of the dswheels code copied there
-# dswheels' dependencies (pyproject.toml): the root gets this machine's releases of them
-_DEPENDENCIES = ("packaging", "pyyaml", "requests", "urllib3", "uv")
+# dswheels' dependencies (pyproject.toml, Linux's: auditwheel and its pyelftools, pure Python, tag the wheel with
+# its floor there as on a runner): the root gets this machine's releases of them
+_DEPENDENCIES = ("auditwheel", "pyelftools", "packaging", "pyyaml", "requests", "urllib3", "uv")
 _PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # what a command in the root inherits from this machine's environment (the rest is set, not inherited)
 _PASSED = (
