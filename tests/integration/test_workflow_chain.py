@@ -446,13 +446,13 @@ def test_an_aarch64_cells_job_runs_on_the_arm64_runner_with_nvidias_sbsa_archive
     assert (root / "lib64").is_symlink()
 
 
-def test_the_build_jobs_cuda_step_installs_the_planned_toolkit_from_nvidias_archives(
-    tmp_path: Path, dswheels_cache: Path
-) -> None:
+def test_the_build_jobs_cuda_step_installs_the_planned_toolkit_from_nvidias_archives(tmp_path: Path) -> None:
     """The plan job plans a CUDA cell; its build job's CUDA step, as written, installs what the plan
     names from the redist folder (tests/data/cuda-redist on loopback, a mirror for the runner) and
     the steps after it see CUDA_HOME and nvcc on PATH. The compile itself is the CPU chain's above."""
-    base, machine = _dispatched(tmp_path, dswheels_cache)
+    # a cache of its own: a kept one (DSWHEELS_TEST_CACHE), or the aarch64 test's, holds the JSON by its digest
+    # from an earlier run, and the step would not fetch it
+    base, machine = _dispatched(tmp_path, tmp_path / "cache")
     inputs = {**INPUTS, "torch": "2.14", "cuda": "cu130", "publish": "false"}
     declared = as_map(as_map(as_map(WHEELS["on"], "on")["workflow_dispatch"], "wd")["inputs"], "inputs")
     base["inputs"] = validate_inputs(declared, inputs)
