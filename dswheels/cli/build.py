@@ -280,7 +280,11 @@ def _options(args: argparse.Namespace) -> BuildOptions:
     from dswheels.verify.step import VerifyOptions  # noqa: PLC0415
 
     fields = fill(args, FLAGS)
-    verify = VerifyOptions(matrix=args.matrix, torch_source=fields["torch_source"]) if args.verify else None
+    verify = (  # a Windows wheel built under Wine is verified in a Windows CPython made with the same MSVC root
+        VerifyOptions(matrix=args.matrix, torch_source=fields["torch_source"], msvc_root=args.msvc_root)
+        if args.verify
+        else None
+    )
     return BuildOptions(
         **fields,
         selection=_selection(args),

@@ -48,7 +48,8 @@ examples:
   dswheels verify wheelhouse/ --torch-index pip --report verify.json
   dswheels verify some.whl --static                    # no install
   dswheels verify some.whl --python current            # in this environment (its torch), no venv
-  dswheels verify some-manylinux_2_35_aarch64.whl --qemu   # on x86_64 Linux: in an arm64 root under qemu"""
+  dswheels verify some-manylinux_2_35_aarch64.whl --qemu   # on x86_64 Linux: in an arm64 root under qemu
+  dswheels verify some-win_amd64.whl --msvc-root ~/msvc --torch-index pip   # on Linux: under Wine"""
 
 
 def _torch_release(text: str) -> str:
@@ -94,6 +95,16 @@ FLAGS: Flags = (
         "with another torch gets)",
     ),
     *qemu(what="verify the run-time part of"),
+    Flag(
+        "--msvc-root",
+        to="msvc_root",
+        env="DSWHEELS_MSVC_ROOT",
+        metavar="DIR",
+        path=PathUse.READS,
+        help="a win_amd64 wheel on Linux: run the run-time part in a venv of a Windows CPython built (once per "
+        "minor, under the cache) from CPython's sources with the MSVC toolset in DIR, under Wine "
+        "(docs/build.md#verifying-a-windows-wheel-under-wine); without it that part is not run, and said so",
+    ),
     REPORT.but(help="write the results as JSON"),
 )
 

@@ -31,6 +31,7 @@ from dswheels.verify.effects.prove import (
     runtime_checks,
     static_part,
 )
+from dswheels.verify.effects.wine_runtime import foreign_windows_wheel, windows_run_time
 from dswheels.verify.registry import Check
 from dswheels.verify.static_checks import Expected, ExpectedFrom, cell_from_wheel_filename
 
@@ -63,6 +64,7 @@ class VerifyOptions:
     accelerator: RuntimeAccelerator = RuntimeAccelerator.AUTO
     torch_version: str | None = None  # this exact torch release in the fresh venv instead of the cell's
     hosts: HostChoice = field(default_factory=HostChoice)  # a wheel of another CPU: its emulated machine (--qemu)
+    msvc_root: Path | None = None  # a Windows wheel on Linux: the venv's Windows CPython is built with it, under Wine
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -144,15 +146,29 @@ def _emulated(expected: Expected, options: VerifyOptions, cache: CacheLayout, lo
     return host.machine(cache=cache, log=log)
 
 
-def _run_time(wheel: Path, expected: Expected, options: VerifyOptions, cache: CacheLayout) -> RuntimeResult:
+def _run_time(
+    wheel: Path, expected: Expected, data: WheelContents, options: VerifyOptions, cache: CacheLayout
+) -> RuntimeResult:
     accelerator = options.accelerator.for_wheel(expected)
     work_root = cache.verify
     log = work_root / f"{wheel.name}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text("", encoding="utf-8")
     with get_reporter().group(f"{cell_id(expected.cell)}: run time"):
-        machine = None if options.python is not None else _emulated(expected, options, cache, log)
-        if machine is not None:
+        if options.python is None and foreign_windows_wheel(expected):  # under Wine, or said not run
+            runtime = windows_run_time(
+                wheel,
+                expected,
+                data,
+                compat=load_compat(),
+                msvc_root=options.msvc_root,
+                torch_source=options.torch_source,
+                cache=cache,
+                accelerator=accelerator,
+                log=log,
+                torch_version=options.torch_version,
+            )
+        elif options.python is None and (machine := _emulated(expected, options, cache, log)) is not None:
             runtime = emulated_runtime_checks(
                 wheel,
                 expected,
@@ -194,7 +210,7 @@ def verify_wheel(wheel: Path, options: VerifyOptions, cache: CacheLayout) -> Whe
     )
     static = tuple(static_part(data, expected, compat))
     _show(f"static checks (against the {expected.source}):", static)
-    runtime = None if options.static_only else _run_time(wheel, expected, options, cache)
+    runtime = None if options.static_only else _run_time(wheel, expected, data, options, cache)
     return WheelVerification(wheel=wheel, expected=expected, static=static, runtime=runtime)
 
 

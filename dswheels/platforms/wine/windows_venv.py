@@ -1,0 +1,198 @@
+"""A fresh venv of the Windows CPython under Wine, filled by that Python's own pip, as a Windows user's is.
+
+``python.exe -m venv`` makes it (with pip from ``ensurepip``, the wheel CPython bundles), and
+``Scripts\\python.exe -m pip install`` installs the wheel and torch: pip's resolver, its unpacking,
+``RECORD``, the ``.exe`` console scripts, all Windows pip's own. What it does not do is fetch from
+PyPI: this Python has no ``_ssl`` (:mod:`~.cpython_build`), so the host downloads the win_amd64 wheels
+pip will need into a folder first (``pip download --platform win_amd64``, each file checked against
+the index's hash by pip) and the Windows pip installs from that folder alone (``--no-index
+--find-links``). The folder is kept under the cache: torch is downloaded once per machine.
+
+:attr:`WindowsVenv.launcher` is a script that runs the venv's ``python.exe`` under Wine with
+this machine's arguments (Windows resolves ``/tmp/x`` on drive ``Z:``, which Wine maps to ``/``):
+every probe that runs in a target interpreter (:mod:`dswheels.probes`) runs in it unchanged.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import shlex
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from dswheels.host import proc
+from dswheels.host.log import get_reporter
+from dswheels.host.venvs import find_uv
+from dswheels.kernel.errors import EnvironmentMismatchError
+from dswheels.kernel.sources import TorchSource, TorchSourceKind
+from dswheels.platforms.wine.cpython_build import WindowsCPython
+from dswheels.platforms.wine.host import WineHost, windows_path
+from dswheels.platforms.wine.msvc_driver import run_windows
+from dswheels.platforms.wine.wine_gaps import numpy_constraints
+
+__all__ = [
+    "WindowsVenv",
+    "download_for_windows",
+    "host_pip",
+    "make_windows_venv",
+    "pip_index_args",
+    "pip_install_offline",
+]
+
+# what every Windows Python run here gets: UTF-8 on its pipes (a piped Windows Python writes the ANSI code
+# page, and one character outside it would stop the run), no bytecode beside the cached interpreter's files
+_PYTHON_ENV = {"PYTHONIOENCODING": "utf-8", "PYTHONDONTWRITEBYTECODE": "1"}
+
+
+@dataclass(frozen=True, slots=True)
+class WindowsVenv:
+    root: Path  # the venv: Scripts\python.exe, Lib\site-packages
+    launcher: Path  # runs Scripts\python.exe under Wine (what the probes are run with)
+    base: WindowsCPython
+    host: WineHost
+    constraints: tuple[str, ...]  # what its installs are held to on this Wine (numpy<2 without crealf)
+
+    @property
+    def python(self) -> Path:
+        return self.root / "Scripts" / "python.exe"
+
+
+def _launcher(path: Path, *, host: WineHost, python: Path) -> Path:
+    exports = {**host.env, **_PYTHON_ENV}
+    lines = ["#!/bin/sh", *(f"export {k}={shlex.quote(v)}" for k, v in exports.items())]
+    lines.append(f'exec {shlex.quote(host.wine)} {shlex.quote(windows_path(python))} "$@"')
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    path.chmod(0o755)
+    return path
+
+
+def make_windows_venv(
+    base: WindowsCPython, host: WineHost, *, where: Path, env: Mapping[str, str], log: Path | None
+) -> WindowsVenv:
+    """A new venv at ``where`` (it must not exist) made by the Windows ``base`` with its own ``venv`` and pip."""
+    env = {**env, **_PYTHON_ENV}
+    get_reporter().info(f"a venv of Windows CPython {base.version} under Wine: {where}")
+    run_windows(
+        host, base.python, ["-m", "venv", windows_path(where)], env=env, log=log, what="python -m venv", timeout=900
+    )
+    venv_python = where / "Scripts" / "python.exe"
+    if not venv_python.is_file():
+        raise EnvironmentMismatchError(f"python -m venv made no {venv_python}", hint=f"log: {log}")
+    constraints = numpy_constraints(host, base.python, env)
+    if constraints:
+        get_reporter().info(
+            f"this Wine's ucrtbase.dll has no crealf (numpy 2 imports it): the venv's installs hold {constraints[0]}"
+        )
+    launcher = _launcher(where.with_name(where.name + "-python"), host=host, python=venv_python)
+    return WindowsVenv(root=where, launcher=launcher, base=base, host=host, constraints=constraints)
+
+
+def pip_index_args(source: TorchSource, plan_index: str) -> list[str]:
+    """pip's arguments that make torch come from ``source`` (pip's own configuration serves ``pip``).
+
+    >>> pip_index_args(TorchSource(TorchSourceKind.PLAN), "https://download.pytorch.org/whl/cu130")
+    ['--extra-index-url', 'https://download.pytorch.org/whl/cu130']
+    >>> pip_index_args(TorchSource(TorchSourceKind.PIP), "x")
+    []
+    """
+    if source.kind is TorchSourceKind.PLAN:
+        return ["--extra-index-url", plan_index]  # a local version (+cu130) is preferred to PyPI's CPU build
+    if source.kind is TorchSourceKind.INDEX:
+        return ["--extra-index-url", source.location]
+    if source.kind is TorchSourceKind.LINKS:
+        return ["--find-links", source.location]
+    return []
+
+
+def host_pip(cache_dir: Path, *, log: Path | None) -> list[str]:
+    """This machine's pip: dswheels' own interpreter's, else one in a venv uv makes once under the cache."""
+    if importlib.util.find_spec("pip") is not None:
+        return [sys.executable, "-m", "pip"]
+    venv = cache_dir / "wine" / "host-pip"
+    python = venv / "bin" / "python"
+    if not python.is_file():
+        proc.run(
+            [find_uv(), "venv", "--seed", str(venv)],
+            log_file=log,
+            stream=False,
+            error=EnvironmentMismatchError,
+            what="a venv with pip (to download Windows wheels)",
+        )
+    return [str(python), "-m", "pip"]
+
+
+def download_for_windows(
+    pip: Sequence[str],
+    requirements: Sequence[str],
+    *,
+    dest: Path,
+    python_tag: str,
+    index_args: Sequence[str],
+    constraints: Sequence[str],
+    log: Path | None,
+) -> None:
+    """The win_amd64 wheels ``requirements`` resolve to for CPython ``python_tag`` (``311``), into ``dest``."""
+    dest.mkdir(parents=True, exist_ok=True)
+    constraint_file = dest.parent / f"{dest.name}-constraints.txt"
+    constraint_file.write_text("".join(f"{c}\n" for c in constraints), encoding="utf-8")
+    proc.run(
+        [
+            *pip,
+            "download",
+            "--quiet",
+            "--dest",
+            str(dest),
+            "--only-binary=:all:",
+            "--platform",
+            "win_amd64",
+            "--python-version",
+            python_tag,
+            "--implementation",
+            "cp",
+            "--abi",
+            f"cp{python_tag}",
+            *index_args,
+            "--constraint",
+            str(constraint_file),
+            *requirements,
+        ],
+        log_file=log,
+        stream=False,
+        heartbeat=60,
+        heartbeat_label="pip download (win_amd64)",
+        timeout=3600,
+        error=EnvironmentMismatchError,
+        what=f"pip download {' '.join(requirements)} (win_amd64)",
+    )
+
+
+def pip_install_offline(
+    venv: WindowsVenv,
+    requirements: Sequence[str],
+    *,
+    find_links: Path,
+    env: Mapping[str, str],
+    log: Path | None,
+    timeout: float = 3600,
+) -> None:
+    """The venv's own pip installs ``requirements`` from ``find_links`` alone (paths given as this machine's)."""
+    constraints = find_links.parent / f"{find_links.name}-constraints.txt"
+    constraints.write_text("".join(f"{c}\n" for c in venv.constraints), encoding="utf-8")
+    args = [
+        "-m",
+        "pip",
+        "install",
+        "--disable-pip-version-check",
+        "--no-input",
+        "--no-index",
+        "--find-links",
+        windows_path(find_links),
+        "--constraint",
+        windows_path(constraints),
+        *(windows_path(Path(r)) if Path(r).is_absolute() and Path(r).exists() else r for r in requirements),
+    ]
+    run_windows(
+        venv.host, venv.python, args, env={**env, **_PYTHON_ENV}, log=log, what="pip install (Windows)", timeout=timeout
+    )

@@ -1,0 +1,147 @@
+"""What Wine 8 (Debian 12's) lacks that a Windows Python with torch and DeepSpeed meets, each handled here.
+
+Measured on this kind of machine (docs/build.md#windows-under-wine):
+
+* **vcruntime140_threads.dll**: ``torch_cpu.dll`` imports it; Windows has it from the Visual C++
+  redistributable, Wine has no builtin one. It is copied from the MSVC root beside ``python.exe``
+  (with ``vcruntime140.dll``/``vcruntime140_1.dll``, which python.org's installer ships there too).
+* **ProcessPrng** (``bcryptprimitives.dll``): Rust's standard library (pydantic_core) imports it;
+  Wine 8 has no such DLL. A small one is built here with the same MSVC (``ProcessPrng`` over
+  ``BCryptGenRandom``, which Wine has) and placed beside ``python.exe``.
+* **crealf** (``ucrtbase.dll``): numpy 2 imports it; Wine 8's ucrtbase lacks it. The venv's installs
+  are constrained to ``numpy<2`` when the Python here cannot find it (asked, not assumed: a newer Wine
+  has it); numpy 1.x has no wheels for Python 3.13+, which then cannot run DeepSpeed under this Wine.
+* **winedbg's crash dialog**: a crashing Windows program would start winedbg, which waits on a
+  dialog with no one to answer; the prefix is told not to show it (the backtrace goes to the log).
+* **stdout on a regular file**: Wine 8 hands a Windows program a file handle that
+  ``GetFileInformationByHandle`` refuses, and Python dies initialising ``sys.stdout``. Windows programs
+  here always write to a pipe (:func:`dswheels.platforms.wine.msvc_driver.run_windows`, through
+  :mod:`dswheels.host.proc`), and what must end in a file is written by the program itself.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Mapping
+from pathlib import Path
+
+from dswheels.host import proc
+from dswheels.kernel.errors import EnvironmentMismatchError
+from dswheels.platforms.wine.host import WineHost
+from dswheels.platforms.wine.msvc_driver import Unit, WineMsvc, compile_units, link, run_windows
+
+__all__ = [
+    "NUMPY_WITHOUT_CREALF",
+    "PROCESS_PRNG_SOURCE",
+    "RUNTIME_DLLS",
+    "add_runtime_files",
+    "has_crealf",
+    "numpy_constraints",
+    "quiet_crashes",
+]
+
+RUNTIME_DLLS = ("vcruntime140.dll", "vcruntime140_1.dll", "vcruntime140_threads.dll")
+NUMPY_WITHOUT_CREALF = "numpy<2"
+PROCESS_PRNG_SOURCE = """\
+/* bcryptprimitives.dll for Wine 8, which has none: ProcessPrng as Windows 10+ exports it (written by dswheels). */
+#include <windows.h>
+#include <bcrypt.h>
+
+BOOL WINAPI ProcessPrng(PBYTE data, SIZE_T size)
+{
+    while (size) {
+        ULONG chunk = size > 0x10000000 ? 0x10000000 : (ULONG)size;
+        if (BCryptGenRandom(NULL, data, chunk, BCRYPT_USE_SYSTEM_PREFERRED_RNG) != 0)
+            return FALSE;
+        data += chunk;
+        size -= chunk;
+    }
+    return TRUE;
+}
+"""
+_QUIET = ".dswheels-quiet-crashes"
+
+
+def _runtime_dll(tools: WineMsvc, name: str) -> Path:
+    """``name`` from the MSVC root: the redistributable's folder (VS, msvc-wine), else the x64 tools' own."""
+    redist = tools.msvc.root / "VC" / "Redist" / "MSVC"
+    for found in sorted(redist.glob(f"*/x64/Microsoft.VC*.CRT/{name}"), reverse=True):
+        return found
+    found = tools.msvc.bin_dir / name
+    if not found.is_file():
+        raise EnvironmentMismatchError(
+            f"the MSVC root {tools.msvc.root} has no x64 {name}",
+            hint="a root with the Visual C++ redistributable (VC/Redist/MSVC) or the x64 host tools",
+        )
+    return found
+
+
+def add_runtime_files(root: Path, *, tools: WineMsvc, log: Path, obj: Path) -> None:
+    """Beside ``root/python.exe``: the VC++ runtime DLLs and a ``bcryptprimitives.dll`` with ProcessPrng."""
+    for name in RUNTIME_DLLS:
+        shutil.copy2(_runtime_dll(tools, name), root / name)
+    obj.mkdir(parents=True, exist_ok=True)
+    source = obj / "bcryptprimitives.c"
+    source.write_text(PROCESS_PRNG_SOURCE, encoding="utf-8")
+    objects = compile_units(
+        tools,
+        [Unit(source=source, flags=("/O2", "/GS-", "/W3"))],
+        obj_root=obj,
+        label="bcryptprimitives",
+        jobs=1,
+        log=log,
+    )
+    link(
+        tools,
+        objects,
+        out=root / "bcryptprimitives.dll",
+        flags=["/DLL", "/NOENTRY", "/NODEFAULTLIB", "/EXPORT:ProcessPrng"],
+        libs=["bcrypt.lib", "kernel32.lib"],
+        lib_dirs=[],
+        log=log,
+    )
+
+
+def quiet_crashes(host: WineHost, env: Mapping[str, str]) -> None:
+    """No winedbg dialog in the prefix: a crash prints its backtrace and the program exits (once per prefix)."""
+    marker = host.prefix / _QUIET
+    if marker.is_file():
+        return
+    proc.run(
+        [
+            host.wine,
+            "reg",
+            "add",
+            r"HKCU\Software\Wine\WineDbg",
+            "/v",
+            "ShowCrashDialog",
+            "/t",
+            "REG_DWORD",
+            "/d",
+            "0",
+            "/f",
+        ],
+        env={**env, **host.env},
+        echo=False,
+        stream=False,
+        timeout=300,
+        error=EnvironmentMismatchError,
+        what="wine reg add ShowCrashDialog",
+    )
+    marker.write_text("ShowCrashDialog=0\n", encoding="utf-8")
+
+
+def has_crealf(host: WineHost, python: Path, env: Mapping[str, str]) -> bool:
+    """Whether the Windows ``python`` finds ``crealf`` in ucrtbase.dll (numpy 2 needs it)."""
+    probe = (
+        "import ctypes\ntry:\n    ctypes.cdll.ucrtbase.crealf\nexcept AttributeError:\n    print('CREALF-MISSING')\n"
+    )
+    result = run_windows(
+        host, python, ["-c", probe], env=env, log=None, what="probing ucrtbase for crealf", capture=True
+    )
+    return "CREALF-MISSING" not in result.output
+
+
+def numpy_constraints(host: WineHost, python: Path, env: Mapping[str, str]) -> tuple[str, ...]:
+    """What the venv's installs are held to on this Wine: ``numpy<2`` where ucrtbase has no crealf."""
+    return () if has_crealf(host, python, env) else (NUMPY_WITHOUT_CREALF,)

@@ -1,0 +1,243 @@
+"""The run-time part of ``dswheels verify`` for a win_amd64 wheel on Linux: the same fresh venv, under Wine.
+
+On Windows the run-time part is :func:`dswheels.verify.effects.prove.runtime_checks` in a venv uv
+makes. On Linux, with Wine and an MSVC root (``--msvc-root``), the venv is one of a Windows CPython
+dswheels builds from CPython's sources (:mod:`dswheels.platforms.wine.cpython_build`, once per
+minor), filled by that Python's own pip (:mod:`dswheels.platforms.wine.windows_venv`); then the
+same checks run in it: ``ds_report``, every op loaded with JIT forbidden, ``TORCH_EXTENSIONS_DIR``
+empty, and, when the wheel has ``cpu_adam``, 20 DeepSpeedCPUAdam steps against torch's AdamW.
+
+What only torch's CUDA wheel can load is said per op: where the venv's torch is a CPU build (PyPI's
+win_amd64 wheels; download.pytorch.org is the plan's index on a runner), a CUDA op whose ``.pyd``
+imports ``torch_cuda.dll``/``c10_cuda.dll``/the CUDA runtime cannot load, and its check says it is
+judged statically (its DLL imports, in the static checks), naming the DLLs. Any other load failure
+stays a failure. Without Wine or an MSVC root, :func:`not_run` says what the static checks alone
+do not prove.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+
+from dswheels.host import proc
+from dswheels.host.machine import host_os
+from dswheels.host.opload import NO_JIT_SCRIPT
+from dswheels.host.wheel_file import WheelContents
+from dswheels.kernel.binaries.dlls import DllFacts, DllTarget, judge_imports, load_dll_facts
+from dswheels.kernel.binaries.pe import read_pe
+from dswheels.kernel.compat import Compat
+from dswheels.kernel.errors import VerifyError
+from dswheels.kernel.model import OS, Accelerator, Platform
+from dswheels.kernel.sources import TorchSource
+from dswheels.platforms.wine.cpython_build import windows_cpython
+from dswheels.platforms.wine.host import find_wine
+from dswheels.platforms.wine.msvc_driver import wine_msvc
+from dswheels.platforms.wine.msvc_root import find_msvc_root
+from dswheels.platforms.wine.windows_venv import (
+    download_for_windows,
+    host_pip,
+    make_windows_venv,
+    pip_index_args,
+    pip_install_offline,
+)
+from dswheels.platforms.wine.wine_gaps import quiet_crashes
+from dswheels.probes import no_jit
+from dswheels.verify.effects.prove import RuntimeResult, runtime_checks
+from dswheels.verify.static_checks import Check, Expected
+
+__all__ = ["ADAM_TOLERANCE", "foreign_windows_wheel", "not_run", "windows_run_time", "wine_runtime_checks"]
+
+ADAM_TOLERANCE = 1e-5
+
+
+def foreign_windows_wheel(expected: Expected) -> bool:
+    """A win_amd64 wheel on a machine that is not Windows: its run-time part is this module's."""
+    return expected.cell.platform is Platform.WIN_AMD64 and host_os() is not OS.WINDOWS
+
+
+def windows_run_time(
+    wheel: Path,
+    expected: Expected,
+    data: WheelContents,
+    *,
+    compat: Compat,
+    msvc_root: Path | None,
+    torch_source: TorchSource,
+    cache_dir: Path,
+    environ: Mapping[str, str],
+    work_root: Path,
+    accelerator: Accelerator | None,
+    log: Path | None,
+    torch_version: str | None = None,
+) -> RuntimeResult:
+    """Under Wine with ``msvc_root``; else what is not proven, said."""
+    if msvc_root is None:
+        return not_run("no MSVC root to build a Windows Python with: --msvc-root")
+    if proc.find_tool("wine", environ) is None and proc.find_tool("wine64", environ) is None:
+        return not_run("Wine is not installed")
+    return wine_runtime_checks(
+        wheel,
+        expected,
+        data,
+        compat=compat,
+        msvc_root=msvc_root,
+        torch_source=torch_source,
+        cache_dir=cache_dir,
+        environ=environ,
+        work_root=work_root,
+        accelerator=accelerator,
+        log=log,
+        torch_version=torch_version,
+    )
+
+
+def not_run(why: str) -> RuntimeResult:
+    """The run-time part of a Windows wheel on a Linux host without Wine: nothing loaded, said as such."""
+    return RuntimeResult(
+        checks=[
+            Check(
+                "run time",
+                ok=True,
+                detail=f"not run ({why}): the static checks above judge names and DLL imports; not proven here: "
+                "that pip installs the wheel on Windows, that DeepSpeed imports it from where it is, that each "
+                "op loads without JIT and that DeepSpeedCPUAdam steps (pass --msvc-root with Wine installed, "
+                "or verify on Windows)",
+            )
+        ]
+    )
+
+
+def wine_runtime_checks(
+    wheel: Path,
+    expected: Expected,
+    data: WheelContents,
+    *,
+    compat: Compat,
+    msvc_root: Path,
+    torch_source: TorchSource,
+    cache_dir: Path,
+    environ: Mapping[str, str],
+    work_root: Path,
+    accelerator: Accelerator | None,
+    log: Path | None,
+    torch_version: str | None = None,
+) -> RuntimeResult:
+    """A fresh venv of the Windows CPython of the wheel's Python under Wine, the wheel and the cell's torch
+    installed by its pip, then :func:`~dswheels.verify.effects.prove.runtime_checks` in it."""
+    cell = expected.cell
+    env = dict(environ)
+    host = find_wine(env, cache_dir=cache_dir)
+    msvc = find_msvc_root(msvc_root, toolset="14")
+    tools = wine_msvc(host, msvc, cache_dir / "wine" / "cpython-tools")
+    base = windows_cpython(
+        cell.python.version, compat=compat, tools=tools, cache_dir=cache_dir, env=env, jobs=os.cpu_count() or 2
+    )
+    quiet_crashes(host, env)
+    work_root.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="wine-venv-", dir=work_root) as tmp:
+        venv = make_windows_venv(base, host, where=Path(tmp) / "env", env=env, log=log)
+        torch = f"torch=={torch_version or compat.torch[cell.torch].latest}"
+        # another torch (--torch-version): the wheel's pin would replace it, so its other requirements by hand
+        needs = [str(r) for r in data.metadata.requirements if torch_version is None or r.name != "torch"]
+        wheelhouse = cache_dir / "wine" / "wheelhouse" / f"cp{base.tag}"
+        download_for_windows(  # what the wheel needs, not the wheel: pip installs that from its path
+            host_pip(cache_dir, log=log),
+            [torch, *needs],
+            dest=wheelhouse,
+            python_tag=base.tag,
+            index_args=pip_index_args(torch_source, compat.torch_index.format(variant=cell.variant.name)),
+            constraints=venv.constraints,
+            log=log,
+        )
+        if torch_version is None:
+            pip_install_offline(venv, [torch, str(wheel)], find_links=wheelhouse, env=env, log=log)
+        else:
+            pip_install_offline(venv, [torch, *needs], find_links=wheelhouse, env=env, log=log)
+            pip_install_offline(venv, ["--no-deps", str(wheel)], find_links=wheelhouse, env=env, log=log)
+        result = runtime_checks(
+            wheel,
+            expected,
+            compat=compat,
+            python=venv.launcher,
+            torch_source=torch_source,
+            work_root=work_root,
+            accelerator=accelerator,
+            log=log,
+        )
+        result.checks = _judge_cuda_loads(result, data, expected)
+        if "cpu_adam" in expected.ops:
+            result.checks.append(_adam(venv.launcher, env=env, accelerator=accelerator, log=log))
+    result.checks.insert(
+        0, Check("windows python", ok=True, detail=f"CPython {base.version} built under {host.version}")
+    )
+    return result
+
+
+def _judge_cuda_loads(result: RuntimeResult, data: WheelContents, expected: Expected) -> list[Check]:
+    """Each failed op load whose ``.pyd`` imports what only torch's CUDA wheel has, with a CPU torch here:
+    judged statically, with the DLLs named. Every other check as it was."""
+    ops = result.loads.get("ops")
+    if not isinstance(ops, dict) or result.loads.get("torch_cuda") or not expected.cell.variant.is_cuda:
+        return list(result.checks)
+    facts = load_dll_facts()
+    cuda_major = int(expected.cell.variant.cuda_text.split(".")[0])
+    wheel_target = DllTarget(python=expected.cell.python, torch=expected.cell.torch, cuda_major=cuda_major)
+    here = DllTarget(python=expected.cell.python, torch=expected.cell.torch, cuda_major=None)
+    checks = []
+    for check in result.checks:
+        name = check.name.removeprefix("load ")
+        entry = ops.get(name) if check.name.startswith("load ") and not check.ok else None
+        module = entry.get("module") if isinstance(entry, dict) else None
+        error = str(entry.get("error", "")) if isinstance(entry, dict) else ""
+        cuda_only = _cuda_only_imports(data, str(module), wheel_target, here, facts) if module else ()
+        if cuda_only and "DLL load failed" in error:
+            check = Check(  # noqa: PLW2901 - the same check, judged
+                check.name,
+                ok=True,
+                detail=f"judged statically, not loaded: its .pyd imports {', '.join(cuda_only)}, which only torch's "
+                f"CUDA {expected.cell.variant.cuda_text} wheel has, and torch here is a CPU build (PyPI's win_amd64 "
+                "wheels; the plan's index has the CUDA one); its DLL imports are judged in the static checks",
+            )
+        checks.append(check)
+    return checks
+
+
+def _cuda_only_imports(
+    data: WheelContents, module: str, wheel_target: DllTarget, here: DllTarget, facts: DllFacts
+) -> tuple[str, ...]:
+    """The DLLs the op's ``.pyd`` imports that its CUDA torch provides and a CPU torch does not."""
+    stem = module.replace(".", "/")
+    pyd = next((b for n, b in data.extensions.items() if n.startswith(stem + ".") and n.endswith(".pyd")), None)
+    image = read_pe(pyd) if pyd is not None else None
+    if image is None:
+        return ()
+    with_cuda = {v.name for v in judge_imports(image.imports, wheel_target, facts) if v.ok}
+    without = {v.name for v in judge_imports(image.imports, here, facts) if v.ok}
+    return tuple(sorted(with_cuda - without))
+
+
+def _adam(launcher: Path, *, env: Mapping[str, str], accelerator: Accelerator | None, log: Path | None) -> Check:
+    """20 DeepSpeedCPUAdam steps against torch's AdamW in the venv (JIT forbidden): the largest difference."""
+    with tempfile.TemporaryDirectory(prefix="dsw-ext-") as ext, tempfile.TemporaryDirectory() as cwd:
+        run_env = {**env, "TORCH_EXTENSIONS_DIR": ext, **({"DS_ACCELERATOR": accelerator.value} if accelerator else {})}
+        out = proc.capture(
+            [str(launcher), str(NO_JIT_SCRIPT), "adam"],
+            cwd=Path(cwd),
+            env=run_env,
+            log_file=log,
+            timeout=900,
+            error=VerifyError,
+            what="DeepSpeedCPUAdam vs AdamW",
+        )
+        jit = sorted(p.name for p in Path(ext).iterdir())
+    data = proc.marked_json(out.output, no_jit.ADAM_MARK)
+    if not isinstance(data, dict):
+        return Check("cpu_adam step", ok=False, detail="no answer: " + " / ".join(out.tail[-4:]))
+    diff = float(str(data.get("max_abs_diff")))
+    ok = diff <= ADAM_TOLERANCE and not jit
+    detail = f"{data.get('steps')} DeepSpeedCPUAdam steps against torch.optim.AdamW: largest difference {diff:.1e}"
+    detail += f" (tolerance {ADAM_TOLERANCE:.0e})" + (f"; JIT-compiled {', '.join(jit)}" if jit else "")
+    return Check("cpu_adam step", ok=ok, detail=detail)
