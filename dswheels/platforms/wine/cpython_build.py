@@ -140,19 +140,21 @@ def _make(
     builder = _Builder(src=src, out=target / "out", obj=target / "obj", tools=tools, env=env, jobs=jobs, log=log)
     ffi_lib = builder.libffi(libffi)
     freeze = builder.project("_freeze_module")
-    builder.build(freeze)
+    builder.build(Target(freeze))
     builder.freeze(freeze)
     core = builder.project("pythoncore", zlib=zlib)
-    builder.build(core, implib=True)
-    builder.build(builder.project("python3dll"))
-    builder.build(builder.project("python"))
-    builder.build(builder.project("venvlauncher"))
-    for name in EXTENSIONS:
-        if name == "_ctypes":  # libffi.props (not read): our libffi is static, its headers ours
-            ffi = (f"/I{ffi_lib.parent / 'include'}", "/DFFI_BUILDING")
-            builder.build(builder.project(name), extra_flags=ffi, extra_libs=(ffi_lib,))
-        else:
-            builder.build(builder.project(name))
+    builder.build(Target(core, implib=True))
+    builder.build(*(Target(builder.project(name)) for name in ("python3dll", "python", "venvlauncher")))
+    # libffi.props (not read): our libffi is static, its headers ours
+    ffi = (f"/I{ffi_lib.parent / 'include'}", "/DFFI_BUILDING")
+    builder.build(
+        *(
+            Target(builder.project(name), extra_flags=ffi, extra_libs=(ffi_lib,))
+            if name == "_ctypes"
+            else Target(builder.project(name))
+            for name in EXTENSIONS
+        )
+    )
     seconds = monotonic() - start
     with staging_dir(target, "python") as staged:
         _lay_out(staged, src=src, out=builder.out, tag=core.properties["PyDllName"].removeprefix("python"))
@@ -186,6 +188,16 @@ def _unpacked(dest: Path, urls: Sequence[str], sha256: str, downloader: Download
         done.write_text(sha256 + "\n", encoding="utf-8")
         return dest
     raise EnvironmentMismatchError(f"{what} could not be downloaded from any pinned URL", details="\n".join(failures))
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """A project to compile and link, and what the Wine host adds to it (our static libffi for ``_ctypes``)."""
+
+    project: Project
+    implib: bool = False  # write its import library beside it (pythonXY.lib)
+    extra_flags: tuple[str, ...] = ()
+    extra_libs: tuple[Path, ...] = ()
 
 
 @dataclass
@@ -251,23 +263,26 @@ class _Builder:
             units.append(Unit(source=self._path(item.include), flags=(*cl_flags(item.metadata), *includes, *extra)))
         return units
 
-    def build(
-        self,
-        project: Project,
-        *,
-        implib: bool = False,
-        extra_flags: Sequence[str] = (),
-        extra_libs: Sequence[Path] = (),
-    ) -> Path:
-        """Compile and link ``project`` into :attr:`out`: its ``TargetName`` with its extension."""
+    def build(self, *targets: Target) -> None:
+        """Compile every unit of ``targets`` in one pool, then link each into :attr:`out` (its ``TargetName``)."""
+        units = [self._units(t.project, t.extra_flags) for t in targets]
+        names = [t.project.name for t in targets]
+        label = ", ".join(names) if len(names) <= 3 else f"{len(names)} targets ({', '.join(names[:3])}, ...)"
         objects = compile_units(
             self.tools,
-            self._units(project, extra_flags),
-            obj_root=self.obj / project.name,
-            label=project.name,
+            [u for per in units for u in per],
+            obj_root=self.obj / (targets[0].project.name if len(targets) == 1 else "extensions"),
+            label=label,
             jobs=self.jobs,
             log=self.log,
         )
+        start_of = 0
+        for target, per in zip(targets, units, strict=True):
+            self._link(target, objects[start_of : start_of + len(per)])
+            start_of += len(per)
+
+    def _link(self, target: Target, objects: Sequence[Path]) -> Path:
+        project = target.project
         metadata = project.definitions.get("Link", {})
         name = project.properties.get("TargetName") or project.name
         out = self.out / f"{name}{project.target_ext}"
@@ -277,7 +292,10 @@ class _Builder:
         if definition := metadata.get("ModuleDefinitionFile"):
             flags.append(f"/DEF:{self._path(definition)}")
         libs = [*split_list(metadata.get("AdditionalDependencies", "")), *_CORE_LIBS]
-        libs += [f'"{windows_path(lib)}"' for lib in extra_libs]
+        # MSBuild links a referenced project's import library (LinkLibraryDependencies); here that is the core's
+        if any(r.include.lower().endswith("pythoncore.vcxproj") for r in project.of_kind("ProjectReference")):
+            libs.append(f"{project.properties['PyDllName']}.lib")
+        libs += [f'"{windows_path(lib)}"' for lib in target.extra_libs]
         dirs = [self.out, *(self._path(d) for d in split_list(metadata.get("AdditionalLibraryDirectories", "")))]
         start = monotonic()
         link(
@@ -288,9 +306,11 @@ class _Builder:
             libs=list(dict.fromkeys(libs)),
             lib_dirs=dirs,
             log=self.log,
-            implib=out.with_suffix(".lib") if implib else None,
+            implib=out.with_suffix(".lib") if target.implib else None,
         )
-        get_reporter().info(f"{project.name}: linked {out.name} ({format_duration(monotonic() - start)})")
+        get_reporter().info(
+            f"{project.name}: {out.name} ({len(objects)} units, linked in {format_duration(monotonic() - start)})"
+        )
         return out
 
     def freeze(self, freeze: Project) -> None:

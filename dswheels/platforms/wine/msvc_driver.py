@@ -72,10 +72,11 @@ def _digest(parts: Sequence[str]) -> str:
 
 
 def _batches(units: Sequence[Unit], obj_root: Path) -> list[tuple[Path, tuple[str, ...], list[Unit]]]:
-    """(object folder, options, units): one folder per set of options, a second where two sources share a stem."""
+    """(object folder, options, units): one folder per set of options, a second where two sources share a stem.
+    A unit given twice (two targets with the same source and options) is compiled once."""
     batches: list[tuple[Path, tuple[str, ...], list[Unit]]] = []
     groups: dict[tuple[str, ...], list[Unit]] = {}
-    for unit in units:
+    for unit in dict.fromkeys(units):
         groups.setdefault(unit.flags, []).append(unit)
     for flags, members in groups.items():
         folders: list[tuple[Path, set[str], list[Unit]]] = []
@@ -101,12 +102,12 @@ def compile_units(
 ) -> list[Path]:
     """Compile ``units`` (in their order: the objects come back in it) under ``obj_root``."""
     batches = _batches(units, obj_root)
-    objects = {unit.source: object_path(folder, unit) for folder, _f, members in batches for unit in members}
+    objects = {unit: object_path(folder, unit) for folder, _f, members in batches for unit in members}
     todo = [b for b in batches if not _stamp(b).is_file()]
     reporter = get_reporter()
     if todo:
         total = sum(len(b[2]) for b in todo)
-        reporter.info(f"{label}: compiling {total} of {len(units)} units ({len(todo)} batches, {jobs} at a time)")
+        reporter.info(f"{label}: compiling {total} units ({len(todo)} batches, {jobs} at a time)")
         start = monotonic()
         done = 0
         shown = 0
@@ -118,7 +119,7 @@ def compile_units(
                 if done == total or done - shown >= max(1, total // 10):
                     shown = done
                     reporter.info(f"{label}: {done}/{total} compiled ({format_duration(monotonic() - start)})")
-    return [objects[unit.source] for unit in units]
+    return [objects[unit] for unit in units]
 
 
 def _stamp(batch: tuple[Path, tuple[str, ...], list[Unit]]) -> Path:
@@ -158,19 +159,28 @@ def link(
     log: Path,
     implib: Path | None = None,
 ) -> Path:
-    """``link`` ``objects`` into ``out`` (a DLL when ``flags`` has ``/DLL``), everything in a response file."""
-    out.parent.mkdir(parents=True, exist_ok=True)
+    """``link`` ``objects`` into ``out`` (a DLL when ``flags`` has ``/DLL``), everything in a response file.
+
+    The linker writes into a ``.partial`` folder first, and ``out`` is moved from there once it succeeded: an
+    ``out`` that is there is whole (a link stopped half-way would otherwise be taken as done by the next attempt).
+    The file keeps its name: a DLL's name is written into it and into its import library."""
+    partial = out.parent / ".partial" / out.name
+    partial.parent.mkdir(parents=True, exist_ok=True)
     lines = [
         "/nologo",
         *flags,
-        f'/OUT:"{windows_path(out)}"',
+        f'/OUT:"{windows_path(partial)}"',
         *([f'/IMPLIB:"{windows_path(implib)}"'] if implib else []),
         *(f'/LIBPATH:"{windows_path(d)}"' for d in lib_dirs),
         *(f'"{windows_path(o)}"' for o in objects),
         *libs,
     ]
     response = out.with_name(out.name + ".rsp")
-    response.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    text = "\n".join(lines) + "\n"
+    if _up_to_date(out, response, text, objects):
+        return out  # an earlier attempt linked exactly this (a DLL's whole-program link takes minutes)
+    out.unlink(missing_ok=True)
+    response.write_text(text, encoding="utf-8")
     proc.run(
         [tools.tool("link.exe"), f"@{response}"],
         log_file=log,
@@ -180,9 +190,17 @@ def link(
         error=EnvironmentMismatchError,
         what=f"link {out.name}",
     )
-    if not out.is_file():
+    if not partial.is_file():
         raise EnvironmentMismatchError(f"link made no {out.name}", hint=f"full log: {log}")
+    partial.replace(out)
     return out
+
+
+def _up_to_date(out: Path, response: Path, text: str, objects: Sequence[Path]) -> bool:
+    if not out.is_file() or not response.is_file() or response.read_text(encoding="utf-8") != text:
+        return False
+    built = out.stat().st_mtime
+    return all(o.stat().st_mtime <= built for o in objects)
 
 
 def run_windows(

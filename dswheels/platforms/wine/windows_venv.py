@@ -22,6 +22,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from packaging.requirements import Requirement
+
 from dswheels.host import proc
 from dswheels.host.log import get_reporter
 from dswheels.host.venvs import find_uv
@@ -37,6 +39,7 @@ __all__ = [
     "download_for_windows",
     "host_pip",
     "make_windows_venv",
+    "needed_by",
     "pip_index_args",
     "pip_install_offline",
 ]
@@ -106,6 +109,15 @@ def pip_index_args(source: TorchSource, plan_index: str) -> list[str]:
     return []
 
 
+def needed_by(requirements: Sequence[Requirement], *, without: str = "") -> list[str]:
+    """A wheel's ``Requires-Dist`` as requirements to resolve: those of its extras left out (and ``without``).
+
+    >>> needed_by([Requirement("a>1"), Requirement("b; extra == 'docs'"), Requirement("torch==2.*")], without="torch")
+    ['a>1']
+    """
+    return [str(r) for r in requirements if r.name != without and not (r.marker and "extra" in str(r.marker))]
+
+
 def host_pip(cache_dir: Path, *, log: Path | None) -> list[str]:
     """This machine's pip: dswheels' own interpreter's, else one in a venv uv makes once under the cache."""
     if importlib.util.find_spec("pip") is not None:
@@ -124,39 +136,75 @@ def host_pip(cache_dir: Path, *, log: Path | None) -> list[str]:
 
 
 def download_for_windows(
-    pip: Sequence[str],
     requirements: Sequence[str],
     *,
     dest: Path,
-    python_tag: str,
-    index_args: Sequence[str],
+    python: str,
+    uv_index_args: Sequence[str],
+    pip_index_args: Sequence[str],
+    pip: Sequence[str],
     constraints: Sequence[str],
     log: Path | None,
-) -> None:
-    """The win_amd64 wheels ``requirements`` resolve to for CPython ``python_tag`` (``311``), into ``dest``."""
+) -> list[str]:
+    """The win_amd64 wheels ``requirements`` resolve to for CPython ``python`` (``3.11``), into ``dest``; the pins.
+
+    Resolved by uv for Windows (``--python-platform``: each marker as Windows evaluates it; pip's
+    ``download --platform`` would evaluate them for this Linux machine and ask for torch's Linux-only
+    NVIDIA wheels), then each pinned file fetched by pip (``--no-deps``), checked against the index's hash.
+    """
     dest.mkdir(parents=True, exist_ok=True)
-    constraint_file = dest.parent / f"{dest.name}-constraints.txt"
-    constraint_file.write_text("".join(f"{c}\n" for c in constraints), encoding="utf-8")
+    tag = python.replace(".", "")
+    wanted = dest.parent / f"{dest.name}-requirements.in"
+    wanted.write_text("".join(f"{r}\n" for r in requirements), encoding="utf-8")
+    held = dest.parent / f"{dest.name}-constraints.txt"
+    held.write_text("".join(f"{c}\n" for c in constraints), encoding="utf-8")
+    pins = dest.parent / f"{dest.name}-pins.txt"
+    proc.run(
+        [
+            find_uv(),
+            "pip",
+            "compile",
+            "--quiet",
+            "--no-header",
+            "--no-annotate",
+            "--python-platform",
+            "x86_64-pc-windows-msvc",
+            "--python-version",
+            python,
+            *uv_index_args,
+            "--constraint",
+            str(held),
+            "--output-file",
+            str(pins),
+            str(wanted),
+        ],
+        log_file=log,
+        stream=False,
+        timeout=1800,
+        error=EnvironmentMismatchError,
+        what=f"resolving {' '.join(requirements)} for Windows (uv pip compile)",
+    )
+    pinned = [ln.strip() for ln in pins.read_text(encoding="utf-8").splitlines() if ln.strip() and ln[0] not in "#-"]
     proc.run(
         [
             *pip,
             "download",
             "--quiet",
+            "--no-deps",
             "--dest",
             str(dest),
             "--only-binary=:all:",
             "--platform",
             "win_amd64",
             "--python-version",
-            python_tag,
+            tag,
             "--implementation",
             "cp",
             "--abi",
-            f"cp{python_tag}",
-            *index_args,
-            "--constraint",
-            str(constraint_file),
-            *requirements,
+            f"cp{tag}",
+            *pip_index_args,
+            "--requirement",
+            str(pins),
         ],
         log_file=log,
         stream=False,
@@ -164,8 +212,9 @@ def download_for_windows(
         heartbeat_label="pip download (win_amd64)",
         timeout=3600,
         error=EnvironmentMismatchError,
-        what=f"pip download {' '.join(requirements)} (win_amd64)",
+        what=f"pip download of {len(pinned)} win_amd64 wheels",
     )
+    return pinned
 
 
 def pip_install_offline(

@@ -8,9 +8,10 @@ Measured on this kind of machine (docs/build.md#windows-under-wine):
 * **ProcessPrng** (``bcryptprimitives.dll``): Rust's standard library (pydantic_core) imports it;
   Wine 8 has no such DLL. A small one is built here with the same MSVC (``ProcessPrng`` over
   ``BCryptGenRandom``, which Wine has) and placed beside ``python.exe``.
-* **crealf** (``ucrtbase.dll``): numpy 2 imports it; Wine 8's ucrtbase lacks it. The venv's installs
-  are constrained to ``numpy<2`` when the Python here cannot find it (asked, not assumed: a newer Wine
-  has it); numpy 1.x has no wheels for Python 3.13+, which then cannot run DeepSpeed under this Wine.
+* **crealf** (``ucrtbase.dll``): numpy 2 calls it; Wine 8's ucrtbase exports it as a stub that aborts
+  the process. The venv's installs are held to ``numpy<2`` when calling it fails here (asked, not
+  assumed: a newer Wine implements it); numpy 1.x has no wheels for Python 3.13+, which then cannot
+  run DeepSpeed under this Wine.
 * **winedbg's crash dialog**: a crashing Windows program would start winedbg, which waits on a
   dialog with no one to answer; the prefix is told not to show it (the backtrace goes to the log).
 * **stdout on a regular file**: Wine 8 hands a Windows program a file handle that
@@ -91,15 +92,16 @@ def add_runtime_files(root: Path, *, tools: WineMsvc, log: Path, obj: Path) -> N
         jobs=1,
         log=log,
     )
-    link(
+    dll = link(
         tools,
         objects,
-        out=root / "bcryptprimitives.dll",
+        out=obj / "bcryptprimitives.dll",
         flags=["/DLL", "/NOENTRY", "/NODEFAULTLIB", "/EXPORT:ProcessPrng"],
         libs=["bcrypt.lib", "kernel32.lib"],
         lib_dirs=[],
         log=log,
     )
+    shutil.copy2(dll, root / dll.name)
 
 
 def quiet_crashes(host: WineHost, env: Mapping[str, str]) -> None:
@@ -132,14 +134,20 @@ def quiet_crashes(host: WineHost, env: Mapping[str, str]) -> None:
 
 
 def has_crealf(host: WineHost, python: Path, env: Mapping[str, str]) -> bool:
-    """Whether the Windows ``python`` finds ``crealf`` in ucrtbase.dll (numpy 2 needs it)."""
+    """Whether ``crealf`` of the Windows ``python``'s ucrtbase.dll works (numpy 2 calls it).
+
+    Called, not looked up: Wine exports what it does not implement as a stub, which GetProcAddress finds
+    and which aborts the process when called ("unimplemented function ucrtbase.dll.crealf")."""
     probe = (
-        "import ctypes\ntry:\n    ctypes.cdll.ucrtbase.crealf\nexcept AttributeError:\n    print('CREALF-MISSING')\n"
+        "import ctypes\n"
+        "class C(ctypes.Structure):\n    _fields_ = [('re', ctypes.c_float), ('im', ctypes.c_float)]\n"
+        "f = ctypes.CDLL('ucrtbase').crealf\nf.restype = ctypes.c_float\nf.argtypes = [C]\n"
+        "print('CREALF', f(C(3.0, 4.0)))\n"
     )
     result = run_windows(
-        host, python, ["-c", probe], env=env, log=None, what="probing ucrtbase for crealf", capture=True
+        host, python, ["-c", probe], env=env, log=None, what="calling ucrtbase's crealf", capture=True, check=False
     )
-    return "CREALF-MISSING" not in result.output
+    return result.returncode == 0 and "CREALF 3.0" in result.output
 
 
 def numpy_constraints(host: WineHost, python: Path, env: Mapping[str, str]) -> tuple[str, ...]:

@@ -25,6 +25,7 @@ from pathlib import Path
 from dswheels.host import proc
 from dswheels.host.machine import host_os
 from dswheels.host.opload import NO_JIT_SCRIPT
+from dswheels.host.venvs import torch_index_args
 from dswheels.host.wheel_file import WheelContents
 from dswheels.kernel.binaries.dlls import DllFacts, DllTarget, judge_imports, load_dll_facts
 from dswheels.kernel.binaries.pe import read_pe
@@ -32,6 +33,7 @@ from dswheels.kernel.compat import Compat
 from dswheels.kernel.errors import VerifyError
 from dswheels.kernel.model import OS, Accelerator, Platform
 from dswheels.kernel.sources import TorchSource
+from dswheels.kernel.versions import format_version
 from dswheels.platforms.wine.cpython_build import windows_cpython
 from dswheels.platforms.wine.host import find_wine
 from dswheels.platforms.wine.msvc_driver import wine_msvc
@@ -40,6 +42,7 @@ from dswheels.platforms.wine.windows_venv import (
     download_for_windows,
     host_pip,
     make_windows_venv,
+    needed_by,
     pip_index_args,
     pip_install_offline,
 )
@@ -141,14 +144,16 @@ def wine_runtime_checks(
         venv = make_windows_venv(base, host, where=Path(tmp) / "env", env=env, log=log)
         torch = f"torch=={torch_version or compat.torch[cell.torch].latest}"
         # another torch (--torch-version): the wheel's pin would replace it, so its other requirements by hand
-        needs = [str(r) for r in data.metadata.requirements if torch_version is None or r.name != "torch"]
+        needs = needed_by(data.metadata.requirements, without="torch" if torch_version else "")
+        plan_index = compat.torch_index.format(variant=cell.variant.name)
         wheelhouse = cache_dir / "wine" / "wheelhouse" / f"cp{base.tag}"
         download_for_windows(  # what the wheel needs, not the wheel: pip installs that from its path
-            host_pip(cache_dir, log=log),
             [torch, *needs],
             dest=wheelhouse,
-            python_tag=base.tag,
-            index_args=pip_index_args(torch_source, compat.torch_index.format(variant=cell.variant.name)),
+            python=format_version(cell.python.version),
+            uv_index_args=torch_index_args(torch_source, plan_index),
+            pip_index_args=pip_index_args(torch_source, plan_index),
+            pip=host_pip(cache_dir, log=log),
             constraints=venv.constraints,
             log=log,
         )
