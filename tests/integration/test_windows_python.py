@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,11 +20,11 @@ import pytest
 
 from dswheels.kernel.compat import load_compat
 from dswheels.platforms.wine.cpython_build import EXTENSIONS, WindowsCPython, windows_cpython
-from dswheels.platforms.wine.host import WineHost, find_wine, wait_for_wineserver, wine_prefix, windows_path
-from dswheels.platforms.wine.msvc_driver import WineMsvc, run_windows, wine_msvc
+from dswheels.platforms.wine.host import WineHost, find_wine, wait_for_wineserver, windows_path, wine_prefix
+from dswheels.platforms.wine.msvc_driver import WineMsvc, wine_msvc
 from dswheels.platforms.wine.msvc_root import find_msvc_root
-from dswheels.platforms.wine.wine_gaps import NUMPY_WITHOUT_CREALF, has_crealf, numpy_constraints, quiet_crashes
 from dswheels.platforms.wine.windows_venv import make_windows_venv
+from dswheels.platforms.wine.wine_gaps import NUMPY_WITHOUT_CREALF, has_crealf, numpy_constraints, run_windows
 from tests.integration.test_windows_wine import require_wine
 
 pytestmark = pytest.mark.integration
@@ -52,8 +53,9 @@ def windows_python(wine_tools: WineMsvc, dswheels_cache: Path) -> WindowsCPython
 
 
 def run(host: WineHost, python: Path, code: str, *, check: bool = True) -> str:
-    return run_windows(host, python, ["-c", code], env=dict(os.environ), log=None, what="python -c", capture=True,
-                       check=check).output
+    return run_windows(
+        host, python, ["-c", code], env=dict(os.environ), log=None, what="python -c", capture=True, check=check
+    ).output
 
 
 def test_it_is_cpython_of_the_pinned_release_for_windows_with_the_modules_pip_torch_and_deepspeed_import(
@@ -100,7 +102,10 @@ def test_a_venv_of_it_has_that_pythons_own_pip(
     venv = make_windows_venv(windows_python, wine_tools.host, where=tmp_path / "env", env=dict(os.environ), log=None)
     out = subprocess.run(
         [str(venv.launcher), "-c", "import sys, pip; print(sys.prefix != sys.base_prefix, pip.__file__)"],
-        capture_output=True, text=True, check=True, cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=tmp_path,
     ).stdout.split()
     assert out[0] == "True"
     assert out[1].lower().startswith(windows_path(tmp_path / "env").lower())
@@ -135,29 +140,52 @@ def test_process_prng_is_there_for_rust_code_though_wine_has_no_bcryptprimitives
 
 
 def test_numpy_2_is_held_back_where_ucrtbase_lacks_crealf(windows_python: WindowsCPython, wine_tools: WineMsvc) -> None:
-    """Wine 8's ucrtbase has no crealf (numpy 2 imports it): found by asking, and the constraint follows."""
+    """Wine 8's ucrtbase exports crealf as a stub that aborts when called (numpy 2 calls it): found by calling
+    it, and the constraint follows."""
     env = dict(os.environ)
     missing = not has_crealf(wine_tools.host, windows_python.python, env)
     assert missing, "this Wine has crealf: the numpy<2 hold is no longer needed here (docs/build.md)"
     assert numpy_constraints(wine_tools.host, windows_python.python, env) == (NUMPY_WITHOUT_CREALF,)
 
 
-def test_a_crash_ends_the_program_with_a_backtrace_not_a_winedbg_dialog(
+def test_a_crash_ends_the_program_at_once_where_winedbg_would_hold_it(
     windows_python: WindowsCPython, wine_tools: WineMsvc, tmp_path: Path
 ) -> None:
-    env = dict(os.environ)
-    quiet_crashes(wine_tools.host, env)
-    query = subprocess.run(
-        [wine_tools.host.wine, "reg", "query", r"HKCU\Software\Wine\WineDbg", "/v", "ShowCrashDialog"],
-        env={**env, **wine_tools.host.env}, capture_output=True, text=True, check=True,
-    )
-    assert "0x0" in query.stdout
+    """winedbg, started by a crash, keeps the program's pipes open and never ends here: with it switched off
+    (windows_program_env) the crash ends the run at once, the fault in its output."""
+    crash = [windows_path(windows_python.python), "-c", "import ctypes; ctypes.string_at(0)"]
+    with_winedbg = {**os.environ, **wine_tools.host.env}  # Wine's own defaults: winedbg on
+    with pytest.raises(subprocess.TimeoutExpired):
+        subprocess.run([wine_tools.host.wine, *crash], env=with_winedbg, capture_output=True, timeout=45, check=False)
+    wait_for_wineserver(wine_tools.host.prefix, os.environ, timeout=10)
+    start = time.monotonic()
     result = run_windows(
-        wine_tools.host, windows_python.python, ["-X", "faulthandler", "-c", "import ctypes; ctypes.string_at(0)"],
-        env=env, log=tmp_path / "crash.log", what="a crash", capture=True, check=False, timeout=120,
+        wine_tools.host,
+        windows_python.python,
+        crash[1:],
+        env=dict(os.environ),
+        log=tmp_path / "crash.log",
+        what="a crash",
+        capture=True,
+        check=False,
+        timeout=120,
     )
+    assert time.monotonic() - start < 60
     assert result.returncode != 0
-    assert "Windows fatal exception: access violation" in result.output
+    assert "Unhandled page fault" in result.output
+
+
+def test_wmic_fails_fast_instead_of_hanging(windows_python: WindowsCPython, wine_tools: WineMsvc) -> None:
+    """py-cpuinfo (DeepSpeedCPUAdam) runs `wmic os get Version`: switched off, it fails and py-cpuinfo goes on."""
+    code = (
+        "import subprocess, time\nt = time.monotonic()\n"
+        "try:\n    r = subprocess.run(['wmic', 'os', 'get', 'Version'], capture_output=True, timeout=30).returncode\n"
+        "except OSError as e:\n    r = type(e).__name__\n"
+        "print(r, time.monotonic() - t < 20)\n"
+    )
+    first, fast = run(wine_tools.host, windows_python.python, code).split()
+    assert first != "0"
+    assert fast == "True"
 
 
 def test_stdout_on_a_regular_file_fails_under_this_wine_and_a_pipe_does_not(

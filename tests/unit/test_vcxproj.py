@@ -1,3 +1,4 @@
+# ruff: noqa: E501 - the project files below are in CPython's shapes, lines as long as theirs
 """CPython's PCbuild project files read without MSBuild (dswheels/platforms/wine/vcxproj.py).
 
 Small projects in the shapes CPython 3.11-3.13's files use: properties in order with conditions,
@@ -213,6 +214,8 @@ def test_a_condition_it_cannot_evaluate_is_an_error(condition: str) -> None:
 
 
 def test_the_real_sheet_shape_of_an_item_condition_that_cannot_be_read_fails_loudly() -> None:
-    text = CORE.replace('<ClCompile Include="..\\Objects\\a.c;', '<ClCompile Condition="$(X.Length) > 0" Include="..\\Objects\\a.c;')
+    text = CORE.replace(
+        '<ClCompile Include="..\\Objects\\a.c;', '<ClCompile Condition="$(X.Length) > 0" Include="..\\Objects\\a.c;'
+    )
     with pytest.raises(ConditionError, match="property function"):
         read(text)

@@ -44,8 +44,9 @@ from dswheels.kernel.versions import VersionTuple, format_version
 from dswheels.platforms.wine import cpython_externals as ext
 from dswheels.platforms.wine import wine_gaps
 from dswheels.platforms.wine.host import windows_path
-from dswheels.platforms.wine.msvc_driver import Unit, WineMsvc, compile_units, link, run_windows
+from dswheels.platforms.wine.msvc_driver import Unit, WineMsvc, compile_units, link
 from dswheels.platforms.wine.vcxproj import Project, cl_flags, link_flags, read_project, split_list
+from dswheels.platforms.wine.wine_gaps import run_windows
 
 __all__ = ["EXTENSIONS", "RECIPE", "WindowsCPython", "cpython_root", "windows_cpython"]
 

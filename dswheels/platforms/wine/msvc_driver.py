@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextvars
 import hashlib
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +26,7 @@ from dswheels.kernel.errors import EnvironmentMismatchError
 from dswheels.platforms.wine.host import WineHost, windows_path, write_tool_scripts
 from dswheels.platforms.wine.msvc_root import MsvcRoot
 
-__all__ = ["BATCH", "Unit", "WineMsvc", "compile_units", "link", "run_windows", "wine_msvc"]
+__all__ = ["BATCH", "Unit", "WineMsvc", "compile_units", "link", "wine_msvc"]
 
 BATCH = 10  # sources per cl: a Wine start per batch, not per file, and still several batches per target
 _TOOLS = ("cl.exe", "link.exe", "lib.exe", "ml64.exe")
@@ -201,31 +201,3 @@ def _up_to_date(out: Path, response: Path, text: str, objects: Sequence[Path]) -
         return False
     built = out.stat().st_mtime
     return all(o.stat().st_mtime <= built for o in objects)
-
-
-def run_windows(
-    host: WineHost,
-    exe: Path,
-    args: Sequence[str],
-    *,
-    env: Mapping[str, str],
-    log: Path | None,
-    what: str,
-    timeout: float = 600,
-    capture: bool = False,
-    check: bool = True,
-) -> proc.RunResult:
-    """``exe`` (a Windows program) under Wine, its output on a pipe (see :mod:`~.wine_gaps`: never a file)."""
-    return proc.run(
-        [host.wine, windows_path(exe), *args],
-        env={**env, **host.env},
-        log_file=log,
-        echo=False,
-        stream=False,
-        capture=capture,
-        heartbeat=None,
-        timeout=timeout,
-        check=check,
-        error=EnvironmentMismatchError,
-        what=what,
-    )

@@ -31,8 +31,7 @@ from dswheels.kernel.errors import EnvironmentMismatchError
 from dswheels.kernel.sources import TorchSource, TorchSourceKind
 from dswheels.platforms.wine.cpython_build import WindowsCPython
 from dswheels.platforms.wine.host import WineHost, windows_path
-from dswheels.platforms.wine.msvc_driver import run_windows
-from dswheels.platforms.wine.wine_gaps import numpy_constraints
+from dswheels.platforms.wine.wine_gaps import numpy_constraints, run_windows, windows_program_env
 
 __all__ = [
     "WindowsVenv",
@@ -63,7 +62,7 @@ class WindowsVenv:
 
 
 def _launcher(path: Path, *, host: WineHost, python: Path) -> Path:
-    exports = {**host.env, **_PYTHON_ENV}
+    exports = {**windows_program_env(host), **_PYTHON_ENV}
     lines = ["#!/bin/sh", *(f"export {k}={shlex.quote(v)}" for k, v in exports.items())]
     lines.append(f'exec {shlex.quote(host.wine)} {shlex.quote(windows_path(python))} "$@"')
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")

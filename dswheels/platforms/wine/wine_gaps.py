@@ -12,8 +12,16 @@ Measured on this kind of machine (docs/build.md#windows-under-wine):
   the process. The venv's installs are held to ``numpy<2`` when calling it fails here (asked, not
   assumed: a newer Wine implements it); numpy 1.x has no wheels for Python 3.13+, which then cannot
   run DeepSpeed under this Wine.
-* **winedbg's crash dialog**: a crashing Windows program would start winedbg, which waits on a
-  dialog with no one to answer; the prefix is told not to show it (the backtrace goes to the log).
+* **winedbg**: a crashing Windows program starts winedbg, which then holds the program's pipes open and
+  never ends here (with or without its crash dialog: measured): every run would stall until its timeout.
+  Windows programs run with winedbg switched off (``WINEDLLOVERRIDES=winedbg.exe=d``): a crash ends the
+  program at once, its "Unhandled page fault" line in the output.
+* **wmic**: py-cpuinfo (DeepSpeedCPUAdam asks it the CPU vendor) runs ``wmic os get Version``, which
+  never returns under Wine 8 (no WMI service). It is switched off the same way; py-cpuinfo then reads
+  the registry and CPUID, as on a Windows 11 without wmic.
+* **OpenMP's topology**: torch's ``libiomp5md.dll`` asks ``GetNumaNodeProcessorMaskEx``, which Wine 8 does
+  not implement, and aborts (``OMP: Error #179``) at torch's first thread query. Its affinity support is
+  switched off for every Windows program run here (``KMP_AFFINITY=disabled``); threads still run.
 * **stdout on a regular file**: Wine 8 hands a Windows program a file handle that
   ``GetFileInformationByHandle`` refuses, and Python dies initialising ``sys.stdout``. Windows programs
   here always write to a pipe (:func:`dswheels.platforms.wine.msvc_driver.run_windows`, through
@@ -23,24 +31,28 @@ Measured on this kind of machine (docs/build.md#windows-under-wine):
 from __future__ import annotations
 
 import shutil
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from dswheels.host import proc
 from dswheels.kernel.errors import EnvironmentMismatchError
-from dswheels.platforms.wine.host import WineHost
-from dswheels.platforms.wine.msvc_driver import Unit, WineMsvc, compile_units, link, run_windows
+from dswheels.platforms.wine.host import WineHost, windows_path
+from dswheels.platforms.wine.msvc_driver import Unit, WineMsvc, compile_units, link
 
 __all__ = [
     "NUMPY_WITHOUT_CREALF",
     "PROCESS_PRNG_SOURCE",
     "RUNTIME_DLLS",
+    "SWITCHED_OFF",
     "add_runtime_files",
     "has_crealf",
     "numpy_constraints",
-    "quiet_crashes",
+    "run_windows",
+    "windows_program_env",
 ]
 
+# programs of the prefix that must not start when a Windows program asks for them (see above)
+SWITCHED_OFF = ("winedbg.exe", "wmic.exe")
 RUNTIME_DLLS = ("vcruntime140.dll", "vcruntime140_1.dll", "vcruntime140_threads.dll")
 NUMPY_WITHOUT_CREALF = "numpy<2"
 PROCESS_PRNG_SOURCE = """\
@@ -60,7 +72,6 @@ BOOL WINAPI ProcessPrng(PBYTE data, SIZE_T size)
     return TRUE;
 }
 """
-_QUIET = ".dswheels-quiet-crashes"
 
 
 def _runtime_dll(tools: WineMsvc, name: str) -> Path:
@@ -104,33 +115,42 @@ def add_runtime_files(root: Path, *, tools: WineMsvc, log: Path, obj: Path) -> N
     shutil.copy2(dll, root / dll.name)
 
 
-def quiet_crashes(host: WineHost, env: Mapping[str, str]) -> None:
-    """No winedbg dialog in the prefix: a crash prints its backtrace and the program exits (once per prefix)."""
-    marker = host.prefix / _QUIET
-    if marker.is_file():
-        return
-    proc.run(
-        [
-            host.wine,
-            "reg",
-            "add",
-            r"HKCU\Software\Wine\WineDbg",
-            "/v",
-            "ShowCrashDialog",
-            "/t",
-            "REG_DWORD",
-            "/d",
-            "0",
-            "/f",
-        ],
-        env={**env, **host.env},
+def windows_program_env(host: WineHost) -> dict[str, str]:
+    """What a Windows program run under ``host`` gets on top of this machine's environment, for Wine's sake
+    (a Windows machine needs none of it)."""
+    overrides = [part for part in host.env.get("WINEDLLOVERRIDES", "").split(";") if part]
+    overrides += [f"{program}=d" for program in SWITCHED_OFF]
+    return {**host.env, "WINEDLLOVERRIDES": ";".join(overrides), "KMP_AFFINITY": "disabled"}
+
+
+def run_windows(
+    host: WineHost,
+    exe: Path,
+    args: Sequence[str],
+    *,
+    env: Mapping[str, str],
+    log: Path | None,
+    what: str,
+    timeout: float = 600,
+    capture: bool = False,
+    check: bool = True,
+) -> proc.RunResult:
+    """``exe`` (a Windows program) under Wine with :func:`windows_program_env`, its output on a pipe (never a
+    file: see above)."""
+    return proc.run(
+        [host.wine, windows_path(exe), *args],
+        env={**env, **windows_program_env(host)},
+        log_file=log,
         echo=False,
         stream=False,
-        timeout=300,
+        capture=capture,
+        heartbeat=60,  # pip unpacking torch under Wine is quiet for minutes
+        heartbeat_label=what,
+        timeout=timeout,
+        check=check,
         error=EnvironmentMismatchError,
-        what="wine reg add ShowCrashDialog",
+        what=what,
     )
-    marker.write_text("ShowCrashDialog=0\n", encoding="utf-8")
 
 
 def has_crealf(host: WineHost, python: Path, env: Mapping[str, str]) -> bool:

@@ -46,7 +46,6 @@ from dswheels.platforms.wine.windows_venv import (
     pip_index_args,
     pip_install_offline,
 )
-from dswheels.platforms.wine.wine_gaps import quiet_crashes
 from dswheels.probes import no_jit
 from dswheels.verify.effects.prove import RuntimeResult, runtime_checks
 from dswheels.verify.static_checks import Check, Expected
@@ -138,7 +137,6 @@ def wine_runtime_checks(
     base = windows_cpython(
         cell.python.version, compat=compat, tools=tools, cache_dir=cache_dir, env=env, jobs=os.cpu_count() or 2
     )
-    quiet_crashes(host, env)
     work_root.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="wine-venv-", dir=work_root) as tmp:
         venv = make_windows_venv(base, host, where=Path(tmp) / "env", env=env, log=log)
@@ -213,15 +211,18 @@ def _judge_cuda_loads(result: RuntimeResult, data: WheelContents, expected: Expe
 def _cuda_only_imports(
     data: WheelContents, module: str, wheel_target: DllTarget, here: DllTarget, facts: DllFacts
 ) -> tuple[str, ...]:
-    """The DLLs the op's ``.pyd`` imports that its CUDA torch provides and a CPU torch does not."""
+    """The DLLs the op's ``.pyd`` imports that its CUDA torch provides and a CPU torch does not; () when the
+    ``.pyd`` is not where DeepSpeed imports it from, or imports anything its own torch would not provide."""
     stem = module.replace(".", "/")
     pyd = next((b for n, b in data.extensions.items() if n.startswith(stem + ".") and n.endswith(".pyd")), None)
     image = read_pe(pyd) if pyd is not None else None
     if image is None:
         return ()
-    with_cuda = {v.name for v in judge_imports(image.imports, wheel_target, facts) if v.ok}
+    with_cuda = judge_imports(image.imports, wheel_target, facts)
+    if not all(v.ok for v in with_cuda):
+        return ()  # a DLL nothing provides: a fault, whatever torch is installed
     without = {v.name for v in judge_imports(image.imports, here, facts) if v.ok}
-    return tuple(sorted(with_cuda - without))
+    return tuple(sorted({v.name for v in with_cuda} - without))
 
 
 def _adam(launcher: Path, *, env: Mapping[str, str], accelerator: Accelerator | None, log: Path | None) -> Check:
