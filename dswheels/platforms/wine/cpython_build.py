@@ -456,5 +456,12 @@ def _lay_out(root: Path, *, src: Path, out: Path, tag: str) -> None:
         ),
     )
     (root / "Lib" / "site-packages").mkdir(exist_ok=True)
-    # venv copies python.exe from here (Lib/venv/__init__.py: "copies of venvlauncher.exe")
-    shutil.copy2(out / "venvlauncher.exe", root / "Lib" / "venv" / "scripts" / "nt" / "python.exe")
+    # venv copies its python.exe from here, under the name the release's venv module looks for
+    shutil.copy2(out / "venvlauncher.exe", root / "Lib" / "venv" / "scripts" / "nt" / _venv_launcher_name(src))
+
+
+def _venv_launcher_name(src: Path) -> str:
+    """``venvlauncher.exe`` (3.13+: ``os.path.join(scripts, f'venvlauncher{exe_d}.exe')``) or, before, ``python.exe``
+    (3.11: the launcher installed as ``scripts/nt/python.exe``)."""
+    text = (src / "Lib" / "venv" / "__init__.py").read_text(encoding="utf-8")
+    return "venvlauncher.exe" if "f'venvlauncher{exe_d}.exe'" in text else "python.exe"

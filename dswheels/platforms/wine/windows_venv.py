@@ -158,6 +158,7 @@ def download_for_windows(
     held = dest.parent / f"{dest.name}-constraints.txt"
     held.write_text("".join(f"{c}\n" for c in constraints), encoding="utf-8")
     pins = dest.parent / f"{dest.name}-pins.txt"
+    pins.unlink(missing_ok=True)  # uv reads an earlier output as preferences, and then refused torch's win_amd64 wheel
     proc.run(
         [
             find_uv(),
@@ -234,6 +235,7 @@ def pip_install_offline(
         "install",
         "--disable-pip-version-check",
         "--no-input",
+        "--no-compile",  # byte-compiling torch's thousands of modules under Wine takes minutes and proves nothing here
         "--no-index",
         "--find-links",
         windows_path(find_links),
