@@ -56,8 +56,10 @@ def verify(wheel: Path, cache: Path, report: Path) -> tuple[int, dict[str, objec
 
 
 def runtime_checks(data: dict[str, object]) -> dict[str, dict[str, object]]:
-    (wheel,) = data["wheels"]  # type: ignore[misc]
-    return {c["name"]: c for c in wheel["runtime"]["checks"]}
+    wheels = data["wheels"]
+    assert isinstance(wheels, list)
+    assert len(wheels) == 1
+    return {c["name"]: c for c in wheels[0]["runtime"]["checks"]}
 
 
 def test_verify_loads_the_cpu_op_steps_adam_and_judges_the_cuda_op_statically(

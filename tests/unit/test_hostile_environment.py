@@ -185,6 +185,16 @@ _NOT_VARIABLES = {
     "Retry",
     "GLIBC_",
 }
+# MSBuild's property, item and metadata names, read from CPython's PCbuild project files (platforms/wine/vcxproj.py,
+# cpython_build.py), and the Wine host's own WINEDLLOVERRIDES value (platforms/wine/host.py): not the environment
+_NOT_VARIABLES |= {
+    "AdditionalDependencies", "AdditionalIncludeDirectories", "AdditionalLibraryDirectories", "AdditionalOptions",
+    "BaseAddress", "Command", "Condition", "ConfigurationType", "DataExecutionPrevention", "DelayLoadDLLs",
+    "DisableSpecificWarnings", "ExcludedFromBuild", "IgnoreSpecificDefaultLibraries", "Include", "Link",
+    "LinkTimeCodeGeneration", "ModName", "ModuleDefinitionFile", "Name", "NoEntryPoint", "OutFile",
+    "PreprocessorDefinitions", "Project", "PyDllName", "RandomizedBaseAddress", "StackReserveSize", "SubSystem",
+    "TargetExt", "TargetName", "WINEDLLOVERRIDES",
+}  # fmt: skip
 
 
 def test_every_variable_the_source_reads_is_in_the_docs() -> None:

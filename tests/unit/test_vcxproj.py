@@ -11,7 +11,14 @@ from __future__ import annotations
 
 import pytest
 
-from dswheels.platforms.wine.vcxproj import ConditionError, cl_flags, evaluate_condition, link_flags, read_project
+from dswheels.platforms.wine.vcxproj import (
+    ConditionError,
+    Project,
+    cl_flags,
+    evaluate_condition,
+    link_flags,
+    read_project,
+)
 
 NS = 'xmlns="http://schemas.microsoft.com/developer/msbuild/2003"'
 
@@ -109,7 +116,7 @@ GLOBALS = {
 }
 
 
-def read(text: str = CORE, *, globals_: dict[str, str] | None = None, exists: frozenset[str] = frozenset()):  # noqa: ANN201
+def read(text: str = CORE, *, globals_: dict[str, str] | None = None, exists: frozenset[str] = frozenset()) -> Project:
     return read_project(
         "pythoncore",
         text,

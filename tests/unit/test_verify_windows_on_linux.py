@@ -16,6 +16,7 @@ from typing import NoReturn
 
 import pytest
 
+from dswheels.host import proc
 from dswheels.host.ports import Host
 from dswheels.host.wheel_file import read_wheel
 from dswheels.kernel.errors import VerifyError
@@ -141,7 +142,7 @@ def test_verify_runs_a_windows_wheel_under_wine_with_the_msvc_root(
         raise StopError
 
     monkeypatch.setattr(wine_runtime, "wine_runtime_checks", recorder)
-    monkeypatch.setattr(wine_runtime.proc, "find_tool", lambda name, _env=None: f"/usr/bin/{name}")
+    monkeypatch.setattr(proc, "find_tool", lambda name, _env=None: f"/usr/bin/{name}")
     host = Host(cache_dir=tmp_path / "cache", environ=MappingProxyType({"PATH": "/usr/bin"}))
     options = verify_step.VerifyOptions(matrix=ROOT / "matrix" / "matrix.yml", msvc_root=tmp_path / "msvc")
     wheel = windows_wheel(tmp_path / "w", {CPU_PYD: pyd(*CPU_IMPORTS), CUDA_PYD: pyd(*CUDA_IMPORTS)})
@@ -159,7 +160,7 @@ def test_verify_runs_a_windows_wheel_under_wine_with_the_msvc_root(
 def test_without_wine_or_msvc_verify_keeps_the_static_judgement_and_says_what_it_did_not_prove(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, msvc: bool, wine: bool, why: str
 ) -> None:
-    monkeypatch.setattr(wine_runtime.proc, "find_tool", lambda name, _env=None: f"/usr/bin/{name}" if wine else None)
+    monkeypatch.setattr(proc, "find_tool", lambda name, _env=None: f"/usr/bin/{name}" if wine else None)
     host = Host(cache_dir=tmp_path / "cache", environ=MappingProxyType({"PATH": "/nowhere"}))
     options = verify_step.VerifyOptions(
         matrix=ROOT / "matrix" / "matrix.yml", msvc_root=tmp_path / "msvc" if msvc else None

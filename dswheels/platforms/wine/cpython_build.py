@@ -139,6 +139,7 @@ def _make(
     zlib = _unpacked(target / "zlib", ext.ZLIB.urls, ext.ZLIB.sha256, downloader, what="zlib's sources")
     libffi = _unpacked(target / "libffi", ext.LIBFFI.urls, ext.LIBFFI.sha256, downloader, what="libffi's sources")
     builder = _Builder(src=src, out=target / "out", obj=target / "obj", tools=tools, env=env, jobs=jobs, log=log)
+    builder.generated_pyconfig()
     ffi_lib = builder.libffi(libffi)
     freeze = builder.project("_freeze_module")
     builder.build(Target(freeze))
@@ -244,6 +245,8 @@ class _Builder:
             "PyArchExt": "",
             "SysWinVer": f"{version[0]}.{version[1]}",
             "PyVPath": "..\\\\..",
+            # 3.13+: pyconfig.h is written from PC/pyconfig.h.in into pythoncore's IntDir (see generated_pyconfig)
+            "GeneratedPyConfigDir": f"{self.obj / 'pythoncore'}/",
             "zlibDir": f"{zlib}/" if zlib else "",
             "IncludeExternals": "true" if zlib else "false",
         }
@@ -254,6 +257,14 @@ class _Builder:
             read_import=lambda sheet: _read(self.pcbuild / sheet),
             exists=lambda written: self._path(written).exists(),
         )
+
+    def generated_pyconfig(self) -> None:
+        """3.13+ keeps ``PC/pyconfig.h.in``, which ``pythoncore.vcxproj``'s ``_UpdatePyconfig`` copies into its
+        IntDir (turning ``Py_GIL_DISABLED`` on only for the free-threaded build, which this is not)."""
+        template = self.src / "PC" / "pyconfig.h.in"
+        if template.is_file():
+            (self.obj / "pythoncore").mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(template, self.obj / "pythoncore" / "pyconfig.h")
 
     def _units(self, project: Project, extra: Sequence[str]) -> list[Unit]:
         units = []

@@ -24,7 +24,7 @@ Measured on this kind of machine (docs/build.md#windows-under-wine):
   switched off for every Windows program run here (``KMP_AFFINITY=disabled``); threads still run.
 * **stdout on a regular file**: Wine 8 hands a Windows program a file handle that
   ``GetFileInformationByHandle`` refuses, and Python dies initialising ``sys.stdout``. Windows programs
-  here always write to a pipe (:func:`dswheels.platforms.wine.msvc_driver.run_windows`, through
+  here always write to a pipe (:func:`run_windows`, through
   :mod:`dswheels.host.proc`), and what must end in a file is written by the program itself.
 """
 
