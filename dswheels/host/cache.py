@@ -101,6 +101,25 @@ class CacheLayout:
         """uv's download cache for the commands run in an emulated machine with this layout."""
         return self.root / "uv"
 
+    def wine_cpython(self, key: str) -> Path:
+        """A Windows CPython built under Wine from CPython's sources (``key``: version, sha256 and recipe): verify's
+        fresh venvs of Windows wheels on Linux are made with it."""
+        return self.root / "wine" / f"cpython-{key}"
+
+    @property
+    def wine_cpython_tools(self) -> Path:
+        """The scripts that run MSVC's tools under Wine for the Windows CPython's build."""
+        return self.root / "wine" / "cpython-tools"
+
+    def wine_wheelhouse(self, tag: str) -> Path:
+        """win_amd64 wheels the Windows CPython ``tag`` (``cp311``) installs from: torch downloaded once per machine."""
+        return self.root / "wine" / f"wheelhouse-{tag}"
+
+    @property
+    def host_pip(self) -> Path:
+        """A venv with pip (made by uv) where dswheels' own interpreter has none: it downloads Windows wheels."""
+        return self.root / "wine" / "host-pip"
+
     def wine_python(self, key: str) -> Path:
         """The Windows CPython (headers, libs) the Wine host builds against (``key``: version and sha256)."""
         return self.root / "wine" / f"python-{key}"

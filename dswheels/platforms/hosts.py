@@ -18,11 +18,16 @@ A host of another CPU (qemu for ``linux_aarch64`` on x86_64, :mod:`dswheels.plat
 single tools: every program of the build (the interpreter, uv, g++, ninja) is the other CPU's. It answers
 :meth:`PlatformHost.machine` instead: an :class:`EmulatedMachine` that the whole build of a cell runs in,
 the same ``dswheels build`` as on a runner of that CPU.
+
+A host that runs another OS's interpreter here (Wine) also gives verify a fresh venv of it with a wheel
+installed by that interpreter's own installer (:meth:`PlatformHost.wheel_venv`, a :class:`WheelVenv`); a
+native host gives none (verify makes its venvs with uv), nor does a machine with no host for the platform.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -37,6 +42,7 @@ from dswheels.kernel.errors import EnvironmentMismatchError
 from dswheels.kernel.model import OS, PlannedCell, Python
 from dswheels.kernel.naming import cell_id
 from dswheels.kernel.platform_traits import WineCudaSource, traits
+from dswheels.kernel.sources import TorchSource
 from dswheels.kernel.versions import VersionTuple, format_version
 from dswheels.platforms.find_tools import CudaInstall, MsvcEnv, check_msvc, find_cuda
 
@@ -52,6 +58,7 @@ __all__ = [
     "Native",
     "PlatformHost",
     "QemuSettings",
+    "WheelVenv",
     "WineSettings",
     "planned_cuda",
     "prepared_only",
@@ -217,6 +224,21 @@ class CheckedTools(Protocol):
         ...
 
 
+class WheelVenv(Protocol):
+    """A fresh venv of the platform's interpreter on this machine with a wheel and its torch installed by that
+    interpreter's own installer; verify's probes run in it."""
+
+    @property
+    def python(self) -> Path:
+        """What runs a probe in the venv, with this machine's paths as arguments (under Wine: a launcher)."""
+        ...
+
+    @property
+    def interpreter(self) -> str:
+        """What the interpreter is, said in a check (``CPython 3.11.2 built under wine-8.0``)."""
+        ...
+
+
 class PlatformHost(Protocol):
     """Where a platform's cells are built from this machine: natively, under Wine, or nowhere (only prepared)."""
 
@@ -241,6 +263,23 @@ class PlatformHost(Protocol):
 
     def finish(self, *, cache: CacheLayout, env: Mapping[str, str]) -> None:
         """What is left to do once a build on the host ended, passed or not (Wine's server to stop)."""
+        ...
+
+    def wheel_venv(
+        self,
+        wheel: Path,
+        requirements: Sequence[str],
+        *,
+        python: VersionTuple,
+        torch_source: TorchSource,
+        plan_index: str,
+        wheel_deps: bool,
+        cache: CacheLayout,
+        log: Path | None,
+    ) -> AbstractContextManager[WheelVenv] | None:
+        """A fresh venv of the platform's interpreter for Python ``python`` with ``requirements`` and ``wheel`` (with
+        its dependencies unless not ``wheel_deps``), removed on the way out; None where this host has no such
+        interpreter of its own to offer (natively: verify's uv venvs; no host: nothing runs)."""
         ...
 
 
@@ -314,6 +353,21 @@ class Native:
     def finish(self, *, cache: CacheLayout, env: Mapping[str, str]) -> None:
         """Nothing outlives a native build."""
 
+    def wheel_venv(
+        self,
+        wheel: Path,  # noqa: ARG002
+        requirements: Sequence[str],  # noqa: ARG002
+        *,
+        python: VersionTuple,  # noqa: ARG002
+        torch_source: TorchSource,  # noqa: ARG002
+        plan_index: str,  # noqa: ARG002
+        wheel_deps: bool,  # noqa: ARG002
+        cache: CacheLayout,  # noqa: ARG002
+        log: Path | None,  # noqa: ARG002
+    ) -> None:
+        """None: on its own OS, verify makes the venv with uv."""
+        return
+
 
 @dataclass(frozen=True, slots=True)
 class Elsewhere:
@@ -347,6 +401,21 @@ class Elsewhere:
 
     def finish(self, *, cache: CacheLayout, env: Mapping[str, str]) -> None:
         """Nothing ran."""
+
+    def wheel_venv(
+        self,
+        wheel: Path,  # noqa: ARG002
+        requirements: Sequence[str],  # noqa: ARG002
+        *,
+        python: VersionTuple,  # noqa: ARG002
+        torch_source: TorchSource,  # noqa: ARG002
+        plan_index: str,  # noqa: ARG002
+        wheel_deps: bool,  # noqa: ARG002
+        cache: CacheLayout,  # noqa: ARG002
+        log: Path | None,  # noqa: ARG002
+    ) -> None:
+        """None: no interpreter of the platform runs here."""
+        return
 
 
 def prepared_only(

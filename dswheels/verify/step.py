@@ -31,7 +31,7 @@ from dswheels.verify.effects.prove import (
     runtime_checks,
     static_part,
 )
-from dswheels.verify.effects.wine_runtime import foreign_windows_wheel, windows_run_time
+from dswheels.verify.effects.foreign_runtime import foreign_run_time, foreign_wheel
 from dswheels.verify.registry import Check
 from dswheels.verify.static_checks import Expected, ExpectedFrom, cell_from_wheel_filename
 
@@ -155,8 +155,8 @@ def _run_time(
     log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text("", encoding="utf-8")
     with get_reporter().group(f"{cell_id(expected.cell)}: run time"):
-        if options.python is None and foreign_windows_wheel(expected):  # under Wine, or said not run
-            runtime = windows_run_time(
+        if options.python is None and foreign_wheel(expected):  # under Wine, or said not run
+            runtime = foreign_run_time(
                 wheel,
                 expected,
                 data,

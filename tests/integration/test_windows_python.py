@@ -18,9 +18,10 @@ from pathlib import Path
 
 import pytest
 
+from dswheels.host.cache import CacheLayout
 from dswheels.kernel.compat import load_compat
 from dswheels.platforms.wine.cpython_build import EXTENSIONS, WindowsCPython, windows_cpython
-from dswheels.platforms.wine.host import WineHost, find_wine, wait_for_wineserver, windows_path, wine_prefix
+from dswheels.platforms.wine.host import WineHost, find_wine, wait_for_wineserver, windows_path
 from dswheels.platforms.wine.msvc_driver import WineMsvc, wine_msvc
 from dswheels.platforms.wine.msvc_root import find_msvc_root
 from dswheels.platforms.wine.windows_venv import make_windows_venv
@@ -34,21 +35,21 @@ pytestmark = pytest.mark.integration
 def _wine_settles(dswheels_cache: Path) -> Iterator[None]:
     """A test that ran Windows programs waits for Wine's server to end: tests stop what they start."""
     yield
-    wait_for_wineserver(wine_prefix(dswheels_cache), os.environ)
+    wait_for_wineserver(CacheLayout(dswheels_cache).wine_prefix, os.environ)
 
 
 @pytest.fixture(scope="session")
 def wine_tools(dswheels_cache: Path) -> WineMsvc:
     root = require_wine()
-    host = find_wine(os.environ, cache_dir=dswheels_cache)
-    return wine_msvc(host, find_msvc_root(root, toolset="14.44"), dswheels_cache / "wine" / "cpython-tools")
+    host = find_wine(os.environ, cache=CacheLayout(dswheels_cache))
+    return wine_msvc(host, find_msvc_root(root, toolset="14.44"), CacheLayout(dswheels_cache).wine_cpython_tools)
 
 
 @pytest.fixture(scope="session")
 def windows_python(wine_tools: WineMsvc, dswheels_cache: Path) -> WindowsCPython:
     """CPython 3.11 for Windows, made by dswheels under Wine (or the one the test cache already holds)."""
     return windows_cpython(
-        (3, 11), compat=load_compat(), tools=wine_tools, cache_dir=dswheels_cache, env=dict(os.environ), jobs=2
+        (3, 11), compat=load_compat(), tools=wine_tools, cache=CacheLayout(dswheels_cache), env=dict(os.environ), jobs=2
     )
 
 
@@ -101,7 +102,7 @@ def test_a_venv_of_it_has_that_pythons_own_pip(
 ) -> None:
     venv = make_windows_venv(windows_python, wine_tools.host, where=tmp_path / "env", env=dict(os.environ), log=None)
     out = subprocess.run(
-        [str(venv.launcher), "-c", "import sys, pip; print(sys.prefix != sys.base_prefix, pip.__file__)"],
+        [str(venv.python), "-c", "import sys, pip; print(sys.prefix != sys.base_prefix, pip.__file__)"],
         capture_output=True,
         text=True,
         check=True,
@@ -109,7 +110,7 @@ def test_a_venv_of_it_has_that_pythons_own_pip(
     ).stdout.split()
     assert out[0] == "True"
     assert out[1].lower().startswith(windows_path(tmp_path / "env").lower())
-    pip = subprocess.run([str(venv.launcher), "-m", "pip", "--version"], capture_output=True, text=True, check=True)
+    pip = subprocess.run([str(venv.python), "-m", "pip", "--version"], capture_output=True, text=True, check=True)
     assert pip.stdout.startswith("pip ")
 
 

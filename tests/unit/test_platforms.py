@@ -100,7 +100,7 @@ def test_each_module_answers_every_protocol_member_with_its_signature(platform: 
 
 
 def test_every_host_answers_its_protocols_with_their_signatures() -> None:
-    assert _members(PlatformHost) == ["check", "finish", "kind", "machine", "strips_symbols"]
+    assert _members(PlatformHost) == ["check", "finish", "kind", "machine", "strips_symbols", "wheel_venv"]
     assert _members(CheckedTools) == ["assemble", "cuda", "foreign", "foreign_interpreter", "msvc"]
     assert _members(EmulatedMachine) == ["describe", "run_dswheels", "venv"]
     for host in (Native, Elsewhere, UnderWine, UnderQemu):

@@ -1,4 +1,4 @@
-"""The run-time part of a win_amd64 wheel verified on Linux (dswheels/verify/effects/wine_runtime.py).
+"""The run-time part of a win_amd64 wheel verified on Linux (dswheels/verify/effects/foreign_runtime.py).
 
 Where it goes: under Wine with an MSVC root, else not run and said so (the static checks stay as they
 are). What a failed op load means where torch is PyPI's CPU build: a CUDA op whose .pyd imports only
@@ -11,20 +11,21 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import MappingProxyType
 from typing import NoReturn
 
 import pytest
 
 from dswheels.host import proc
-from dswheels.host.ports import Host
+from dswheels.host.cache import CacheLayout
 from dswheels.host.wheel_file import read_wheel
 from dswheels.kernel.errors import VerifyError
 from dswheels.kernel.naming import parse_cell_id
+from dswheels.platforms.wine import windows_venv
 from dswheels.verify import step as verify_step
-from dswheels.verify.effects import wine_runtime
+from dswheels.verify.effects import foreign_runtime
 from dswheels.verify.effects.prove import RuntimeResult
-from dswheels.verify.static_checks import Check, Expected
+from dswheels.verify.registry import Check
+from dswheels.verify.static_checks import Expected
 from tests.conftest import ROOT
 from tests.support.binaries import pe
 from tests.support.wheels import write_wheel
@@ -80,7 +81,7 @@ DLL_FAILED = "load() raised ImportError: DLL load failed while importing random_
 
 def judged(tmp_path: Path, result: RuntimeResult, members: dict[str, bytes]) -> dict[str, Check]:
     data = read_wheel(windows_wheel(tmp_path, members), error=VerifyError, extensions=True)
-    return {c.name: c for c in wine_runtime._judge_cuda_loads(result, data, expected())}
+    return {c.name: c for c in foreign_runtime._judge_cuda_loads(result, data, expected())}
 
 
 def test_a_cuda_op_that_needs_only_what_torchs_cuda_wheel_adds_is_judged_statically(tmp_path: Path) -> None:
@@ -135,22 +136,24 @@ class Seen:
 def test_verify_runs_a_windows_wheel_under_wine_with_the_msvc_root(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Through the seam: the Windows platform's Wine host gives the venv (its maker recorded here)."""
     seen = Seen()
 
-    def recorder(*_args: object, **kwargs: object) -> NoReturn:
-        seen.kwargs = kwargs
+    def recorder(*args: object, **kwargs: object) -> NoReturn:
+        seen.kwargs = {"args": args, **kwargs}
         raise StopError
 
-    monkeypatch.setattr(wine_runtime, "wine_runtime_checks", recorder)
+    monkeypatch.setattr(windows_venv, "fresh_wheel_venv", recorder)
     monkeypatch.setattr(proc, "find_tool", lambda name, _env=None: f"/usr/bin/{name}")
-    host = Host(cache_dir=tmp_path / "cache", environ=MappingProxyType({"PATH": "/usr/bin"}))
+    cache = CacheLayout(tmp_path / "cache")
     options = verify_step.VerifyOptions(matrix=ROOT / "matrix" / "matrix.yml", msvc_root=tmp_path / "msvc")
     wheel = windows_wheel(tmp_path / "w", {CPU_PYD: pyd(*CPU_IMPORTS), CUDA_PYD: pyd(*CUDA_IMPORTS)})
     with pytest.raises(StopError):
-        verify_step.verify_wheel(wheel, options, host)
-    assert seen.kwargs["msvc_root"] == tmp_path / "msvc"
-    assert seen.kwargs["cache_dir"] == host.cache_dir
-    assert seen.kwargs["work_root"] == host.cache_dir / "verify"
+        verify_step.verify_wheel(wheel, options, cache)
+    assert seen.kwargs["args"] == (tmp_path / "msvc", wheel, ["torch==2.14.1", "torch==2.14.*"])
+    assert seen.kwargs["cache"] == cache
+    assert seen.kwargs["python"] == (3, 11)
+    assert seen.kwargs["wheel_deps"] is True
 
 
 @pytest.mark.parametrize(
@@ -161,12 +164,12 @@ def test_without_wine_or_msvc_verify_keeps_the_static_judgement_and_says_what_it
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, msvc: bool, wine: bool, why: str
 ) -> None:
     monkeypatch.setattr(proc, "find_tool", lambda name, _env=None: f"/usr/bin/{name}" if wine else None)
-    host = Host(cache_dir=tmp_path / "cache", environ=MappingProxyType({"PATH": "/nowhere"}))
+    cache = CacheLayout(tmp_path / "cache")
     options = verify_step.VerifyOptions(
         matrix=ROOT / "matrix" / "matrix.yml", msvc_root=tmp_path / "msvc" if msvc else None
     )
     wheel = windows_wheel(tmp_path / "w", {CPU_PYD: pyd(*CPU_IMPORTS), CUDA_PYD: pyd(*CUDA_IMPORTS)})
-    result = verify_step.verify_wheel(wheel, options, host)
+    result = verify_step.verify_wheel(wheel, options, cache)
     assert result.static
     assert result.runtime is not None
     (check,) = result.runtime.checks

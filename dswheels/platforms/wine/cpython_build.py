@@ -2,7 +2,7 @@
 
 ``dswheels verify`` proves a win_amd64 wheel in a fresh venv of a Windows Python, as on Windows
 (:mod:`~dswheels.platforms.wine.windows_venv`). On a Linux machine that Python is made here, once
-per minor and source digest, under the cache (``wine/cpython/<version>-<sha>-r<recipe>``):
+per minor and source digest, under the cache (:meth:`~dswheels.host.cache.CacheLayout.wine_cpython`):
 
 1. CPython's source release, pinned in compat.yml ``cpython_sources`` (checked by sha256), and zlib
    and libffi (:mod:`~.cpython_externals`);
@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dswheels.host import proc
+from dswheels.host.cache import CacheLayout
 from dswheels.host.clock import monotonic
 from dswheels.host.downloads import Downloader
 from dswheels.host.files import exclusive, staging_dir, write_text_atomic
@@ -85,8 +86,8 @@ class WindowsCPython:
         return f"{major}{minor}"
 
 
-def cpython_root(cache_dir: Path, pinned: CpythonSource) -> Path:
-    return cache_dir / "wine" / "cpython" / f"{pinned.version}-{pinned.sha256[:12]}-r{RECIPE}"
+def cpython_root(cache: CacheLayout, pinned: CpythonSource) -> Path:
+    return cache.wine_cpython(f"{pinned.version}-{pinned.sha256[:12]}-r{RECIPE}")
 
 
 def _pinned(minor: VersionTuple, compat: Compat) -> CpythonSource:
@@ -105,13 +106,13 @@ def windows_cpython(
     *,
     compat: Compat,
     tools: WineMsvc,
-    cache_dir: Path,
+    cache: CacheLayout,
     env: Mapping[str, str],
     jobs: int,
 ) -> WindowsCPython:
     """The Windows CPython of ``minor``: the cached one, or made now (with progress; about 15 minutes on 2 cores)."""
     pinned = _pinned(minor, compat)
-    target = cpython_root(cache_dir, pinned)
+    target = cpython_root(cache, pinned)
     with exclusive(target.parent, what=f"making a Windows CPython {pinned.version}", error=EnvironmentMismatchError):
         marker = target / "python" / _MARKER
         if marker.is_file():
@@ -123,18 +124,18 @@ def windows_cpython(
                 made_seconds=float(recorded["seconds"]),
             )
         with get_reporter().group(f"Windows CPython {pinned.version} under Wine (once per cache)"):
-            return _make(pinned, target, tools=tools, cache_dir=cache_dir, env=env, jobs=jobs)
+            return _make(pinned, target, tools=tools, cache=cache, env=env, jobs=jobs)
 
 
 def _make(
-    pinned: CpythonSource, target: Path, *, tools: WineMsvc, cache_dir: Path, env: Mapping[str, str], jobs: int
+    pinned: CpythonSource, target: Path, *, tools: WineMsvc, cache: CacheLayout, env: Mapping[str, str], jobs: int
 ) -> WindowsCPython:
     start = monotonic()
     log = target / "build.log"
     target.mkdir(parents=True, exist_ok=True)
     reporter = get_reporter()
     reporter.info(f"making a Windows CPython {pinned.version} in {target} (log: {log})")
-    downloader = Downloader(cache_dir / "downloads")
+    downloader = Downloader(cache.downloads)
     src = _unpacked(target / "src", pinned.urls, pinned.sha256, downloader, what="CPython's sources")
     zlib = _unpacked(target / "zlib", ext.ZLIB.urls, ext.ZLIB.sha256, downloader, what="zlib's sources")
     libffi = _unpacked(target / "libffi", ext.LIBFFI.urls, ext.LIBFFI.sha256, downloader, what="libffi's sources")

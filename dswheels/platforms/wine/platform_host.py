@@ -4,11 +4,13 @@ Chosen by :mod:`dswheels.platforms.windows` when the command line gave an MSVC r
 (:class:`~dswheels.platforms.hosts.WineSettings`). Its check is :func:`~.assembly.check_wine`, its
 toolchain :func:`~.assembly.prepare_wine` (a :class:`~.assembly.WineBuild`, the build's
 :class:`~dswheels.platforms.hosts.CrossToolchain`); when a build ends it waits for the prefix's wineserver.
+For verify it gives a fresh venv of a Windows CPython it builds (:func:`~.windows_venv.fresh_wheel_venv`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -17,8 +19,10 @@ from dswheels.host.cache import CacheLayout
 from dswheels.host.venvs import Interpreter, find_uv
 from dswheels.kernel.compat import Compat
 from dswheels.kernel.model import OS, PlannedCell
+from dswheels.kernel.sources import TorchSource
+from dswheels.kernel.versions import VersionTuple
 from dswheels.platforms.find_tools import CudaInstall, MsvcEnv
-from dswheels.platforms.hosts import CheckedTools, EmulatedMachine, HostKind, WineSettings, prepared_only
+from dswheels.platforms.hosts import CheckedTools, EmulatedMachine, HostKind, WheelVenv, WineSettings, prepared_only
 from dswheels.platforms.wine.host import wait_for_wineserver
 
 if TYPE_CHECKING:
@@ -120,3 +124,31 @@ class UnderWine:
     def finish(self, *, cache: CacheLayout, env: Mapping[str, str]) -> None:
         """Wait for the prefix's wineserver, so the build leaves no process behind."""
         wait_for_wineserver(cache.wine_prefix, env)
+
+    def wheel_venv(
+        self,
+        wheel: Path,
+        requirements: Sequence[str],
+        *,
+        python: VersionTuple,
+        torch_source: TorchSource,
+        plan_index: str,
+        wheel_deps: bool,
+        cache: CacheLayout,
+        log: Path | None,
+    ) -> AbstractContextManager[WheelVenv]:
+        """A venv of a Windows CPython dswheels builds from CPython's sources with the MSVC root, filled by its own
+        pip (:func:`~dswheels.platforms.wine.windows_venv.fresh_wheel_venv`)."""
+        from dswheels.platforms.wine.windows_venv import fresh_wheel_venv  # noqa: PLC0415 - see the imports above
+
+        return fresh_wheel_venv(
+            self.settings.msvc_root,
+            wheel,
+            requirements,
+            python=python,
+            torch_source=torch_source,
+            plan_index=plan_index,
+            wheel_deps=wheel_deps,
+            cache=cache,
+            log=log,
+        )

@@ -8,34 +8,43 @@ pip will need into a folder first (``pip download --platform win_amd64``, each f
 the index's hash by pip) and the Windows pip installs from that folder alone (``--no-index
 --find-links``). The folder is kept under the cache: torch is downloaded once per machine.
 
-:attr:`WindowsVenv.launcher` is a script that runs the venv's ``python.exe`` under Wine with
+:attr:`WindowsVenv.python` is a script that runs the venv's ``python.exe`` under Wine with
 this machine's arguments (Windows resolves ``/tmp/x`` on drive ``Z:``, which Wine maps to ``/``):
 every probe that runs in a target interpreter (:mod:`dswheels.probes`) runs in it unchanged.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import os
 import shlex
 import sys
-from collections.abc import Mapping, Sequence
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from packaging.requirements import Requirement
 
 from dswheels.host import proc
+from dswheels.host.cache import CacheLayout
 from dswheels.host.log import get_reporter
-from dswheels.host.venvs import find_uv
+from dswheels.host.venvs import find_uv, torch_index_args
+from dswheels.kernel.compat import load_compat
 from dswheels.kernel.errors import EnvironmentMismatchError
 from dswheels.kernel.sources import TorchSource, TorchSourceKind
-from dswheels.platforms.wine.cpython_build import WindowsCPython
-from dswheels.platforms.wine.host import WineHost, windows_path
+from dswheels.kernel.versions import VersionTuple, format_version
+from dswheels.platforms.wine.cpython_build import WindowsCPython, windows_cpython
+from dswheels.platforms.wine.host import WineHost, find_wine, wait_for_wineserver, windows_path
+from dswheels.platforms.wine.msvc_driver import wine_msvc
+from dswheels.platforms.wine.msvc_root import find_msvc_root
 from dswheels.platforms.wine.wine_gaps import numpy_constraints, run_windows, windows_program_env
 
 __all__ = [
     "WindowsVenv",
     "download_for_windows",
+    "fresh_wheel_venv",
     "host_pip",
     "make_windows_venv",
     "needed_by",
@@ -50,15 +59,21 @@ _PYTHON_ENV = {"PYTHONIOENCODING": "utf-8", "PYTHONDONTWRITEBYTECODE": "1"}
 
 @dataclass(frozen=True, slots=True)
 class WindowsVenv:
+    """A :class:`~dswheels.platforms.hosts.WheelVenv` under Wine."""
+
     root: Path  # the venv: Scripts\python.exe, Lib\site-packages
-    launcher: Path  # runs Scripts\python.exe under Wine (what the probes are run with)
+    python: Path  # a script that runs Scripts\python.exe under Wine (what the probes are run with)
     base: WindowsCPython
     host: WineHost
     constraints: tuple[str, ...]  # what its installs are held to on this Wine (numpy<2 without crealf)
 
     @property
-    def python(self) -> Path:
+    def exe(self) -> Path:
         return self.root / "Scripts" / "python.exe"
+
+    @property
+    def interpreter(self) -> str:
+        return f"CPython {self.base.version} for Windows, built from its sources by dswheels, under {self.host.version}"
 
 
 def _launcher(path: Path, *, host: WineHost, python: Path) -> Path:
@@ -88,7 +103,7 @@ def make_windows_venv(
             f"this Wine's ucrtbase.dll has no crealf (numpy 2 imports it): the venv's installs hold {constraints[0]}"
         )
     launcher = _launcher(where.with_name(where.name + "-python"), host=host, python=venv_python)
-    return WindowsVenv(root=where, launcher=launcher, base=base, host=host, constraints=constraints)
+    return WindowsVenv(root=where, python=launcher, base=base, host=host, constraints=constraints)
 
 
 def pip_index_args(source: TorchSource, plan_index: str) -> list[str]:
@@ -117,11 +132,11 @@ def needed_by(requirements: Sequence[Requirement], *, without: str = "") -> list
     return [str(r) for r in requirements if r.name != without and not (r.marker and "extra" in str(r.marker))]
 
 
-def host_pip(cache_dir: Path, *, log: Path | None) -> list[str]:
+def host_pip(cache: CacheLayout, *, log: Path | None) -> list[str]:
     """This machine's pip: dswheels' own interpreter's, else one in a venv uv makes once under the cache."""
     if importlib.util.find_spec("pip") is not None:
         return [sys.executable, "-m", "pip"]
-    venv = cache_dir / "wine" / "host-pip"
+    venv = cache.host_pip
     python = venv / "bin" / "python"
     if not python.is_file():
         proc.run(
@@ -246,3 +261,48 @@ def pip_install_offline(
     run_windows(
         venv.host, venv.python, args, env={**env, **_PYTHON_ENV}, log=log, what="pip install (Windows)", timeout=timeout
     )
+
+
+@contextlib.contextmanager
+def fresh_wheel_venv(
+    msvc_root: Path,
+    wheel: Path,
+    requirements: Sequence[str],
+    *,
+    python: VersionTuple,
+    torch_source: TorchSource,
+    plan_index: str,
+    wheel_deps: bool,
+    cache: CacheLayout,
+    log: Path | None,
+) -> Iterator[WindowsVenv]:
+    """:meth:`dswheels.platforms.hosts.PlatformHost.wheel_venv` under Wine: the Windows CPython of ``python``
+    (made once, :func:`~.cpython_build.windows_cpython`), a fresh venv of it in the cache's verify area,
+    ``requirements`` and ``wheel`` installed by its pip from the host's download of them; removed afterwards."""
+    env = dict(os.environ)  # Wine's own variables and PATH: the Windows programs run with this machine's
+    host = find_wine(env, cache=cache)
+    tools = wine_msvc(host, find_msvc_root(msvc_root, toolset="14"), cache.wine_cpython_tools)
+    base = windows_cpython(python, compat=load_compat(), tools=tools, cache=cache, env=env, jobs=os.cpu_count() or 2)
+    cache.verify.mkdir(parents=True, exist_ok=True)
+    try:
+        with tempfile.TemporaryDirectory(prefix="wine-venv-", dir=cache.verify) as tmp:
+            venv = make_windows_venv(base, host, where=Path(tmp) / "env", env=env, log=log)
+            wheelhouse = cache.wine_wheelhouse(f"cp{base.tag}")
+            download_for_windows(  # what the wheel needs, not the wheel: pip installs that from its path
+                requirements,
+                dest=wheelhouse,
+                python=format_version(python),
+                uv_index_args=torch_index_args(torch_source, plan_index),
+                pip_index_args=pip_index_args(torch_source, plan_index),
+                pip=host_pip(cache, log=log),
+                constraints=venv.constraints,
+                log=log,
+            )
+            if wheel_deps:
+                pip_install_offline(venv, [*requirements, str(wheel)], find_links=wheelhouse, env=env, log=log)
+            else:
+                pip_install_offline(venv, requirements, find_links=wheelhouse, env=env, log=log)
+                pip_install_offline(venv, ["--no-deps", str(wheel)], find_links=wheelhouse, env=env, log=log)
+            yield venv
+    finally:
+        wait_for_wineserver(cache.wine_prefix, env)  # a verify leaves no Windows process behind

@@ -1,18 +1,22 @@
-"""The run-time part of ``dswheels verify`` for a win_amd64 wheel on Linux: the same fresh venv, under Wine.
+"""The run-time part of ``dswheels verify`` for a wheel of another OS than this machine's (a win_amd64
+wheel on Linux): the same fresh venv and checks, in that OS's interpreter where the platform's host
+here runs one.
 
-On Windows the run-time part is :func:`dswheels.verify.effects.prove.runtime_checks` in a venv uv
-makes. On Linux, with Wine and an MSVC root (``--msvc-root``), the venv is one of a Windows CPython
-dswheels builds from CPython's sources (:mod:`dswheels.platforms.wine.cpython_build`, once per
-minor), filled by that Python's own pip (:mod:`dswheels.platforms.wine.windows_venv`); then the
-same checks run in it: ``ds_report``, every op loaded with JIT forbidden, ``TORCH_EXTENSIONS_DIR``
-empty, and, when the wheel has ``cpu_adam``, 20 DeepSpeedCPUAdam steps against torch's AdamW.
+On the wheel's own OS the run-time part is :func:`dswheels.verify.effects.prove.runtime_checks` in a
+venv uv makes. For another OS's wheel the platform's host is asked (through the seam,
+:meth:`dswheels.platforms.hosts.PlatformHost.wheel_venv`): with Wine and an MSVC root
+(``--msvc-root``) the Windows platform's host gives a venv of a Windows CPython dswheels builds from
+CPython's sources, filled by that Python's own pip (docs/build.md#verifying-a-windows-wheel-under-wine);
+then the same checks run in it: ``ds_report``, every op loaded with JIT forbidden,
+``TORCH_EXTENSIONS_DIR`` empty, and, when the wheel has ``cpu_adam``, 20 DeepSpeedCPUAdam steps
+against torch's AdamW.
 
 What only torch's CUDA wheel can load is said per op: where the venv's torch is a CPU build (PyPI's
 win_amd64 wheels; download.pytorch.org is the plan's index on a runner), a CUDA op whose ``.pyd``
 imports ``torch_cuda.dll``/``c10_cuda.dll``/the CUDA runtime cannot load, and its check says it is
 judged statically (its DLL imports, in the static checks), naming the DLLs. Any other load failure
-stays a failure. Without Wine or an MSVC root, :func:`not_run` says what the static checks alone
-do not prove.
+stays a failure. Where no host runs the wheel's interpreter, :func:`not_run` says what the static
+checks alone do not prove.
 """
 
 from __future__ import annotations
@@ -23,44 +27,34 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from dswheels.host import proc
-from dswheels.host.machine import host_os
+from dswheels.host.cache import CacheLayout
+from dswheels.host.machine import host_machine, host_os
 from dswheels.host.opload import NO_JIT_SCRIPT
-from dswheels.host.venvs import torch_index_args
 from dswheels.host.wheel_file import WheelContents
 from dswheels.kernel.binaries.dlls import DllFacts, DllTarget, judge_imports, load_dll_facts
 from dswheels.kernel.binaries.pe import read_pe
 from dswheels.kernel.compat import Compat
 from dswheels.kernel.errors import VerifyError
-from dswheels.kernel.model import OS, Accelerator, Platform
+from dswheels.kernel.model import Accelerator
 from dswheels.kernel.sources import TorchSource
-from dswheels.kernel.versions import format_version
-from dswheels.platforms.wine.cpython_build import windows_cpython
-from dswheels.platforms.wine.host import find_wine
-from dswheels.platforms.wine.msvc_driver import wine_msvc
-from dswheels.platforms.wine.msvc_root import find_msvc_root
-from dswheels.platforms.wine.windows_venv import (
-    download_for_windows,
-    host_pip,
-    make_windows_venv,
-    needed_by,
-    pip_index_args,
-    pip_install_offline,
-)
+from dswheels.platforms import HostChoice, platform_module
+from dswheels.platforms.hosts import HostKind, WineSettings
 from dswheels.probes import no_jit
 from dswheels.verify.effects.prove import RuntimeResult, runtime_checks
-from dswheels.verify.static_checks import Check, Expected
+from dswheels.verify.registry import Check
+from dswheels.verify.static_checks import Expected
 
-__all__ = ["ADAM_TOLERANCE", "foreign_windows_wheel", "not_run", "windows_run_time", "wine_runtime_checks"]
+__all__ = ["ADAM_TOLERANCE", "foreign_run_time", "foreign_wheel", "not_run"]
 
 ADAM_TOLERANCE = 1e-5
 
 
-def foreign_windows_wheel(expected: Expected) -> bool:
-    """A win_amd64 wheel on a machine that is not Windows: its run-time part is this module's."""
-    return expected.cell.platform is Platform.WIN_AMD64 and host_os() is not OS.WINDOWS
+def foreign_wheel(expected: Expected) -> bool:
+    """A wheel for another OS than this machine's: its run-time part is this module's."""
+    return expected.cell.platform.os is not host_os()
 
 
-def windows_run_time(
+def foreign_run_time(
     wheel: Path,
     expected: Expected,
     data: WheelContents,
@@ -68,36 +62,59 @@ def windows_run_time(
     compat: Compat,
     msvc_root: Path | None,
     torch_source: TorchSource,
-    cache_dir: Path,
-    environ: Mapping[str, str],
-    work_root: Path,
+    cache: CacheLayout,
     accelerator: Accelerator | None,
     log: Path | None,
     torch_version: str | None = None,
 ) -> RuntimeResult:
-    """Under Wine with ``msvc_root``; else what is not proven, said."""
-    if msvc_root is None:
-        return not_run("no MSVC root to build a Windows Python with: --msvc-root")
-    if proc.find_tool("wine", environ) is None and proc.find_tool("wine64", environ) is None:
+    """In a venv the wheel's platform's host here gives (Wine with ``msvc_root``); else what is not proven, said."""
+    cell = expected.cell
+    choice = HostChoice(wine=WineSettings(msvc_root=msvc_root)) if msvc_root is not None else HostChoice()
+    host = platform_module(cell.platform).host(choice, here=host_os(), machine=host_machine())
+    if host.kind is HostKind.NONE:
+        why = "no MSVC root to build a Windows Python with: --msvc-root" if msvc_root is None else "no host here"
+        return not_run(why)
+    if host.kind is HostKind.WINE and proc.find_tool("wine") is None and proc.find_tool("wine64") is None:
         return not_run("Wine is not installed")
-    return wine_runtime_checks(
+    torch = f"torch=={torch_version or compat.torch[cell.torch].latest}"
+    # another torch (--torch-version): the wheel's pin would replace it, so its other requirements by hand
+    needs = [
+        str(r)
+        for r in data.metadata.requirements
+        if not (torch_version and r.name == "torch") and not (r.marker and "extra" in str(r.marker))
+    ]
+    venv = host.wheel_venv(
         wheel,
-        expected,
-        data,
-        compat=compat,
-        msvc_root=msvc_root,
+        [torch, *needs],
+        python=cell.python.version,
         torch_source=torch_source,
-        cache_dir=cache_dir,
-        environ=environ,
-        work_root=work_root,
-        accelerator=accelerator,
+        plan_index=compat.torch_index.format(variant=cell.variant.name),
+        wheel_deps=torch_version is None,
+        cache=cache,
         log=log,
-        torch_version=torch_version,
     )
+    if venv is None:
+        return not_run(f"the {cell.platform.value} host here gives no venv of its own")
+    with venv as made:
+        result = runtime_checks(
+            wheel,
+            expected,
+            compat=compat,
+            python=made.python,
+            torch_source=torch_source,
+            work_root=cache.verify,
+            accelerator=accelerator,
+            log=log,
+        )
+        result.checks = _judge_cuda_loads(result, data, expected)
+        if "cpu_adam" in expected.ops:
+            result.checks.append(_adam(made.python, env=os.environ, accelerator=accelerator, log=log))
+    result.checks.insert(0, Check("interpreter", ok=True, detail=made.interpreter))
+    return result
 
 
 def not_run(why: str) -> RuntimeResult:
-    """The run-time part of a Windows wheel on a Linux host without Wine: nothing loaded, said as such."""
+    """The run-time part of another OS's wheel where nothing here runs it: nothing loaded, said as such."""
     return RuntimeResult(
         checks=[
             Check(
@@ -110,73 +127,6 @@ def not_run(why: str) -> RuntimeResult:
             )
         ]
     )
-
-
-def wine_runtime_checks(
-    wheel: Path,
-    expected: Expected,
-    data: WheelContents,
-    *,
-    compat: Compat,
-    msvc_root: Path,
-    torch_source: TorchSource,
-    cache_dir: Path,
-    environ: Mapping[str, str],
-    work_root: Path,
-    accelerator: Accelerator | None,
-    log: Path | None,
-    torch_version: str | None = None,
-) -> RuntimeResult:
-    """A fresh venv of the Windows CPython of the wheel's Python under Wine, the wheel and the cell's torch
-    installed by its pip, then :func:`~dswheels.verify.effects.prove.runtime_checks` in it."""
-    cell = expected.cell
-    env = dict(environ)
-    host = find_wine(env, cache_dir=cache_dir)
-    msvc = find_msvc_root(msvc_root, toolset="14")
-    tools = wine_msvc(host, msvc, cache_dir / "wine" / "cpython-tools")
-    base = windows_cpython(
-        cell.python.version, compat=compat, tools=tools, cache_dir=cache_dir, env=env, jobs=os.cpu_count() or 2
-    )
-    work_root.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="wine-venv-", dir=work_root) as tmp:
-        venv = make_windows_venv(base, host, where=Path(tmp) / "env", env=env, log=log)
-        torch = f"torch=={torch_version or compat.torch[cell.torch].latest}"
-        # another torch (--torch-version): the wheel's pin would replace it, so its other requirements by hand
-        needs = needed_by(data.metadata.requirements, without="torch" if torch_version else "")
-        plan_index = compat.torch_index.format(variant=cell.variant.name)
-        wheelhouse = cache_dir / "wine" / "wheelhouse" / f"cp{base.tag}"
-        download_for_windows(  # what the wheel needs, not the wheel: pip installs that from its path
-            [torch, *needs],
-            dest=wheelhouse,
-            python=format_version(cell.python.version),
-            uv_index_args=torch_index_args(torch_source, plan_index),
-            pip_index_args=pip_index_args(torch_source, plan_index),
-            pip=host_pip(cache_dir, log=log),
-            constraints=venv.constraints,
-            log=log,
-        )
-        if torch_version is None:
-            pip_install_offline(venv, [torch, str(wheel)], find_links=wheelhouse, env=env, log=log)
-        else:
-            pip_install_offline(venv, [torch, *needs], find_links=wheelhouse, env=env, log=log)
-            pip_install_offline(venv, ["--no-deps", str(wheel)], find_links=wheelhouse, env=env, log=log)
-        result = runtime_checks(
-            wheel,
-            expected,
-            compat=compat,
-            python=venv.launcher,
-            torch_source=torch_source,
-            work_root=work_root,
-            accelerator=accelerator,
-            log=log,
-        )
-        result.checks = _judge_cuda_loads(result, data, expected)
-        if "cpu_adam" in expected.ops:
-            result.checks.append(_adam(venv.launcher, env=env, accelerator=accelerator, log=log))
-    result.checks.insert(
-        0, Check("windows python", ok=True, detail=f"CPython {base.version} built under {host.version}")
-    )
-    return result
 
 
 def _judge_cuda_loads(result: RuntimeResult, data: WheelContents, expected: Expected) -> list[Check]:
