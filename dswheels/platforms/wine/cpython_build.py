@@ -113,7 +113,8 @@ def windows_cpython(
     """The Windows CPython of ``minor``: the cached one, or made now (with progress; about 15 minutes on 2 cores)."""
     pinned = _pinned(minor, compat)
     target = cpython_root(cache, pinned)
-    with exclusive(target.parent, what=f"making a Windows CPython {pinned.version}", error=EnvironmentMismatchError):
+    # one lock per Python: two verifies of one minor take turns, another minor's build does not hold them up
+    with exclusive(target, what=f"making a Windows CPython {pinned.version}", error=EnvironmentMismatchError):
         marker = target / "python" / _MARKER
         if marker.is_file():
             recorded = json.loads(marker.read_text(encoding="utf-8"))
@@ -246,6 +247,7 @@ class _Builder:
             "PyArchExt": "",
             "SysWinVer": f"{version[0]}.{version[1]}",
             "PyVPath": "..\\\\..",
+            "PyStdlibPydExt": ".pyd",  # python.props (not read): the extension modules' suffix (3.13+)
             # 3.13+: pyconfig.h is written from PC/pyconfig.h.in into pythoncore's IntDir (see generated_pyconfig)
             "GeneratedPyConfigDir": f"{self.obj / 'pythoncore'}/",
             "zlibDir": f"{zlib}/" if zlib else "",
@@ -456,8 +458,11 @@ def _lay_out(root: Path, *, src: Path, out: Path, tag: str) -> None:
     for name in ("python.exe", f"python{tag}.dll", "python3.dll"):
         shutil.copy2(out / name, root / name)
     (root / "DLLs").mkdir()
-    for pyd in sorted(out.glob("*.pyd")):
-        shutil.copy2(pyd, root / "DLLs" / pyd.name)
+    missing = [name for name in EXTENSIONS if not (out / f"{name}.pyd").is_file()]
+    if missing:
+        raise EnvironmentMismatchError(f"the build made no {', '.join(f'{m}.pyd' for m in missing)} in {out}")
+    for name in EXTENSIONS:
+        shutil.copy2(out / f"{name}.pyd", root / "DLLs" / f"{name}.pyd")
     (root / "libs").mkdir()
     shutil.copy2(out / f"python{tag}.lib", root / "libs" / f"python{tag}.lib")
     shutil.copytree(
