@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextvars
 import hashlib
+import os
 import sys
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -25,6 +26,7 @@ from dswheels.host.log import format_duration, get_reporter
 from dswheels.kernel.errors import EnvironmentMismatchError
 from dswheels.platforms.wine.host import WineHost, windows_path, write_tool_scripts
 from dswheels.platforms.wine.msvc_root import MsvcRoot
+from dswheels.platforms.wine.server import start_server
 
 __all__ = ["BATCH", "Unit", "WineMsvc", "compile_units", "link", "wine_msvc"]
 
@@ -130,6 +132,7 @@ def _stamp(batch: tuple[Path, tuple[str, ...], list[Unit]]) -> Path:
 def _compile_batch(tools: WineMsvc, batch: tuple[Path, tuple[str, ...], list[Unit]], log: Path) -> int:
     folder, flags, members = batch
     folder.mkdir(parents=True, exist_ok=True)
+    start_server(tools.host, os.environ)
     names = ", ".join(u.source.name for u in members)
     proc.run(
         [tools.tool("cl.exe"), "/nologo", "/c", *flags, f"/Fo{folder}/", *(str(u.source) for u in members)],
@@ -181,6 +184,7 @@ def link(
         return out  # an earlier attempt linked exactly this (a DLL's whole-program link takes minutes)
     out.unlink(missing_ok=True)
     response.write_text(text, encoding="utf-8")
+    start_server(tools.host, os.environ)
     proc.run(
         [tools.tool("link.exe"), f"@{response}"],
         log_file=log,

@@ -39,7 +39,7 @@ from dswheels.platforms.wine.cpython_build import WindowsCPython, windows_cpytho
 from dswheels.platforms.wine.host import WineHost, find_wine, wait_for_wineserver, windows_path
 from dswheels.platforms.wine.msvc_driver import wine_msvc
 from dswheels.platforms.wine.msvc_root import find_msvc_root
-from dswheels.platforms.wine.wine_gaps import numpy_constraints, run_windows, windows_program_env
+from dswheels.platforms.wine.wine_gaps import NUMPY_WITHOUT_CREALF, numpy_constraints, run_windows, windows_program_env
 
 __all__ = [
     "WindowsVenv",
@@ -174,31 +174,40 @@ def download_for_windows(
     held.write_text("".join(f"{c}\n" for c in constraints), encoding="utf-8")
     pins = dest.parent / f"{dest.name}-pins.txt"
     pins.unlink(missing_ok=True)  # uv reads an earlier output as preferences, and then refused torch's win_amd64 wheel
-    proc.run(
-        [
-            find_uv(),
-            "pip",
-            "compile",
-            "--quiet",
-            "--no-header",
-            "--no-annotate",
-            "--python-platform",
-            "x86_64-pc-windows-msvc",
-            "--python-version",
-            python,
-            *uv_index_args,
-            "--constraint",
-            str(held),
-            "--output-file",
-            str(pins),
-            str(wanted),
-        ],
-        log_file=log,
-        stream=False,
-        timeout=1800,
-        error=EnvironmentMismatchError,
-        what=f"resolving {' '.join(requirements)} for Windows (uv pip compile)",
-    )
+    try:
+        proc.run(
+            [
+                find_uv(),
+                "pip",
+                "compile",
+                "--quiet",
+                "--no-header",
+                "--no-annotate",
+                "--python-platform",
+                "x86_64-pc-windows-msvc",
+                "--python-version",
+                python,
+                *uv_index_args,
+                "--constraint",
+                str(held),
+                "--output-file",
+                str(pins),
+                str(wanted),
+            ],
+            log_file=log,
+            stream=False,
+            timeout=1800,
+            error=EnvironmentMismatchError,
+            what=f"resolving {' '.join(requirements)} for Windows (uv pip compile)",
+        )
+    except EnvironmentMismatchError as exc:
+        if NUMPY_WITHOUT_CREALF in constraints and tuple(int(p) for p in python.split(".")[:2]) >= (3, 13):
+            raise exc.with_hint(
+                f"this Wine's ucrtbase has no working crealf, so the venv holds {NUMPY_WITHOUT_CREALF}, and numpy 1.x "
+                f"has no wheels for Python {python}: verify it under a Wine whose ucrtbase implements crealf, or on "
+                "Windows"
+            ) from None
+        raise
     pinned = [ln.strip() for ln in pins.read_text(encoding="utf-8").splitlines() if ln.strip() and ln[0] not in "#-"]
     proc.run(
         [

@@ -38,6 +38,7 @@ from dswheels.host import proc
 from dswheels.kernel.errors import EnvironmentMismatchError
 from dswheels.platforms.wine.host import WineHost, windows_path
 from dswheels.platforms.wine.msvc_driver import Unit, WineMsvc, compile_units, link
+from dswheels.platforms.wine.server import start_server
 
 __all__ = [
     "NUMPY_WITHOUT_CREALF",
@@ -137,6 +138,7 @@ def run_windows(
 ) -> proc.RunResult:
     """``exe`` (a Windows program) under Wine with :func:`windows_program_env`, its output on a pipe (never a
     file: see above)."""
+    start_server(host, env)
     return proc.run(
         [host.wine, windows_path(exe), *args],
         env={**env, **windows_program_env(host)},
