@@ -163,6 +163,8 @@ def _make(
     with staging_dir(target, "python") as staged:
         _lay_out(staged, src=src, out=builder.out, tag=core.properties["PyDllName"].removeprefix("python"))
         wine_gaps.add_runtime_files(staged, tools=tools, log=log, obj=target / "obj" / "wine-gaps")
+        if wine_gaps.hide_copyfile2(tools.host, staged, env, log=log):
+            reporter.info("this Wine's CopyFile2 aborts: shutil is told not to call it (Lib/sitecustomize.py)")
         write_text_atomic(
             staged / _MARKER,
             json.dumps(

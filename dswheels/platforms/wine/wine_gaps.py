@@ -22,6 +22,10 @@ Measured on this kind of machine (docs/build.md#windows-under-wine):
 * **OpenMP's topology**: torch's ``libiomp5md.dll`` asks ``GetNumaNodeProcessorMaskEx``, which Wine 8 does
   not implement, and aborts (``OMP: Error #179``) at torch's first thread query. Its affinity support is
   switched off for every Windows program run here (``KMP_AFFINITY=disabled``); threads still run.
+* **CopyFile2** (``kernel32.dll``): ``shutil.copy2`` calls it from Python 3.12 (``_winapi.CopyFile2``);
+  Wine 8 exports a stub that aborts the process, so ``python -m venv`` dies copying its launcher. Where
+  the release's shutil calls it and calling it fails here, the Windows CPython gets a ``sitecustomize``
+  that hides it from ``_winapi``: shutil then copies as it did before 3.12 (:func:`hide_copyfile2`).
 * **stdout on a regular file**: Wine 8 hands a Windows program a file handle that
   ``GetFileInformationByHandle`` refuses, and Python dies initialising ``sys.stdout``. Windows programs
   here always write to a pipe (:func:`run_windows`, through
@@ -41,12 +45,14 @@ from dswheels.platforms.wine.msvc_driver import Unit, WineMsvc, compile_units, l
 from dswheels.platforms.wine.server import start_server
 
 __all__ = [
+    "COPYFILE2_SITECUSTOMIZE",
     "NUMPY_WITHOUT_CREALF",
     "PROCESS_PRNG_SOURCE",
     "RUNTIME_DLLS",
     "SWITCHED_OFF",
     "add_runtime_files",
     "has_crealf",
+    "hide_copyfile2",
     "numpy_constraints",
     "run_windows",
     "windows_program_env",
@@ -175,3 +181,32 @@ def has_crealf(host: WineHost, python: Path, env: Mapping[str, str]) -> bool:
 def numpy_constraints(host: WineHost, python: Path, env: Mapping[str, str]) -> tuple[str, ...]:
     """What the venv's installs are held to on this Wine: ``numpy<2`` where ucrtbase has no crealf."""
     return () if has_crealf(host, python, env) else (NUMPY_WITHOUT_CREALF,)
+
+
+COPYFILE2_SITECUSTOMIZE = """\
+# Written by dswheels into this Windows CPython, which runs only under Wine: the Wine it was built under
+# exports kernel32's CopyFile2 as a stub that aborts the process, and shutil.copy2 calls it (Python 3.12+).
+# Without it, shutil copies as it did before 3.12.
+import _winapi
+
+if hasattr(_winapi, "CopyFile2"):
+    del _winapi.CopyFile2
+"""
+
+
+def hide_copyfile2(host: WineHost, root: Path, env: Mapping[str, str], *, log: Path | None) -> bool:
+    """Write ``Lib/sitecustomize.py`` into the Windows CPython at ``root`` when its shutil calls CopyFile2 and
+    calling it aborts here; whether it was written."""
+    if "CopyFile2" not in (root / "Lib" / "shutil.py").read_text(encoding="utf-8"):
+        return False  # before 3.12: shutil never calls it
+    probe = (
+        "import _winapi, os, tempfile\nd = tempfile.mkdtemp()\na = os.path.join(d, 'a')\n"
+        "open(a, 'w').close()\n_winapi.CopyFile2(a, os.path.join(d, 'b'), 0)\nprint('COPYFILE2 ok')\n"
+    )
+    result = run_windows(
+        host, root / "python.exe", ["-c", probe], env=env, log=log, what="calling CopyFile2", capture=True, check=False
+    )
+    if result.returncode == 0 and "COPYFILE2 ok" in result.output:
+        return False
+    (root / "Lib" / "sitecustomize.py").write_text(COPYFILE2_SITECUSTOMIZE, encoding="utf-8")
+    return True
