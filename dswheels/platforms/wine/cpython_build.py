@@ -41,6 +41,7 @@ from dswheels.host.unpack import extract_archive
 from dswheels.kernel.compat import Compat
 from dswheels.kernel.compat.entries import CpythonSource
 from dswheels.kernel.errors import EnvironmentMismatchError, SourceError
+from dswheels.kernel.numbers import ascii_int
 from dswheels.kernel.versions import VersionTuple, format_version
 from dswheels.platforms.wine import cpython_externals as ext
 from dswheels.platforms.wine import wine_gaps
@@ -438,10 +439,11 @@ def _read(path: Path) -> str | None:
 def _version(src: Path) -> tuple[int, int, int]:
     """MAJOR.MINOR.MICRO from ``Include/patchlevel.h`` (the tree's own word)."""
     text = (src / "Include" / "patchlevel.h").read_text(encoding="utf-8")
-    parts = [re.search(rf"#define\s+PY_{n}_VERSION\s+(\d+)", text) for n in ("MAJOR", "MINOR", "MICRO")]
+    parts = [re.search(rf"#define[ \t]+PY_{n}_VERSION[ \t]+([0-9]+)", text) for n in ("MAJOR", "MINOR", "MICRO")]
     if any(p is None for p in parts):
         raise EnvironmentMismatchError(f"{src} has no readable Include/patchlevel.h: not CPython's sources")
-    return tuple(int(p.group(1)) for p in parts if p is not None)  # type: ignore[return-value]
+    major, minor, micro = (ascii_int(p.group(1), what="a version part") for p in parts if p is not None)
+    return major, minor, micro
 
 
 def _deepfreeze_argv(command: str) -> list[str]:

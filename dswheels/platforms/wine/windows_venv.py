@@ -34,7 +34,7 @@ from dswheels.host.venvs import find_uv, torch_index_args
 from dswheels.kernel.compat import load_compat
 from dswheels.kernel.errors import EnvironmentMismatchError
 from dswheels.kernel.sources import TorchSource, TorchSourceKind
-from dswheels.kernel.versions import VersionTuple, format_version
+from dswheels.kernel.versions import VersionTuple, format_version, parse_version
 from dswheels.platforms.wine.cpython_build import WindowsCPython, windows_cpython
 from dswheels.platforms.wine.host import WineHost, find_wine, wait_for_wineserver, windows_path
 from dswheels.platforms.wine.msvc_driver import wine_msvc
@@ -201,7 +201,7 @@ def download_for_windows(
             what=f"resolving {' '.join(requirements)} for Windows (uv pip compile)",
         )
     except EnvironmentMismatchError as exc:
-        if NUMPY_WITHOUT_CREALF in constraints and tuple(int(p) for p in python.split(".")[:2]) >= (3, 13):
+        if NUMPY_WITHOUT_CREALF in constraints and parse_version(python)[:2] >= (3, 13):
             raise exc.with_hint(
                 f"this Wine's ucrtbase has no working crealf, so the venv holds {NUMPY_WITHOUT_CREALF}, and numpy 1.x "
                 f"has no wheels for Python {python}: verify it under a Wine whose ucrtbase implements crealf, or on "
