@@ -53,6 +53,9 @@ and runner-minutes to $GITHUB_STEP_SUMMARY:
   matrix       the build jobs ({"include": [...]}, docs/plan-json.md `--format github`)
   parts        the part jobs that fill the compiler cache first (usually none)
   smoke        the build jobs of the platforms with a GPU runner (--gpu-runners)
+  preflight    the Wine pre-flight: the canary of the run's Windows cells (its cell, the canary's ops),
+               built and verified under Wine on Linux before any Windows build job (none: no Windows
+               CUDA cell)
   release      the GitHub Release the wheels go to ("" publishes nothing)
   plan         the plan file the build jobs read
   publish_dir  --publish-dir ("" publishes to the GitHub Release)

@@ -7,6 +7,7 @@ when the run publishes, writes the plan file the build jobs read, and returns th
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -14,9 +15,11 @@ from pathlib import Path
 from dswheels import __version__
 from dswheels.host.files import write_text_atomic
 from dswheels.host.log import get_reporter
-from dswheels.kernel.compat import load_compat
+from dswheels.kernel.compat import Compat, load_compat
 from dswheels.kernel.model import Plan, Platform
+from dswheels.kernel.naming import cell_id
 from dswheels.kernel.plan_json import render_json
+from dswheels.plan.canary import pick_canary
 from dswheels.plan.effects.published import PublishedAt, Skipped, skip_published
 from dswheels.plan.effects.selection import MatrixCells, plan_matrix
 from dswheels.plan.event import RunIntent, platforms_text
@@ -28,7 +31,7 @@ from dswheels.plan.step import canary_plan, image_warnings, jobs_of
 __all__ = ["OUTPUTS", "CiPlanOptions", "CiRun", "plan_ci_run"]
 
 # the step outputs, in the order the workflow reads them (docs: `dswheels ci plan --help`)
-OUTPUTS = ("matrix", "parts", "smoke", "release", "plan", "publish_dir", "index_url")
+OUTPUTS = ("matrix", "parts", "smoke", "preflight", "release", "plan", "publish_dir", "index_url")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -79,11 +82,43 @@ def _smoke_notes(result: Plan, gpu: frozenset[Platform]) -> list[str]:
     return [text]
 
 
+def _preflight(result: Plan, compat: Compat) -> tuple[str, list[str]]:
+    """The Wine pre-flight jobs and their notes: for each CUDA major of the Windows cells this run builds, the
+    canary of those whose Python dswheels can build under Wine (compat.yml ``cpython_sources``; not free-threaded):
+    its cell and the canary's ops, ``dswheels build --cell --ops`` of the same plan file. None when the run builds
+    no such cell. Under Wine CUDA 13 comes from NVIDIA's PyPI wheels, CUDA 12 from NVIDIA's archives."""
+    windows = [item for item in result.planned if item.cell.platform is Platform.WIN_AMD64 and item.toolchain.nvcc]
+    majors = sorted({(item.toolchain.nvcc or ())[:1] for item in windows}, reverse=True)
+    entries: list[object] = []
+    notes: list[str] = []
+    for major in majors:
+        cells = [item for item in windows if (item.toolchain.nvcc or ())[:1] == major]
+        runnable = [
+            item
+            for item in cells
+            if not item.cell.python.free_threaded and item.cell.python.version[:2] in compat.cpython_sources
+        ]
+        canary = pick_canary(runnable)
+        if canary is None:
+            pythons = ", ".join(sorted({str(item.cell.python) for item in cells}))
+            notes.append(
+                f"no Wine pre-flight for the Windows CUDA {major[0]} cells: none builds every canary op with a Python "
+                f"compat.yml pins sources of for the Wine host (they have {pythons})"
+            )
+            continue
+        alone = replace(result, planned=(canary,), mode="canary")
+        jobs, _per_cell = jobs_of(alone)
+        entries += json.loads(render_github(alone, jobs, stage="build"))["include"]
+        notes.append(f"Wine pre-flight before the Windows build jobs: {cell_id(canary.cell)}")
+    return json.dumps({"include": entries}, separators=(",", ":")), notes
+
+
 def plan_ci_run(options: CiPlanOptions) -> CiRun:
     intent = options.intent
     # the build jobs install CUDA from NVIDIA's archives: a toolkit without a pinned redistrib JSON drops its cells
     selection = MatrixCells(matrix=options.matrix, combo=combo_from_values(intent.selection), redist_required=True)
-    result = plan_matrix(selection, load_compat())
+    compat = load_compat()
+    result = plan_matrix(selection, compat)
     if intent.canary:
         result = canary_plan(result)
     notes = [_describe(intent)]
@@ -99,10 +134,13 @@ def plan_ci_run(options: CiPlanOptions) -> CiRun:
     for warning in image_warnings(result, options.today):  # a ::warning:: annotation, and in the summary
         get_reporter().warning(warning)
         notes.append(f"warning: {warning}")
+    preflight, preflight_notes = _preflight(result, compat)
+    notes += preflight_notes
     outputs = {
         "matrix": render_github(result, jobs, stage="build"),
         "parts": render_github(result, jobs, stage="part"),
         "smoke": render_github(result, _smoke_jobs(jobs, options.gpu), stage="build"),
+        "preflight": preflight,
         "release": intent.release,
         "plan": plan_file.as_posix(),
         "publish_dir": options.published.publish_dir,

@@ -134,8 +134,11 @@ def test_the_wheels_workflow_chain_runs_here_for_one_linux_cell(tmp_path: Path, 
     assert outputs["release"] == "v0.19.8"
     needs: dict[str, Value] = {"plan": {"result": "success", "outputs": dict(outputs)}}
 
+    assert json.loads(outputs["preflight"]) == {"include": []}  # a Linux cell: no Windows canary under Wine
+    assert not condition(_if("preflight"), {**base, "needs": needs}, Status())
+    needs["preflight"] = {"result": "skipped", "outputs": {}}
     parts_ctx: dict[str, Value] = {**base, "needs": needs}
-    assert not condition(_if("parts"), parts_ctx, Status())  # nothing to split
+    assert not condition(_if("parts"), parts_ctx, Status(success=False))  # nothing to split
     needs["parts"] = {"result": "skipped", "outputs": {}}
     after_parts = Status(success=False)  # a job after a skipped one: success() is false (actions/runner#491)
     assert condition(_if("build"), {**base, "needs": needs}, after_parts)
@@ -344,8 +347,10 @@ def _check_tag_push(tmp_path: Path, base: dict[str, Value], machine: dict[str, s
     assert f"1 of 1 planned cells already published at {published}" in tag.steps["plan"].summary
     tag_needs: dict[str, Value] = {
         "plan": {"result": "success", "outputs": dict(tag_outputs)},
+        "preflight": {"result": "skipped", "outputs": {}},
         "parts": {"result": "skipped", "outputs": {}},
     }
+    assert not condition(_if("preflight"), {**tag_ctx, "needs": tag_needs}, Status())
     assert not condition(_if("build"), {**tag_ctx, "needs": tag_needs}, after_parts)
     tag_needs |= {"build": {"result": "skipped", "outputs": {}}, "smoke": {"result": "skipped", "outputs": {}}}
     assert not condition(_if("subjects"), {**tag_ctx, "needs": tag_needs}, after_parts)

@@ -14,8 +14,10 @@ from dswheels.cli import main
 from dswheels.cli.ci_plan import OUTPUTS
 from dswheels.cli.flags import Flag, add_flags, settle
 from dswheels.index.step import IndexOptions, site_url_for
+from dswheels.kernel.compat import load_compat
 from dswheels.kernel.errors import ConfigError
-from dswheels.kernel.model import Platform
+from dswheels.kernel.model import Platform, Python
+from dswheels.plan.canary import CANARY_OPS
 from dswheels.plan.event import (
     DispatchInputs,
     Event,
@@ -246,6 +248,51 @@ def test_a_publishing_run_builds_only_what_is_not_published(
     left = json.loads(Path(outputs["plan"]).read_text(encoding="utf-8"))["cells"]
     assert [c["wheel"] for c in left] == [c["wheel"] for c in planned[1:]]
     assert f"1 of {len(planned)} planned cells already published at {published}" in capsys.readouterr().out
+
+
+def _dispatch(*axes: str) -> tuple[str, ...]:
+    names = ("--deepspeed", "--torch", "--cuda", "--python", "--platform")
+    return ("--event", "workflow_dispatch", *(w for pair in zip(names, axes, strict=False) for w in pair))
+
+
+def test_the_wine_preflight_is_the_canary_of_each_cuda_major_of_the_runs_windows_cells(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One pre-flight entry per CUDA major of the Windows cells the run builds: the canary of those whose Python
+    dswheels builds under Wine (compat.yml cpython_sources), a cell of the run's own plan file, the canary's ops."""
+    compat = load_compat()
+    code, outputs = _ci_plan(monkeypatch, tmp_path, *_dispatch("0.19.8"))
+    assert code == 0
+    entries = json.loads(outputs["preflight"])["include"]
+    planned = {c["id"]: c for c in json.loads(Path(outputs["plan"]).read_text(encoding="utf-8"))["cells"]}
+    majors = [int(e["cuda_toolkit"].split(".")[0]) for e in entries]
+    assert majors == sorted(majors, reverse=True)
+    assert len(majors) >= 2  # the shipped matrix has CUDA 13 and 12 Windows cells: one canary each
+    assert 12 in majors
+    for entry in entries:
+        assert entry["platform"] == "win_amd64"
+        assert entry["cells"] in planned  # `dswheels build --plan plan/plan.json --cell` finds it
+        assert sorted(entry["ops"].split()) == sorted(CANARY_OPS)
+        assert set(entry["ops"].split()) <= {op["name"] for op in planned[entry["cells"]]["ops"]["build"]}
+        python = Python.parse(entry["python"])
+        assert not python.free_threaded
+        assert python.version in compat.cpython_sources
+    assert "Wine pre-flight before the Windows build jobs: " in capsys.readouterr().out
+
+    # a run without Windows CUDA cells has none; one whose Windows Python dswheels cannot build says why
+    code, outputs = _ci_plan(monkeypatch, tmp_path, *_dispatch("0.19.8", "2.13", "cpu", "3.11", "linux_x86_64"))
+    assert code == 0
+    assert json.loads(outputs["preflight"]) == {"include": []}
+    capsys.readouterr()
+    code, outputs = _ci_plan(monkeypatch, tmp_path, *_dispatch("0.19.8", "2.14", "cu126", "3.10", "win_amd64"))
+    assert code == 0
+    assert json.loads(outputs["preflight"]) == {"include": []}
+    assert "no Wine pre-flight for the Windows CUDA 12 cells" in capsys.readouterr().out
+    # the canary dispatch: the pre-flight is that canary
+    code, outputs = _ci_plan(monkeypatch, tmp_path, *_dispatch("0.19.8"), "--canary")
+    assert code == 0
+    (entry,) = json.loads(outputs["preflight"])["include"]
+    assert entry["cells"] == json.loads(outputs["matrix"])["include"][0]["cells"]
 
 
 @pytest.mark.parametrize(

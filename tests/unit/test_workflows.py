@@ -90,15 +90,24 @@ def test_every_matrix_key_the_workflow_reads_is_one_the_plan_writes(capsys: pyte
 
 
 def test_the_plan_output_is_read_only_as_the_matrix_and_its_first_job() -> None:
-    uses = [e.strip() for e in expressions(WHEELS) if "needs.plan.outputs.matrix" in e]
+    after_preflight = (
+        "!cancelled() && needs.plan.result == 'success' && (needs.preflight.result == 'success' || "
+        "needs.preflight.result == 'skipped') && "
+    )
+    uses = [" ".join(e.split()) for e in expressions(WHEELS) if "needs.plan.outputs.matrix" in e]
     assert set(uses) == {
         "fromJSON(needs.plan.outputs.matrix)",
-        "!cancelled() && needs.plan.result == 'success' && fromJSON(needs.plan.outputs.matrix).include[0] != null",
+        after_preflight + "fromJSON(needs.plan.outputs.matrix).include[0] != null",
     }
-    parts = [e.strip() for e in expressions(WHEELS) if "needs.plan.outputs.parts" in e]
+    parts = [" ".join(e.split()) for e in expressions(WHEELS) if "needs.plan.outputs.parts" in e]
     assert set(parts) == {
         "fromJSON(needs.plan.outputs.parts)",
-        "fromJSON(needs.plan.outputs.parts).include[0] != null",
+        after_preflight + "fromJSON(needs.plan.outputs.parts).include[0] != null",
+    }
+    preflight = [" ".join(e.split()) for e in expressions(WHEELS) if "needs.plan.outputs.preflight" in e]
+    assert set(preflight) == {
+        "fromJSON(needs.plan.outputs.preflight)",
+        "fromJSON(needs.plan.outputs.preflight).include[0] != null",
     }
     smoke = [e.strip() for e in expressions(WHEELS) if "needs.plan.outputs.smoke" in e]
     assert set(smoke) == {
@@ -122,7 +131,12 @@ def test_the_plan_jobs_outputs_are_what_dswheels_ci_plan_writes() -> None:
 def test_build_is_skipped_for_an_empty_plan_and_runs_for_a_non_empty_one() -> None:
     check = str(JOBS["build"]["if"])
     for matrix, expected in (('{"include":[]}', False), ('{"include":[{"name":"x"}]}', True)):
-        contexts: dict[str, Value] = {"needs": {"plan": {"result": "success", "outputs": {"matrix": matrix}}}}
+        contexts: dict[str, Value] = {
+            "needs": {
+                "plan": {"result": "success", "outputs": {"matrix": matrix}},
+                "preflight": {"result": "skipped", "outputs": {}},  # a run with no Windows CUDA cell
+            }
+        }
         assert condition(check, contexts, Status()) is expected
         # after the part jobs, whether there were none (skipped) or one failed: the build compiles the rest
         assert condition(check, contexts, Status(success=False, failure=True)) is expected
@@ -141,11 +155,15 @@ def test_every_job_after_the_parts_says_when_it_runs() -> None:
 
 
 def test_part_jobs_come_first_and_run_the_build_jobs_steps() -> None:
-    assert _needs("parts") == {"plan"}
-    assert _needs("build") == {"plan", "parts"}
+    assert _needs("parts") == {"plan", "preflight"}
+    assert _needs("build") == {"plan", "preflight", "parts"}
     check = str(JOBS["parts"]["if"])
     for parts, expected in (('{"include":[]}', False), ('{"include":[{"name":"x part 1/2"}]}', True)):
-        assert condition(check, {"needs": {"plan": {"outputs": {"parts": parts}}}}, Status()) is expected
+        needs: dict[str, Value] = {
+            "plan": {"result": "success", "outputs": {"parts": parts}},
+            "preflight": {"result": "skipped", "outputs": {}},
+        }
+        assert condition(check, {"needs": needs}, Status(success=False)) is expected
     # one definition of how a job compiles: both call build-cells.yml with their matrix entry; parts make no wheel
     assert JOBS["parts"]["uses"] == JOBS["build"]["uses"] == "./.github/workflows/build-cells.yml"
     assert as_dict(JOBS["parts"]["with"]) == {"cell": "${{ toJSON(matrix) }}", "wheels": False}
@@ -332,7 +350,7 @@ def test_the_plan_file_reaches_every_job_that_builds() -> None:
         "path": "${{ steps.plan.outputs.plan }}",
         "if-no-files-found": "error",
     }
-    for job in ("parts", "build"):
+    for job in ("preflight", "parts", "build"):
         download = next(s for s in job_steps(job) if "download-artifact" in str(s.get("uses")))
         assert as_dict(download["with"]) == {"name": "plan", "path": "plan"}
         build = next(s for s in job_steps(job) if "dswheels build" in str(s.get("run", "")))
@@ -379,6 +397,58 @@ def _run_release(build: str, smoke: str, release: str = "v0.19.8") -> bool:
     )
     # the release's first job lists what the attest jobs sign; the release itself waits for every attestation
     return condition(str(JOBS["subjects"]["if"]), contexts, status)
+
+
+def test_the_wine_preflight_gates_every_windows_build_job(tmp_path: Path) -> None:
+    """The Windows canary is built and verified under Wine on Linux before any job that may build a Windows cell
+    starts; its failure (or cancellation) stops them all; a run with no pre-flight (no Windows CUDA cell) goes on."""
+    spec = JOBS["preflight"]
+    assert _needs("preflight") == {"plan"}
+    assert spec["runs-on"] == "ubuntu-24.04"
+    assert as_dict(spec["strategy"])["matrix"] == "${{ fromJSON(needs.plan.outputs.preflight) }}"
+    one = '{"include":[{"name":"x"}]}'
+    gate = str(spec["if"])
+    assert condition(gate, {"needs": {"plan": {"result": "success", "outputs": {"preflight": one}}}}, Status())
+    empty: dict[str, Value] = {"needs": {"plan": {"result": "success", "outputs": {"preflight": '{"include":[]}'}}}}
+    assert not condition(gate, empty, Status())
+    # every job that may build a Windows cell: the callers of build-cells.yml, whose matrix is every platform's
+    builders = [name for name, job in JOBS.items() if job.get("uses") == "./.github/workflows/build-cells.yml"]
+    assert builders == ["parts", "build"]
+    for name in builders:
+        assert "preflight" in _needs(name), name
+        for result, runs in (("success", True), ("skipped", True), ("failure", False), ("cancelled", False)):
+            needs: dict[str, Value] = {
+                "plan": {"result": "success", "outputs": {"matrix": one, "parts": one}},
+                "preflight": {"result": result, "outputs": {}},
+                "parts": {"result": "skipped", "outputs": {}},
+            }
+            status = Status(success=False, failure=result == "failure", cancelled=False)
+            assert condition(str(JOBS[name]["if"]), {"needs": needs}, status) is runs, (name, result)
+    steps = {str(s.get("name") or s.get("uses")): s for s in job_steps("preflight")}
+    build = str(steps["Build under Wine"]["run"])
+    # the entry's cell of the run's own plan file and the canary's ops, compiled as the Windows job would
+    assert '--plan plan/plan.json --cell "$CELLS" --ops "$OPS"' in " ".join(build.replace("\\\n", " ").split())
+    assert as_dict(spec["env"]) == {"CELLS": "${{ matrix.cells }}", "OPS": "${{ matrix.ops }}"}
+    verify = str(steps["Verify under Wine"]["run"])
+    assert verify.startswith("dswheels verify wheelhouse/*/*.whl")
+    assert "--static" not in verify
+    order = list(steps)
+    assert order.index("Wine") < order.index("Build under Wine") < order.index("Verify under Wine")
+    assert order.index("MSVC for Wine") < order.index("Build under Wine")
+    limits = [s.get("timeout-minutes") for s in steps.values() if s.get("timeout-minutes") is not None]
+    assert sum(int(str(m)) for m in limits) + 15 <= int(str(spec["timeout-minutes"]))  # + checkout, setup, Wine
+    # the MSVC step, run here as the runner runs it: build and verify find the Wine host's MSVC through the variable
+    entry: dict[str, Value] = {"name": "x", "cells": "c", "ops": "cpu_adam"}
+    job = Job(
+        workflow=WHEELS,
+        job="preflight",
+        workspace=tmp_path / "preflight",
+        contexts={"matrix": entry, "vars": {}, "github": {}, "runner": {"os": "Linux"}},
+    )
+    job.run("MSVC for Wine")
+    root = Path(job.exported["DSWHEELS_MSVC_ROOT"])
+    assert (root / "VC").is_dir()
+    assert (root / "Windows Kits").is_dir()
 
 
 def test_publish_runs_only_after_builds_and_smoke_passed() -> None:
