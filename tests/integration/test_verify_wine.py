@@ -6,7 +6,8 @@ CPython dswheels builds from CPython's sources, filled by its own pip with torch
 from pip's configured indexes (a CPU build: PyPI's). What a Windows user's venv would show, shown here:
 ``ds_report`` lists the ops, ``cpu_adam`` loads as prebuilt with JIT forbidden and steps as AdamW does,
 ``random_ltd`` is judged statically because torch here has no ``torch_cuda.dll``. Then the two faults only
-loading finds: a ``.pyd`` where DeepSpeed does not import it from, and a DLL nothing provides.
+loading finds: a ``.pyd`` where DeepSpeed does not import it from, and a DLL nothing provides. And the
+Windows user's path: the line the served site shows, typed into that Windows Python's pip, then ``ds_report``.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import hashlib
 import json
 import os
 import re
+import subprocess
+import sys
 import zipfile
 from base64 import urlsafe_b64encode
 from collections.abc import Iterator
@@ -24,6 +27,7 @@ import pytest
 
 from dswheels.host.cache import CacheLayout
 from dswheels.platforms.wine.host import wait_for_wineserver
+from tests.conftest import ROOT
 from tests.integration.conftest import Built, build_env, dswheels
 from tests.integration.test_windows_wine import msvc_root, require_wine, wine_build
 
@@ -132,3 +136,43 @@ def test_loading_finds_a_misplaced_pyd_and_a_dll_nothing_provides(
     assert "would be JIT-compiled" in str(checks["load cpu_adam"]["detail"])
     assert not checks["load random_ltd"]["ok"]
     assert "DLL load failed" in str(checks["load random_ltd"]["detail"])
+
+
+def test_a_windows_user_installs_it_with_the_line_the_served_site_shows_and_ds_report_lists_its_ops(
+    wine_build: Built, dswheels_cache: Path
+) -> None:
+    """`dswheels publish` and `dswheels index` make a site, served on loopback as `python3 -m http.server` serves
+    it; the line its page shows in Windows' form, then the same with the partition's --find-links page, is typed
+    into a fresh venv of the Windows CPython under Wine (scripts/windows_user_path.py, which `nox -s windows`
+    runs): pip installs the wheel from the site, and ds_report lists its ops installed."""
+    require_wine()
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "scripts" / "windows_user_path.py"),
+            str(wine_build.wheel),
+            "--msvc-root",
+            str(msvc_root()),
+            "--torch-index",
+            "pip",
+        ],
+        env=build_env(dswheels_cache),
+        capture_output=True,
+        text=True,
+        timeout=3600,
+        check=False,
+    )
+    out = done.stdout + done.stderr
+    assert done.returncode == 0, out[-6000:]
+    version = wine_build.wheel.name.split("-")[1]
+    typed = re.findall(r"^typed: (.*)$", done.stdout, flags=re.MULTILINE)
+    assert len(typed) == 2, out[-3000:]
+    assert typed[0].startswith(f'py -m pip install "deepspeed=={version}" --extra-index-url http://127.0.0.1:')
+    assert typed[0].endswith("/simple/ --extra-index-url https://download.pytorch.org/whl/cu130")
+    assert re.search(r" --find-links http://127\.0\.0\.1:[0-9]+/whl/cu130-torch2\.14/ ", typed[1]), typed[1]
+    with zipfile.ZipFile(wine_build.wheel) as zf:
+        ops = {Path(n).name.split("_op.")[0] for n in zf.namelist() if n.endswith(".pyd")}
+    assert ops == {"cpu_adam", "random_ltd"}
+    for listed in re.findall(r"ds_report lists installed: (.*)$", done.stdout, flags=re.MULTILINE):
+        assert ops <= set(listed.split(", ")), listed
+    assert f"installed deepspeed {version};" in done.stdout

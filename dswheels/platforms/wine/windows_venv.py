@@ -275,7 +275,7 @@ def pip_install_offline(
 @contextlib.contextmanager
 def fresh_wheel_venv(
     msvc_root: Path,
-    wheel: Path,
+    wheel: Path | None,
     requirements: Sequence[str],
     *,
     python: VersionTuple,
@@ -307,7 +307,9 @@ def fresh_wheel_venv(
                 constraints=venv.constraints,
                 log=log,
             )
-            if wheel_deps:
+            if wheel is None:  # what the wheel needs, for a wheel that comes from elsewhere (an index: windows_user)
+                pip_install_offline(venv, requirements, find_links=wheelhouse, env=env, log=log)
+            elif wheel_deps:
                 pip_install_offline(venv, [*requirements, str(wheel)], find_links=wheelhouse, env=env, log=log)
             else:
                 pip_install_offline(venv, requirements, find_links=wheelhouse, env=env, log=log)
