@@ -23,7 +23,7 @@ from dataclasses import replace
 
 from dswheels.kernel.model import OpPlan, PlannedCell, Platform
 
-__all__ = ["CANARY_OPS", "PROFILER_API_OPS", "pick_canary", "restrict_ops"]
+__all__ = ["CANARY_OPS", "PROFILER_API_OPS", "pick_canary", "restrict_ops", "windows_cuda"]
 
 # The ops whose sources include <cuda_profiler_api.h> in DeepSpeed 0.19.8: random_ltd, transformer and
 # stochastic_transformer through custom_cuda_layers.h -> context.h -> gemm_test.h:10; transformer_inference's
@@ -62,16 +62,15 @@ def _cost(item: PlannedCell) -> tuple[tuple[int, ...], int, bool, tuple[int, ...
     return (nvcc, archs, cell.python.free_threaded, newest(cell.deepspeed), newest(cell.torch), cell.python.version)
 
 
+def windows_cuda(item: PlannedCell) -> bool:
+    """Whether ``item`` is a Windows CUDA cell: what the canary is drawn from."""
+    return item.cell.platform is Platform.WIN_AMD64 and item.cell.variant.is_cuda
+
+
 def pick_canary(planned: Sequence[PlannedCell]) -> PlannedCell | None:
     """The planned Windows CUDA cell with the newest nvcc that builds every canary op, restricted to them;
     None: no such cell."""
-    candidates = [
-        item
-        for item in planned
-        if item.cell.platform is Platform.WIN_AMD64
-        and item.cell.variant.is_cuda
-        and set(CANARY_OPS) <= set(item.ops.build_names)
-    ]
+    candidates = [item for item in planned if windows_cuda(item) and set(CANARY_OPS) <= set(item.ops.build_names)]
     if not candidates:
         return None
     best = min(candidates, key=_cost)

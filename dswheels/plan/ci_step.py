@@ -19,7 +19,7 @@ from dswheels.kernel.compat import Compat, load_compat
 from dswheels.kernel.model import Plan, Platform
 from dswheels.kernel.naming import cell_id
 from dswheels.kernel.plan_json import render_json
-from dswheels.plan.canary import pick_canary
+from dswheels.plan.canary import pick_canary, windows_cuda
 from dswheels.plan.effects.published import PublishedAt, Skipped, skip_published
 from dswheels.plan.effects.selection import MatrixCells, plan_matrix
 from dswheels.plan.event import RunIntent, platforms_text
@@ -87,7 +87,7 @@ def _preflight(result: Plan, compat: Compat) -> tuple[str, list[str]]:
     canary of those whose Python dswheels can build under Wine (compat.yml ``cpython_sources``; not free-threaded):
     its cell and the canary's ops, ``dswheels build --cell --ops`` of the same plan file. None when the run builds
     no such cell. Under Wine CUDA 13 comes from NVIDIA's PyPI wheels, CUDA 12 from NVIDIA's archives."""
-    windows = [item for item in result.planned if item.cell.platform is Platform.WIN_AMD64 and item.toolchain.nvcc]
+    windows = [item for item in result.planned if windows_cuda(item) and item.toolchain.nvcc]
     majors = sorted({(item.toolchain.nvcc or ())[:1] for item in windows}, reverse=True)
     entries: list[object] = []
     notes: list[str] = []
