@@ -23,6 +23,7 @@ from dswheels.kernel.wheel_contents import WheelContentError
 from dswheels.plan.effects.selection import NamedCells, plan_cell_ids
 from dswheels.platforms import platform_module
 from dswheels.platforms.hosts import EmulatedMachine, HostChoice
+from dswheels.verify.effects.foreign_runtime import foreign_run_time, foreign_wheel
 from dswheels.verify.effects.prove import (
     RuntimeResult,
     emulated_runtime_checks,
@@ -31,7 +32,6 @@ from dswheels.verify.effects.prove import (
     runtime_checks,
     static_part,
 )
-from dswheels.verify.effects.foreign_runtime import foreign_run_time, foreign_wheel
 from dswheels.verify.registry import Check
 from dswheels.verify.static_checks import Expected, ExpectedFrom, cell_from_wheel_filename
 
