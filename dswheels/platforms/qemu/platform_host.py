@@ -8,13 +8,15 @@ arm64 root the cell's whole build runs in (:class:`~.machine.QemuMachine`); a ce
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dswheels.host.cache import CacheLayout
 from dswheels.kernel.model import OS, PlannedCell
+from dswheels.kernel.sources import TorchSource
+from dswheels.kernel.versions import VersionTuple
 from dswheels.platforms.hosts import BuildTools, HostKind, QemuSettings, prepared_only
 
 if TYPE_CHECKING:
@@ -63,3 +65,18 @@ class UnderQemu:
 
     def finish(self, *, cache: CacheLayout, env: Mapping[str, str]) -> None:
         """Nothing outlives a command in the root (its mount namespace ends with it)."""
+
+    def wheel_venv(
+        self,
+        wheel: Path,  # noqa: ARG002
+        requirements: Sequence[str],  # noqa: ARG002
+        *,
+        python: VersionTuple,  # noqa: ARG002
+        torch_source: TorchSource,  # noqa: ARG002
+        plan_index: str,  # noqa: ARG002
+        wheel_deps: bool,  # noqa: ARG002
+        cache: CacheLayout,  # noqa: ARG002
+        log: Path | None,  # noqa: ARG002
+    ) -> None:
+        """None: verify runs a wheel of this CPU in the emulated machine (:meth:`machine`), not in a venv lent here."""
+        return
