@@ -149,6 +149,8 @@ class CpuBaseline:
     simd: str
     forbidden_registers: tuple[str, ...]
     note: str
+    # what torch.backends.cpu.get_cpu_capability() answers on a CPU of this level ("": no torch level)
+    torch_capability: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -288,6 +288,7 @@ def _parse_compat(data: object, *, redist_records: Callable[[str], bytes | None]
             simd=entry["simd"].text(),
             forbidden_registers=entry["forbidden_registers"].strs(),
             note=entry["note"].text(),
+            torch_capability=capability.text() if (capability := entry.opt("torch_capability")) else "",
         )
         for name, entry in root["cpu_baselines"].items()
     }
