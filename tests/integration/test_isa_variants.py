@@ -53,8 +53,8 @@ for _ in range(10):
     a.step(); b.step()
 op = CPUAdamBuilder().load()
 print("RESULT " + json.dumps({"capability": torch.backends.cpu.get_cpu_capability(), "module": op.__name__,
-    "variant": op.__dswheels_variant__, "norm": float(ours.norm()), "ref_norm": float(ref.norm()),
-    "max_abs_diff": float((ours - ref).abs().max())}))
+    "variant": op.__dswheels_variant__, "norm": float(ours.detach().norm()), "ref_norm": float(ref.detach().norm()),
+    "max_abs_diff": float((ours.detach() - ref.detach()).abs().max())}))
 """
 
 

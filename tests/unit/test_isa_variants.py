@@ -368,3 +368,19 @@ def test_the_manifest_keeps_the_variants() -> None:
     old = json.loads(render_manifest(manifest))
     del old["ops"]["built"][0]["variants"]  # a manifest written before the ISA variants
     assert parse_manifest(json.dumps(old)).ops_built[0].variants == ()
+
+
+def test_the_manifest_assembly_records_each_level_and_the_ops_built_once(tmp_path: Path) -> None:
+    from dswheels.building.effects import manifest_assembly
+
+    adam = OpSources("cpu_adam", "DS_BUILD_CPU_ADAM", ADAM, ("a.cpp",), variants=LEVELS)
+    shm = OpSources("shm", "DS_BUILD_SHM_COMM", "deepspeed.ops.comm.shm_op", ("s.cpp",))
+    names = [*NAMES, f"deepspeed/ops/comm/shm_op{SUFFIX}"]
+    sizes = {n: 100 * i for i, n in enumerate(names)}
+    seconds = {f"{ADAM}_{s}": 10.0 for s, _ in LEVELS} | {"deepspeed.ops.comm.shm_op": 3.0}
+    built = manifest_assembly._built_ops([adam, shm], src=tmp_path, names=names, sizes=sizes, op_seconds=seconds)
+    assert [(v.suffix, v.extension, v.size) for v in built[0].variants] == [
+        (s, n, sizes[n]) for (s, _), n in zip(LEVELS, NAMES[2:], strict=True)
+    ]
+    assert (built[0].module, built[0].extension, built[0].size, built[0].seconds) == (ADAM, NAMES[2], 900, 30.0)
+    assert (built[1].variants, built[1].extension, built[1].seconds) == ((), names[-1], 3.0)

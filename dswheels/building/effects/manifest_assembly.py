@@ -98,17 +98,20 @@ def _built_ops(
         outputs.update(parse_ninja_log(ninja_log.read_text(encoding="utf-8", errors="replace")))
     built: list[BuiltOp] = []
     for op in ops:
-        variants = tuple(
-            BuiltVariant(
-                suffix=suffix,
-                level=level,
-                module=module,
-                extension=(ext := extension_for_module(module, names) or ""),
-                size=sizes.get(ext, 0),
-                seconds=op_seconds.get(module),
+        variants = (
+            tuple(
+                BuiltVariant(
+                    suffix=suffix,
+                    level=level,
+                    module=module,
+                    extension=(ext := extension_for_module(module, names) or ""),
+                    size=sizes.get(ext, 0),
+                    seconds=op_seconds.get(module),
+                )
+                for (suffix, level), module in zip(op.variants, op.extension_modules, strict=True)
             )
-            for (suffix, level), module in zip(op.variants, op.extension_modules, strict=True)
             if op.variants
+            else ()
         )
         ext = extension_for_module(op.extension_modules[0], names) or ""
         built.append(

@@ -126,21 +126,24 @@ class IsaScan:
                 self._examples.append(" ".join(line.split()))
 
     def _judge(self, insn: str, ops: str, opcode: str) -> str:
-        """What makes one instruction above the level ("" when nothing does)."""
-        if self._no_avx and insn.startswith("v") and _VECTOR_REG_RE.search(ops):
-            return "AVX (VEX-encoded) instructions"
+        """What makes one instruction above the level ("" when nothing does), the highest level's reason first:
+        the kinds found then say which level the code needs (``dswheels inspect``)."""
+        above = next((name for name, starts in ABOVE_V4.items() if insn.startswith(starts)), None)
+        if above is None and _FP16_RE.match(insn):
+            above = "AVX512-FP16"
+        if above:
+            return f"instructions above x86-64-v4 ({above})"
         if self._no_avx512 and ("%zmm" in ops or _MASK_RE.search(ops)):
             return "AVX-512 instructions (zmm or opmask registers)"
         if self._no_avx512 and opcode == "62":
             return "AVX-512 instructions (EVEX-encoded)"
+        if self._no_avx and insn.startswith("v") and _VECTOR_REG_RE.search(ops):
+            return "AVX (VEX-encoded) instructions"
         if self._no_avx and (opcode in {"c4", "c5"} or insn in _V3_LEGACY):
             return "x86-64-v3 instructions (BMI, LZCNT, MOVBE)"
         if any(f"%{reg}" in ops for reg in self._forbidden):
             return "registers " + ", ".join(sorted(r for r in self._forbidden if f"%{r}" in ops))
-        above = next((name for name, starts in ABOVE_V4.items() if insn.startswith(starts)), None)
-        if above is None and _FP16_RE.match(insn):
-            above = "AVX512-FP16"
-        return f"instructions above x86-64-v4 ({above})" if above else ""
+        return ""
 
     def report(self) -> IsaReport:
         return IsaReport(
