@@ -355,9 +355,12 @@ def _cpu_words(isa: IsaReport | None, r: ExtensionReport) -> str:
     if isa is None:
         return "not read (objdump is not on PATH)"
     if r.variant:
-        need = isa_level(isa)
-        verdict = "ABOVE its level" if _above(isa, r.level) and not isa.runtime_dispatch else "within its level"
-        return f"{need} ({isa.violations} of {isa.instructions} instructions above x86-64-v2): {verdict} {r.level}"
+        need, counted = isa_level(isa), f"{isa.violations} of {isa.instructions} instructions above x86-64-v2"
+        if not _above(isa, r.level):
+            return f"{need} ({counted}): within its level {r.level}"
+        if isa.runtime_dispatch:
+            return f"{r.level}; {counted} need {need}, in code selected at run time (cpuid)"
+        return f"{need} ({counted}): ABOVE its level {r.level}"
     if isa.violations == 0:
         return f"x86-64-v2 ({isa.instructions} instructions)"
     above = f"{isa.violations} of {isa.instructions} instructions need {isa_level(isa)}"
