@@ -122,7 +122,11 @@ def test_cl_builds_cpu_adam_once_per_isa_level(wine_cpu_adam: Built, tmp_path: P
     define: the AVX-512 variant holds zmm code, the AVX2 one ymm code and no zmm, the baseline neither beyond
     the few AVX2 instructions of MSVC's C runtime (which picks them with cpuid); verify --static passes it."""
     log = wine_cpu_adam.log.read_text(encoding="utf-8")
-    flags = {"default": "-O2 -D__SCALAR__", "avx2": "-O2 /arch:AVX2 -D__AVX256__", "avx512": "-O2 /arch:AVX512 -D__AVX512__"}
+    flags = {
+        "default": "-O2 -D__SCALAR__",
+        "avx2": "-O2 /arch:AVX2 -D__AVX256__",
+        "avx512": "-O2 /arch:AVX512 -D__AVX512__",
+    }
     for suffix, want in flags.items():
         line = next(ln for ln in log.splitlines() if f"-DTORCH_EXTENSION_NAME=cpu_adam_op_{suffix} " in ln)
         assert all(flag in line.split() for flag in want.split()), (suffix, line)
