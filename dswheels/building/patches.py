@@ -358,7 +358,7 @@ def patch_env_report_variants(text: str) -> str:
     return _SHM_REPORT_RE.sub(line, text, count=1)
 
 
-def patch_isa_levels(text: str, rows: Sequence[tuple[str, ...]]) -> str:
+def patch_isa_levels(text: str, rows: Sequence[tuple[object, ...]]) -> str:
     r"""The helper or dispatch module's text (dswheels.probes.isa_variants, isa_dispatch) with its ``LEVELS`` set.
 
     >>> patch_isa_levels("LEVELS: tuple[tuple[str, str], ...] = ()\n", [("default", "x86-64-v2")])

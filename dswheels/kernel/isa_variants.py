@@ -49,10 +49,11 @@ class VariantLevel:
     level: str  # the compat.yml cpu_baseline, e.g. x86-64-v3
     arch_flag: str  # what cpu_arch() answers: -march=x86-64-v3 (GCC), /arch:AVX2 (cl)
     simd_flag: str  # what simd_width() answers: -D__AVX256__
+    extra_flags: tuple[str, ...] = ()  # added to the variant's compile (compat.yml gcc_variant_flags)
 
-    def helper_row(self) -> tuple[str, str, str, str]:
+    def helper_row(self) -> tuple[str, str, str, str, tuple[str, ...]]:
         """The row of dswheels.probes.isa_variants.LEVELS."""
-        return (self.suffix, self.level, self.arch_flag, self.simd_flag)
+        return (self.suffix, self.level, self.arch_flag, self.simd_flag, self.extra_flags)
 
 
 def variant_levels(baselines: Mapping[str, CpuBaseline], baseline: str, *, compiler: str) -> tuple[VariantLevel, ...]:
@@ -83,6 +84,8 @@ def variant_levels(baselines: Mapping[str, CpuBaseline], baseline: str, *, compi
             level=level.name,
             arch_flag=level.msvc if compiler == "msvc" else level.gcc,
             simd_flag=level.simd,
+            # a level's own extra flags; the baseline variant is compiled exactly as a build without variants
+            extra_flags=level.gcc_variant_flags if compiler == "gcc" and level is not start else (),
         )
         for level in picked
     )

@@ -25,9 +25,9 @@ from typing import Any
 
 __all__ = ["DISPATCH_MODULE", "LEVELS", "add_variants", "fill_constant", "shim_path", "shim_text", "variant_levels"]
 
-# (suffix, level, cpu_arch() answer, simd_width() answer) per level, the cell's baseline first, the best last;
-# filled in by dswheels
-LEVELS: tuple[tuple[str, str, str, str], ...] = ()
+# (suffix, level, cpu_arch() answer, simd_width() answer, further compile flags) per level, the cell's baseline
+# first, the best last; filled in by dswheels
+LEVELS: tuple[tuple[str, str, str, str, tuple[str, ...]], ...] = ()
 
 DISPATCH_MODULE = "deepspeed/dswheels_isa.py"  # dswheels.probes.isa_dispatch, with the tables filled in
 SHIM_MARK = "# dswheels: ISA variants"
@@ -46,7 +46,7 @@ def fill_constant(text: str, name: str, value: object) -> str:
     return pattern.sub(lambda m: m["head"] + repr(value), text, count=1)
 
 
-def _extension(builder: Any, level: Sequence[str]) -> Any:  # noqa: ANN401 - DeepSpeed's builder, setuptools' Extension
+def _extension(builder: Any, level: Sequence[Any]) -> Any:  # noqa: ANN401 - DeepSpeed's builder, setuptools' Extension
     """The builder's extension with ``level``'s answers to cpu_arch() and simd_width()."""
     builder.dswheels_cpu_arch, builder.dswheels_simd_width = level[2], level[3]
     try:
@@ -55,7 +55,18 @@ def _extension(builder: Any, level: Sequence[str]) -> Any:  # noqa: ANN401 - Dee
         del builder.dswheels_cpu_arch, builder.dswheels_simd_width
 
 
-def variant_levels(builder: Any) -> tuple[tuple[str, str, str, str], ...]:  # noqa: ANN401 - DeepSpeed's builder
+def _add_flags(extension: Any, flags: Sequence[str]) -> None:  # noqa: ANN401 - setuptools' Extension
+    """The level's further flags, for the C++ compiler (torch's extensions take a list, or ``{"cxx": [...]}``)."""
+    if not flags:
+        return
+    args = extension.extra_compile_args
+    if isinstance(args, dict):
+        args["cxx"] = [*args.get("cxx", []), *flags]
+    else:
+        extension.extra_compile_args = [*(args or []), *flags]
+
+
+def variant_levels(builder: Any) -> tuple[tuple[str, str, str, str, tuple[str, ...]], ...]:  # noqa: ANN401 - a builder
     """:data:`LEVELS` when the builder hands the compiler its ``cpu_arch()``/``simd_width()`` answer, else ``()``.
 
     Asked at the top level, whose answers no other flag contains: an op whose builder never asks
@@ -66,7 +77,7 @@ def variant_levels(builder: Any) -> tuple[tuple[str, str, str, str], ...]:  # no
     top = LEVELS[-1]
     extension = _extension(builder, top)
     flags = repr((extension.extra_compile_args, extension.extra_link_args, extension.define_macros))
-    return LEVELS if any(answer and answer in flags for answer in top[2:]) else ()
+    return LEVELS if any(answer and answer in flags for answer in top[2:4]) else ()
 
 
 def shim_path(module: str) -> str:
@@ -109,6 +120,7 @@ def add_variants(
         for level in levels:
             extension = _extension(builder, level)
             extension.name = f"{module}_{level[0]}"
+            _add_flags(extension, level[4])
             variants.append(extension)
         out[at : at + 1] = variants
         ops[name] = module

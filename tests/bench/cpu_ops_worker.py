@@ -3,7 +3,8 @@
 Run by :mod:`tests.bench.cpu_ops_bench` as a long-lived process in each venv (ours, the native JIT), so the two
 are measured in turns, side by side. Reads one JSON request per line from stdin:
 ``{"optimizer": "adam"|"adagrad"|"lion", "dtype": "fp32"|"bf16", "numel": N, "steps": S}`` and answers one
-JSON line: each timed step's milliseconds, and which op module was loaded (its ISA variant, its file).
+JSON line after :data:`MARK` (DeepSpeed prints to stdout too: a JIT compile, its logger): each timed step's
+milliseconds, and which op module was loaded (its ISA variant, its file).
 ``{"drop": true}`` frees the optimizers held so far. Standard library besides torch and DeepSpeed.
 """
 
@@ -21,6 +22,7 @@ _CLASSES = {
     "lion": ("deepspeed.ops.lion", "DeepSpeedCPULion", "ds_opt_lion"),
 }
 _HELD: dict[tuple[str, str, int], Any] = {}
+MARK = "DSWHEELS-BENCH "
 
 
 def _optimizer(name: str, dtype: str, numel: int) -> Any:
@@ -61,7 +63,8 @@ def main() -> int:
     for line in sys.stdin:
         if not line.strip():
             continue
-        sys.stdout.write(json.dumps(_answer(json.loads(line))) + "\n")
+        answer = _answer(json.loads(line))
+        sys.stdout.write(MARK + json.dumps(answer) + "\n")
         sys.stdout.flush()
     return 0
 

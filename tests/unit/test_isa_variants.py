@@ -55,13 +55,15 @@ NAMES = [
 def test_the_levels_follow_compat_from_the_baseline_up() -> None:
     baselines = load_compat().cpu_baselines
     gcc = variant_levels(baselines, "x86-64-v2", compiler="gcc")
-    assert [(v.suffix, v.level, v.arch_flag, v.simd_flag) for v in gcc] == [
-        ("default", "x86-64-v2", "-march=x86-64-v2", "-D__SCALAR__"),
-        ("avx2", "x86-64-v3", "-march=x86-64-v3", "-D__AVX256__"),
-        ("avx512", "x86-64-v4", "-march=x86-64-v4", "-D__AVX512__"),
+    assert [(v.suffix, v.level, v.arch_flag, v.simd_flag, v.extra_flags) for v in gcc] == [
+        ("default", "x86-64-v2", "-march=x86-64-v2", "-D__SCALAR__", ()),  # as a build without variants
+        ("avx2", "x86-64-v3", "-march=x86-64-v3", "-D__AVX256__", ("-fno-schedule-insns2",)),
+        ("avx512", "x86-64-v4", "-march=x86-64-v4", "-D__AVX512__", ("-fno-schedule-insns2",)),
     ]
     msvc = variant_levels(baselines, "x86-64-v2", compiler="msvc")
-    assert [v.arch_flag for v in msvc] == ["", "/arch:AVX2", "/arch:AVX512"]
+    assert [(v.arch_flag, v.extra_flags) for v in msvc] == [("", ()), ("/arch:AVX2", ()), ("/arch:AVX512", ())]
+    # a higher baseline compiles its own level exactly as a build without variants would
+    assert variant_levels(baselines, "x86-64-v3", compiler="gcc")[0].extra_flags == ()
     assert [v.suffix for v in variant_levels(baselines, "x86-64-v3", compiler="gcc")] == ["avx2", "avx512"]
     assert variant_levels(baselines, "x86-64-v4", compiler="gcc") == ()  # the top level: built once
 
@@ -71,7 +73,7 @@ def test_every_level_flag_is_one_the_compilers_take() -> None:
     from dswheels.kernel.compiler_flags.msvc import judge_cl
 
     for level in variant_levels(load_compat().cpu_baselines, "x86-64-v2", compiler="gcc"):
-        assert not [i for i in judge_gcc([level.arch_flag, level.simd_flag]) if i.fatal], level
+        assert judge_gcc([level.arch_flag, level.simd_flag, *level.extra_flags]) == (), level
     for level in variant_levels(load_compat().cpu_baselines, "x86-64-v2", compiler="msvc"):
         flags = [f for f in (level.arch_flag, level.simd_flag) if f]
         assert not [i for i in judge_cl(flags) if i.fatal or i.code == "D9002"], level
@@ -234,8 +236,8 @@ def test_add_variants_replaces_each_asking_op_by_its_levels(tmp_path: Path, monk
     ]
     assert [e.extra_compile_args["cxx"][1:] for e in out[:3]] == [
         ["-march=x86-64-v2", "-D__SCALAR__"],
-        ["-march=x86-64-v3", "-D__AVX256__"],
-        ["-march=x86-64-v4", "-D__AVX512__"],
+        ["-march=x86-64-v3", "-D__AVX256__", "-fno-schedule-insns2"],
+        ["-march=x86-64-v4", "-D__AVX512__", "-fno-schedule-insns2"],
     ]
     assert not hasattr(adam, "dswheels_cpu_arch")  # the builder is left as it was found
     assert is_shim((tmp_path / "deepspeed/ops/adam/cpu_adam_op.py").read_text())
