@@ -329,9 +329,7 @@ def _isa_variants(facts: WheelFacts) -> Iterator[Verdict]:
     yield from isa_variant_verdicts(facts.variants, facts.names, facts.isa_sources)
 
 
-def isa_variant_verdicts(
-    variants: VariantTable, names: Sequence[str], isa_sources: Mapping[str, str]
-) -> list[Verdict]:
+def isa_variant_verdicts(variants: VariantTable, names: Sequence[str], isa_sources: Mapping[str, str]) -> list[Verdict]:
     """The ops built once per ISA level: the dispatch module, each op's module dispatching, every level's extension
     (``variants``: what the wheel's dispatch module says; ``isa_sources``: its text and the op modules')."""
     if not variants.ops:
