@@ -56,8 +56,9 @@ ABOVE_V4: dict[str, tuple[str, ...]] = {
 # AVX512-FP16: arithmetic on packed/scalar halves (F16C's vcvtph2ps/vcvtps2ph are x86-64-v3)
 _FP16_RE = re.compile(
     r"^v(?:(?:add|sub|mul|div|sqrt|max|min|rcp|rsqrt|getexp|getmant|scalef|reduce|rndscale|fpclass|cmp)[ps]h"
-    r"|f(?:n?m(?:add|sub)|maddsub|msubadd)\d{3}[ps]h|fc?(?:madd|mul)c[ps]h|movsh|movw"
-    r"|cvt(?:ph2(?:psx|pd|u?dq|u?w|u?qq)|sh2s[sd]|(?!ps2ph$)\w+2phx?|\w+2sh))$"
+    r"|f(?:n?m(?:add|sub)|maddsub|msubadd)[0-9]{3}[ps]h|fc?(?:madd|mul)c[ps]h|movsh|movw"
+    r"|cvt(?:ph2(?:psx|pd|u?dq|u?w|u?qq)|sh2s[sd]|(?!ps2ph$)\w+2phx?|\w+2sh))$",
+    re.ASCII,
 )
 _V3_LEGACY = ("lzcnt", "movbe")  # x86-64-v3 instructions outside VEX
 # VEX/EVEX instructions are the AVX ones: every mnemonic starts with "v" and works on vector
