@@ -18,12 +18,13 @@ with the same threads (``OMP_NUM_THREADS``: this process's, else the machine's c
 which ISA variant ours loaded, the flags the native JIT build used, and the wheel's size with what
 its variants above the baseline add.
 
-``DSWHEELS_BENCH_WORK=DIR`` keeps the venvs and the JIT's build (later runs skip the compile);
-``DSWHEELS_BENCH_WHEEL=PATH`` names our wheel.
+``DSWHEELS_BENCH_WORK=DIR`` keeps the venvs and the JIT's build (later runs skip the compile; ours is
+reinstalled when the wheel's bytes changed); ``DSWHEELS_BENCH_WHEEL=PATH`` names our wheel.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -87,17 +88,36 @@ def _our_wheel(work: Path) -> Path:
     return max(out.glob("cpu/*.whl"))
 
 
-def _venv(path: Path, *requirements: str) -> Path:
-    python = path / "bin" / "python"
-    if python.exists():
-        return python
+def _uv() -> str:
     uv = shutil.which("uv")
     if uv is None:
         msg = "uv is needed (the test dependency group installs it)"
         raise RuntimeError(msg)
+    return uv
+
+
+def _venv(path: Path, *requirements: str) -> Path:
+    python = path / "bin" / "python"
+    if python.exists():
+        return python
+    uv = _uv()
     _run([uv, "venv", "-q", "--python", sys.executable, str(path)])
     links = ["--find-links", "/opt/wheels"] if Path("/opt/wheels").is_dir() else []
     _run([uv, "pip", "install", "-q", "--python", str(python), *links, "torch==2.13.0", *requirements])
+    return python
+
+
+def _ours(path: Path, wheel: Path) -> Path:
+    """Our venv, holding ``wheel`` itself: a kept venv (DSWHEELS_BENCH_WORK) made with another wheel of the
+    same name gets this one (else the bench would measure the other build's ops)."""
+    fresh = not (path / "bin" / "python").exists()
+    python = _venv(path, str(wheel))
+    digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    mark = path / "dswheels-bench-wheel.sha256"
+    if not fresh and (not mark.is_file() or mark.read_text().strip() != digest):
+        print(f"  {path}: it may hold another {wheel.name}; reinstalling this one", flush=True)
+        _run([_uv(), "pip", "install", "-q", "--python", str(python), "--reinstall", "--no-deps", str(wheel)])
+    mark.write_text(digest + "\n")
     return python
 
 
@@ -181,7 +201,7 @@ def run() -> list[Result]:
     work = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="dsw-cpu-ops-"))
     work.mkdir(parents=True, exist_ok=True)
     wheel = _our_wheel(work)
-    ours = _venv(work / "ours", str(wheel))
+    ours = _ours(work / "ours", wheel)
     native = _venv(work / "native", "deepspeed==0.19.8", "ninja")
     results: list[Result] = []
     with _workers(ours, native, work) as (a, b):
