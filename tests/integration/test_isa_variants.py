@@ -261,4 +261,4 @@ def test_inspect_shows_the_variants_and_which_loads_here(cpu_build: Built, dswhe
     assert levels == {"default": "x86-64-v2", "avx2": "x86-64-v3", "avx512": "x86-64-v4"}
     assert not [w for w in data["warnings"] if "variant" in w]
     done = dswheels("inspect", str(cpu_build.wheel), env={**env, "ATEN_CPU_CAPABILITY": "default"})
-    assert "loads here         default (torch's CPU capability here: DEFAULT)" in done.stdout
+    assert "  loads here       default (torch's CPU capability here: DEFAULT)" in done.stdout
