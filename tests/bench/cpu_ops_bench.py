@@ -62,7 +62,8 @@ def _our_wheel(work: Path) -> Path:
     named = os.environ.get("DSWHEELS_BENCH_WHEEL")
     if named:
         return Path(named)
-    made = sorted((ROOT / "wheelhouse" / "cpu").glob(f"deepspeed-0.19.8+cputorch2.13-{PY}-{PY}-linux_x86_64.whl"))
+    # a Linux wheel's platform tag is its floor (manylinux_2_N_x86_64), linux_x86_64 where none was judged
+    made = sorted((ROOT / "wheelhouse" / "cpu").glob(f"deepspeed-0.19.8+cputorch2.13-{PY}-{PY}-*linux*_x86_64.whl"))
     if made:
         return made[-1]
     out = work / "wheelhouse"
