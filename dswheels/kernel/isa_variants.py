@@ -49,9 +49,14 @@ class VariantLevel:
     level: str  # the compat.yml cpu_baseline, e.g. x86-64-v3
     arch_flag: str  # what cpu_arch() answers: -march=x86-64-v3 (GCC), /arch:AVX2 (cl)
     simd_flag: str  # what simd_width() answers: -D__AVX256__
-    extra_flags: tuple[str, ...] = ()  # added to the variant's compile (compat.yml gcc_variant_flags)
+    # added to one op's variant compile: (op, flags) pairs (compat.yml gcc_variant_flags)
+    extra_flags: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
-    def helper_row(self) -> tuple[str, str, str, str, tuple[str, ...]]:
+    def flags_of(self, op: str) -> tuple[str, ...]:
+        """The further flags ``op``'s variant at this level is compiled with."""
+        return next((flags for name, flags in self.extra_flags if name == op), ())
+
+    def helper_row(self) -> tuple[str, str, str, str, tuple[tuple[str, tuple[str, ...]], ...]]:
         """The row of dswheels.probes.isa_variants.LEVELS."""
         return (self.suffix, self.level, self.arch_flag, self.simd_flag, self.extra_flags)
 

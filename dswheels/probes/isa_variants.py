@@ -27,7 +27,7 @@ __all__ = ["DISPATCH_MODULE", "LEVELS", "add_variants", "fill_constant", "shim_p
 
 # (suffix, level, cpu_arch() answer, simd_width() answer, further compile flags) per level, the cell's baseline
 # first, the best last; filled in by dswheels
-LEVELS: tuple[tuple[str, str, str, str, tuple[str, ...]], ...] = ()
+LEVELS: tuple[tuple[str, str, str, str, tuple[tuple[str, tuple[str, ...]], ...]], ...] = ()
 
 DISPATCH_MODULE = "deepspeed/dswheels_isa.py"  # dswheels.probes.isa_dispatch, with the tables filled in
 SHIM_MARK = "# dswheels: ISA variants"
@@ -66,7 +66,7 @@ def _add_flags(extension: Any, flags: Sequence[str]) -> None:  # noqa: ANN401 - 
         extension.extra_compile_args = [*(args or []), *flags]
 
 
-def variant_levels(builder: Any) -> tuple[tuple[str, str, str, str, tuple[str, ...]], ...]:  # noqa: ANN401 - a builder
+def variant_levels(builder: Any) -> tuple[tuple[str, str, str, str, tuple[tuple[str, tuple[str, ...]], ...]], ...]:  # noqa: ANN401 - a builder
     """:data:`LEVELS` when the builder hands the compiler its ``cpu_arch()``/``simd_width()`` answer, else ``()``.
 
     Asked at the top level, whose answers no other flag contains: an op whose builder never asks
@@ -120,7 +120,7 @@ def add_variants(
         for level in levels:
             extension = _extension(builder, level)
             extension.name = f"{module}_{level[0]}"
-            _add_flags(extension, level[4])
+            _add_flags(extension, next((flags for op, flags in level[4] if op == name), ()))
             variants.append(extension)
         out[at : at + 1] = variants
         ops[name] = module

@@ -39,6 +39,7 @@ from dswheels.verify.static_checks import isa_variant_verdicts
 from tests.support.planned import planned_cell
 
 ADAM = "deepspeed.ops.adam.cpu_adam_op"
+LION = (("cpu_lion", ("-fno-schedule-insns2",)),)  # compat.yml gcc_variant_flags: cpu_lion's alone
 LEVELS = (("default", "x86-64-v2"), ("avx2", "x86-64-v3"), ("avx512", "x86-64-v4"))
 TABLE = VariantTable(levels=LEVELS, ops={"cpu_adam": ADAM})
 SUFFIX = ".cpython-311-x86_64-linux-gnu.so"
@@ -57,8 +58,8 @@ def test_the_levels_follow_compat_from_the_baseline_up() -> None:
     gcc = variant_levels(baselines, "x86-64-v2", compiler="gcc")
     assert [(v.suffix, v.level, v.arch_flag, v.simd_flag, v.extra_flags) for v in gcc] == [
         ("default", "x86-64-v2", "-march=x86-64-v2", "-D__SCALAR__", ()),  # as a build without variants
-        ("avx2", "x86-64-v3", "-march=x86-64-v3", "-D__AVX256__", ("-fno-schedule-insns2",)),
-        ("avx512", "x86-64-v4", "-march=x86-64-v4", "-D__AVX512__", ("-fno-schedule-insns2",)),
+        ("avx2", "x86-64-v3", "-march=x86-64-v3", "-D__AVX256__", LION),
+        ("avx512", "x86-64-v4", "-march=x86-64-v4", "-D__AVX512__", LION),
     ]
     msvc = variant_levels(baselines, "x86-64-v2", compiler="msvc")
     assert [(v.arch_flag, v.extra_flags) for v in msvc] == [("", ()), ("/arch:AVX2", ()), ("/arch:AVX512", ())]
@@ -73,7 +74,8 @@ def test_every_level_flag_is_one_the_compilers_take() -> None:
     from dswheels.kernel.compiler_flags.msvc import judge_cl
 
     for level in variant_levels(load_compat().cpu_baselines, "x86-64-v2", compiler="gcc"):
-        assert judge_gcc([level.arch_flag, level.simd_flag, *level.extra_flags]) == (), level
+        further = [flag for _, flags in level.extra_flags for flag in flags]
+        assert judge_gcc([level.arch_flag, level.simd_flag, *further]) == (), level
     for level in variant_levels(load_compat().cpu_baselines, "x86-64-v2", compiler="msvc"):
         flags = [f for f in (level.arch_flag, level.simd_flag) if f]
         assert not [i for i in judge_cl(flags) if i.fatal or i.code == "D9002"], level
@@ -234,10 +236,10 @@ def test_add_variants_replaces_each_asking_op_by_its_levels(tmp_path: Path, monk
         "deepspeed.ops.adam.shm_op",  # its flags are the same at every level: built once
         "deepspeed.ops.adam.cpu_lion_op",  # not installed: left as it was
     ]
-    assert [e.extra_compile_args["cxx"][1:] for e in out[:3]] == [
+    assert [e.extra_compile_args["cxx"][1:] for e in out[:3]] == [  # cpu_adam: no further flag (cpu_lion's)
         ["-march=x86-64-v2", "-D__SCALAR__"],
-        ["-march=x86-64-v3", "-D__AVX256__", "-fno-schedule-insns2"],
-        ["-march=x86-64-v4", "-D__AVX512__", "-fno-schedule-insns2"],
+        ["-march=x86-64-v3", "-D__AVX256__"],
+        ["-march=x86-64-v4", "-D__AVX512__"],
     ]
     assert not hasattr(adam, "dswheels_cpu_arch")  # the builder is left as it was found
     assert is_shim((tmp_path / "deepspeed/ops/adam/cpu_adam_op.py").read_text())
@@ -386,3 +388,35 @@ def test_the_manifest_assembly_records_each_level_and_the_ops_built_once(tmp_pat
     ]
     assert (built[0].module, built[0].extension, built[0].size, built[0].seconds) == (ADAM, NAMES[2], 900, 30.0)
     assert (built[1].variants, built[1].extension, built[1].seconds) == ((), names[-1], 3.0)
+
+
+def test_a_further_flag_reaches_only_the_op_it_is_measured_for(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """-fno-schedule-insns2 made cpu_lion's variants as fast as the native build and cpu_adam's slower."""
+    levels = variant_levels(load_compat().cpu_baselines, "x86-64-v2", compiler="gcc")
+    assert [(v.flags_of("cpu_lion"), v.flags_of("cpu_adam")) for v in levels] == [
+        ((), ()),
+        (("-fno-schedule-insns2",), ()),
+        (("-fno-schedule-insns2",), ()),
+    ]
+    monkeypatch.setattr(isa_variants, "LEVELS", tuple(level.helper_row() for level in levels))
+    (tmp_path / "deepspeed" / "ops" / "adam").mkdir(parents=True)
+    dispatch = tmp_path / "deepspeed" / "dswheels_isa.py"
+    dispatch.write_text(
+        patch_isa_levels(Path(isa_dispatch.__file__).read_text(), [(v.suffix, v.level) for v in levels])
+    )
+    adam, lion = _Builder("cpu_adam", asks=True), _Builder("cpu_lion", asks=True)
+    out = isa_variants.add_variants(
+        [adam.builder(), lion.builder()],
+        {"cpu_adam": adam, "cpu_lion": lion},
+        {"cpu_adam": 1, "cpu_lion": 1},
+        str(tmp_path),
+    )
+    flagged = {e.name: "-fno-schedule-insns2" in e.extra_compile_args["cxx"] for e in out}
+    assert flagged == {
+        f"{ADAM}_default": False,
+        f"{ADAM}_avx2": False,
+        f"{ADAM}_avx512": False,
+        "deepspeed.ops.adam.cpu_lion_op_default": False,
+        "deepspeed.ops.adam.cpu_lion_op_avx2": True,
+        "deepspeed.ops.adam.cpu_lion_op_avx512": True,
+    }

@@ -151,7 +151,8 @@ class CpuBaseline:
     note: str
     # what torch.backends.cpu.get_cpu_capability() answers on a CPU of this level ("": no torch level)
     torch_capability: str = ""
-    gcc_variant_flags: tuple[str, ...] = ()  # GCC flags of an ISA variant at this level, besides its -march=
+    # GCC flags of one op's ISA variant at this level, besides its -march=: (op, flags) pairs
+    gcc_variant_flags: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -289,7 +289,9 @@ def _parse_compat(data: object, *, redist_records: Callable[[str], bytes | None]
             forbidden_registers=entry["forbidden_registers"].strs(),
             note=entry["note"].text(),
             torch_capability=capability.text() if (capability := entry.opt("torch_capability")) else "",
-            gcc_variant_flags=extra.strs() if (extra := entry.opt("gcc_variant_flags")) else (),
+            gcc_variant_flags=tuple((op, flags.strs()) for op, flags in extra.items())
+            if (extra := entry.opt("gcc_variant_flags"))
+            else (),
         )
         for name, entry in root["cpu_baselines"].items()
     }
