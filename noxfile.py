@@ -52,10 +52,11 @@ def lint(session: nox.Session) -> None:
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """Lint, type-check, then the whole test suite: unit and integration (real builds, real pip/uv)."""
+    """Lint, type-check, then the whole test suite: unit and integration (real builds, real pip/uv); the tests
+    in an arm64 root (marker qemu) only when asked (`-- -m qemu`): `nox -s aarch64` makes the root and runs them."""
     _install(session, "lint", "test")
     _lint(session)
-    session.run("pytest", *session.posargs, env={"PYTHONHASHSEED": "0"})
+    session.run("pytest", *(session.posargs or ["-m", "not qemu"]), env={"PYTHONHASHSEED": "0"})
 
 
 @nox.session(default=False)
@@ -239,6 +240,65 @@ def windows(session: nox.Session) -> None:
     session.run("dswheels", "build", "--msvc-root", msvc_root, *(session.posargs or WINDOWS_DEFAULTS))
     for wheel in sorted(out.glob("*/*win_amd64.whl")):
         session.run("dswheels", "verify", "--static", str(wheel))
+
+
+# The linux_aarch64 cell `nox -s aarch64` builds under qemu unless told otherwise (`-- --cell ID`): DeepSpeed
+# 0.19.8's CPU variant with torch 2.10, the newest torch whose aarch64 wheel on PyPI is the CPU build (2.11 on
+# are CUDA builds there; download.pytorch.org/whl/cpu, the plan's index, is not reachable from this machine).
+AARCH64_DEFAULTS = ["--cell", "ds0.19.8-torch2.10-cpu-cp311-linux_aarch64", "--torch-index", "pip"]
+# debootstrap makes the root; the cross GCC builds tests/integration/test_qemu_aarch64.py's cross programs
+_QEMU_PACKAGES = ("qemu-user-static", "binfmt-support", "debootstrap", "g++-aarch64-linux-gnu")
+# where `dswheels build --qemu` makes its arm64 root: the cache's, for RootSpec()
+_ROOT_OF_THE_BUILD = (
+    "from dswheels.host.cache import CacheLayout; from dswheels.platforms.qemu.root import RootSpec; "
+    "print(CacheLayout.here().qemu_root(RootSpec().key))"
+)
+_BINFMT = Path("/proc/sys/fs/binfmt_misc")
+
+
+def _ensure_qemu(session: nox.Session) -> None:
+    """qemu-user, binfmt_misc's qemu-aarch64 entry and debootstrap, installed and registered where missing (as root,
+    on Debian/Ubuntu); the build says what is still missing, and how to fix it, if this could not."""
+    if not (hasattr(os, "geteuid") and os.geteuid() == 0):
+        session.error("nox -s aarch64 runs as root: debootstrap makes the arm64 root, the build runs in a chroot")
+    if not all(
+        shutil.which(p) for p in ("qemu-aarch64-static", "debootstrap", "update-binfmts", "aarch64-linux-gnu-g++")
+    ):
+        session.log(f"installing {', '.join(_QEMU_PACKAGES)} (apt-get)")
+        session.run("apt-get", "update", "-qq", external=True)
+        env = {"DEBIAN_FRONTEND": "noninteractive"}
+        session.run("apt-get", "install", "-y", "-qq", *_QEMU_PACKAGES, external=True, env=env)
+    if not (_BINFMT / "status").exists():  # not mounted (a container, a minimal VM)
+        session.run("mount", "-t", "binfmt_misc", "binfmt_misc", str(_BINFMT), external=True, success_codes=[0, 32])
+    if not (_BINFMT / "qemu-aarch64").exists():
+        session.run("update-binfmts", "--enable", "qemu-aarch64", external=True, success_codes=[0, 2])
+
+
+@nox.session(default=False)
+def aarch64(session: nox.Session) -> None:
+    """Build a linux_aarch64 cell in an arm64 root under qemu, verify it there, then the tests that need the root:
+    -- [build flags]."""
+    _install(session, "test")
+    _ensure_qemu(session)
+    out = ROOT / WHEELHOUSE
+    args = session.posargs or AARCH64_DEFAULTS
+    given = args[args.index("--qemu-root") + 1] if "--qemu-root" in args else None
+    started = time.monotonic()
+    session.run("dswheels", "build", *([] if given else ["--qemu"]), "--out", str(out), *args)
+    built = time.monotonic()
+    index = args[args.index("--torch-index") + 1 : args.index("--torch-index") + 2] if "--torch-index" in args else []
+    qemu = ["--qemu-root", given] if given else ["--qemu"]
+    for wheel in sorted(out.glob("*/*_aarch64.whl")):  # linux_aarch64, or the manylinux tag auditwheel gave it
+        session.run("dswheels", "verify", *qemu, *(["--torch-index", *index] if index else []), str(wheel))
+    verified = time.monotonic()
+    # then the tests that need the root the build ran in (tests/integration/test_qemu_aarch64.py)
+    root = given or str(session.run("python", "-c", _ROOT_OF_THE_BUILD, silent=True)).strip().splitlines()[-1]
+    env = {"DSWHEELS_QEMU_ROOT": root, "PYTHONHASHSEED": "0"}
+    session.run("pytest", "tests/integration/test_qemu_aarch64.py", env=env)
+    session.log(
+        f"built in {built - started:.0f} s, verified in {verified - built:.0f} s, "
+        f"tested in {time.monotonic() - verified:.0f} s (under qemu)"
+    )
 
 
 @nox.session(default=False)

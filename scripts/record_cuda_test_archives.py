@@ -4,14 +4,14 @@
 
 NVIDIA's redist server cannot be reached from the dev machine, and its archives are hundreds of
 MB. The tests instead serve archives in NVIDIA's archive layout
-(``<component>-<platform>-<version>-archive/...``, ``.tar.xz`` for linux-x86_64, ``.zip`` for
-windows-x86_64) that hold a few real files of each component, read with HTTP range requests
+(``<component>-<platform>-<version>-archive/...``, ``.tar.xz`` for linux-x86_64 and linux-sbsa,
+``.zip`` for windows-x86_64) that hold a few real files of each component, read with HTTP range requests
 from the PyPI wheels of exactly the versions cuda-toolkit 13.0.3 pins (the versions of
 NVIDIA's redistrib_13.0.3.json), so only kilobytes are downloaded. Two programs too large to
 keep (nvcc 20-30 MB, cicc 70 MB) and each archive's 59 KB LICENSE are small stand-ins;
 tests/data/cuda-redist/README.md says which. The JSON written beside them has the recorded
 shape of redistrib_13.0.3.json (its header and these components' entries, copied from
-dswheels/cuda_redist/) with the two platforms' ``sha256``, ``md5`` and ``size`` replaced by
+dswheels/cuda_redist/) with the three platforms' ``sha256``, ``md5`` and ``size`` replaced by
 those of the archives made here.
 The archives are deterministic (sorted, mtime 0, root-owned), so a rerun reproduces them.
 """
@@ -35,7 +35,11 @@ OUT = ROOT / "tests" / "data" / "cuda-redist"
 RECORDED = ROOT / "dswheels" / "cuda_redist" / "redistrib_13.0.3.json"
 PYPI = "https://pypi.org/pypi/{project}/json"
 PREFIX = "nvidia/cu13/"  # where the 13.x wheels keep a CUDA root
-TAGS = {"linux-x86_64": ("manylinux", "_x86_64"), "windows-x86_64": ("win_amd64",)}
+TAGS = {
+    "linux-x86_64": ("manylinux", "_x86_64"),
+    "linux-sbsa": ("manylinux", "_aarch64"),  # arm64 servers (linux_aarch64 cells)
+    "windows-x86_64": ("win_amd64",),
+}
 
 NVCC_VERSION = """nvcc: NVIDIA (R) Cuda compiler driver
 Copyright (c) 2005-2025 NVIDIA Corporation
@@ -70,6 +74,7 @@ COMPONENTS: dict[str, tuple[str, list[str] | dict[str, str], dict[str, dict[str,
         ["bin/nvcc.profile", "bin/crt/link.stub", "include/fatbinary_section.h"],
         {
             "linux-x86_64": {"bin/nvcc": STAND_IN_NVCC},
+            "linux-sbsa": {"bin/nvcc": STAND_IN_NVCC},
             "windows-x86_64": {"bin/nvcc.exe": STAND_IN_EXE.format(name="nvcc.exe")},
         },
     ),
@@ -91,6 +96,7 @@ COMPONENTS: dict[str, tuple[str, list[str] | dict[str, str], dict[str, dict[str,
         {"include/nvvm.h": "nvvm/include/nvvm.h"},
         {
             "linux-x86_64": {"nvvm/bin/cicc": STAND_IN_CICC},
+            "linux-sbsa": {"nvvm/bin/cicc": STAND_IN_CICC},
             "windows-x86_64": {"nvvm/bin/cicc.exe": STAND_IN_EXE.format(name="cicc.exe")},
         },
     ),

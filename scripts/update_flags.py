@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
         table = load_flag_record().nvcc
         print(f"no nvcc found: keeping the recorded option table of nvcc {table.version}", file=sys.stderr)
     interpreter = record_interpreter(planned, venv_root=cache.venvs, log_file=None)
-    context = record_context(planned, spec.cpu_baseline)
+    context = record_context(planned, spec.cpu_baseline_for("x86_64", compat))
     with Downloader(cache.sources) as downloader:
         sdists = fetch_sdists(versions, downloader=downloader, pypi_json=compat.sdist_json)
     with tempfile.TemporaryDirectory(prefix="dswheels-flags-") as work:

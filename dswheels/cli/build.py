@@ -16,6 +16,8 @@ from dswheels.cli.shared import (
     combo_of,
     matrix_selection,
     parse_nvcc_option,
+    qemu,
+    qemu_settings,
     torch_index,
 )
 from dswheels.cuda.redist import REDIST_URL
@@ -224,6 +226,7 @@ FLAGS: Flags = (
         metavar="URL",
         help="NVIDIA's redist folder, or a mirror of it (--wine-cuda nvidia)",
     ),
+    *qemu(what="build"),
     Flag("--pypi", to="pypi", metavar="URL", help="PyPI JSON API URL for DeepSpeed (default: compat.yml's)"),
     Flag("--verbose", short="-v", action="store_true", help="show the compiler output (always in the log)"),
     REPORT,
@@ -288,15 +291,18 @@ def _options(args: argparse.Namespace) -> BuildOptions:
 
 
 def _hosts(args: argparse.Namespace) -> HostChoice:
-    """The Windows platform's Wine host, when an MSVC root is given (its other flags mean nothing without one)."""
+    """The Windows platform's Wine host, when an MSVC root is given (its other flags mean nothing without one);
+    the aarch64 platform's qemu host, with --qemu."""
     from dswheels.platforms.hosts import HostChoice, WineSettings  # noqa: PLC0415 - see the imports above
 
-    if args.msvc_root is None:
-        return HostChoice()
-    wine = WineSettings(
-        msvc_root=args.msvc_root, cuda_source=WineCudaSource(args.wine_cuda), cuda_redist_url=args.cuda_redist_url
+    wine = (
+        WineSettings(
+            msvc_root=args.msvc_root, cuda_source=WineCudaSource(args.wine_cuda), cuda_redist_url=args.cuda_redist_url
+        )
+        if args.msvc_root is not None
+        else None
     )
-    return HostChoice(wine=wine)
+    return HostChoice(wine=wine, qemu=qemu_settings(args))
 
 
 def _show_failure(result: CellResult) -> None:

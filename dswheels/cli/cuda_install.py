@@ -10,9 +10,9 @@ from dswheels.cli.flags import Flag, Flags, PathUse, fill
 from dswheels.cli.shared import REPORT
 from dswheels.cuda.redist import REDIST_URL
 from dswheels.host.log import get_reporter
-from dswheels.host.machine import host_os
-from dswheels.kernel.model import Platform
-from dswheels.kernel.platform_traits import traits
+from dswheels.host.machine import host_platform
+from dswheels.kernel.errors import ConfigError
+from dswheels.kernel.model import Platform, parse_platform
 from dswheels.kernel.result import Done
 
 if TYPE_CHECKING:
@@ -35,9 +35,16 @@ CUDA_HOME=<root>.
 examples:
   dswheels cuda install --toolkit 13.0.3
   dswheels cuda install --toolkit 13.0.3 --platform win_amd64 --dest C:/cuda   # a Windows root
+  dswheels cuda install --toolkit 13.0.3 --platform linux_aarch64              # an arm64 server's (linux-sbsa)
   dswheels cuda install --toolkit "$CUDA_TOOLKIT" --github-env                  # wheels.yml's build jobs"""
 
-_PLATFORMS = {p.value: p.os for p in Platform}
+
+def _platform(text: str) -> Platform:
+    """``--platform``, checked when the command runs (wheels.yml passes it through a variable: no choices)."""
+    try:
+        return parse_platform(text)
+    except ValueError as exc:
+        raise ConfigError(f"--platform: {exc}") from None
 
 
 FLAGS: Flags = (
@@ -50,11 +57,12 @@ FLAGS: Flags = (
     ),
     Flag(
         "--platform",
-        to="os",
-        parse=_PLATFORMS.__getitem__,
-        choices=tuple(sorted(_PLATFORMS)),
-        default=traits(host_os()).platform.value,
-        help="whose archives (default: this machine's, %(default)s)",
+        to="platform",
+        parse=_platform,
+        metavar="PLAT",
+        default=(host_platform() or Platform.LINUX_X86_64).value,
+        help=f"whose archives: {', '.join(sorted(p.value for p in Platform))} (default: this machine's, %(default)s; "
+        "wheels.yml passes the plan's)",
     ),
     Flag(
         "--dest",

@@ -18,6 +18,7 @@ from dswheels.plan.planner import Combo, combo_from_values
 if TYPE_CHECKING:  # imported when a command runs: `dswheels --help` needs neither the stores nor compat.yml
     from dswheels.plan.effects.published import PublishedAt
     from dswheels.plan.effects.selection import MatrixCells
+    from dswheels.platforms.hosts import QemuSettings
 
 __all__ = [
     "COMBO_AXES",
@@ -39,6 +40,8 @@ __all__ = [
     "parse_nvcc_option",
     "parse_torch_source",
     "published_at",
+    "qemu",
+    "qemu_settings",
     "torch_index",
 ]
 
@@ -76,7 +79,7 @@ SELECTION = (
     Flag("--torch", metavar="M.m", help="torch MAJOR.MINOR of the combination, as in the label (2.14, not 2.14.1)"),
     Flag("--cuda", metavar="cuXYZ|X.Y|cpu", help="torch variant of the combination (cpu for the CPU build)"),
     Flag("--python", metavar="3.X", help="Python version of the combination"),
-    Flag("--platform", metavar="PLAT", help="win_amd64 or linux_x86_64"),
+    Flag("--platform", metavar="PLAT", help="win_amd64, linux_x86_64 or linux_aarch64"),
     Flag(
         "--nvcc",
         metavar="X.Y",
@@ -222,6 +225,36 @@ def published_at(args: argparse.Namespace) -> PublishedAt:
     return PublishedAt(
         publish_dir=args.publish_dir or "", index_url=args.index_url or "", repository=args.repository or ""
     )
+
+
+def qemu(*, what: str) -> tuple[Flag, Flag]:
+    """``--qemu`` and ``--qemu-root``: linux_aarch64 wheels on x86_64 Linux, in an arm64 root under qemu-user
+    (read by :func:`qemu_settings`)."""
+    return (
+        Flag(
+            "--qemu",
+            env="DSWHEELS_QEMU",
+            action=argparse.BooleanOptionalAction,
+            help=f"{what} linux_aarch64 wheels on x86_64 Linux in an arm64 Debian root under qemu-user (made once "
+            "under the cache with debootstrap, as root; docs/build.md#linux-aarch64-under-qemu)",
+        ),
+        Flag(
+            "--qemu-root",
+            env="DSWHEELS_QEMU_ROOT",
+            metavar="DIR",
+            path=PathUse.READS,
+            help="the arm64 root to run in instead of the cache's (implies --qemu)",
+        ),
+    )
+
+
+def qemu_settings(args: argparse.Namespace) -> QemuSettings | None:
+    """What ``--qemu``/``--qemu-root`` chose (None: neither)."""
+    from dswheels.platforms.hosts import QemuSettings  # noqa: PLC0415 - see the imports above
+
+    if not args.qemu and args.qemu_root is None:
+        return None
+    return QemuSettings(root=args.qemu_root)
 
 
 # ``--github OWNER/REPO``: the repository whose releases hold the published wheels

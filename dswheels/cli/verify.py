@@ -6,7 +6,7 @@ import argparse
 
 from dswheels.cli.command import Command
 from dswheels.cli.flags import Flag, Flags, PathUse, choice, fill
-from dswheels.cli.shared import INTERPRETER, MATRIX_FLAG, REPORT, torch_index
+from dswheels.cli.shared import INTERPRETER, MATRIX_FLAG, REPORT, qemu, qemu_settings, torch_index
 from dswheels.host.cache import CacheLayout
 from dswheels.host.log import get_reporter
 from dswheels.kernel.errors import VerifyError
@@ -47,7 +47,8 @@ examples:
   dswheels verify wheelhouse/cpu/deepspeed-0.19.8+cputorch2.13-cp311-cp311-manylinux_2_35_x86_64.whl
   dswheels verify wheelhouse/ --torch-index pip --report verify.json
   dswheels verify some.whl --static                    # no install
-  dswheels verify some.whl --python current            # in this environment (its torch), no venv"""
+  dswheels verify some.whl --python current            # in this environment (its torch), no venv
+  dswheels verify some-manylinux_2_35_aarch64.whl --qemu   # on x86_64 Linux: in an arm64 root under qemu"""
 
 
 def _torch_release(text: str) -> str:
@@ -92,12 +93,15 @@ FLAGS: Flags = (
         help="install this exact torch release into the fresh venv instead of the cell's (to see what a user "
         "with another torch gets)",
     ),
+    *qemu(what="verify the run-time part of"),
     REPORT.but(help="write the results as JSON"),
 )
 
 
 def _options(args: argparse.Namespace) -> VerifyOptions:
-    return VerifyOptions(**fill(args, FLAGS))
+    from dswheels.platforms.hosts import HostChoice  # noqa: PLC0415 - keeps --help fast
+
+    return VerifyOptions(**fill(args, FLAGS), hosts=HostChoice(qemu=qemu_settings(args)))
 
 
 def _run(options: VerifyOptions, args: argparse.Namespace) -> Done:

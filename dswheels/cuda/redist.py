@@ -27,13 +27,12 @@ from dswheels.kernel.compat import Compat
 from dswheels.kernel.compat.entries import CudaComponent, CudaToolkit
 from dswheels.kernel.digests import is_sha256
 from dswheels.kernel.jsondoc import parse_json
-from dswheels.kernel.model import OS
+from dswheels.kernel.model import Platform
 from dswheels.kernel.numbers import is_ascii_digits
 from dswheels.kernel.platform_traits import traits
 from dswheels.kernel.remote_json import RemoteJson, shown
 
 __all__ = [
-    "PLATFORMS",
     "REDIST_URL",
     "MissingComponentsError",
     "RedistArchive",
@@ -44,14 +43,22 @@ __all__ = [
     "parse_redist",
     "recorded_release",
     "redist_json_name",
+    "redist_platform",
     "root_links",
 ]
 
 REDIST_URL = "https://developer.download.nvidia.com/compute/cuda/redist/"
 
 
-# NVIDIA's platform names for the two OSes dswheels builds on (x86-64)
-PLATFORMS: Mapping[str, str] = {OS.LINUX.value: "linux-x86_64", OS.WINDOWS.value: "windows-x86_64"}
+def redist_platform(platform: Platform | str) -> str:
+    """NVIDIA's name of a wheel platform (or of an OS's first: ``linux``) in the JSON: ``linux-sbsa`` for aarch64.
+
+    >>> redist_platform(Platform.LINUX_AARCH64), redist_platform("windows")
+    ('linux-sbsa', 'windows-x86_64')
+    """
+    return traits(platform).cuda_redist
+
+
 _RELEASE = re.compile(r"[0-9]+\.[0-9]+\.[0-9]+")
 _COMPONENT_VERSION = re.compile(r"[0-9]+(?:\.[0-9]+){0,5}")  # 13.0.88, 13.1.1.3
 _HEADER_KEYS = ("release_date", "release_label", "release_product")
@@ -190,33 +197,38 @@ def parse_redist(data: object) -> RedistRelease:
     return RedistRelease(label=label, versions=versions, entries=entries)
 
 
-def missing_components(release: RedistRelease, components: Sequence[CudaComponent], os: str) -> list[str]:
-    """The components (``name (redist key)``) the release has no archive of for ``os``."""
-    platform = PLATFORMS[os]
-    return [f"{c.name} ({c.redist})" for c in components if platform not in release.entries.get(c.redist, {})]
+def missing_components(
+    release: RedistRelease, components: Sequence[CudaComponent], platform: Platform | str
+) -> list[str]:
+    """The components (``name (redist key)``) the release has no archive of for ``platform``."""
+    name = redist_platform(platform)
+    return [f"{c.name} ({c.redist})" for c in components if name not in release.entries.get(c.redist, {})]
 
 
-def archives_for(release: RedistRelease, components: Sequence[CudaComponent], os: str) -> tuple[RedistArchive, ...]:
-    """The archive of each component for ``os``, in the list's order.
+def archives_for(
+    release: RedistRelease, components: Sequence[CudaComponent], platform: Platform | str
+) -> tuple[RedistArchive, ...]:
+    """The archive of each component for ``platform``, in the list's order.
 
     :class:`MissingComponentsError` names every component without one; ``ValueError`` for an
     entry of the wrong shape.
     """
-    missing = missing_components(release, components, os)
+    missing = missing_components(release, components, platform)
     if missing:
-        raise MissingComponentsError(release.label, PLATFORMS[os], missing)
-    return tuple(release.archive(c.redist, PLATFORMS[os]) for c in components)
+        raise MissingComponentsError(release.label, redist_platform(platform), missing)
+    return tuple(release.archive(c.redist, redist_platform(platform)) for c in components)
 
 
-def root_links(os: str) -> tuple[tuple[str, str], ...]:
+def root_links(platform: Platform | str) -> tuple[tuple[str, str], ...]:
     """Links the merged root needs that no archive carries: (link, target relative to the link's folder).
 
     On Linux, nvcc.profile looks for headers and libraries in ``$(TOP)/targets/x86_64-linux/``
-    (the full installer's layout; NVIDIA's component archives have no ``targets/``), and
+    (``targets/sbsa-linux/`` on an arm64 server; the full installer's layout: NVIDIA's component
+    archives have no ``targets/``), and
     DeepSpeed's op builders link with ``-L$CUDA_HOME/lib64`` where the archives have ``lib/``.
     Windows archives already have the layout nvcc.profile and torch use (``lib/x64``). The table says which.
     """
-    return traits(os).cuda_root_links
+    return traits(platform).cuda_root_links
 
 
 def install_key(json_sha256: str, archives: Sequence[RedistArchive]) -> str:

@@ -11,7 +11,7 @@ from dswheels.host.cache import CacheLayout
 from dswheels.host.gha import add_path, write_env
 from dswheels.kernel.compat import load_compat
 from dswheels.kernel.errors import ConfigError
-from dswheels.kernel.model import OS
+from dswheels.kernel.model import Platform
 
 __all__ = ["CudaStepOptions", "install_toolkit"]
 
@@ -19,7 +19,7 @@ __all__ = ["CudaStepOptions", "install_toolkit"]
 @dataclass(frozen=True, kw_only=True, slots=True)
 class CudaStepOptions:
     toolkit: str
-    os: OS
+    platform: Platform  # whose archives
     dest: Path | None = None
     redist_url: str = REDIST_URL
     redist_sha256: str = ""
@@ -33,7 +33,7 @@ def install_toolkit(options: CudaStepOptions, cache: CacheLayout) -> InstalledCu
         load_compat(),
         CudaInstallOptions(
             toolkit=options.toolkit,
-            os=options.os,
+            platform=options.platform,
             cache=cache,
             dest=options.dest,
             redist_url=options.redist_url,

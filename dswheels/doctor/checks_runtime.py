@@ -19,7 +19,7 @@ __all__ = ["check_gpu", "check_platform", "check_python", "check_torch"]
 def _pip_torch_command(torch_version: str, variant: str, compat: Compat, os: str) -> str:
     index = compat.torch_index.format(variant=variant)
     minor = parse_version(torch_version)[:2]
-    if words_for(os).pypi_torch_cuda and compat.torch_pypi_linux_variant.get(minor) == variant:
+    if words_for(os).pypi_torch_cuda and compat.pypi_variant(minor, os) == variant:
         return f"pip install torch=={torch_version}"
     return f"pip install torch=={torch_version} --index-url {index}"
 
@@ -44,9 +44,9 @@ def check_platform(env: Env) -> Check:
         "platform",
         Status.FAIL,
         f"unsupported platform: {where}",
-        detail="dswheels publishes win_amd64 and linux_x86_64 wheels; DeepSpeed's CUDA ops need an x86-64 "
-        "Windows or Linux machine",
-        fix="use Windows x64 or Linux x86_64 (WSL2 counts as Linux)",
+        detail="dswheels publishes win_amd64, linux_x86_64 and linux_aarch64 wheels: an x86-64 Windows or Linux "
+        "machine, or an arm64 Linux one (Grace, Graviton, ...)",
+        fix="use Windows x64, Linux x86_64 (WSL2 counts as Linux) or Linux aarch64",
     )
 
 
@@ -74,8 +74,8 @@ def check_python(env: Env) -> Check:
             fix="use CPython",
         )
     if env.python is not None and env.platform is not None:
-        os = env.platform.os
-        supported = sorted({p for t in env.compat.torch.values() for p in t.python[os]})
+        os = traits(env.platform).compat_key
+        supported = sorted({p for t in env.compat.torch.values() for p in t.python.get(os, ())})
         if env.python not in supported:
             newest = ", ".join(str(p) for p in supported if not p.free_threaded)
             return Check(
@@ -90,7 +90,7 @@ def check_python(env: Env) -> Check:
 
 def _variant_for_toolkit(env: Env, minor: VersionTuple, os: str) -> str | None:
     """A CUDA variant of torch ``minor`` matching a toolkit on this machine, if any."""
-    variants = list(env.compat.torch[minor].variants[os])
+    variants = list(env.compat.torch[minor].variants.get(os, ()))
     toolkit_versions = {v.nvcc for v in env.views if v.nvcc}
     for variant in reversed(variants):
         if variant.cuda in toolkit_versions:
@@ -110,7 +110,7 @@ def _published_for_here(env: Env, index: IndexView, deepspeed: VersionTuple | No
     """
     if env.platform is None or env.python is None:
         return None
-    os = env.platform.os
+    os = traits(env.platform).compat_key
     fits = [
         f
         for f in index.files
@@ -120,7 +120,7 @@ def _published_for_here(env: Env, index: IndexView, deepspeed: VersionTuple | No
         and f.cell.platform == env.platform
         and (deepspeed is None or f.cell.deepspeed == deepspeed)
         and f.cell.torch in env.compat.torch
-        and env.python in env.compat.torch[f.cell.torch].python[os]
+        and env.python in env.compat.torch[f.cell.torch].python.get(os, ())
     ]
 
     def rank(f: IndexFile) -> tuple[bool, bool, VersionTuple, VersionTuple]:
@@ -160,7 +160,7 @@ def _torch_to_install(env: Env, os: str, index: IndexView | None, deepspeed: Ver
 def check_torch(env: Env, index: IndexView | None = None, deepspeed: VersionTuple | None = None) -> Check:
     facts = env.facts
     torch = facts.torch
-    os = env.platform.os if env.platform else facts.os
+    os = traits(env.platform).compat_key if env.platform else facts.os
     if torch is None:
         fix, why = _torch_to_install(env, os, index, deepspeed)
         not_installed = facts.torch_error in ("", "not installed")
@@ -210,7 +210,8 @@ def check_torch(env: Env, index: IndexView | None = None, deepspeed: VersionTupl
 def _newest_torch_for(env: Env) -> VersionTuple | None:
     if env.python is None or env.platform is None:
         return None
-    fits = [m for m in env.compat.torch_minors if env.python in env.compat.torch[m].python[env.platform.os]]
+    key = traits(env.platform).compat_key
+    fits = [m for m in env.compat.torch_minors if env.python in env.compat.torch[m].python.get(key, ())]
     released = [m for m in fits if not env.compat.torch[m].inferred] or fits
     return released[-1] if released else None
 
@@ -220,8 +221,8 @@ def _default_variant(env: Env, minor: VersionTuple, os: str) -> str:
     match = _variant_for_toolkit(env, minor, os)
     if match:
         return match
-    variants = [v.name for v in env.compat.torch[minor].variants[os]]
-    pypi = env.compat.torch_pypi_linux_variant.get(minor)
+    variants = [v.name for v in env.compat.torch[minor].variants.get(os, ())]
+    pypi = env.compat.pypi_variant(minor, os)
     if pypi is not None and pypi in variants:
         return pypi
     return variants[-1] if variants else "cpu"

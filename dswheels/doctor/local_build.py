@@ -34,7 +34,7 @@ def _local_spec(cell: Cell, compat: Compat) -> MatrixSpec:
         include=(),
         exclude=(),
         ops=None,
-        cpu_baseline="x86-64-v2",
+        cpu_baselines=(),
         cuda_check="skip-when-needed",
         toolkits={},
         arch_lists={},

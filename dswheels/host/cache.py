@@ -86,6 +86,21 @@ class CacheLayout:
         """torch's win_amd64 wheel unpacked for the Wine host (``key``: torch and Python)."""
         return self.root / "wine" / f"torch-{key}"
 
+    def qemu_root(self, key: str) -> Path:
+        """An arm64 Linux root the qemu host made (``key``: the suite and what it holds)."""
+        return self.root / "qemu" / key
+
+    @property
+    def emulated(self) -> CacheLayout:
+        """The cache of the builds that run in an emulated machine: its own, another CPU's venvs and objects
+        (the machine sees it at the same path)."""
+        return CacheLayout(self.root / "qemu" / "cache")
+
+    @property
+    def uv(self) -> Path:
+        """uv's download cache for the commands run in an emulated machine with this layout."""
+        return self.root / "uv"
+
     def wine_python(self, key: str) -> Path:
         """The Windows CPython (headers, libs) the Wine host builds against (``key``: version and sha256)."""
         return self.root / "wine" / f"python-{key}"

@@ -1,10 +1,11 @@
 """Read every extension of a wheel, ELF or PE, into :class:`~dswheels.kernel.binaries.extension.ExtensionBinary`.
 
 The bytes are read in :mod:`dswheels.kernel.binaries.extension`; what needs a tool happens here: the
-CPU instruction level comes from binutils' ``objdump -d``, which disassembles ELF and PE
+CPU instruction level of x86-64 code comes from binutils' ``objdump -d``, which disassembles ELF and PE
 (``pei-x86-64``) alike, so Linux and Windows extensions are judged by the same scan
 (:mod:`dswheels.kernel.binaries.isa`). Without objdump the ISA is left out (``isa is None``) and the
-caller decides whether that is acceptable.
+caller decides whether that is acceptable. AArch64 code needs no tool: its fixed-width words are read
+from the ELF file itself (:mod:`dswheels.kernel.binaries.a64`), on any machine.
 
 Build post-processing, ``verify`` and ``inspect`` all call :func:`read_extensions` (or
 :func:`read_extension_binary` for one file they already hold on disk).
@@ -17,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from dswheels.host import proc
+from dswheels.kernel.binaries.a64 import A64Error, scan_a64
 from dswheels.kernel.binaries.extension import BinaryError, ExtensionBinary, read_extension
 from dswheels.kernel.binaries.isa import IsaReport, IsaScan
 from dswheels.kernel.errors import DswheelsError
@@ -50,12 +52,21 @@ def read_extension_binary(
     forbidden_registers: Sequence[str] | None,
     objdump: str | None,
     error: type[DswheelsError],
+    forbidden_features: Sequence[str] | None = None,
 ) -> ExtensionBinary:
-    """One extension: its format, GPU code, runtime needs, and (with objdump and a baseline) its ISA scan."""
+    """One extension: its format, GPU code, runtime needs, and (with a baseline: objdump for x86-64, nothing for
+    AArch64) its ISA scan."""
     try:
         binary = read_extension(member, data)
     except BinaryError as exc:
         raise error(f"cannot read the extension {exc}") from None
+    if binary.machine == "aarch64":
+        if forbidden_features is None:
+            return binary
+        try:
+            return binary.with_isa(scan_a64(data, forbidden_features))
+        except A64Error as exc:
+            raise error(f"cannot read the extension {member}: {exc}") from None
     if objdump is None or forbidden_registers is None or binary.format == "unknown":
         return binary
     path = tmp / ("scan-" + binary.name)
@@ -72,9 +83,11 @@ def read_extensions(
     forbidden_registers: Sequence[str] | None,
     error: type[DswheelsError],
     variant_registers: Mapping[str, Sequence[str]] | None = None,
+    forbidden_features: Sequence[str] | None = None,
 ) -> dict[str, ExtensionBinary]:
-    """Every extension (member name -> bytes), in name order; ISA only where objdump is on PATH, each scanned
-    against ``forbidden_registers`` or, an ISA variant's (``variant_registers``), against its own level's."""
+    """Every extension (member name -> bytes), in name order; an x86-64 one's ISA only where objdump is on PATH,
+    scanned against ``forbidden_registers`` or, an ISA variant's (``variant_registers``), against its own level's;
+    an AArch64 one's against ``forbidden_features`` (None: not scanned)."""
     levels = variant_registers or {}
     objdump = proc.find_tool("objdump")
     with tempfile.TemporaryDirectory(prefix="dsw-bin-") as tmp:
@@ -86,6 +99,7 @@ def read_extensions(
                 forbidden_registers=levels.get(member, forbidden_registers),
                 objdump=objdump,
                 error=error,
+                forbidden_features=forbidden_features,
             )
             for member, data in sorted(extensions.items())
         }

@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import ctypes
 import os
+import platform
 import sys
 from pathlib import Path
 
-from dswheels.kernel.model import OS
+from dswheels.kernel.model import OS, Platform
+from dswheels.kernel.platform_traits import machine_platform
 
 __all__ = [
     "available_memory",
     "cpu_count",
     "cpu_flags",
+    "host_machine",
     "host_os",
+    "host_platform",
 ]
 
 
@@ -100,3 +104,13 @@ def _cpuinfo_flags(cpuinfo: Path) -> frozenset[str] | None:
         if key.strip() == "flags":
             return frozenset(value.split())
     return None
+
+
+def host_machine() -> str:
+    """This machine's CPU architecture as ``platform.machine()`` names it (``x86_64``, ``AMD64``, ``aarch64``)."""
+    return platform.machine()
+
+
+def host_platform() -> Platform | None:
+    """The wheel platform this machine builds natively; None where dswheels builds none (macOS, Windows on Arm)."""
+    return machine_platform(host_os(), host_machine())

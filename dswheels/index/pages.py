@@ -46,6 +46,7 @@ from dswheels.kernel.index_links import (
 )
 from dswheels.kernel.model import Python
 from dswheels.kernel.naming import PROJECT, wheel_version
+from dswheels.kernel.platform_traits import traits
 from dswheels.kernel.sources import torch_index_url
 from dswheels.kernel.versions import format_version, parse_version
 
@@ -190,7 +191,7 @@ def _coverage(files: Sequence[IndexFile]) -> list[str]:
 
 
 def _mark(item: IndexFile, *, page: str) -> str:
-    label = item.published.cell.platform.os.value
+    label = traits(item.published.cell.platform).label
     tip = f"{item.filename} ({(item.size or 0) / 1e6:.1f} MB)"
     cls = ""
     if item.yanked is not None:

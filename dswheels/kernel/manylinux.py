@@ -28,10 +28,11 @@ from dswheels.kernel.jsondoc import parse_json
 from dswheels.kernel.versions import VersionTuple, format_version
 
 __all__ = [
-    "LINUX_TAG",
     "AuditwheelOutputError",
     "FloorVerdict",
     "is_linux_tag",
+    "linux_arch",
+    "linux_tag",
     "manylinux_glibc",
     "manylinux_tag",
     "read_auditwheel_show",
@@ -39,7 +40,7 @@ __all__ = [
     "tag_problem",
 ]
 
-LINUX_TAG = "linux_x86_64"  # a wheel that claims no floor (what setuptools names a Linux build)
+_ARCHES = ("x86_64", "aarch64")  # the CPUs dswheels builds Linux wheels for
 # a version's parts are at most 9 ASCII digits, as every version dswheels reads (kernel/versions.py): a tag
 # of a wheel's name from outside (a served index, a store) with more is no manylinux tag, never an int() error
 _MANYLINUX_RE = re.compile(r"^manylinux_([0-9]{1,9})_([0-9]{1,9})_(x86_64|aarch64)$")
@@ -68,30 +69,49 @@ def manylinux_glibc(tag: str) -> VersionTuple | None:
 def manylinux_tag(glibc: VersionTuple, arch: str = "x86_64") -> str:
     """``manylinux_2_28_x86_64`` for glibc 2.28.
 
-    >>> manylinux_tag((2, 28))
-    'manylinux_2_28_x86_64'
+    >>> manylinux_tag((2, 28)), manylinux_tag((2, 28), "aarch64")
+    ('manylinux_2_28_x86_64', 'manylinux_2_28_aarch64')
     """
     return f"manylinux_{glibc[0]}_{glibc[1]}_{arch}"
 
 
-def is_linux_tag(tag: str) -> bool:
-    """A platform tag of Linux x86_64 (with or without a floor).
+def linux_tag(arch: str) -> str:
+    """The tag of a Linux wheel of ``arch`` that claims no floor (what setuptools names a Linux build)."""
+    return f"linux_{arch}"
 
-    >>> is_linux_tag("manylinux_2_35_x86_64"), is_linux_tag("linux_x86_64"), is_linux_tag("win_amd64")
+
+def linux_arch(tag: str) -> str | None:
+    """The CPU of a Linux platform tag dswheels builds for (with or without a floor); None for any other tag.
+
+    >>> linux_arch("manylinux_2_35_x86_64"), linux_arch("linux_aarch64"), linux_arch("manylinux2014_aarch64")
+    ('x86_64', 'aarch64', 'aarch64')
+    >>> linux_arch("win_amd64") is None, linux_arch("manylinux_2_28_i686") is None
+    (True, True)
+    """
+    for arch in _ARCHES:
+        if tag == linux_tag(arch) or (tag.endswith(f"_{arch}") and manylinux_glibc(tag) is not None):
+            return arch
+    return None
+
+
+def is_linux_tag(tag: str) -> bool:
+    """A platform tag of Linux x86_64 or aarch64 (with or without a floor).
+
+    >>> is_linux_tag("manylinux_2_35_x86_64"), is_linux_tag("linux_aarch64"), is_linux_tag("win_amd64")
     (True, True, False)
     """
-    return tag == LINUX_TAG or (manylinux_glibc(tag) is not None and tag.endswith("_x86_64"))
+    return linux_arch(tag) is not None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class FloorVerdict:
     """What auditwheel says a Linux wheel's binaries need, torch's libraries left out."""
 
-    tag: str  # the most widely installable platform tag the wheel may carry ("linux_x86_64": none)
+    tag: str  # the most widely installable platform tag the wheel may carry ("linux_x86_64", "linux_aarch64": none)
     symbols_tag: str  # the tag the symbol versions alone allow (auditwheel's ``sym_tag``)
     versioned_symbols: Mapping[str, tuple[str, ...]]  # library -> the symbol versions the wheel asks of it
     torch_libraries: tuple[str, ...]  # external libraries left out as torch's (the excluded patterns matched)
-    why_none: tuple[str, ...] = ()  # why no manylinux tag fits (tag == "linux_x86_64")
+    why_none: tuple[str, ...] = ()  # why no manylinux tag fits (tag: linux_<arch>)
 
     @property
     def glibc(self) -> VersionTuple | None:
@@ -168,8 +188,9 @@ def read_auditwheel_show(text: str | bytes, excluded: Sequence[str]) -> FloorVer
     ]
     verdict_tag, blocked = _oldest_allowed(sym_tag, overall, upgrades, excluded)
     if why_none or verdict_tag is None:
+        # auditwheel names the wheel's CPU in its tags (``linux_aarch64``, ``manylinux_2_17_aarch64``)
         return FloorVerdict(
-            tag=LINUX_TAG,
+            tag=linux_tag(linux_arch(overall) or linux_arch(sym_tag) or "x86_64"),
             symbols_tag=sym_tag,
             versioned_symbols=versioned,
             torch_libraries=tuple(lib for lib in external if _excluded(lib, excluded)),
@@ -212,7 +233,7 @@ def tag_problem(claimed: str, verdict: FloorVerdict) -> str | None:
     """Why a wheel tagged ``claimed`` must not carry that tag (None: it may).
 
     A tag with an older glibc than the binaries need would let pip install the wheel where an op fails to
-    load; a manylinux tag on a wheel that allows none is a false claim. ``linux_x86_64`` claims nothing.
+    load; a manylinux tag on a wheel that allows none is a false claim. ``linux_<arch>`` claims nothing.
 
     >>> v = FloorVerdict(tag="manylinux_2_35_x86_64", symbols_tag="manylinux_2_35_x86_64", versioned_symbols={},
     ...                  torch_libraries=())

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from dswheels.kernel.binaries.linux_runtime import RuntimeFloor
-from dswheels.kernel.manylinux import is_linux_tag
+from dswheels.kernel.manylinux import linux_arch
 from dswheels.kernel.numbers import SPACE
 from dswheels.kernel.versions import TorchMinor, TorchVersion, VersionTuple, format_version, parse_version
 
@@ -52,8 +52,8 @@ class OS(str, Enum):
         return self.value
 
 
-_PLATFORM_OS = {"win_amd64": OS.WINDOWS, "linux_x86_64": OS.LINUX}
-_SYSCONFIG_PLATFORM = {"win-amd64": "win_amd64", "linux-x86_64": "linux_x86_64"}
+_PLATFORM_OS = {"win_amd64": OS.WINDOWS, "linux_x86_64": OS.LINUX, "linux_aarch64": OS.LINUX}
+_SYSCONFIG_PLATFORM = {"win-amd64": "win_amd64", "linux-x86_64": "linux_x86_64", "linux-aarch64": "linux_aarch64"}
 
 
 class Platform(str, Enum):
@@ -62,6 +62,7 @@ class Platform(str, Enum):
     _value_: str
     WIN_AMD64 = "win_amd64"
     LINUX_X86_64 = "linux_x86_64"
+    LINUX_AARCH64 = "linux_aarch64"  # Grace (GH200, GB200, GB300) and every arm64 server: torch's sbsa builds
 
     os: OS  # the key used throughout compat.yml (``windows``/``linux``)
 
@@ -79,9 +80,11 @@ class Platform(str, Enum):
 
         >>> Platform.from_tag("manylinux_2_28_x86_64"), Platform.from_tag("win_amd64")
         (<Platform.LINUX_X86_64: 'linux_x86_64'>, <Platform.WIN_AMD64: 'win_amd64'>)
+        >>> Platform.from_tag("manylinux_2_28_aarch64")
+        <Platform.LINUX_AARCH64: 'linux_aarch64'>
         """
-        if is_linux_tag(tag):
-            return cls.LINUX_X86_64
+        if (arch := linux_arch(tag)) is not None:
+            return cls(f"linux_{arch}")
         return cls(tag)
 
     @classmethod

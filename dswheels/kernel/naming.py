@@ -69,7 +69,7 @@ def parse_cell_id(text: str) -> Cell:
     if not match:
         msg = (
             f"not a cell id: {text!r} (expected e.g. 'ds0.19.8-torch2.9-cu128-cp312-win_amd64': "
-            "ds<version>-torch<M.m>-<cuXYZ|cpu>-<cpXY>-<win_amd64|linux_x86_64>)"
+            "ds<version>-torch<M.m>-<cuXYZ|cpu>-<cpXY>-<win_amd64|linux_x86_64|linux_aarch64>)"
         )
         raise ValueError(msg)
     try:

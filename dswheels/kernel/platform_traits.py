@@ -1,8 +1,14 @@
-"""What differs between the OSes dswheels builds for, as data: one row per :class:`~dswheels.kernel.model.OS`.
+"""What differs between the platforms dswheels builds for, as data: one row per wheel
+:class:`~dswheels.kernel.model.Platform`.
+
+Two rows share an OS (``linux_x86_64`` and ``linux_aarch64``): what follows from the OS (suffixes,
+paths, the compiler family) is the same in both, what follows from the CPU (the runner, the CUDA
+archives' platform, the toolkit's ``targets/`` folder, how machine code is read) differs. Asked by OS
+(:func:`traits` of an OS, :func:`conventions`), the OS's first row answers: only OS facts are asked so.
 
 Pure (no IO): the core reads it as much as the effects do. The behaviour that differs (finding the
-toolchain, checking a built wheel's runtime) is in :mod:`dswheels.platforms.linux` and
-:mod:`dswheels.platforms.windows`, behind :class:`dswheels.platforms.PlatformModule`.
+toolchain, checking a built wheel's runtime) is in :mod:`dswheels.platforms`, behind
+:class:`dswheels.platforms.PlatformModule`.
 """
 
 from __future__ import annotations
@@ -10,7 +16,7 @@ from __future__ import annotations
 import ntpath
 import posixpath
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from types import MappingProxyType
 
@@ -24,6 +30,7 @@ __all__ = [
     "conventions",
     "first_on_path",
     "known_os",
+    "machine_platform",
     "msvc_bin_dir",
     "traits",
 ]
@@ -31,10 +38,16 @@ __all__ = [
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class PlatformTraits:
-    """One OS's names, suffixes and layouts."""
+    """One platform's names, suffixes and layouts."""
 
     os: OS
     platform: Platform  # the wheel platform tag dswheels builds for it
+    machine: str  # the CPU architecture (``platform.machine()`` normalized): "x86_64" | "aarch64"
+    # how compat.yml keys what torch publishes for it (torch.<M.m>.python/variants, arch list rows): the OS's
+    # name for its first platform, the platform's tag for the others
+    compat_key: str
+    cuda_redist: str  # the platform key of NVIDIA's redistrib JSON ("linux-sbsa": arm64 servers, not Jetson)
+    label: str  # how the index page names its wheels, short ("linux", "aarch64", "windows")
     sys_platform: str  # ``sys.platform`` there: what DeepSpeed's builders and setup.py test
     runner_image: str  # the GitHub-hosted image wheels.yml builds it on (the one place that names it)
     compiler: str  # the host compiler family: "msvc" | "gcc" (the CPU baseline's flag is named by it)
@@ -83,36 +96,65 @@ class PlatformTraits:
         return ntpath.join(*parts) if self.path_syntax == "nt" else posixpath.join(*parts)
 
 
-ALL_TRAITS: Mapping[OS, PlatformTraits] = MappingProxyType(
+_LINUX_X86_64 = PlatformTraits(
+    os=OS.LINUX,
+    platform=Platform.LINUX_X86_64,
+    machine="x86_64",
+    compat_key="linux",
+    cuda_redist="linux-x86_64",
+    label="linux",
+    sys_platform="linux",
+    runner_image="manylinux_2_28",  # a container on ubuntu-24.04 (compat.yml runner_images)
+    compiler="gcc",
+    exe_suffix="",
+    extension_suffix=".so",
+    venv_python="bin/python",
+    python_command="python3",
+    path_syntax="posix",
+    max_path=None,
+    include_var="CPATH",
+    cuda_root_var=None,
+    toolkit_include_dirs=("include", "targets/x86_64-linux/include"),
+    toolkit_lib_paths=("lib64/lib{lib}.so", "lib/lib{lib}.so", "targets/x86_64-linux/lib/lib{lib}.so"),
+    # nvcc.profile looks in $(TOP)/targets/x86_64-linux/ (the installer's layout, not the archives'), and
+    # DeepSpeed's op builders link with -L$CUDA_HOME/lib64 where the archives have lib/
+    cuda_root_links=(
+        ("lib64", "lib"),
+        ("targets/x86_64-linux/include", "../../include"),
+        ("targets/x86_64-linux/lib", "../../lib"),
+    ),
+    runtime_floor=True,
+)
+
+ALL_TRAITS: Mapping[Platform, PlatformTraits] = MappingProxyType(
     {
-        OS.LINUX: PlatformTraits(
-            os=OS.LINUX,
-            platform=Platform.LINUX_X86_64,
-            sys_platform="linux",
-            runner_image="manylinux_2_28",  # a container on ubuntu-24.04 (compat.yml runner_images)
-            compiler="gcc",
-            exe_suffix="",
-            extension_suffix=".so",
-            venv_python="bin/python",
-            python_command="python3",
-            path_syntax="posix",
-            max_path=None,
-            include_var="CPATH",
-            cuda_root_var=None,
-            toolkit_include_dirs=("include", "targets/x86_64-linux/include"),
-            toolkit_lib_paths=("lib64/lib{lib}.so", "lib/lib{lib}.so", "targets/x86_64-linux/lib/lib{lib}.so"),
-            # nvcc.profile looks in $(TOP)/targets/x86_64-linux/ (the installer's layout, not the archives'), and
-            # DeepSpeed's op builders link with -L$CUDA_HOME/lib64 where the archives have lib/
+        Platform.LINUX_X86_64: _LINUX_X86_64,
+        # the same OS on Arm's 64-bit servers (NVIDIA's "sbsa": Grace, Graviton, Ampere, Cobalt): what follows
+        # from the CPU differs; GitHub's arm64 runners are their own images (updates-2026-11-28, runner images)
+        Platform.LINUX_AARCH64: replace(
+            _LINUX_X86_64,
+            platform=Platform.LINUX_AARCH64,
+            machine="aarch64",
+            compat_key="linux_aarch64",
+            cuda_redist="linux-sbsa",
+            label="aarch64",
+            runner_image="manylinux_2_28_aarch64",  # a container on ubuntu-24.04-arm
+            # nvcc.profile's $(_TARGET_DIR_) on an arm64 server is targets/sbsa-linux (targets/aarch64-linux is Jetson)
+            toolkit_include_dirs=("include", "targets/sbsa-linux/include"),
+            toolkit_lib_paths=("lib64/lib{lib}.so", "lib/lib{lib}.so", "targets/sbsa-linux/lib/lib{lib}.so"),
             cuda_root_links=(
                 ("lib64", "lib"),
-                ("targets/x86_64-linux/include", "../../include"),
-                ("targets/x86_64-linux/lib", "../../lib"),
+                ("targets/sbsa-linux/include", "../../include"),
+                ("targets/sbsa-linux/lib", "../../lib"),
             ),
-            runtime_floor=True,
         ),
-        OS.WINDOWS: PlatformTraits(
+        Platform.WIN_AMD64: PlatformTraits(
             os=OS.WINDOWS,
             platform=Platform.WIN_AMD64,
+            machine="x86_64",
+            compat_key="windows",
+            cuda_redist="windows-x86_64",
+            label="windows",
             sys_platform="win32",
             runner_image="windows-2022",
             compiler="msvc",
@@ -132,16 +174,35 @@ ALL_TRAITS: Mapping[OS, PlatformTraits] = MappingProxyType(
     }
 )
 
+# the row an OS answers for when asked by OS: only what follows from the OS is asked so
+_OS_ROW = MappingProxyType({OS.LINUX: Platform.LINUX_X86_64, OS.WINDOWS: Platform.WIN_AMD64})
+
 
 def traits(of: OS | Platform | str) -> PlatformTraits:
-    """The row of an OS, of a wheel platform, or of an OS's name (``"windows"``, as compat.yml spells it).
+    """The row of a wheel platform, of an OS, or of an OS's name (``"windows"``, as compat.yml spells it).
 
     >>> traits(Platform.WIN_AMD64).extension_suffix, traits("linux").include_var
     ('.pyd', 'CPATH')
+    >>> traits(Platform.LINUX_AARCH64).cuda_redist, traits("linux").cuda_redist
+    ('linux-sbsa', 'linux-x86_64')
     """
     if isinstance(of, Platform):
-        return ALL_TRAITS[of.os]
-    return ALL_TRAITS[OS(of)]
+        return ALL_TRAITS[of]
+    return ALL_TRAITS[_OS_ROW[OS(of)]]
+
+
+_MACHINES = MappingProxyType({"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"})
+
+
+def machine_platform(os_name: str, machine: str) -> Platform | None:
+    """The wheel platform of a machine running ``os_name`` on ``machine`` (``platform.machine()``: ``AMD64`` on
+    Windows, ``arm64`` on some systems); None where dswheels builds none.
+
+    >>> machine_platform("linux", "aarch64"), machine_platform("windows", "AMD64"), machine_platform("windows", "ARM64")
+    (<Platform.LINUX_AARCH64: 'linux_aarch64'>, <Platform.WIN_AMD64: 'win_amd64'>, None)
+    """
+    arch = _MACHINES.get(machine.lower())
+    return next((row.platform for row in ALL_TRAITS.values() if row.os == os_name and row.machine == arch), None)
 
 
 def conventions(os_name: str) -> PlatformTraits:
@@ -151,7 +212,7 @@ def conventions(os_name: str) -> PlatformTraits:
     >>> conventions("darwin").exe("nvcc"), conventions("windows").exe("nvcc")
     ('nvcc', 'nvcc.exe')
     """
-    return ALL_TRAITS[OS.WINDOWS if os_name == OS.WINDOWS else OS.LINUX]
+    return traits(OS.WINDOWS if os_name == OS.WINDOWS else OS.LINUX)
 
 
 def known_os(os_name: str) -> PlatformTraits | None:
@@ -161,7 +222,7 @@ def known_os(os_name: str) -> PlatformTraits | None:
     >>> known_os("windows").compiler, known_os("darwin")
     ('msvc', None)
     """
-    return ALL_TRAITS[OS(os_name)] if os_name in ALL_TRAITS else None
+    return traits(os_name) if os_name in _OS_ROW else None
 
 
 CUDA_LIBRARY_HEADERS = ("cublas_v2.h", "cublasLt.h", "cusparse.h", "cusolverDn.h", "curand.h")

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dswheels.cuda.redist import PLATFORMS, missing_components, recorded_release, redist_json_name
+from dswheels.cuda.redist import missing_components, recorded_release, redist_json_name, redist_platform
 from dswheels.kernel.compat import Compat, describe_versions
 from dswheels.kernel.compat.entries import CudaToolkit
 from dswheels.kernel.model import Cell, Reason
+from dswheels.kernel.platform_traits import traits
 from dswheels.kernel.versions import VersionTuple, format_version, parse_version
 
 __all__ = ["arch_value", "cuda_check", "nvcc_facts", "redist_reason", "resolve_arch_list"]
@@ -56,12 +57,16 @@ def resolve_arch_list(
         wanted = override
         notes.append(f"arch list from the matrix: {';'.join(override)}")
     else:
-        row = compat.torch_arch_list(cell.torch, cell.variant.name)
+        key = traits(cell.platform).compat_key
+        row = compat.torch_arch_list(cell.torch, cell.variant.name, key)
         if row is None:
-            return f"no TORCH_CUDA_ARCH_LIST known for torch {format_version(cell.torch)} {cell.variant.name}"
-        wanted = row.lists[cell.platform.os]
+            return (
+                f"no TORCH_CUDA_ARCH_LIST known for torch {format_version(cell.torch)} {cell.variant.name} "
+                f"on {cell.platform.value}"
+            )
+        wanted = row.lists[key]
         if row.inferred:
-            notes.append(f"torch's arch list for {cell.variant.name} on {cell.platform.os} is inferred ({row.source})")
+            notes.append(f"torch's arch list for {cell.variant.name} on {key} is inferred ({row.source})")
     accepted = compat.arch_tokens(cell.torch)
     kept: list[str] = []
     for token in wanted:
@@ -126,11 +131,11 @@ def redist_reason(cell: Cell, toolkit: CudaToolkit, compat: Compat, *, required:
             fix=_RECORD_HINT.format(name=name) + ", or build with a toolkit that has one (`toolkits:` in the matrix)",
             source="compat.yml cuda, nvidia-redist",
         )
-    missing = missing_components(release, compat.components_for(toolkit.minor), cell.platform.os)
+    missing = missing_components(release, compat.components_for(toolkit.minor), cell.platform)
     if missing:
         return Reason(
             rule="cuda-redist",
-            message=f"CUDA {toolkit.install}: {name} has no {PLATFORMS[cell.platform.os]} archive of "
+            message=f"CUDA {toolkit.install}: {name} has no {redist_platform(cell.platform)} archive of "
             f"{', '.join(missing)}, a component compat.yml's cuda_components list needs",
             fix="correct the component's `redist` name in compat.yml cuda_components (NVIDIA renamed or "
             "split it?), or its `cuda` range",

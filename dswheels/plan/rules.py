@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from dswheels.kernel.compat import Compat, describe_versions
 from dswheels.kernel.compat.entries import Rule, TorchRelease
 from dswheels.kernel.model import Cell, Reason
+from dswheels.kernel.platform_traits import traits
 from dswheels.kernel.versions import VersionTuple, format_version
 
 __all__ = ["Judge", "check_cell"]
@@ -53,6 +54,7 @@ class Judge:
     def check(self, cell: Cell) -> tuple[Reason, ...]:
         reasons: list[Reason] = []
         os = cell.platform.os
+        key = traits(cell.platform).compat_key  # how compat.yml keys what torch publishes for the platform
         # a release newer than compat.yml knows is planned with its open-ended ranges (the follow
         # workflow starts such a build after `dswheels facts check` read its sdist); one between
         # known releases is a typo
@@ -68,12 +70,15 @@ class Judge:
                 ),
             )
             return tuple(reasons)
-        py_key = (cell.torch, cell.python.version, cell.python.free_threaded, os)
+        if key not in self.compat.torch[cell.torch].python:
+            reasons.append(self._no_platform(cell, key))
+            return tuple(reasons)
+        py_key = (cell.torch, cell.python.version, cell.python.free_threaded, key)
         if py_key not in self._python:
             self._python[py_key] = self._check_python(cell)
         if (reason := self._python[py_key]) is not None:
             reasons.append(reason)
-        variant_key = (cell.torch, cell.variant.name, os)
+        variant_key = (cell.torch, cell.variant.name, key)
         if variant_key not in self._variant:
             self._variant[variant_key] = self._check_variant(cell)
         if (reason := self._variant[variant_key]) is not None:
@@ -96,37 +101,54 @@ class Judge:
             source="compat.yml deepspeed.releases",
         )
 
+    def _no_platform(self, cell: Cell, key: str) -> Reason:
+        """torch publishes no wheels of the cell's platform that compat.yml records for this minor."""
+        fix = f"use a torch minor with {cell.platform.value} wheels"
+        if others := self._minors_with(lambda r: key in r.python):
+            fix += f": {others}"
+        why, source = self.compat.platform_scope.get(key, ("", "compat.yml torch"))
+        return Reason(
+            rule="torch-platform",
+            message=f"compat.yml records no {cell.platform.value} wheels of torch {format_version(cell.torch)}"
+            + (f": {why}" if why else ""),
+            fix=fix,
+            source=source,
+        )
+
     def _check_python(self, cell: Cell) -> Reason | None:
-        os = cell.platform.os
+        key = traits(cell.platform).compat_key
         release = self.compat.torch[cell.torch]
-        if cell.python in release.python[os]:
+        if cell.python in release.python[key]:
             return None
         fix = f"torch {format_version(cell.torch)} on {cell.platform.value} has Python " + ", ".join(
-            str(p) for p in release.python[os]
+            str(p) for p in release.python[key]
         )
-        if others := self._minors_with(lambda r: cell.python in r.python[os]):
+        if others := self._minors_with(lambda r: cell.python in r.python.get(key, ())):
             fix += f"; Python {cell.python} wheels exist for torch {others}"
         return Reason(
             rule="torch-python",
             message=f"torch {format_version(cell.torch)} has no Python {cell.python} wheel for {cell.platform.value}",
             fix=fix,
-            source="pypi-torch (wheel tags per platform)",
+            # a platform recorded in its own section names its own source (pypi-torch-aarch64)
+            source=f"{release.sources_on.get(key, 'pypi-torch')} (wheel tags per platform)",
         )
 
     def _check_variant(self, cell: Cell) -> Reason | None:
-        os = cell.platform.os
+        key = traits(cell.platform).compat_key
         release = self.compat.torch[cell.torch]
-        variants = release.variants_for(os)
+        variants = release.variants_for(key)
         if cell.variant in variants:
             return None
-        fix = f"torch {format_version(cell.torch)} on {os} has " + ", ".join(v.name for v in variants)
-        if others := self._minors_with(lambda r: cell.variant in r.variants_for(os)):
+        fix = f"torch {format_version(cell.torch)} on {cell.platform.value} has " + ", ".join(v.name for v in variants)
+        if others := self._minors_with(lambda r: key in r.variants and cell.variant in r.variants_for(key)):
             fix += f"; {cell.variant.name} exists for torch {others}"
+        inferred = " (inferred)" if release.inferred_for(key) else ""
         return Reason(
             rule="torch-variant",
-            message=f"torch {format_version(cell.torch)} has no {cell.variant.name} build for {cell.platform.value}",
+            message=f"torch {format_version(cell.torch)} has no {cell.variant.name} build for "
+            f"{cell.platform.value}{inferred}",
             fix=fix,
-            source=release.source,
+            source=release.source_on(key),
         )
 
     def _minors_with(self, has: Callable[[TorchRelease], bool]) -> str:

@@ -87,8 +87,8 @@ class Resolver:
     _redists: dict[tuple[str, str], Reason | str | None] = field(default_factory=dict)
 
     def _redist(self, cell: Cell, toolkit: CudaToolkit) -> Reason | str | None:
-        """:func:`redist_reason`, once per toolkit release x OS."""
-        key = (toolkit.install, cell.platform.os)
+        """:func:`redist_reason`, once per toolkit release x platform."""
+        key = (toolkit.install, cell.platform.value)
         if key not in self._redists:
             self._redists[key] = redist_reason(cell, toolkit, self.compat, required=self.redist_required)
         return self._redists[key]
@@ -99,15 +99,26 @@ class Resolver:
         """:func:`screen_ops` once per release x platform x accelerator x arch list x flags x ops."""
         key = (cell.deepspeed, cell.platform, cell.variant.is_cuda, arch_list, nvcc_flags, ops)
         if key not in self._screened:
+            record = self.flag_record or load_flag_record()
             self._screened[key] = screen_ops(
                 cell,
                 ops,
                 arch_list=arch_list,
                 nvcc_flags=nvcc_flags,
-                record=self.flag_record or load_flag_record(),
+                record=record,
                 explicit=self.spec.ops is not None,
+                baseline_swap=self._baseline_swap(cell, record),
             )
         return self._screened[key]
+
+    def _baseline_swap(self, cell: Cell, record: FlagRecord) -> dict[str, str]:
+        """The record's CPU baseline flags -> the cell's, where the cell's baseline is another one."""
+        recorded = self.compat.cpu_baselines.get(record.context.get("cpu_baseline", ""))
+        name = self.spec.cpu_baseline_for(traits(cell.platform).machine, self.compat)
+        if recorded is None or recorded.name == name:
+            return {}
+        mine = self.compat.cpu_baselines[name]
+        return {recorded.gcc: mine.gcc, recorded.simd: mine.simd}
 
     def ops_for(self, deepspeed: VersionTuple, accelerator: Accelerator) -> tuple[OpInfo, ...]:
         key = (deepspeed, accelerator)
@@ -170,7 +181,7 @@ class Resolver:
             skip_cuda_check=cuda.skip_check,
             cuda_check=cuda.check_text,
             nvcc_flags=tuple(dict.fromkeys(nvcc_flags)),
-            cpu_baseline=spec.cpu_baseline,
+            cpu_baseline=spec.cpu_baseline_for(traits(cell.platform).machine, compat),
             cuda_components=tuple(c.redist for c in compat.components_for(nvcc.toolkit.minor)) if nvcc.toolkit else (),
             notes=tuple(dict.fromkeys(notes)),
             linux_runtime=runtime,

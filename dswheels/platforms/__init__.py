@@ -1,11 +1,13 @@
-"""The platform seam: what differs between Linux and Windows, behind one Protocol and one table.
+"""The platform seam: what differs between the platforms, behind one Protocol and one table.
 
 :data:`ALL_PLATFORMS` maps every :class:`~dswheels.kernel.model.Platform` to its module
-(:mod:`dswheels.platforms.linux`, :mod:`dswheels.platforms.windows`); code that needs a per-OS
+(:mod:`dswheels.platforms.linux`, :mod:`dswheels.platforms.linux_aarch64`,
+:mod:`dswheels.platforms.windows`); code that needs a per-OS
 decision asks :func:`platform_module` (or, for pure data, :func:`dswheels.kernel.platform_traits.traits`)
 instead of comparing OS names. Each module chooses the host its cells are built on from this machine
 (:mod:`dswheels.platforms.hosts`): the Windows module between a Windows machine (MSVC, natively) and
-Linux under Wine (:mod:`dswheels.platforms.wine`), which no stage sees.
+Linux under Wine (:mod:`dswheels.platforms.wine`), the aarch64 module between an arm64 Linux and an arm64
+root under qemu on x86_64 Linux (:mod:`dswheels.platforms.qemu`); no stage sees either.
 
 Every arrow points down: this table imports the platform modules, they import their hosts and the
 tool finders (:mod:`dswheels.platforms.find_tools`), and none of those imports this package's
@@ -25,7 +27,7 @@ from dswheels.kernel.compat import Compat
 from dswheels.kernel.model import OS, Platform
 from dswheels.kernel.platform_traits import PlatformTraits, traits
 from dswheels.kernel.versions import VersionTuple
-from dswheels.platforms import linux, windows
+from dswheels.platforms import linux, linux_aarch64, windows
 from dswheels.platforms.find_tools import HostTools, find_nvcc_version
 from dswheels.platforms.hosts import HostChoice, PlatformHost
 
@@ -66,14 +68,18 @@ class PlatformModule(Protocol):
         """Write what DeepSpeed's setup.py needs on this OS and its sdist leaves out; notes for the log."""
         ...
 
-    def host(self, choice: HostChoice, *, here: OS) -> PlatformHost:
-        """The host this OS's cells are built on from a machine that runs ``here``, as ``choice`` (the command
-        line's) allows."""
+    def host(self, choice: HostChoice, *, here: OS, machine: str = "x86_64") -> PlatformHost:
+        """The host this platform's cells are built on from a machine that runs ``here`` on ``machine`` (its CPU,
+        ``platform.machine()``), as ``choice`` (the command line's) allows."""
         ...
 
 
 ALL_PLATFORMS: Mapping[Platform, PlatformModule] = MappingProxyType(
-    {Platform.LINUX_X86_64: linux.PLATFORM, Platform.WIN_AMD64: windows.PLATFORM}
+    {
+        Platform.LINUX_X86_64: linux.PLATFORM,
+        Platform.LINUX_AARCH64: linux_aarch64.PLATFORM,
+        Platform.WIN_AMD64: windows.PLATFORM,
+    }
 )
 
 

@@ -13,6 +13,11 @@ A host answers a build in two steps: :meth:`PlatformHost.check` before anything 
 :class:`CheckedTools`), then :meth:`CheckedTools.assemble` once the build interpreter is ready: a
 :class:`CrossToolchain` from a host that runs another OS's tools on this machine (Wine), None from
 a native one, whose tools are already on the machine.
+
+A host of another CPU (qemu for ``linux_aarch64`` on x86_64, :mod:`dswheels.platforms.qemu`) cannot lend
+single tools: every program of the build (the interpreter, uv, g++, ninja) is the other CPU's. It answers
+:meth:`PlatformHost.machine` instead: an :class:`EmulatedMachine` that the whole build of a cell runs in,
+the same ``dswheels build`` as on a runner of that CPU.
 """
 
 from __future__ import annotations
@@ -29,9 +34,9 @@ from dswheels.host.log import get_reporter
 from dswheels.host.venvs import Interpreter
 from dswheels.kernel.compat import Compat
 from dswheels.kernel.errors import EnvironmentMismatchError
-from dswheels.kernel.model import OS, PlannedCell
+from dswheels.kernel.model import OS, PlannedCell, Python
 from dswheels.kernel.naming import cell_id
-from dswheels.kernel.platform_traits import WineCudaSource
+from dswheels.kernel.platform_traits import WineCudaSource, traits
 from dswheels.kernel.versions import VersionTuple, format_version
 from dswheels.platforms.find_tools import CudaInstall, MsvcEnv, check_msvc, find_cuda
 
@@ -41,10 +46,12 @@ __all__ = [
     "CrossToolchain",
     "CudaRoots",
     "Elsewhere",
+    "EmulatedMachine",
     "HostChoice",
     "HostKind",
     "Native",
     "PlatformHost",
+    "QemuSettings",
     "WineSettings",
     "planned_cuda",
     "prepared_only",
@@ -56,6 +63,7 @@ class HostKind(str, Enum):
 
     NATIVE = "native"  # the machine runs the platform's OS: its own compilers
     WINE = "wine"  # Windows' compilers and interpreter on Linux, under Wine
+    QEMU = "qemu"  # another CPU's Linux (an arm64 Debian root) on this Linux machine, under qemu-user
     NONE = "none"  # no host here: a cell's source is only prepared (--prepare-only)
 
     def __str__(self) -> str:
@@ -72,10 +80,50 @@ class WineSettings:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class QemuSettings:
+    """The qemu host's configuration (``--qemu``, ``--qemu-root``): where the arm64 Linux root is."""
+
+    root: Path | None = None  # an arm64 Debian/Ubuntu root; None: dswheels makes one under the cache (debootstrap)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class HostChoice:
     """What the command line chose for this machine's hosts; the stages hand it to the platforms unread."""
 
     wine: WineSettings | None = None  # Windows cells on Linux: built under Wine (None: only prepared)
+    qemu: QemuSettings | None = None  # linux_aarch64 cells on x86_64 Linux: built under qemu (None: only prepared)
+
+
+class EmulatedMachine(Protocol):
+    """A machine of another CPU on this one (an arm64 root under qemu-user): a cell's whole build runs in it,
+    ``dswheels build`` itself, natively there, with this machine's paths it is given visible at the same paths."""
+
+    def describe(self) -> str:
+        """What it is, for the log and the manifest (``Debian bookworm arm64 under qemu-aarch64 7.2``)."""
+        ...
+
+    def run_dswheels(
+        self, argv: Sequence[str], *, visible: Sequence[Path], cache: CacheLayout, log: Path, timeout: float | None
+    ) -> None:
+        """``dswheels *argv`` in the machine (dswheels installed there first, from this one's code); raises a
+        :class:`~dswheels.kernel.errors.BuildError` when it fails."""
+        ...
+
+    def venv(
+        self,
+        python: Python,
+        *,
+        where: Path,
+        requirements: Sequence[str],
+        index_args: Sequence[str],
+        cpu: str | None,
+        log: Path | None,
+    ) -> Path:
+        """A new venv of the machine's ``python`` at ``where`` (this machine's folder) with ``requirements``
+        installed (the machine's platform's wheels, fetched here); returns a program of this machine that runs
+        the venv's interpreter under emulation, with this machine's paths as they are, as the CPU model ``cpu``
+        (the emulator's name; None: its default, every feature it implements)."""
+        ...
 
 
 class CrossToolchain(Protocol):
@@ -180,6 +228,11 @@ class PlatformHost(Protocol):
         """Whether post-processing strips the cell's extensions here (binutils' strip, ELF only)."""
         ...
 
+    def machine(self, *, cache: CacheLayout, log: Path | None) -> EmulatedMachine | None:
+        """The machine of another CPU a cell's whole build runs in (qemu), made ready (``cache`` keeps it); None:
+        the build runs here."""
+        ...
+
     def check(
         self, planned: PlannedCell, inherited: Mapping[str, str], *, prepare_only: bool, cache: CacheLayout
     ) -> CheckedTools:
@@ -244,6 +297,9 @@ class Native:
     def kind(self) -> HostKind:
         return HostKind.NATIVE
 
+    def machine(self, *, cache: CacheLayout, log: Path | None) -> EmulatedMachine | None:  # noqa: ARG002
+        return None
+
     def check(
         self,
         planned: PlannedCell,
@@ -266,6 +322,7 @@ class Elsewhere:
 
     here: OS
     also: str = ""
+    cpu: str = ""  # this machine's CPU, when it is what differs (a linux_aarch64 cell on x86_64 Linux)
 
     @property
     def kind(self) -> HostKind:
@@ -275,6 +332,9 @@ class Elsewhere:
     def strips_symbols(self) -> bool:
         return False
 
+    def machine(self, *, cache: CacheLayout, log: Path | None) -> EmulatedMachine | None:  # noqa: ARG002
+        return None
+
     def check(
         self,
         planned: PlannedCell,
@@ -283,18 +343,24 @@ class Elsewhere:
         prepare_only: bool,
         cache: CacheLayout,  # noqa: ARG002
     ) -> BuildTools:
-        return prepared_only(planned, here=self.here, prepare_only=prepare_only, also=self.also)
+        return prepared_only(planned, here=self.here, prepare_only=prepare_only, also=self.also, machine=self.cpu)
 
     def finish(self, *, cache: CacheLayout, env: Mapping[str, str]) -> None:
         """Nothing ran."""
 
 
-def prepared_only(planned: PlannedCell, *, here: OS, prepare_only: bool, also: str = "") -> BuildTools:
-    """A cell of another OS than ``here``'s: only prepared (EnvironmentMismatchError unless ``prepare_only``)."""
+def prepared_only(
+    planned: PlannedCell, *, here: OS, prepare_only: bool, also: str = "", machine: str = ""
+) -> BuildTools:
+    """A cell of another OS than ``here``'s (or of another CPU than ``machine``): only prepared
+    (EnvironmentMismatchError unless ``prepare_only``)."""
     os_name = planned.cell.platform.os
     if not prepare_only:
+        wanted, this = os_name.capitalize(), here.capitalize()
+        if machine:
+            wanted, this = f"{wanted} on {traits(planned.cell.platform).machine}", f"{this} on {machine}"
         raise EnvironmentMismatchError(
-            f"{cell_id(planned.cell)} is built on {os_name.capitalize()}, and this machine runs {here.capitalize()}",
+            f"{cell_id(planned.cell)} is built on {wanted}, and this machine runs {this}",
             hint="build it on such a machine (wheels.yml does, on GitHub's runners)"
             + (f"; or {also}" if also else "")
             + "; --prepare-only fetches, checks and patches its source here without compiling",

@@ -1,7 +1,9 @@
 """Linux (``linux_x86_64``): GCC and nvcc found on this machine, ELF extensions stripped.
 
-Its one host today is the machine itself (:class:`~dswheels.platforms.hosts.Native`); on Windows
-its cells are only prepared. A manylinux container is the next host of this module (docs/architecture.md).
+Its one host today is the machine itself (:class:`~dswheels.platforms.hosts.Native`, an x86_64 Linux);
+elsewhere its cells are only prepared. A manylinux container is the next host of this module
+(docs/architecture.md). Linux on aarch64 is its own platform (:mod:`dswheels.platforms.linux_aarch64`),
+which shares what follows from the OS.
 """
 
 from __future__ import annotations
@@ -10,8 +12,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from dswheels.kernel.compat import Compat
-from dswheels.kernel.model import OS
-from dswheels.kernel.platform_traits import ALL_TRAITS
+from dswheels.kernel.model import OS, Platform
+from dswheels.kernel.platform_traits import ALL_TRAITS, machine_platform
 from dswheels.kernel.versions import VersionTuple, format_version
 from dswheels.platforms.find_tools import gcc_major
 from dswheels.platforms.hosts import Elsewhere, HostChoice, Native, PlatformHost
@@ -22,7 +24,7 @@ __all__ = ["PLATFORM", "Linux"]
 class Linux:
     """:class:`dswheels.platforms.PlatformModule` for Linux."""
 
-    traits = ALL_TRAITS[OS.LINUX]
+    traits = ALL_TRAITS[Platform.LINUX_X86_64]
 
     def cuda_roots(self, env: Mapping[str, str], want: VersionTuple | None) -> list[Path]:  # noqa: ARG002
         """/usr/local/cuda-X.Y for the plan's toolkit, then the usual places."""
@@ -46,11 +48,12 @@ class Linux:
         """Nothing: the sdist builds as it is on Linux."""
         return []
 
-    def host(self, choice: HostChoice, *, here: OS) -> PlatformHost:  # noqa: ARG002 - nothing to choose yet
-        """This machine on Linux (binutils strip the ELF extensions); elsewhere the cell is only prepared."""
-        if here is self.traits.os:
+    def host(self, choice: HostChoice, *, here: OS, machine: str = "x86_64") -> PlatformHost:  # noqa: ARG002
+        """This machine on Linux of the platform's CPU (binutils strip the ELF extensions); elsewhere the cell is
+        only prepared."""
+        if machine_platform(here, machine) is self.traits.platform:
             return Native(self.cuda_roots, strips_symbols=True)
-        return Elsewhere(here)
+        return Elsewhere(here, cpu=machine if here is self.traits.os else "")
 
 
 PLATFORM = Linux()

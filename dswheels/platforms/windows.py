@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from dswheels.kernel.compat import Compat
-from dswheels.kernel.model import OS
-from dswheels.kernel.platform_traits import ALL_TRAITS
+from dswheels.kernel.model import OS, Platform
+from dswheels.kernel.platform_traits import ALL_TRAITS, machine_platform
 from dswheels.kernel.versions import VersionTuple, format_version
 from dswheels.platforms.hosts import Elsewhere, HostChoice, Native, PlatformHost
 from dswheels.platforms.wine.platform_host import UnderWine
@@ -25,7 +25,7 @@ _UNDER_WINE = "here under Wine with --msvc-root DIR (docs/build.md#windows-under
 class Windows:
     """:class:`dswheels.platforms.PlatformModule` for Windows."""
 
-    traits = ALL_TRAITS[OS.WINDOWS]
+    traits = ALL_TRAITS[Platform.WIN_AMD64]
 
     def cuda_roots(self, env: Mapping[str, str], want: VersionTuple | None) -> list[Path]:
         """The installer's CUDA_PATH_Vx_y and its folder under Program Files, for the plan's toolkit."""
@@ -51,12 +51,12 @@ class Windows:
         """compat.yml's ``windows_files`` (in DeepSpeed's git, not in its sdist)."""
         return add_windows_files(src, compat.windows_files)
 
-    def host(self, choice: HostChoice, *, here: OS) -> PlatformHost:
+    def host(self, choice: HostChoice, *, here: OS, machine: str = "x86_64") -> PlatformHost:
         """The active MSVC on Windows; Wine on Linux when the command line gave it an MSVC root; else none."""
-        if here is self.traits.os:
+        if machine_platform(here, machine) is self.traits.platform:
             # Windows extensions are not stripped: dswheels strips ELF only, with binutils
             return Native(self.cuda_roots, strips_symbols=False)
-        if choice.wine is not None:
+        if choice.wine is not None and machine_platform(here, machine) is Platform.LINUX_X86_64:
             return UnderWine(choice.wine)
         return Elsewhere(here, also=_UNDER_WINE)
 

@@ -15,6 +15,7 @@ from dswheels.kernel.binaries.fatbin import judge_gpu_code
 from dswheels.kernel.binaries.linux_runtime import RuntimeFloor, floor_of, judge_runtime
 from dswheels.kernel.manylinux import FloorVerdict, manylinux_glibc, tag_problem
 from dswheels.kernel.naming import parse_wheel_name
+from dswheels.kernel.platform_traits import traits
 from dswheels.verify.registry import Registry, Stage, Verdict
 from dswheels.verify.static_checks import WheelFacts
 
@@ -33,9 +34,25 @@ def _no_native(facts: WheelFacts) -> Iterator[Verdict]:
 
 
 @STATIC.check(
+    "cpu architecture",
+    judges="every ELF extension is machine code of the wheel's platform's CPU (x86_64, aarch64)",
+)
+def _cpu_architecture(facts: WheelFacts) -> Iterator[Verdict]:
+    want = traits(facts.expected.cell.platform).machine
+    elf = {n: b for n, b in facts.binaries.items() if b.format == "elf"}
+    wrong = [f"{n.rsplit('/', 1)[-1]} ({b.machine or 'unknown'})" for n, b in elf.items() if b.machine != want]
+    if elf:
+        yield Verdict(
+            not wrong,
+            f"{len(elf)} extension(s) of {want}" if not wrong else f"not {want} code: {', '.join(wrong)}",
+        )
+
+
+@STATIC.check(
     "cpu baseline",
     judges="no extension (but an op's ISA variants: cpu level) holds an instruction above the plan's CPU baseline "
-    "(disassembled with objdump, where it is on PATH), per extension",
+    "(x86-64: disassembled with objdump, where it is on PATH; AArch64: each instruction word read from the file), "
+    "per extension",
 )
 def _cpu_baseline(facts: WheelFacts) -> Iterator[Verdict]:
     known = [b for b in facts.binaries.values() if b.format != "unknown"]

@@ -22,6 +22,8 @@ from dswheels.kernel.wheel_contents import InstalledInfo, Metadata, builder_modu
 from dswheels.verify.placement import Placement, expected_file, module_of_extension, place_extensions
 from dswheels.verify.static_checks import cell_from_wheel_filename
 
+A64_BASELINE = "armv8.2-a"  # what inspect judges an AArch64 extension against (compat.yml's default)
+
 __all__ = [
     "LEVELS",
     "SCHEMA",
@@ -64,7 +66,7 @@ class ExtensionReport:
             "gpu": None
             if b.gpu is None
             else {"sass": [f"sm_{a}" for a in b.gpu.sass], "ptx": [f"compute_{a}" for a in b.gpu.ptx]},
-            "cpu": None if b.isa is None else {"level": isa_level(b.isa), **_isa_json(b.isa)},
+            "cpu": None if b.isa is None else {"level": isa_level(b.isa, machine=b.machine), **_isa_json(b.isa)},
             "isa_variant": {"variant": self.variant, "level": self.level} if self.variant else None,
             "linux_runtime": {lib: list(v) for lib, v in b.version_needs.items()} if b.format == "elf" else None,
             "linux_runtime_floor": self.runtime or None,
@@ -157,7 +159,7 @@ class Inspection:
 def _isa_json(isa: IsaReport) -> dict[str, object]:
     return {
         "instructions": isa.instructions,
-        "above_x86_64_v2": isa.violations,
+        "above_x86_64_v2": isa.violations,  # of an AArch64 extension: above armv8.2-a (the key is the contract's)
         "runtime_dispatch": isa.runtime_dispatch,
         "examples": list(isa.examples),
     }
@@ -166,12 +168,17 @@ def _isa_json(isa: IsaReport) -> dict[str, object]:
 LEVELS = ("x86-64-v2", "x86-64-v3", "x86-64-v4", "above x86-64-v4")  # what isa_level answers, lowest first
 
 
-def isa_level(isa: IsaReport) -> str:
-    """The highest x86-64 level an extension's instructions need, from a scan against x86-64-v2.
+def isa_level(isa: IsaReport, *, machine: str = "x86_64") -> str:
+    """The highest x86-64 level an extension's instructions need, from a scan against x86-64-v2; of an AArch64
+    one, ``armv8.2-a`` or what it has above it.
 
     >>> isa_level(IsaReport(instructions=10, violations=0, examples=(), kinds=()))
     'x86-64-v2'
+    >>> isa_level(IsaReport(instructions=10, violations=2, examples=(), kinds=("SVE/SVE2",)), machine="aarch64")
+    'above armv8.2-a: SVE/SVE2'
     """
+    if machine == "aarch64":
+        return A64_BASELINE if isa.violations == 0 else f"above {A64_BASELINE}: {', '.join(isa.kinds)}"
     if isa.violations == 0:
         return "x86-64-v2"
     if any("above x86-64-v4" in kind for kind in isa.kinds):
@@ -319,7 +326,9 @@ def _warnings(i: Inspection, *, cuda: str, toolkit_sm: Mapping[str, frozenset[in
         if r.variant and not isa.runtime_dispatch and _above(isa, r.level):
             warnings.append(f"{_label(r)}: its {r.variant} variant needs {isa_level(isa)}, above its level {r.level}")
         elif not r.variant and not isa.ok:
-            warnings.append(f"{_label(r)}: {isa.describe('x86-64-v2')}")
+            warnings.append(
+                f"{_label(r)}: {isa.describe(A64_BASELINE if r.binary.machine == 'aarch64' else 'x86-64-v2')}"
+            )
     if i.variants.ops and i.here is not None and i.loads_here is None:
         warnings.append(
             f"this CPU (torch's capability {i.here}) is below every ISA variant of {', '.join(sorted(i.variants.ops))}"
@@ -354,6 +363,9 @@ def _gpu_words(r: ExtensionReport) -> str:
 def _cpu_words(isa: IsaReport | None, r: ExtensionReport) -> str:
     if isa is None:
         return "not read (objdump is not on PATH)"
+    machine = r.binary.machine
+    if machine == "aarch64":
+        return f"{isa_level(isa, machine=machine)} ({isa.instructions} instructions, {isa.violations} above it)"
     if r.variant:
         need, counted = isa_level(isa), f"{isa.violations} of {isa.instructions} instructions above x86-64-v2"
         if not _above(isa, r.level):

@@ -18,7 +18,41 @@ from dswheels.verify.ds_report import DsReport
 from dswheels.verify.registry import Registry, Stage, Verdict
 from dswheels.verify.static_checks import Expected
 
-__all__ = ["LOADED", "LoadedFacts", "ds_report_variant_verdicts", "variant_load_verdicts"]
+__all__ = [
+    "ADAM_TOLERANCE",
+    "LOADED",
+    "AdamStep",
+    "LoadedFacts",
+    "ds_report_variant_verdicts",
+    "variant_load_verdicts",
+]
+
+ADAM_TOLERANCE = 1e-5  # the largest difference from torch's AdamW DeepSpeedCPUAdam may have after its steps
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class AdamStep:
+    """DeepSpeedCPUAdam run against torch's AdamW from the same start with the same gradients."""
+
+    steps: int  # 0: no answer
+    max_abs_diff: float | None
+    tail: Sequence[str] = ()  # the run's last lines (why there is no answer)
+
+    @classmethod
+    def from_answer(cls, answer: object, *, tail: Sequence[str]) -> AdamStep:
+        """The probe's answer (``no_jit.py adam``), or its absence.
+
+        >>> AdamStep.from_answer({"max_abs_diff": 5e-6, "steps": 20}, tail=()).max_abs_diff
+        5e-06
+        >>> AdamStep.from_answer(None, tail=("Traceback ...",)).steps
+        0
+        """
+        if not isinstance(answer, dict):
+            return cls(steps=0, max_abs_diff=None, tail=tuple(tail))
+        diff, steps = answer.get("max_abs_diff"), answer.get("steps")
+        if isinstance(diff, bool) or not isinstance(diff, (int, float)) or not isinstance(steps, int):
+            return cls(steps=0, max_abs_diff=None, tail=(f"a malformed answer: {answer!r}"[:300],))
+        return cls(steps=steps, max_abs_diff=float(diff), tail=())
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -33,6 +67,7 @@ class LoadedFacts:
     loader_tail: Sequence[str] = ()
     jit_files: Sequence[str] = ()  # what appeared in TORCH_EXTENSIONS_DIR
     variants: VariantTable = field(default_factory=VariantTable)  # the wheel's ops built once per ISA level
+    adam: AdamStep | None = None  # None: the wheel has no cpu_adam
 
 
 LOADED: Registry[LoadedFacts] = Registry(Stage.LOADED)
@@ -141,3 +176,23 @@ def _no_jit(facts: LoadedFacts) -> Iterator[Verdict]:
         not leftovers,
         "TORCH_EXTENSIONS_DIR stayed empty" if not leftovers else f"JIT builds in it: {', '.join(leftovers)}",
     )
+
+
+@LOADED.check(
+    "cpu_adam step",
+    judges=f"with cpu_adam installed: 20 DeepSpeedCPUAdam steps match torch.optim.AdamW within {ADAM_TOLERANCE:.0e} "
+    "(the compiled SIMD path computes what torch computes), nothing JIT-compiled",
+)
+def _adam(facts: LoadedFacts) -> Iterator[Verdict]:
+    adam = facts.adam
+    if adam is None:
+        return
+    if adam.max_abs_diff is None:
+        yield Verdict(ok=False, detail="no answer: " + " / ".join(adam.tail[-4:]))
+        return
+    ok = adam.max_abs_diff <= ADAM_TOLERANCE and not facts.jit_files
+    detail = (
+        f"{adam.steps} DeepSpeedCPUAdam steps against torch.optim.AdamW: largest difference {adam.max_abs_diff:.1e} "
+        f"(tolerance {ADAM_TOLERANCE:.0e})"
+    )
+    yield Verdict(ok, detail + (f"; JIT-compiled {', '.join(facts.jit_files)}" if facts.jit_files else ""))

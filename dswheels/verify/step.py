@@ -10,6 +10,7 @@ from pathlib import Path
 
 from dswheels.host.cache import CacheLayout
 from dswheels.host.log import get_reporter
+from dswheels.host.machine import host_machine, host_os
 from dswheels.host.wheel_file import WheelContents
 from dswheels.host.wheelhouse import find_wheels
 from dswheels.kernel.compat import load_compat
@@ -20,7 +21,16 @@ from dswheels.kernel.naming import cell_id
 from dswheels.kernel.sources import TorchSource, TorchSourceKind
 from dswheels.kernel.wheel_contents import WheelContentError
 from dswheels.plan.effects.selection import NamedCells, plan_cell_ids
-from dswheels.verify.effects.prove import RuntimeResult, load_expected, read_verified_wheel, runtime_checks, static_part
+from dswheels.platforms import platform_module
+from dswheels.platforms.hosts import EmulatedMachine, HostChoice
+from dswheels.verify.effects.prove import (
+    RuntimeResult,
+    emulated_runtime_checks,
+    load_expected,
+    read_verified_wheel,
+    runtime_checks,
+    static_part,
+)
 from dswheels.verify.registry import Check
 from dswheels.verify.static_checks import Expected, ExpectedFrom, cell_from_wheel_filename
 
@@ -52,6 +62,7 @@ class VerifyOptions:
     )  # where the fresh venv gets torch
     accelerator: RuntimeAccelerator = RuntimeAccelerator.AUTO
     torch_version: str | None = None  # this exact torch release in the fresh venv instead of the cell's
+    hosts: HostChoice = field(default_factory=HostChoice)  # a wheel of another CPU: its emulated machine (--qemu)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -127,6 +138,12 @@ def _show(title: str, checks: Sequence[Check]) -> None:
         reporter.info(f"  {'ok    ' if c.ok else 'FAILED'}  {c.name}: {c.detail}")
 
 
+def _emulated(expected: Expected, options: VerifyOptions, cache: CacheLayout, log: Path) -> EmulatedMachine | None:
+    """The emulated machine a wheel of another CPU runs in here (qemu, with --qemu); None: run it here."""
+    host = platform_module(expected.cell.platform).host(options.hosts, here=host_os(), machine=host_machine())
+    return host.machine(cache=cache, log=log)
+
+
 def _run_time(wheel: Path, expected: Expected, options: VerifyOptions, cache: CacheLayout) -> RuntimeResult:
     accelerator = options.accelerator.for_wheel(expected)
     work_root = cache.verify
@@ -134,17 +151,31 @@ def _run_time(wheel: Path, expected: Expected, options: VerifyOptions, cache: Ca
     log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text("", encoding="utf-8")
     with get_reporter().group(f"{cell_id(expected.cell)}: run time"):
-        runtime = runtime_checks(
-            wheel,
-            expected,
-            compat=load_compat(),
-            python=options.python,
-            torch_source=options.torch_source,
-            work_root=work_root,
-            accelerator=accelerator,
-            log=log,
-            torch_version=options.torch_version,
-        )
+        machine = None if options.python is not None else _emulated(expected, options, cache, log)
+        if machine is not None:
+            runtime = emulated_runtime_checks(
+                wheel,
+                expected,
+                machine,
+                compat=load_compat(),
+                torch_source=options.torch_source,
+                work_root=work_root,
+                accelerator=accelerator,
+                log=log,
+                torch_version=options.torch_version,
+            )
+        else:
+            runtime = runtime_checks(
+                wheel,
+                expected,
+                compat=load_compat(),
+                python=options.python,
+                torch_source=options.torch_source,
+                work_root=work_root,
+                accelerator=accelerator,
+                log=log,
+                torch_version=options.torch_version,
+            )
     _show(
         f"run time (Python {runtime.python}, torch {runtime.torch}, DS_ACCELERATOR={accelerator or 'unset'}):",
         runtime.checks,

@@ -112,7 +112,7 @@ def redist(tmp_path: Path, http_server: Callable[[Handler], str]) -> tuple[Redis
 def _options(tmp_path: Path, url: str, **extra: object) -> CudaInstallOptions:
     values: dict[str, object] = {
         "toolkit": "13.0.3",
-        "os": "linux",
+        "platform": "linux_x86_64",
         "cache": CacheLayout(tmp_path / "cache"),
         "redist_url": url,
         "redist_sha256": JSON_SHA,
@@ -167,7 +167,7 @@ def test_a_linux_root_has_every_component_and_the_layout_nvcc_and_deepspeed_use(
 
 def test_a_windows_root_is_assembled_from_the_zips(redist: tuple[Redist, str], tmp_path: Path) -> None:
     _served, url = redist
-    installed = install_cuda(load_compat(), _options(tmp_path, url, os="windows", dest=tmp_path / "cuda-win"))
+    installed = install_cuda(load_compat(), _options(tmp_path, url, platform="win_amd64", dest=tmp_path / "cuda-win"))
     root = installed.root
     assert root == tmp_path / "cuda-win"
     assert installed.platform == "windows-x86_64"
@@ -183,7 +183,9 @@ def test_an_archive_with_other_bytes_is_refused_and_nothing_is_installed(
 ) -> None:
     served, url = redist
     dest = tmp_path / "cuda"
-    earlier = install_cuda(load_compat(), _options(tmp_path, url, dest=dest, os="windows"))  # a root already there
+    earlier = install_cuda(
+        load_compat(), _options(tmp_path, url, dest=dest, platform="win_amd64")
+    )  # a root already there
     archive = served.root / CUBLAS
     data = bytearray(archive.read_bytes())
     data[-100] ^= 0xFF  # same size, other bytes

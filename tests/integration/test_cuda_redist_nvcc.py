@@ -30,7 +30,7 @@ import pytest
 from dswheels.cuda.effects.install_toolkit import CudaInstallOptions, install_cuda
 from dswheels.host.cache import CacheLayout
 from dswheels.kernel.compat import load_compat
-from dswheels.kernel.model import OS
+from dswheels.kernel.model import Platform
 from tests.conftest import require
 from tests.integration.conftest import CUDA_HOME
 from tests.support.servers import StaticServer
@@ -127,7 +127,7 @@ def test_the_assembled_root_compiles_and_links_cuda_with_its_own_nvcc(tmp_path: 
             dataclasses.replace(compat, cuda_components=covered),
             CudaInstallOptions(
                 toolkit="13.0.3",
-                os=OS.LINUX,
+                platform=Platform.LINUX_X86_64,
                 cache=CacheLayout(tmp_path / "cache"),
                 redist_url=server.url,
                 redist_sha256=hashlib.sha256(text.encode()).hexdigest(),

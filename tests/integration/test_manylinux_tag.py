@@ -3,7 +3,8 @@ tag below what it needs, and pip and uv refuse a manylinux_2_28 wheel for an old
 
 The extension is compiled here (tests/data/elf/fixture.cpp, which needs GLIBCXX_3.4.30 from GCC >= 12's
 libstdc++) and linked against a stand-in ``libc10.so``: a library only torch provides, which auditwheel
-counts as external unless it is left out as torch's.
+counts as external unless it is left out as torch's. The same extension cross-compiled for aarch64 (Debian's
+cross GCC) is judged here too: auditwheel reads the wheel's CPU from its ELF files.
 """
 
 from __future__ import annotations
@@ -35,8 +36,8 @@ VERSION = "0.19.8+cputorch2.13"
 EXTENSION = "deepspeed/ops/adam/cpu_adam_op.cpython-311-x86_64-linux-gnu.so"
 
 
-def _extension(tmp_path: Path) -> bytes:
-    """fixture.cpp as an extension that also links a stand-in libc10.so."""
+def _extension(tmp_path: Path, cross: str = "") -> bytes:
+    """fixture.cpp as an extension that also links a stand-in libc10.so (``cross``: a cross GCC's prefix)."""
     (tmp_path / "c10.c").write_text("int c10_stand_in(void) { return 10; }\n", encoding="utf-8")
     (tmp_path / "ext.cpp").write_text(
         (DATA / "elf" / "fixture.cpp").read_text(encoding="utf-8")
@@ -44,14 +45,14 @@ def _extension(tmp_path: Path) -> bytes:
         encoding="utf-8",
     )
     for argv in (
-        ["gcc", "-shared", "-fPIC", "-Wl,-soname,libc10.so", "-o", "libc10.so", "c10.c"],
-        ["g++", "-shared", "-fPIC", "-O1", "-o", "ext.so", "ext.cpp", "-L.", "-lc10"],
+        [f"{cross}gcc", "-shared", "-fPIC", "-Wl,-soname,libc10.so", "-o", "libc10.so", "c10.c"],
+        [f"{cross}g++", "-shared", "-fPIC", "-O1", "-o", "ext.so", "ext.cpp", "-L.", "-lc10"],
     ):
         subprocess.run(argv, cwd=tmp_path, check=True, capture_output=True)
     return (tmp_path / "ext.so").read_bytes()
 
 
-def _wheel(tmp_path: Path, tag: str) -> Path:
+def _wheel(tmp_path: Path, tag: str, *, cross: str = "", extension: str = EXTENSION) -> Path:
     out = tmp_path / "wheels"
     out.mkdir(exist_ok=True)
     return write_wheel(
@@ -64,7 +65,7 @@ def _wheel(tmp_path: Path, tag: str) -> Path:
             "deepspeed/git_version_info_installed.py": (
                 f"version='{VERSION}'\ninstalled_ops={{'cpu_adam': 1}}\naccelerator_name='cpu'\n".encode()
             ),
-            EXTENSION: _extension(tmp_path),
+            extension: _extension(tmp_path, cross),
         },
         requires_dist=["torch==2.13.*"],
     )
@@ -131,6 +132,44 @@ def test_verify_refuses_a_tag_below_what_the_binaries_need(built: Path) -> None:
         check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr  # this machine's glibc is the floor's
+
+
+def test_an_aarch64_wheel_is_judged_here_and_tagged_manylinux_aarch64(tmp_path: Path) -> None:
+    """The same extension cross-compiled for aarch64 (Debian's cross GCC 12): auditwheel, on this x86_64 machine,
+    judges it under its aarch64 policies; the floor names the CPU, the retagged wheel is still the linux_aarch64
+    cell's, and verify's tag check refuses manylinux_2_28_aarch64 for it as for x86_64."""
+    require(sys.platform.startswith("linux"), "auditwheel judges Linux wheels on Linux")
+    cross = "aarch64-linux-gnu-"
+    require(shutil.which(f"{cross}g++") is not None, f"no {cross}g++ (apt-get install g++-aarch64-linux-gnu)")
+    built = _wheel(
+        tmp_path,
+        "linux_aarch64",
+        cross=cross,
+        extension=EXTENSION.replace("x86_64-linux-gnu", "aarch64-linux-gnu"),
+    )
+    verdict = judge_floor(built, COMPAT.torch_provided_libraries, error=VerifyError)
+    assert verdict.tag.endswith("_aarch64"), verdict.tag
+    glibc = manylinux_glibc(verdict.tag)
+    assert glibc is not None
+    assert glibc >= (2, 35)  # GLIBCXX_3.4.30, as on x86_64
+    assert verdict.torch_libraries == ("libc10.so",)
+    assert judge_floor(built, (), error=VerifyError).tag == "linux_aarch64"  # no floor claimed, its own CPU's
+    honest = retag_wheel(built, built.name.replace("linux_aarch64", verdict.tag))
+    cell = parse_wheel(honest.name).cell
+    assert cell == parse_wheel(built.name).cell
+    assert str(cell.platform) == "linux_aarch64"
+    expected = Expected(cell=cell, ops=("cpu_adam",), cpu_baseline="armv8.2-a")
+
+    def tag_check(wheel: Path) -> tuple[bool, str]:
+        data = read_wheel(wheel, error=VerifyError, builders=True, extensions=True)
+        (check,) = [c for c in static_part(data, expected, COMPAT) if c.name == "manylinux tag"]
+        return check.ok, check.detail
+
+    ok, detail = tag_check(honest)
+    assert ok, detail
+    ok, detail = tag_check(retag_wheel(honest, honest.name.replace(verdict.tag, "manylinux_2_28_aarch64")))
+    assert not ok
+    assert f"tagged manylinux_2_28_aarch64 (glibc 2.28), but its binaries need {verdict.tag} (auditwheel)" in detail
 
 
 # --- pip and uv refuse a wheel for an older platform than its tag -----------------------------------

@@ -384,13 +384,75 @@ def _pip_resolves(index: Path, dest: Path, wheel: str, platform: str) -> None:
     assert sorted(p.name for p in dest.glob("*.whl")) == [wheel]
 
 
-def test_the_build_jobs_cuda_step_installs_the_planned_toolkit_from_nvidias_archives(
-    tmp_path: Path, dswheels_cache: Path
-) -> None:
+def _cuda_step(
+    tmp_path: Path, dswheels_cache: Path, *, matrix: str, platform: str
+) -> tuple[dict[str, Value], Job, list[str]]:
+    """A dispatch of one torch 2.14 cu130 cell of ``matrix`` on ``platform``: its plan job's entry, and its build
+    job after the CUDA step ran against tests/data/cuda-redist on loopback (the paths fetched)."""
+    base, machine = _dispatched(tmp_path, dswheels_cache)
+    inputs = {**INPUTS, "torch": "2.14", "cuda": "cu130", "platform": platform, "publish": "false"}
+    declared = as_map(as_map(as_map(WHEELS["on"], "on")["workflow_dispatch"], "wd")["inputs"], "inputs")
+    base["inputs"] = validate_inputs(declared, inputs)
+    redist = DATA / "cuda-redist"
+    with StaticServer(redist) as server:
+        base["vars"] = {
+            **as_map(base["vars"], "vars"),
+            "DSWHEELS_MATRIX": str(DATA / matrix),
+            "DSWHEELS_CUDA_REDIST_URL": server.url,  # the repository variable: a mirror of NVIDIA's folder
+        }
+        plan = run_job(
+            Job(workflow=WHEELS, job="plan", workspace=tmp_path / "plan", contexts=base, extra_env=machine),
+            Artifacts(tmp_path / "artifacts"),
+        )
+        (entry,) = json.loads(plan.outputs["matrix"])["include"]
+        # the test JSON is not NVIDIA's (its archives are rebuilt): the runner is told its digest
+        pin = hashlib.sha256((redist / "redistrib_13.0.3.json").read_bytes()).hexdigest()
+        build = Job(
+            workflow=WHEELS,
+            job="build",
+            workspace=tmp_path / "build",
+            contexts={**base, "matrix": entry},
+            extra_env={**machine, "DSWHEELS_CUDA_REDIST_SHA256": pin},
+        )
+        step = build.run("CUDA toolkit")
+        assert step.ran
+        fetched = sorted(r.path for r in server.log if r.status == 200)
+    return entry, build, fetched
+
+
+def test_an_aarch64_cells_job_runs_on_the_arm64_runner_with_nvidias_sbsa_archives(tmp_path: Path) -> None:
+    """A linux_aarch64 CUDA cell: the plan job puts its build job in pypa's manylinux_2_28_aarch64 container (pinned
+    by digest) on GitHub's arm64 runner, and that job's CUDA step, as written, installs NVIDIA's linux-sbsa archives
+    (the arm64 server toolkit), whatever the machine running the step is: the plan's platform names them."""
+    # a cache of its own: the shared one would hand it the JSON the other CUDA test fetched (by its digest)
+    cache = tmp_path / "cache"
+    entry, build, fetched = _cuda_step(tmp_path, cache, matrix="matrix-aarch64.yml", platform="linux_aarch64")
+    assert entry["platform"] == "linux_aarch64"
+    assert entry["runs_on"] == ["ubuntu-24.04-arm"]
+    image = COMPAT.runner_images["manylinux_2_28_aarch64"]
+    assert build.container == image.container == entry["container"]
+    assert image.container.startswith("quay.io/pypa/manylinux_2_28_aarch64@sha256:")
+    assert entry["cells"] == "ds0.19.8-torch2.14-cu130-cp311-linux_aarch64"
+    assert entry["cuda_toolkit"] == "13.0.3"
+    archives = [p for p in fetched if p.endswith((".tar.xz", ".zip"))]
+    assert archives
+    assert all("/linux-sbsa/" in p for p in archives), archives
+    assert len(archives) == len(str(entry["cuda_components"]).split())
+    root = Path(build.exported["CUDA_HOME"])
+    marker = json.loads((root / ".dswheels-cuda.json").read_text(encoding="utf-8"))
+    assert marker["platform"] == "linux-sbsa"
+    # nvcc.profile's target folder on an arm64 server, and DeepSpeed's lib64
+    assert (root / "targets" / "sbsa-linux" / "include" / "cuda_runtime.h").is_file()
+    assert (root / "lib64").is_symlink()
+
+
+def test_the_build_jobs_cuda_step_installs_the_planned_toolkit_from_nvidias_archives(tmp_path: Path) -> None:
     """The plan job plans a CUDA cell; its build job's CUDA step, as written, installs what the plan
     names from the redist folder (tests/data/cuda-redist on loopback, a mirror for the runner) and
     the steps after it see CUDA_HOME and nvcc on PATH. The compile itself is the CPU chain's above."""
-    base, machine = _dispatched(tmp_path, dswheels_cache)
+    # a cache of its own: a kept one (DSWHEELS_TEST_CACHE), or the aarch64 test's, holds the JSON by its digest
+    # from an earlier run, and the step would not fetch it
+    base, machine = _dispatched(tmp_path, tmp_path / "cache")
     inputs = {**INPUTS, "torch": "2.14", "cuda": "cu130", "publish": "false"}
     declared = as_map(as_map(as_map(WHEELS["on"], "on")["workflow_dispatch"], "wd")["inputs"], "inputs")
     base["inputs"] = validate_inputs(declared, inputs)

@@ -98,7 +98,7 @@ def test_the_index_and_the_gpu_platforms() -> None:
     with pytest.raises(EventError, match="not OWNER/NAME"):
         default_index_url("dswheels")
     assert parse_gpu_platforms("") == frozenset()
-    assert parse_gpu_platforms("linux_x86_64 win_amd64") == frozenset(Platform)
+    assert parse_gpu_platforms("linux_x86_64 win_amd64 linux_aarch64") == frozenset(Platform)
     assert parse_gpu_platforms(" win_amd64,") == {Platform.WIN_AMD64}
     with pytest.raises(EventError, match="'linux': not a platform"):
         parse_gpu_platforms("linux")
@@ -202,7 +202,10 @@ def test_ci_plan_writes_every_output_and_the_plan_the_jobs_build(
     assert outputs["release"] == ""
     assert outputs["index_url"] == "https://octo.github.io/dswheels/"
     out = capsys.readouterr().out
-    assert "::notice title=GPU smoke test skipped::no GPU runner for win_amd64 in DSWHEELS_GPU_RUNNERS" in out
+    skipped = (
+        "::notice title=GPU smoke test skipped::no GPU runner for linux_aarch64, win_amd64 in DSWHEELS_GPU_RUNNERS"
+    )
+    assert skipped in out
     summary = (tmp_path / "summary").read_text(encoding="utf-8")
     assert summary.startswith("### Plan")
     assert "publishes nothing" in summary

@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from dswheels.cuda.redist import (
-    PLATFORMS,
     MissingComponentsError,
     archives_for,
     parse_redist,
@@ -42,9 +41,9 @@ def test_every_pin_has_its_recorded_json_and_every_recorded_json_its_pin() -> No
         found = recorded_release(compat, toolkit)
         assert found is not None
         assert found.label == release
-        # every component of the one list has an archive for both OSes the builds run on
-        for os in PLATFORMS:
-            archives = archives_for(found, compat.components_for(toolkit.minor), os)
+        # every component of the one list has an archive for every platform the builds run on (linux-sbsa too)
+        for platform in Platform:
+            archives = archives_for(found, compat.components_for(toolkit.minor), platform)
             assert [a.component for a in archives] == [c.redist for c in compat.components_for(toolkit.minor)]
 
 

@@ -306,3 +306,37 @@ def test_cli_fails_a_machine_below_torchs_floor(tmp_path: Path, capsys: pytest.C
     out = capsys.readouterr().out
     assert "[FAIL] glibc/libstdc++ older than the published Linux wheels need" in out
     assert "fix: build locally with `dswheels build`" in out
+
+
+# --- an arm64 machine (linux_aarch64) ----------------------------------------------------------------
+
+
+ARM_WHEEL = "deepspeed-0.19.8+cputorch2.10-cp311-cp311-linux_aarch64.whl"
+
+
+def test_an_arm64_machine_gets_the_aarch64_wheel_of_its_partition(compat: Compat) -> None:
+    # the arm64 machine's own facts (recorded in an arm64 root under qemu: torch 2.10.0+cpu, Python 3.11)
+    facts = load_machine("linux-aarch64-qemu-cputorch")
+    assert (facts.machine, facts.python.platform if facts.python else None) == ("aarch64", "linux-aarch64")
+    # the partition cpu-torch2.10 holds both CPUs' wheels of the cell: the x86_64 one is not this machine's
+    files = (_file(ARM_WHEEL.replace("linux_aarch64", "linux_x86_64")), _file(ARM_WHEEL))
+    report = diagnose(facts, compat, index=IndexView(url="https://example.org", files=files))
+    assert one(report, "platform").status is Status.OK
+    assert "linux_aarch64 wheels" in one(report, "platform").title
+    assert report.verdict.wheel is not None
+    assert report.verdict.wheel.filename == ARM_WHEEL
+    assert one(report, "index").status is Status.OK
+
+
+def test_an_x86_64_machine_is_refused_the_aarch64_wheel(compat: Compat) -> None:
+    # an x86_64 machine with the same torch minor, variant and Python as an aarch64 wheel of the index
+    facts = load_machine("linux-cuda13-cputorch-nogpu")  # torch 2.13.0+cpu, Python 3.11, x86_64
+    arm = ARM_WHEEL.replace("torch2.10", "torch2.13")
+    report = diagnose(facts, compat, index=IndexView(url="https://example.org", files=(_file(arm),)))
+    assert report.verdict.wheel is None
+    assert report.verdict.nearest == ("the index has no linux_x86_64 wheels at all",)
+    # and the arm64 machine is refused the x86_64 one the same way
+    x86 = _file(ARM_WHEEL.replace("linux_aarch64", "linux_x86_64"))
+    arm_report = diagnose(load_machine("linux-aarch64-qemu-cputorch"), compat, index=IndexView(url="x", files=(x86,)))
+    assert arm_report.verdict.wheel is None
+    assert arm_report.verdict.nearest == ("the index has no linux_aarch64 wheels at all",)

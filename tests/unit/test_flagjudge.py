@@ -119,7 +119,7 @@ def test_link_ignores_gcc_library_options_and_its_options_are_case_insensitive()
 @pytest.mark.parametrize(
     "flag",
     ["-O3", "-O4", "-O", "-Ofast", "-g", "-g0", "-Wall", "-Wno-reorder", "-Wno-no-such-warning", "-std=c++20",
-     "-march=x86-64-v2", "-march=native", "-mavx2", "-fopenmp", "-fPIC", "-shared", "-DX", "-U__X", "-L/x", "-lcurand",
+     "-march=x86-64-v2", "-mtune=native", "-mavx2", "-fopenmp", "-fPIC", "-shared", "-DX", "-U__X", "-L/x", "-lcurand",
      "-lineinfo", "-Wl,-rpath,/x", "-pthread"],
 )  # fmt: skip
 def test_gcc_accepts(flag: str) -> None:

@@ -180,6 +180,7 @@ _NOT_VARIABLES = {
     "Host",
     "STATIC",
     "Untyped",
+    "UnderQemu",
     "Content",
     "Retry",
     "GLIBC_",

@@ -209,6 +209,17 @@ def test_the_all_wheels_index_and_partitions_list_every_file_once(entries: list[
     assert sorted(parts) == sorted(everything)
 
 
+def test_an_aarch64_wheel_is_served_in_its_partition_beside_the_x86_64_one() -> None:
+    # a partition is (variant, torch minor): pip and uv choose among its files by the platform tag
+    arm = Cell((0, 19, 8), TorchMinor((2, 10)), Variant.parse("cpu"), Python.parse("3.11"), Platform.LINUX_AARCH64)
+    x86 = replace(arm, platform=Platform.LINUX_X86_64)
+    pages = _pages([_entry(arm), _entry(x86)])
+    assert partition(arm) == partition(x86) == "cpu-torch2.10"
+    served = [f.filename for f in parse_project_page(pages["whl/cpu-torch2.10/simple/deepspeed/index.html"], SITE)]
+    assert sorted(served) == sorted([wheel_filename(arm), wheel_filename(x86)])
+    assert wheel_filename(arm).endswith("-cp311-cp311-linux_aarch64.whl")
+
+
 def test_a_file_published_twice_is_an_error(entries: list[IndexFile]) -> None:
     with pytest.raises(ValueError, match="published twice"):
         _pages([*entries, entries[3]])

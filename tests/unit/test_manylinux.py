@@ -70,6 +70,23 @@ def test_blacklisted_symbols_and_odd_abis_block_a_tag() -> None:
     assert "uses an ISA, which no manylinux tag allows" in verdict.describe()
 
 
+def test_an_aarch64_wheels_verdict_names_its_cpu() -> None:
+    """auditwheel names the wheel's CPU in its tags (it judges an aarch64 wheel on x86_64 too): the floor of a
+    linux_aarch64 wheel is manylinux_2_N_aarch64, and one no tag fits keeps linux_aarch64, never linux_x86_64."""
+    arm = SHOW.replace("_x86_64", "_aarch64")
+    verdict = read_auditwheel_show(arm, TORCH_LIBS)
+    assert (verdict.tag, verdict.glibc) == ("manylinux_2_35_aarch64", (2, 35))
+    assert Platform.from_tag(verdict.tag) is Platform.LINUX_AARCH64
+    data = json.loads(arm)
+    data["unsupported_isa"] = True
+    assert read_auditwheel_show(json.dumps(data), TORCH_LIBS).tag == "linux_aarch64"
+    assert read_auditwheel_show(arm, ["libc10*.so*"]).tag == "linux_aarch64"
+    # verify's check is the same: an aarch64 wheel tagged older than its binaries need fails
+    assert tag_problem("manylinux_2_28_aarch64", verdict) == (
+        "tagged manylinux_2_28_aarch64 (glibc 2.28), but its binaries need manylinux_2_35_aarch64 (auditwheel)"
+    )
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [
@@ -131,8 +148,13 @@ def test_a_manylinux_name_is_the_linux_cells_and_keeps_its_tag() -> None:
     assert parse_wheel(NAME.format("linux_x86_64")).cell == wheel.cell  # wheels of before the tag still read
     with pytest.raises(WheelNameError, match="musllinux"):
         parse_wheel(NAME.format("musllinux_1_2_x86_64"))
+    # an aarch64 wheel's floor names its CPU: the linux_aarch64 cell of the same versions (issue 34)
+    arm = parse_wheel(NAME.format("manylinux_2_28_aarch64"))
+    assert cell_id(arm.cell) == "ds0.19.8-torch2.13-cpu-cp311-linux_aarch64"
+    assert arm.platform_tag == "manylinux_2_28_aarch64"
+    assert wheel_filename(arm.cell) == NAME.format("linux_aarch64")
     with pytest.raises(WheelNameError):
-        parse_wheel(NAME.format("manylinux_2_28_aarch64"))  # no aarch64 cells (yet)
+        parse_wheel(NAME.format("manylinux_2_28_i686"))  # a CPU dswheels builds nothing for
 
 
 def _file(tag: str) -> IndexFile:

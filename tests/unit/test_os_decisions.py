@@ -21,7 +21,10 @@ PACKAGE = ROOT / "dswheels"
 SEAM = ("platforms/", "kernel/platform_traits.py", "probes/")
 
 _OS_NAMES = frozenset({"windows", "linux", "darwin", "win32", "nt", "posix", "cygwin"})
-_MEMBERS = {"OS": frozenset({"WINDOWS", "LINUX"}), "Platform": frozenset({"WIN_AMD64", "LINUX_X86_64"})}
+_MEMBERS = {
+    "OS": frozenset({"WINDOWS", "LINUX"}),
+    "Platform": frozenset({"WIN_AMD64", "LINUX_X86_64", "LINUX_AARCH64"}),
+}
 _RUNNING = frozenset({("sys", "platform"), ("os", "name")})
 
 # module (relative to dswheels/) -> (how many comparisons, why the OS is data there, not a decision to move)

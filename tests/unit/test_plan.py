@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from dswheels.kernel.compat import Compat, load_compat
 from dswheels.kernel.compat.entries import RunnerImage
 from dswheels.kernel.errors import ConfigError
-from dswheels.kernel.model import Cell, DroppedCell, PlannedCell, Source, SourceKind, Variant
+from dswheels.kernel.model import Cell, DroppedCell, PlannedCell, Platform, Source, SourceKind, Variant
 from dswheels.kernel.naming import cell_id, parse_cell_id
 from dswheels.kernel.versions import TorchMinor, parse_version
 from dswheels.plan.effects.matrix_file import load_matrix
@@ -341,8 +341,11 @@ def test_every_shipped_linux_cell_builds_in_the_manylinux_container_within_the_p
     linux = [p for p in plan(spec, COMPAT).planned if p.cell.platform.os == "linux"]
     assert linux
     for item in linux:
-        assert item.toolchain.runner_image == "manylinux_2_28", cell_id(item.cell)
-        assert item.toolchain.runs_on == ("ubuntu-24.04",), cell_id(item.cell)
+        # pypa's manylinux_2_28 image for the cell's CPU, on GitHub's runner of that CPU (ubuntu-24.04, -arm)
+        arm = item.cell.platform is Platform.LINUX_AARCH64
+        want, label = ("manylinux_2_28_aarch64", "ubuntu-24.04-arm") if arm else ("manylinux_2_28", "ubuntu-24.04")
+        assert item.toolchain.runner_image == want, cell_id(item.cell)
+        assert item.toolchain.runs_on == (label,), cell_id(item.cell)
         assert item.toolchain.gcc_toolset, cell_id(item.cell)
         assert item.toolchain.linux_runtime == COMPAT.linux_runtime_floor
         assert not [n for n in item.toolchain.notes if ABOVE in n], cell_id(item.cell)

@@ -23,12 +23,16 @@ from dswheels.platforms.hosts import (
     CheckedTools,
     CrossToolchain,
     Elsewhere,
+    EmulatedMachine,
     HostChoice,
     HostKind,
     Native,
     PlatformHost,
+    QemuSettings,
     WineSettings,
 )
+from dswheels.platforms.qemu.machine import QemuMachine
+from dswheels.platforms.qemu.platform_host import UnderQemu
 from dswheels.platforms.wine.assembly import WineBuild
 from dswheels.platforms.wine.platform_host import UnderWine, WineChecked
 from tests.conftest import ROOT
@@ -37,6 +41,7 @@ COMPAT = load_compat()
 SHIPPED = parse_matrix((ROOT / "matrix" / "matrix.yml").read_text(), "matrix/matrix.yml", COMPAT)
 PLANNED = plan(SHIPPED, COMPAT).planned
 WINE = HostChoice(wine=WineSettings(msvc_root=Path("/nonexistent/msvc")))
+QEMU = HostChoice(qemu=QemuSettings(root=Path("/nonexistent/arm64-root")))
 
 
 def _members(protocol: type) -> list[str]:
@@ -66,16 +71,24 @@ def _cell(platform: Platform) -> PlannedCell:
     return cells[0]
 
 
-def test_every_platform_has_a_module_and_every_os_a_row() -> None:
-    assert set(ALL_PLATFORMS) == set(Platform)
-    assert len(ALL_PLATFORMS) == len(Platform)
-    assert set(ALL_TRAITS) == set(OS) == {p.os for p in Platform}
+def test_every_platform_has_a_module_and_a_row_and_every_os_its_first() -> None:
+    assert set(ALL_PLATFORMS) == set(Platform) == set(ALL_TRAITS)
+    assert {p.os for p in Platform} == set(OS)
     for platform, module in ALL_PLATFORMS.items():
         assert module.traits.platform is platform
         assert module.traits.os is platform.os
         assert platform_module(platform) is module
-        assert platform_module(platform.os) is module
-        assert traits(platform) is traits(platform.os.value) is module.traits
+        assert traits(platform) is module.traits
+        # asked by OS, the OS's first platform answers: what follows from the OS is the same in every row of it
+        first = traits(platform.os.value)
+        assert platform_module(platform.os).traits is first
+        for fact in ("sys_platform", "compiler", "exe_suffix", "extension_suffix", "venv_python", "include_var"):
+            assert getattr(module.traits, fact) == getattr(first, fact), (platform, fact)
+    assert traits(OS.LINUX).platform is Platform.LINUX_X86_64
+    # what follows from the CPU is the platform's own
+    arm = traits(Platform.LINUX_AARCH64)
+    assert (arm.machine, arm.cuda_redist, arm.runner_image) == ("aarch64", "linux-sbsa", "manylinux_2_28_aarch64")
+    assert arm.lib_paths("curand")[-1] == "targets/sbsa-linux/lib/libcurand.so"
 
 
 @pytest.mark.parametrize("platform", list(Platform))
@@ -87,10 +100,12 @@ def test_each_module_answers_every_protocol_member_with_its_signature(platform: 
 
 
 def test_every_host_answers_its_protocols_with_their_signatures() -> None:
-    assert _members(PlatformHost) == ["check", "finish", "kind", "strips_symbols"]
+    assert _members(PlatformHost) == ["check", "finish", "kind", "machine", "strips_symbols"]
     assert _members(CheckedTools) == ["assemble", "cuda", "foreign", "foreign_interpreter", "msvc"]
-    for host in (Native, Elsewhere, UnderWine):
+    assert _members(EmulatedMachine) == ["describe", "run_dswheels", "venv"]
+    for host in (Native, Elsewhere, UnderWine, UnderQemu):
         _same_signatures(host, PlatformHost)
+    _same_signatures(QemuMachine, EmulatedMachine)
     for tools in (BuildTools, WineChecked):
         _same_signatures(tools, CheckedTools)
     _same_signatures(WineBuild, CrossToolchain)  # Wine's toolchain, as the build sees it
@@ -172,6 +187,14 @@ def test_each_module_chooses_its_host_for_the_machine() -> None:
     wine = windows.host(WINE, here=OS.LINUX)
     assert wine.kind is HostKind.WINE
     assert wine == UnderWine(WINE.wine)  # type: ignore[arg-type]
+    # the CPU counts too: an x86_64 cell on an arm64 Linux is only prepared, and the other way round
+    assert linux.host(HostChoice(), here=OS.LINUX, machine="aarch64").kind is HostKind.NONE
+    arm = platform_module(Platform.LINUX_AARCH64)
+    assert arm.host(HostChoice(), here=OS.LINUX, machine="aarch64").kind is HostKind.NATIVE
+    assert arm.host(QEMU, here=OS.LINUX, machine="aarch64").kind is HostKind.NATIVE  # no qemu on an arm64 machine
+    assert arm.host(HostChoice(), here=OS.LINUX, machine="x86_64").kind is HostKind.NONE
+    assert arm.host(QEMU, here=OS.LINUX, machine="x86_64") == UnderQemu(QEMU.qemu)  # type: ignore[arg-type]
+    assert arm.host(QEMU, here=OS.WINDOWS, machine="AMD64").kind is HostKind.NONE
 
 
 @pytest.mark.parametrize("platform", list(Platform))

@@ -20,7 +20,7 @@ from dswheels.host.cache import CacheLayout
 from dswheels.host.downloads import Downloader
 from dswheels.host.github import GitHub
 from dswheels.kernel.errors import ConfigError
-from dswheels.kernel.model import OS
+from dswheels.kernel.model import Platform
 from dswheels.smoke import step as smoke_step
 from dswheels.verify import step as verify_step
 from tests.conftest import ROOT
@@ -95,7 +95,7 @@ def test_cuda_install_caches_under_the_cache_it_is_handed(
     seen = Seen()
     monkeypatch.setattr(cuda_step, "install_cuda", _record(seen))
     with pytest.raises(Stop):
-        cuda_step.install_toolkit(cuda_step.CudaStepOptions(toolkit="13.0.2", os=OS.LINUX), cache)
+        cuda_step.install_toolkit(cuda_step.CudaStepOptions(toolkit="13.0.2", platform=Platform.LINUX_X86_64), cache)
     options = seen.args[1]
     assert isinstance(options, CudaInstallOptions)
     assert options.cache == cache

@@ -19,6 +19,7 @@ import pytest
 from dswheels.cli import build_parser, main
 from dswheels.cli.ci_plan import OUTPUTS
 from dswheels.kernel.compat import load_compat
+from dswheels.kernel.model import Platform
 from dswheels.kernel.versions import format_version
 from tests.conftest import ROOT
 from tests.gha.expressions import Status, Value, condition
@@ -198,7 +199,7 @@ def test_dispatch_choices_are_the_known_sets() -> None:
         "torch": [format_version(v) for v in reversed(compat.torch_minors)],
         "cuda": variants,
         "python": pythons,
-        "platform": {"win_amd64", "linux_x86_64"},
+        "platform": {p.value for p in Platform},
     }
     for name, options in expected.items():
         assert inputs[name]["type"] == "choice", name
@@ -464,9 +465,10 @@ def test_no_job_runs_on_ubuntu_2204_and_linux_cells_build_in_the_container() -> 
     for path in sorted((ROOT / ".github" / "workflows").glob("*.yml")):
         assert "ubuntu-22.04" not in path.read_text(encoding="utf-8"), path.name
     assert "ubuntu-22.04" not in (ROOT / "matrix" / "matrix.yml").read_text(encoding="utf-8")
-    from dswheels.kernel.model import OS
+    from dswheels.kernel.model import Platform
     from dswheels.kernel.platform_traits import ALL_TRAITS
 
-    assert ALL_TRAITS[OS.LINUX].runner_image == "manylinux_2_28"
+    assert ALL_TRAITS[Platform.LINUX_X86_64].runner_image == "manylinux_2_28"
+    assert ALL_TRAITS[Platform.LINUX_AARCH64].runner_image == "manylinux_2_28_aarch64"  # on ubuntu-24.04-arm
     cells = (ROOT / ".github" / "workflows" / "build-cells.yml").read_text(encoding="utf-8")
     assert "    container: ${{ fromJSON(inputs.cell).container }}" in cells

@@ -248,12 +248,13 @@ def test_cuda_comes_from_nvidias_archives_through_dswheels_on_both_oses_within_a
     for name in ("parts", "build"):
         steps = job_steps(name)
         (install,) = [s for s in steps if "dswheels cuda install" in str(s.get("run", ""))]
-        assert str(install["run"]).strip() == (
-            'dswheels cuda install --toolkit "$CUDA_TOOLKIT" --dest "$RUNNER_TEMP/cuda" --github-env '
-            "--report measure/cuda.json"  # its seconds, for the job's record (`dswheels ci measure`)
+        assert " ".join(str(install["run"]).replace("\\\n", " ").split()) == (
+            'dswheels cuda install --toolkit "$CUDA_TOOLKIT" --platform "$CUDA_PLATFORM" --dest "$RUNNER_TEMP/cuda" '
+            "--github-env --report measure/cuda.json"  # its seconds, for the job's record (`dswheels ci measure`)
         )
         toolkit = f"${{{{ {entry(name, 'cuda_toolkit')} }}}}"
-        assert as_dict(install["env"]) == {"CUDA_TOOLKIT": toolkit}  # no ${{ }} in run:
+        platform = f"${{{{ {entry(name, 'platform')} }}}}"  # the plan's: linux-sbsa archives for linux_aarch64
+        assert as_dict(install["env"]) == {"CUDA_TOOLKIT": toolkit, "CUDA_PLATFORM": platform}  # no ${{ }} in run:
         timeout = install.get("timeout-minutes")
         assert isinstance(timeout, int)
         assert timeout <= 45

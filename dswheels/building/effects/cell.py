@@ -40,6 +40,7 @@ from dswheels.building.effects.cell_log import log_note, write_log_header
 from dswheels.building.effects.compile import compile_wheel, the_wheel
 from dswheels.building.effects.compile_tools import CompileEnv, compile_environment, inherited_env
 from dswheels.building.effects.compiler_cache import cache_stats
+from dswheels.building.effects.emulated import build_in_machine
 from dswheels.building.effects.floor_tag import as_built_here, tag_with_floor
 from dswheels.building.effects.jobserver import jobserver, ninja_joins_jobservers
 from dswheels.building.effects.manifest_assembly import assemble_manifest
@@ -53,9 +54,9 @@ from dswheels.building.output_reading import OpSources
 from dswheels.building.parallelism import Parallelism, pooled_parallelism, split_parallelism
 from dswheels.building.summary import OpOutcome
 from dswheels.host.clock import monotonic, utc_now
-from dswheels.host.files import exclusive
+from dswheels.host.files import exclusive, read_bounded
 from dswheels.host.log import get_reporter
-from dswheels.host.machine import host_os
+from dswheels.host.machine import host_machine, host_os
 from dswheels.host.venvs import Interpreter, InterpreterMode, prepare_interpreter, torch_index_args
 from dswheels.host.wheel_file import WheelContents
 from dswheels.host.wheelhouse import discard_wheel, place_wheel, remove_stale_of_cell
@@ -64,7 +65,7 @@ from dswheels.kernel.compat import Compat
 from dswheels.kernel.errors import BuildError, DswheelsError
 from dswheels.kernel.isa_variants import extension_levels
 from dswheels.kernel.locations import WHEELHOUSE
-from dswheels.kernel.manifest import Manifest
+from dswheels.kernel.manifest import Manifest, ManifestError, parse_manifest
 from dswheels.kernel.model import PlannedCell
 from dswheels.kernel.naming import cell_id
 from dswheels.kernel.platform_traits import traits
@@ -73,7 +74,8 @@ from dswheels.kernel.versions import format_version
 from dswheels.plan.compiler_cache_keys import CacheTool, CompilerCacheChoice, SccacheSettings, compile_family
 from dswheels.plan.costs import cell_units, load_costs, op_order
 from dswheels.platforms import platform_module
-from dswheels.platforms.hosts import HostChoice, HostKind, PlatformHost
+from dswheels.platforms.hosts import EmulatedMachine, HostChoice, HostKind, PlatformHost
+from dswheels.stores.wheel_ref import MAX_MANIFEST_BYTES
 
 if TYPE_CHECKING:
     from dswheels.host.cache import CacheLayout
@@ -204,7 +206,7 @@ def build_cell(
     result)."""
     environ = MappingProxyType(dict(os.environ))
     planned = as_built_here(planned, environ)  # a container cell built elsewhere keeps only its own tag
-    platform_host = platform_module(planned.cell.platform).host(options.hosts, here=host_os())
+    platform_host = platform_module(planned.cell.platform).host(options.hosts, here=host_os(), machine=host_machine())
     cell = _Cell(planned, options, cache, environ, compat, jobs, work_root(options, cache), platform_host)
     cid = cell_id(planned.cell)
     stamp = utc_now().strftime("%Y%m%dT%H%M%SZ")
@@ -220,10 +222,16 @@ def build_cell(
     try:
         with reporter.group(f"{cid}: {'prepare' if options.prepare_only else 'build'}"):
             reporter.info(f"log: {log}")
-            # two builds of one family share its work directory: the second waits for the first
-            work = _work_dir(cell)
-            with exclusive(work.with_name(f".{work.name}.lock"), what=f"building {cid}", error=BuildError):
-                built = _build_keeping_failed_tree(cell, log, start, progress)
+            # a cell of another CPU is built whole in an emulated machine of it (qemu), by dswheels there
+            machine = None if options.prepare_only else platform_host.machine(cache=cache, log=log)
+            built: tuple[Path, Path, Manifest] | Path
+            if machine is not None:
+                built = _build_in(cell, machine, log)
+            else:
+                # two builds of one family share its work directory: the second waits for the first
+                work = _work_dir(cell)
+                with exclusive(work.with_name(f".{work.name}.lock"), what=f"building {cid}", error=BuildError):
+                    built = _build_keeping_failed_tree(cell, log, start, progress)
     except DswheelsError as raised:
         exc = raised if str(log) in (raised.hint or "") else raised.with_hint(f"full log: {log}")
         remove_stale_of_cell(options.out_dir / planned.cell.variant.name, planned.cell)
@@ -240,6 +248,30 @@ def build_cell(
         manifest_data=manifest_data,
         op_outcomes=progress.op_outcomes,
     )
+
+
+def _build_in(cell: _Cell, machine: EmulatedMachine, log: Path) -> tuple[Path, Path, Manifest]:
+    """The cell built in ``machine`` (:mod:`dswheels.building.effects.emulated`): its wheel and manifest."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    write_log_header(log, cell.planned)
+    opts = cell.options
+    wheel, manifest = build_in_machine(
+        machine,
+        cell.planned,
+        out=opts.out_dir,
+        cache=cell.cache,
+        ops=opts.ops,
+        jobs=cell.jobs,
+        torch_source=opts.torch_source,
+        debug_symbols=opts.debug_symbols,
+        pypi=opts.pypi,
+        log=log,
+    )
+    try:
+        data = parse_manifest(read_bounded(manifest, limit=MAX_MANIFEST_BYTES).decode("utf-8"))
+    except (ManifestError, OSError, ValueError) as exc:
+        raise BuildError(f"{manifest}: {exc}", hint=f"the build in the emulated machine logged to {log}") from None
+    return wheel, manifest, data
 
 
 def _build_keeping_failed_tree(
@@ -443,6 +475,7 @@ def _postprocess(
             keep_debug=opts.debug_symbols,
             forbidden_registers=baseline.forbidden_registers,
             variant_registers={m: cell.compat.cpu_baselines[level].forbidden_registers for m, level in levels.items()},
+            forbidden_features=baseline.forbidden_features,
             log_file=log,
         )
         runtime = check_postprocessed(planned, pp, ops=ops, names=names, compat=cell.compat, levels=levels)

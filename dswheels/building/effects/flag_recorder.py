@@ -81,11 +81,17 @@ RECORD_TORCH, RECORD_VARIANT = (2, 15), "cu130"
 PROBE_TORCH, PROBE_PLATFORM = (2, 13), Platform.LINUX_X86_64
 
 
+def _recorded(planned: Sequence[PlannedCell]) -> list[PlannedCell]:
+    """The cells the record is made for: each OS's first platform's (x86_64). A linux_aarch64 cell's builders
+    give the flags of a Linux one with its own CPU baseline, which the plan puts in (plan/toolchain.py)."""
+    return [p for p in planned if traits(p.cell.platform) is traits(p.cell.platform.os)]
+
+
 def record_context(planned: Sequence[PlannedCell], cpu_baseline: str) -> RecordContext:
     """torch 2.15 with CUDA 13.0; the arch lists the plan's CUDA cells of each platform build; its CPU baseline."""
     lists: dict[str, dict[str, None]] = {platform: {} for platform in PLATFORMS}
     by_os = {os_name: platform for platform, os_name in PLATFORMS.items()}
-    for item in planned:
+    for item in _recorded(planned):
         if item.cell.variant.is_cuda:
             lists[by_os[item.cell.platform.os]][item.toolchain.arch_list_text] = None
     return RecordContext(
@@ -100,7 +106,7 @@ def record_context(planned: Sequence[PlannedCell], cpu_baseline: str) -> RecordC
 def templates(planned: Sequence[PlannedCell]) -> dict[str, PlannedCell]:
     """The first planned CUDA cell of each OS: the patches a cell of that OS gets."""
     out: dict[str, PlannedCell] = {}
-    for item in planned:
+    for item in _recorded(planned):
         if item.cell.variant.is_cuda:
             out.setdefault(item.cell.platform.os, item)
     missing = sorted(set(PLATFORMS.values()) - set(out))

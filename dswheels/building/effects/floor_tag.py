@@ -1,7 +1,7 @@
 """A Linux wheel tagged with the floor it really has: auditwheel's verdict, in its name and its WHEEL file.
 
-``python -m build`` names a Linux wheel ``linux_x86_64`` (no floor: pip installs it anywhere). After
-post-processing, ``auditwheel show`` judges the staged wheel with torch's libraries left out
+``python -m build`` names a Linux wheel ``linux_x86_64`` or ``linux_aarch64`` (no floor: pip installs it
+anywhere). After post-processing, ``auditwheel show`` judges the staged wheel with torch's libraries left out
 (:mod:`dswheels.host.auditwheel`), and the wheel is retagged: the filename's platform tag and the
 ``Tag:`` lines of ``.dist-info/WHEEL``, with RECORD rewritten. ``auditwheel repair`` is not run: it
 would graft the libraries torch provides into the wheel (and patch the extensions' RPATH).
@@ -20,22 +20,32 @@ from dswheels.host.log import get_reporter
 from dswheels.host.wheelhouse import debug_archive_name
 from dswheels.kernel.compat import Compat
 from dswheels.kernel.errors import BuildError
-from dswheels.kernel.manylinux import LINUX_TAG, FloorVerdict, retag_wheel_file
+from dswheels.kernel.manylinux import FloorVerdict, retag_wheel_file
 from dswheels.kernel.model import PlannedCell
 from dswheels.kernel.naming import cell_id, wheel_filename
 from dswheels.kernel.wheel_contents import dist_info_dir, render_record
 
 __all__ = ["as_built_here", "retag_wheel", "tag_with_floor"]
 
-# pypa's manylinux images say which policy they build for (their Dockerfile's ENV AUDITWHEEL_PLAT)
+# pypa's manylinux images say which policy they build for (their Dockerfile's ENV AUDITWHEEL_PLAT): the image's own
+# name (quay.io/pypa/manylinux_2_28_aarch64 sets manylinux_2_28_aarch64)
 _IMAGE_PLATFORM = "AUDITWHEEL_PLAT"
+
+
+def _image_platform(container: str) -> str:
+    """The policy a pypa image builds for, from its reference: its repository's last part.
+
+    >>> _image_platform("quay.io/pypa/manylinux_2_28_aarch64@sha256:5614")
+    'manylinux_2_28_aarch64'
+    """
+    return container.split("@", 1)[0].rsplit("/", 1)[-1].split(":", 1)[0]
 
 
 def as_built_here(planned: PlannedCell, environ: Mapping[str, str]) -> PlannedCell:
     """The cell as it builds on this machine: a cell the plan builds in a manylinux container, built elsewhere (a
     developer's ``--cell``), cannot keep the container's floor, so it promises nothing beyond its own tag."""
     tc = planned.toolchain
-    if not tc.container or environ.get(_IMAGE_PLATFORM, "").startswith(f"{tc.runner_image}_"):
+    if not tc.container or environ.get(_IMAGE_PLATFORM, "") == _image_platform(tc.container):
         return planned
     note = (
         f"built outside the plan's {tc.runner_image} container ({_IMAGE_PLATFORM} is not set here): the wheel is "
@@ -52,14 +62,15 @@ def tag_with_floor(
     reporter = get_reporter()
     if not auditwheel_available():
         reporter.warning(
-            f"{cell_id(planned.cell)}: auditwheel is not installed here: the wheel keeps the tag {LINUX_TAG} "
-            "(no floor; pip installs it anywhere). Install dswheels with its dependencies on Linux"
+            f"{cell_id(planned.cell)}: auditwheel is not installed here: the wheel keeps the tag "
+            f"{planned.cell.platform} (no floor; pip installs it anywhere). Install dswheels with its dependencies "
+            "on Linux"
         )
         return pp, None
     verdict = judge_floor(pp.wheel, compat.torch_provided_libraries, error=BuildError, log_file=log)
     reporter.info(f"floor: {verdict.describe()}")
     if verdict.glibc is None:
-        reporter.warning(f"{cell_id(planned.cell)} keeps the tag {LINUX_TAG}: {verdict.describe()}")
+        reporter.warning(f"{cell_id(planned.cell)} keeps the tag {planned.cell.platform}: {verdict.describe()}")
         return pp, verdict
     wheel = retag_wheel(pp.wheel, wheel_filename(planned.cell, verdict.tag))
     debug = pp.debug_archive

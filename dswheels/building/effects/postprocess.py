@@ -88,6 +88,7 @@ class _Tools:
     objdump: str | None  # reads ELF and PE: the CPU baseline scan
     forbidden_registers: Sequence[str]
     variant_registers: Mapping[str, Sequence[str]]  # an ISA variant's extension -> its level's forbidden registers
+    forbidden_features: Sequence[str]  # the AArch64 baseline's (read from the ELF, no tool)
     log_file: Path | None
 
 
@@ -101,6 +102,7 @@ def postprocess_wheel(
     forbidden_registers: Sequence[str],
     log_file: Path | None,
     variant_registers: Mapping[str, Sequence[str]] | None = None,
+    forbidden_features: Sequence[str] = (),
 ) -> Postprocessed:
     """Write the finished wheel (same filename) into ``staging``; each extension's code is scanned against the
     baseline's ``forbidden_registers``, an ISA variant's against its own level's (``variant_registers``)."""
@@ -115,6 +117,7 @@ def postprocess_wheel(
         objdump=proc.find_tool("objdump"),  # reads ELF and PE: Windows extensions are scanned too
         forbidden_registers=forbidden_registers,
         variant_registers=variant_registers or {},
+        forbidden_features=forbidden_features,
         log_file=log_file,
     )
     found = _Extensions()
@@ -165,6 +168,7 @@ def _extension(name: str, data: bytes, *, tmp: Path, tools: _Tools, found: _Exte
         forbidden_registers=tools.variant_registers.get(name, tools.forbidden_registers),
         objdump=tools.objdump,
         error=BuildError,
+        forbidden_features=tools.forbidden_features,
     )
     return data
 

@@ -38,7 +38,6 @@ from urllib.parse import urljoin
 
 from dswheels.cuda.effects.merged_root import LICENSES, check_links_on_disk, judge_merged
 from dswheels.cuda.redist import (
-    PLATFORMS,
     REDIST_URL,
     MissingComponentsError,
     RedistArchive,
@@ -47,6 +46,7 @@ from dswheels.cuda.redist import (
     install_key,
     parse_redist,
     redist_json_name,
+    redist_platform,
     root_links,
 )
 from dswheels.host.cache import CacheLayout
@@ -61,7 +61,7 @@ from dswheels.kernel.compat.entries import CudaComponent, CudaToolkit
 from dswheels.kernel.digests import is_sha256
 from dswheels.kernel.errors import ConfigError, SourceError
 from dswheels.kernel.jsondoc import parse_json
-from dswheels.kernel.model import OS
+from dswheels.kernel.model import Platform
 from dswheels.kernel.versions import format_version, parse_version
 
 __all__ = ["MARKER", "CudaInstallOptions", "InstalledCuda", "install_cuda"]
@@ -75,7 +75,7 @@ ATTEMPT_SECONDS = 20 * 60  # one attempt at one archive (cuBLAS is ~0.85 GB); th
 @dataclass(frozen=True, kw_only=True, slots=True)
 class CudaInstallOptions:
     toolkit: str  # the release, X.Y.Z
-    os: OS  # whose archives
+    platform: Platform  # whose archives (linux_aarch64: NVIDIA's linux-sbsa)
     cache: CacheLayout  # its downloads go there, and the root unless ``dest`` is given
     dest: Path | None = None
     redist_url: str = REDIST_URL  # NVIDIA's redist folder, or a mirror of it
@@ -160,7 +160,7 @@ def _marker(options: CudaInstallOptions, pin: str, archives: tuple[RedistArchive
     return {
         "schema": MARKER_SCHEMA,
         "release": options.toolkit,
-        "platform": PLATFORMS[options.os],
+        "platform": redist_platform(options.platform),
         "redist_sha256": pin,
         "components": [
             {"redist": a.component, "version": a.version, "archive": a.filename, "sha256": a.sha256} for a in archives
@@ -198,7 +198,7 @@ def install_cuda(compat: Compat, options: CudaInstallOptions) -> InstalledCuda:
     ) as downloader:
         release, where = _redist_json(compat, options, pin, downloader)
         try:
-            archives = archives_for(release, components, options.os)
+            archives = archives_for(release, components, options.platform)
         except MissingComponentsError as exc:
             raise SourceError(
                 str(exc),
@@ -209,13 +209,13 @@ def install_cuda(compat: Compat, options: CudaInstallOptions) -> InstalledCuda:
             raise SourceError(f"{where}: {exc}") from None
         key = install_key(pin, archives)
         root = (
-            options.dest or options.cache.cuda_root(f"{options.toolkit}-{PLATFORMS[options.os]}-{key[:16]}")
+            options.dest or options.cache.cuda_root(f"{options.toolkit}-{redist_platform(options.platform)}-{key[:16]}")
         ).absolute()
         marker = _marker(options, pin, archives)
         installed = InstalledCuda(
             root=root,
             release=options.toolkit,
-            platform=PLATFORMS[options.os],
+            platform=redist_platform(options.platform),
             json_sha256=pin,
             json_from=where,
             archives=archives,
@@ -224,7 +224,7 @@ def install_cuda(compat: Compat, options: CudaInstallOptions) -> InstalledCuda:
         )
         root.parent.mkdir(parents=True, exist_ok=True)
         with exclusive(root.parent, what=f"installing CUDA {options.toolkit}", error=SourceError):
-            if _complete(root, marker, components, options.os):
+            if _complete(root, marker, components, options.platform):
                 reporter.info(f"CUDA {options.toolkit} ({installed.platform}) is already at {root}")
                 return dataclasses.replace(installed, reused=True)
             if root.is_dir() and any(root.iterdir()) and not (root / MARKER).is_file():
@@ -266,13 +266,13 @@ def _assemble(
             part = staging / "parts" / archive.component
             extract_archive(path, part, max_bytes=MAX_UNPACKED_BYTES, what=f"NVIDIA's {archive.filename}")
             parts.append((archive.component, part))
-        judge_merged(parts, options.os, toolkit=options.toolkit)
+        judge_merged(parts, options.platform, toolkit=options.toolkit)
         for component, part in parts:
             _merge(part, merged, component, root=merged)
-        for link, target in root_links(options.os):
+        for link, target in root_links(options.platform):
             _link(merged, link, target)
         check_links_on_disk(merged, toolkit=options.toolkit)
-        missing = _missing_files(merged, components, options.os)
+        missing = _missing_files(merged, components, options.platform)
         if missing:
             raise SourceError(
                 f"the CUDA {options.toolkit} root assembled from NVIDIA's archives lacks {', '.join(missing)}",

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
+from dswheels.kernel.binaries.a64 import elf_machine
 from dswheels.kernel.binaries.fatbin import FatbinError, GpuCode, gpu_code
 from dswheels.kernel.binaries.isa import IsaReport
 from dswheels.kernel.binaries.linux_runtime import ElfError, version_needs
@@ -29,7 +30,7 @@ class ExtensionBinary:
     member: str  # path inside the wheel
     format: str  # "elf" | "pe" | "unknown"
     size: int
-    machine: str = ""  # "x86-64" (PE); "" where not read
+    machine: str = ""  # "x86-64" (PE); "x86_64" | "aarch64" (ELF); "" where not read
     gpu: GpuCode | None = None  # None: no device code
     version_needs: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # ELF: library -> symbol versions
     dll_imports: tuple[str, ...] = ()  # PE: DLLs loaded with the extension
@@ -61,7 +62,13 @@ def read_extension(member: str, data: bytes) -> ExtensionBinary:
         raise BinaryError(f"{member}: {exc}") from None
     if needs is not None:
         return ExtensionBinary(
-            member=member, format="elf", size=len(data), gpu=gpu, version_needs=needs, records_native=native
+            member=member,
+            format="elf",
+            size=len(data),
+            machine=elf_machine(data) or "",
+            gpu=gpu,
+            version_needs=needs,
+            records_native=native,
         )
     if image is not None:
         return ExtensionBinary(

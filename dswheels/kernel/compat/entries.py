@@ -15,6 +15,7 @@ from dswheels.kernel.platform_traits import traits
 from dswheels.kernel.versions import Range, TorchMinor, TorchVersion, VersionTuple, format_version
 
 __all__ = [
+    "AARCH64_KEY",
     "OSES",
     "ArchListRow",
     "Compat",
@@ -34,10 +35,15 @@ __all__ = [
 ]
 
 OSES = ("linux", "windows")
+AARCH64_KEY = "linux_aarch64"  # compat.yml's key of Linux on aarch64 where its facts differ from x86_64's
 
 
 @dataclass(frozen=True, slots=True)
 class TorchRelease:
+    """One torch minor. ``python`` and ``variants`` are keyed as compat.yml keys a platform
+    (:attr:`~dswheels.kernel.platform_traits.PlatformTraits.compat_key`: ``linux``, ``windows``,
+    ``linux_aarch64``); a platform without a key has no wheels compat.yml records."""
+
     minor: VersionTuple
     latest: TorchVersion
     released: str
@@ -46,16 +52,26 @@ class TorchRelease:
     cxx_std: int
     inferred: bool
     source: str
+    # a platform recorded in its own section (torch_linux_aarch64): its confidence and source
+    inferred_on: frozenset[str] = frozenset()
+    sources_on: Mapping[str, str] = field(default_factory=dict)
+    pypi_on: Mapping[str, str] = field(default_factory=dict)  # what PyPI's own wheel of the platform is
 
     def variants_for(self, os: str) -> tuple[Variant, ...]:
         return (*self.variants[os], Variant(name="cpu", cuda=None))
+
+    def source_on(self, key: str) -> str:
+        return self.sources_on.get(key, self.source)
+
+    def inferred_for(self, key: str) -> bool:
+        return key in self.inferred_on if key in self.sources_on else self.inferred
 
 
 @dataclass(frozen=True, slots=True)
 class ArchListRow:
     torch: Range
     variant: str
-    lists: Mapping[str, tuple[str, ...]]
+    lists: Mapping[str, tuple[str, ...]]  # by compat key; a row may hold some platforms only
     inferred: bool
     source: str
 
@@ -130,6 +146,7 @@ class RunnerImage:
     source: str
     glibc: VersionTuple | None = None  # the image's glibc (Linux)
     glibcxx: VersionTuple | None = None  # the newest GLIBCXX of its system libstdc++.so.6 (Linux)
+    arch: str = "x86_64"  # the CPU it runs on ("aarch64": GitHub's arm64 runners)
     runs_on: str = ""  # the runner label a container image runs on ("": the image is the label)
     container: str = ""  # the container the job's steps run in ("": none)
     gcc_toolset: bool = False  # its GCC N is gcc-toolset-N (RHEL's), installed and activated by the job
@@ -147,12 +164,15 @@ class CpuBaseline:
     gcc: str
     msvc: str
     simd: str
-    forbidden_registers: tuple[str, ...]
+    forbidden_registers: tuple[str, ...]  # x86: registers above the baseline (dswheels.kernel.binaries.isa)
     note: str
     # what torch.backends.cpu.get_cpu_capability() answers on a CPU of this level ("": no torch level)
     torch_capability: str = ""
     # GCC flags of one op's ISA variant at this level, besides its -march=: (op, flags) pairs
     gcc_variant_flags: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    arch: str = "x86_64"  # the CPU architecture it is a level of
+    forbidden_features: tuple[str, ...] = ()  # AArch64: features above it (dswheels.kernel.binaries.a64)
+    qemu_cpu: str | None = None  # the qemu-user CPU model its oldest core is (verify runs the wheel as that CPU)
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,6 +266,8 @@ class Compat:
     sources: Mapping[str, str]
     torch: Mapping[VersionTuple, TorchRelease]
     torch_pypi_linux_variant: Mapping[VersionTuple, str]
+    # a platform whose torch wheels compat.yml records for some minors only: why none before, and the source
+    platform_scope: Mapping[str, tuple[str, str]]
     torch_index: str
     arch_tokens_rows: tuple[tuple[Range, tuple[str, ...]], ...]
     arch_lists: tuple[ArchListRow, ...]
@@ -263,6 +285,7 @@ class Compat:
     stl_floors: tuple[tuple[VersionTuple, VersionTuple, str], ...]
     runner_images: Mapping[str, RunnerImage]
     cpu_baselines: Mapping[str, CpuBaseline]
+    cpu_baseline_default: Mapping[str, str]  # CPU architecture -> the baseline its platforms get by default
     deepspeed_releases: tuple[VersionTuple, ...]
     sdist_json: str
     windows_files: Mapping[str, str]  # path in the source tree -> text (what the sdist leaves out)
@@ -284,11 +307,22 @@ class Compat:
                 tokens.update(add)
         return frozenset(tokens)
 
-    def torch_arch_list(self, torch: VersionTuple, variant: str) -> ArchListRow | None:
+    def torch_arch_list(self, torch: VersionTuple, variant: str, key: str = "linux") -> ArchListRow | None:
+        """The first row of ``variant`` for ``torch`` that has a list for the platform ``key``."""
         for row in self.arch_lists:
-            if row.variant == variant and torch in row.torch:
+            if row.variant == variant and torch in row.torch and key in row.lists:
                 return row
         return None
+
+    def pypi_variant(self, minor: VersionTuple, key: str) -> str | None:
+        """The build PyPI's own torch wheel of ``minor`` is for the platform ``key`` (what ``pip install torch``
+        gets there): ``cu130``, ``cpu``; None where PyPI's wheels are not the ones compat.yml records (Windows)."""
+        release = self.torch.get(minor)
+        return release.pypi_on.get(key) if release is not None else None
+
+    def baseline_for(self, arch: str) -> CpuBaseline:
+        """The default CPU baseline of a CPU architecture (``x86_64``, ``aarch64``)."""
+        return self.cpu_baselines[self.cpu_baseline_default[arch]]
 
     def mismatch_ok(self, deepspeed: VersionTuple, major: int) -> frozenset[VersionTuple]:
         for row in self.mismatch_rows:

@@ -10,8 +10,10 @@ from importlib import resources
 
 import yaml
 
+from dswheels.kernel.binaries.a64 import FEATURES
 from dswheels.kernel.binaries.linux_runtime import LibstdcxxRelease, RuntimeFloor
 from dswheels.kernel.compat.entries import (
+    AARCH64_KEY,
     OSES,
     ArchListRow,
     Compat,
@@ -152,6 +154,17 @@ def _sm(reader: _Reader) -> str:
     return text
 
 
+def _features(entry: _Reader) -> tuple[str, ...]:
+    """An AArch64 baseline's ``forbidden_features``: names the A64 reader knows."""
+    reader = entry.opt("forbidden_features")
+    if reader is None:
+        return ()
+    names = reader.strs()
+    if unknown := [n for n in names if n not in FEATURES]:
+        raise reader.fail(f"features of dswheels/kernel/binaries/a64.py (unknown: {unknown})")
+    return names
+
+
 def _per_os(reader: _Reader) -> Mapping[str, tuple[str, ...]]:
     return {os: reader[os].strs() for os in OSES}
 
@@ -200,6 +213,55 @@ def _parse_ops(reader: _Reader) -> tuple[OpInfo, ...]:
     return tuple(ops)
 
 
+def _torch_releases(root: _Reader) -> dict[VersionTuple, TorchRelease]:
+    """compat.yml ``torch``, with each minor's ``torch_linux_aarch64`` entry as its ``linux_aarch64`` key, and
+    what PyPI's own wheels of each platform are (``torch_pypi_linux_variant``: x86_64 Linux's)."""
+    aarch64 = {TorchMinor(parse_version(k)): entry for k, entry in root["torch_linux_aarch64"].items()}
+    pypi_linux = {parse_version(k): v.text() for k, v in root["torch_pypi_linux_variant"].items()}
+    torch: dict[VersionTuple, TorchRelease] = {}
+    for minor_text, entry in root["torch"].items():
+        minor = TorchMinor(parse_version(minor_text))
+        python = {os: tuple(Python.parse(p) for p in pys) for os, pys in _per_os(entry["python"]).items()}
+        variants = {os: tuple(Variant.parse(v) for v in vs) for os, vs in _per_os(entry["variants"]).items()}
+        inferred_on: set[str] = set()
+        sources_on: dict[str, str] = {}
+        pypi_on: dict[str, str] = {OSES[0]: pypi_linux[minor]} if minor in pypi_linux else {}
+        if (arm := aarch64.pop(minor, None)) is not None:
+            python[AARCH64_KEY] = tuple(Python.parse(p) for p in arm["python"].strs())
+            variants[AARCH64_KEY] = tuple(Variant.parse(v) for v in arm["variants"].strs())
+            if any(v.name == "cpu" for v in variants[AARCH64_KEY]):
+                raise arm["variants"].fail("CUDA variants only ('cpu' is always there)")
+            pypi_on[AARCH64_KEY] = Variant.parse(arm["pypi"].text()).name
+            sources_on[AARCH64_KEY] = arm.source()
+            if arm.inferred():
+                inferred_on.add(AARCH64_KEY)
+        torch[minor] = TorchRelease(
+            minor=minor,
+            latest=_torch_release(entry["latest"]),
+            released=entry["released"].text(),
+            python=python,
+            variants=variants,
+            cxx_std=entry["cxx_std"].integer(),
+            inferred=entry.inferred(),
+            source=entry.source(),
+            inferred_on=frozenset(inferred_on),
+            sources_on=sources_on,
+            pypi_on=pypi_on,
+        )
+    if aarch64:
+        msg = f"compat.yml: torch_linux_aarch64 has minors torch has not: {sorted(aarch64)}"
+        raise CompatDataError(msg)
+    return torch
+
+
+def _arch_lists(row: _Reader) -> dict[str, tuple[str, ...]]:
+    """A torch_arch_lists row's lists: x86_64 Linux and Windows together, or a platform of its own."""
+    lists = {key: tuple(value.text().split(";")) for key, value in row.items() if key in (*OSES, AARCH64_KEY)}
+    if not lists or (set(lists) & set(OSES) and set(lists) & set(OSES) != set(OSES)):
+        raise row.fail(f"a list for {' and '.join(OSES)}, or for {AARCH64_KEY}")
+    return lists
+
+
 def _redist_pin(entry: _Reader) -> str:
     pin = entry.opt("redist_sha256")
     if pin is None:
@@ -232,19 +294,7 @@ def parse_compat(data: object, *, redist_records: Callable[[str], bytes | None] 
 
 def _parse_compat(data: object, *, redist_records: Callable[[str], bytes | None]) -> Compat:
     root = _Reader(data, "")
-    torch: dict[VersionTuple, TorchRelease] = {}
-    for minor_text, entry in root["torch"].items():
-        minor = TorchMinor(parse_version(minor_text))
-        torch[minor] = TorchRelease(
-            minor=minor,
-            latest=_torch_release(entry["latest"]),
-            released=entry["released"].text(),
-            python={os: tuple(Python.parse(p) for p in pys) for os, pys in _per_os(entry["python"]).items()},
-            variants={os: tuple(Variant.parse(v) for v in vs) for os, vs in _per_os(entry["variants"]).items()},
-            cxx_std=entry["cxx_std"].integer(),
-            inferred=entry.inferred(),
-            source=entry.source(),
-        )
+    torch = _torch_releases(root)
     cuda: dict[VersionTuple, CudaToolkit] = {}
     for minor_text, entry in root["cuda"].items():
         msvc = entry["msvc"].seq()
@@ -279,6 +329,7 @@ def _parse_compat(data: object, *, redist_records: Callable[[str], bytes | None]
             container=container,
             gcc_toolset=bool(entry.at("gcc_toolset").opt_flag()),
             ends=_image_ends(name, ends) if (ends := entry.opt("ends")) else None,
+            arch=arch.text() if (arch := entry.opt("arch")) else "x86_64",
         )
     baselines = {
         name: CpuBaseline(
@@ -286,15 +337,23 @@ def _parse_compat(data: object, *, redist_records: Callable[[str], bytes | None]
             gcc=entry["gcc"].text(),
             msvc=entry["msvc"].text(),
             simd=entry["simd"].text(),
-            forbidden_registers=entry["forbidden_registers"].strs(),
+            forbidden_registers=regs.strs() if (regs := entry.opt("forbidden_registers")) else (),
             note=entry["note"].text(),
             torch_capability=capability.text() if (capability := entry.opt("torch_capability")) else "",
             gcc_variant_flags=tuple((op, flags.strs()) for op, flags in extra.items())
             if (extra := entry.opt("gcc_variant_flags"))
             else (),
+            arch=entry["arch"].text(),
+            forbidden_features=_features(entry),
+            qemu_cpu=model.text() if (model := entry.opt("qemu_cpu")) else None,
         )
         for name, entry in root["cpu_baselines"].items()
     }
+    defaults = {cpu: value.text() for cpu, value in root["cpu_baseline_default"].items()}
+    for cpu, default in defaults.items():
+        if default not in baselines or baselines[default].arch != cpu:
+            msg = f"compat.yml: cpu_baseline_default.{cpu}: {default!r} is no cpu_baselines entry of {cpu}"
+            raise CompatDataError(msg)
     ds = root["deepspeed"]
     mismatch_rows = tuple(
         MismatchRow(
@@ -350,6 +409,9 @@ def _parse_compat(data: object, *, redist_records: Callable[[str], bytes | None]
         sources={key: value.text() for key, value in root["sources"].items()},
         torch=torch,
         torch_pypi_linux_variant={parse_version(k): v.text() for k, v in root["torch_pypi_linux_variant"].items()},
+        platform_scope={
+            AARCH64_KEY: (root["torch_linux_aarch64_scope"]["why"].text(), root["torch_linux_aarch64_scope"].source())
+        },
         torch_index=root["torch_index"].text(),
         arch_tokens_rows=tuple(
             (parse_range(row["torch"].text()), row["add"].strs()) for row in root["torch_arch_tokens"].seq()
@@ -358,7 +420,7 @@ def _parse_compat(data: object, *, redist_records: Callable[[str], bytes | None]
             ArchListRow(
                 torch=parse_range(row["torch"].text()),
                 variant=row["variant"].text(),
-                lists={os: tuple(row[os].text().split(";")) for os in OSES},
+                lists=_arch_lists(row),
                 inferred=row.inferred(),
                 source=row.source(),
             )
@@ -409,6 +471,7 @@ def _parse_compat(data: object, *, redist_records: Callable[[str], bytes | None]
             for row in root["msvc_stl_cuda_floor"].seq()
         ),
         runner_images=images,
+        cpu_baseline_default=defaults,
         cpu_baselines=baselines,
         deepspeed_releases=tuple(parse_version(v) for v in ds["releases"].strs()),
         windows_files={str(k): v.text() for k, v in ds["windows_files"].items()},

@@ -5,6 +5,11 @@ value of one it does (``-O``, ``-march=``), and at a word it takes for a missing
 it accepts any ``-Wno-*``: "no diagnostic is produced for -Wno-unknown-warning unless other
 diagnostics are being produced" (https://gcc.gnu.org/onlinedocs/gcc/Warning-Options.html).
 
+The ``-m`` options are the target's: an x86-64 GCC and an AArch64 GCC (``machine``) know different ones,
+and each stops at a value of ``-march=``/``-mcpu=`` it does not know (``unknown value 'x86-64-v2' for
+'-march'`` on AArch64; each checked against Debian 12's gcc 12.2 for arm64). ``-march=native`` and
+``-mcpu=native`` are fatal on both: they bake the build machine's CPU into a wheel for every machine.
+
 GCC knows thousands of ``-f``/``-m``/``-W`` options, so this model is two-sided: what it knows
 to be fine or fatal it says so (each rule checked against gcc 12 on an empty translation
 unit, ``tests/integration/test_op_flags.py``); an option of a large family it does not list is
@@ -84,6 +89,30 @@ _W_KNOWN = frozenset(
     deprecated-declarations narrowing cast-align strict-aliasing missing-field-initializers comment switch
     parentheses address array-bounds vla write-strings""".split(),  # noqa: SIM905 - a word list reads best as words
 )
+# AArch64 gcc 12: -march= bases and +modifiers, -mcpu=/-mtune= values, other -m options ("valid arguments")
+_A64_ARCHS = frozenset(
+    """armv8-a armv8.1-a armv8.2-a armv8.3-a armv8.4-a armv8.5-a armv8.6-a armv8.7-a armv8.8-a armv8-r armv9-a
+    native""".split(),  # noqa: SIM905 - a word list reads best as words
+)
+_A64_MODIFIERS = frozenset(
+    """fp simd crypto crc lse fp16 rcpc rdma dotprod aes sha2 sha3 sm4 fp16fml sve profile rng memtag sb ssbs predres
+    sve2 sve2-sm4 sve2-aes sve2-sha3 sve2-bitperm tme i8mm f32mm f64mm bf16 flagm pauth ls64 mops""".split(),  # noqa: SIM905 - a word list reads best as words
+)
+_A64_CPUS = frozenset(
+    """native generic cortex-a34 cortex-a35 cortex-a53 cortex-a57 cortex-a72 cortex-a73 thunderx ampere1 emag xgene1
+    falkor qdf24xx exynos-m1 thunderx2t99 cortex-a55 cortex-a75 cortex-a76 cortex-a76ae cortex-a77 cortex-a78
+    cortex-a78ae cortex-a78c cortex-a65 cortex-a65ae cortex-x1 ares neoverse-n1 neoverse-e1 octeontx2 a64fx tsv110
+    thunderx3t110 zeus neoverse-v1 neoverse-512tvb saphira cortex-r82 cortex-a510 cortex-a710 cortex-x2 neoverse-n2
+    demeter""".split(),  # noqa: SIM905 - a word list reads best as words
+)
+_A64_M = frozenset(
+    """abi= big-endian bionic branch-protection= cmodel= fix-cortex-a53-835769 fix-cortex-a53-843419
+    general-regs-only glibc harden-sls= little-endian low-precision-div low-precision-recip-sqrt low-precision-sqrt
+    musl omit-leaf-frame-pointer outline-atomics override= pc-relative-literal-loads sign-return-address=
+    stack-protector-guard-offset= stack-protector-guard-reg= stack-protector-guard= strict-align sve-vector-bits=
+    tls-dialect= tls-size= track-speculation verbose-cost-dump""".split(),  # noqa: SIM905 - a word list reads best as words
+)
+_HOST_CPU = "bakes the build machine's CPU into the wheel: it faults (SIGILL) on any CPU that lacks what that one has"
 _O_LEVEL = re.compile(r"[0-9]*|s|fast|g|z")
 _G_LEVEL = re.compile(r"[0-3]?|gdb[0-3]?|dwarf(?:-[2-5])?|split-dwarf|z(?:=\S+)?|no-\S+|column-info|btf|ctf")
 
@@ -96,7 +125,39 @@ def _unmodelled(flag: str) -> FlagIssue:
     return FlagIssue(flag=flag, fatal=False, code="not-modelled", why=_MODEL_NOTE, source=_SUMMARY)
 
 
-def _judge_family(flag: str, name: str) -> FlagIssue | None:
+def _judge_a64_m(flag: str, option: str) -> FlagIssue | None:
+    """An AArch64 gcc's ``-m`` option (``option`` without the ``m``); None when fine."""
+    key, eq, value = option.partition("=")
+    if eq and key == "arch":
+        base, *modifiers = value.split("+")
+        if base not in _A64_ARCHS:
+            return _fatal(flag, f"unknown value '{base}' for '-march' (AArch64 gcc)")
+        if bad := [m for m in modifiers if m.removeprefix("no") not in _A64_MODIFIERS]:
+            return _fatal(flag, f"invalid feature modifier '{bad[0]}' in '{flag}'")
+        return None
+    if eq and key in ("cpu", "tune"):
+        return None if value.split("+")[0] in _A64_CPUS else _fatal(flag, f"unknown value '{value}' for '-m{key}'")
+    if option.removeprefix("no-") in _X86_ISA or (eq and key in ("arch", "tune")) or key in ("fpu", "avx"):
+        return _fatal(flag, "unrecognized command-line option: an x86 (or 32-bit Arm) option AArch64 gcc does not know")
+    known = option.removeprefix("no-") in _A64_M or (eq and f"{key}=" in _A64_M)
+    return None if known else _unmodelled(flag)
+
+
+def _judge_m(flag: str, option: str, machine: str) -> FlagIssue | None:
+    """A target option (``option`` without its ``-m``) for an x86-64 or an AArch64 gcc; None when fine."""
+    if option in ("arch=native", "cpu=native"):
+        return FlagIssue(
+            flag=flag, fatal=True, code="host-cpu", why=_HOST_CPU, source=_MANUAL + "Submodel-Options.html"
+        )
+    if machine == "aarch64":
+        return _judge_a64_m(flag, option)
+    key, eq, value = option.partition("=")
+    if eq and key in ("arch", "tune"):
+        return None if value in _X86_CPUS else _unmodelled(flag)
+    return None if option.removeprefix("no-") in _X86_ISA else _unmodelled(flag)
+
+
+def _judge_family(flag: str, name: str, machine: str = "x86_64") -> FlagIssue | None:
     """``-O``/``-g``/``-W``/``-f``/``-m``/``-std=``; None when fine."""
     if name.startswith("O"):
         if _O_LEVEL.fullmatch(name[1:]):
@@ -113,20 +174,21 @@ def _judge_family(flag: str, name: str) -> FlagIssue | None:
         option = name[1:]
         return None if option in _F_KNOWN or option.removeprefix("no-") in _F_KNOWN else _unmodelled(flag)
     if name.startswith("m"):
-        key, eq, value = name[1:].partition("=")
-        if eq and key in ("arch", "tune"):
-            return None if value in _X86_CPUS else _unmodelled(flag)
-        return None if name[1:].removeprefix("no-") in _X86_ISA else _unmodelled(flag)
+        return _judge_m(flag, name[1:], machine)
     if name.startswith("std="):
         return None if _STD.fullmatch(name[4:]) else _unmodelled(flag)
     return _fatal(flag, "unrecognized command-line option: gcc stops at an option it does not know")
 
 
-def judge_gcc(flags: Sequence[str], *, link: bool = False) -> tuple[FlagIssue, ...]:
-    """Issues of one GCC driver command line; ``link``: a link step, where words are input files.
+def judge_gcc(flags: Sequence[str], *, link: bool = False, machine: str = "x86_64") -> tuple[FlagIssue, ...]:
+    """Issues of one GCC driver command line for a ``machine`` (``x86_64``, ``aarch64``) target; ``link``: a
+    link step, where words are input files.
 
     >>> [(i.flag, i.fatal) for i in judge_gcc(["-O3", "-Wno-reorder", "-march=x86-64-v2", "--use_fast_math"])]
     [('--use_fast_math', True)]
+    >>> flags = ["-march=x86-64-v2", "-march=armv8.2-a", "-mcpu=native"]
+    >>> [(i.flag, i.code) for i in judge_gcc(flags, machine="aarch64")]
+    [('-march=x86-64-v2', 'gcc-error'), ('-mcpu=native', 'host-cpu')]
     """
     issues: list[FlagIssue] = []
     expect_value = False
@@ -136,13 +198,13 @@ def judge_gcc(flags: Sequence[str], *, link: bool = False) -> tuple[FlagIssue, .
             continue
         if not flag:
             continue
-        issue, expect_value = _judge_word(flag, link=link)
+        issue, expect_value = _judge_word(flag, link=link, machine=machine)
         if issue is not None:
             issues.append(issue)
     return tuple(issues)
 
 
-def _judge_word(flag: str, *, link: bool) -> tuple[FlagIssue | None, bool]:
+def _judge_word(flag: str, *, link: bool, machine: str) -> tuple[FlagIssue | None, bool]:
     """One word of the command line: its issue (None when fine), and whether the next word is its value."""
     if not flag.startswith("-"):
         if link:
@@ -163,4 +225,4 @@ def _judge_word(flag: str, *, link: bool) -> tuple[FlagIssue | None, bool]:
         return issue, not value_option.endswith("=") and name == value_option
     if name.startswith(("isystem", "include")):
         return None, False  # the value attached: -isystem/path
-    return _judge_family(flag, name), False
+    return _judge_family(flag, name, machine), False

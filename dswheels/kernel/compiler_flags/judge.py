@@ -42,6 +42,7 @@ def judge_op(
     cpu_adam: cl rejects '-Wno-reorder' (D8021: invalid numeric
     """
     windows = traits(platform).compiler == "msvc"  # cl and link.exe judge the flags, else g++
+    machine = traits(platform).machine  # an AArch64 g++ knows other -m options than an x86-64 one
     host_tool = "cl" if windows else "g++"
 
     def finding(tool: str, issue: FlagIssue) -> Finding:
@@ -51,18 +52,18 @@ def judge_op(
         why = f"builder() raised {flags.error}: setup.py stops on it before compiling anything"
         issue = FlagIssue(flag="", fatal=True, code="builder", why=why, source="DeepSpeed's setup.py")
         return (finding("DeepSpeed", issue),)
-    out = [finding(host_tool, i) for i in (judge_cl(flags.cxx) if windows else judge_gcc(flags.cxx))]
+    out = [finding(host_tool, i) for i in (judge_cl(flags.cxx) if windows else judge_gcc(flags.cxx, machine=machine))]
     if flags.cuda and flags.nvcc is not None:
         via: list[FlagIssue] = []
 
         def host(payload: Sequence[str]) -> tuple[FlagIssue, ...]:
-            found = judge_cl(payload) if windows else judge_gcc(payload)
+            found = judge_cl(payload) if windows else judge_gcc(payload, machine=machine)
             via.extend(found)
             return found
 
         direct = judge_nvcc((*flags.nvcc, *nvcc_append), nvcc, host=host)
         out += [finding(f"{host_tool} (via nvcc -Xcompiler)" if i in via else "nvcc", i) for i in direct]
-    link = judge_link(flags.link) if windows else judge_gcc(flags.link, link=True)
+    link = judge_link(flags.link) if windows else judge_gcc(flags.link, link=True, machine=machine)
     out += [finding("link" if windows else "g++ (link)", i) for i in link]
     return tuple(out)
 

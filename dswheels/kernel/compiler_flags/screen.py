@@ -19,7 +19,7 @@ What a maintainer expects, and why:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from dswheels.kernel.compiler_flags.issue import Finding
@@ -53,6 +53,17 @@ def _without_arch_flags(flags: OpFlags) -> OpFlags:
     return replace(flags, nvcc=tuple(f for f in flags.nvcc if not f.startswith(_ARCH_FLAGS)))
 
 
+def _with_baseline(flags: OpFlags, swap: Mapping[str, str]) -> OpFlags:
+    """``flags`` with the record's CPU baseline flags replaced by the cell's (``swap``: old -> new)."""
+    if not swap:
+        return flags
+    return replace(
+        flags,
+        cxx=tuple(swap.get(f, f) for f in flags.cxx),
+        nvcc=None if flags.nvcc is None else tuple(swap.get(f, f) for f in flags.nvcc),
+    )
+
+
 def screen_ops(
     cell: Cell,
     ops: OpPlan,
@@ -61,8 +72,14 @@ def screen_ops(
     nvcc_flags: Sequence[str],
     record: FlagRecord,
     explicit: bool,
+    baseline_swap: Mapping[str, str] | None = None,
 ) -> tuple[OpPlan, tuple[str, ...], Reason | None]:
-    """(ops with those that cannot compile left out, notes, a Reason to drop the cell or None)."""
+    """(ops with those that cannot compile left out, notes, a Reason to drop the cell or None).
+
+    ``baseline_swap``: the record's CPU baseline flags -> the cell's, where they differ (the record is made
+    with one baseline, ``-march=x86-64-v2 -D__SCALAR__``; an aarch64 cell's builders say ``-march=armv8.2-a
+    -D__NEON__`` instead, and nothing else of their flags changes)."""
+    swap = baseline_swap or {}
     version = format_version(cell.deepspeed)
     key = (traits(cell.platform).sys_platform, "cuda" if cell.variant.is_cuda else "cpu", arch_list)
     found = record.lookup(version, key)
@@ -97,7 +114,7 @@ def screen_ops(
                 notes.append(f"{name}: no recorded flags ({flags.error}): the build judges them before compiling")
             build.append((name, var))
             continue
-        judged = flags if exact else _without_arch_flags(flags)
+        judged = _with_baseline(flags if exact else _without_arch_flags(flags), swap)
         findings = judge_op(judged, platform=cell.platform, deepspeed=version, nvcc_append=nvcc_flags, nvcc=record.nvcc)
         fatal = [f for f in findings if f.fatal]
         warnings += [f for f in findings if not f.fatal]

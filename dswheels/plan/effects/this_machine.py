@@ -60,7 +60,9 @@ runners:
 def _newest_torch(compat: Compat, python: Python, os_name: str, variant: Variant | None) -> VersionTuple | None:
     for minor in reversed(compat.torch_minors):
         release = compat.torch[minor]
-        if python in release.python[os_name] and (variant is None or variant in release.variants_for(os_name)):
+        if python in release.python.get(os_name, ()) and (
+            variant is None or (os_name in release.variants and variant in release.variants_for(os_name))
+        ):
             return minor
     return None
 
@@ -68,7 +70,8 @@ def _newest_torch(compat: Compat, python: Python, os_name: str, variant: Variant
 def _interpreter(info: PythonInfo) -> tuple[Platform, Python]:
     platform = Platform.from_sysconfig(info.platform)
     if platform is None:
-        raise EnvironmentMismatchError(f"dswheels builds for linux_x86_64 and win_amd64, this is {info.platform}")
+        known = ", ".join(p.value for p in Platform)
+        raise EnvironmentMismatchError(f"dswheels builds for {known}; this is {info.platform}")
     return platform, Python.parse(".".join(info.python.split(".")[:2]) + ("t" if info.gil_disabled else ""))
 
 
@@ -87,11 +90,12 @@ def _torch_here(info: PythonInfo, request: ThisMachine) -> tuple[TorchMinor | No
 def _toolkit_variant(compat: Compat, python: Python, platform: Platform, nvcc: VersionTuple | None) -> Variant:
     """The CUDA variant of the toolkit found when a torch for this Python has it, else cpu."""
     toolkit = Variant.parse(format_version(nvcc)) if nvcc else None
-    return toolkit if toolkit and _newest_torch(compat, python, platform.os, toolkit) else Variant.parse("cpu")
+    key = traits(platform).compat_key
+    return toolkit if toolkit and _newest_torch(compat, python, key, toolkit) else Variant.parse("cpu")
 
 
 def _newest_torch_for(compat: Compat, python: Python, platform: Platform, variant: Variant) -> TorchMinor:
-    torch = _newest_torch(compat, python, platform.os, variant)
+    torch = _newest_torch(compat, python, traits(platform).compat_key, variant)
     if torch is None:
         raise EnvironmentMismatchError(f"no torch release has a {variant.name} wheel for Python {python}")
     return TorchMinor(torch)

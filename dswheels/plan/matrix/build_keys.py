@@ -12,6 +12,7 @@ from typing import TypeVar
 from dswheels.kernel.binaries.linux_runtime import RuntimeFloor
 from dswheels.kernel.model import Platform, Variant, suggest
 from dswheels.kernel.numbers import is_ascii_digits
+from dswheels.kernel.platform_traits import traits
 from dswheels.kernel.versions import VersionTuple, format_version, parse_version
 from dswheels.plan.matrix.checker import Checker
 from dswheels.plan.matrix.spec import BuildRunner, PlatformRunners
@@ -153,6 +154,11 @@ def _parse_build_runner(check: Checker, item: Node, platform: Platform) -> Build
         return None
     if images[image].os != platform.os:
         check.problems.add(node_for_image, f"image {image!r} is {images[image].os}, not {platform.os}")
+        return None
+    if images[image].arch != traits(platform).machine:
+        check.problems.add(
+            node_for_image, f"image {image!r} runs on {images[image].arch}, not {traits(platform).machine}"
+        )
         return None
     return BuildRunner(labels=labels, image=image)
 

@@ -93,7 +93,7 @@ def _parse_root(root: Node, filename: str, compat: Compat, problems: Problems) -
         include=tuple(include),
         exclude=tuple(exclude),
         ops=ops,
-        cpu_baseline=cpu_baseline,
+        cpu_baselines=cpu_baseline,
         cuda_check=cuda_check,
         toolkits=toolkits,
         arch_lists=arch_lists,
@@ -286,16 +286,24 @@ def _parse_ops(check: Checker, node: Node | None) -> tuple[str, ...] | None:
     return tuple(dict.fromkeys(names))
 
 
-def _parse_cpu_baseline(check: Checker, node: Node | None) -> str:
+def _parse_cpu_baseline(check: Checker, node: Node | None) -> tuple[str, ...]:
+    """A baseline name, or a list of them, at most one per CPU architecture (an architecture the matrix names
+    none for gets compat.yml's cpu_baseline_default)."""
     if node is None:
-        return "x86-64-v2"
-    text = check.scalar(node, "cpu_baseline")
-    names = sorted(check.compat.cpu_baselines)
-    if text is not None and text not in check.compat.cpu_baselines:
-        check.problems.add(node, f"unknown cpu_baseline {text!r}{suggest(text, names)}; known: {', '.join(names)}")
-    elif text is not None:
-        return text
-    return "x86-64-v2"
+        return ()
+    items = check.seq(node, "cpu_baseline") if node.kind == "seq" else (node,)
+    known = check.compat.cpu_baselines
+    names = sorted(known)
+    chosen: dict[str, str] = {}
+    for item in items:
+        text = check.scalar(item, "cpu_baseline")
+        if text is None:
+            continue
+        if text not in known:
+            check.problems.add(item, f"unknown cpu_baseline {text!r}{suggest(text, names)}; known: {', '.join(names)}")
+        elif (other := chosen.setdefault(known[text].arch, text)) != text:
+            check.problems.add(item, f"cpu_baseline names two baselines of {known[text].arch}: {other!r} and {text!r}")
+    return tuple(chosen.values())
 
 
 def _parse_cuda_check(check: Checker, node: Node | None) -> str:

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from dswheels.kernel.binaries.linux_runtime import RuntimeFloor
+from dswheels.kernel.compat import Compat
 from dswheels.kernel.model import Cell, Platform, Python, Variant
 from dswheels.kernel.versions import TorchMinor, VersionTuple, format_version
 
@@ -71,7 +72,7 @@ class MatrixSpec:
     include: tuple[Cell, ...]
     exclude: tuple[CellPattern, ...]
     ops: tuple[str, ...] | None  # None = all shippable ops
-    cpu_baseline: str
+    cpu_baselines: tuple[str, ...]  # compat.yml cpu_baselines the matrix names, at most one per CPU architecture
     cuda_check: str
     toolkits: Mapping[str, VersionTuple]  # variant name -> nvcc MAJOR.MINOR override
     arch_lists: Mapping[str, tuple[str, ...]]  # variant name -> TORCH_CUDA_ARCH_LIST override
@@ -80,6 +81,11 @@ class MatrixSpec:
     sources: Mapping[tuple[VersionTuple, str], SourceOverride]  # (deepspeed, os) -> override
     linux_runtime: RuntimeFloor | None = None  # None: compat.yml's linux_runtime_floor
     resolved: tuple[str, ...] = ()  # what each `newest:`/`variants: all` selector resolved to, and why
+
+    def cpu_baseline_for(self, arch: str, compat: Compat) -> str:
+        """The CPU baseline of a platform whose CPU is ``arch``: the matrix's for it, else compat.yml's default."""
+        named = next((n for n in self.cpu_baselines if compat.cpu_baselines[n].arch == arch), None)
+        return named or compat.cpu_baseline_default[arch]
 
     def product_cells(self) -> list[Cell]:
         """The product of the axes, nothing added or taken away."""

@@ -39,7 +39,7 @@ from dswheels.host.log import get_reporter
 from dswheels.kernel.compat import Compat
 from dswheels.kernel.compat.entries import CudaComponent
 from dswheels.kernel.errors import EnvironmentMismatchError
-from dswheels.kernel.model import OS, PlannedCell
+from dswheels.kernel.model import PlannedCell, Platform
 from dswheels.kernel.platform_traits import WineCudaSource
 from dswheels.platforms.wine.host import install_for_windows
 from dswheels.platforms.wine.import_libs import import_library_from_dll
@@ -156,7 +156,7 @@ def _from_archives(
     """The toolkit as a windows-2022 runner gets it: NVIDIA's archives for windows-x86_64, sha256-checked."""
     get_reporter().info(f"assembling the Windows CUDA {toolkit} root from NVIDIA's redistributable archives")
     installed = install_cuda(
-        compat, CudaInstallOptions(toolkit=toolkit, os=OS.WINDOWS, cache=cache, redist_url=redist_url)
+        compat, CudaInstallOptions(toolkit=toolkit, platform=Platform.WIN_AMD64, cache=cache, redist_url=redist_url)
     )
     made = _make_import_libs(installed.root, dumpbin=dumpbin, lib_tool=lib_tool, log=log)  # archives carry .lib
     _check_provides(installed.root, installed.components, toolkit)

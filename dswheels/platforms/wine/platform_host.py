@@ -18,7 +18,7 @@ from dswheels.host.venvs import Interpreter, find_uv
 from dswheels.kernel.compat import Compat
 from dswheels.kernel.model import OS, PlannedCell
 from dswheels.platforms.find_tools import CudaInstall, MsvcEnv
-from dswheels.platforms.hosts import CheckedTools, HostKind, WineSettings, prepared_only
+from dswheels.platforms.hosts import CheckedTools, EmulatedMachine, HostKind, WineSettings, prepared_only
 from dswheels.platforms.wine.host import wait_for_wineserver
 
 if TYPE_CHECKING:
@@ -94,6 +94,9 @@ class UnderWine:
     @property
     def strips_symbols(self) -> bool:
         return False  # Windows extensions are not stripped: dswheels strips ELF only
+
+    def machine(self, *, cache: CacheLayout, log: Path | None) -> EmulatedMachine | None:  # noqa: ARG002
+        return None  # Wine lends this machine's CPU Windows' tools: the build runs here
 
     def check(
         self, planned: PlannedCell, inherited: Mapping[str, str], *, prepare_only: bool, cache: CacheLayout

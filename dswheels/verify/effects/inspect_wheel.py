@@ -25,7 +25,7 @@ from dswheels.kernel.naming import WheelNameError, parse_wheel_name
 from dswheels.kernel.provenance import MAX_PROVENANCE_BYTES, bundle_name, provenance_name, require_libraries
 from dswheels.kernel.versions import format_version
 from dswheels.kernel.wheel_contents import WheelContentError
-from dswheels.verify.inspection import Inspection, NotDeepSpeedError, ProvenanceReport, inspect_wheel
+from dswheels.verify.inspection import A64_BASELINE, Inspection, NotDeepSpeedError, ProvenanceReport, inspect_wheel
 
 __all__ = ["inspect_path"]
 
@@ -96,7 +96,12 @@ def inspect_path(path: Path, compat: Compat, *, trusted_root: bytes | None = Non
     except WheelContentError as exc:
         raise ConfigError(f"{path.name}: {exc}", hint=_HINT) from None
     baseline = compat.cpu_baselines["x86-64-v2"]
-    binaries = read_extensions(contents.extensions, forbidden_registers=baseline.forbidden_registers, error=ConfigError)
+    binaries = read_extensions(
+        contents.extensions,
+        forbidden_registers=baseline.forbidden_registers,
+        forbidden_features=compat.cpu_baselines[A64_BASELINE].forbidden_features,
+        error=ConfigError,
+    )
     try:
         variants = contents.variants
     except WheelContentError as exc:

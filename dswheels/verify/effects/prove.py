@@ -21,12 +21,12 @@ from dswheels.host.extensions import read_extensions
 from dswheels.host.files import read_bounded
 from dswheels.host.log import get_reporter
 from dswheels.host.machine import host_os
-from dswheels.host.opload import jit_files, load_ops
+from dswheels.host.opload import NO_JIT_SCRIPT, jit_files, load_ops
 from dswheels.host.venvs import find_uv, probe_python, torch_index_args, uv_install, uv_venv
 from dswheels.host.wheel_file import WheelContents, read_wheel
 from dswheels.kernel.binaries.dlls import load_dll_facts
 from dswheels.kernel.compat import Compat
-from dswheels.kernel.errors import VerifyError
+from dswheels.kernel.errors import ConfigError, VerifyError
 from dswheels.kernel.isa_variants import VariantTable, extension_levels
 from dswheels.kernel.manifest import ManifestError, manifest_name, parse_manifest
 from dswheels.kernel.model import Accelerator, Cell
@@ -34,15 +34,18 @@ from dswheels.kernel.naming import cell_id
 from dswheels.kernel.platform_traits import traits
 from dswheels.kernel.sources import TorchSource, TorchSourceKind
 from dswheels.kernel.wheel_contents import WheelContentError
+from dswheels.platforms.hosts import EmulatedMachine
+from dswheels.probes import no_jit
 from dswheels.stores.wheel_ref import MAX_MANIFEST_BYTES
 from dswheels.verify.checks import judge_loaded, judge_static
 from dswheels.verify.ds_report import DsReport, parse_ds_report
-from dswheels.verify.loaded_checks import LoadedFacts
+from dswheels.verify.loaded_checks import AdamStep, LoadedFacts
 from dswheels.verify.registry import Check
 from dswheels.verify.static_checks import Expected, WheelFacts, expected_from_manifest
 
 __all__ = [
     "RuntimeResult",
+    "emulated_runtime_checks",
     "fresh_venv",
     "load_expected",
     "read_verified_wheel",
@@ -109,13 +112,14 @@ def static_facts(data: WheelContents, expected: Expected, compat: Compat) -> Whe
         read_extensions(
             data.extensions,
             forbidden_registers=baseline.forbidden_registers if baseline is not None else None,
+            forbidden_features=baseline.forbidden_features if baseline is not None else None,
             error=VerifyError,
             variant_registers={m: _registers(compat, level) for m, level in levels.items()},
         )
         if installed is not None and not variants_problem
         else {}
     )
-    known = [b for b in binaries.values() if b.format != "unknown"]
+    known = [b for b in binaries.values() if b.format != "unknown" and b.machine != "aarch64"]
     if known and baseline is not None and proc.find_tool("objdump") is None:
         get_reporter().warning("objdump (binutils) is not on PATH: the CPU baseline of the extensions is not checked")
     # a Linux wheel's floor, auditwheel's verdict (torch's libraries left out), where auditwheel runs
@@ -202,6 +206,56 @@ def fresh_venv(
     return python
 
 
+def emulated_runtime_checks(
+    wheel: Path,
+    expected: Expected,
+    machine: EmulatedMachine,
+    *,
+    compat: Compat,
+    torch_source: TorchSource,
+    work_root: Path,
+    accelerator: Accelerator | None,
+    log: Path | None,
+    torch_version: str | None = None,
+) -> RuntimeResult:
+    """The run-time part of a wheel of another CPU: the same checks, in a fresh venv of ``machine``'s Python (an
+    arm64 root under qemu), the cell's torch and the wheel installed as wheels of its platform."""
+    if torch_version is not None:
+        raise ConfigError("--torch-version is not supported for a wheel verified in an emulated machine")
+    cell = expected.cell
+    version = compat.torch[cell.torch].latest
+    index_args = torch_index_args(torch_source, compat.torch_index.format(variant=cell.variant.name))
+    work_root.mkdir(parents=True, exist_ok=True)
+    # the wheel runs as its baseline's oldest core (qemu's own default has every feature, SVE2 included)
+    baseline = compat.cpu_baselines.get(expected.cpu_baseline)
+    cpu = baseline.qemu_cpu if baseline else None
+    as_cpu = f", as a {cpu} ({baseline.name})" if cpu and baseline else ""
+    with tempfile.TemporaryDirectory(prefix="venv-", dir=work_root) as tmp:
+        get_reporter().info(
+            f"fresh venv in {machine.describe()}{as_cpu}: torch {version} ({cell.variant.name}) and the wheel"
+        )
+        launcher = machine.venv(
+            cell.python,
+            where=Path(tmp),
+            requirements=[f"torch=={version}", str(wheel)],
+            index_args=index_args,
+            cpu=cpu,
+            log=log,
+        )
+        result = runtime_checks(
+            wheel,
+            expected,
+            compat=compat,
+            python=launcher,
+            torch_source=torch_source,
+            work_root=work_root,
+            accelerator=accelerator,
+            log=log,
+        )
+    result.checks.insert(0, Check("emulated machine", ok=True, detail=machine.describe() + as_cpu))
+    return result
+
+
 def discard_venv(python: Path) -> None:
     """Remove a venv :func:`fresh_venv` made (its python is ``<tmp>/env/bin/python``)."""
     shutil.rmtree(python.parents[2], ignore_errors=True)
@@ -286,6 +340,7 @@ def _runtime(
         )
         if loads is not None and not (loads.error and not loads.ops):
             result.loads = dict(loads.raw)
+        adam = _adam_step(python, env=env, cwd=Path(cwd), log=log) if "cpu_adam" in expected.ops else None
         facts = LoadedFacts(
             expected=expected,
             torch=info.torch or "",
@@ -295,8 +350,28 @@ def _runtime(
             loader_tail=run.tail,
             jit_files=jit_files(Path(ext_dir)),
             variants=variants,
+            adam=adam,
         )
     result.checks += judge_loaded(facts)
+
+
+def _adam_step(python: Path, *, env: dict[str, str], cwd: Path, log: Path | None) -> AdamStep:
+    """DeepSpeedCPUAdam against torch's AdamW in ``python`` (JIT forbidden; ``env`` has the empty
+    TORCH_EXTENSIONS_DIR): :data:`~dswheels.probes.no_jit.ADAM_MARK`'s answer."""
+    out = proc.run(
+        [str(python), str(NO_JIT_SCRIPT), "adam"],
+        cwd=cwd,
+        env=env,
+        log_file=log,
+        capture=True,
+        stream=False,
+        check=False,
+        timeout=1200,
+        error=VerifyError,
+        what="DeepSpeedCPUAdam against AdamW",
+    )
+    answer = proc.marked_json(out.output, no_jit.ADAM_MARK)
+    return AdamStep.from_answer(answer, tail=out.tail)
 
 
 def _parsed_ds_report(report: proc.RunResult) -> tuple[DsReport | None, str]:

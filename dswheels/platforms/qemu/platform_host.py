@@ -1,0 +1,65 @@
+"""qemu as the ``linux_aarch64`` platform's host on x86_64 Linux: the :class:`~dswheels.platforms.hosts.PlatformHost`.
+
+Chosen by :mod:`dswheels.platforms.linux_aarch64` when the command line asked for it (``--qemu``,
+:class:`~dswheels.platforms.hosts.QemuSettings`). It lends no single tool: :meth:`UnderQemu.machine` is the
+arm64 root the cell's whole build runs in (:class:`~.machine.QemuMachine`); a cell only prepared
+(``--prepare-only``) is prepared here, as for any platform without a host.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from dswheels.host.cache import CacheLayout
+from dswheels.kernel.model import OS, PlannedCell
+from dswheels.platforms.hosts import BuildTools, HostKind, QemuSettings, prepared_only
+
+if TYPE_CHECKING:
+    # the emulated machine (and what it imports) is loaded when a cell is built under qemu, not by everything
+    # that reads the platform table (`dswheels --help`, doctor)
+    from dswheels.platforms.qemu.machine import QemuMachine
+
+__all__ = ["UnderQemu"]
+
+
+@dataclass(frozen=True, slots=True)
+class UnderQemu:
+    """linux_aarch64 cells built on this x86_64 Linux machine in an arm64 root under qemu-user."""
+
+    settings: QemuSettings
+
+    @property
+    def kind(self) -> HostKind:
+        return HostKind.QEMU
+
+    @property
+    def strips_symbols(self) -> bool:
+        return True  # by the build in the root, with the root's binutils
+
+    def machine(self, *, cache: CacheLayout, log: Path | None) -> QemuMachine:
+        """The arm64 root, made under the cache when none was given (debootstrap, as root), and qemu to run it."""
+        from dswheels.platforms.qemu.emulator import find_emulator, need_qemu  # noqa: PLC0415 - see the imports
+        from dswheels.platforms.qemu.machine import QemuMachine  # noqa: PLC0415
+        from dswheels.platforms.qemu.root import RootSpec, ensure_root  # noqa: PLC0415
+
+        emulator = find_emulator()
+        need_qemu(emulator)
+        root = ensure_root(self.settings.root, cache=cache, emulator=emulator, spec=RootSpec(), log=log)
+        return QemuMachine(root=root, emulator=emulator)
+
+    def check(
+        self,
+        planned: PlannedCell,
+        inherited: Mapping[str, str],  # noqa: ARG002 - no tool of this machine is looked for
+        *,
+        prepare_only: bool,
+        cache: CacheLayout,  # noqa: ARG002
+    ) -> BuildTools:
+        """Only a cell that is prepared is checked here: a built one is built in the root, by dswheels there."""
+        return prepared_only(planned, here=OS.LINUX, prepare_only=prepare_only, machine="x86_64")
+
+    def finish(self, *, cache: CacheLayout, env: Mapping[str, str]) -> None:
+        """Nothing outlives a command in the root (its mount namespace ends with it)."""

@@ -1,0 +1,247 @@
+"""linux_aarch64 CPU code under qemu-user: DeepSpeed 0.19.8's own SVE path (``csrc/includes/sve.h``) in an AdamW
+step (tests/data/a64/adam_driver.cpp) compiled for aarch64 with dswheels' flags and with DeepSpeed's own, judged
+by the reader ``dswheels verify`` uses and run as Graviton2's core (qemu's ``neoverse-n1``, the armv8.2-a
+baseline's ``qemu_cpu``) and as qemu's default CPU (``max``: every feature, SVE2 included).
+
+Two means (docs/build.md#linux-aarch64-under-qemu says what each proves):
+
+* cross: Debian's ``g++-aarch64-linux-gnu`` here, each program run by ``qemu-aarch64`` explicitly with the cross
+  libraries (``-L``; no binfmt_misc, no root): a few seconds, run by ``nox -s tests`` (.ci/run installs both). A
+  cross compiler has no ``-march=native``: DeepSpeed's flags on an SVE runner are spelled as what GCC resolves
+  ``native`` to on GitHub's arm64 runner (Neoverse N2: ``-mcpu=neoverse-n2``).
+* root (marker ``qemu``): an arm64 Debian root (``DSWHEELS_QEMU_ROOT``, else the one ``dswheels build --qemu``
+  made in the cache), its own GCC run natively there through binfmt_misc, with ``-march=native`` itself and an
+  N2's ``/proc/cpuinfo`` (tests/data/a64/cpuinfo-neoverse-n2, a stand-in) in place of this machine's. Run by
+  ``nox -s aarch64`` after its build (``nox -s tests`` leaves them out: the root takes minutes to make).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import signal
+import subprocess
+import tarfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from dswheels.building.effects.flag_recorder import fetch_sdists
+from dswheels.host.cache import CacheLayout
+from dswheels.host.downloads import Downloader
+from dswheels.host.extensions import read_extension_binary
+from dswheels.kernel.binaries.isa import IsaReport
+from dswheels.kernel.compat import load_compat
+from dswheels.kernel.errors import VerifyError
+from dswheels.platforms.qemu.emulator import find_emulator
+from dswheels.platforms.qemu.machine import in_root
+from dswheels.platforms.qemu.root import MARKER, RootSpec, running_as_root
+from tests.conftest import DATA, require
+
+pytestmark = pytest.mark.integration
+
+BASELINE = load_compat().baseline_for("aarch64")
+DRIVER = DATA / "a64" / "adam_driver.cpp"
+N2_CPUINFO = DATA / "a64" / "cpuinfo-neoverse-n2"
+N = 1000  # not a multiple of any vector width: SVE's predicated tail runs too
+TOLERANCE = 1e-5  # verify's DeepSpeedCPUAdam-against-AdamW tolerance
+SIGILL = {-signal.SIGILL, 128 + signal.SIGILL}  # killed, or qemu's exit status after its message
+
+
+@dataclass(frozen=True)
+class Aarch64:
+    """What runs an arm64 program here: qemu explicitly, with a library prefix."""
+
+    qemu: str
+    prefix: Path  # the arm64 libraries' root (-L)
+
+    def run(self, program: Path, *args: str, cpu: str | None) -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, "QEMU_LD_PREFIX": str(self.prefix)}
+        env.pop("QEMU_CPU", None)
+        if cpu:
+            env["QEMU_CPU"] = cpu
+        return subprocess.run([self.qemu, str(program), *args], env=env, capture_output=True, text=True, check=False)
+
+
+def _reference(n: int) -> list[tuple[float, float, float]]:
+    """The driver's AdamW step in double precision (its inputs are float32 of the same formulas)."""
+    beta1, beta2, lr, eps, wd = 0.9, 0.999, 1e-3, 1e-8, 0.01
+    bc1, bc2 = 1 - beta1**3, 1 / math.sqrt(1 - beta2**3)
+    out = []
+    for i in range(n):
+        p, g = 0.5 * math.sin(i), 0.1 * math.cos(0.7 * i)
+        m = 0.01 * math.sin(0.3 * i) * beta1 + g * (1 - beta1)
+        v = 0.001 * (1 + math.cos(i)) * beta2 + g * g * (1 - beta2)
+        out.append((p * (1 - lr * wd) - lr / bc1 * m / (math.sqrt(v) * bc2 + eps), m, v))
+    return out
+
+
+def _check_step(result: subprocess.CompletedProcess[str], *, sve: bool) -> None:
+    assert result.returncode == 0, result.stderr
+    head, *lines = result.stdout.splitlines()
+    assert head == f"sve {int(sve)}"  # which path ran: DeepSpeed's SVE one, or the NEON loop
+    got = [tuple(float(x) for x in line.split()) for line in lines]
+    assert len(got) == N
+    worst = max(abs(a - b) for row, ref in zip(got, _reference(N), strict=True) for a, b in zip(row, ref, strict=True))
+    assert worst < TOLERANCE, worst
+
+
+def _judge(program: Path) -> IsaReport:
+    """The reader ``dswheels verify`` judges an aarch64 extension with, against the armv8.2-a baseline."""
+    binary = read_extension_binary(
+        program.name,
+        program.read_bytes(),
+        tmp=program.parent,
+        forbidden_registers=None,
+        objdump=None,
+        error=VerifyError,
+        forbidden_features=BASELINE.forbidden_features,
+    )
+    assert binary.machine == "aarch64"
+    assert binary.isa is not None
+    return binary.isa
+
+
+@pytest.fixture(scope="module")
+def deepspeed_includes(dswheels_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """DeepSpeed 0.19.8's csrc/includes/sve.h, from its PyPI sdist (verified by sha256)."""
+    with Downloader(dswheels_cache / "sources") as downloader:
+        [sdist] = fetch_sdists(["0.19.8"], downloader=downloader, pypi_json=load_compat().sdist_json).values()
+    out = tmp_path_factory.mktemp("ds-includes")
+    with tarfile.open(sdist) as archive:
+        member = archive.getmember("deepspeed-0.19.8/csrc/includes/sve.h")
+        reader = archive.extractfile(member)
+        assert reader is not None
+        (out / "sve.h").write_bytes(reader.read())
+    return out
+
+
+# --- cross: Debian's aarch64 cross GCC, qemu run explicitly ------------------------------------------------------
+
+_CROSS_GXX = "aarch64-linux-gnu-g++"
+_CROSS_LIBS = Path("/usr/aarch64-linux-gnu")  # the cross libc and libstdc++ (libc6-arm64-cross, libstdc++6-arm64-cross)
+
+
+@pytest.fixture(scope="module")
+def cross() -> Aarch64:
+    qemu = find_emulator().qemu
+    require(shutil.which(_CROSS_GXX) is not None, f"no {_CROSS_GXX} (apt-get install g++-aarch64-linux-gnu)")
+    require(qemu is not None, "no qemu-aarch64 (apt-get install qemu-user-static)")
+    assert qemu is not None
+    return Aarch64(qemu=qemu, prefix=_CROSS_LIBS)
+
+
+def _cross_build(includes: Path, out: Path, flags: Sequence[str]) -> Path:
+    # -Wl,-rpath: none needed; the cross libraries are found through QEMU_LD_PREFIX
+    subprocess.run([_CROSS_GXX, "-O3", *flags, "-I", str(includes), str(DRIVER), "-o", str(out)], check=True)
+    return out
+
+
+def test_dswheels_flags_keep_deepspeeds_adam_step_in_armv8_2_a_and_it_runs_as_graviton2s_core(
+    cross: Aarch64, deepspeed_includes: Path, tmp_path: Path
+) -> None:
+    # what the patched builders say on aarch64 (building/patches.py: cpu_arch(), simd_width())
+    program = _cross_build(deepspeed_includes, tmp_path / "adam", [BASELINE.gcc, BASELINE.simd])
+    isa = _judge(program)
+    assert isa.ok, isa.examples
+    assert BASELINE.qemu_cpu == "neoverse-n1"
+    _check_step(cross.run(program, str(N), cpu=BASELINE.qemu_cpu), sve=False)
+
+
+def test_deepspeeds_sve_path_from_an_n2_runner_fails_the_baseline_and_graviton2s_core(
+    cross: Aarch64, deepspeed_includes: Path, tmp_path: Path
+) -> None:
+    # DeepSpeed's own flags on GitHub's arm64 runner: -march=native (GCC: the N2's armv9-a+sve2) and -D__SVE__
+    program = _cross_build(deepspeed_includes, tmp_path / "adam", ["-mcpu=neoverse-n2", "-D__SVE__"])
+    isa = _judge(program)
+    assert not isa.ok
+    assert any("SVE" in kind for kind in isa.kinds), isa.kinds
+    assert cross.run(program, str(N), cpu=BASELINE.qemu_cpu).returncode in SIGILL
+    # qemu's default CPU has SVE: there DeepSpeed's SVE path runs, and right. A load under qemu proves the
+    # baseline only as the baseline's core (verify runs the wheel as it), never as qemu's default
+    _check_step(cross.run(program, str(N), cpu=None), sve=True)
+
+
+# --- root: the arm64 root's own GCC, natively there through binfmt_misc ------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def arm64_root() -> Path:
+    given = os.environ.get("DSWHEELS_QEMU_ROOT")
+    root = Path(given) if given else CacheLayout.here().qemu_root(RootSpec().key)
+    require(
+        (root / "usr" / "bin" / "python3").exists() and (bool(given) or (root / MARKER).is_file()),
+        f"no arm64 root at {root} (DSWHEELS_QEMU_ROOT, or `dswheels build --qemu` makes one)",
+    )
+    return root
+
+
+@pytest.fixture(scope="module")
+def in_arm64_root(arm64_root: Path) -> Path:
+    """The root, where commands run in it: as root, with binfmt_misc's qemu-aarch64 entry."""
+    require(running_as_root(), "chroot and a mount namespace need root")
+    require(find_emulator().runs_children, "binfmt_misc has no enabled qemu-aarch64 entry with the F flag")
+    return arm64_root
+
+
+def _in_root(root: Path, work: Path, script: str, *, cpu: str | None = None) -> subprocess.CompletedProcess[str]:
+    env = {"PATH": "/usr/bin:/bin:/usr/sbin:/sbin", "LANG": "C.UTF-8", **({"QEMU_CPU": cpu} if cpu else {})}
+    command = in_root(root, ["/bin/sh", "-ec", script], visible=[work], env=env)
+    return subprocess.run(command, capture_output=True, text=True, check=False)
+
+
+def _root_build(root: Path, includes: Path, work: Path, flags: str, *, cpuinfo: Path | None = None) -> Path:
+    shutil.copy(DRIVER, work / DRIVER.name)
+    shutil.copy(includes / "sve.h", work / "sve.h")
+    program = work / "adam"
+    # the N2's /proc/cpuinfo over qemu's (this x86_64 machine's), in the command's own mount namespace
+    swap = f"mount --bind {cpuinfo} /proc/cpuinfo\n" if cpuinfo else ""
+    done = _in_root(root, work, f"{swap}g++ -O3 {flags} -I {work} {work / DRIVER.name} -o {program}")
+    assert done.returncode == 0, done.stderr
+    return program
+
+
+@pytest.mark.qemu
+def test_deepspeeds_native_flags_put_back_fail_the_baseline_in_the_root(
+    in_arm64_root: Path, deepspeed_includes: Path, tmp_path: Path
+) -> None:
+    root = in_arm64_root
+    shutil.copy(N2_CPUINFO, tmp_path / "cpuinfo")
+    native = _root_build(root, deepspeed_includes, tmp_path, "-march=native -D__SVE__", cpuinfo=tmp_path / "cpuinfo")
+    isa = _judge(native)
+    assert not isa.ok
+    assert _in_root(root, tmp_path, f"{native} {N}", cpu=BASELINE.qemu_cpu).returncode in SIGILL
+    portable = tmp_path / "portable"
+    portable.mkdir()
+    program = _root_build(root, deepspeed_includes, portable, f"{BASELINE.gcc} {BASELINE.simd}")
+    assert _judge(program).ok
+    _check_step(_in_root(root, portable, f"{program} {N}", cpu=BASELINE.qemu_cpu), sve=False)
+
+
+@pytest.mark.qemu
+def test_the_a64_fixtures_are_what_the_roots_gcc_makes(in_arm64_root: Path, tmp_path: Path) -> None:
+    shutil.copy(DATA / "a64" / "adam_step.c", tmp_path / "adam_step.c")
+    out = tmp_path / "libadam.so"
+    flags = "-O3 -shared -fPIC -nostdlib -Wl,--build-id=none -Wl,-z,max-page-size=4096 -s"  # make.sh's
+    done = _in_root(
+        in_arm64_root, tmp_path, f"gcc {flags} {BASELINE.gcc} {BASELINE.simd} -o {out} {out.parent}/adam_step.c"
+    )
+    assert done.returncode == 0, done.stderr
+    assert out.read_bytes() == (DATA / "a64" / "libadam-armv8.2-a.so").read_bytes()
+
+
+@pytest.mark.qemu
+def test_the_roots_python_runs_explicitly_under_qemu_as_graviton2s_core(arm64_root: Path) -> None:
+    # how verify runs the wheel's venv: one process, qemu started here, no binfmt_misc or root needed
+    qemu = find_emulator().qemu
+    require(qemu is not None, "no qemu-aarch64 (apt-get install qemu-user-static)")
+    assert qemu is not None
+    python = arm64_root / "usr" / "bin" / "python3"
+    done = Aarch64(qemu=qemu, prefix=arm64_root).run(
+        python, "-c", "import platform, sys; print(platform.machine(), sys.version_info[:2])", cpu=BASELINE.qemu_cpu
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[0] == "aarch64"
