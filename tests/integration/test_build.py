@@ -67,7 +67,10 @@ def _extract(files: dict[str, bytes], name: str, tmp: Path) -> Path:
 
 
 def test_cpu_wheel_has_exactly_the_planned_op(cpu_build: Built) -> None:
-    assert cpu_build.wheel.name == "deepspeed-0.19.8+cputorch2.13-cp311-cp311-linux_x86_64.whl"
+    # tagged with the floor auditwheel judges its binaries need on this machine (manylinux_2_35 on Debian 12)
+    assert re.fullmatch(
+        r"deepspeed-0\.19\.8\+cputorch2\.13-cp311-cp311-manylinux_2_[0-9]+_x86_64\.whl", cpu_build.wheel.name
+    )
     assert cpu_build.wheel.parent == cpu_build.out / "cpu"  # wheelhouse/<variant>/
     files = _members(cpu_build.wheel)
     info = parse_installed_info(files["deepspeed/git_version_info_installed.py"].decode())
@@ -191,7 +194,7 @@ def test_warm_rebuild_hits_the_compiler_cache(cpu_build: Built, dswheels_cache: 
     assert "::endgroup::" in result.stdout
     assert "building 'deepspeed.ops.adam.cpu_adam_op_avx2' extension" in result.stdout  # streamed under Actions
     table = summary.read_text()
-    assert f"| `{CPU_CELL}` | ok | `deepspeed-0.19.8+cputorch2.13-cp311-cp311-linux_x86_64.whl`" in table
+    assert f"| `{CPU_CELL}` | ok | `{cpu_build.wheel.name}`" in table
     assert f"{tool} {hits}/{hits} hits" in table, table
 
 
@@ -199,7 +202,9 @@ def test_warm_rebuild_hits_the_compiler_cache(cpu_build: Built, dswheels_cache: 
 
 
 def test_cuda_wheel_has_fused_adam_for_the_planned_archs(cuda_build: Built, tmp_path: Path) -> None:
-    assert cuda_build.wheel.name == "deepspeed-0.19.8+cu130torch2.14-cp311-cp311-linux_x86_64.whl"
+    assert re.fullmatch(
+        r"deepspeed-0\.19\.8\+cu130torch2\.14-cp311-cp311-manylinux_2_[0-9]+_x86_64\.whl", cuda_build.wheel.name
+    )
     files = _members(cuda_build.wheel)
     info = parse_installed_info(files["deepspeed/git_version_info_installed.py"].decode())
     assert info.accelerator_name == "cuda"

@@ -325,7 +325,9 @@ def test_a_new_deepspeed_release_is_built_the_day_it_appears(tmp_path: Path, dsw
         checkout = _checkout(tmp_path / "checkout", shipped)
         today = _planned_today(tmp_path / "today", checkout, variables, dswheels_cache)
         assert today
-        ran = _run(tmp_path / "day1", variables, gh.api_url, dswheels_cache, checkout)
+        # a cache of its own: a kept one (DSWHEELS_TEST_CACHE) holds 0.19.9's sdist by its digest from an
+        # earlier run, and the check job would not read it from upstream
+        ran = _run(tmp_path / "day1", variables, gh.api_url, tmp_path / "cache", checkout)
         assert ran["build"] == ["Dispatch wheels.yml"]
         assert any(p.endswith("/deepspeed-0.19.9.tar.gz") for p in upstream.paths)  # its sdist was read
         report = json.loads((checkout / "facts" / "report.json").read_text(encoding="utf-8"))

@@ -153,7 +153,8 @@ def test_verify_passes_at_the_promise_and_fails_above_it(cpu_build: Built, tmp_p
     assert ok.returncode == 0, ok.stdout + ok.stderr
     line = next(ln for ln in (ok.stdout + ok.stderr).splitlines() if "linux runtime:" in ln)
     assert line.strip().startswith("ok"), line
-    assert "promised at most glibc 2.35, GLIBCXX 3.4.30" in line  # the shipped plan: compat.yml linux_runtime_floor
+    # a build for this machine promises no floor of its own: its manylinux tag says what it needs
+    assert "promised at most" not in line, line
 
     recorded = parse_manifest(manifest.read_text(encoding="utf-8")).runtime
     assert recorded is not None
