@@ -51,6 +51,24 @@ class OpSources:
     include_paths: tuple[str, ...] = ()  # its builder's include_paths(), relative to the source tree
     # each source with its scope (dswheels.plan.scopes): which builds share its object
     scopes: tuple[tuple[str, str], ...] = ()
+    # (suffix, level) of each ISA level the op is built at, the baseline first (dswheels.probes.isa_variants):
+    # one extension per level, imported as <module>_<suffix>; empty: one extension, at ``module``
+    variants: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def extension_modules(self) -> tuple[str, ...]:
+        """The modules of the op's extensions: its variants', or its own."""
+        return tuple(f"{self.module}_{suffix}" for suffix, _level in self.variants) or (self.module,)
+
+    def label(self, module: str) -> str:
+        """How progress names one of its extensions: ``cpu_adam``, or ``cpu_adam (avx2)`` for a variant."""
+        suffix = module.removeprefix(f"{self.module}_") if module != self.module else ""
+        return f"{self.name} ({suffix})" if suffix else self.name
+
+    def seconds(self, done: Mapping[str, float]) -> float | None:
+        """Its compile seconds once every extension of it is linked (``done``: module -> seconds), else None."""
+        found = [done[m] for m in self.extension_modules if m in done]
+        return sum(found) if len(found) == len(self.extension_modules) else None
 
 
 _ERROR_RE = re.compile(
@@ -101,7 +119,7 @@ def failing_ops(lines: Sequence[str], ops: Sequence[OpSources], started: Sequenc
                 blamed.append(op.name)
     if blamed:
         return blamed
-    by_module = {op.module: op.name for op in ops}
+    by_module = {module: op.name for op in ops for module in op.extension_modules}
     return [by_module[m] for m in started[-1:] if m in by_module]
 
 
@@ -210,17 +228,24 @@ def parse_ninja_log(text: str) -> dict[str, float]:
 
 
 def unit_seconds(op: OpSources, outputs: dict[str, float]) -> tuple[tuple[str, float], ...]:
-    """Each source of ``op`` with the compile seconds of its object (torch names it after the source).
+    """Each source of ``op`` with the compile seconds of its object (torch names it after the source); an op
+    built once per ISA level: each source once per level, from the level's own build directory.
 
     >>> op = OpSources("fused_adam", "DS_BUILD_FUSED_ADAM", "m", ("csrc/adam/f.cpp", "csrc/adam/k.cu"))
     >>> unit_seconds(op, {"/w/build/t/csrc/adam/k.o": 52.1, "/w/build/t/csrc/adam/f.o": 51.0})
     (('csrc/adam/f.cpp', 51.0), ('csrc/adam/k.cu', 52.1))
+    >>> op = OpSources("cpu_adam", "V", "d.o.cpu_adam_op", ("a.cpp",), variants=(("default", "v2"), ("avx2", "v3")))
+    >>> unit_seconds(op, {"/w/t/d.o.cpu_adam_op_avx2/a.o": 9.0, "/w/t/d.o.cpu_adam_op_default/a.o": 6.0})
+    (('a.cpp', 6.0), ('a.cpp', 9.0))
     """
     found: list[tuple[str, float]] = []
-    for source in op.sources:
-        stem = source.replace("\\", "/").rsplit(".", 1)[0]
-        for output, seconds in outputs.items():
-            if output.replace("\\", "/").endswith((f"/{stem}.o", f"/{stem}.obj")):
-                found.append((source, seconds))
-                break
+    folders = [f"/{m}/" for m in op.extension_modules] if op.variants else [""]
+    for folder in folders:
+        for source in op.sources:
+            stem = source.replace("\\", "/").rsplit(".", 1)[0]
+            for output, seconds in outputs.items():
+                path = output.replace("\\", "/")
+                if folder in path and path.endswith((f"/{stem}.o", f"/{stem}.obj")):
+                    found.append((source, seconds))
+                    break
     return tuple(found)

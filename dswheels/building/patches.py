@@ -9,8 +9,10 @@ look the way the patch expects (a new DeepSpeed layout), instead of building unp
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from dswheels.kernel.wheel_contents import PATCH_MARK, PORTABLE_MARK
+from dswheels.probes.isa_variants import fill_constant
 
 __all__ = [
     "BUILDER_FILES",
@@ -20,8 +22,11 @@ __all__ = [
     "patch_arch_list_leak",
     "patch_cpu_builder_win32",
     "patch_debug_flags",
+    "patch_env_report_variants",
+    "patch_isa_levels",
     "patch_parallel_extensions",
     "patch_portable_cpu",
+    "patch_setup_variants",
     "patch_torch_requirement",
 ]
 
@@ -57,7 +62,10 @@ def _insert_return(text: str, pattern: re.Pattern[str], value: str, *, what: str
         raise PatchError(
             f"{filename}: expected exactly one `def {what}(self):` in class OpBuilder, found {len(matches)}",
         )
-    line = f"        return {value!r}  {PORTABLE_MARK} instead of the build host's CPU\n"
+    line = (
+        f"        return getattr(self, 'dswheels_{what}', {value!r})  {PORTABLE_MARK} instead of the build host's "
+        "CPU (a level's when dswheels builds the op at each level)\n"
+    )
     return pattern.sub(lambda m: m.group(0) + line, text, count=1)
 
 
@@ -66,12 +74,16 @@ def patch_portable_cpu(text: str, *, arch_flag: str, simd_flag: str, filename: s
 
     DeepSpeed returns ``-march=native`` and a SIMD define read from the build host's CPU, so a
     wheel built on an AVX-512 runner dies with SIGILL on older CPUs. An early ``return`` after
-    each ``def`` line (the same in every version 0.14-0.19) turns the old body into dead code.
+    each ``def`` line (the same in every version 0.14-0.19) turns the old body into dead code. A
+    builder given ``dswheels_cpu_arch``/``dswheels_simd_width`` returns those instead: how the
+    build compiles an op once per ISA level (dswheels.probes.isa_variants).
 
     >>> src = "class OpBuilder:\\n    def cpu_arch(self):\\n        return '-march=native'\\n" \\
     ...       "    def simd_width(self):\\n        return '-D__AVX512__'\\n"
     >>> out = patch_portable_cpu(src, arch_flag="-march=x86-64-v2", simd_flag="-D__SCALAR__")
-    >>> "return '-march=x86-64-v2'" in out and "return '-D__SCALAR__'" in out
+    >>> "return getattr(self, 'dswheels_cpu_arch', '-march=x86-64-v2')" in out
+    True
+    >>> "return getattr(self, 'dswheels_simd_width', '-D__SCALAR__')" in out
     True
     """
     if PATCH_MARK in text:
@@ -290,3 +302,69 @@ def patch_parallel_extensions(text: str) -> str:
     match = matches[0]
     end = text.index("\n", match.end()) + 1 if "\n" in text[match.end() :] else len(text)
     return text[:end] + _PER_EXTENSION.format(i=match["indent"]) + text[end:]
+
+
+# setup.py, right after the loop that fills ext_modules (and the pin_memory dependents, 0.19.5+): 0.14-0.19.8
+_INSTALL_OPS_RE = re.compile(r"^print\(f'Install Ops=\{install_ops\}'\)$", re.MULTILINE)
+_SETUP_VARIANTS = f"""\
+{PATCH_MARK} one extension per CPU ISA level of each op whose builder passes cpu_arch()/simd_width() on,
+# and the module that loads the one the CPU runs (dswheels_isa_variants.py, deepspeed/dswheels_isa.py)
+import dswheels_isa_variants
+
+ext_modules = dswheels_isa_variants.add_variants(ext_modules, ALL_OPS, install_ops)
+"""
+
+
+def patch_setup_variants(text: str) -> str:
+    r"""Make DeepSpeed's ``setup.py`` build each op with SIMD paths once per ISA level.
+
+    The ops are in ``ext_modules`` and ``install_ops`` by the ``print(f'Install Ops=...')`` line in
+    every 0.14-0.19 setup.py; the variants replace them there (dswheels.probes.isa_variants).
+
+    >>> out = patch_setup_variants("ext_modules = []\nprint(f'Install Ops={install_ops}')\n")
+    >>> print(out.splitlines()[-2])
+    ext_modules = dswheels_isa_variants.add_variants(ext_modules, ALL_OPS, install_ops)
+    """
+    found = _INSTALL_OPS_RE.findall(text)
+    if len(found) != 1:
+        raise PatchError(f"setup.py: expected one `print(f'Install Ops={{install_ops}}')` line, found {len(found)}")
+    return _INSTALL_OPS_RE.sub(lambda m: _SETUP_VARIANTS + m.group(0), text, count=1)
+
+
+# deepspeed/env_report.py, debug_report(): the last line of the environment block in 0.14-0.19.8
+_SHM_REPORT_RE = re.compile(
+    r'^(?P<i>[ ]+)report\.append\(\("shared memory \(/dev/shm\) size", get_shm_size\(\)\)\)$', re.MULTILINE
+)
+
+
+def patch_env_report_variants(text: str) -> str:
+    r"""Make ``ds_report`` say which ISA variant of the CPU ops loads here, of which, and why.
+
+    >>> src = '    report.append(("shared memory (/dev/shm) size", get_shm_size()))\n'
+    >>> 'report.append(("cpu op isa variants", _dswheels_isa()))' in patch_env_report_variants(src)
+    True
+    """
+    found = _SHM_REPORT_RE.findall(text)
+    if len(found) != 1:
+        raise PatchError(f"deepspeed/env_report.py: expected one shared memory report line, found {len(found)}")
+
+    def line(match: re.Match[str]) -> str:
+        i = match["i"]
+        return (
+            f"{i}from deepspeed.dswheels_isa import describe as _dswheels_isa  {PATCH_MARK} the CPU ops' ISA variant\n"
+            f'{i}report.append(("cpu op isa variants", _dswheels_isa()))\n' + match.group(0)
+        )
+
+    return _SHM_REPORT_RE.sub(line, text, count=1)
+
+
+def patch_isa_levels(text: str, rows: Sequence[tuple[object, ...]]) -> str:
+    r"""The helper or dispatch module's text (dswheels.probes.isa_variants, isa_dispatch) with its ``LEVELS`` set.
+
+    >>> patch_isa_levels("LEVELS: tuple[tuple[str, str], ...] = ()\n", [("default", "x86-64-v2")])
+    "LEVELS: tuple[tuple[str, str], ...] = (('default', 'x86-64-v2'),)\n"
+    """
+    try:
+        return fill_constant(text, "LEVELS", tuple(tuple(row) for row in rows))
+    except ValueError as exc:
+        raise PatchError(str(exc)) from None

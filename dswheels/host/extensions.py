@@ -33,7 +33,7 @@ def disassemble(
     extension of a few hundred MB disassembles to gigabytes) against the baseline's forbidden registers."""
     scan = IsaScan(forbidden_registers)
     proc.run(
-        [objdump, "-d", "--no-show-raw-insn", path],
+        [objdump, "-d", path],  # with each instruction's bytes: its encoding (VEX, EVEX) is judged too
         echo=False,
         stream=False,
         heartbeat=None,
@@ -82,10 +82,13 @@ def read_extensions(
     *,
     forbidden_registers: Sequence[str] | None,
     error: type[DswheelsError],
+    variant_registers: Mapping[str, Sequence[str]] | None = None,
     forbidden_features: Sequence[str] | None = None,
 ) -> dict[str, ExtensionBinary]:
     """Every extension (member name -> bytes), in name order; an x86-64 one's ISA only where objdump is on PATH,
+    scanned against ``forbidden_registers`` or, an ISA variant's (``variant_registers``), against its own level's;
     an AArch64 one's against ``forbidden_features`` (None: not scanned)."""
+    levels = variant_registers or {}
     objdump = proc.find_tool("objdump")
     with tempfile.TemporaryDirectory(prefix="dsw-bin-") as tmp:
         return {
@@ -93,7 +96,7 @@ def read_extensions(
                 member,
                 data,
                 tmp=Path(tmp),
-                forbidden_registers=forbidden_registers,
+                forbidden_registers=levels.get(member, forbidden_registers),
                 objdump=objdump,
                 error=error,
                 forbidden_features=forbidden_features,

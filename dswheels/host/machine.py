@@ -1,4 +1,4 @@
-"""What the build machine has to spend: cores and available memory."""
+"""What the build machine has to spend (cores and available memory), and what its CPU can run (feature flags)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from dswheels.kernel.platform_traits import machine_platform
 __all__ = [
     "available_memory",
     "cpu_count",
+    "cpu_flags",
     "host_machine",
     "host_os",
     "host_platform",
@@ -70,6 +71,39 @@ def host_os() -> OS:
     """The OS this machine runs (and builds natively for)."""
     # sys.platform, not os.name: mypy narrows on it (`--platform win32`)
     return OS.WINDOWS if sys.platform == "win32" else OS.LINUX
+
+
+# IsProcessorFeaturePresent (winnt.h): the finest Windows says of AVX2 and AVX-512
+_PF_AVX2, _PF_AVX512F = 40, 41
+
+
+def cpu_flags() -> frozenset[str] | None:
+    """The CPU's feature flags by their ``/proc/cpuinfo`` names (``avx2``, ``fma``, ``avx512bw``, ...); None: unknown.
+
+    Windows answers only AVX2 and AVX512F: they stand for the rest of their level (every CPU with AVX2 has FMA;
+    every AVX512F CPU Windows runs on, Xeon Phi aside, has AVX512 BW/VL/DQ).
+    """
+    if sys.platform == "win32":
+        present = ctypes.windll.kernel32.IsProcessorFeaturePresent
+        flags = (["avx2", "fma"] if present(_PF_AVX2) else []) + (
+            ["avx512f", "avx512bw", "avx512vl", "avx512dq"] if present(_PF_AVX512F) else []
+        )
+        found: frozenset[str] | None = frozenset(flags)
+    else:
+        found = _cpuinfo_flags(Path("/proc/cpuinfo"))
+    return found
+
+
+def _cpuinfo_flags(cpuinfo: Path) -> frozenset[str] | None:
+    try:
+        text = cpuinfo.read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return None
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "flags":
+            return frozenset(value.split())
+    return None
 
 
 def host_machine() -> str:

@@ -21,6 +21,7 @@ from typing import BinaryIO
 
 from dswheels.host.files import NotRegularFileError, open_regular
 from dswheels.kernel.errors import DswheelsError
+from dswheels.kernel.isa_variants import DISPATCH_MODULE, VariantTable, parse_variant_table, shim_path
 from dswheels.kernel.naming import PublishedWheel
 from dswheels.kernel.wheel_admission import admission_problems
 from dswheels.kernel.wheel_contents import (
@@ -140,6 +141,20 @@ class WheelContents:
     entry_points: str | None = None  # .dist-info/entry_points.txt (None: absent)
     builder_sources: Mapping[str, str] = field(default_factory=dict)  # deepspeed/ops/op_builder/**.py, if asked
     extensions: Mapping[str, bytes] = field(default_factory=dict)  # every .so/.pyd, if asked: read when used
+    # the ISA variants' dispatch (deepspeed/dswheels_isa.py) and the module of each op it names ({}: none)
+    isa_sources: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def variants(self) -> VariantTable:
+        """The ops built once per ISA level, as the wheel's dispatch module says (empty: none);
+        WheelContentError when it is unreadable."""
+        text = self.isa_sources.get(DISPATCH_MODULE)
+        if text is None:
+            return VariantTable()
+        try:
+            return parse_variant_table(text)
+        except ValueError as exc:
+            raise WheelContentError(str(exc)) from None
 
     @property
     def installed(self) -> InstalledInfo:
@@ -166,6 +181,21 @@ def _sources(archive: zipfile.ZipFile, names: tuple[str, ...]) -> dict[str, str]
         msg = f"its op builder sources would inflate to {total:,} bytes, more than {_limit_words(MAX_SOURCES_BYTES)}"
         raise WheelContentError(msg)
     return {n: read_member(archive, n, MAX_SOURCE_BYTES).decode("utf-8", "replace") for n in wanted}
+
+
+def _isa_sources(archive: zipfile.ZipFile, names: tuple[str, ...]) -> dict[str, str]:
+    """The ISA variants' dispatch module and the module of every op it names that the wheel has, bounded."""
+    if DISPATCH_MODULE not in names:
+        return {}
+    sources = {DISPATCH_MODULE: read_member(archive, DISPATCH_MODULE, MAX_SOURCE_BYTES).decode("utf-8", "replace")}
+    try:
+        ops = parse_variant_table(sources[DISPATCH_MODULE]).ops
+    except ValueError:  # unreadable: WheelContents.variants says why
+        return sources
+    shims = [shim_path(module) for module in ops.values() if shim_path(module) in names]
+    _at_most(shims, "ISA-variant op modules")
+    sources.update({n: read_member(archive, n, MAX_SOURCE_BYTES).decode("utf-8", "replace") for n in shims})
+    return sources
 
 
 def _at_most(members: list[str], what: str) -> None:
@@ -218,6 +248,7 @@ def read_wheel(
                 else None
             )
             sources = _sources(archive, names) if builders else {}
+            isa_sources = _isa_sources(archive, names)
             members = [n for n in names if n.endswith(EXTENSION_SUFFIXES)] if extensions else []
             _at_most(members, "extension files")
             binaries = WheelMembers(path, tuple(members), limit=MAX_EXTENSION_BYTES, error=error)
@@ -247,6 +278,7 @@ def read_wheel(
         entry_points=entry_points,
         builder_sources=sources,
         extensions=binaries,
+        isa_sources=isa_sources,
     )
 
 

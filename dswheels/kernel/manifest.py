@@ -25,6 +25,7 @@ __all__ = [
     "PRODUCERS",
     "READABLE_SCHEMAS",
     "BuiltOp",
+    "BuiltVariant",
     "FileInfo",
     "Manifest",
     "ManifestError",
@@ -55,19 +56,34 @@ class FileInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class BuiltVariant:
+    """One ISA level an op with SIMD paths was compiled at (dswheels.kernel.isa_variants)."""
+
+    suffix: str  # torch's CPU capability in lower case: default, avx2, avx512
+    level: str  # the compat.yml cpu_baseline it is compiled for, e.g. x86-64-v3
+    module: str  # what it imports as: <the op's module>_<suffix>
+    extension: str  # its file inside the wheel
+    size: int
+    seconds: float | None
+
+
+@dataclass(frozen=True, slots=True)
 class BuiltOp:
     name: str
     env: str  # DS_BUILD_<VAR>
-    extension: str  # path inside the wheel, e.g. deepspeed/ops/adam/cpu_adam_op.cpython-311-x86_64-linux-gnu.so
-    module: str  # importable name, as the builder's absolute_name() gives it
-    size: int
-    seconds: float | None  # compile time, when the build log allowed measuring it
+    # path inside the wheel, e.g. deepspeed/ops/adam/cpu_adam_op.cpython-311-x86_64-linux-gnu.so (an op built per
+    # ISA level: its baseline variant's)
+    extension: str
+    module: str  # importable name, as the builder's absolute_name() gives it (an op built per ISA level: its dispatch)
+    size: int  # its extension's bytes (an op built per ISA level: all its variants')
+    seconds: float | None  # compile time, when the build log allowed measuring it (per ISA level: all of them)
     # each translation unit's compile seconds, from ninja's log: (source relative to the tree, seconds)
     units: tuple[tuple[str, float], ...] = ()
     # the SASS archs its builder asked nvcc for (sm_80 -> 80; empty for a C++ op or an older manifest)
     sass: tuple[int, ...] = ()
     # each source's scope (dswheels.plan.scopes: which builds share its object; empty: not probed)
     scopes: tuple[tuple[str, str], ...] = ()
+    variants: tuple[BuiltVariant, ...] = ()  # one per ISA level, the baseline first (empty: built once)
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +149,17 @@ def render_manifest(manifest: Manifest) -> str:
                     "units": [{"source": source, "seconds": round(s, 2)} for source, s in op.units],
                     "sass": list(op.sass),
                     "scopes": dict(op.scopes),
+                    "variants": [
+                        {
+                            "suffix": v.suffix,
+                            "level": v.level,
+                            "module": v.module,
+                            "extension": v.extension,
+                            "size": v.size,
+                            "seconds": v.seconds,
+                        }
+                        for v in op.variants
+                    ],
                 }
                 for op in manifest.ops_built
             ],
@@ -260,6 +287,7 @@ def parse_manifest(text: str) -> Manifest:
                 units=tuple((u["source"].text(), u["seconds"].num() or 0.0) for u in op.opt_items("units")),
                 sass=tuple(a.integer() for a in op.opt_items("sass")),
                 scopes=tuple(op.opt_map("scopes").items()),
+                variants=tuple(_variant(v) for v in op.opt_items("variants")),  # since the ISA variants
             )
             for op in ops["built"].items()
         ),
@@ -274,6 +302,17 @@ def parse_manifest(text: str) -> Manifest:
         producer="dswheels build" if v1 else _producer(root["producer"]),
         windows_host=root["windows_host"].obj() if isinstance(root.data, dict) and "windows_host" in root.data else {},
         runner=root.opt_map("runner"),
+    )
+
+
+def _variant(get: _Get) -> BuiltVariant:
+    return BuiltVariant(
+        suffix=get["suffix"].text(),
+        level=get["level"].text(),
+        module=get["module"].text(),
+        extension=get["extension"].text(),
+        size=get["size"].integer(),
+        seconds=get["seconds"].num(),
     )
 
 

@@ -24,6 +24,7 @@ class OpLoad:
     prebuilt: bool
     error: str  # why load() failed ("" when it did not)
     seconds: float
+    variant: str = ""  # an op built once per ISA level: the variant its module loaded (avx2, ...)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -36,6 +37,7 @@ class LoadReport:
     accelerator_wheel: str  # the one the wheel was built for
     torch_info: Mapping[str, str]
     ops: tuple[OpLoad, ...]
+    cpu_capability: str  # torch.backends.cpu.get_cpu_capability() there: what picks an ISA variant
     error: str  # DeepSpeed (or torch) did not import: why
     jit_files: tuple[str, ...]  # files in TORCH_EXTENSIONS_DIR afterwards: a JIT compile
     raw: Mapping[str, object]  # the answer as printed (verify's report keeps it)
@@ -69,6 +71,7 @@ def parse_load(data: Mapping[str, object], jit_files: tuple[str, ...] = ()) -> L
                 prebuilt=e.get("prebuilt") is True,
                 error=_text(e, "error"),
                 seconds=float(seconds) if isinstance(seconds, (int, float)) else 0.0,
+                variant=_text(e, "variant"),
             )
         )
     info = data.get("torch_info")
@@ -79,6 +82,7 @@ def parse_load(data: Mapping[str, object], jit_files: tuple[str, ...] = ()) -> L
         accelerator_wheel=_text(data, "accelerator_wheel"),
         torch_info={str(k): str(v) for k, v in info.items()} if isinstance(info, dict) else {},
         ops=tuple(ops),
+        cpu_capability=_text(data, "cpu_capability"),
         error=_text(data, "error"),
         jit_files=jit_files,
         raw=dict(data),
@@ -97,7 +101,9 @@ def judge_loads(report: LoadReport) -> tuple[OpVerdict, ...]:
     verdicts = []
     for op in report.ops:
         if op.prebuilt:
-            verdicts.append(OpVerdict(name=op.name, ok=True, detail=f"{op.loaded} from the wheel in {op.seconds}s"))
+            variant = f" (its {op.variant} variant)" if op.variant else ""
+            detail = f"{op.loaded}{variant} from the wheel in {op.seconds}s"
+            verdicts.append(OpVerdict(name=op.name, ok=True, detail=detail))
             continue
         why = op.error or f"loaded {op.loaded} instead of the prebuilt {op.module} (JIT-compiled)"
         if report.accelerator_runtime != report.accelerator_wheel:

@@ -9,7 +9,8 @@ with an empty ``TORCH_EXTENSIONS_DIR`` and checks that it stays empty.
 
 ``python no_jit.py load REQUEST``: ``REQUEST`` is ``{"ops": [names] | null}``; null: every op
 ``installed_ops`` marks. Prints :data:`LOAD_MARK` and per op the module it loaded and whether
-it is the prebuilt one (``builder.absolute_name()``), with DeepSpeed's and torch's versions and
+it is the prebuilt one (``builder.absolute_name()``) and, for an op built once per ISA level, the
+variant it loaded; with DeepSpeed's and torch's versions, torch's CPU capability and
 both accelerators (the caller sets ``DS_ACCELERATOR``: DeepSpeed loads a prebuilt op only under
 the accelerator it was built for).
 
@@ -80,6 +81,8 @@ def _load_one(all_ops: dict[str, Any], name: str) -> dict[str, object]:
         entry["loaded"] = module.__name__
         entry["file"] = getattr(module, "__file__", "") or ""
         entry["prebuilt"] = module.__name__ == builder.absolute_name()
+        # an op built once per ISA level: the variant its module loaded (dswheels.probes.isa_dispatch)
+        entry["variant"] = str(getattr(module, "__dswheels_variant__", "") or "")
     entry["seconds"] = round(time.perf_counter() - start, 3)
     return entry
 
@@ -94,6 +97,8 @@ def load(ops: Sequence[str] | None) -> dict[str, object]:
     try:
         torch = importlib.import_module("torch")
         result.update(torch=str(torch.__version__), torch_cuda=torch.version.cuda)
+        ask = getattr(getattr(getattr(torch, "backends", None), "cpu", None), "get_cpu_capability", None)
+        result["cpu_capability"] = str(ask()) if ask is not None else ""  # what picks an ISA variant
         forbid_jit()
         info = importlib.import_module("deepspeed.git_version_info")
         installed = {str(k): bool(v) for k, v in dict(info.installed_ops).items()}

@@ -5,7 +5,9 @@ directory (``setup.py``'s view: ``op_builder`` and ``accelerator`` imported from
 :data:`MARK` and a JSON object: the accelerator DeepSpeed picks, and for every op of
 ``ALL_OPS`` its ``BUILD_VAR`` and prebuilt module (``absolute_name()``); for each op named in
 ``OPS_JSON`` (``["*"]``: every op) also its ``sources()``, ``include_paths()``, ``is_compatible(verbose=True)`` and what
-that printed (the reason an op would be skipped silently); and where torch's and Python's headers
+that printed (the reason an op would be skipped silently), and the ISA levels it is built at when the tree
+builds variants of it (``variants``: ``[[suffix, level], ...]``, dswheels.probes.isa_variants; ``[]``: built
+once); and where torch's and Python's headers
 are (``include``: what each translation unit's scope is read from, dswheels.plan.scopes).
 The build (:mod:`dswheels.building.effects.op_sources_asked`) checks these against the plan before it compiles
 anything.
@@ -48,8 +50,21 @@ def _inspect(builder: Any) -> dict[str, object]:  # noqa: ANN401 - one of DeepSp
         except Exception as exc:  # noqa: BLE001
             entry["compatible"] = False
             entry["error"] = repr(exc)
+        entry["variants"] = _variants(builder) if entry["compatible"] else []
     entry["messages"] = out.getvalue()[-_MESSAGES:]
     return entry
+
+
+def _variants(builder: Any) -> list[list[str]]:  # noqa: ANN401 - one of DeepSpeed's op builders
+    """The ISA levels the patched tree builds ``builder``'s op at (its dswheels_isa_variants.py), or none."""
+    try:
+        helper = importlib.import_module("dswheels_isa_variants")
+    except ImportError:  # a tree dswheels did not patch for variants
+        return []
+    try:
+        return [[suffix, level] for suffix, level, *_answers in helper.variant_levels(builder)]
+    except Exception:  # noqa: BLE001 - an op whose builder() fails here fails the build's other checks
+        return []
 
 
 def describe(wanted: Sequence[str], tree: Path) -> dict[str, object]:

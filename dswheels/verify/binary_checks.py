@@ -50,17 +50,30 @@ def _cpu_architecture(facts: WheelFacts) -> Iterator[Verdict]:
 
 @STATIC.check(
     "cpu baseline",
-    judges="no extension holds an instruction above the plan's CPU baseline (x86-64: disassembled with objdump, "
-    "where it is on PATH; AArch64: each instruction word read from the file), per extension",
+    judges="no extension (but an op's ISA variants: cpu level) holds an instruction above the plan's CPU baseline "
+    "(x86-64: disassembled with objdump, where it is on PATH; AArch64: each instruction word read from the file), "
+    "per extension",
 )
 def _cpu_baseline(facts: WheelFacts) -> Iterator[Verdict]:
     known = [b for b in facts.binaries.values() if b.format != "unknown"]
     baseline = facts.expected.cpu_baseline
     if known and not facts.baseline_known:
         yield Verdict(ok=False, detail=f"unknown baseline {baseline!r}")
-    for binary in known:
-        if binary.isa is not None:
+    for member, binary in sorted(facts.binaries.items()):
+        if binary.format != "unknown" and binary.isa is not None and member not in facts.levels:
             yield Verdict(binary.isa.ok, binary.isa.describe(baseline), subject=binary.name.split(".")[0])
+
+
+@STATIC.check(
+    "cpu level",
+    judges="no ISA variant of an op holds an instruction above the level it is compiled for (x86-64-v3 for avx2, "
+    "x86-64-v4 for avx512), per variant",
+)
+def _cpu_level(facts: WheelFacts) -> Iterator[Verdict]:
+    for member, binary in sorted(facts.binaries.items()):
+        level = facts.levels.get(member)
+        if level and binary.format != "unknown" and binary.isa is not None:
+            yield Verdict(binary.isa.ok, binary.isa.describe(level), subject=binary.name.split(".")[0])
 
 
 def _elf_needs(facts: WheelFacts) -> dict[str, Mapping[str, Sequence[str]]]:

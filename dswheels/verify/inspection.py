@@ -10,12 +10,13 @@ docs/inspect.md), with plain warnings where a user would be surprised at run tim
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from dswheels.kernel.binaries.dlls import DllFacts, DllTarget, DllVerdict, judge_imports
 from dswheels.kernel.binaries.extension import ExtensionBinary
 from dswheels.kernel.binaries.isa import IsaReport
 from dswheels.kernel.binaries.linux_runtime import LibstdcxxRelease, floor_of
+from dswheels.kernel.isa_variants import VariantTable, chosen_suffix, describe_levels
 from dswheels.kernel.naming import WheelNameError, parse_wheel_name
 from dswheels.kernel.wheel_contents import InstalledInfo, Metadata, builder_modules, check_ops
 from dswheels.verify.placement import Placement, expected_file, module_of_extension, place_extensions
@@ -24,6 +25,7 @@ from dswheels.verify.static_checks import cell_from_wheel_filename
 A64_BASELINE = "armv8.2-a"  # what inspect judges an AArch64 extension against (compat.yml's default)
 
 __all__ = [
+    "LEVELS",
     "SCHEMA",
     "ExtensionReport",
     "Inspection",
@@ -49,6 +51,8 @@ class ExtensionReport:
     runtime: str  # ELF: the glibc/libstdc++ floor in words; "" for PE
     module: str = ""  # what the file imports as (its path)
     misplaced: str = ""  # why loading its op does not import this file ("" when it does)
+    variant: str = ""  # an op built once per ISA level: this file's variant (avx2) ...
+    level: str = ""  # ... and the level it is compiled for (x86-64-v3)
 
     def as_json(self) -> dict[str, object]:
         b = self.binary
@@ -63,6 +67,7 @@ class ExtensionReport:
             if b.gpu is None
             else {"sass": [f"sm_{a}" for a in b.gpu.sass], "ptx": [f"compute_{a}" for a in b.gpu.ptx]},
             "cpu": None if b.isa is None else {"level": isa_level(b.isa, machine=b.machine), **_isa_json(b.isa)},
+            "isa_variant": {"variant": self.variant, "level": self.level} if self.variant else None,
             "linux_runtime": {lib: list(v) for lib, v in b.version_needs.items()} if b.format == "elf" else None,
             "linux_runtime_floor": self.runtime or None,
             "dll_imports": [v.as_json() for v in self.dlls] if b.format == "pe" else None,
@@ -117,6 +122,13 @@ class Inspection:
     extensions: tuple[ExtensionReport, ...]
     warnings: tuple[str, ...]
     provenance: ProvenanceReport | None = None  # None: no provenance beside the wheel
+    variants: VariantTable = field(default_factory=VariantTable)  # the ops built once per ISA level (its dispatch)
+    here: str | None = None  # torch's CPU capability on this machine, as its CPU flags give it (None: unknown)
+
+    @property
+    def loads_here(self) -> str | None:
+        """The variant this machine's CPU loads (None: unknown, or none fits)."""
+        return chosen_suffix(self.variants, self.here) if self.here is not None else None
 
     def as_json(self) -> dict[str, object]:
         return {
@@ -131,6 +143,14 @@ class Inspection:
             "torch_info": dict(self.torch_info),
             "dlls_judged_for": self.target or None,
             "extensions": [e.as_json() for e in self.extensions],
+            "isa_variants": None
+            if not self.variants.ops
+            else {
+                "levels": [{"variant": suffix, "level": level} for suffix, level in self.variants.levels],
+                "ops": dict(self.variants.ops),
+                "cpu_capability_here": self.here,
+                "loads_here": self.loads_here,
+            },
             "warnings": list(self.warnings),
             "provenance": self.provenance.as_json() if self.provenance is not None else None,
         }
@@ -143,6 +163,9 @@ def _isa_json(isa: IsaReport) -> dict[str, object]:
         "runtime_dispatch": isa.runtime_dispatch,
         "examples": list(isa.examples),
     }
+
+
+LEVELS = ("x86-64-v2", "x86-64-v3", "x86-64-v4", "above x86-64-v4")  # what isa_level answers, lowest first
 
 
 def isa_level(isa: IsaReport, *, machine: str = "x86_64") -> str:
@@ -158,9 +181,17 @@ def isa_level(isa: IsaReport, *, machine: str = "x86_64") -> str:
         return A64_BASELINE if isa.violations == 0 else f"above {A64_BASELINE}: {', '.join(isa.kinds)}"
     if isa.violations == 0:
         return "x86-64-v2"
+    if any("above x86-64-v4" in kind for kind in isa.kinds):
+        return "above x86-64-v4"
     if any(kind.startswith("AVX-512") for kind in isa.kinds):
         return "x86-64-v4"
     return "x86-64-v3"
+
+
+def _above(isa: IsaReport, level: str) -> bool:
+    """Whether the scanned code needs more than ``level`` (one of :data:`LEVELS`; an unknown level: anything)."""
+    need = LEVELS.index(isa_level(isa))
+    return need > (LEVELS.index(level) if level in LEVELS else 0)
 
 
 def inspect_wheel(
@@ -174,8 +205,12 @@ def inspect_wheel(
     dll_facts: DllFacts,
     libstdcxx: Sequence[LibstdcxxRelease],
     toolkit_sm: Mapping[str, frozenset[int]],
+    variants: VariantTable | None = None,
+    here: str | None = None,
 ) -> Inspection:
-    """Describe a DeepSpeed wheel. ``toolkit_sm``: CUDA ``X.Y`` -> the SASS archs its nvcc can emit (compat.yml)."""
+    """Describe a DeepSpeed wheel. ``toolkit_sm``: CUDA ``X.Y`` -> the SASS archs its nvcc can emit (compat.yml);
+    ``variants``: its ops built once per ISA level; ``here``: torch's CPU capability on this machine (None: unknown)."""
+    variants = variants or VariantTable()
     try:
         name = parse_wheel_name(filename)
     except WheelNameError as exc:
@@ -192,6 +227,7 @@ def inspect_wheel(
         cuda_major=int(cell.variant.cuda_text.split(".")[0]) if cell and cell.variant.is_cuda else None,
     )
     modules = builder_modules(builder_sources)
+    modules.update({op: variants.modules(op) for op in variants.ops if modules})  # an op per ISA level: its variants
     placed = {p.member: p for p in place_extensions(names, built=installed.built_ops, modules=modules) if modules}
     found = check_ops(installed.built_ops, installed=installed, modules=modules, names=names)
     reports = []
@@ -201,9 +237,17 @@ def inspect_wheel(
         )
         runtime = floor_of([binary.version_needs]).describe(libstdcxx) if binary.format == "elf" else ""
         place = placed.get(member) or Placement(member=member, module=module_of_extension(member), op="")
+        _op, suffix, level = variants.level_of(place.module) or ("", "", "")
         reports.append(
             ExtensionReport(
-                op=place.op, binary=binary, dlls=dlls, runtime=runtime, module=place.module, misplaced=place.problem
+                op=place.op,
+                binary=binary,
+                dlls=dlls,
+                runtime=runtime,
+                module=place.module,
+                misplaced=place.problem,
+                variant=suffix,
+                level=level,
             )
         )
     torch_reqs = tuple(
@@ -223,6 +267,8 @@ def inspect_wheel(
         target=target.torch_words if any(r.binary.format == "pe" for r in reports) else "",
         extensions=tuple(reports),
         warnings=(),
+        variants=variants,
+        here=here,
     )
     warnings = _placement_warnings(inspection, modules) + _warnings(inspection, cuda=cuda, toolkit_sm=toolkit_sm)
     return replace(inspection, warnings=tuple(warnings))
@@ -274,21 +320,38 @@ def _warnings(i: Inspection, *, cuda: str, toolkit_sm: Mapping[str, frozenset[in
             )
     for r in i.extensions:
         warnings.extend(f"{_label(r)} imports {v.name}: {v.detail}" for v in r.dlls if not v.ok)
-        if r.binary.isa is not None and not r.binary.isa.ok:
-            level = A64_BASELINE if r.binary.machine == "aarch64" else "x86-64-v2"
-            warnings.append(f"{_label(r)}: {r.binary.isa.describe(level)}")
+        isa = r.binary.isa
+        if isa is None:
+            continue
+        if r.variant and not isa.runtime_dispatch and _above(isa, r.level):
+            warnings.append(f"{_label(r)}: its {r.variant} variant needs {isa_level(isa)}, above its level {r.level}")
+        elif not r.variant and not isa.ok:
+            warnings.append(
+                f"{_label(r)}: {isa.describe(A64_BASELINE if r.binary.machine == 'aarch64' else 'x86-64-v2')}"
+            )
+    if i.variants.ops and i.here is not None and i.loads_here is None:
+        warnings.append(
+            f"this CPU (torch's capability {i.here}) is below every ISA variant of {', '.join(sorted(i.variants.ops))}"
+            f" ({describe_levels(i.variants)}): loading them raises ImportError here"
+        )
     return warnings
 
 
 def _label(r: ExtensionReport) -> str:
-    return r.op or r.binary.name
+    name = r.op or r.binary.name
+    return f"{name} ({r.variant})" if r.variant else name
 
 
-def _import_words(r: ExtensionReport) -> str:
+def _import_words(r: ExtensionReport, variants: VariantTable) -> str:
     if r.misplaced:
         return f"{r.module}: NOT where its op is imported from (see the warnings)"
     if not r.op:
         return f"{r.module} (not judged: the wheel has no op builder sources)"
+    if r.variant:
+        return (
+            f"{r.module}: {r.op}'s {r.variant} variant, compiled for {r.level}; {variants.ops.get(r.op, '?')} (its "
+            "absolute_name()) loads it where torch's CPU capability allows"
+        )
     return f"{r.module}: {r.op}'s builder imports it from here (its absolute_name())"
 
 
@@ -297,11 +360,19 @@ def _gpu_words(r: ExtensionReport) -> str:
     return "none (CPU code only)" if gpu is None else gpu.describe()
 
 
-def _cpu_words(isa: IsaReport | None, machine: str) -> str:
+def _cpu_words(isa: IsaReport | None, r: ExtensionReport) -> str:
     if isa is None:
         return "not read (objdump is not on PATH)"
+    machine = r.binary.machine
     if machine == "aarch64":
         return f"{isa_level(isa, machine=machine)} ({isa.instructions} instructions, {isa.violations} above it)"
+    if r.variant:
+        need, counted = isa_level(isa), f"{isa.violations} of {isa.instructions} instructions above x86-64-v2"
+        if not _above(isa, r.level):
+            return f"{need} ({counted}): within its level {r.level}"
+        if isa.runtime_dispatch:
+            return f"{r.level}; {counted} need {need}, in code selected at run time (cpuid)"
+        return f"{need} ({counted}): ABOVE its level {r.level}"
     if isa.violations == 0:
         return f"x86-64-v2 ({isa.instructions} instructions)"
     above = f"{isa.violations} of {isa.instructions} instructions need {isa_level(isa)}"
@@ -331,6 +402,12 @@ def render_inspection(i: Inspection) -> str:
         ("torch_info", f"torch {info.get('version', '?')}, CUDA {info.get('cuda_version', '?')}"),
         ("installed ops", f"{len(i.installed_ops)}: {', '.join(i.installed_ops) or 'none'}"),
     ]
+    if i.variants.ops:
+        here = "unknown (this CPU's flags were not read)"
+        if i.here is not None:
+            here = f"{i.loads_here or 'NONE'} (torch's CPU capability here: {i.here})"
+        rows.append(("isa variants", f"{', '.join(sorted(i.variants.ops))}: {describe_levels(i.variants)}"))
+        rows.append(("loads here", here))
     if i.target:
         rows.append(("DLLs judged for", f"Python {i.python_tag}, {i.target}"))
     rows.append(("provenance", i.provenance.words() if i.provenance is not None else "none beside the wheel"))
@@ -339,9 +416,9 @@ def render_inspection(i: Inspection) -> str:
     for r in i.extensions:
         lines.append(f"  {_label(r):<{width}}  {r.binary.member} ({r.binary.format}, {r.binary.size / 1e6:.1f} MB)")
         pad = " " * (width + 4)
-        lines.append(f"{pad}module   {_import_words(r)}")
+        lines.append(f"{pad}module   {_import_words(r, i.variants)}")
         lines.append(f"{pad}gpu      {_gpu_words(r)}")
-        lines.append(f"{pad}cpu      {_cpu_words(r.binary.isa, r.binary.machine)}")
+        lines.append(f"{pad}cpu      {_cpu_words(r.binary.isa, r)}")
         if r.binary.format == "elf":
             lines.append(f"{pad}needs    {r.runtime}")
         elif r.binary.format == "pe":

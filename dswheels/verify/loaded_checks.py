@@ -9,15 +9,23 @@ The effectful side (:func:`dswheels.verify.effects.prove.runtime_checks`) runs t
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from dswheels.kernel.isa_variants import VariantTable, chosen_suffix
 from dswheels.kernel.opload_result import LoadReport, judge_loads
 from dswheels.kernel.versions import format_version
 from dswheels.verify.ds_report import DsReport
 from dswheels.verify.registry import Registry, Stage, Verdict
 from dswheels.verify.static_checks import Expected
 
-__all__ = ["ADAM_TOLERANCE", "LOADED", "AdamStep", "LoadedFacts"]
+__all__ = [
+    "ADAM_TOLERANCE",
+    "LOADED",
+    "AdamStep",
+    "LoadedFacts",
+    "ds_report_variant_verdicts",
+    "variant_load_verdicts",
+]
 
 ADAM_TOLERANCE = 1e-5  # the largest difference from torch's AdamW DeepSpeedCPUAdam may have after its steps
 
@@ -58,6 +66,7 @@ class LoadedFacts:
     loads: LoadReport | None  # None: the loader printed no answer (``loader_tail`` says why)
     loader_tail: Sequence[str] = ()
     jit_files: Sequence[str] = ()  # what appeared in TORCH_EXTENSIONS_DIR
+    variants: VariantTable = field(default_factory=VariantTable)  # the wheel's ops built once per ISA level
     adam: AdamStep | None = None  # None: the wheel has no cpu_adam
 
 
@@ -109,6 +118,55 @@ def _load(facts: LoadedFacts) -> Iterator[Verdict]:
         return
     for verdict in judge_loads(loads):
         yield Verdict(verdict.ok, verdict.detail, subject=verdict.name)
+
+
+@LOADED.check(
+    "isa variant",
+    judges="each op built once per ISA level loaded the variant torch's CPU capability there picks, never one "
+    "above it, per op",
+)
+def _isa_variant(facts: LoadedFacts) -> Iterator[Verdict]:
+    loads = facts.loads
+    if loads is not None and not (loads.error and not loads.ops):
+        yield from variant_load_verdicts(facts.variants, loads)
+
+
+def variant_load_verdicts(variants: VariantTable, loads: LoadReport) -> list[Verdict]:
+    """Each op built once per ISA level loaded the variant torch's CPU capability there picks (never one above)."""
+    verdicts = []
+    for op in loads.ops:
+        if op.name not in variants.ops or not op.prebuilt:
+            continue
+        want = chosen_suffix(variants, loads.cpu_capability)
+        ok = bool(op.variant) and op.variant == want
+        detail = (
+            f"loaded its {op.variant or 'no'} variant; torch's CPU capability there is {loads.cpu_capability or '?'}, "
+            f"which picks {want or 'none'} of {', '.join(variants.suffixes)}"
+        )
+        verdicts.append(Verdict(ok, detail, subject=op.name))
+    return verdicts
+
+
+@LOADED.check(
+    "ds_report isa variant",
+    judges="ds_report's 'cpu op isa variants' line names the variant torch's CPU capability picks there (with "
+    "such ops)",
+)
+def _ds_report_isa_variant(facts: LoadedFacts) -> Iterator[Verdict]:
+    loads = facts.loads
+    if facts.ds_report is not None and loads is not None and not (loads.error and not loads.ops):
+        line = facts.ds_report.info.get("cpu op isa variants")
+        yield from ds_report_variant_verdicts(facts.variants, line, loads.cpu_capability)
+
+
+def ds_report_variant_verdicts(variants: VariantTable, line: str | None, capability: str) -> list[Verdict]:
+    """``ds_report``'s "cpu op isa variants" line names the variant torch's CPU capability picks there."""
+    if not variants.ops:
+        return []
+    want = chosen_suffix(variants, capability) or "NONE"
+    ok = line is not None and line.startswith(f"{want} ") and f"capability {capability}" in line
+    shown = "no such line" if line is None else repr(line)
+    return [Verdict(ok, f"cpu op isa variants: {shown}; expected {want} for {capability}")]
 
 
 @LOADED.check("no JIT", judges="TORCH_EXTENSIONS_DIR is still empty after ds_report and the loads")

@@ -16,6 +16,7 @@ from enum import Enum
 from dswheels.kernel.binaries.dlls import DllFacts
 from dswheels.kernel.binaries.extension import ExtensionBinary
 from dswheels.kernel.binaries.linux_runtime import LibstdcxxRelease, RuntimeFloor
+from dswheels.kernel.isa_variants import VariantTable, describe_levels, is_shim, shim_path, variant_problems
 from dswheels.kernel.manifest import Manifest
 from dswheels.kernel.manylinux import FloorVerdict
 from dswheels.kernel.model import Accelerator, Cell, Platform, Python, Variant
@@ -36,6 +37,7 @@ from dswheels.kernel.wheel_contents import (
     OpsInWheel,
     builder_modules,
     check_ops,
+    extension_for_module,
     torch_pin,
 )
 from dswheels.verify.placement import place_extensions
@@ -49,6 +51,7 @@ __all__ = [
     "WheelFacts",
     "cell_from_wheel_filename",
     "expected_from_manifest",
+    "isa_variant_verdicts",
     "render_checks_markdown",
 ]
 
@@ -163,6 +166,12 @@ class WheelFacts:
     baseline_known: bool = True  # compat.yml knows the expected CPU baseline
     libstdcxx: Sequence[LibstdcxxRelease] = ()  # compat.yml's libstdc++ releases, for messages
     floor: FloorVerdict | None = None  # auditwheel's verdict on a Linux wheel (None: not judged, or not Linux)
+    # the ops built once per ISA level, as the wheel's deepspeed/dswheels_isa.py says (``variants_problem``: why
+    # it could not be read), the text of it and of the op modules, and each variant's extension -> its level
+    variants: VariantTable = field(default_factory=VariantTable)
+    variants_problem: str = ""
+    isa_sources: Mapping[str, str] = field(default_factory=dict)
+    levels: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def info(self) -> InstalledInfo:
@@ -172,10 +181,11 @@ class WheelFacts:
 
     @property
     def modules(self) -> dict[str, tuple[str, ...]]:
-        """op -> the module(s) it is imported from: what the wheel's own builders say (``load()`` runs them),
-        else what the manifest recorded of the build."""
+        """op -> the module(s) its extension imports as: what the wheel's own builders say (``load()`` runs
+        them), else what the manifest recorded of the build; an op built once per ISA level: its variants'."""
         modules: dict[str, tuple[str, ...]] = {op: (module,) for op, module in self.expected.modules.items() if module}
         modules.update(builder_modules(self.builder_sources))
+        modules.update({op: self.variants.modules(op) for op in self.variants.ops})
         return modules
 
     @property
@@ -194,6 +204,17 @@ STATIC: Registry[WheelFacts] = Registry(Stage.STATIC)
 def _installed_info(facts: WheelFacts) -> Iterator[Verdict]:
     if facts.installed is None:
         yield Verdict(ok=False, detail=facts.installed_problem)
+
+
+@STATIC.check(
+    "dswheels_isa.py",
+    judges="the table of the ops built once per ISA level (deepspeed/dswheels_isa.py) is readable, where the "
+    "wheel has one",
+    gate=True,
+)
+def _variant_table(facts: WheelFacts) -> Iterator[Verdict]:
+    if facts.variants_problem:
+        yield Verdict(ok=False, detail=facts.variants_problem)
 
 
 @STATIC.check("manifest sha256", judges="the wheel's sha256 is the one its build manifest records (with a manifest)")
@@ -279,17 +300,52 @@ def _installed_ops(facts: WheelFacts) -> Iterator[Verdict]:
     yield Verdict(not ops.missing and not ops.extra, "; ".join(parts))
 
 
-@STATIC.check("extensions", judges="one extension file per installed op, where the op's builder imports it from")
+@STATIC.check(
+    "extensions",
+    judges="one extension file per installed op (one per ISA level of an op built at each), where the op's "
+    "builder imports it from",
+)
 def _extensions(facts: WheelFacts) -> Iterator[Verdict]:
     ops, modules = facts.ops, facts.modules
     misplaced = [p for p in place_extensions(facts.names, built=ops.installed, modules=modules) if not p.ok]
     paired = {p.op for p in misplaced}
     problems = [p.problem for p in misplaced]
     problems += [line for op, line in zip(ops.no_file, ops.describe_no_file(modules), strict=True) if op not in paired]
-    if len(ops.extensions) != len(ops.installed):
+    variants = facts.variants
+    files_wanted = sum(len(variants.modules(op)) or 1 for op in ops.installed)  # or one per ISA level of an op
+    if len(ops.extensions) != files_wanted:
         problems.append(f"{len(ops.extensions)} extension files for {len(ops.installed)} installed ops")
-    found = f"one extension per op ({len(ops.extensions)}): " + ", ".join(sorted(ops.extensions))
+    per_level = f", {len(variants.ops)} of them once per ISA level" if variants.ops else ""
+    found = f"one extension per op{per_level} ({len(ops.extensions)}): " + ", ".join(sorted(ops.extensions))
     yield Verdict(not problems, "; ".join(problems) or found)
+
+
+@STATIC.check(
+    "isa variants",
+    judges="each op built once per ISA level has an extension per level and a module that loads the best one "
+    "torch's CPU capability allows (with such ops)",
+)
+def _isa_variants(facts: WheelFacts) -> Iterator[Verdict]:
+    yield from isa_variant_verdicts(facts.variants, facts.names, facts.isa_sources)
+
+
+def isa_variant_verdicts(variants: VariantTable, names: Sequence[str], isa_sources: Mapping[str, str]) -> list[Verdict]:
+    """The ops built once per ISA level: the dispatch module, each op's module dispatching, every level's extension
+    (``variants``: what the wheel's dispatch module says; ``isa_sources``: its text and the op modules')."""
+    if not variants.ops:
+        return []
+    extension_of = {m: extension_for_module(m, names) for op in variants.ops for m in variants.modules(op)}
+    problems = variant_problems(variants, names, extension_of)
+    problems += [
+        f"{op}: {shim_path(module)} does not load a variant (not the module dswheels writes)"
+        for op, module in sorted(variants.ops.items())
+        if shim_path(module) in names and not is_shim(isa_sources.get(shim_path(module), ""))
+    ]
+    detail = "; ".join(problems) or (
+        f"{', '.join(sorted(variants.ops))}: one extension per level, {describe_levels(variants)}; each op's "
+        "module loads the best one torch's CPU capability allows"
+    )
+    return [Verdict(not problems, detail)]
 
 
 @STATIC.check(

@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import sys
 
-from tests.bench import build_bench, index_bench, plan_bench, release_bench
+from tests.bench import build_bench, cpu_ops_bench, index_bench, plan_bench, release_bench
 
-BENCHES = {"plan": plan_bench.run, "index": index_bench.run, "build": build_bench.run, "release": release_bench.run}
+BENCHES = {
+    "plan": plan_bench.run,
+    "index": index_bench.run,
+    "build": build_bench.run,
+    "release": release_bench.run,
+    "cpu_ops": cpu_ops_bench.run,
+}
 
 
 def main(argv: list[str]) -> int:

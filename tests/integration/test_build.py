@@ -83,8 +83,8 @@ def test_cpu_wheel_has_exactly_the_planned_op(cpu_build: Built) -> None:
     modules = {op.name: op.module for op in manifest.ops_built}
     assert modules["cpu_adam"] == "deepspeed.ops.adam.cpu_adam_op"
     for op in manifest.ops_built:
-        assert op.extension in files
-        assert op.size == len(files[op.extension])
+        assert op.extension in files  # an op built once per ISA level: its baseline variant's
+        assert op.size == sum(len(files[e]) for e in {op.extension, *(v.extension for v in op.variants)})
         assert op.seconds is not None
         assert op.seconds > 0
     assert manifest.wheel.sha256 == hashlib.sha256(cpu_build.wheel.read_bytes()).hexdigest()
@@ -143,14 +143,16 @@ def test_cpu_extension_is_stripped_and_within_the_baseline(cpu_build: Built, tmp
 
 
 def test_progress_and_log(cpu_build: Built) -> None:
-    assert re.search(r"\[\d/2\] compiling cpu_adam \.\.\.", cpu_build.stdout)
-    assert re.search(r"\[\d/2\] compiling deepspeed_shm_comm \.\.\.", cpu_build.stdout)
-    assert re.search(r"cpu_adam compiled in \d", cpu_build.stdout)
+    for level in ("default", "avx2", "avx512"):  # cpu_adam once per ISA level (docs/build.md), shm_comm once
+        assert re.search(rf"\[\d/4\] compiling cpu_adam \({level}\) \.\.\.", cpu_build.stdout)
+        assert re.search(rf"cpu_adam \({level}\) compiled in \d", cpu_build.stdout)
+    assert re.search(r"\[\d/4\] compiling deepspeed_shm_comm \.\.\.", cpu_build.stdout)
     assert "CPU baseline x86-64-v2 holds" in cpu_build.stdout
     assert "built 1 of 1 cell(s)" in cpu_build.stdout
     log = cpu_build.log.read_text()
     assert log.startswith("# dswheels ")
-    assert re.search(r"^\[\d\d:\d\d:\d\d\] building 'deepspeed.ops.adam.cpu_adam_op' extension$", log, re.MULTILINE)
+    building = r"^\[\d\d:\d\d:\d\d\] building 'deepspeed.ops.adam.cpu_adam_op_avx2' extension$"
+    assert re.search(building, log, re.MULTILINE)
     assert "dswheels: patched op_builder/builder.py: cpu_arch() -> '-march=x86-64-v2'" in log
 
 
@@ -184,13 +186,13 @@ def test_warm_rebuild_hits_the_compiler_cache(cpu_build: Built, dswheels_cache: 
     assert cache["tool"] == tool
     hits, misses = cache["hits"], cache["misses"]
     assert isinstance(hits, int)
-    assert hits >= 4  # cpu_adam's and shm_comm's two objects each
+    assert hits >= 8  # cpu_adam's two objects at each of its three ISA levels, shm_comm's two
     assert misses == 0, cache
     assert f"compiler cache: {tool}:" in result.stdout
     # GitHub Actions: a foldable group per step, the compiler output inside it, a job summary table
     assert f"::group::{CPU_CELL}: build" in result.stdout
     assert "::endgroup::" in result.stdout
-    assert "building 'deepspeed.ops.adam.cpu_adam_op' extension" in result.stdout  # streamed under Actions
+    assert "building 'deepspeed.ops.adam.cpu_adam_op_avx2' extension" in result.stdout  # streamed under Actions
     table = summary.read_text()
     assert f"| `{CPU_CELL}` | ok | `{cpu_build.wheel.name}`" in table
     assert f"{tool} {hits}/{hits} hits" in table, table

@@ -87,13 +87,15 @@ def test_the_windows_wheel_is_built_by_the_real_msvc_and_nvcc(wine_build: Built)
     assert wine_build.wheel.name == "deepspeed-0.19.8+cu130torch2.14-cp311-cp311-win_amd64.whl"
     pyds = _pyds(wine_build.wheel)
     assert sorted(pyds) == [
-        "deepspeed/ops/adam/cpu_adam_op.cp311-win_amd64.pyd",
-        "deepspeed/ops/random_ltd_op.cp311-win_amd64.pyd",
+        "deepspeed/ops/adam/cpu_adam_op_avx2.cp311-win_amd64.pyd",  # once per ISA level (cl's /arch)
+        "deepspeed/ops/adam/cpu_adam_op_avx512.cp311-win_amd64.pyd",
+        "deepspeed/ops/adam/cpu_adam_op_default.cp311-win_amd64.pyd",
+        "deepspeed/ops/random_ltd_op.cp311-win_amd64.pyd",  # its builder asks no CPU level: built once
     ]
     log = wine_build.log.read_text(encoding="utf-8")
     # torch's own BuildExtension wrote the MSVC rules: /std:c++20 and the extension's name from it
     assert "cl /showIncludes /nologo /O2 /W3 /GL /DNDEBUG /MD" in log
-    assert "-DTORCH_EXTENSION_NAME=cpu_adam_op /std:c++20" in log
+    assert "-DTORCH_EXTENSION_NAME=cpu_adam_op_default /std:c++20" in log
     assert "Microsoft (R) C/C++ Optimizing Compiler Version 19.44" in log
     # nvcc.exe drove cl for the .cu files, with torch's win32 flags
     assert "-Xcompiler /MD -Xcompiler /wd4819" in log
@@ -104,6 +106,48 @@ def test_the_windows_wheel_is_built_by_the_real_msvc_and_nvcc(wine_build: Built)
     assert str(host["msvc_toolset"]).startswith("14.44.")
     assert "profiler_api" in host["cuda_components"]  # type: ignore[operator]
     assert "release 13.0" in manifest.toolchain["nvcc"]
+
+
+@pytest.fixture(scope="session")
+def wine_cpu_adam(dswheels_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Built:
+    """The canary cell with its CPU op alone: cpu_adam under cl, once per ISA level (about 9 minutes here)."""
+    root = require_wine()
+    cwd = tmp_path_factory.mktemp("clone-wine-cpu")
+    matrix = str(DATA / "matrix-windows.yml")
+    return _build(dswheels_cache, cwd, WIN_CELL, "--matrix", matrix, "--ops", "cpu_adam", "--msvc-root", str(root))
+
+
+def test_cl_builds_cpu_adam_once_per_isa_level(wine_cpu_adam: Built, tmp_path: Path) -> None:
+    """Each level through cl's own switch (/arch:AVX2, /arch:AVX512; none for the baseline) and DeepSpeed's SIMD
+    define: the AVX-512 variant holds zmm code, the AVX2 one ymm code and no zmm, the baseline neither beyond
+    the few AVX2 instructions of MSVC's C runtime (which picks them with cpuid); verify --static passes it."""
+    log = wine_cpu_adam.log.read_text(encoding="utf-8")
+    flags = {
+        "default": "-O2 -D__SCALAR__",
+        "avx2": "-O2 /arch:AVX2 -D__AVX256__",
+        "avx512": "-O2 /arch:AVX512 -D__AVX512__",
+    }
+    for suffix, want in flags.items():
+        line = next(ln for ln in log.splitlines() if f"-DTORCH_EXTENSION_NAME=cpu_adam_op_{suffix} " in ln)
+        assert all(flag in line.split() for flag in want.split()), (suffix, line)
+    assert "/arch:" not in next(ln for ln in log.splitlines() if "TORCH_EXTENSION_NAME=cpu_adam_op_default " in ln)
+    pyds = _pyds(wine_cpu_adam.wheel)
+    counts = {}
+    for suffix in flags:
+        pyd = tmp_path / f"{suffix}.pyd"
+        pyd.write_bytes(pyds[f"deepspeed/ops/adam/cpu_adam_op_{suffix}.cp311-win_amd64.pyd"])
+        dis = subprocess.run(["objdump", "-d", str(pyd)], capture_output=True, text=True, check=True).stdout
+        counts[suffix] = (dis.count("%zmm"), dis.count("%ymm"))
+    assert counts["avx512"][0] > 100
+    assert counts["avx2"][0] == 0 < counts["avx2"][1] - counts["default"][1]
+    assert counts["default"] == (0, counts["default"][1])
+    assert counts["default"][1] < 100  # the C runtime's memchr/strchr & co.
+    manifest = parse_manifest(wine_cpu_adam.manifest.read_text(encoding="utf-8"))
+    assert [v.suffix for v in manifest.ops_built[0].variants] == ["default", "avx2", "avx512"]
+    result = dswheels("verify", "--static", str(wine_cpu_adam.wheel), cwd=wine_cpu_adam.cwd)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    assert "ok      isa variants: cpu_adam: one extension per level" in result.stdout
+    assert "ok      cpu level cpu_adam_op_avx2: " in result.stdout
 
 
 def test_every_cuda_op_carries_the_planned_sass(wine_build: Built) -> None:

@@ -72,6 +72,48 @@ def test_raw_bytes_format_is_read_too() -> None:
     assert (report.instructions, report.violations) == (2, 1)
 
 
+# objdump -d (with bytes) of what each level must not hold, as GCC 12 emits it: an AVX-512VL instruction on ymm
+# without a mask (EVEX-encoded, no zmm, no %k), BMI2's shlx (VEX on general registers), lzcnt, a long EVEX
+# instruction whose bytes go on over a second line, and instructions of extensions above x86-64-v4
+EVEX_YMM = "  40:\t62 f3 75 28 25 c2 96 \tvpternlogd $0x96,%ymm2,%ymm1,%ymm0\n"
+LONG = "  50:\t62 f1 7c 48 10 84 24 \tvmovups 0x100(%rsp),%zmm0\n  57:\t00 01 00 00 \n"
+BMI = "  60:\tc4 e2 f9 f7 c6       \tshlx   %rax,%rsi,%rax\n  65:\tf3 48 0f bd c7       \tlzcnt  %rdi,%rax\n"
+ABOVE_V4 = (
+    "  70:\t62 f2 7e 48 52 c2    \tvdpbf16ps %zmm2,%zmm0,%zmm0\n"
+    "  76:\tc4 e2 75 50 c2       \t{vex} vpdpbusd %ymm2,%ymm1,%ymm0\n"
+    "  7b:\t62 f5 7c 48 58 c1    \tvaddph %zmm1,%zmm0,%zmm0\n"
+)
+F16C = "  80:\tc4 e3 7d 1d c0 00    \tvcvtps2ph $0x0,%ymm0,%xmm0\n"
+
+
+def test_evex_without_zmm_or_mask_is_above_v3() -> None:
+    report = scan_disassembly(EVEX_YMM, _forbidden("x86-64-v3"))
+    assert (report.violations, report.kinds) == (1, ("AVX-512 instructions (EVEX-encoded)",))
+    assert scan_disassembly(EVEX_YMM, _forbidden("x86-64-v4")).ok
+
+
+def test_the_rest_of_a_long_instruction_is_not_an_instruction() -> None:
+    report = scan_disassembly(LONG, _forbidden("x86-64-v4"))
+    assert (report.instructions, report.violations) == (1, 0)
+
+
+def test_bmi_and_lzcnt_are_above_v2() -> None:
+    report = scan_disassembly(BMI, _forbidden("x86-64-v2"))
+    assert (report.violations, report.kinds) == (2, ("x86-64-v3 instructions (BMI, LZCNT, MOVBE)",))
+    assert scan_disassembly(BMI, _forbidden("x86-64-v3")).ok
+
+
+def test_extensions_above_v4_fail_even_the_top_level() -> None:
+    report = scan_disassembly(ABOVE_V4, _forbidden("x86-64-v4"))
+    assert report.violations == 3
+    assert report.kinds == (
+        "instructions above x86-64-v4 (AVX512-BF16)",
+        "instructions above x86-64-v4 (AVX512-FP16)",
+        "instructions above x86-64-v4 (VNNI (AVX512-VNNI, AVX-VNNI))",
+    )
+    assert scan_disassembly(F16C, _forbidden("x86-64-v3")).ok  # F16C's conversion is x86-64-v3
+
+
 LOG = """\
 running build_ext
 building 'deepspeed.ops.adam.cpu_adam_op' extension

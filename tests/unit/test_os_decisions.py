@@ -32,7 +32,7 @@ ALLOWED: dict[str, tuple[int, str]] = {
     # The machine dswheels runs on, for a system call or a file-system convention: these test sys.platform itself
     # (mypy checks each branch on its own platform only: `mypy --platform win32`), below the seam (host/) or in a
     # build's own plumbing on any machine (its work directory, jobserver, compiler cache).
-    "host/machine.py": (2, "the memory API (ctypes.windll), and host_os() itself"),
+    "host/machine.py": (3, "the memory and CPU feature APIs (ctypes.windll, /proc), and host_os() itself"),
     "host/files.py": (4, "directory locks and fsync, msvcrt's locks, renameat2 (Linux's exchange)"),
     "host/proc.py": (1, "SIGINT before terminate: POSIX signals"),
     "host/cache.py": (1, "the user's cache directory: LOCALAPPDATA or XDG_CACHE_HOME"),

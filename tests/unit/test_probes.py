@@ -56,7 +56,17 @@ def _standin(tmp_path: Path, *, kind: str = "prebuilt", accelerator: str = "cpu"
 def test_the_probes_folder_holds_only_scripts_that_shadow_nothing_they_import() -> None:
     """Run by path, the folder is sys.path[0] in the target: a probe named like a module would hide it."""
     scripts = {p.stem for p in PROBES.glob("*.py")} - {"__init__"}
-    assert scripts == {"environment", "interpreter", "no_jit", "op_flags", "op_sources", "win32_python", "wine_tool"}
+    assert scripts == {
+        "environment",
+        "interpreter",
+        "isa_dispatch",
+        "isa_variants",
+        "no_jit",
+        "op_flags",
+        "op_sources",
+        "win32_python",
+        "wine_tool",
+    }
     imported = {"torch", "deepspeed", "op_builder", "accelerator", "build", "setuptools", "wheel", "ninja"}
     imported |= {"packaging", "numpy", "psutil", "resource", "site", "ctypes", *sys.stdlib_module_names}
     assert not scripts & imported
@@ -308,6 +318,7 @@ def test_the_op_sources_probe_reads_a_source_trees_builders(tmp_path: Path) -> N
                 "sources": ["csrc/cpu_adam.cpp"],
                 "include_paths": [],
                 "compatible": True,
+                "variants": [],  # a tree dswheels did not patch for ISA variants: built once
                 "messages": "",
             },
             "fused_adam": {"var": "DS_BUILD_FUSED_ADAM", "module": "deepspeed.ops.adam.fused_adam_op"},
@@ -317,6 +328,7 @@ def test_the_op_sources_probe_reads_a_source_trees_builders(tmp_path: Path) -> N
                 "sources": ["csrc/async_io.cpp"],
                 "include_paths": [],
                 "compatible": False,
+                "variants": [],
                 "messages": "async_io requires a library this machine lacks\n",
             },
         },

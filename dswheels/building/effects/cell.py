@@ -58,10 +58,12 @@ from dswheels.host.files import exclusive, read_bounded
 from dswheels.host.log import get_reporter
 from dswheels.host.machine import host_machine, host_os
 from dswheels.host.venvs import Interpreter, InterpreterMode, prepare_interpreter, torch_index_args
+from dswheels.host.wheel_file import WheelContents
 from dswheels.host.wheelhouse import discard_wheel, place_wheel, remove_stale_of_cell
 from dswheels.kernel.binaries.linux_runtime import RuntimeFloor
 from dswheels.kernel.compat import Compat
 from dswheels.kernel.errors import BuildError, DswheelsError
+from dswheels.kernel.isa_variants import extension_levels
 from dswheels.kernel.locations import WHEELHOUSE
 from dswheels.kernel.manifest import Manifest, ManifestError, parse_manifest
 from dswheels.kernel.model import PlannedCell
@@ -396,7 +398,7 @@ def _build(cell: _Cell, log: Path, start: float, progress: _Progress) -> tuple[P
     contents = check_planned_ops(planned, built, ops=ops, accelerator=accelerator, lines=compiled.lines, log=log)
 
     t0 = cell.monotonic()
-    pp, runtime = _postprocess(cell, built, work=work, ops=ops, names=contents.names, log=log)
+    pp, runtime = _postprocess(cell, built, work=work, ops=ops, contents=contents, log=log)
     durations["postprocess"] = cell.monotonic() - t0
 
     stats = cache_stats(setup.cache, setup.env) if setup.cache else None
@@ -443,8 +445,9 @@ def _scheduled(
     """The compile's environment with the order its extensions start in (longest first, by the cost model) and
     the jobserver they share (``pool``: its variables, or none)."""
     work = cell_units(planned, load_costs(), ops=[op.name for op in ops])
-    modules = {op.name: op.module for op in ops}
-    order = {"DSWHEELS_EXT_ORDER": ",".join(modules[name] for name in op_order(work) if name in modules), **pool}
+    modules = {op.name: op.extension_modules for op in ops}  # an op built per ISA level: its levels, best last
+    longest = [m for name in op_order(work) if name in modules for m in reversed(modules[name])]
+    order = {"DSWHEELS_EXT_ORDER": ",".join(longest), **pool}
     log_note(log, "compile order and slots:\n" + "\n".join(f"  {k}={v}" for k, v in order.items()))
     return replace(setup, env={**setup.env, **order}, set_by_dswheels={**setup.set_by_dswheels, **order})
 
@@ -455,12 +458,14 @@ def _postprocess(
     *,
     work: Path,
     ops: list[OpSources],
-    names: tuple[str, ...],
+    contents: WheelContents,
     log: Path,
 ) -> tuple[Postprocessed, RuntimeFloor | None]:
     """Strip, pin torch and rewrite RECORD into a staging directory, then check what the wheel's code needs."""
     planned, opts, reporter = cell.planned, cell.options, get_reporter()
     baseline = cell.compat.cpu_baselines[planned.toolchain.cpu_baseline]
+    names = contents.names
+    levels = extension_levels(contents.variants, names)  # each ISA variant is judged at its own level
     with reporter.group(f"{cell_id(planned.cell)}: post-process"):
         pp = postprocess_wheel(
             built,
@@ -469,10 +474,11 @@ def _postprocess(
             strip=cell.platform_host.strips_symbols,
             keep_debug=opts.debug_symbols,
             forbidden_registers=baseline.forbidden_registers,
+            variant_registers={m: cell.compat.cpu_baselines[level].forbidden_registers for m, level in levels.items()},
             forbidden_features=baseline.forbidden_features,
             log_file=log,
         )
-        runtime = check_postprocessed(planned, pp, ops=ops, names=names, compat=cell.compat)
+        runtime = check_postprocessed(planned, pp, ops=ops, names=names, compat=cell.compat, levels=levels)
         # a Linux cell built natively: auditwheel (Linux only) judges its floor
         if traits(planned.cell.platform).runtime_floor and cell.platform_host.kind is HostKind.NATIVE:
             pp, _verdict = tag_with_floor(planned, pp, cell.compat, log=log)  # the floor in its tag (auditwheel)

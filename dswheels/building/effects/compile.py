@@ -33,7 +33,7 @@ class Compiled:
     returncode: int
     dist: Path  # where python -m build wrote the wheel
     lines: tuple[str, ...]  # the whole output
-    op_seconds: Mapping[str, float]  # module -> seconds, for each extension that was linked
+    op_seconds: Mapping[str, float]  # extension module -> seconds, for each extension that was linked
     blamed: tuple[str, ...]  # the ops a failed compile is blamed on
     outcomes: tuple[OpOutcome, ...]  # each op's fate
     # CPU seconds the compile's processes used (None: not measurable here, Windows): against the units'
@@ -45,7 +45,7 @@ class _OpTracker:
     """Per-op progress from the build's output: start lines, and extension files as they appear."""
 
     def __init__(self, ops: Sequence[OpSources], src: Path) -> None:
-        self.ops = {op.module: op for op in ops}
+        self.ops = {module: op for op in ops for module in op.extension_modules}  # an op per ISA level: several
         self.src = src
         self.started: list[str] = []
         self.start_wall: dict[str, float] = {}
@@ -74,7 +74,7 @@ class _OpTracker:
                 self.started.append(module)
                 self.start_wall[module] = time.time()
                 op = self.ops.get(module)
-                name = op.name if op else module
+                name = op.label(module) if op else module
                 reporter.info(f"  [{len(self.started)}/{len(self.ops)}] compiling {name} ...")
             now = time.time()
             if self.started and now - self._last_check >= 1.0:
@@ -90,7 +90,7 @@ class _OpTracker:
                 seconds = max(0.0, path.stat().st_mtime - self.start_wall[module])
                 self.done[module] = seconds
                 op = self.ops.get(module)
-                self._reporter.info(f"  {op.name if op else module} compiled in {format_duration(seconds)}")
+                self._reporter.info(f"  {op.label(module) if op else module} compiled in {format_duration(seconds)}")
 
     def finish(self) -> dict[str, float]:
         with self._lock:
@@ -146,7 +146,10 @@ def compile_wheel(
         op_seconds=op_seconds,
         blamed=tuple(blamed),
         outcomes=op_outcomes(
-            [(op.name, op.module) for op in ops], done=op_seconds, started=tracker.started, blamed=blamed
+            [(op.name, op.module) for op in ops],
+            done={op.module: s for op in ops if (s := op.seconds(op_seconds)) is not None},
+            started=[op.module for op in ops if set(op.extension_modules) & set(tracker.started)],
+            blamed=blamed,
         ),
         cpu_seconds=None if cpu_before is None or cpu_after is None else cpu_after - cpu_before,
     )

@@ -2,7 +2,7 @@
 
 The model and its JSON are :mod:`dswheels.kernel.manifest`; this module gathers the facts only the
 build machine has: the version line of every tool the compile ran, each op's extension, size,
-compile seconds and the seconds of each of its compile units (ninja's logs), and the hashes of
+compile seconds and the seconds of each of its compile units (ninja's logs), its ISA variants, and the hashes of
 the wheel and of its debug archive.
 """
 
@@ -21,7 +21,7 @@ from dswheels.host.files import sha256_file
 from dswheels.host.gha import runner_identity
 from dswheels.host.venvs import Interpreter
 from dswheels.kernel.binaries.linux_runtime import RuntimeFloor
-from dswheels.kernel.manifest import BuiltOp, FileInfo, Manifest
+from dswheels.kernel.manifest import BuiltOp, BuiltVariant, FileInfo, Manifest
 from dswheels.kernel.model import PlannedCell
 from dswheels.kernel.naming import cell_id
 from dswheels.kernel.platform_traits import traits
@@ -98,18 +98,34 @@ def _built_ops(
         outputs.update(parse_ninja_log(ninja_log.read_text(encoding="utf-8", errors="replace")))
     built: list[BuiltOp] = []
     for op in ops:
-        ext = extension_for_module(op.module, names) or ""
+        variants = (
+            tuple(
+                BuiltVariant(
+                    suffix=suffix,
+                    level=level,
+                    module=module,
+                    extension=(ext := extension_for_module(module, names) or ""),
+                    size=sizes.get(ext, 0),
+                    seconds=op_seconds.get(module),
+                )
+                for (suffix, level), module in zip(op.variants, op.extension_modules, strict=True)
+            )
+            if op.variants
+            else ()
+        )
+        ext = extension_for_module(op.extension_modules[0], names) or ""
         built.append(
             BuiltOp(
                 name=op.name,
                 env=op.var,
                 extension=ext,
                 module=op.module,
-                size=sizes.get(ext, 0),
-                seconds=op_seconds.get(op.module),
+                size=sum(v.size for v in variants) if variants else sizes.get(ext, 0),
+                seconds=op.seconds(op_seconds),
                 units=unit_seconds(op, outputs),
                 sass=tuple(sorted(op.sass)),
                 scopes=op.scopes,
+                variants=variants,
             )
         )
     return tuple(built)

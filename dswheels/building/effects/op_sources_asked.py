@@ -82,6 +82,7 @@ def probe_ops(
                 module=str(entry["module"]),
                 sources=tuple(sources),
                 include_paths=includes,
+                variants=_variants(entry.get("variants")),
             )
         )
     if problems:
@@ -99,6 +100,13 @@ def probe_ops(
     return accelerator, [
         replace(op, sass=sass.get(op.name, frozenset()), scopes=unit_scopes(op, src, dirs)) for op in found
     ]
+
+
+def _variants(raw: object) -> tuple[tuple[str, str], ...]:
+    """The probe's ``[[suffix, level], ...]`` for one op (anything else: built once)."""
+    if not isinstance(raw, list):
+        return ()
+    return tuple((str(row[0]), str(row[1])) for row in raw if isinstance(row, list) and len(row) == 2)
 
 
 def unit_scopes(op: OpSources, src: Path, dirs: Mapping[str, Sequence[str]]) -> tuple[tuple[str, str], ...]:

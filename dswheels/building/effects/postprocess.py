@@ -87,6 +87,7 @@ class _Tools:
     keep_debug: bool  # and keep their debug info in a separate archive
     objdump: str | None  # reads ELF and PE: the CPU baseline scan
     forbidden_registers: Sequence[str]
+    variant_registers: Mapping[str, Sequence[str]]  # an ISA variant's extension -> its level's forbidden registers
     forbidden_features: Sequence[str]  # the AArch64 baseline's (read from the ELF, no tool)
     log_file: Path | None
 
@@ -100,9 +101,11 @@ def postprocess_wheel(
     keep_debug: bool,
     forbidden_registers: Sequence[str],
     log_file: Path | None,
+    variant_registers: Mapping[str, Sequence[str]] | None = None,
     forbidden_features: Sequence[str] = (),
 ) -> Postprocessed:
-    """Write the finished wheel (same filename) into ``staging``."""
+    """Write the finished wheel (same filename) into ``staging``; each extension's code is scanned against the
+    baseline's ``forbidden_registers``, an ISA variant's against its own level's (``variant_registers``)."""
     staging.mkdir(parents=True, exist_ok=True)
     out = staging / wheel.name
     can_strip = strip and proc.find_tool("strip") is not None and proc.find_tool("objcopy") is not None
@@ -113,6 +116,7 @@ def postprocess_wheel(
         keep_debug=keep_debug,
         objdump=proc.find_tool("objdump"),  # reads ELF and PE: Windows extensions are scanned too
         forbidden_registers=forbidden_registers,
+        variant_registers=variant_registers or {},
         forbidden_features=forbidden_features,
         log_file=log_file,
     )
@@ -161,7 +165,7 @@ def _extension(name: str, data: bytes, *, tmp: Path, tools: _Tools, found: _Exte
         name,
         data,
         tmp=tmp,
-        forbidden_registers=tools.forbidden_registers,
+        forbidden_registers=tools.variant_registers.get(name, tools.forbidden_registers),
         objdump=tools.objdump,
         error=BuildError,
         forbidden_features=tools.forbidden_features,

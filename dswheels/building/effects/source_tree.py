@@ -2,7 +2,8 @@
 
 :func:`patch_tree` makes every source change a build makes, each returned as a note for the log
 and the manifest (``source_changes``): the op builders' CPU code made portable (the plan's CPU
-baseline instead of ``-march=native``), the files win32's setup.py needs and the sdist leaves out,
+baseline instead of ``-march=native``), the ops with SIMD paths built once per ISA level
+(:func:`add_isa_variants`), the files win32's setup.py needs and the sdist leaves out,
 one build directory per extension (parallel extension builds), the op-flag patches
 (:func:`dswheels.building.effects.op_flags_asked.apply_flag_patches`), torch pinned in requirements.txt, and
 ``-g0`` for ``-g`` unless debug symbols are kept. The text edits themselves are pure
@@ -23,8 +24,11 @@ from dswheels.building.patches import (
     DEBUG_FLAG_FILES,
     PatchError,
     patch_debug_flags,
+    patch_env_report_variants,
+    patch_isa_levels,
     patch_parallel_extensions,
     patch_portable_cpu,
+    patch_setup_variants,
     patch_torch_requirement,
 )
 from dswheels.host.cache import CacheLayout
@@ -32,12 +36,17 @@ from dswheels.host.downloads import Downloader, FetchedSource, extract_archive, 
 from dswheels.host.log import get_reporter
 from dswheels.kernel.compat import Compat
 from dswheels.kernel.errors import BuildError
+from dswheels.kernel.isa_variants import DISPATCH_MODULE, variant_levels
 from dswheels.kernel.model import PlannedCell
+from dswheels.kernel.platform_traits import traits
 from dswheels.kernel.versions import format_version
 from dswheels.kernel.wheel_contents import torch_pin
 from dswheels.platforms import platform_module
+from dswheels.probes import isa_dispatch, isa_variants
 
-__all__ = ["PreparedSource", "patch_tree", "prepare_source"]
+__all__ = ["PreparedSource", "add_isa_variants", "patch_tree", "prepare_source"]
+
+HELPER = "dswheels_isa_variants.py"  # setup.py imports it from the tree's root
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -73,6 +82,7 @@ def patch_tree(
 ) -> list[str]:
     """Apply the source patches; returns notes for the log (``parallel``: per-extension build dirs)."""
     notes = _make_cpu_portable(src, planned, compat)
+    notes += add_isa_variants(src, planned, compat)
     notes += platform_module(planned.cell.platform).add_source_files(src, compat)
     if parallel:
         notes.append(_build_extensions_apart(src, planned))
@@ -116,6 +126,43 @@ def _make_cpu_portable(src: Path, planned: PlannedCell, compat: Compat) -> list[
     if not notes:
         raise BuildError(f"{src} has no op_builder/builder.py: not a DeepSpeed source tree")
     return notes
+
+
+def add_isa_variants(src: Path, planned: PlannedCell, compat: Compat) -> list[str]:
+    """setup.py builds every op whose builder passes cpu_arch()/simd_width() on once per ISA level from the cell's
+    baseline up, and the op's module loads the variant the CPU runs; ds_report says which. Nothing when the
+    baseline is the top level."""
+    levels = variant_levels(
+        compat.cpu_baselines, planned.toolchain.cpu_baseline, compiler=traits(planned.cell.platform).compiler
+    )
+    if not levels:
+        return []
+    version = format_version(planned.cell.deepspeed)
+    rows = [level.helper_row() for level in levels]
+    try:
+        helper = patch_isa_levels(Path(isa_variants.__file__).read_text(encoding="utf-8"), rows)
+        dispatch = patch_isa_levels(
+            Path(isa_dispatch.__file__).read_text(encoding="utf-8"), [(lv.suffix, lv.level) for lv in levels]
+        )
+        setup_py, report = src / "setup.py", src / "deepspeed" / "env_report.py"
+        setup_text = patch_setup_variants(setup_py.read_text(encoding="utf-8"))
+        report_text = patch_env_report_variants(report.read_text(encoding="utf-8"))
+    except (PatchError, OSError) as exc:
+        raise BuildError(
+            f"cannot build DeepSpeed {version}'s CPU ops once per ISA level: {exc}",
+            hint="this DeepSpeed's setup.py or env_report.py differs from 0.14-0.19.8; the ISA variant patches "
+            "(dswheels/building/patches.py) need updating, or set the matrix's cpu_baseline to the top level",
+        ) from None
+    (src / HELPER).write_text(helper, encoding="utf-8")
+    (src / DISPATCH_MODULE).write_text(dispatch, encoding="utf-8")
+    setup_py.write_text(setup_text, encoding="utf-8")
+    report.write_text(report_text, encoding="utf-8")
+    described = ", ".join(f"{lv.suffix} ({lv.level}: {lv.arch_flag or 'no /arch'} {lv.simd_flag})" for lv in levels)
+    return [
+        f"setup.py: each op whose builder passes cpu_arch()/simd_width() on is built once per ISA level: {described}",
+        f"added {DISPATCH_MODULE} (loads the variant torch's CPU capability allows) and {HELPER} (setup.py's)",
+        "patched deepspeed/env_report.py: ds_report says which ISA variant loads here",
+    ]
 
 
 def _build_extensions_apart(src: Path, planned: PlannedCell) -> str:

@@ -21,10 +21,11 @@ from dswheels.kernel.binaries.isa import IsaReport
 from dswheels.kernel.binaries.linux_runtime import RuntimeFloor, exceeds, floor_of
 from dswheels.kernel.compat import Compat
 from dswheels.kernel.errors import BuildError
+from dswheels.kernel.isa_variants import DISPATCH_MODULE, variant_problems
 from dswheels.kernel.model import PlannedCell
 from dswheels.kernel.naming import cell_id
 from dswheels.kernel.platform_traits import traits
-from dswheels.kernel.wheel_contents import check_ops, extension_for_module
+from dswheels.kernel.wheel_contents import WheelContentError, check_ops, extension_for_module
 
 __all__ = ["check_planned_ops", "check_postprocessed", "report_runtime"]
 
@@ -41,16 +42,18 @@ def check_planned_ops(
     found = check_ops(
         [op.name for op in ops],
         installed=installed,
-        modules={op.name: (op.module,) for op in ops},
+        modules={op.name: op.extension_modules for op in ops},
         names=contents.names,
     )
-    if found.missing or found.no_file:
+    variants = _variant_problems(ops, contents)
+    if found.missing or found.no_file or variants:
         details = []
         if found.missing:
             details.append(f"not in installed_ops: {', '.join(found.missing)} (DeepSpeed skipped them)")
         if found.no_file:
             details.append(f"no extension file in the wheel: {', '.join(found.no_file)}")
-        named = [*found.missing, *found.no_file]
+        details += variants
+        named = [*found.missing, *found.no_file, *(p.split(":", 1)[0] for p in variants)]
         excerpt = [ln for ln in lines if any(name in ln for name in named)][-20:]
         raise BuildError(
             f"{cid}: planned op(s) missing from the wheel: {', '.join(named)}",
@@ -60,37 +63,69 @@ def check_planned_ops(
     return contents
 
 
+def _variant_problems(ops: Sequence[OpSources], contents: WheelContents) -> list[str]:
+    """The ops built once per ISA level: as the builders said before the compile, each with its dispatch and
+    every level's extension (``op: problem`` lines)."""
+    try:
+        table = contents.variants
+    except WheelContentError as exc:
+        return [f"{DISPATCH_MODULE}: {exc}"]
+    expected = {op.name: op.variants for op in ops if op.variants}
+    problems = [
+        f"{name}: its builder passes cpu_arch()/simd_width() on, but setup.py built it once"
+        for name in sorted(set(expected) - set(table.ops))
+    ]
+    problems += [f"{name}: built once per ISA level, unexpectedly" for name in sorted(set(table.ops) - set(expected))]
+    problems += [
+        f"{name}: built at {', '.join(s for s, _l in table.levels)}, expected {', '.join(s for s, _l in levels)}"
+        for name, levels in expected.items()
+        if name in table.ops and tuple(levels) != table.levels
+    ]
+    extension_of = {m: extension_for_module(m, contents.names) for op in table.ops for m in table.modules(op)}
+    return problems + variant_problems(table, contents.names, extension_of)
+
+
 def check_postprocessed(
-    planned: PlannedCell, pp: Postprocessed, *, ops: Sequence[OpSources], names: Sequence[str], compat: Compat
+    planned: PlannedCell,
+    pp: Postprocessed,
+    *,
+    ops: Sequence[OpSources],
+    names: Sequence[str],
+    compat: Compat,
+    levels: Mapping[str, str] | None = None,
 ) -> RuntimeFloor | None:
-    """The CPU baseline and the GPU code (BuildError), then what the wheel needs of the OS's runtime (reported)
-    where its wheels promise a floor (Linux's; None elsewhere: a Windows wheel's DLLs come with torch and the
-    CUDA wheels)."""
-    _check_cpu_baseline(planned, pp.isa)
+    """The CPU level of every extension and the GPU code (BuildError), then what the wheel needs of the OS's
+    runtime (reported) where its wheels promise a floor (Linux's; None elsewhere: a Windows wheel's DLLs come
+    with torch and the CUDA wheels). ``levels``: an ISA variant's extension -> its level (the others: the
+    baseline)."""
+    _check_cpu_baseline(planned, pp.isa, levels or {})
     _check_gpu_code(planned, pp.gpu, ops, names)
     return report_runtime(planned, pp.needs, compat) if traits(planned.cell.platform).runtime_floor else None
 
 
-def _check_cpu_baseline(planned: PlannedCell, isa: Mapping[str, IsaReport]) -> None:
-    """No extension uses instructions above the plan's CPU baseline outside run-time dispatched code."""
+def _check_cpu_baseline(planned: PlannedCell, isa: Mapping[str, IsaReport], levels: Mapping[str, str]) -> None:
+    """No extension uses instructions above its level (the plan's CPU baseline, or its ISA variant's) outside
+    run-time dispatched code."""
     reporter = get_reporter()
     baseline = planned.toolchain.cpu_baseline
     bad = {name: rep for name, rep in isa.items() if not rep.ok}
     if bad:
         raise BuildError(
-            f"{cell_id(planned.cell)}: compiled code uses instructions above the {baseline} baseline",
-            details="\n".join(f"{name}: {rep.describe(baseline)}" for name, rep in bad.items()),
+            f"{cell_id(planned.cell)}: compiled code uses instructions above its level",
+            details="\n".join(f"{name}: {rep.describe(levels.get(name, baseline))}" for name, rep in bad.items()),
             hint="the portable-CPU patch did not reach this code, or DeepSpeed compiles it for newer CPUs without "
             "checking at run time; do not publish this wheel (leave the op out of the matrix)",
         )
     for name, rep in isa.items():
         if rep.violations:
-            reporter.info(f"  {name.rsplit('/', 1)[-1]}: {rep.describe(baseline)}")
+            reporter.info(f"  {name.rsplit('/', 1)[-1]}: {rep.describe(levels.get(name, baseline))}")
     if isa:
         total = sum(r.instructions for r in isa.values())
+        above = sorted({levels[name] for name in isa if name in levels})
+        variants = f"; {len(levels)} ISA variant(s) within their own level ({', '.join(above)})" if levels else ""
         reporter.info(
             f"CPU baseline {baseline} holds: {total} instructions in {len(isa)} extension(s), "
-            "none above it outside run-time dispatched code",
+            f"none above its level outside run-time dispatched code{variants}",
         )
 
 
@@ -103,7 +138,7 @@ def _check_gpu_code(
         return
     problems: list[str] = []
     for op in ops:
-        ext = extension_for_module(op.module, names)
+        ext = extension_for_module(op.extension_modules[0], names)
         code = gpu.get(ext or "")
         if code is None:
             continue

@@ -166,6 +166,10 @@ class CpuBaseline:
     simd: str
     forbidden_registers: tuple[str, ...]  # x86: registers above the baseline (dswheels.kernel.binaries.isa)
     note: str
+    # what torch.backends.cpu.get_cpu_capability() answers on a CPU of this level ("": no torch level)
+    torch_capability: str = ""
+    # GCC flags of one op's ISA variant at this level, besides its -march=: (op, flags) pairs
+    gcc_variant_flags: tuple[tuple[str, tuple[str, ...]], ...] = ()
     arch: str = "x86_64"  # the CPU architecture it is a level of
     forbidden_features: tuple[str, ...] = ()  # AArch64: features above it (dswheels.kernel.binaries.a64)
     qemu_cpu: str | None = None  # the qemu-user CPU model its oldest core is (verify runs the wheel as that CPU)

@@ -339,6 +339,10 @@ def _parse_compat(data: object, *, redist_records: Callable[[str], bytes | None]
             simd=entry["simd"].text(),
             forbidden_registers=regs.strs() if (regs := entry.opt("forbidden_registers")) else (),
             note=entry["note"].text(),
+            torch_capability=capability.text() if (capability := entry.opt("torch_capability")) else "",
+            gcc_variant_flags=tuple((op, flags.strs()) for op, flags in extra.items())
+            if (extra := entry.opt("gcc_variant_flags"))
+            else (),
             arch=entry["arch"].text(),
             forbidden_features=_features(entry),
             qemu_cpu=model.text() if (model := entry.opt("qemu_cpu")) else None,

@@ -80,7 +80,8 @@ _F_KNOWN = frozenset(
     """openmp PIC pic PIE pie strict-aliasing visibility=hidden visibility=default fast-math math-errno exceptions rtti
     omit-frame-pointer stack-protector stack-protector-strong unroll-loops tree-vectorize inline-functions
     diagnostics-color=always diagnostics-color=never permissive signed-char unsigned-char common lto
-    function-sections data-sections ident semantic-interposition plt openmp-simd sized-deallocation""".split(),  # noqa: SIM905 - a word list reads best as words
+    function-sections data-sections ident semantic-interposition plt openmp-simd sized-deallocation schedule-insns
+    schedule-insns2""".split(),  # noqa: SIM905 - a word list reads best as words
 )
 _W_KNOWN = frozenset(
     """all extra error pedantic reorder shadow conversion sign-compare sign-conversion unused unused-variable

@@ -1,22 +1,26 @@
 """Read DeepSpeed wheels for ``dswheels inspect``: members, builder sources and every extension's binary.
 
 What the bytes mean is decided in :mod:`dswheels.verify.inspection`; this module opens the
-files, runs objdump (through :mod:`dswheels.host.extensions`) and turns every way a path can
+files, reads this machine's CPU flags (which ISA variant of an op loads here), runs objdump
+(through :mod:`dswheels.host.extensions`) and turns every way a path can
 fail to be a DeepSpeed wheel into one :class:`~dswheels.kernel.errors.ConfigError` (exit 2).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import os
 from dataclasses import replace
 from pathlib import Path
 
 from dswheels.host.extensions import read_extensions
 from dswheels.host.files import read_bounded
+from dswheels.host.machine import cpu_flags
 from dswheels.host.wheel_file import read_wheel
 from dswheels.kernel.binaries.dlls import load_dll_facts
 from dswheels.kernel.compat import Compat
 from dswheels.kernel.errors import ConfigError, ProvenanceError
+from dswheels.kernel.isa_variants import capability_from_flags
 from dswheels.kernel.naming import WheelNameError, parse_wheel_name
 from dswheels.kernel.provenance import MAX_PROVENANCE_BYTES, bundle_name, provenance_name, require_libraries
 from dswheels.kernel.versions import format_version
@@ -99,6 +103,12 @@ def inspect_path(path: Path, compat: Compat, *, trusted_root: bytes | None = Non
         error=ConfigError,
     )
     try:
+        variants = contents.variants
+    except WheelContentError as exc:
+        raise ConfigError(f"{path.name}: {exc}", hint=_HINT) from None
+    flags = cpu_flags() if variants.ops else None
+    here = capability_from_flags(flags, os.environ.get("ATEN_CPU_CAPABILITY")) if flags is not None else None
+    try:
         inspection = inspect_wheel(
             filename=path.name,
             metadata=contents.metadata,
@@ -112,6 +122,8 @@ def inspect_path(path: Path, compat: Compat, *, trusted_root: bytes | None = Non
                 format_version(minor): frozenset(int(a.rstrip("af")) for a in toolkit.sm)
                 for minor, toolkit in compat.cuda.items()
             },
+            variants=variants,
+            here=here,
         )
     except NotDeepSpeedError as exc:
         raise ConfigError(str(exc), hint=_HINT) from None

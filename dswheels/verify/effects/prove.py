@@ -27,6 +27,7 @@ from dswheels.host.wheel_file import WheelContents, read_wheel
 from dswheels.kernel.binaries.dlls import load_dll_facts
 from dswheels.kernel.compat import Compat
 from dswheels.kernel.errors import ConfigError, VerifyError
+from dswheels.kernel.isa_variants import VariantTable, extension_levels
 from dswheels.kernel.manifest import ManifestError, manifest_name, parse_manifest
 from dswheels.kernel.model import Accelerator, Cell
 from dswheels.kernel.naming import cell_id
@@ -102,14 +103,20 @@ def static_facts(data: WheelContents, expected: Expected, compat: Compat) -> Whe
     except WheelContentError as exc:
         installed, problem = None, str(exc)
     baseline = compat.cpu_baselines.get(expected.cpu_baseline)
+    try:
+        variants, variants_problem = data.variants, ""
+    except WheelContentError as exc:
+        variants, variants_problem = VariantTable(), str(exc)
+    levels = extension_levels(variants, data.names)  # an ISA variant is judged at its own level
     binaries = (
         read_extensions(
             data.extensions,
             forbidden_registers=baseline.forbidden_registers if baseline is not None else None,
             forbidden_features=baseline.forbidden_features if baseline is not None else None,
             error=VerifyError,
+            variant_registers={m: _registers(compat, level) for m, level in levels.items()},
         )
-        if installed is not None
+        if installed is not None and not variants_problem
         else {}
     )
     known = [b for b in binaries.values() if b.format != "unknown" and b.machine != "aarch64"]
@@ -133,7 +140,18 @@ def static_facts(data: WheelContents, expected: Expected, compat: Compat) -> Whe
         libstdcxx=compat.libstdcxx,
         dlls=load_dll_facts(),
         floor=floor,
+        variants=variants,
+        variants_problem=variants_problem,
+        isa_sources=data.isa_sources,
+        levels=levels,
     )
+
+
+def _registers(compat: Compat, level: str) -> tuple[str, ...]:
+    """What an ISA variant compiled for ``level`` must not use; a level compat.yml does not know: everything
+    above x86-64-v2 (the variant fails its check, which names the level)."""
+    known = compat.cpu_baselines.get(level)
+    return known.forbidden_registers if known is not None else ("ymm", "zmm")
 
 
 def static_part(data: WheelContents, expected: Expected, compat: Compat) -> list[Check]:
@@ -269,7 +287,11 @@ def runtime_checks(
             torch_version=torch_version,
         )
     try:
-        _runtime(result, python, expected, accelerator=accelerator, log=log)
+        variants = read_wheel(wheel, error=VerifyError).variants
+    except WheelContentError:  # the static part says why
+        variants = VariantTable()
+    try:
+        _runtime(result, python, expected, variants, accelerator=accelerator, log=log)
     finally:
         if created:
             discard_venv(python)
@@ -277,7 +299,13 @@ def runtime_checks(
 
 
 def _runtime(
-    result: RuntimeResult, python: Path, expected: Expected, *, accelerator: Accelerator | None, log: Path | None
+    result: RuntimeResult,
+    python: Path,
+    expected: Expected,
+    variants: VariantTable,
+    *,
+    accelerator: Accelerator | None,
+    log: Path | None,
 ) -> None:
     """Run ds_report and load every op in ``python``; the loaded checks of the registry judge what they did."""
     info = probe_python(python)
@@ -321,6 +349,7 @@ def _runtime(
             loads=loads,
             loader_tail=run.tail,
             jit_files=jit_files(Path(ext_dir)),
+            variants=variants,
             adam=adam,
         )
     result.checks += judge_loaded(facts)
