@@ -139,6 +139,7 @@ def test_loading_finds_a_misplaced_pyd_and_a_dll_nothing_provides(
     assert "DLL load failed" in str(checks["load random_ltd"]["detail"])
 
 
+@pytest.mark.windows_user  # 10-17 minutes here: left out of CI's `nox -s tests` to keep it within its time
 def test_a_windows_user_installs_it_with_the_line_the_served_site_shows_and_ds_report_lists_its_ops(
     wine_build: Built, dswheels_cache: Path
 ) -> None:
