@@ -29,6 +29,7 @@ from dswheels.cuda.effects.install_toolkit import MARKER, CudaInstallOptions, in
 from dswheels.host.cache import CacheLayout
 from dswheels.kernel.compat import load_compat
 from dswheels.kernel.errors import ConfigError, SourceError
+from dswheels.kernel.model import Platform
 from dswheels.kernel.platform_traits import WineCudaSource
 from dswheels.platforms.wine.cuda_root import assemble_windows_cuda, cuda_source
 from tests.conftest import DATA, require
@@ -120,6 +121,7 @@ def _options(tmp_path: Path, url: str, **extra: object) -> CudaInstallOptions:
         "timeout": (5.0, 1.0),
     }
     values.update(extra)
+    values["platform"] = Platform(str(values["platform"]))  # as cuda install's --platform parses it
     return CudaInstallOptions(**values)  # type: ignore[arg-type]
 
 
