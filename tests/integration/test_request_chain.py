@@ -107,7 +107,7 @@ def test_each_kind_of_request_is_answered_in_one_comment(tmp_path: Path, publish
         (answer,) = gh.comments_on(7)
         assert "It cannot be built" in answer
         assert "torch 2.14 has no cu118 build for linux_x86_64 (rule `torch-variant`; source: pypi-torch" in answer
-        assert "what would work: torch 2.14 on linux has cu126, cu130, cu132, cpu" in answer
+        assert "what would work: torch 2.14 on linux_x86_64 has cu126, cu130, cu132, cpu" in answer
 
         # ... and to one the rules allow that is not published: its cost by the model
         buildable = form_body(deepspeed="0.19.8", torch="2.13.0+cu130", python="3.11", os="Windows (x86_64)")
