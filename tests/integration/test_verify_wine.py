@@ -34,7 +34,7 @@ from tests.integration.test_windows_wine import msvc_root, require_wine, wine_bu
 pytestmark = pytest.mark.integration
 __all__ = ["wine_build"]  # the session's Windows canary wheel (a fixture of test_windows_wine)
 
-CPU_OP = "deepspeed/ops/adam/cpu_adam_op.cp311-win_amd64.pyd"
+CPU_OPS = "deepspeed/ops/adam/cpu_adam_op_"  # one .pyd per ISA level: _default, _avx2, _avx512
 CUDA_OP = "deepspeed/ops/random_ltd_op.cp311-win_amd64.pyd"
 
 
@@ -114,27 +114,28 @@ def _rewrite(wheel: Path, out: Path, change: dict[str, tuple[str, bytes]]) -> Pa
 def test_loading_finds_a_misplaced_pyd_and_a_dll_nothing_provides(
     wine_build: Built, dswheels_cache: Path, tmp_path: Path
 ) -> None:
-    """cpu_adam's .pyd one folder up (DeepSpeed imports deepspeed.ops.adam.cpu_adam_op: not found); the CUDA
-    op's .pyd asking for c1x.dll instead of c10.dll (no torch provides it): both fail the loaded check, and the
-    CUDA op is not excused as judged statically."""
+    """cpu_adam's .pyd files (one per ISA level) one folder up (DeepSpeed imports deepspeed.ops.adam.cpu_adam_op,
+    which loads its variant from beside it: not found); the CUDA op's .pyd asking for c1x.dll instead of c10.dll
+    (no torch provides it): both fail the loaded check, and the CUDA op is not excused as judged statically."""
     require_wine()
     with zipfile.ZipFile(wine_build.wheel) as zf:
-        cpu, cuda = zf.read(CPU_OP), zf.read(CUDA_OP)
+        cpu = {n: zf.read(n) for n in zf.namelist() if n.startswith(CPU_OPS) and n.endswith(".pyd")}
+        cuda = zf.read(CUDA_OP)
+    assert len(cpu) == 3, sorted(cpu)
     assert cuda.count(b"c10.dll\x00") == 1
+    moved = {name: (name.replace("/adam/", "/"), data) for name, data in cpu.items()}
     broken = _rewrite(
         wine_build.wheel,
         tmp_path / "broken" / wine_build.wheel.name,
-        {
-            CPU_OP: ("deepspeed/ops/cpu_adam_op.cp311-win_amd64.pyd", cpu),
-            CUDA_OP: (CUDA_OP, cuda.replace(b"c10.dll\x00", b"c1x.dll\x00")),
-        },
+        {**moved, CUDA_OP: (CUDA_OP, cuda.replace(b"c10.dll\x00", b"c1x.dll\x00"))},
     )
     code, data, out = verify(broken, dswheels_cache, tmp_path / "report.json")
     assert code == 6, out[-6000:]
     checks = runtime_checks(data)
     assert not checks["load cpu_adam"]["ok"]
-    # the wheel says cpu_adam is installed, so DeepSpeed imports its module from where it belongs, and it is not there
-    assert "No module named 'deepspeed.ops.adam.cpu_adam_op'" in str(checks["load cpu_adam"]["detail"])
+    # the wheel says cpu_adam is installed, so DeepSpeed imports its module from where it belongs, and its variant
+    # is not there
+    assert "No module named 'deepspeed.ops.adam.cpu_adam_op_" in str(checks["load cpu_adam"]["detail"])
     assert not checks["load random_ltd"]["ok"]
     assert "DLL load failed" in str(checks["load random_ltd"]["detail"])
 
