@@ -55,6 +55,7 @@ __all__ = [
     "EmulatedMachine",
     "HostChoice",
     "HostKind",
+    "LendsNoVenv",
     "Native",
     "PlatformHost",
     "QemuSettings",
@@ -324,8 +325,30 @@ def planned_cuda(planned: PlannedCell, inherited: Mapping[str, str], roots: Cuda
     return cuda
 
 
+class LendsNoVenv:
+    """A host that lends verify no venv (:meth:`PlatformHost.wheel_venv` answers None): on its own OS verify makes
+    the venv with uv; under qemu it runs the wheel in the emulated machine; elsewhere no interpreter of the
+    platform runs here."""
+
+    __slots__ = ()
+
+    def wheel_venv(
+        self,
+        wheel: Path,  # noqa: ARG002
+        requirements: Sequence[str],  # noqa: ARG002
+        *,
+        python: VersionTuple,  # noqa: ARG002
+        torch_source: TorchSource,  # noqa: ARG002
+        plan_index: str,  # noqa: ARG002
+        wheel_deps: bool,  # noqa: ARG002
+        cache: CacheLayout,  # noqa: ARG002
+        log: Path | None,  # noqa: ARG002
+    ) -> None:
+        return None
+
+
 @dataclass(frozen=True, slots=True)
-class Native:
+class Native(LendsNoVenv):
     """The machine runs the platform's OS: the plan's nvcc where the OS keeps toolkits, and the active MSVC when
     the plan compiles with MSVC."""
 
@@ -353,24 +376,9 @@ class Native:
     def finish(self, *, cache: CacheLayout, env: Mapping[str, str]) -> None:
         """Nothing outlives a native build."""
 
-    def wheel_venv(
-        self,
-        wheel: Path,  # noqa: ARG002
-        requirements: Sequence[str],  # noqa: ARG002
-        *,
-        python: VersionTuple,  # noqa: ARG002
-        torch_source: TorchSource,  # noqa: ARG002
-        plan_index: str,  # noqa: ARG002
-        wheel_deps: bool,  # noqa: ARG002
-        cache: CacheLayout,  # noqa: ARG002
-        log: Path | None,  # noqa: ARG002
-    ) -> None:
-        """None: on its own OS, verify makes the venv with uv."""
-        return
-
 
 @dataclass(frozen=True, slots=True)
-class Elsewhere:
+class Elsewhere(LendsNoVenv):
     """No host for the platform on a machine that runs ``here``: its cells are built on a runner of their OS;
     here their source is only prepared. ``also``: another way to build them here, for the error's hint."""
 
@@ -401,21 +409,6 @@ class Elsewhere:
 
     def finish(self, *, cache: CacheLayout, env: Mapping[str, str]) -> None:
         """Nothing ran."""
-
-    def wheel_venv(
-        self,
-        wheel: Path,  # noqa: ARG002
-        requirements: Sequence[str],  # noqa: ARG002
-        *,
-        python: VersionTuple,  # noqa: ARG002
-        torch_source: TorchSource,  # noqa: ARG002
-        plan_index: str,  # noqa: ARG002
-        wheel_deps: bool,  # noqa: ARG002
-        cache: CacheLayout,  # noqa: ARG002
-        log: Path | None,  # noqa: ARG002
-    ) -> None:
-        """None: no interpreter of the platform runs here."""
-        return
 
 
 def prepared_only(

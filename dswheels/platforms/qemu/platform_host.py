@@ -8,16 +8,14 @@ arm64 root the cell's whole build runs in (:class:`~.machine.QemuMachine`); a ce
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dswheels.host.cache import CacheLayout
 from dswheels.kernel.model import OS, PlannedCell
-from dswheels.kernel.sources import TorchSource
-from dswheels.kernel.versions import VersionTuple
-from dswheels.platforms.hosts import BuildTools, HostKind, QemuSettings, prepared_only
+from dswheels.platforms.hosts import BuildTools, HostKind, LendsNoVenv, QemuSettings, prepared_only
 
 if TYPE_CHECKING:
     # the emulated machine (and what it imports) is loaded when a cell is built under qemu, not by everything
@@ -28,7 +26,7 @@ __all__ = ["UnderQemu"]
 
 
 @dataclass(frozen=True, slots=True)
-class UnderQemu:
+class UnderQemu(LendsNoVenv):
     """linux_aarch64 cells built on this x86_64 Linux machine in an arm64 root under qemu-user."""
 
     settings: QemuSettings
@@ -65,18 +63,3 @@ class UnderQemu:
 
     def finish(self, *, cache: CacheLayout, env: Mapping[str, str]) -> None:
         """Nothing outlives a command in the root (its mount namespace ends with it)."""
-
-    def wheel_venv(
-        self,
-        wheel: Path,  # noqa: ARG002
-        requirements: Sequence[str],  # noqa: ARG002
-        *,
-        python: VersionTuple,  # noqa: ARG002
-        torch_source: TorchSource,  # noqa: ARG002
-        plan_index: str,  # noqa: ARG002
-        wheel_deps: bool,  # noqa: ARG002
-        cache: CacheLayout,  # noqa: ARG002
-        log: Path | None,  # noqa: ARG002
-    ) -> None:
-        """None: verify runs a wheel of this CPU in the emulated machine (:meth:`machine`), not in a venv lent here."""
-        return
