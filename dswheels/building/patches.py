@@ -260,6 +260,12 @@ _PER_EXTENSION = """\
 {i}        def build_extensions(self):
 {i}            order = [m for m in os.environ.get('DSWHEELS_EXT_ORDER', '').split(',') if m]
 {i}            self.extensions.sort(key=lambda e: order.index(e.name) if e.name in order else len(order))
+{i}            # setuptools' threads start in this order but race for the pool's slots: each takes its slot only
+{i}            # after the extension before it has taken one, so the longest really starts first
+{i}            import threading as _threading
+{i}            self._dswheels_turns = {{id(e): n for n, e in enumerate(self.extensions)}}
+{i}            self._dswheels_next = [0]
+{i}            self._dswheels_turn = _threading.Condition()
 {i}            # MSVC's compiler set up once, before setuptools' threads: torch initializes it lazily
 {i}            # in whichever thread compiles first, and a second initialize() asserts
 {i}            if getattr(self.compiler, 'compiler_type', '') == 'msvc' and not self.compiler.initialized:
@@ -271,8 +277,22 @@ _PER_EXTENSION = """\
 {i}                ext.sources.sort(key=lambda s: not str(s).endswith('.cu'))
 {i}            clone = _copy.copy(self)
 {i}            clone.build_temp = os.path.join(self.build_temp, ext.name)
-{i}            with _Slot(os.environ.get('DSWHEELS_JOBSERVER', '')):
+{i}            turn = getattr(self, '_dswheels_turns', {{}}).get(id(ext))
+{i}            if turn is not None:
+{i}                with self._dswheels_turn:
+{i}                    self._dswheels_turn.wait_for(lambda: self._dswheels_next[0] >= turn)
+{i}            slot = _Slot(os.environ.get('DSWHEELS_JOBSERVER', ''))
+{i}            try:
+{i}                slot.__enter__()
+{i}            finally:  # the next extension's turn, even if this one could not take a slot
+{i}                if turn is not None:
+{i}                    with self._dswheels_turn:
+{i}                        self._dswheels_next[0] = max(self._dswheels_next[0], turn + 1)
+{i}                        self._dswheels_turn.notify_all()
+{i}            try:
 {i}                return base.build_extension(clone, ext)
+{i}            finally:
+{i}                slot.__exit__(None, None, None)
 {i}    return _PerExtensionBuildDir
 {i}cmdclass['build_ext'] = _dswheels_per_extension(cmdclass['build_ext'])
 """
