@@ -17,13 +17,12 @@ import threading
 import traceback
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from dswheels import __version__
-from dswheels.cli.command import COMMAND_DEST, STAGE_DEST, Command, formatter
-from dswheels.cli.commands import COMMANDS
+from dswheels.cli.commands import LISTED, named_command
 from dswheels.cli.flags import env_sources_named
-from dswheels.cli.shared import REPORT_DEST
+from dswheels.cli.parser import COMMAND_DEST, REPORT_DEST, STAGE_DEST, formatter
 from dswheels.host.clock import monotonic
 from dswheels.host.environ import check_environment
 from dswheels.host.gha import in_github_actions
@@ -41,6 +40,9 @@ from dswheels.kernel.errors import DswheelsError
 from dswheels.kernel.result import Done, StageResult, failed_result
 from dswheels.kernel.urls import redact_text
 
+if TYPE_CHECKING:  # a command's module is loaded only when its command runs
+    from dswheels.cli.command import Command
+
 __all__ = ["build_parser", "main"]
 
 EPILOG = """\
@@ -54,7 +56,9 @@ exit codes: 0 ok, 1 internal error, 2 bad input, 3 nothing to do, 4 source faile
 Run `dswheels COMMAND --help` for each command. Docs: README.md and docs/."""
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser of the command line ``argv``: it loads the module of the command ``argv`` names and no
+    other (``dswheels --help`` loads none). Without ``argv``, every command's (the tests, the docs)."""
     parser = argparse.ArgumentParser(
         prog="dswheels",
         description="Build, verify and publish DeepSpeed wheels with every C++/CUDA op precompiled.",
@@ -64,8 +68,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"dswheels {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks for errors (or DSWHEELS_DEBUG=1)")
     sub = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
-    for command in COMMANDS:
-        command.register(sub)
+    named = None if argv is None else named_command(argv)
+    for listed in LISTED:
+        listed.register(sub, load=argv is None or listed.name == named)
     return parser
 
 
@@ -141,8 +146,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: Sequence[str] | None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser(argv).parse_args(argv)
     debug: bool = args.debug
     token = set_reporter(_default_reporter())
     try:

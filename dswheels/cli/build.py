@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from dswheels.building.summary import render_results_markdown, render_results_table
 from dswheels.cli.command import Command
+from dswheels.cli.commands import listed_help
 from dswheels.cli.flags import Flag, Flags, Nested, PathUse, Section, choice, fill, parse_count
 from dswheels.cli.shared import (
     REPORT,
@@ -37,7 +38,7 @@ if TYPE_CHECKING:  # the build itself is imported when it runs: `dswheels --help
 
 __all__ = ["COMMAND"]
 
-HELP = "build wheels with every planned op precompiled"
+HELP = listed_help("build")
 
 DESCRIPTION = """\
 Build DeepSpeed wheels with every planned C++/CUDA op precompiled. For each selected cell:

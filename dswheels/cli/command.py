@@ -8,24 +8,16 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Generic, Protocol, TypeVar
+from typing import Generic, TypeVar
 
 from dswheels.cli.flags import Flags, add_flags, settle
+from dswheels.cli.parser import COMMAND_DEST, STAGE_DEST, Subparsers, formatter
 from dswheels.cli.paths import judge_paths
 from dswheels.kernel.result import Done
 
-__all__ = ["COMMAND_DEST", "STAGE_DEST", "Command", "CommandGroup", "Subparsers", "formatter"]
-
-Subparsers = argparse._SubParsersAction  # noqa: SLF001 - argparse exposes no public name for it
-
-COMMAND_DEST = "command"  # the Command a parsed command line runs
-STAGE_DEST = "report_stage"  # the command's name in its report, e.g. "facts check"
+__all__ = ["Command"]
 
 Options = TypeVar("Options")
-
-
-def formatter(prog: str) -> argparse.HelpFormatter:
-    return argparse.RawDescriptionHelpFormatter(prog, max_help_position=32)
 
 
 @dataclass(frozen=True)
@@ -54,25 +46,3 @@ class Command(Generic[Options]):
 
     def __call__(self, args: argparse.Namespace) -> Done | int:
         return self.run(self.options(args), args)
-
-
-class Registers(Protocol):
-    """A command (or a group of them): it adds its parser(s) to ``sub``."""
-
-    def register(self, sub: Subparsers[argparse.ArgumentParser], /) -> None: ...
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class CommandGroup:
-    """``dswheels NAME COMMAND``: the commands of ``members`` under one name."""
-
-    name: str
-    help: str
-    description: str
-    members: tuple[Registers, ...]
-
-    def register(self, sub: Subparsers[argparse.ArgumentParser]) -> None:
-        parser = sub.add_parser(self.name, help=self.help, description=self.description, formatter_class=formatter)
-        group = parser.add_subparsers(title=f"{self.name} commands", metavar="COMMAND", required=True)
-        for member in self.members:
-            member.register(group)

@@ -6,6 +6,7 @@ import argparse
 
 from dswheels import __version__
 from dswheels.cli.command import Command
+from dswheels.cli.commands import listed_help
 from dswheels.cli.flags import Flag, Flags, PathUse, fill
 from dswheels.cli.shared import REPORT, TARGET
 from dswheels.doctor import Status
@@ -16,7 +17,7 @@ from dswheels.kernel.result import Done
 
 __all__ = ["COMMAND"]
 
-HELP = "check this machine (torch, CUDA, GPU, compilers) and say which wheel fits"
+HELP = listed_help("doctor")
 
 DESCRIPTION = """\
 Inspect the environment that will use DeepSpeed and report each check as OK, WARN or FAIL,

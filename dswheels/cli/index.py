@@ -7,6 +7,7 @@ from pathlib import Path
 from urllib.parse import urljoin
 
 from dswheels.cli.command import Command
+from dswheels.cli.commands import listed_help
 from dswheels.cli.flags import Flag, Flags, OneOf, PathUse, fill
 from dswheels.cli.shared import GITHUB, REPORT
 from dswheels.host.log import format_duration, get_reporter
@@ -19,7 +20,7 @@ from dswheels.kernel.result import Done
 
 __all__ = ["COMMAND"]
 
-HELP = "write the static index (PEP 503 + per-torch partitions + a page for people)"
+HELP = listed_help("index")
 
 DESCRIPTION = f"""\
 Write the static index of every published wheel: PEP 503 pages with sha256 hashes,

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dswheels.cli.command import Command
+from dswheels.cli.commands import listed_help
 from dswheels.cli.flags import Flag, Flags, PathUse, fill
 from dswheels.cli.shared import REPORT, TRUSTED_ROOT
 from dswheels.host.files import read_bounded
@@ -20,7 +21,7 @@ from dswheels.verify.inspection import SCHEMA, render_inspection
 
 __all__ = ["COMMAND"]
 
-HELP = "show the ops, GPU code, CPU level and runtime needs inside DeepSpeed wheels"
+HELP = listed_help("inspect")
 
 DESCRIPTION = """\
 Show what a DeepSpeed wheel contains, whoever built it: its version and local label, the torch

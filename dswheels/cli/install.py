@@ -6,6 +6,7 @@ import argparse
 import shlex
 
 from dswheels.cli.command import Command
+from dswheels.cli.commands import listed_help
 from dswheels.cli.flags import Flag, Flags, choice, fill
 from dswheels.cli.shared import REPORT, TARGET, TRUSTED_ROOT
 from dswheels.host.log import get_reporter
@@ -17,7 +18,7 @@ from dswheels.kernel.urls import shell_word
 
 __all__ = ["COMMAND"]
 
-HELP = "install the published wheel that fits this environment, then verify it"
+HELP = listed_help("install")
 
 DESCRIPTION = """\
 Detect the environment (the Python that will use DeepSpeed: this interpreter or --python):

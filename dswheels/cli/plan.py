@@ -7,6 +7,7 @@ import datetime as dt
 
 from dswheels import __version__
 from dswheels.cli.command import Command
+from dswheels.cli.commands import listed_help
 from dswheels.cli.flags import Flag, Flags, PathUse, choice, fill
 from dswheels.cli.shared import REPORT, SELECTION, matrix_selection
 from dswheels.host import clock
@@ -21,7 +22,7 @@ from dswheels.plan.step import JobGrouping, PlanOptions, PlanRun, run_plan
 
 __all__ = ["COMMAND"]
 
-HELP = "expand the matrix into buildable cells with their toolchains"
+HELP = listed_help("plan")
 
 DESCRIPTION = """\
 Expand the build matrix into cells (one wheel each), drop what the compatibility rules

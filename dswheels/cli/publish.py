@@ -6,6 +6,7 @@ import argparse
 import shlex
 
 from dswheels.cli.command import Command
+from dswheels.cli.commands import listed_help
 from dswheels.cli.flags import Flag, Flags, OneOf, PathUse, fill
 from dswheels.cli.shared import GITHUB, REPORT
 from dswheels.host.log import get_reporter
@@ -24,7 +25,7 @@ from dswheels.stores.outgoing import PublishResult
 
 __all__ = ["COMMAND"]
 
-HELP = "publish wheels to a directory, a GitHub Release or an upload server"
+HELP = listed_help("publish")
 
 DESCRIPTION = f"""\
 Publish wheels (and, beside each, its METADATA as <wheel>.metadata and its build manifest)

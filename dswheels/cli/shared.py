@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dswheels.cli.flags import Flag, PathUse
+from dswheels.cli.parser import REPORT_DEST
 from dswheels.kernel.errors import ConfigError
 from dswheels.kernel.locations import MATRIX
 from dswheels.kernel.sources import TorchSource, TorchSourceKind
@@ -28,7 +29,6 @@ __all__ = [
     "MATRIX_FLAG",
     "PUBLISHED_AT",
     "REPORT",
-    "REPORT_DEST",
     "SELECTION",
     "TARGET",
     "TRUSTED_ROOT",
@@ -260,7 +260,6 @@ def qemu_settings(args: argparse.Namespace) -> QemuSettings | None:
 # ``--github OWNER/REPO``: the repository whose releases hold the published wheels
 GITHUB = Flag("--github", metavar="OWNER/REPO")
 
-REPORT_DEST = "stage_report"  # the --report path (not "report": `facts builds` reads a facts report by that name)
 
 # ``--report FILE``: where the CLI writes the command's result as JSON (dswheels.kernel.result), whether it
 # succeeds or fails; the command only returns its data. Every command takes it.

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from dswheels.cli.command import Command
+from dswheels.cli.commands import listed_help
 from dswheels.cli.flags import Flag, Flags, PathUse, choice, fill, parse_count, parse_decimal
 from dswheels.cli.shared import INTERPRETER, REPORT, torch_index
 from dswheels.host.cache import CacheLayout
@@ -21,7 +22,7 @@ __all__ = ["COMMAND", "SMOKE_SCHEMA"]
 
 SMOKE_SCHEMA = "dswheels.smoke/2"  # /1 was one wheel's object; /2 lists one per wheel under "wheels"
 
-HELP = "train a tiny model with the wheel (CPU anywhere, GPU on a GPU runner)"
+HELP = listed_help("smoke")
 
 DESCRIPTION = """\
 Install the wheel into a fresh venv with its torch and train a tiny model a few steps

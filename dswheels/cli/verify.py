@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from dswheels.cli.command import Command
+from dswheels.cli.commands import listed_help
 from dswheels.cli.flags import Flag, Flags, PathUse, choice, fill
 from dswheels.cli.shared import INTERPRETER, MATRIX_FLAG, REPORT, qemu, qemu_settings, torch_index
 from dswheels.host.cache import CacheLayout
@@ -18,7 +19,7 @@ from dswheels.verify.step import RuntimeAccelerator, VerifyOptions, WheelVerific
 
 __all__ = ["COMMAND"]
 
-HELP = "prove wheels are what they claim and load without JIT"
+HELP = listed_help("verify")
 
 DESCRIPTION = f"""\
 Check a DeepSpeed wheel against its build manifest (beside it) or, without one, the plan

@@ -14,8 +14,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from dswheels.cli import build_parser
-from dswheels.cli.command import COMMAND_DEST
 from dswheels.cli.flags import each_flag
+from dswheels.cli.parser import COMMAND_DEST
 from tests.gha.expressions import Value
 from tests.gha.model import as_map, as_str_map
 from tests.gha.steps import reusable

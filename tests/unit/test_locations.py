@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from dswheels.cli import build_parser, main
-from dswheels.cli.command import COMMAND_DEST
 from dswheels.cli.flags import settle
+from dswheels.cli.parser import COMMAND_DEST
 from dswheels.host.wheelhouse import find_wheels
 from dswheels.kernel.errors import ConfigError
 from dswheels.kernel.locations import LOCAL_SITE_URL, MATRIX, PUBLISHED, SITE, WHEELHOUSE

@@ -226,7 +226,7 @@ def test_a_report_beside_the_inputs_is_written(here: Path, wheel: Path) -> None:
 
 
 def _commands(parser: argparse.ArgumentParser) -> Iterator[Command[object]]:
-    from dswheels.cli.command import COMMAND_DEST
+    from dswheels.cli.parser import COMMAND_DEST
 
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):

@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 
 from dswheels.cli import build_parser, main
-from dswheels.cli.command import STAGE_DEST
-from dswheels.cli.shared import REPORT_DEST
+from dswheels.cli.parser import REPORT_DEST, STAGE_DEST
 from dswheels.cuda.redist import redist_platform
 from dswheels.doctor.render_report import DOCTOR_SCHEMA
 from dswheels.host.log import GitHubReporter, TerminalReporter
