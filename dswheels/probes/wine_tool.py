@@ -196,6 +196,13 @@ def _link_synthesizing(config: dict[str, Any], args: list[str], wanted: dict[str
     return code
 
 
+# nvcc.exe runs its stages (cudafe++, ptxas, fatbinary, cl) through cmd; under Wine 8, cmd once failed to start
+# cudafe++ for one unit of a one-hour build in which every other unit started it fine (Wine's own message, below):
+# a start that failed, not a compile that did, so the unit is compiled again, twice at most. Windows has no such gap.
+_WINE_COULD_NOT_START = "as an internal or external command, or batch script."
+_WINE_START_RETRIES = 2
+
+
 def main(argv: list[str]) -> int:
     config = json.loads(Path(argv[1]).read_text(encoding="utf-8"))
     tool, args = argv[2], argv[3:]
@@ -205,6 +212,11 @@ def main(argv: list[str]) -> int:
     if tool == "link.exe" and (wanted := _synthesized(config, args)):
         return _link_synthesizing(config, args, wanted)
     code, out, err = _run(config, tool, args)
+    for _ in range(_WINE_START_RETRIES if tool.startswith("nvcc") else 0):
+        if code == 0 or _WINE_COULD_NOT_START not in out + err:
+            break
+        sys.stderr.write(f"dswheels wine_tool: Wine's cmd could not start one of nvcc's tools; {tool} again\n")
+        code, out, err = _run(config, tool, args)
     sys.stdout.write(out)
     sys.stdout.flush()
     sys.stderr.write(err)

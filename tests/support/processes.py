@@ -110,3 +110,15 @@ def stop_sccache(env: Mapping[str, str] | None = None) -> None:
         timeout=60,
         check=False,
     )
+
+
+def end_wineserver(prefix: Path) -> None:
+    """End the Wine server of the test cache's ``prefix`` (and Wine's services with it) at once: the server
+    outlives its last program by 30 s (dswheels starts it with -p30, so a build's tools share it), which a
+    test would otherwise wait out (``wineserver -w``) before the next. Only for a prefix no other build uses."""
+    server = shutil.which("wineserver")
+    if server is None or not prefix.is_dir():
+        return
+    env = {**os.environ, "WINEPREFIX": str(prefix)}
+    subprocess.run([server, "-k"], env=env, capture_output=True, check=False, timeout=60)
+    subprocess.run([server, "-w"], env=env, capture_output=True, check=False, timeout=60)

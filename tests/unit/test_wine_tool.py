@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -72,3 +73,54 @@ def test_nvccs_depfile_is_rewritten_for_ninja(tmp_path: Path) -> None:
     depfile.write_text("Z:\\work\\x.obj : Z:\\work\\x.cu \\\n  Z:\\work\\inc\\y.h\n", encoding="utf-8")
     wine_tool._rewrite_depfile(["-MD", "-MF", str(depfile)], DRIVES)
     assert depfile.read_text(encoding="utf-8") == "/work/x.obj : /work/x.cu \\\n  /work/inc/y.h\n"
+
+
+# what Wine 8's cmd printed when it could not start cudafe++ for one unit of a full Windows build (nox -s windows)
+WINE_COULD_NOT_START = (
+    "quantize_intX.cu\nCan't recognize 'cudafe++ --ms_c++20 --static-host-stub --m64 --parse_templates' as an "
+    "internal or external command, or batch script.\n"
+)
+# stands in for `wine`: fails as Wine's cmd did while the count file says so, then runs the "tool" (echoes)
+FLAKY_WINE = """\
+#!/bin/sh
+count=$(cat "{count}")
+echo $((count - 1)) > "{count}"
+if [ "$count" -gt 0 ]; then printf '%s' "$FAILURE"; exit 2; fi
+printf 'compiled %s\n' "$*"
+"""
+
+
+def _flaky(tmp_path: Path, failures: int, failure: str) -> Path:
+    count = tmp_path / "count"
+    count.write_text(str(failures), encoding="utf-8")
+    wine = tmp_path / "wine"
+    wine.write_text(FLAKY_WINE.format(count=count), encoding="utf-8")
+    wine.chmod(0o755)
+    config = tmp_path / "wine-tools.json"
+    tools = {"nvcc": "C:\\cuda\\bin\\nvcc.exe", "cl": "C:\\msvc\\cl.exe"}
+    config.write_text(
+        json.dumps({"wine": str(wine), "drives": DRIVES, "tools": tools, "env": {"FAILURE": failure}}), encoding="utf-8"
+    )
+    return config
+
+
+@pytest.mark.parametrize(("failures", "code"), [(0, 0), (1, 0), (2, 0), (3, 2)])
+def test_nvcc_is_run_again_when_wines_cmd_could_not_start_one_of_its_tools(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], failures: int, code: int
+) -> None:
+    config = _flaky(tmp_path, failures, WINE_COULD_NOT_START)
+    assert wine_tool.main(["wine_tool.py", str(config), "nvcc", "-c", "x.cu"]) == code
+    out, err = capsys.readouterr()
+    assert err.count("could not start one of nvcc's tools") == min(failures, 2)
+    assert ("compiled C:\\cuda\\bin\\nvcc.exe -c x.cu" in out) == (code == 0)
+
+
+@pytest.mark.parametrize(
+    ("tool", "failure"), [("nvcc", "x.cu(3): error: identifier undefined\n"), ("cl", WINE_COULD_NOT_START)]
+)
+def test_a_failed_compile_or_another_tool_is_not_run_again(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], tool: str, failure: str
+) -> None:
+    config = _flaky(tmp_path, 1, failure)
+    assert wine_tool.main(["wine_tool.py", str(config), tool, "x.cu"]) == 2
+    assert "again" not in capsys.readouterr().err
