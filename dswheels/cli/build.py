@@ -27,7 +27,7 @@ from dswheels.host.log import get_reporter
 from dswheels.host.venvs import InterpreterMode
 from dswheels.kernel.errors import ConfigError
 from dswheels.kernel.locations import WHEELHOUSE
-from dswheels.kernel.platform_traits import WineCudaSource
+from dswheels.kernel.platform_traits import QemuCompilers, WineCudaSource
 from dswheels.plan.compiler_cache_keys import CompilerCacheChoice, SccacheBackend, SccacheSettings
 
 if TYPE_CHECKING:  # the build itself is imported when it runs: `dswheels --help` and `build --help` need none of it
@@ -228,6 +228,15 @@ FLAGS: Flags = (
         help="NVIDIA's redist folder, or a mirror of it (--wine-cuda nvidia)",
     ),
     *qemu(what="build"),
+    choice(
+        "--qemu-compilers",
+        QemuCompilers,
+        env="DSWHEELS_QEMU_COMPILERS",
+        help="under qemu, which GCC compiles: this machine's aarch64 cross GCC of the root's GCC release, run "
+        "natively in the root (host: minutes a cell; Debian's g++-aarch64-linux-gnu), the root's own arm64 GCC, "
+        "emulated (emulated: about an hour an op on 2 cores), or auto: host where it is installed "
+        "(default: %(default)s)",
+    ),
     Flag("--pypi", to="pypi", metavar="URL", help="PyPI JSON API URL for DeepSpeed (default: compat.yml's)"),
     Flag("--verbose", short="-v", action="store_true", help="show the compiler output (always in the log)"),
     REPORT,

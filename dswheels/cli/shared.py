@@ -254,7 +254,10 @@ def qemu_settings(args: argparse.Namespace) -> QemuSettings | None:
 
     if not args.qemu and args.qemu_root is None:
         return None
-    return QemuSettings(root=args.qemu_root)
+    from dswheels.kernel.platform_traits import QemuCompilers  # noqa: PLC0415
+
+    # only build has --qemu-compilers (verify compiles nothing)
+    return QemuSettings(root=args.qemu_root, compilers=QemuCompilers(getattr(args, "qemu_compilers", "auto")))
 
 
 # ``--github OWNER/REPO``: the repository whose releases hold the published wheels

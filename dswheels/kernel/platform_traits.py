@@ -26,6 +26,7 @@ __all__ = [
     "ALL_TRAITS",
     "CUDA_LIBRARY_HEADERS",
     "PlatformTraits",
+    "QemuCompilers",
     "WineCudaSource",
     "conventions",
     "first_on_path",
@@ -257,6 +258,17 @@ class WineCudaSource(str, Enum):
     AUTO = "auto"  # PyPI's wheels from CUDA 13 (they carry nvcc.exe), NVIDIA's archives before
     PYPI = "pypi"  # NVIDIA's wheels on PyPI
     NVIDIA = "nvidia"  # NVIDIA's redistributable archives (compat.yml pins the release's JSON)
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class QemuCompilers(str, Enum):
+    """Which GCC compiles a build in the arm64 root under qemu (``--qemu-compilers``)."""
+
+    AUTO = "auto"  # this machine's aarch64 cross GCC where it is the root's GCC release, else the root's own
+    HOST = "host"  # this machine's aarch64 cross GCC, or an error saying what is missing
+    EMULATED = "emulated"  # the root's own arm64 GCC, emulated (about an hour per op on 2 cores)
 
     def __str__(self) -> str:
         return self.value

@@ -41,7 +41,7 @@ from dswheels.kernel.compat import Compat
 from dswheels.kernel.errors import EnvironmentMismatchError
 from dswheels.kernel.model import OS, PlannedCell, Python
 from dswheels.kernel.naming import cell_id
-from dswheels.kernel.platform_traits import WineCudaSource, traits
+from dswheels.kernel.platform_traits import QemuCompilers, WineCudaSource, traits
 from dswheels.kernel.sources import TorchSource
 from dswheels.kernel.versions import VersionTuple, format_version
 from dswheels.platforms.find_tools import CudaInstall, MsvcEnv, check_msvc, find_cuda
@@ -89,9 +89,11 @@ class WineSettings:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class QemuSettings:
-    """The qemu host's configuration (``--qemu``, ``--qemu-root``): where the arm64 Linux root is."""
+    """The qemu host's configuration (``--qemu``, ``--qemu-root``, ``--qemu-compilers``): where the arm64 Linux
+    root is, and which GCC compiles in it."""
 
     root: Path | None = None  # an arm64 Debian/Ubuntu root; None: dswheels makes one under the cache (debootstrap)
+    compilers: QemuCompilers = QemuCompilers.AUTO
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -192,3 +192,26 @@ def test_the_floor_tag_renames_the_wheel_and_its_debug_archive(tmp_path: Path) -
         assert (
             digest == "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(files[name]).digest()).rstrip(b"=").decode()
         )
+
+
+def test_a_temporary_folder_on_another_file_system_is_no_obstacle(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """TMPDIR on a tmpfs (Fedora's and Arch's /tmp; the arm64 root's /tmp with the cache bound in, under qemu) and
+    the staging folder on disk: the repacked wheel is written beside its place, not renamed across file systems
+    (EXDEV: the build in the root failed so)."""
+    shm = Path("/dev/shm")
+    require(shm.is_dir() and shm.stat().st_dev != tmp_path.stat().st_dev, "a tmpfs apart from the test's folder")
+    tmp = shm / f"dsw-test-{tmp_path.name}"
+    tmp.mkdir()
+    try:
+        monkeypatch.setenv("TMPDIR", str(tmp))
+        monkeypatch.setattr("tempfile.tempdir", None)  # read TMPDIR again
+        wheel = _wheel(tmp_path, _so(tmp_path, "x86-64-v2"))
+        done = postprocess_wheel(wheel, staging=tmp_path / "staged", torch=(2, 13), strip=True, keep_debug=False,
+                                 forbidden_registers=(), log_file=None)  # fmt: skip
+        assert done.wheel.parent == tmp_path / "staged"
+        assert zipfile.ZipFile(done.wheel).testzip() is None
+        assert sorted(p.name for p in done.wheel.parent.iterdir()) == [done.wheel.name]  # no temporary file left
+    finally:
+        shutil.rmtree(tmp)

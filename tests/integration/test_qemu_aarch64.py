@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from elftools.elf.elffile import ELFFile
 
 from dswheels.building.effects.flag_recorder import fetch_sdists
 from dswheels.host.cache import CacheLayout
@@ -37,6 +38,7 @@ from dswheels.kernel.binaries.isa import IsaReport
 from dswheels.kernel.compat import load_compat
 from dswheels.kernel.errors import VerifyError
 from dswheels.platforms.qemu.emulator import find_emulator
+from dswheels.platforms.qemu.host_gcc import CROSS_BIN, HostGcc, find_host_gcc
 from dswheels.platforms.qemu.machine import in_root
 from dswheels.platforms.qemu.root import MARKER, RootSpec, running_as_root
 from tests.conftest import DATA, require
@@ -187,10 +189,19 @@ def in_arm64_root(arm64_root: Path) -> Path:
     return arm64_root
 
 
-def _in_root(root: Path, work: Path, script: str, *, cpu: str | None = None) -> subprocess.CompletedProcess[str]:
-    env = {"PATH": "/usr/bin:/bin:/usr/sbin:/sbin", "LANG": "C.UTF-8", **({"QEMU_CPU": cpu} if cpu else {})}
-    command = in_root(root, ["/bin/sh", "-ec", script], visible=[work], env=env)
+def _in_root(
+    root: Path, work: Path, script: str, *, cpu: str | None = None, compilers: HostGcc | None = None
+) -> subprocess.CompletedProcess[str]:
+    path = f"{CROSS_BIN}:/usr/bin:/bin:/usr/sbin:/sbin" if compilers else "/usr/bin:/bin:/usr/sbin:/sbin"
+    env = {"PATH": path, "LANG": "C.UTF-8", **({"QEMU_CPU": cpu} if cpu else {})}
+    command = in_root(root, ["/bin/sh", "-ec", script], visible=[work], env=env, compilers=compilers)
     return subprocess.run(command, capture_output=True, text=True, check=False)
+
+
+def _sections(obj: Path, names: Sequence[str]) -> dict[str, bytes]:
+    with obj.open("rb") as f:
+        elf = ELFFile(f)
+        return {name: section.data() for name in names if (section := elf.get_section_by_name(name)) is not None}
 
 
 def _root_build(root: Path, includes: Path, work: Path, flags: str, *, cpuinfo: Path | None = None) -> Path:
@@ -219,6 +230,43 @@ def test_deepspeeds_native_flags_put_back_fail_the_baseline_in_the_root(
     program = _root_build(root, deepspeed_includes, portable, f"{BASELINE.gcc} {BASELINE.simd}")
     assert _judge(program).ok
     _check_step(_in_root(root, portable, f"{program} {N}", cpu=BASELINE.qemu_cpu), sve=False)
+
+
+@pytest.mark.qemu
+def test_this_machines_cross_gcc_in_the_root_emits_the_roots_gccs_code(
+    in_arm64_root: Path, deepspeed_includes: Path, tmp_path: Path
+) -> None:
+    """What `dswheels build --qemu` compiles with (--qemu-compilers auto/host): Debian's x86_64-hosted cross GCC of
+    the root's release, run natively in the root, emits the same code as the root's own arm64 GCC, emulated, for
+    DeepSpeed's sve.h in the AdamW driver with an op build's flags (Python's -fstack-protector-strong among them):
+    every byte of the object's code and data; then the cross-built program, linked in the root, runs the step as
+    Graviton2's core."""
+    root = in_arm64_root
+    gcc = find_host_gcc(root)
+    require(isinstance(gcc, HostGcc), str(gcc))
+    assert isinstance(gcc, HostGcc)
+    flags = f"-O3 -fPIC -fwrapv -fstack-protector-strong -g0 -std=c++17 {BASELINE.gcc} {BASELINE.simd}"
+    objects = {}
+    for name, compilers in (("own", None), ("host", gcc)):
+        work = tmp_path / name
+        work.mkdir()
+        shutil.copy(DRIVER, work / DRIVER.name)
+        shutil.copy(deepspeed_includes / "sve.h", work / "sve.h")
+        obj = work / "adam.o"
+        done = _in_root(root, work, f"g++ -c {flags} -I {work} {work / DRIVER.name} -o {obj}", compilers=compilers)
+        assert done.returncode == 0, done.stderr
+        objects[name] = obj
+    code = (".text", ".text.startup", ".rodata", ".rodata.cst16", ".rodata.cst4", ".data", ".bss")
+    own, host = _sections(objects["own"], code), _sections(objects["host"], code)
+    assert ".text" in own
+    assert own == host
+    comments = [_sections(objects[n], [".comment"])[".comment"] for n in ("own", "host")]
+    assert all(b"GCC: (Debian 12.2.0-14" in c for c in comments), comments  # the same release, two builds of it
+    program = tmp_path / "host" / "adam"
+    linked = _in_root(root, tmp_path / "host", f"g++ {objects['host']} -o {program}", compilers=gcc)
+    assert linked.returncode == 0, linked.stderr
+    assert _judge(program).ok
+    _check_step(_in_root(root, tmp_path / "host", f"{program} {N}", cpu=BASELINE.qemu_cpu), sve=False)
 
 
 @pytest.mark.qemu

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from dswheels.host import proc
 from dswheels.host.extensions import read_extension_binary
+from dswheels.host.files import temp_file
 from dswheels.host.wheelhouse import debug_archive_name
 from dswheels.kernel.binaries.extension import ExtensionBinary
 from dswheels.kernel.binaries.fatbin import GpuCode
@@ -136,8 +137,11 @@ def postprocess_wheel(
                 text = data.decode("utf-8")
                 data = pin_requirement(text, project="torch", requirement=torch_pin(torch)).encode("utf-8")
             members.append((info, data))
-        _repack(tmp / wheel.name, members, record_path=record_path)
-        (tmp / wheel.name).replace(out)
+        # repacked beside ``out``, then renamed over it: the temporary folder may be another mount (a build in
+        # the arm64 root has its /tmp in the root and the cache bound in, and rename(2) cannot cross mounts)
+        with temp_file(out.parent, out.name) as repacked:
+            _repack(repacked, members, record_path=record_path)
+            repacked.replace(out)
         debug_archive = _debug_archive(staging / debug_archive_name(wheel.name), found.debug_files)
     binaries = found.binaries
     return Postprocessed(

@@ -28,6 +28,7 @@ from dswheels.kernel.errors import BuildError, DswheelsError, EnvironmentMismatc
 from dswheels.kernel.model import Python
 from dswheels.kernel.versions import format_version
 from dswheels.platforms.qemu.emulator import Emulator, need_binfmt, need_qemu
+from dswheels.platforms.qemu.host_gcc import CROSS_BIN, HostGcc
 from dswheels.platforms.qemu.root import CA_BUNDLE, root_python, running_as_root, share_network
 
 __all__ = ["DSWHEELS_VENV", "QemuMachine", "in_root", "install_dswheels", "launcher_text"]
@@ -54,9 +55,17 @@ _PASSED = (
 )
 
 
-def in_root(root: Path, argv: Sequence[str], *, visible: Sequence[Path], env: Mapping[str, str]) -> list[str]:
+def in_root(
+    root: Path,
+    argv: Sequence[str],
+    *,
+    visible: Sequence[Path],
+    env: Mapping[str, str],
+    compilers: HostGcc | None = None,
+) -> list[str]:
     """The command that runs ``argv`` in ``root``: a private mount namespace with ``/proc`` and ``visible``
-    (this machine's folders, bound at the same paths), then ``chroot`` with ``env`` as the whole environment.
+    (this machine's folders, bound at the same paths), this machine's cross GCC when ``compilers`` names it
+    (:mod:`.host_gcc`), then ``chroot`` with ``env`` as the whole environment.
 
     >>> cmd = in_root(Path("/r"), ["python3", "-V"], visible=[Path("/out")], env={"HOME": "/root"})
     >>> cmd[:5], "mount --bind /out /r/out" in cmd[7]
@@ -70,6 +79,8 @@ def in_root(root: Path, argv: Sequence[str], *, visible: Sequence[Path], env: Ma
     for path in dict.fromkeys(p.resolve() for p in visible):
         inside = shlex.quote(str(root / path.relative_to(path.anchor)))
         lines += [f"mkdir -p {inside}", f"mount --bind {shlex.quote(str(path))} {inside}"]
+    if compilers is not None:
+        lines += compilers.lines(root)
     assignments = " ".join(shlex.quote(f"{k}={v}") for k, v in sorted(env.items()))
     lines.append(f'exec chroot {shlex.quote(str(root))} /usr/bin/env -i {assignments} "$@"')
     return ["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c", "\n".join(lines), "sh", *argv]
@@ -131,14 +142,19 @@ class QemuMachine:
 
     root: Path
     emulator: Emulator
+    compilers: HostGcc | None = None  # this machine's cross GCC, run natively in the root; None: the root's own
 
     def describe(self) -> str:
-        return f"an arm64 root ({self.root.name}, Python {root_python(self.root)}) under {self.emulator.describe()}"
+        gcc = self.compilers.describe() if self.compilers else "the root's own GCC, emulated"
+        return (
+            f"an arm64 root ({self.root.name}, Python {root_python(self.root)}) under {self.emulator.describe()}, "
+            f"compiling with {gcc}"
+        )
 
     def environment(self, cache: CacheLayout, environ: Mapping[str, str]) -> dict[str, str]:
         """The whole environment of a command in the root: set here, a few variables passed on."""
         return {
-            "PATH": _PATH,
+            "PATH": f"{CROSS_BIN}:{_PATH}" if self.compilers else _PATH,
             "HOME": "/root",
             "LANG": "C.UTF-8",
             "TMPDIR": "/tmp",  # noqa: S108 - the root's own /tmp
@@ -168,6 +184,7 @@ class QemuMachine:
             [f"{DSWHEELS_VENV}/bin/python", "-m", "dswheels", *argv],
             visible=[cache.root, *visible],
             env=self.environment(cache, os.environ),
+            compilers=self.compilers,
         )
         try:
             proc.run(

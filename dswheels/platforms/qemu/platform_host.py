@@ -14,15 +14,36 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dswheels.host.cache import CacheLayout
+from dswheels.host.log import get_reporter
+from dswheels.kernel.errors import EnvironmentMismatchError
 from dswheels.kernel.model import OS, PlannedCell
+from dswheels.kernel.platform_traits import QemuCompilers
 from dswheels.platforms.hosts import BuildTools, HostKind, LendsNoVenv, QemuSettings, prepared_only
+from dswheels.platforms.qemu.host_gcc import HostGcc, find_host_gcc  # light: no subprocess, no I/O when imported
 
 if TYPE_CHECKING:
     # the emulated machine (and what it imports) is loaded when a cell is built under qemu, not by everything
     # that reads the platform table (`dswheels --help`, doctor)
     from dswheels.platforms.qemu.machine import QemuMachine
 
-__all__ = ["UnderQemu"]
+__all__ = ["UnderQemu", "choose_compilers"]
+
+
+def choose_compilers(root: Path, asked: QemuCompilers, *, here: Path = Path("/")) -> HostGcc | None:
+    """This machine's cross GCC for a build in ``root`` (:mod:`.host_gcc`), or None: the root's own, emulated.
+    ``host`` without one is an error saying what is missing; ``auto`` without one says it and goes on."""
+    if asked is QemuCompilers.EMULATED:
+        return None
+    found = find_host_gcc(root, here=here)
+    if isinstance(found, HostGcc):
+        return found
+    hint = "apt-get install g++-aarch64-linux-gnu (Debian/Ubuntu: the cross GCC of the root's release)"
+    if asked is QemuCompilers.HOST:
+        raise EnvironmentMismatchError(f"--qemu-compilers host: {found}", hint=hint)
+    get_reporter().warning(
+        f"{found}: compiling with the root's own GCC under qemu (about an hour an op on 2 cores); {hint}"
+    )
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +61,8 @@ class UnderQemu(LendsNoVenv):
         return True  # by the build in the root, with the root's binutils
 
     def machine(self, *, cache: CacheLayout, log: Path | None) -> QemuMachine:
-        """The arm64 root, made under the cache when none was given (debootstrap, as root), and qemu to run it."""
+        """The arm64 root, made under the cache when none was given (debootstrap, as root), qemu to run it, and the
+        GCC that compiles there (:func:`choose_compilers`)."""
         from dswheels.platforms.qemu.emulator import find_emulator, need_qemu  # noqa: PLC0415 - see the imports
         from dswheels.platforms.qemu.machine import QemuMachine  # noqa: PLC0415
         from dswheels.platforms.qemu.root import RootSpec, ensure_root  # noqa: PLC0415
@@ -48,7 +70,7 @@ class UnderQemu(LendsNoVenv):
         emulator = find_emulator()
         need_qemu(emulator)
         root = ensure_root(self.settings.root, cache=cache, emulator=emulator, spec=RootSpec(), log=log)
-        return QemuMachine(root=root, emulator=emulator)
+        return QemuMachine(root=root, emulator=emulator, compilers=choose_compilers(root, self.settings.compilers))
 
     def check(
         self,
