@@ -256,8 +256,8 @@ def qemu_settings(args: argparse.Namespace) -> QemuSettings | None:
         return None
     from dswheels.kernel.platform_traits import QemuCompilers  # noqa: PLC0415
 
-    # only build has --qemu-compilers (verify compiles nothing)
-    return QemuSettings(root=args.qemu_root, compilers=QemuCompilers(getattr(args, "qemu_compilers", "auto")))
+    # only build has --qemu-compilers; verify compiles nothing, so it lends the root no compiler
+    return QemuSettings(root=args.qemu_root, compilers=QemuCompilers(getattr(args, "qemu_compilers", "emulated")))
 
 
 # ``--github OWNER/REPO``: the repository whose releases hold the published wheels

@@ -272,10 +272,24 @@ def prepare_interpreter(
     return Interpreter(python=python, info=info, origin=origin)
 
 
-def uv_venv(uv: str, python: Python, venv: Path, *, log_file: Path | None, error: type[DswheelsError]) -> None:
-    """A new venv at ``venv`` with ``python`` (uv finds or downloads the interpreter)."""
+def seed_packages(python: Python) -> tuple[str, ...]:
+    """What ``python -m venv`` puts in a new venv (ensurepip): pip, and setuptools before Python 3.12. A user's venv
+    has them; torch's cpp_extension imports setuptools, which torch requires only from 3.12 (torch 2.10), so
+    ``ds_report`` in a venv without them fails where the user's does not.
+
+    >>> seed_packages(Python((3, 11))), seed_packages(Python((3, 12)))
+    (('pip', 'setuptools'), ('pip',))
+    """
+    return ("pip", "setuptools") if python.version < (3, 12) else ("pip",)
+
+
+def uv_venv(
+    uv: str, python: Python, venv: Path, *, log_file: Path | None, error: type[DswheelsError], seed: bool = False
+) -> None:
+    """A new venv at ``venv`` with ``python`` (uv finds or downloads the interpreter); ``seed``: with what
+    ``python -m venv`` gives a user (:func:`seed_packages`, uv's ``--seed``)."""
     proc.run(
-        [uv, "venv", "--python", str(python), str(venv)],
+        [uv, "venv", *(["--seed"] if seed else []), "--python", str(python), str(venv)],
         log_file=log_file,
         stream=False,
         error=error,

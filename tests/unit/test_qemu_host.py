@@ -18,8 +18,8 @@ from dswheels.kernel.sources import TorchSource, TorchSourceKind
 from dswheels.platforms import platform_module
 from dswheels.platforms.hosts import HostChoice, HostKind, QemuSettings
 from dswheels.platforms.qemu.emulator import Emulator, find_emulator, need_binfmt, need_qemu, parse_binfmt, read_binfmt
-from dswheels.platforms.qemu.machine import in_root, launcher_text
-from dswheels.platforms.qemu.root import CA_BUNDLE, RootSpec, ensure_root, root_python, share_network
+from dswheels.platforms.qemu.machine import in_root, launcher_text, venv_platform
+from dswheels.platforms.qemu.root import CA_BUNDLE, RootSpec, ensure_root, root_glibc, root_python, share_network
 
 # what Debian's qemu-user-static registers (update-binfmts --display qemu-aarch64, /proc/sys/fs/binfmt_misc)
 DEBIAN_ENTRY = """enabled
@@ -193,3 +193,17 @@ def test_making_a_root_needs_root_and_binfmt(tmp_path: Path, monkeypatch: pytest
     with pytest.raises(EnvironmentMismatchError, match="debootstrap's second stage"):
         ensure_root(None, cache=cache, emulator=emulator, spec=RootSpec(), log=None)
     assert not cache.qemu_root(RootSpec().key).exists()  # nothing half-made
+
+
+def test_the_venv_takes_wheels_up_to_the_roots_glibc(tmp_path: Path) -> None:
+    """verify's venv in the root gets what pip run there would take: Debian 12's glibc 2.36 takes a wheel auditwheel
+    tagged manylinux_2_35 in that root (uv refused it for the manylinux_2_28 target once)."""
+    root = tmp_path / "root"
+    assert root_glibc(root) is None
+    libc = root / "usr" / "lib" / "aarch64-linux-gnu" / "libc.so.6"
+    libc.parent.mkdir(parents=True)
+    banner = b"GNU C Library (Debian GLIBC 2.36-9+deb12u14) stable release version 2.36.\n"
+    libc.write_bytes(b"\x7fELF" + b"\0" * 4096 + banner + b"\0" * 64)
+    assert root_glibc(root) == (2, 36)
+    assert venv_platform(root_glibc(root)) == "aarch64-manylinux_2_36"
+    assert venv_platform(None) == "aarch64-manylinux_2_28"  # unread: the floor every aarch64 wheel we make keeps

@@ -29,9 +29,9 @@ from dswheels.kernel.model import Python
 from dswheels.kernel.versions import format_version
 from dswheels.platforms.qemu.emulator import Emulator, need_binfmt, need_qemu
 from dswheels.platforms.qemu.host_gcc import CROSS_BIN, HostGcc
-from dswheels.platforms.qemu.root import CA_BUNDLE, root_python, running_as_root, share_network
+from dswheels.platforms.qemu.root import CA_BUNDLE, root_glibc, root_python, running_as_root, share_network
 
-__all__ = ["DSWHEELS_VENV", "QemuMachine", "in_root", "install_dswheels", "launcher_text"]
+__all__ = ["DSWHEELS_VENV", "QemuMachine", "in_root", "install_dswheels", "launcher_text", "venv_platform"]
 
 DSWHEELS_VENV = "/opt/dswheels/venv"  # in the root: the venv dswheels runs from
 _STAMP = ".dswheels-code"  # in that venv: the digest of the dswheels code copied there
@@ -145,11 +145,9 @@ class QemuMachine:
     compilers: HostGcc | None = None  # this machine's cross GCC, run natively in the root; None: the root's own
 
     def describe(self) -> str:
-        gcc = self.compilers.describe() if self.compilers else "the root's own GCC, emulated"
-        return (
-            f"an arm64 root ({self.root.name}, Python {root_python(self.root)}) under {self.emulator.describe()}, "
-            f"compiling with {gcc}"
-        )
+        gcc = f", compiling with {self.compilers.describe()}" if self.compilers else ""
+        python = root_python(self.root)
+        return f"an arm64 root ({self.root.name}, Python {python}) under {self.emulator.describe()}{gcc}"
 
     def environment(self, cache: CacheLayout, environ: Mapping[str, str]) -> dict[str, str]:
         """The whole environment of a command in the root: set here, a few variables passed on."""
@@ -235,7 +233,7 @@ class QemuMachine:
                 "--target",
                 site,
                 "--python-platform",
-                "aarch64-manylinux_2_28",
+                venv_platform(root_glibc(self.root)),
                 "--python-version",
                 minor,
                 *index_args,
@@ -250,6 +248,21 @@ class QemuMachine:
         launcher.write_text(launcher_text(qemu, self.root, env / "bin" / "python", cpu=cpu), encoding="utf-8")
         launcher.chmod(0o755)
         return launcher
+
+
+# the newest aarch64 glibc uv 0.13 names a target for (--python-platform aarch64-manylinux_2_40)
+_UV_NEWEST_GLIBC = (2, 40)
+
+
+def venv_platform(glibc: tuple[int, int] | None) -> str:
+    """uv's target for a venv of the root: the root's glibc, as pip run there takes wheels (a wheel tagged
+    manylinux_2_35 installs in Debian 12's root, glibc 2.36); manylinux_2_28's where it cannot be read.
+
+    >>> venv_platform((2, 36)), venv_platform(None), venv_platform((2, 41))
+    ('aarch64-manylinux_2_36', 'aarch64-manylinux_2_28', 'aarch64-manylinux_2_40')
+    """
+    major, minor = min(glibc or (2, 28), _UV_NEWEST_GLIBC)
+    return f"aarch64-manylinux_{major}_{minor}"
 
 
 def launcher_text(qemu: str, root: Path, python: Path, *, cpu: str | None = None) -> str:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import sys
 from collections.abc import Mapping
@@ -24,12 +25,21 @@ from pathlib import Path
 
 from dswheels.host import proc
 from dswheels.host.cache import CacheLayout
-from dswheels.host.files import exclusive, staging_dir, write_text_atomic
+from dswheels.host.files import exclusive, read_bounded, staging_dir, write_text_atomic
 from dswheels.host.log import get_reporter
 from dswheels.kernel.errors import EnvironmentMismatchError
 from dswheels.platforms.qemu.emulator import Emulator, need_binfmt
 
-__all__ = ["CA_BUNDLE", "MARKER", "ROOT_PACKAGES", "RootSpec", "ensure_root", "root_python", "share_network"]
+__all__ = [
+    "CA_BUNDLE",
+    "MARKER",
+    "ROOT_PACKAGES",
+    "RootSpec",
+    "ensure_root",
+    "root_glibc",
+    "root_python",
+    "share_network",
+]
 
 MARKER = ".dswheels-root.json"
 ROOT_PACKAGES = ("python3", "python3-venv", "python3-dev", "g++", "make", "binutils", "ca-certificates")
@@ -74,6 +84,26 @@ def root_python(root: Path) -> str:
             hint=f"make one with debootstrap (it needs {', '.join(ROOT_PACKAGES)}), or leave --qemu-root out",
         ) from None
     return Path(target).name.removeprefix("python")
+
+
+# glibc's banner in its libc.so.6 ("GNU C Library (Debian GLIBC 2.36-9+deb12u14) stable release version 2.36.")
+_GLIBC_BANNER = re.compile(rb"GNU C Library [^\n]{0,200}? release version ([0-9]+)\.([0-9]+)")
+_LIBC = (
+    "usr/lib/aarch64-linux-gnu/libc.so.6",  # Debian and Ubuntu (merged /usr)
+    "lib/aarch64-linux-gnu/libc.so.6",
+    "usr/lib64/libc.so.6",  # RHEL and its rebuilds
+    "lib64/libc.so.6",
+)
+
+
+def root_glibc(root: Path) -> tuple[int, int] | None:
+    """The root's glibc (``(2, 36)``), from its libc.so.6's banner: what pip run there accepts manylinux tags up to."""
+    for rel in _LIBC:
+        path = root / rel
+        if path.is_file():
+            match = _GLIBC_BANNER.search(read_bounded(path, limit=64 << 20))
+            return (int(match.group(1)), int(match.group(2))) if match else None
+    return None
 
 
 def ensure_root(

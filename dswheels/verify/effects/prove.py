@@ -22,7 +22,7 @@ from dswheels.host.files import read_bounded
 from dswheels.host.log import get_reporter
 from dswheels.host.machine import host_os
 from dswheels.host.opload import NO_JIT_SCRIPT, jit_files, load_ops
-from dswheels.host.venvs import find_uv, probe_python, torch_index_args, uv_install, uv_venv
+from dswheels.host.venvs import find_uv, probe_python, seed_packages, torch_index_args, uv_install, uv_venv
 from dswheels.host.wheel_file import WheelContents, read_wheel
 from dswheels.kernel.binaries.dlls import load_dll_facts
 from dswheels.kernel.compat import Compat
@@ -187,7 +187,7 @@ def fresh_venv(
     cell = expected.cell
     root.mkdir(parents=True, exist_ok=True)
     venv = Path(tempfile.mkdtemp(prefix="venv-", dir=root))
-    uv_venv(uv, cell.python, venv / "env", log_file=log, error=VerifyError)
+    uv_venv(uv, cell.python, venv / "env", log_file=log, error=VerifyError, seed=True)  # as a user's venv
     python = venv / "env" / traits(host_os()).venv_python
     version = torch_version or compat.torch[cell.torch].latest
     plan_index = compat.torch_index.format(variant=cell.variant.name)
@@ -237,7 +237,7 @@ def emulated_runtime_checks(
         launcher = machine.venv(
             cell.python,
             where=Path(tmp),
-            requirements=[f"torch=={version}", str(wheel)],
+            requirements=[*seed_packages(cell.python), f"torch=={version}", str(wheel)],  # as a user's venv
             index_args=index_args,
             cpu=cpu,
             log=log,
