@@ -18,7 +18,7 @@ from dswheels.host.log import TerminalReporter, reset_reporter, set_reporter
 from dswheels.kernel.errors import EnvironmentMismatchError
 from dswheels.kernel.platform_traits import QemuCompilers
 from dswheels.platforms.qemu.emulator import Emulator
-from dswheels.platforms.qemu.host_gcc import CROSS_BIN, HostGcc, find_host_gcc, root_gcc_major
+from dswheels.platforms.qemu.host_gcc import CROSS_BIN, HostGcc, find_host_gcc, gcc_build, root_gcc_major
 from dswheels.platforms.qemu.machine import QemuMachine, in_root
 from dswheels.platforms.qemu.platform_host import choose_compilers
 
@@ -163,4 +163,27 @@ def test_this_machines_own_cross_gcc_is_found_when_installed(tmp_path: Path) -> 
     if not Path("/usr/bin/aarch64-linux-gnu-g++").exists():
         pytest.skip("g++-aarch64-linux-gnu is not installed here")
     major = Path("/usr/bin/aarch64-linux-gnu-g++").resolve().name.rsplit("-", 1)[-1]
-    assert find_host_gcc(_root(tmp_path, major=major)) == HostGcc(major=major)
+    found = find_host_gcc(_root(tmp_path, major=major))
+    assert isinstance(found, HostGcc)
+    assert (found.major, found.here) == (major, Path("/"))
+    assert found.build.split()[-1].startswith(f"{major}.")  # "Debian 12.2.0-14", read from the real driver
+
+
+def test_the_builds_are_read_from_the_drivers_and_a_difference_is_said(tmp_path: Path) -> None:
+    """Debian 12's cross GCC (12.2.0-14) and its arm64 GCC (12.2.0-14+deb12u1, with the CVE-2023-4039 fix) are the
+    same release, not the same build: the build says so (their protected frames differ: test_qemu_aarch64)."""
+    here, root = _host(tmp_path), _root(tmp_path)
+    (here / "usr/bin/aarch64-linux-gnu-g++-12").write_bytes(b"\x7fELF\0%s %s%s\n\0(Debian 12.2.0-14) \0")
+    root_driver = root / "usr/bin/aarch64-linux-gnu-g++-12"
+    root_driver.write_bytes(b"\x7fELF\0(Debian 12.2.0-14+deb12u1) \0")
+    assert gcc_build(root_driver) == "Debian 12.2.0-14+deb12u1"
+    gcc = find_host_gcc(root, here=here, machine="x86_64")
+    assert isinstance(gcc, HostGcc)
+    assert (gcc.build, gcc.root_build, gcc.same_build) == ("Debian 12.2.0-14", "Debian 12.2.0-14+deb12u1", False)
+    assert "CVE-2023-4039" in gcc.differences()
+    assert "Debian 12.2.0-14, the root's Debian 12.2.0-14+deb12u1" in gcc.describe()  # in the manifest's machine
+    root_driver.write_bytes(b"\x7fELF\0(Debian 12.2.0-14) \0")
+    same = find_host_gcc(root, here=here, machine="x86_64")
+    assert isinstance(same, HostGcc)
+    assert same.same_build
+    assert same.differences() == ""

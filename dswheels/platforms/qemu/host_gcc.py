@@ -29,7 +29,9 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["CROSS_BIN", "Bind", "HostGcc", "find_host_gcc", "root_gcc_major"]
+from dswheels.host.files import read_bounded
+
+__all__ = ["CROSS_BIN", "Bind", "HostGcc", "find_host_gcc", "gcc_build", "root_gcc_major"]
 
 TRIPLET = "aarch64-linux-gnu"
 HOST_USR = "/opt/dswheels/x86/usr"  # in the root: this machine's /usr
@@ -60,9 +62,27 @@ class HostGcc:
 
     major: str
     here: Path = Path("/")
+    build: str = ""  # its distribution's build, as it prints it (``Debian 12.2.0-14``; '' unread)
+    root_build: str = ""  # the root's own GCC's (``Debian 12.2.0-14+deb12u1``)
+
+    @property
+    def same_build(self) -> bool:
+        return self.build == self.root_build
 
     def describe(self) -> str:
-        return f"this machine's {TRIPLET}-g++-{self.major} (x86_64-hosted, the root's GCC release), natively"
+        builds = f"{self.build or '?'}, the root's {self.root_build or '?'}"
+        return f"this machine's {TRIPLET}-g++-{self.major} ({builds}; x86_64-hosted), natively"
+
+    def differences(self) -> str:
+        """What a build should say when this GCC is not the root's own build ('' when it is)."""
+        if self.same_build:
+            return ""
+        return (
+            f"this machine's cross GCC is {self.build or '?'}, the root's own GCC {self.root_build or '?'}: the same "
+            "GCC release with other distribution patches, so some functions' code can differ (Debian 12: the "
+            "root's has the CVE-2023-4039 fix, AArch64's stack protector frame, and the cross GCC not; "
+            "docs/build.md#linux-aarch64-under-qemu); --qemu-compilers emulated compiles with the root's own"
+        )
 
     def binds(self) -> tuple[Bind, ...]:
         here = self.here
@@ -91,6 +111,18 @@ class HostGcc:
         lines += [f"mkdir -p {folder}", f"mount -t tmpfs -o mode=0755 tmpfs {folder}"]
         lines += [f"ln -s {shlex.quote(t)} {folder}/{shlex.quote(n)}" for n, t in sorted(self.links().items())]
         return lines
+
+
+# GCC's --with-pkgversion in its driver, as --version prints it: "g++ (Debian 12.2.0-14+deb12u1) 12.2.0"
+_PKGVERSION = re.compile(rb"\(((?:Debian|Ubuntu|GCC)(?: [0-9][^()\x00\n]{0,80})?)\) ")
+
+
+def gcc_build(driver: Path) -> str:
+    """The distribution build a GCC driver says it is (``Debian 12.2.0-14``), read from the file ('' unread)."""
+    if not driver.is_file():
+        return ""
+    match = _PKGVERSION.search(read_bounded(driver, limit=64 << 20))
+    return match.group(1).decode("ascii", "replace") if match else ""
 
 
 def root_gcc_major(root: Path) -> str | None:
@@ -124,4 +156,6 @@ def find_host_gcc(root: Path, *, here: Path = Path("/"), machine: str | None = N
         return (
             f"this machine lacks GCC {major}'s aarch64 cross compiler (the root's GCC is {major}): {', '.join(missing)}"
         )
-    return HostGcc(major=major, here=here)
+    # the root's g++-12 links to its triplet name: resolved inside the root, not on this machine
+    root_driver = root / "usr" / "bin" / f"{TRIPLET}-g++-{major}"
+    return HostGcc(major=major, here=here, build=gcc_build(driver), root_build=gcc_build(root_driver))

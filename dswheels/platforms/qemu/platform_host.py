@@ -36,6 +36,8 @@ def choose_compilers(root: Path, asked: QemuCompilers, *, here: Path = Path("/")
         return None
     found = find_host_gcc(root, here=here)
     if isinstance(found, HostGcc):
+        if found.differences():
+            get_reporter().warning(found.differences())
         return found
     hint = "apt-get install g++-aarch64-linux-gnu (Debian/Ubuntu: the cross GCC of the root's release)"
     if asked is QemuCompilers.HOST:
