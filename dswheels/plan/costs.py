@@ -29,7 +29,7 @@ from importlib import resources
 import yaml
 
 from dswheels.kernel.errors import ConfigError
-from dswheels.kernel.model import PlannedCell
+from dswheels.kernel.model import PlannedCell, Platform
 from dswheels.plan.scopes import Scope
 
 __all__ = [
@@ -118,6 +118,9 @@ class OpCost:
         return self.linux.host * runner.speed.value, self.linux.device * runner.speed.value
 
 
+NO_CONTAINER = Figure(0.0, "chosen", "no job on this runner runs in a container")
+
+
 @dataclass(frozen=True, slots=True)
 class RunnerCost:
     cores: Figure  # compile slots
@@ -126,9 +129,10 @@ class RunnerCost:
     per_cell: Figure  # seconds: a cell's venv with its torch, post-processing and verify
     speed: Figure  # compile seconds here per Linux second (ops without their own figures for this OS)
     cached_unit: Figure  # seconds: a translation unit taken from the compiler cache
+    container_setup: Figure = NO_CONTAINER  # seconds: a job's container (pulled, its gcc-toolset installed)
 
     def figures(self) -> dict[str, Figure]:
-        names = ("cores", "setup", "cuda_setup", "per_cell", "speed", "cached_unit")
+        names = ("cores", "setup", "cuda_setup", "per_cell", "speed", "cached_unit", "container_setup")
         return {name: getattr(self, name) for name in names}
 
 
@@ -152,11 +156,19 @@ class WorkflowCost:
 class CostModel:
     ops: Mapping[str, OpCost]
     default: OpCost
-    runners: Mapping[str, RunnerCost]  # by OS: linux, windows
+    runners: Mapping[str, RunnerCost]  # by platform (linux_aarch64), else by OS: linux, windows
     workflow: WorkflowCost
 
     def op(self, name: str) -> OpCost:
         return self.ops.get(name, self.default)
+
+    def runner_key(self, platform: Platform) -> str:
+        """compile_times.yml's runner of ``platform``'s jobs: its own (``linux_aarch64``: the arm64 runners), else
+        its OS's."""
+        return platform.value if platform.value in self.runners else platform.os.value
+
+    def runner(self, platform: Platform) -> RunnerCost:
+        return self.runners[self.runner_key(platform)]
 
     @property
     def budget_minutes(self) -> float:
@@ -260,6 +272,9 @@ def _runner(value: object, where: str) -> RunnerCost:
         per_cell=_figure(data.get("per_cell"), f"{where}.per_cell"),
         speed=_figure(data.get("speed"), f"{where}.speed"),
         cached_unit=_figure(data.get("cached_unit"), f"{where}.cached_unit"),
+        container_setup=(
+            _figure(data["container_setup"], f"{where}.container_setup") if "container_setup" in data else NO_CONTAINER
+        ),
     )
 
 
@@ -318,7 +333,7 @@ def cell_units(
     from the cache.
     """
     os = item.cell.platform.os
-    runner = model.runners[os]
+    runner = model.runner(item.cell.platform)
     archs = len(item.toolchain.arch_list)
     out: dict[str, list[float]] = {}
     for name in list(ops) or list(item.ops.build_names):
@@ -425,9 +440,11 @@ def estimate_job(
     ``cached``: every unit comes from the compiler cache (a job that finishes what part jobs
     compiled).
     """
-    runner = model.runners[items[0].cell.platform.os]
+    runner = model.runner(items[0].cell.platform)
     slots = int(runner.cores.value)
     setup = runner.setup.value + (runner.cuda_setup.value if any(i.cell.variant.is_cuda for i in items) else 0.0)
+    if items[0].toolchain.container:  # a Linux job in its floor's container (manylinux_2_28): pulled, set up
+        setup += runner.container_setup.value
     groups: set[tuple[object, ...]] = set()
     toolkits: set[tuple[object, ...]] = set()
     compile_seconds = work = first = later = 0.0
@@ -573,10 +590,11 @@ def replace_op_lines(text: str, fitted: Mapping[str, OpCost]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def figures_used(model: CostModel, ops: Iterable[str], oses: Iterable[str]) -> list[tuple[str, Figure]]:
-    """Every figure an estimate of these ops on these OSes reads, named as compile_times.yml names it."""
+def figures_used(model: CostModel, ops: Iterable[str], runners: Iterable[str]) -> list[tuple[str, Figure]]:
+    """Every figure an estimate of these ops on these runners (:meth:`CostModel.runner_key`) reads, named as
+    compile_times.yml names it."""
     used: list[tuple[str, Figure]] = [(f"workflow.{k}", v) for k, v in model.workflow.figures().items()]
-    oses = sorted(set(oses))
+    oses = sorted(set(runners))
     for os in oses:
         used += [(f"runners.{os}.{k}", v) for k, v in model.runners[os].figures().items()]
     for name in sorted(set(ops)):

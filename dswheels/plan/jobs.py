@@ -155,7 +155,7 @@ def plan_jobs(
         if builds <= limit and len(jobs) - builds <= limit:
             done = JobPlan(level=level, jobs=tuple(jobs), budget_minutes=model.budget_minutes)
             ops = {name for item in planned for name in item.ops.build_names}
-            figures = figures_used(model, ops, {item.cell.platform.os for item in planned})
+            figures = figures_used(model, ops, {model.runner_key(item.cell.platform) for item in planned})
             return replace(done, path=release_path(done, model), figures=tuple(figures))
     raise ConfigError(
         f"{len(planned)} cells need more than {limit} jobs even grouped by toolchain "

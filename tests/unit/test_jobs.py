@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 
@@ -202,3 +203,37 @@ def test_the_tag_waits_for_runners_when_it_has_more_jobs_than_github_runs_at_onc
     assert jobs.path.builds == pytest.approx(longest)  # all at once: the longest job
     assert serial.path.builds == pytest.approx(sum(j.estimate.minutes for j in jobs.builds))  # one after another
     assert [j.estimate.minutes for j in jobs.builds] == sorted((j.estimate.minutes for j in jobs.builds), reverse=True)
+
+
+def test_aarch64_jobs_take_the_arm64_runners_figures_and_linux_jobs_their_containers() -> None:
+    """linux_aarch64's jobs run on GitHub's arm64 runners (compile_times.yml runners.linux_aarch64), the other Linux
+    jobs on the x86_64 ones; a job in its floor's manylinux container counts the container's setup."""
+    shipped = plan(parse_matrix(Path("matrix/matrix.yml").read_text(encoding="utf-8"), "matrix.yml", COMPAT), COMPAT)
+    cpu = {p.cell.platform.value: p for p in shipped.planned if p.cell.variant.name == "cpu"}
+    arm, x86 = cpu["linux_aarch64"], cpu["linux_x86_64"]
+    win = next(p for p in shipped.planned if p.cell.platform.value == "win_amd64")  # CUDA only: its toolkit too
+    assert (COSTS.runner_key(arm.cell.platform), COSTS.runner_key(x86.cell.platform)) == ("linux_aarch64", "linux")
+    assert COSTS.runner_key(win.cell.platform) == "windows"
+    assert arm.toolchain.container
+    assert x86.toolchain.container
+    assert not win.toolchain.container
+    runner = COSTS.runners["linux_aarch64"]
+    assert runner.container_setup.value > 0
+    assert estimate_job([arm], COSTS).setup_minutes == pytest.approx(
+        (runner.setup.value + runner.container_setup.value) / 60
+    )
+    windows = COSTS.runners["windows"]
+    assert estimate_job([win], COSTS).setup_minutes == pytest.approx(
+        (windows.setup.value + windows.cuda_setup.value) / 60
+    )
+    # the arm64 runner's own figures move its jobs and no other
+    slower = dataclasses.replace(runner, speed=Figure(2.0, "assumed", "a test's"))
+    model = dataclasses.replace(COSTS, runners={**COSTS.runners, "linux_aarch64": slower})
+    assert estimate_job([arm], model).compile_minutes == pytest.approx(2 * estimate_job([arm], COSTS).compile_minutes)
+    assert estimate_job([x86], model) == estimate_job([x86], COSTS)
+    # without a container (a Linux job on the runner itself) there is nothing to pull
+    bare = dataclasses.replace(arm, toolchain=dataclasses.replace(arm.toolchain, container=""))
+    assert estimate_job([bare], COSTS).setup_minutes == pytest.approx(runner.setup.value / 60)
+    # a model without the platform's own entry takes its OS's
+    linux_only = dataclasses.replace(COSTS, runners={k: v for k, v in COSTS.runners.items() if k != "linux_aarch64"})
+    assert linux_only.runner_key(arm.cell.platform) == "linux"

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dswheels.host.files import read_bounded
+from dswheels.kernel.numbers import is_ascii_digits
 
 __all__ = ["CROSS_BIN", "Bind", "HostGcc", "find_host_gcc", "gcc_build", "root_gcc_major"]
 
@@ -130,7 +131,7 @@ def root_gcc_major(root: Path) -> str | None:
     link = root / "usr" / "bin" / "g++"
     if link.is_symlink() and (match := re.fullmatch(r"(?:.*-)?g\+\+-([0-9]+)", link.readlink().name)):
         return match.group(1)
-    majors = sorted(p.name for p in (root / "usr" / "lib" / "gcc" / TRIPLET).glob("*") if p.name.isdigit())
+    majors = sorted(p.name for p in (root / "usr" / "lib" / "gcc" / TRIPLET).glob("*") if is_ascii_digits(p.name))
     return majors[-1] if len(majors) == 1 else None
 
 
