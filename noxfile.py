@@ -264,8 +264,15 @@ def windows(session: nox.Session) -> None:
 # 0.19.8's CPU variant with torch 2.10, the newest torch whose aarch64 wheel on PyPI is the CPU build (2.11 on
 # are CUDA builds there; download.pytorch.org/whl/cpu, the plan's index, is not reachable from this machine).
 AARCH64_DEFAULTS = ["--cell", "ds0.19.8-torch2.10-cpu-cp311-linux_aarch64", "--torch-index", "pip"]
-# debootstrap makes the root; the cross GCC builds tests/integration/test_qemu_aarch64.py's cross programs
-_QEMU_PACKAGES = ("qemu-user-static", "binfmt-support", "debootstrap", "g++-aarch64-linux-gnu")
+# debootstrap makes the root; the cross GCC builds tests/integration/test_qemu_aarch64.py's cross programs, and GCC
+# 12's (the bookworm root's GCC major; Ubuntu 24.04's unversioned one is 13) compiles the build in the root natively
+_QEMU_PACKAGES = (
+    "qemu-user-static",
+    "binfmt-support",
+    "debootstrap",
+    "g++-aarch64-linux-gnu",
+    "g++-12-aarch64-linux-gnu",
+)
 # where `dswheels build --qemu` makes its arm64 root: the cache's, for RootSpec()
 _ROOT_OF_THE_BUILD = (
     "from dswheels.host.cache import CacheLayout; from dswheels.platforms.qemu.root import RootSpec; "
@@ -280,7 +287,14 @@ def _ensure_qemu(session: nox.Session) -> None:
     if not (hasattr(os, "geteuid") and os.geteuid() == 0):
         session.error("nox -s aarch64 runs as root: debootstrap makes the arm64 root, the build runs in a chroot")
     if not all(
-        shutil.which(p) for p in ("qemu-aarch64-static", "debootstrap", "update-binfmts", "aarch64-linux-gnu-g++")
+        shutil.which(p)
+        for p in (
+            "qemu-aarch64-static",
+            "debootstrap",
+            "update-binfmts",
+            "aarch64-linux-gnu-g++",
+            "aarch64-linux-gnu-g++-12",
+        )
     ):
         session.log(f"installing {', '.join(_QEMU_PACKAGES)} (apt-get)")
         session.run("apt-get", "update", "-qq", external=True)

@@ -19,7 +19,7 @@ from dswheels.kernel.errors import EnvironmentMismatchError
 from dswheels.kernel.model import OS, PlannedCell
 from dswheels.kernel.platform_traits import QemuCompilers
 from dswheels.platforms.hosts import BuildTools, HostKind, LendsNoVenv, QemuSettings, prepared_only
-from dswheels.platforms.qemu.host_gcc import HostGcc, find_host_gcc  # light: no subprocess, no I/O when imported
+from dswheels.platforms.qemu.host_gcc import HostGcc, find_host_gcc, root_gcc_major
 
 if TYPE_CHECKING:
     # the emulated machine (and what it imports) is loaded when a cell is built under qemu, not by everything
@@ -39,7 +39,10 @@ def choose_compilers(root: Path, asked: QemuCompilers, *, here: Path = Path("/")
         if found.differences():
             get_reporter().warning(found.differences())
         return found
-    hint = "apt-get install g++-aarch64-linux-gnu (Debian/Ubuntu: the cross GCC of the root's release)"
+    major = root_gcc_major(root)
+    # the versioned package: Ubuntu 24.04's unversioned g++-aarch64-linux-gnu is GCC 13, Debian 12's root GCC 12
+    package = f"g++-{major}-aarch64-linux-gnu" if major else "g++-aarch64-linux-gnu"
+    hint = f"apt-get install {package} (Debian/Ubuntu: the cross GCC of the root's GCC major)"
     if asked is QemuCompilers.HOST:
         raise EnvironmentMismatchError(f"--qemu-compilers host: {found}", hint=hint)
     get_reporter().warning(
