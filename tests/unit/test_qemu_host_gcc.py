@@ -5,6 +5,7 @@ the real root, is tests/integration/test_qemu_aarch64.py's (marker qemu)."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import io
 import os
 import shlex
@@ -181,6 +182,9 @@ def test_the_builds_are_read_from_the_drivers_and_a_difference_is_said(tmp_path:
     assert isinstance(gcc, HostGcc)
     assert (gcc.build, gcc.root_build, gcc.same_build) == ("Debian 12.2.0-14", "Debian 12.2.0-14+deb12u1", False)
     assert "CVE-2023-4039" in gcc.differences()
+    assert "the same GCC release with other distribution patches" in gcc.differences()
+    ubuntu = dataclasses.replace(gcc, build="Ubuntu 12.3.0-17ubuntu1")  # Ubuntu 24.04's g++-12-aarch64-linux-gnu
+    assert "another GCC release" in ubuntu.differences()
     assert "Debian 12.2.0-14, the root's Debian 12.2.0-14+deb12u1" in gcc.describe()  # in the manifest's machine
     root_driver.write_bytes(b"\x7fELF\0(Debian 12.2.0-14) \0")
     same = find_host_gcc(root, here=here, machine="x86_64")

@@ -68,7 +68,8 @@ class HostGcc:
 
     @property
     def same_build(self) -> bool:
-        return self.build == self.root_build
+        """Both builds read, and the same (unread: not known to be the same)."""
+        return self.build == self.root_build != ""
 
     def describe(self) -> str:
         builds = f"{self.build or '?'}, the root's {self.root_build or '?'}"
@@ -78,11 +79,13 @@ class HostGcc:
         """What a build should say when this GCC is not the root's own build ('' when it is)."""
         if self.same_build:
             return ""
+        same_release = _release(self.build) == _release(self.root_build) != ""
+        kind = "the same GCC release with other distribution patches" if same_release else "another GCC release"
         return (
-            f"this machine's cross GCC is {self.build or '?'}, the root's own GCC {self.root_build or '?'}: the same "
-            "GCC release with other distribution patches, so some functions' code can differ (Debian 12: the "
-            "root's has the CVE-2023-4039 fix, AArch64's stack protector frame, and the cross GCC not; "
-            "docs/build.md#linux-aarch64-under-qemu); --qemu-compilers emulated compiles with the root's own"
+            f"this machine's cross GCC is {self.build or '?'}, the root's own GCC {self.root_build or '?'}: {kind}, "
+            "so some functions' code can differ (Debian 12: the root's has the CVE-2023-4039 fix, AArch64's stack "
+            "protector frame, and the cross GCC not; docs/build.md#linux-aarch64-under-qemu); --qemu-compilers "
+            "emulated compiles with the root's own"
         )
 
     def binds(self) -> tuple[Bind, ...]:
@@ -112,6 +115,16 @@ class HostGcc:
         lines += [f"mkdir -p {folder}", f"mount -t tmpfs -o mode=0755 tmpfs {folder}"]
         lines += [f"ln -s {shlex.quote(t)} {folder}/{shlex.quote(n)}" for n, t in sorted(self.links().items())]
         return lines
+
+
+def _release(build: str) -> str:
+    """GCC's own version in a distribution's build (``Debian 12.2.0-14+deb12u1`` -> ``12.2.0``; '' unread).
+
+    >>> _release("Debian 12.2.0-14+deb12u1"), _release("Ubuntu 12.3.0-17ubuntu1"), _release("")
+    ('12.2.0', '12.3.0', '')
+    """
+    match = re.search(r"([0-9]+\.[0-9]+\.[0-9]+)", build)
+    return match.group(1) if match else ""
 
 
 # GCC's --with-pkgversion in its driver, as --version prints it: "g++ (Debian 12.2.0-14+deb12u1) 12.2.0"
