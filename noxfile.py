@@ -308,8 +308,8 @@ def _ensure_qemu(session: nox.Session) -> None:
 
 @nox.session(default=False)
 def aarch64(session: nox.Session) -> None:
-    """Build a linux_aarch64 cell in an arm64 root under qemu, verify it there, then the tests that need the root:
-    -- [build flags]."""
+    """Build a linux_aarch64 cell in an arm64 root under qemu, verify it there, then the tests that need the root
+    (a user's `dswheels install` of the wheel from the served index among them): -- [build flags]."""
     _install(session, "test")
     _ensure_qemu(session)
     out = ROOT / WHEELHOUSE
@@ -320,12 +320,16 @@ def aarch64(session: nox.Session) -> None:
     built = time.monotonic()
     index = args[args.index("--torch-index") + 1 : args.index("--torch-index") + 2] if "--torch-index" in args else []
     qemu = ["--qemu-root", given] if given else ["--qemu"]
-    for wheel in sorted(out.glob("*/*_aarch64.whl")):  # linux_aarch64, or the manylinux tag auditwheel gave it
+    wheels = sorted(out.glob("*/*_aarch64.whl"))  # linux_aarch64, or the manylinux tag auditwheel gave it
+    if not wheels:
+        session.error(f"the build wrote no aarch64 wheel into {out}")
+    for wheel in wheels:
         session.run("dswheels", "verify", *qemu, *(["--torch-index", *index] if index else []), str(wheel))
     verified = time.monotonic()
-    # then the tests that need the root the build ran in (tests/integration/test_qemu_aarch64.py)
+    # then the tests that need the root the build ran in (tests/integration/test_qemu_aarch64.py), a Grace user's
+    # `dswheels install` of the built wheel from the served index among them
     root = given or str(session.run("python", "-c", _ROOT_OF_THE_BUILD, silent=True)).strip().splitlines()[-1]
-    env = {"DSWHEELS_QEMU_ROOT": root, "PYTHONHASHSEED": "0"}
+    env = {"DSWHEELS_QEMU_ROOT": root, "PYTHONHASHSEED": "0", "DSWHEELS_AARCH64_WHEEL": str(wheels[-1])}
     session.run("pytest", "tests/integration/test_qemu_aarch64.py", env=env)
     session.log(
         f"built in {built - started:.0f} s, verified in {verified - built:.0f} s, "

@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import shutil
 import signal
 import subprocess
 import tarfile
+import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,17 +33,21 @@ import pytest
 from elftools.elf.elffile import ELFFile
 
 from dswheels.building.effects.flag_recorder import fetch_sdists
+from dswheels.cli import main as cli_main
 from dswheels.host.cache import CacheLayout
 from dswheels.host.downloads import Downloader
 from dswheels.host.extensions import read_extension_binary
 from dswheels.kernel.binaries.isa import IsaReport
 from dswheels.kernel.compat import load_compat
 from dswheels.kernel.errors import VerifyError
+from dswheels.kernel.naming import parse_wheel
 from dswheels.platforms.qemu.emulator import find_emulator
 from dswheels.platforms.qemu.host_gcc import CROSS_BIN, HostGcc, find_host_gcc
-from dswheels.platforms.qemu.machine import in_root
-from dswheels.platforms.qemu.root import MARKER, RootSpec, running_as_root
+from dswheels.platforms.qemu.machine import DSWHEELS_VENV, in_root, install_dswheels
+from dswheels.platforms.qemu.root import CA_BUNDLE, MARKER, RootSpec, root_python, running_as_root, share_network
+from dswheels.verify.ds_report import parse_ds_report
 from tests.conftest import DATA, require
+from tests.support.servers import StaticServer
 
 pytestmark = pytest.mark.integration
 
@@ -301,3 +307,62 @@ def test_the_roots_python_runs_explicitly_under_qemu_as_graviton2s_core(arm64_ro
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split()[0] == "aarch64"
+
+
+# --- a Grace user's path: the served index, `dswheels install` on the arm64 machine ---------------------------------
+
+
+@pytest.mark.qemu
+def test_an_arm64_user_installs_the_served_wheel_with_dswheels_install(in_arm64_root: Path, tmp_path: Path) -> None:
+    """The wheel `nox -s aarch64` built (DSWHEELS_AARCH64_WHEEL) published, indexed and served on loopback; then, on
+    the arm64 machine itself (dswheels and a venv with torch's aarch64 wheel in the root, every program emulated as
+    a Neoverse N1), `dswheels install --index URL` detects aarch64, picks that wheel from its partition, installs it
+    with pip and loads every op; `ds_report` there, the venv activated, lists them. (An x86_64 machine's facts get
+    nothing from such an index: tests/unit/test_doctor_published.py.)"""
+    given = os.environ.get("DSWHEELS_AARCH64_WHEEL")
+    require(bool(given) and Path(str(given)).is_file(), "no DSWHEELS_AARCH64_WHEEL (nox -s aarch64 sets it)")
+    wheel = Path(str(given))
+    root = in_arm64_root
+    published, site = tmp_path / "published", tmp_path / "site"
+    assert cli_main(["publish", str(wheel), "--dir", str(published)]) == 0
+    with StaticServer(site) as server:
+        assert cli_main(["index", "--from", str(published), "--out", str(site), "--site-url", server.url]) == 0
+        cache = CacheLayout.here().emulated
+        share_network(root, os.environ)
+        install_dswheels(root, log=tmp_path / "install-dswheels.log")
+        env = {
+            "PATH": "/usr/bin:/bin",
+            "HOME": "/root",
+            "LANG": "C.UTF-8",
+            "QEMU_CPU": str(BASELINE.qemu_cpu),  # neoverse-n1
+            "UV_CACHE_DIR": str(cache.uv),  # torch's aarch64 wheel as the build downloaded it
+            **dict.fromkeys(("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "PIP_CERT"), f"/{CA_BUNDLE}"),
+        }
+        venv = tmp_path / "user"
+        uv = f"{DSWHEELS_VENV}/lib/python{root_python(root)}/site-packages/bin/uv"
+        torch = parse_wheel(wheel.name).cell.torch
+        version = load_compat().torch[torch].latest
+        script = "\n".join(
+            [
+                f"{uv} venv --seed --python /usr/bin/python3 {venv}",  # as python -m venv: pip, setuptools
+                f"{uv} pip install --python {venv}/bin/python --index https://pypi.org/simple/ torch=={version}",
+                (
+                    f"{DSWHEELS_VENV}/bin/python -m dswheels install --index {server.url} "
+                    f"--python {venv}/bin/python --installer pip"
+                ),
+                f"PATH={venv}/bin:$PATH ds_report",  # as in the activated venv (ninja found there)
+            ]
+        )
+        command = in_root(root, ["/bin/sh", "-ec", script], visible=[tmp_path, cache.root], env=env)
+        done = subprocess.run(command, capture_output=True, text=True, check=False, timeout=1800)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+    out = done.stdout + done.stderr
+    assert f"ok install {wheel.name}" in out  # the one wheel picked, by its name
+    with zipfile.ZipFile(wheel) as zf:  # the ops the wheel carries: one extension each
+        built = {Path(n).name.split("_op.")[0] for n in zf.namelist() if n.endswith(".so")}
+    loaded = re.search(r"installed deepspeed \S+ into \S+: ([0-9]+) prebuilt ops load without JIT \(([^)]*)\)", out)
+    assert loaded, out[-3000:]
+    assert set(loaded.group(2).split(", ")) == built
+    report = parse_ds_report(done.stdout)
+    assert set(report.installed) == built, (report.installed, built)
+    assert report.torch_version.startswith(f"{version}")
