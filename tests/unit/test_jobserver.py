@@ -87,17 +87,12 @@ def test_every_extensions_units_draw_on_one_pool_and_the_last_takes_every_slot(t
     project.mkdir()
     (project / "setup.py").write_text(patch_parallel_extensions(SETUP), encoding="utf-8")
     (project / "setup.cfg").write_text("[build_ext]\nparallel = 3\n", encoding="utf-8")
+    build_env = {**env, "NINJA": NINJA, "JOBS_DIR": str(jobs_dir), "DSWHEELS_EXT_ORDER": "big,medium,small"}
     with jobserver(3, tmp_path) as pool:
         done = subprocess.run(
             [sys.executable, "setup.py", "build_ext"],
             cwd=project,
-            env={
-                **env,
-                **pool.env(),
-                "NINJA": NINJA,
-                "JOBS_DIR": str(jobs_dir),
-                "DSWHEELS_EXT_ORDER": "big,medium,small",
-            },
+            env={**build_env, **pool.env()},
             capture_output=True,
             text=True,
             check=False,
@@ -118,13 +113,7 @@ def test_every_extensions_units_draw_on_one_pool_and_the_last_takes_every_slot(t
         subprocess.run(
             [sys.executable, "setup.py", "build_ext", "--force"],
             cwd=project,
-            env={
-                **env,
-                **pool.env(),
-                "NINJA": NINJA,
-                "JOBS_DIR": str(jobs_dir),
-                "DSWHEELS_EXT_ORDER": "big,medium,small",
-            },
+            env={**build_env, **pool.env()},
             capture_output=True,
             check=True,
             timeout=120,

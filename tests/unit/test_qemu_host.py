@@ -13,12 +13,12 @@ from dswheels.building.effects.emulated import PYPI_SIMPLE, inner_argv
 from dswheels.host.cache import CacheLayout
 from dswheels.kernel.compat import load_compat
 from dswheels.kernel.errors import EnvironmentMismatchError
-from dswheels.kernel.model import OS, Platform
+from dswheels.kernel.model import OS, Platform, Python
 from dswheels.kernel.sources import TorchSource, TorchSourceKind
 from dswheels.platforms import platform_module
 from dswheels.platforms.hosts import HostChoice, HostKind, QemuSettings
 from dswheels.platforms.qemu.emulator import Emulator, find_emulator, need_binfmt, need_qemu, parse_binfmt, read_binfmt
-from dswheels.platforms.qemu.machine import in_root, launcher_text, venv_platform
+from dswheels.platforms.qemu.machine import QemuMachine, in_root, launcher_text, venv_platform
 from dswheels.platforms.qemu.root import CA_BUNDLE, RootSpec, ensure_root, root_glibc, root_python, share_network
 
 # what Debian's qemu-user-static registers (update-binfmts --display qemu-aarch64, /proc/sys/fs/binfmt_misc)
@@ -207,3 +207,22 @@ def test_the_venv_takes_wheels_up_to_the_roots_glibc(tmp_path: Path) -> None:
     assert root_glibc(root) == (2, 36)
     assert venv_platform(root_glibc(root)) == "aarch64-manylinux_2_36"
     assert venv_platform(None) == "aarch64-manylinux_2_28"  # unread: the floor every aarch64 wheel we make keeps
+
+
+def test_verifys_venv_in_the_root_asks_uv_for_the_roots_glibc(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The venv verify makes of the root's Python is filled for the root's glibc (2.36 here), not a fixed 2.28."""
+    root = tmp_path / "root"
+    (root / "usr" / "bin").mkdir(parents=True)
+    (root / "usr" / "bin" / "python3").symlink_to("python3.11")
+    libc = root / "usr" / "lib" / "aarch64-linux-gnu" / "libc.so.6"
+    libc.parent.mkdir(parents=True)
+    libc.write_bytes(b"\x7fELF\0GNU C Library (Debian GLIBC 2.36-9+deb12u14) stable release version 2.36.\n")
+    commands: list[list[str]] = []
+    monkeypatch.setattr(
+        "dswheels.platforms.qemu.machine.proc.run", lambda argv, **_: commands.append(list(map(str, argv)))
+    )
+    monkeypatch.setattr("dswheels.platforms.qemu.machine.find_uv", lambda: "uv")
+    machine = QemuMachine(root=root, emulator=Emulator(qemu="/usr/bin/qemu-aarch64-static", binfmt=None))
+    machine.venv(Python((3, 11)), where=tmp_path, requirements=["torch==2.10.0"], index_args=[], cpu=None, log=None)
+    uv = next(c for c in commands if c[:3] == ["uv", "pip", "install"])
+    assert uv[uv.index("--python-platform") + 1] == "aarch64-manylinux_2_36"
